@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# bootstrap.sh — idempotent set-up for a fresh Debian machine: installs the
+# Debian packages the build and tests need (only those missing; apt-get update
+# at most once), then the npm packages the end-to-end tests use, from the
+# committed lockfile. Works as root, through sudo, or prints what to run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake pkg-config clang git
+  libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libpcre2-dev
+  libyaml-dev libssl-dev duktape-dev zlib1g-dev libpng-dev libzip-dev libedit-dev
+  libcmocka-dev
+  nodejs npm
+)
+# Needed by optional differential tests and benches; installed when available.
+OPTIONAL_PACKAGES=(fairy-stockfish chromium)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node and npm may come from outside Debian's packages on some images; accept them if present.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  kept=()
+  for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || kept+=("$p"); done
+  missing=("${kept[@]}")
+fi
+missing_optional=()
+for p in "${OPTIONAL_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_optional+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ] || [ ${#missing_optional[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+  elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "bootstrap: missing packages: ${missing[*]} ${missing_optional[*]}" >&2
+    echo "bootstrap: run as root: apt-get update && apt-get install -y ${missing[*]} ${missing_optional[*]}" >&2
+    [ ${#missing[@]} -eq 0 ] || exit 1
+    SUDO=skip
+  fi
+  if [ "${SUDO:-}" != skip ]; then
+    echo "bootstrap: installing ${missing[*]} ${missing_optional[*]}"
+    "${SUDO[@]}" apt-get update -qq
+    export DEBIAN_FRONTEND=noninteractive
+    if [ ${#missing[@]} -gt 0 ]; then
+      "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+    for p in "${missing_optional[@]}"; do
+      "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "$p" ||
+        echo "bootstrap: optional package $p not available; the tests that need it are skipped"
+    done
+  fi
+fi
+
+if [ -f tests/package-lock.json ]; then
+  if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; then
+    echo "bootstrap: installing npm packages for the end-to-end tests"
+    (cd tests && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
