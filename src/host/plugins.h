@@ -64,7 +64,8 @@ typedef struct cdsh_plugin_def {
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-/* Creates a fiber for def with `config` (NULL: nothing given; borrowed) and
+/* Creates a fiber for def (borrowed: it must outlive the host; normally a
+ * static const descriptor) with `config` (NULL: nothing given; borrowed) and
  * starts it: PENDING while a required service is missing, else LOADING then
  * ACTIVE. *out (may be NULL) receives the fiber, valid until cdsh_host_free,
  * also when loading failed. Errors: CDSH_EEXIST "PLUGIN_EXISTS" (`plugin "x"
