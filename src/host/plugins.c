@@ -534,7 +534,13 @@ int cdsh_ctx_register_tool(cdsh_plugin_ctx *ctx, const cdsh_tool_def *def, cdsh_
     cdsh_disposer_t d = {0};
     if (rc == 0)
         rc = cdsh_tools_register(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, def, &d, err);
-    return rc ? rc : push(ctx, d, err);
+    if (rc) {
+        /* The registry did not take ud: release it here so ownership always passes. */
+        if (def && def->free_ud)
+            def->free_ud(def->ud);
+        return rc;
+    }
+    return push(ctx, d, err);
 }
 
 int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow,

@@ -111,7 +111,9 @@ cdsh_scope *cdsh_ctx_scope(const cdsh_plugin_ctx *ctx);  /* NULL for the plugin'
 const json_t *cdsh_ctx_config(const cdsh_plugin_ctx *ctx);
 cdsh_plugin *cdsh_ctx_plugin_get(const cdsh_plugin_ctx *ctx);
 
-/* Tools in the context's layer (global, or the scoped context's agent). */
+/* Tools in the context's layer (global, or the scoped context's agent).
+ * def->ud always passes to this call: if registration fails, free_ud(ud) runs
+ * before the error returns. */
 int cdsh_ctx_register_tool(cdsh_plugin_ctx *ctx, const cdsh_tool_def *def, cdsh_error *err);
 /* Scoped contexts only (the registry refuses global restrictions). */
 int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow,

@@ -697,7 +697,7 @@ int main(void)
         T(child_plugin_unloads_with_its_parent),
         T(effect_records_only_what_started),
         T(two_hosts_in_one_process_are_independent),
-        cmocka_unit_test_setup(host_free_unloads_plugins_in_reverse_load_order, setup),
+        cmocka_unit_test(host_free_unloads_plugins_in_reverse_load_order),
         T(profile_decides_enabled_plugins_and_their_config),
         T(profile_load_continues_past_a_failing_plugin),
         cmocka_unit_test(state_names_are_lowercase_words),
