@@ -204,24 +204,63 @@ int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out,
 
 /* ---- output ------------------------------------------------------------ */
 
-static void format_real(double d, char out[32])
+/* Formats a finite double as ECMAScript's Number::toString does (shortest
+ * digits that read back exactly; fixed notation for 1e-6 <= |d| < 1e21,
+ * exponent notation otherwise), plus ".0" on integral fixed output so the
+ * value stays a real when parsed again. */
+static void format_real(double d, char out[40])
 {
-    /* Shortest %.Ng that reads back to the same double (at most 17 digits). */
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(out, 32, "%.*g", prec, d);
-        if (strtod(out, NULL) == d)
+    char sci[40];
+    for (int prec = 0; prec < 17; prec++) {
+        snprintf(sci, sizeof sci, "%.*e", prec, d);
+        if (strtod(sci, NULL) == d)
             break;
     }
-    /* Keep it a real on re-parse: "1" becomes "1.0" (as jansson does). */
-    if (!strpbrk(out, ".eEn"))
-        strcat(out, ".0");
+    /* sci is "[-]D[.DDD]e[+-]XX": collect the digits and the exponent. */
+    char digs[20];
+    size_t nd = 0;
+    const char *p = sci;
+    if (*p == '-')
+        p++;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && nd < sizeof digs - 1)
+            digs[nd++] = *p;
+    int exp10 = *p == 'e' ? atoi(p + 1) : 0;
+    while (nd > 1 && digs[nd - 1] == '0')
+        nd--;
+    digs[nd] = '\0';
+    char *o = out;
+    if (signbit(d))
+        *o++ = '-';
+    int n = exp10 + 1; /* digits before the decimal point */
+    if (exp10 >= -6 && exp10 < 21) {
+        if (n <= 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int i = 0; i < -n; i++)
+                *o++ = '0';
+            o += sprintf(o, "%s", digs);
+        } else if ((size_t)n >= nd) {
+            o += sprintf(o, "%s", digs);
+            for (size_t i = nd; i < (size_t)n; i++)
+                *o++ = '0';
+            o += sprintf(o, ".0");
+        } else {
+            o += sprintf(o, "%.*s.%s", n, digs, digs + n);
+        }
+    } else {
+        *o++ = digs[0];
+        if (nd > 1)
+            o += sprintf(o, ".%s", digs + 1);
+        sprintf(o, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
+    }
 }
 
 static int dump_value(cdsh_strbuf *sb, const json_t *v, int indent, int depth)
 {
     if (depth > WALK_MAX_DEPTH)
         return -1;
-    char num[32];
+    char num[40];
     switch (json_typeof(v)) {
     case JSON_NULL: return cdsh_strbuf_append_str(sb, "null");
     case JSON_TRUE: return cdsh_strbuf_append_str(sb, "true");
@@ -415,26 +454,38 @@ static void path_push_key(cdsh_strbuf *path, const char *k, size_t n)
     free(clean);
 }
 
+/* Very long paths (deep nesting) are shortened to their two ends so the
+ * message stays within cdsh_error and still says where. */
+static const char *short_path(const cdsh_strbuf *path, char out[200])
+{
+    if (path->len < 200)
+        return path->data;
+    snprintf(out, 200, "%.96s...%s", path->data, path->data + path->len - 96);
+    return out;
+}
+
 static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error *err)
 {
-    if (depth > LOSSLESS_MAX_DEPTH)
+    char shortened[200];
+    /* depth counts enclosing containers: 512 nested arrays/objects are fine */
+    if (depth >= LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
         return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is nested deeper than %d levels",
-                              path->data, LOSSLESS_MAX_DEPTH);
+                              short_path(path, shortened), LOSSLESS_MAX_DEPTH);
     switch (json_typeof(v)) {
     case JSON_REAL:
         if (!isfinite(json_real_value(v)))
             return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is not a finite number",
-                                  path->data);
+                                  short_path(path, shortened));
         return 0;
     case JSON_STRING: {
         const char *s = json_string_value(v);
         size_t n = json_string_length(v);
         if (!cdsh_utf8_valid(s, n))
             return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is not valid UTF-8",
-                                  path->data);
+                                  short_path(path, shortened));
         if (memchr(s, '\0', n))
             return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                  "%s contains a NUL character", path->data);
+                                  "%s contains a NUL character", short_path(path, shortened));
         return 0;
     }
     case JSON_ARRAY:
@@ -454,10 +505,10 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
             size_t klen = json_object_iter_key_len(it);
             if (!cdsh_utf8_valid(k, klen))
                 return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                      "%s has a key that is not valid UTF-8", path->data);
+                                      "%s has a key that is not valid UTF-8", short_path(path, shortened));
             if (memchr(k, '\0', klen))
                 return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                      "%s has a key that contains a NUL character", path->data);
+                                      "%s has a key that contains a NUL character", short_path(path, shortened));
             size_t mark = path->len;
             path_push_key(path, k, klen);
             int rc = check_value(json_object_iter_value(it), path, depth + 1, err);
@@ -510,7 +561,7 @@ static json_t *sanitize_string(const char *s, size_t n)
 
 static json_t *sanitize_value(const json_t *v, int depth)
 {
-    if (depth > LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
+    if (depth >= LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
         return json_null();
     switch (json_typeof(v)) {
     case JSON_REAL:

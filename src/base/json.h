@@ -45,8 +45,9 @@ int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out,
 /* ---- output --------------------------------------------------------------
  * Object keys keep insertion order; non-ASCII is emitted as UTF-8 (not \u
  * escapes); "/" is not escaped; reals print in the shortest form that reads
- * back the same, always with a "." or exponent so they stay reals ("1.0",
- * "0.1", "1e+300"). Controls are escaped (\n, \u001f, NUL as \u0000).
+ * back the same, laid out as JavaScript's Number.prototype.toString does
+ * (fixed for 1e-6 <= |x| < 1e21, else "1e+300"/"5e-324"), with ".0" added
+ * to integral fixed output so they stay reals ("1.0", "0.1", "-0.0"). Controls are escaped (\n, \u001f, NUL as \u0000).
  * Owned string, NULL on ENOMEM or an invalid value: a string or key that is
  * not valid UTF-8, a non-finite real, or nesting deeper than 2048 (which
  * also catches reference cycles). */
@@ -67,7 +68,7 @@ json_t *cdsh_json_parse(const char *text, size_t len, size_t max_bytes, cdsh_err
 
 /* ---- lossless JSON -------------------------------------------------------
  * Checks that every string (keys included) is valid UTF-8 without NUL, every
- * real is finite, and nesting is at most 512 deep. On failure returns
+ * real is finite, and at most 512 arrays and objects are nested. On failure returns
  * CDSH_EINVAL, code "NOT_LOSSLESS", and a message naming the JSON path, e.g.
  * `value.items[2].name is not valid UTF-8`. `root` names the root in paths
  * ("arguments", "value"; NULL means "value"). Keys that are not identifiers
