@@ -19,16 +19,16 @@ static const char *const patterns[] = {
     /* PEM private keys, whole block. */
     "()-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
     /* Authorization headers (scheme word kept). */
-    "(?i)(\\bauthorization[\"']?\\s*[:=]\\s*[\"']?(?:(?:bearer|basic|token|digest)\\s+)?)"
+    "(?i)(\\bauthorization[\"']?\\s*[:=]\\s*[\"']?(?>(?:(?:bearer|basic|token|digest)\\s+)?))"
     "(?!\\[REDACTED\\])[^\\s\"',]+",
     /* Bare bearer/basic credentials. */
     "(?i)(\\b(?:bearer|basic)\\s+)(?!\\[REDACTED\\])[A-Za-z0-9._~+/=-]{8,}",
     /* Cookie headers: the whole value up to the end of the line. */
-    "(?im)(\\b(?:set-)?cookie\\s*:[ \\t]*)(?!\\[REDACTED\\])[^\\r\\n]+",
+    "(?im)(\\b(?:set-)?cookie\\s*:(?>[ \\t]*))(?!\\[REDACTED\\])[^\\r\\n]+",
     /* key=value / "key": "value" for secret-looking keys. */
     "(?i)((?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
     "|credentials?)[\"']?\\s*[:=]\\s*(?:([\"'])|))(?!\\[REDACTED\\])"
-    "(?(2)(?:\\\\.|(?!\\2)[^\\\\\\n])+|[^\\s\"'&,;})\\]]+)",
+    "(?(2)(?:\\\\.|(?!\\2)[^\\\\\\n])+|[^\\s\\x00-\\x1f\"'&,;})\\]]+)",
     /* user:password@ in URLs. */
     "(\\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\\s:@]*:)(?!\\[REDACTED\\]@)[^/\\s@]+(?=@)",
     /* Provider key formats. */
