@@ -10,7 +10,8 @@
 
 static const char SCHEMA[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"pattern\":\"^[^\\\\u0000]+$\"},"
+    "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"pattern\":\"^[^\\\\u0000]+$"
+    "\"},"
     "\"mode\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"append\",\"delete\"]},"
     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000},"
     "\"recursive\":{\"type\":\"boolean\"},"

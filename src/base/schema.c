@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 256          /* schema nesting; validation recursion is bounded by it */
+#define MAX_DEPTH 256                /* schema nesting; validation recursion is bounded by it */
 #define PATTERN_MATCH_LIMIT 1000000u /* PCRE2 backtracking budget per match */
 
 /* ---- small growable string ----------------------------------------------- */
@@ -375,13 +375,20 @@ typedef struct keyword {
 
 /* Constraint keywords other than type/oneOf, in DSH's reporting order. */
 static const keyword CONSTRAINTS[] = {
-    {"properties", T(K_OBJECT)},      {"required", T(K_OBJECT)},
-    {"additionalProperties", T(K_OBJECT)}, {"items", T(K_ARRAY)},
-    {"enum", T_SCALAR},               {"const", T_SCALAR},
-    {"minimum", T_NUMERIC},           {"maximum", T_NUMERIC},
-    {"exclusiveMinimum", T_NUMERIC},  {"exclusiveMaximum", T_NUMERIC},
-    {"minLength", T(K_STRING)},       {"maxLength", T(K_STRING)},
-    {"pattern", T(K_STRING)},         {"minItems", T(K_ARRAY)},
+    {"properties", T(K_OBJECT)},
+    {"required", T(K_OBJECT)},
+    {"additionalProperties", T(K_OBJECT)},
+    {"items", T(K_ARRAY)},
+    {"enum", T_SCALAR},
+    {"const", T_SCALAR},
+    {"minimum", T_NUMERIC},
+    {"maximum", T_NUMERIC},
+    {"exclusiveMinimum", T_NUMERIC},
+    {"exclusiveMaximum", T_NUMERIC},
+    {"minLength", T(K_STRING)},
+    {"maxLength", T(K_STRING)},
+    {"pattern", T(K_STRING)},
+    {"minItems", T(K_ARRAY)},
     {"maxItems", T(K_ARRAY)},
 };
 #define NCONSTRAINTS (sizeof CONSTRAINTS / sizeof CONSTRAINTS[0])
@@ -389,7 +396,7 @@ static const keyword CONSTRAINTS[] = {
 static const char *const ANNOTATIONS[] = {"description", "title", "default", "examples"};
 
 static const char *const TYPE_NAMES[] = {
-    [K_OBJECT] = "object", [K_ARRAY] = "array",     [K_STRING] = "string", [K_NUMBER] = "number",
+    [K_OBJECT] = "object",   [K_ARRAY] = "array",     [K_STRING] = "string", [K_NUMBER] = "number",
     [K_INTEGER] = "integer", [K_BOOLEAN] = "boolean", [K_NULL] = "null",
 };
 
@@ -548,7 +555,8 @@ static void check_oneof(cctx *c, const json_t *js, node *n, int depth)
         size_t mark = c->path.len;
         for (size_t i = 0; i < json_array_size(branches); i++) {
             sb_printf(&c->path, ".oneOf[%zu]", i);
-            n->branches[n->nbranches++] = check_node(c, json_array_get(branches, i), depth + 1, false);
+            n->branches[n->nbranches++] =
+                check_node(c, json_array_get(branches, i), depth + 1, false);
             sb_truncate(&c->path, mark);
         }
     }
@@ -739,8 +747,7 @@ static node *check_node(cctx *c, const json_t *js, int depth, bool root)
         if (json_is_array(type))
             refuse(c, "%s.type must be a single type string (type arrays are not supported)", p);
         else
-            refuse(c, "%s.type must be one of object/array/string/number/integer/boolean/null",
-                   p);
+            refuse(c, "%s.type must be one of object/array/string/number/integer/boolean/null", p);
         return n;
     }
     n->kind = k;
@@ -851,8 +858,8 @@ const json_t *cdsh_schema_json(const cdsh_schema *schema)
 
 typedef struct vctx {
     const cdsh_schema *schema;
-    strbuf path;         /* empty only at DSH's implicit root */
-    json_t *out;         /* NULL while counting (inside oneOf) */
+    strbuf path;          /* empty only at DSH's implicit root */
+    json_t *out;          /* NULL while counting (inside oneOf) */
     pcre2_match_data *md; /* created on the first pattern match of this call */
     bool oom;
 } vctx;

@@ -58,7 +58,10 @@
  * "integer" follows JavaScript's Number.isInteger: 1.0 and 1e300 are integers.
  * minLength/maxLength count Unicode code points (not bytes, not UTF-16 units).
  * pattern is an unanchored search, compiled by PCRE2 in UTF mode with
- * ECMAScript-like options (\uHHHH escapes, `$` only at the very end).
+ * ECMAScript-like options (\uHHHH escapes, `$` only at the very end). A
+ * match that exhausts PCRE2's backtracking budget (10^6 steps) counts as a
+ * failure: `"x" must match pattern "p" (pattern match failed: match limit
+ * exceeded)`.
  *
  * Thread safety: a compiled schema is immutable; any number of threads may
  * validate against one schema at the same time (match data is per call). */

@@ -98,7 +98,7 @@ static void expect_refused(const char *schema_text, const char *expected)
 }
 
 #define OBJ_AB                                                                                     \
-    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},\"b\":{\"type\":"           \
+    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},\"b\":{\"type\":"            \
     "\"integer\"}},\"required\":[\"a\",\"b\"]}"
 
 /* ---- type ---------------------------------------------------------------- */
@@ -266,7 +266,8 @@ static void enum_prints_the_allowed_values_as_json(void **state)
     (void)state;
     const char *schema = "{\"type\":\"string\",\"enum\":[\"red\",\"gr\\\"een\",\"t\\u00e9\"]}";
     expect_valid(schema, "\"red\"");
-    expect_invalid(schema, "\"blue\"", "\"arguments\" must be one of [\"red\",\"gr\\\"een\",\"té\"]");
+    expect_invalid(schema, "\"blue\"",
+                   "\"arguments\" must be one of [\"red\",\"gr\\\"een\",\"té\"]");
 }
 
 static void enum_of_numbers_compares_integer_and_real_alike(void **state)
@@ -275,8 +276,7 @@ static void enum_of_numbers_compares_integer_and_real_alike(void **state)
     const char *schema = "{\"type\":\"number\",\"enum\":[1,2.5,1e21,0.000001,1e-7]}";
     expect_valid(schema, "1.0");
     expect_valid(schema, "2.5");
-    expect_invalid(schema, "3",
-                   "\"arguments\" must be one of [1,2.5,1e+21,0.000001,1e-7]");
+    expect_invalid(schema, "3", "\"arguments\" must be one of [1,2.5,1e+21,0.000001,1e-7]");
     expect_valid("{\"type\":\"integer\",\"enum\":[1.0,2]}", "1");
 }
 
@@ -284,8 +284,9 @@ static void enum_of_mixed_scalars_needs_a_single_type(void **state)
 {
     (void)state;
     /* A mixed-scalar enum goes through oneOf of typed branches. */
-    const char *schema = "{\"oneOf\":[{\"type\":\"string\",\"enum\":[\"a\"]},"
-                         "{\"type\":\"integer\",\"enum\":[1]},{\"type\":\"null\",\"enum\":[null]}]}";
+    const char *schema =
+        "{\"oneOf\":[{\"type\":\"string\",\"enum\":[\"a\"]},"
+        "{\"type\":\"integer\",\"enum\":[1]},{\"type\":\"null\",\"enum\":[null]}]}";
     expect_valid(schema, "\"a\"");
     expect_valid(schema, "1");
     expect_valid(schema, "null");
@@ -335,7 +336,8 @@ static void one_of_needs_exactly_one_branch(void **state)
     const char *schema = "{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}";
     expect_valid(schema, "1.5");
     expect_invalid(schema, "1", "\"arguments\" must match exactly one oneOf branch (matched 2)");
-    expect_invalid(schema, "\"s\"", "\"arguments\" must match exactly one oneOf branch (matched 0)");
+    expect_invalid(schema, "\"s\"",
+                   "\"arguments\" must match exactly one oneOf branch (matched 0)");
 }
 
 static void one_of_inside_objects_and_arrays_names_the_path(void **state)
@@ -446,6 +448,15 @@ static void length_and_pattern_failures_are_all_reported(void **state)
                    "\"arguments\" must match pattern \"^z\"");
 }
 
+static void runaway_pattern_is_a_failure_not_a_hang(void **state)
+{
+    (void)state;
+    expect_invalid("{\"type\":\"string\",\"pattern\":\"(a+)+$\"}",
+                   "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\"",
+                   "\"arguments\" must match pattern \"(a+)+$\" (pattern match failed: match "
+                   "limit exceeded)");
+}
+
 static void invalid_utf8_string_is_not_lossless(void **state)
 {
     (void)state;
@@ -469,8 +480,8 @@ static void unsupported_keywords_are_refused_with_their_path(void **state)
                          "additionalProperties/items/enum/const/minimum/maximum/exclusiveMinimum/"
                          "exclusiveMaximum/minLength/maxLength/pattern/minItems/maxItems + "
                          "annotations)";
-    const char *keywords[] = {"anyOf", "allOf", "$ref", "format", "patternProperties", "not",
-                              "$defs", "uniqueItems"};
+    const char *keywords[] = {"anyOf", "allOf", "$ref",       "format", "patternProperties",
+                              "not",   "$defs", "uniqueItems"};
     for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++) {
         char schema[256], expected[512];
         snprintf(schema, sizeof schema,
@@ -816,6 +827,7 @@ int main(void)
         cmocka_unit_test(pattern_is_an_unanchored_search),
         cmocka_unit_test(pattern_matches_utf8_by_code_point),
         cmocka_unit_test(length_and_pattern_failures_are_all_reported),
+        cmocka_unit_test(runaway_pattern_is_a_failure_not_a_hang),
         cmocka_unit_test(invalid_utf8_string_is_not_lossless),
         cmocka_unit_test(unsupported_keywords_are_refused_with_their_path),
         cmocka_unit_test(compile_at_names_the_root_in_refusals),
