@@ -58,25 +58,27 @@ static void sb_puts(strbuf *b, const char *s)
     sb_putn(b, s, strlen(s));
 }
 
+__attribute__((format(printf, 2, 0))) static void sb_vprintf(strbuf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    char small[64];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= 0 && (size_t)n < sizeof small)
+        sb_putn(b, small, (size_t)n);
+    else if (n >= 0 && sb_reserve(b, (size_t)n)) {
+        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+}
+
 __attribute__((format(printf, 2, 3))) static void sb_printf(strbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char small[64];
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    sb_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof small) {
-        sb_putn(b, small, (size_t)n);
-        return;
-    }
-    if (!sb_reserve(b, (size_t)n))
-        return;
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
 }
 
 /* Restores a path to an earlier length (the push/pop of path segments). */
@@ -350,16 +352,9 @@ __attribute__((format(printf, 2, 3))) static void refuse(cctx *c, const char *fm
     strbuf msg = {0};
     va_list ap;
     va_start(ap, fmt);
-    char small[1];
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    sb_vprintf(&msg, fmt, ap);
     va_end(ap);
-    if (n >= 0 && sb_reserve(&msg, (size_t)n)) {
-        va_start(ap, fmt);
-        vsnprintf(msg.s, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        msg.len = (size_t)n;
-    }
-    if (n < 0 || !push_message(c->violations, &msg))
+    if (!push_message(c->violations, &msg))
         c->oom = true;
     free(msg.s);
 }
@@ -886,15 +881,18 @@ static size_t violate(vctx *c, const strbuf *what)
     return 1;
 }
 
-static size_t violate_text(vctx *c, const char *what)
+__attribute__((format(printf, 2, 3))) static size_t violatef(vctx *c, const char *fmt, ...)
 {
     if (!c->out)
         return 1;
     strbuf w = {0};
-    sb_puts(&w, what);
-    size_t r = violate(c, &w);
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&w, fmt, ap);
+    va_end(ap);
+    violate(c, &w);
     free(w.s);
-    return r;
+    return 1;
 }
 
 static void push_key(vctx *c, const char *key)
@@ -920,19 +918,13 @@ static size_t check_oneof_value(vctx *c, const node *n, const json_t *v)
     c->out = saved;
     if (matches == 1)
         return 0;
-    if (!c->out)
-        return 1;
-    strbuf w = {0};
-    sb_printf(&w, "must match exactly one oneOf branch (matched %zu)", matches);
-    violate(c, &w);
-    free(w.s);
-    return 1;
+    return violatef(c, "must match exactly one oneOf branch (matched %zu)", matches);
 }
 
 static size_t check_object_value(vctx *c, const node *n, const json_t *v)
 {
     if (!json_is_object(v))
-        return violate_text(c, "must be an object");
+        return violatef(c, "must be an object");
     size_t count = 0, mark = c->path.len;
     for (size_t i = 0; i < n->nrequired; i++) {
         if (json_object_get(v, n->required[i]))
@@ -968,7 +960,7 @@ static size_t check_object_value(vctx *c, const node *n, const json_t *v)
             if (!c->out)
                 return 1;
             push_key(c, key);
-            count += violate_text(c, "is not a declared property (additionalProperties: false)");
+            count += violatef(c, "is not a declared property (additionalProperties: false)");
             sb_truncate(&c->path, mark);
         }
     }
@@ -978,22 +970,16 @@ static size_t check_object_value(vctx *c, const node *n, const json_t *v)
 static size_t check_array_value(vctx *c, const node *n, const json_t *v)
 {
     if (!json_is_array(v))
-        return violate_text(c, "must be an array");
+        return violatef(c, "must be an array");
     size_t count = 0, size = json_array_size(v);
-    if (n->flags & (HAS_MINITEMS | HAS_MAXITEMS)) {
-        strbuf w = {0};
-        if ((n->flags & HAS_MINITEMS) && size < n->min_items)
-            sb_printf(&w, "must have at least %zu item%s", n->min_items,
-                      n->min_items == 1 ? "" : "s");
-        else if ((n->flags & HAS_MAXITEMS) && size > n->max_items)
-            sb_printf(&w, "must have at most %zu item%s", n->max_items,
-                      n->max_items == 1 ? "" : "s");
-        if (w.len || w.oom)
-            count += violate(c, &w);
-        free(w.s);
-        if (count && !c->out)
-            return count;
-    }
+    if ((n->flags & HAS_MINITEMS) && size < n->min_items)
+        count += violatef(c, "must have at least %zu item%s", n->min_items,
+                          n->min_items == 1 ? "" : "s");
+    else if ((n->flags & HAS_MAXITEMS) && size > n->max_items)
+        count +=
+            violatef(c, "must have at most %zu item%s", n->max_items, n->max_items == 1 ? "" : "s");
+    if (count && !c->out)
+        return count;
     if (!n->items)
         return count;
     size_t mark = c->path.len;
@@ -1038,11 +1024,11 @@ static size_t bound(vctx *c, const char *op, double limit)
 static size_t check_numeric_value(vctx *c, const node *n, const json_t *v)
 {
     if (n->kind == K_NUMBER && !json_is_number(v))
-        return violate_text(c, "must be a number");
+        return violatef(c, "must be a number");
     if (n->kind == K_NUMBER && !json_number_ok(v))
-        return violate_text(c, "must be a finite JSON number");
+        return violatef(c, "must be a finite JSON number");
     if (n->kind == K_INTEGER && !scalar_matches(K_INTEGER, v))
-        return violate_text(c, "must be an integer");
+        return violatef(c, "must be an integer");
     size_t count = check_literal(c, n, v);
     if (count)
         return count;
@@ -1075,7 +1061,7 @@ static size_t pattern_violation(vctx *c, const node *n, const char *detail)
 static size_t check_string_value(vctx *c, const node *n, const json_t *v)
 {
     if (!json_is_string(v))
-        return violate_text(c, "must be a string");
+        return violatef(c, "must be a string");
     size_t count = check_literal(c, n, v);
     if (count || (!(n->flags & (HAS_MINLENGTH | HAS_MAXLENGTH)) && !n->re))
         return count;
@@ -1083,20 +1069,13 @@ static size_t check_string_value(vctx *c, const node *n, const json_t *v)
     size_t bytes = json_string_length(v);
     long cps = utf8_count(s, bytes);
     if (cps < 0)
-        return violate_text(c, "must be a lossless JSON value");
-    strbuf w = {0};
-    if ((n->flags & HAS_MINLENGTH) && (size_t)cps < n->min_length) {
-        sb_printf(&w, "must be at least %zu character%s", n->min_length,
-                  n->min_length == 1 ? "" : "s");
-        count += violate(c, &w);
-    }
-    if ((n->flags & HAS_MAXLENGTH) && (size_t)cps > n->max_length) {
-        sb_truncate(&w, 0);
-        sb_printf(&w, "must be at most %zu character%s", n->max_length,
-                  n->max_length == 1 ? "" : "s");
-        count += violate(c, &w);
-    }
-    free(w.s);
+        return violatef(c, "must be a lossless JSON value");
+    if ((n->flags & HAS_MINLENGTH) && (size_t)cps < n->min_length)
+        count += violatef(c, "must be at least %zu character%s", n->min_length,
+                          n->min_length == 1 ? "" : "s");
+    if ((n->flags & HAS_MAXLENGTH) && (size_t)cps > n->max_length)
+        count += violatef(c, "must be at most %zu character%s", n->max_length,
+                          n->max_length == 1 ? "" : "s");
     if (!n->re || (count && !c->out))
         return count;
     if (!c->md) {
@@ -1129,11 +1108,11 @@ static size_t check_value(vctx *c, const node *n, const json_t *v)
     case K_INTEGER: return check_numeric_value(c, n, v);
     case K_BOOLEAN:
         if (!json_is_boolean(v))
-            return violate_text(c, "must be a boolean");
+            return violatef(c, "must be a boolean");
         return check_literal(c, n, v);
     case K_NULL:
         if (!json_is_null(v))
-            return violate_text(c, "must be null");
+            return violatef(c, "must be null");
         return check_literal(c, n, v);
     }
     return 0;
@@ -1151,7 +1130,7 @@ int cdsh_schema_validate(const cdsh_schema *schema, const json_t *value, const c
         return CDSH_ENOMEM;
     sb_puts(&c.path, root ? root : "value");
     size_t count = value ? check_value(&c, schema->root, value)
-                         : violate_text(&c, "must be a lossless JSON value");
+                         : violatef(&c, "must be a lossless JSON value");
     int rc = 0;
     if (c.oom || c.path.oom)
         rc = CDSH_ENOMEM;
