@@ -1,6 +1,7 @@
 /* fuzz_schema.c — fuzzes schema compilation and validation: the input is a
  * schema JSON text, a newline, then a value JSON text. Compiling may fail;
- * validating must not crash and must yield only string violations. */
+ * validating must not crash, must yield only string violations, and must
+ * reach the same verdict with and without collecting them. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rc == CDSH_EINVAL && (!violations || json_array_size(violations) == 0))
             abort();
         if (rc == 0 && violations)
+            abort();
+        /* Counting mode (no array) and the implicit root must agree on the verdict. */
+        if (cdsh_schema_validate(compiled, value, "", NULL) != rc)
             abort();
         for (size_t i = 0; i < json_array_size(violations); i++)
             if (!json_is_string(json_array_get(violations, i)))

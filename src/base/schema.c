@@ -638,9 +638,10 @@ static void check_count_kw(cctx *c, const json_t *js, const char *kw, unsigned f
         return;
     }
     double d = json_number_value(v);
-    *out = d >= 9007199254740992.0 ? (size_t)9007199254740992ull : (size_t)d;
     if (json_is_integer(v))
         *out = (size_t)json_integer_value(v);
+    else
+        *out = d >= (double)SIZE_MAX ? SIZE_MAX : (size_t)d; /* 1e300 means "no limit" */
     n->flags |= flag;
 }
 
@@ -1125,8 +1126,10 @@ int cdsh_schema_validate(const cdsh_schema *schema, const json_t *value, const c
         *violations = NULL;
     if (!schema)
         return CDSH_EINVAL;
-    vctx c = {.schema = schema, .out = json_array()};
-    if (!c.out)
+    /* Without a violations array, validate in counting mode: stop at the first
+     * violation and format nothing. */
+    vctx c = {.schema = schema, .out = violations ? json_array() : NULL};
+    if (violations && !c.out)
         return CDSH_ENOMEM;
     sb_puts(&c.path, root ? root : "value");
     size_t count = value ? check_value(&c, schema->root, value)

@@ -705,7 +705,7 @@ static void compiled_schema_keeps_its_own_copy(void **state)
     cdsh_schema_free(s);
 }
 
-static void validate_handles_null_arguments(void **state)
+static void validate_handles_null_arguments_and_counts_without_an_array(void **state)
 {
     (void)state;
     cdsh_schema *s = compile_ok("{}");
@@ -718,6 +718,14 @@ static void validate_handles_null_arguments(void **state)
     assert_null(violations);
     json_t *v = json_integer(1);
     assert_int_equal(cdsh_schema_validate(s, v, "value", NULL), 0);
+    cdsh_schema_free(s);
+    s = compile_ok("{\"type\":\"object\",\"properties\":{\"k\":{\"oneOf\":[{\"type\":"
+                   "\"string\"},{\"type\":\"integer\",\"maximum\":0}]}}}");
+    json_t *obj = json_pack("{s:O}", "k", v);
+    assert_int_equal(cdsh_schema_validate(s, obj, "value", NULL), CDSH_EINVAL);
+    json_object_set_new(obj, "k", json_integer(-1));
+    assert_int_equal(cdsh_schema_validate(s, obj, "value", NULL), 0);
+    json_decref(obj);
     json_decref(v);
     cdsh_schema_free(s);
     cdsh_schema_free(NULL);
@@ -846,7 +854,7 @@ int main(void)
         cmocka_unit_test(all_refusals_are_collected_in_walk_order),
         cmocka_unit_test(deeply_nested_schemas_are_refused),
         cmocka_unit_test(compiled_schema_keeps_its_own_copy),
-        cmocka_unit_test(validate_handles_null_arguments),
+        cmocka_unit_test(validate_handles_null_arguments_and_counts_without_an_array),
         cmocka_unit_test(join_uses_semicolons_and_skips_non_strings),
         cmocka_unit_test(one_compiled_schema_validates_concurrently),
     };
