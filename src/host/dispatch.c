@@ -541,8 +541,12 @@ static cdsh_toolresult *around_from(cdsh_tool_exec *exec, size_t pos)
             continue;
         cdsh_dispatch_next next = {exec, i + 1, false};
         cdsh_toolresult *res = h->fn.around(h->ud, exec, &next);
-        if (!res)
-            return cdsh_toolresult_new_error(NULL, NULL, "around-dispatch wrapper failed");
+        if (!res) {
+            /* Like a throwing wrapper in DSH: final, skips post-execute. */
+            res = cdsh_toolresult_new_error(NULL, NULL, "around-dispatch wrapper failed");
+            if (res)
+                res->priv->final = true;
+        }
         return res;
     }
     return dispatch_body(exec);
@@ -938,7 +942,12 @@ static cdsh_toolresult *pipeline(cdsh_tools *t, const cdsh_dispatch_input *in,
     /* Stages 3-6. */
     if (run_policy(exec, &snap, &res) == NEXT_DISPATCH) {
         /* Stages 7-8. */
-        res = normalize(exec, around_from(exec, 0));
+        res = around_from(exec, 0);
+        if (!res)
+            res = oom_result();
+        if (!res || res->priv->final)
+            goto final;
+        res = normalize(exec, res);
         /* Stage 9. */
         res = attach_deferred(exec, res);
         if (!res->is_error && cdsh_cancel_is_fired(p->caller))
