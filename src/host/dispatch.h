@@ -49,7 +49,8 @@ struct cdsh_tool_exec {
     cdsh_scope *agent;            /* view / routing scope; NULL = global view */
     const cdsh_tool_exec *parent; /* the calling exec for nested calls, else NULL */
     unsigned depth;               /* 0 for top-level calls */
-    cdsh_cancel *cancel;          /* the token to observe (never NULL inside a body) */
+    cdsh_cancel *cancel;          /* the token to observe; NULL when the caller gave
+                                     none (every cdsh_cancel_* call accepts NULL) */
     const json_t *args;           /* validated, lossless snapshot; never mutate */
     cdsh_tools *tools;            /* the registry running the call */
     struct cdsh__exec_priv *priv; /* pipeline state: deferred contexts, flags */
@@ -72,10 +73,13 @@ typedef struct cdsh_dispatch_input {
  * "tools/result" listeners before this returns.
  * Failures and their info.code (§8):
  *   UNKNOWN_TOOL  `unknown tool "x"` (not visible to input->agent)
- *   INVALID_ARGS  `invalid arguments: <v1>; <v2>` (root path "arguments"); a
- *                 non-lossless argument value is also INVALID_ARGS, skipping
- *                 hooks, like DSH's final snapshot error
- *   INVALID_TOOL_OUTPUT `tool "x" returned invalid output: <violations>`
+ *   INVALID_ARGS  `invalid arguments: <v1>; <v2>` (root path "arguments");
+ *                 also non-object or non-lossless arguments. Checked first
+ *                 (stage 1): such a call skips every hook and goes straight
+ *                 to finalize and "tools/result".
+ *   TOOL_DEPTH_EXCEEDED (nested calls only; also final)
+ *   INVALID_TOOL_OUTPUT `tool "x" returned invalid output: <violations>`,
+ *                 `tool "x" output.render failed: <why>`
  *   ABORTED / ABORTED_BEFORE_DISPATCH / TOOL_TIMEOUT — see above
  *   denials (pre-execute, approval, guard) and post-execute blocks carry no
  *   info; content is `Error: <reason>` with the reason verbatim. */

@@ -94,11 +94,13 @@ bool cdsh_tools_always_safe(void *ud, const json_t *args);
  * The bus must outlive the registry. NULL on ENOMEM. */
 cdsh_tools *cdsh_tools_new(cdsh_events *bus);
 
-/* Closes the registry and frees it. Pending disposers become no-ops. A body
- * that was detached by a timeout keeps the registry's core alive until it
- * returns; cdsh_tools_free waits up to 2 s for such bodies, and afterwards
- * they can no longer emit events or start nested calls (they get
- * ABORTED_BEFORE_DISPATCH). NULL-safe. */
+/* Closes the registry and frees it. Run every disposer first (a plugin host
+ * unloads its plugins before freeing the registry); a disposer run after
+ * cdsh_tools_free touches freed memory, as with the event bus. No call may
+ * be in progress except bodies detached by a timeout: those keep the
+ * registry's core alive until they return; cdsh_tools_free waits up to 2 s
+ * for them, and afterwards they can no longer emit events or start nested
+ * calls (they get ABORTED_BEFORE_DISPATCH). NULL-safe. */
 void cdsh_tools_free(cdsh_tools *tools);
 
 /* Nesting limit for cdsh_dispatch_nested (default 8: a top-level call has
@@ -113,20 +115,22 @@ void cdsh_tools_set_timeout_grace(cdsh_tools *tools, int64_t grace_ms);
 /* ---- registration ---------------------------------------------------------- */
 
 /* Registers def in the layer of `scope` (NULL = global). The definition is
- * copied (strings duplicated, schemas compiled and referenced); def->ud is
+ * copied (strings duplicated, schemas snapshotted and compiled); def->ud is
  * kept and released with free_ud after disposal. Emits "tools/change".
  * Failures (CDSH_EINVAL unless stated; nothing is registered and free_ud is
  * NOT called):
  *  - name missing or not [A-Za-z0-9_-]{1,64}: code "BAD_TOOL_NAME",
  *    `tool name "x" is invalid: use 1-64 characters from A-Z a-z 0-9 _ -`
- *  - "run_code": code "RESERVED_TOOL", `tool "run_code" is reserved`
- *  - duplicate in the same layer (CDSH_EEXIST, code "TOOL_EXISTS"):
- *    global `tool "x" is already registered (register it through agent.ctx to
+ *  - "run_code": code "RESERVED_TOOL", `tool name "run_code" is reserved for
+ *    the Code Mode presentation transport and cannot be registered or shadowed`
+ *  - duplicate in the same layer (CDSH_EEXIST, code "TOOL_EXISTS"): global
+ *    `tool "x" is already registered (register it through agent.ctx to
  *    shadow it for one agent)`, scoped `tool "x" is already registered in
  *    this scope`
- *  - no execute / no output_schema / no description: code "BAD_TOOL_DEF"
- *  - timeout_ms < 0: code "BAD_TOOL_DEF", `tool "x": timeoutMs must be a
- *    positive finite number`
+ *  - code "BAD_TOOL_DEF": `tool "x" must declare execute`, `... must declare
+ *    a description`, `... must declare output { schema, render,
+ *    presentationMeta? }` (no output_schema), `tool "x" timeoutMs must be a
+ *    positive finite number` (timeout_ms < 0)
  *  - parameters or output_schema outside the subset: CDSH_EUNSUPPORTED,
  *    code "UNSUPPORTED_SCHEMA", the schema compiler's message prefixed with
  *    `tool "x" parameters: ` / `tool "x" output schema: `. */
@@ -137,16 +141,19 @@ int cdsh_tools_register(cdsh_tools *tools, cdsh_scope *scope, const cdsh_tool_de
  * arrays of names; a NULL array means "absent", an array holding only NULL
  * means the empty list. Masks intersect along the chain and within a scope;
  * allow keeps only the listed names (later registrations are excluded), deny
- * removes them. Names are checked against the scope's restrictable names at
- * call time. Emits "tools/change". Refusals (CDSH_EINVAL, code
- * "BAD_RESTRICTION"):
- *  - scope NULL: `tools.restrict() requires a scoped context (agent.ctx):
- *    restrictions hide inherited tools from one agent`
- *  - both absent: `tools.restrict({}) is a no-op: pass allow or deny`
- *  - names run_code: `tools.restrict() cannot name "run_code": it is the
- *    reserved code-mode transport`
- *  - unknown names: `tools.restrict() names unknown global tool(s) "x", "y";
- *    known global tools: a, b` (known list sorted; "(none)" when empty). */
+ * removes them; the scope's own registrations are never masked. Names are
+ * checked against the scope's restrictable names at call time. Emits
+ * "tools/change". Refusals (CDSH_EINVAL, code "BAD_RESTRICTION"), DSH's texts:
+ *  - scope NULL: `tools.restrict() requires a scoped context (agent.ctx): a
+ *    context-global restriction would mask every agent — deny the tool for
+ *    the intended agent instead`
+ *  - both absent: `tools.restrict({}) is a no-op: pass `allow` and/or `deny`
+ *    (an empty filter is almost always a materialized-empty-config bug)`
+ *  - names run_code: `tools.restrict() cannot name reserved Code Mode
+ *    presentation transport "run_code"; restrict end-capability tools instead`
+ *  - unknown names (including own-layer names): `tools.restrict() names
+ *    unknown global tool "x"; known global tools: a, b` ("tools" and a comma
+ *    list for several; known list sorted; "(none)" when empty). */
 int cdsh_tools_restrict(cdsh_tools *tools, cdsh_scope *scope, const char *const *allow,
                         const char *const *deny, cdsh_disposer_t *out, cdsh_error *err);
 
@@ -172,7 +179,9 @@ typedef enum cdsh_tools_verdict {
 } cdsh_tools_verdict;
 
 /* Pre-execute: the first hook returning DENY or ASK decides; *reason may be
- * set to an owned malloc'd string. Arguments cannot be rewritten. */
+ * set to an owned malloc'd string (also freed when ALLOW is returned).
+ * Arguments cannot be rewritten. Pre-execute hooks also see calls of names
+ * that are not visible (those fail with UNKNOWN_TOOL at the body stage). */
 typedef cdsh_tools_verdict (*cdsh_tools_pre_fn)(void *ud, const cdsh_tool_exec *exec,
                                                 char **reason);
 
@@ -222,10 +231,11 @@ int cdsh_tools_on_execute(cdsh_tools *tools, cdsh_scope *scope, cdsh_tools_aroun
 
 typedef enum cdsh_approval_outcome {
     CDSH_APPROVAL_ALLOWED_ONCE = 0,
-    CDSH_APPROVAL_REJECTED,    /* denial: `tool "x" was rejected by the user` */
+    CDSH_APPROVAL_REJECTED,    /* denial: `the user rejected tool "x"` */
     CDSH_APPROVAL_CANCELLED,   /* denial: `approval for tool "x" was cancelled`
                                   (ABORTED_BEFORE_DISPATCH if the caller aborted) */
-    CDSH_APPROVAL_UNAVAILABLE, /* denial: `approval for tool "x" is unavailable: <reason>` */
+    CDSH_APPROVAL_UNAVAILABLE, /* denial: `tool "x" requires approval, but no
+                                  approval channel is available` */
 } cdsh_approval_outcome;
 
 /* request() blocks until the person answers or exec->cancel fires (it must
@@ -236,9 +246,12 @@ typedef struct cdsh_approval_service {
 } cdsh_approval_service;
 
 /* Installs (service non-NULL, copied) or removes (NULL) the approval service;
- * *out undoes exactly this installation. Without a service, or for a call
- * without an agent, ASK becomes a denial with the ask reason, or
- * `tool "x" requires approval (not yet supported)`. */
+ * *out undoes exactly this installation (a no-op once another service has
+ * replaced it). Without a service, ASK becomes a denial with the ask reason,
+ * or `tool "x" requires approval (not yet supported)`; with a service but a
+ * call without an agent: `tool "x" requires approval, but the call has no
+ * agent to route it through`. The service's ud must stay valid until the
+ * disposer ran and every call that may be asking has returned. */
 int cdsh_tools_set_approval(cdsh_tools *tools, const cdsh_approval_service *service,
                             cdsh_disposer_t *out, cdsh_error *err);
 
