@@ -3,6 +3,8 @@
  * Reading profiles or session files is the callers' job. */
 #include "agent/model_config.h"
 
+#include <arpa/inet.h>
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,8 +139,11 @@ bool cdsh_model_config_is_local(const char *url)
     char host[256];
     if (!url || !url_host(url, host, sizeof host))
         return false;
-    return strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 ||
-           strncmp(host, "127.", 4) == 0;
+    if (strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0)
+        return true;
+    /* 127.0.0.0/8 as a dotted literal only: "127.0.0.1.example.com" is a name. */
+    struct in_addr a;
+    return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 static bool is_deepseek(const char *url)
