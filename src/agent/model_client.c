@@ -715,7 +715,7 @@ static int http_error(attempt *a, cdsh_error *err, bool *retry)
     *retry = false;
     if (st == 401 || st == 403)
         return fail(c, err, CDSH_EPERM, "INVALID_CREDENTIAL", "HTTP %ld: %s", st, text);
-    if (st == 402 || quota_wording(raw))
+    if (st == 402 || (st >= 400 && st < 500 && quota_wording(raw)))
         return fail(c, err, CDSH_EPERM, "QUOTA", "HTTP %ld: %s", st, text);
     if (st == 429) {
         *retry = true;
