@@ -22,7 +22,7 @@
 #include "base/strbuf.h"
 
 enum {
-    MAX_ERROR_BODY = 64 * 1024,      /* kept of an error body (the message is in it) */
+    MAX_ERROR_BODY = 64 * 1024,       /* kept of an error body (the message is in it) */
     MAX_JSON_BODY = 32 * 1024 * 1024, /* a non-streamed reply */
     MAX_SSE_EVENT = 16 * 1024 * 1024,
     MAX_POLL_MS = 250,
@@ -72,9 +72,8 @@ static void redact(char *s, size_t cap, const char *key)
     }
 }
 
-__attribute__((format(printf, 5, 6))) static int fail(const cdsh_model_client *c, cdsh_error *err,
-                                                      int rc, const char *code, const char *fmt,
-                                                      ...)
+__attribute__((format(printf, 5, 6))) static int
+fail(const cdsh_model_client *c, cdsh_error *err, int rc, const char *code, const char *fmt, ...)
 {
     if (!err)
         return rc;
@@ -93,8 +92,8 @@ static bool contains_ci(const char *hay, const char *needle)
 
 static bool quota_wording(const char *s)
 {
-    static const char *const words[] = {"insufficient balance", "insufficient_balance",
-                                        "insufficient_quota",   "insufficient quota",
+    static const char *const words[] = {"insufficient balance",        "insufficient_balance",
+                                        "insufficient_quota",          "insufficient quota",
                                         "exceeded your current quota", "billing"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (contains_ci(s, words[i]))
@@ -105,7 +104,7 @@ static bool quota_wording(const char *s)
 static bool context_wording(const char *s)
 {
     static const char *const words[] = {
-        "context length", "context_length", "maximum context", "context window",
+        "context length",  "context_length",     "maximum context",   "context window",
         "too many tokens", "prompt is too long", "reduce the length", "context size"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (contains_ci(s, words[i]))
@@ -186,9 +185,9 @@ json_t *cdsh_model_reply_to_message(const cdsh_model_reply *reply)
         bad |= json_object_set_new(msg, "tool_calls", calls);
         for (size_t i = 0; calls && i < reply->n_tool_calls; i++) {
             const cdsh_model_tool_call *tc = &reply->tool_calls[i];
-            bad |= json_array_append_new(
-                calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", tc->id, "type", "function",
-                                 "function", "name", tc->name, "arguments", tc->arguments));
+            bad |= json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", tc->id,
+                                                          "type", "function", "function", "name",
+                                                          tc->name, "arguments", tc->arguments));
         }
     }
     if (bad) {
@@ -224,8 +223,8 @@ cdsh_model_client *cdsh_model_client_new(const cdsh_model_config *resolved, cdsh
     while (n > 0 && base[n - 1] == '/')
         n--;
     static const char suffix[] = "/chat/completions";
-    bool has_suffix = n >= sizeof suffix - 1 && strncmp(base + n - (sizeof suffix - 1), suffix,
-                                                        sizeof suffix - 1) == 0;
+    bool has_suffix = n >= sizeof suffix - 1 &&
+                      strncmp(base + n - (sizeof suffix - 1), suffix, sizeof suffix - 1) == 0;
     c->url = malloc(n + sizeof suffix);
     if (!c->url)
         goto nomem;
@@ -348,8 +347,8 @@ json_t *cdsh_model_client_request_body(const cdsh_model_client *c, const cdsh_mo
             bad |= json_object_set_new(body, "max_tokens", json_integer(req->max_tokens));
         bad |= json_object_set_new(body, "stream", json_boolean(!req->no_stream));
         if (!req->no_stream)
-            bad |= json_object_set_new(body, "stream_options",
-                                       json_pack("{s:b}", "include_usage", 1));
+            bad |=
+                json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
         if (req->extra)
             bad |= json_object_update(body, (json_t *)req->extra);
     }
@@ -769,9 +768,9 @@ static int take_reply(attempt *a, cdsh_model_reply *out, cdsh_error *err)
 /* Runs one HTTP attempt. Returns 0 with *out filled, or an error with
  * *retry telling whether another attempt is allowed and *retry_after_ms the
  * server's wish (-1: none). *delivered says whether events were delivered. */
-static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req,
-                       const char *body, cdsh_model_reply *out, bool *retry,
-                       int64_t *retry_after_ms, bool *delivered, cdsh_error *err)
+static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req, const char *body,
+                       cdsh_model_reply *out, bool *retry, int64_t *retry_after_ms, bool *delivered,
+                       cdsh_error *err)
 {
     attempt a = {.c = c, .req = req, .retry_after_ms = -1};
     cdsh_strbuf_init(&a.body);
@@ -886,8 +885,7 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
         if (result == CURLE_OPERATION_TIMEDOUT)
             rc = fail(c, err, CDSH_ETIMEDOUT, "TIMEOUT", "model endpoint timed out: %s", detail);
         else
-            rc = fail(c, err, CDSH_EIO, "TRANSPORT", "cannot reach the model endpoint: %s",
-                      detail);
+            rc = fail(c, err, CDSH_EIO, "TRANSPORT", "cannot reach the model endpoint: %s", detail);
         goto cleanup;
     }
     if (a.status >= 300) {
@@ -901,7 +899,8 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
         goto cleanup;
     }
     if (a.is_sse) {
-        cdsh_sse_finish(a.sse ? a.sse : NULL);
+        if (a.sse) /* An unterminated last event is dropped, as the spec says. */
+            cdsh_sse_finish(a.sse);
     } else if (a.body.len > 0) {
         json_error_t jerr;
         json_t *root = json_loadb(a.body.data, a.body.len, 0, &jerr);
@@ -915,8 +914,8 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
             if (a.sse && !cdsh_sse_feed(a.sse, a.body.data, a.body.len, NULL))
                 cdsh_sse_feed(a.sse, "\n\n", 2, NULL);
         } else {
-            stop(&a, CDSH_EPROTO, "BAD_RESPONSE", "model reply is not JSON (%s): %.200s",
-                 jerr.text, a.body.data);
+            stop(&a, CDSH_EPROTO, "BAD_RESPONSE", "model reply is not JSON (%s): %.200s", jerr.text,
+                 a.body.data);
         }
         if (a.stopped) {
             if (err)

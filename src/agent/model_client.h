@@ -93,10 +93,10 @@ typedef struct cdsh_model_request {
     const char *model;         /* overrides the client's model for this call */
     double temperature;        /* sent when has_temperature */
     bool has_temperature;
-    int max_tokens;            /* sent when > 0 */
-    bool no_stream;            /* ask for a plain JSON reply (stream:false) */
+    int max_tokens; /* sent when > 0 */
+    bool no_stream; /* ask for a plain JSON reply (stream:false) */
     cdsh_model_reasoning_policy reasoning;
-    cdsh_cancel *cancel;       /* optional; firing it aborts promptly, even mid-stream */
+    cdsh_cancel *cancel;          /* optional; firing it aborts promptly, even mid-stream */
     cdsh_model_event_fn on_event; /* optional */
     void *event_arg;
 } cdsh_model_request;
@@ -104,20 +104,20 @@ typedef struct cdsh_model_request {
 /* ---- reply -------------------------------------------------------------- */
 
 typedef struct cdsh_model_tool_call {
-    char *id;        /* provider's id ("call_..."); synthesised "call_<index>" if absent */
+    char *id; /* provider's id ("call_..."); synthesised "call_<index>" if absent */
     char *name;
     char *arguments; /* the complete argument string as sent (normally JSON) */
 } cdsh_model_tool_call;
 
 typedef struct cdsh_model_reply {
-    char *text;          /* "" when the model only called tools */
-    char *reasoning;     /* NULL when the provider sent none */
+    char *text;                       /* "" when the model only called tools */
+    char *reasoning;                  /* NULL when the provider sent none */
     cdsh_model_tool_call *tool_calls; /* ordered by index */
     size_t n_tool_calls;
-    char *finish_reason; /* NULL if the provider sent none */
+    char *finish_reason;    /* NULL if the provider sent none */
     cdsh_model_usage usage; /* this call's tokens; calls = 1, requests = attempts */
     int http_status;
-    bool streamed;       /* false when the server answered with one JSON body */
+    bool streamed; /* false when the server answered with one JSON body */
 } cdsh_model_reply;
 
 /* Frees the reply's contents and zeroes it. NULL-safe. */

@@ -164,8 +164,8 @@ int cdsh_model_config_resolve(const cdsh_model_config *session, const cdsh_model
                                  getenv("CDSH_MODEL"));
     if (!model)
         model = CDSH_MODEL_DEFAULT_MODEL;
-    const char *key = pick_str(session ? session->api_key : NULL,
-                               profile ? profile->api_key : NULL, getenv("CDSH_API_KEY"));
+    const char *key = pick_str(session ? session->api_key : NULL, profile ? profile->api_key : NULL,
+                               getenv("CDSH_API_KEY"));
     if (!key && is_deepseek(base))
         key = nonempty(getenv("DEEPSEEK_API_KEY"));
 
@@ -185,18 +185,18 @@ int cdsh_model_config_resolve(const cdsh_model_config *session, const cdsh_model
         cdsh_model_config_deinit(out);
         return cdsh_error_set(err, CDSH_ENOMEM, "ENOMEM", "out of memory");
     }
-    out->connect_timeout_ms = pick_int(session, profile, offsetof(cdsh_model_config,
-                                       connect_timeout_ms), DEFAULT_CONNECT_TIMEOUT_MS);
-    out->idle_timeout_ms = pick_int(session, profile,
-                                    offsetof(cdsh_model_config, idle_timeout_ms),
+    out->connect_timeout_ms =
+        pick_int(session, profile, offsetof(cdsh_model_config, connect_timeout_ms),
+                 DEFAULT_CONNECT_TIMEOUT_MS);
+    out->idle_timeout_ms = pick_int(session, profile, offsetof(cdsh_model_config, idle_timeout_ms),
                                     DEFAULT_IDLE_TIMEOUT_MS);
-    out->max_retries = pick_int(session, profile, offsetof(cdsh_model_config, max_retries),
-                                DEFAULT_MAX_RETRIES);
+    out->max_retries =
+        pick_int(session, profile, offsetof(cdsh_model_config, max_retries), DEFAULT_MAX_RETRIES);
     if (out->max_retries < 0)
         out->max_retries = 0;
     out->retry_base_ms = pick_int(session, profile, offsetof(cdsh_model_config, retry_base_ms),
                                   DEFAULT_RETRY_BASE_MS);
-    out->retry_max_ms = pick_int(session, profile, offsetof(cdsh_model_config, retry_max_ms),
-                                 DEFAULT_RETRY_MAX_MS);
+    out->retry_max_ms =
+        pick_int(session, profile, offsetof(cdsh_model_config, retry_max_ms), DEFAULT_RETRY_MAX_MS);
     return 0;
 }

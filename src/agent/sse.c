@@ -12,14 +12,14 @@ struct cdsh_sse {
     size_t max;
     cdsh_sse_event_fn fn;
     void *arg;
-    cdsh_strbuf line;      /* the current, unterminated line */
-    cdsh_strbuf data;      /* data lines of the pending event */
-    cdsh_strbuf event;     /* "event:" of the pending event */
-    cdsh_strbuf id;        /* last event id (persists across events) */
-    bool has_data; /* at least one data line in the pending event */
-    bool after_cr; /* previous byte was '\r': a following '\n' belongs to it */
-    bool started;  /* past the optional BOM */
-    size_t bom;    /* BOM bytes matched so far */
+    cdsh_strbuf line;  /* the current, unterminated line */
+    cdsh_strbuf data;  /* data lines of the pending event */
+    cdsh_strbuf event; /* "event:" of the pending event */
+    cdsh_strbuf id;    /* last event id (persists across events) */
+    bool has_data;     /* at least one data line in the pending event */
+    bool after_cr;     /* previous byte was '\r': a following '\n' belongs to it */
+    bool started;      /* past the optional BOM */
+    size_t bom;        /* BOM bytes matched so far */
 };
 
 static int buf_set(cdsh_strbuf *b, const char *s, size_t n)
@@ -94,7 +94,8 @@ static int process_line(cdsh_sse *p, cdsh_error *err)
         if (p->data.len + vlen + 1 > p->max)
             return cdsh_error_set(err, CDSH_ETOOBIG, "SSE_TOO_BIG",
                                   "server-sent event data exceeds %zu bytes", p->max);
-        if ((p->has_data && cdsh_strbuf_append(&p->data, "\n", 1)) || cdsh_strbuf_append(&p->data, val, vlen))
+        if ((p->has_data && cdsh_strbuf_append(&p->data, "\n", 1)) ||
+            cdsh_strbuf_append(&p->data, val, vlen))
             return cdsh_error_set(err, CDSH_ENOMEM, "ENOMEM", "out of memory");
         p->has_data = true;
     } else if (flen == 5 && memcmp(l, "event", 5) == 0) {

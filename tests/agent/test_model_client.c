@@ -43,8 +43,8 @@ static void fake_start_args(fake *f, const char *script, const char *arg1, const
     snprintf(f->record, sizeof f->record, "%s/requests.jsonl", f->dir);
     cdsh_test_write_file(script_path, script);
     char *peer = cdsh_test_peer_path_dup("fake_model");
-    char *argv[] = {peer, "--script", script_path, "--record", f->record,
-                    (char *)arg1, (char *)arg2, NULL};
+    char *argv[] = {peer,      "--script",   script_path,  "--record",
+                    f->record, (char *)arg1, (char *)arg2, NULL};
     int in_p[2], out_p[2];
     assert_int_equal(pipe2(in_p, O_CLOEXEC), 0);
     assert_int_equal(pipe2(out_p, O_CLOEXEC), 0);
@@ -225,27 +225,50 @@ static int run(cdsh_model_client *c, collect *col, cdsh_model_reply *reply, cdsh
     return rc;
 }
 
+/* One test's fake endpoint, client, event collector and result. */
+typedef struct ctx {
+    fake f;
+    cdsh_model_client *c;
+    collect col;
+    cdsh_model_reply reply;
+    cdsh_error err;
+} ctx;
+
+static void ctx_open(ctx *x, const char *script, const char *key, int retries, int idle_ms)
+{
+    memset(x, 0, sizeof *x);
+    fake_start(&x->f, script);
+    x->c = client_with(x->f.url, key, retries, idle_ms);
+    collect_init(&x->col);
+}
+
+static int ctx_run(ctx *x)
+{
+    return run(x->c, &x->col, &x->reply, &x->err);
+}
+
+static void ctx_close(ctx *x)
+{
+    cdsh_model_reply_deinit(&x->reply);
+    collect_deinit(&x->col);
+    cdsh_model_client_free(x->c);
+    fake_stop(&x->f);
+}
+
 /* Runs a one-response script and expects a failure with code and message. */
 static void expect_failure(const char *script, int retries, const char *code, int rc_expected,
                            const char *message, size_t requests)
 {
-    fake f;
-    fake_start(&f, script);
-    cdsh_model_client *c = client_with(f.url, KEY, retries, 3000);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), rc_expected);
-    assert_string_equal(err.code, code);
-    assert_int_equal(err.rc, rc_expected);
+    ctx x;
+    ctx_open(&x, script, KEY, retries, 3000);
+    assert_int_equal(ctx_run(&x), rc_expected);
+    assert_string_equal(x.err.code, code);
+    assert_int_equal(x.err.rc, rc_expected);
     if (message)
-        assert_string_equal(err.message, message);
-    assert_null(reply.text);
-    assert_int_equal(fake_count(&f), requests);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+        assert_string_equal(x.err.message, message);
+    assert_null(x.reply.text);
+    assert_int_equal(fake_count(&x.f), requests);
+    ctx_close(&x);
 }
 
 static int setup(void **state)
@@ -263,27 +286,21 @@ static int setup(void **state)
 static void streams_text_pieces_in_order_and_assembles_the_reply(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo, \"},{\"text\":\"world\"}],"
-                   "\"finish_reason\":\"stop\"}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_string_equal(col.text.data, "Hello, world");
-    assert_string_equal(col.order.data, "TTTF");
-    assert_string_equal(reply.text, "Hello, world");
-    assert_string_equal(reply.finish_reason, "stop");
-    assert_null(reply.reasoning);
-    assert_int_equal(reply.n_tool_calls, 0);
-    assert_true(reply.streamed);
-    assert_int_equal(reply.http_status, 200);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x,
+             "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo, \"},{\"text\":\"world\"}],"
+             "\"finish_reason\":\"stop\"}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_string_equal(x.col.text.data, "Hello, world");
+    assert_string_equal(x.col.order.data, "TTTF");
+    assert_string_equal(x.reply.text, "Hello, world");
+    assert_string_equal(x.reply.finish_reason, "stop");
+    assert_null(x.reply.reasoning);
+    assert_int_equal(x.reply.n_tool_calls, 0);
+    assert_true(x.reply.streamed);
+    assert_int_equal(x.reply.http_status, 200);
+    ctx_close(&x);
 }
 
 static void request_body_carries_model_messages_tools_and_stream_options(void **state)
@@ -315,8 +332,8 @@ static void request_body_carries_model_messages_tools_and_stream_options(void **
     assert_true(json_equal(json_object_get(body, "tools"), tools));
     assert_string_equal(json_string_value(json_object_get(body, "tool_choice")), "auto");
     assert_true(json_is_true(json_object_get(body, "stream")));
-    assert_true(json_is_true(json_object_get(json_object_get(body, "stream_options"),
-                                             "include_usage")));
+    assert_true(
+        json_is_true(json_object_get(json_object_get(body, "stream_options"), "include_usage")));
     assert_true(json_real_value(json_object_get(body, "temperature")) == 0.5);
     assert_int_equal(json_integer_value(json_object_get(body, "max_tokens")), 77);
     assert_true(json_equal(json_object_get(body, "thinking"), json_object_get(extra, "thinking")));
@@ -335,103 +352,84 @@ static void request_body_carries_model_messages_tools_and_stream_options(void **
 static void reasoning_streams_apart_from_the_answer(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"reasoning\":\"Compare \"},{\"reasoning\":\"9.11 and 9.8.\"},"
-                   "{\"text\":\"9.8 is greater.\"}],\"finish_reason\":\"stop\"}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_string_equal(col.reasoning.data, "Compare 9.11 and 9.8.");
-    assert_string_equal(col.text.data, "9.8 is greater.");
-    assert_string_equal(col.order.data, "RRTF");
-    assert_string_equal(reply.reasoning, "Compare 9.11 and 9.8.");
-    assert_string_equal(reply.text, "9.8 is greater.");
-    json_t *msg = cdsh_model_reply_to_message(&reply);
+    ctx x;
+    ctx_open(&x,
+             "[{\"chunks\":[{\"reasoning\":\"Compare \"},{\"reasoning\":\"9.11 and 9.8.\"},"
+             "{\"text\":\"9.8 is greater.\"}],\"finish_reason\":\"stop\"}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_string_equal(x.col.reasoning.data, "Compare 9.11 and 9.8.");
+    assert_string_equal(x.col.text.data, "9.8 is greater.");
+    assert_string_equal(x.col.order.data, "RRTF");
+    assert_string_equal(x.reply.reasoning, "Compare 9.11 and 9.8.");
+    assert_string_equal(x.reply.text, "9.8 is greater.");
+    json_t *msg = cdsh_model_reply_to_message(&x.reply);
     assert_string_equal(json_string_value(json_object_get(msg, "reasoning_content")),
                         "Compare 9.11 and 9.8.");
     json_decref(msg);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx_close(&x);
 }
 
 static void several_tool_calls_in_one_step_with_split_arguments(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":["
-                   "{\"tool_call\":{\"index\":0,\"id\":\"call_a\",\"name\":\"read\",\"arguments\":"
-                   "\"{\\\"pa\"}},"
-                   "{\"tool_call\":{\"index\":1,\"id\":\"call_b\",\"name\":\"list\",\"arguments\":"
-                   "\"{\\\"dir\\\":\"}},"
-                   "{\"tool_call\":{\"index\":0,\"arguments\":\"th\\\":\\\"a.txt\\\"}\"}},"
-                   "{\"tool_call\":{\"index\":1,\"arguments\":\"\\\"/\\\"}\"}}],"
-                   "\"finish_reason\":\"tool_calls\"}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_int_equal(col.starts, 2);
-    assert_string_equal(col.start_ids[0], "call_a");
-    assert_string_equal(col.start_names[0], "read");
-    assert_string_equal(col.start_ids[1], "call_b");
-    assert_string_equal(col.start_names[1], "list");
-    assert_string_equal(col.args0.data, "{\"path\":\"a.txt\"}");
-    assert_string_equal(col.args1.data, "{\"dir\":\"/\"}");
-    assert_string_equal(reply.text, "");
-    assert_string_equal(reply.finish_reason, "tool_calls");
-    assert_int_equal(reply.n_tool_calls, 2);
-    assert_string_equal(reply.tool_calls[0].id, "call_a");
-    assert_string_equal(reply.tool_calls[0].name, "read");
-    assert_string_equal(reply.tool_calls[0].arguments, "{\"path\":\"a.txt\"}");
-    assert_string_equal(reply.tool_calls[1].id, "call_b");
-    assert_string_equal(reply.tool_calls[1].name, "list");
-    assert_string_equal(reply.tool_calls[1].arguments, "{\"dir\":\"/\"}");
-    json_t *msg = cdsh_model_reply_to_message(&reply);
+    ctx x;
+    ctx_open(&x,
+             "[{\"chunks\":["
+             "{\"tool_call\":{\"index\":0,\"id\":\"call_a\",\"name\":\"read\",\"arguments\":"
+             "\"{\\\"pa\"}},"
+             "{\"tool_call\":{\"index\":1,\"id\":\"call_b\",\"name\":\"list\",\"arguments\":"
+             "\"{\\\"dir\\\":\"}},"
+             "{\"tool_call\":{\"index\":0,\"arguments\":\"th\\\":\\\"a.txt\\\"}\"}},"
+             "{\"tool_call\":{\"index\":1,\"arguments\":\"\\\"/\\\"}\"}}],"
+             "\"finish_reason\":\"tool_calls\"}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_int_equal(x.col.starts, 2);
+    assert_string_equal(x.col.start_ids[0], "call_a");
+    assert_string_equal(x.col.start_names[0], "read");
+    assert_string_equal(x.col.start_ids[1], "call_b");
+    assert_string_equal(x.col.start_names[1], "list");
+    assert_string_equal(x.col.args0.data, "{\"path\":\"a.txt\"}");
+    assert_string_equal(x.col.args1.data, "{\"dir\":\"/\"}");
+    assert_string_equal(x.reply.text, "");
+    assert_string_equal(x.reply.finish_reason, "tool_calls");
+    assert_int_equal(x.reply.n_tool_calls, 2);
+    assert_string_equal(x.reply.tool_calls[0].id, "call_a");
+    assert_string_equal(x.reply.tool_calls[0].name, "read");
+    assert_string_equal(x.reply.tool_calls[0].arguments, "{\"path\":\"a.txt\"}");
+    assert_string_equal(x.reply.tool_calls[1].id, "call_b");
+    assert_string_equal(x.reply.tool_calls[1].name, "list");
+    assert_string_equal(x.reply.tool_calls[1].arguments, "{\"dir\":\"/\"}");
+    json_t *msg = cdsh_model_reply_to_message(&x.reply);
     assert_true(json_is_null(json_object_get(msg, "content")));
     json_t *calls = json_object_get(msg, "tool_calls");
     assert_int_equal(json_array_size(calls), 2);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_array_get(calls, 1), "function"),
-                                          "arguments")),
-        "{\"dir\":\"/\"}");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(calls, 1), "function"), "arguments")),
+                        "{\"dir\":\"/\"}");
     json_decref(msg);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx_close(&x);
 }
 
 static void tool_calls_without_index_or_id_are_keyed_by_position(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"raw\":\"data: {\\\"choices\\\":[{\\\"delta\\\":{\\\"tool_calls\\\":"
-                   "[{\\\"function\\\":{\\\"name\\\":\\\"a\\\",\\\"arguments\\\":\\\"{}\\\"}},"
-                   "{\\\"function\\\":{\\\"name\\\":\\\"b\\\",\\\"arguments\\\":{\\\"k\\\":1}}}]}}]}"
-                   "\\n\\n\"}]}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_int_equal(reply.n_tool_calls, 2);
-    assert_string_equal(reply.tool_calls[0].id, "call_0");
-    assert_string_equal(reply.tool_calls[0].name, "a");
-    assert_string_equal(reply.tool_calls[1].id, "call_1");
-    assert_string_equal(reply.tool_calls[1].arguments, "{\"k\":1}");
-    assert_null(reply.finish_reason);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x,
+             "[{\"chunks\":[{\"raw\":\"data: {\\\"choices\\\":[{\\\"delta\\\":{\\\"tool_calls\\\":"
+             "[{\\\"function\\\":{\\\"name\\\":\\\"a\\\",\\\"arguments\\\":\\\"{}\\\"}},"
+             "{\\\"function\\\":{\\\"name\\\":\\\"b\\\",\\\"arguments\\\":{\\\"k\\\":1}}}]}}]}"
+             "\\n\\n\"}]}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_int_equal(x.reply.n_tool_calls, 2);
+    assert_string_equal(x.reply.tool_calls[0].id, "call_0");
+    assert_string_equal(x.reply.tool_calls[0].name, "a");
+    assert_string_equal(x.reply.tool_calls[1].id, "call_1");
+    assert_string_equal(x.reply.tool_calls[1].arguments, "{\"k\":1}");
+    assert_null(x.reply.finish_reason);
+    ctx_close(&x);
 }
 
 static void usage_is_reported_per_reply_and_summed_per_client(void **state)
@@ -482,28 +480,22 @@ static void usage_is_reported_per_reply_and_summed_per_client(void **state)
 static void plain_json_reply_is_accepted_and_delivered_as_events(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"stream\":false,\"reasoning\":\"think\",\"text\":\"Done.\","
-                   "\"tool_calls\":[{\"id\":\"call_x\",\"name\":\"f\",\"arguments\":\"{}\"}],"
-                   "\"finish_reason\":\"tool_calls\",\"usage\":{\"prompt_tokens\":3,"
-                   "\"completion_tokens\":2,\"total_tokens\":5}}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_false(reply.streamed);
-    assert_string_equal(col.order.data, "RTSAFU");
-    assert_string_equal(col.text.data, "Done.");
-    assert_string_equal(reply.reasoning, "think");
-    assert_int_equal(reply.n_tool_calls, 1);
-    assert_string_equal(reply.tool_calls[0].id, "call_x");
-    assert_int_equal(reply.usage.total_tokens, 5);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x,
+             "[{\"stream\":false,\"reasoning\":\"think\",\"text\":\"Done.\","
+             "\"tool_calls\":[{\"id\":\"call_x\",\"name\":\"f\",\"arguments\":\"{}\"}],"
+             "\"finish_reason\":\"tool_calls\",\"usage\":{\"prompt_tokens\":3,"
+             "\"completion_tokens\":2,\"total_tokens\":5}}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_false(x.reply.streamed);
+    assert_string_equal(x.col.order.data, "RTSAFU");
+    assert_string_equal(x.col.text.data, "Done.");
+    assert_string_equal(x.reply.reasoning, "think");
+    assert_int_equal(x.reply.n_tool_calls, 1);
+    assert_string_equal(x.reply.tool_calls[0].id, "call_x");
+    assert_int_equal(x.reply.usage.total_tokens, 5);
+    ctx_close(&x);
 }
 
 static void no_stream_request_asks_for_a_plain_reply(void **state)
@@ -533,20 +525,14 @@ static void no_stream_request_asks_for_a_plain_reply(void **state)
 static void script_predicates_pick_the_response_for_the_last_user_message(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"match\":{\"last_user_contains\":\"bye\"},\"text\":\"Goodbye\"},"
-                   "{\"match\":{\"last_user_contains\":\"hi\"},\"text\":\"Hello\"}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_string_equal(reply.text, "Hello");
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x,
+             "[{\"match\":{\"last_user_contains\":\"bye\"},\"text\":\"Goodbye\"},"
+             "{\"match\":{\"last_user_contains\":\"hi\"},\"text\":\"Hello\"}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_string_equal(x.reply.text, "Hello");
+    ctx_close(&x);
 }
 
 /* ---- reasoning_content in the history ------------------------------------- */
@@ -584,9 +570,8 @@ static void reasoning_is_sent_back_only_for_turns_with_tool_calls(void **state)
     assert_string_equal(reasoning_at(body, 3), "r2");
     assert_string_equal(reasoning_at(body, 5), "r3");
     /* The caller's history is not modified. */
-    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1),
-                                                          "reasoning_content")),
-                        "r1");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(msgs, 1), "reasoning_content")), "r1");
     json_decref(body);
     req.reasoning = CDSH_MODEL_REASONING_DROP;
     body = cdsh_model_client_request_body(c, &req, NULL);
@@ -635,8 +620,9 @@ static void http_401_is_invalid_credential_with_the_provider_message_and_no_retr
 static void http_403_is_invalid_credential(void **state)
 {
     (void)state;
-    expect_failure("[{\"status\":403,\"error\":{\"message\":\"Forbidden region\"},\"repeat\":true}]",
-                   3, "INVALID_CREDENTIAL", CDSH_EPERM, "HTTP 403: Forbidden region", 1);
+    expect_failure(
+        "[{\"status\":403,\"error\":{\"message\":\"Forbidden region\"},\"repeat\":true}]", 3,
+        "INVALID_CREDENTIAL", CDSH_EPERM, "HTTP 403: Forbidden region", 1);
 }
 
 static void http_402_is_quota_insufficient_balance_and_no_retry(void **state)
@@ -709,23 +695,55 @@ static void error_object_inside_a_200_stream_is_reported_verbatim(void **state)
                    3, "SERVER", CDSH_EIO, "HTTP 200: upstream model crashed", 1);
 }
 
+static void http_408_is_timeout_and_413_is_context_window_exceeded(void **state)
+{
+    (void)state;
+    expect_failure("[{\"status\":408,\"error\":{\"message\":\"Request Timeout\"}}]", -1, "TIMEOUT",
+                   CDSH_ETIMEDOUT, "HTTP 408: Request Timeout", 1);
+    expect_failure("[{\"status\":413,\"body\":\"Payload Too Large\",\"content_type\":"
+                   "\"text/plain\"}]",
+                   3, "CONTEXT_WINDOW_EXCEEDED", CDSH_ETOOBIG, "HTTP 413: Payload Too Large", 1);
+}
+
+static void empty_event_stream_is_empty_response(void **state)
+{
+    (void)state;
+    expect_failure("[{\"body\":\"\",\"content_type\":\"text/event-stream\"}]", 3, "EMPTY_RESPONSE",
+                   CDSH_EPROTO, "model returned no choices (HTTP 200, finish_reason none)", 1);
+}
+
+static void non_json_200_body_is_bad_response(void **state)
+{
+    (void)state;
+    expect_failure("[{\"body\":\"<html>captive portal</html>\",\"content_type\":"
+                   "\"text/html\"}]",
+                   3, "BAD_RESPONSE", CDSH_EPROTO, NULL, 1);
+}
+
+static void event_stream_sent_with_a_json_content_type_is_still_parsed(void **state)
+{
+    (void)state;
+    ctx x;
+    ctx_open(&x,
+             "[{\"body\":\"data: {\\\"choices\\\":[{\\\"delta\\\":{\\\"content\\\":"
+             "\\\"mislabelled\\\"}}]}\\n\\ndata: [DONE]\\n\\n\"}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_string_equal(x.reply.text, "mislabelled");
+    assert_string_equal(x.col.text.data, "mislabelled");
+    ctx_close(&x);
+}
+
 static void malformed_stream_chunk_is_bad_response(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"raw\":\"data: {not json\\n\\n\"}]}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), CDSH_EPROTO);
-    assert_string_equal(err.code, "BAD_RESPONSE");
-    assert_non_null(strstr(err.message, "malformed stream chunk"));
-    assert_non_null(strstr(err.message, "{not json"));
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x, "[{\"chunks\":[{\"raw\":\"data: {not json\\n\\n\"}]}]", KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), CDSH_EPROTO);
+    assert_string_equal(x.err.code, "BAD_RESPONSE");
+    assert_non_null(strstr(x.err.message, "malformed stream chunk"));
+    assert_non_null(strstr(x.err.message, "{not json"));
+    ctx_close(&x);
 }
 
 static void stream_without_choices_is_empty_response(void **state)
@@ -746,23 +764,18 @@ static void reply_with_neither_text_nor_tool_calls_is_empty_response(void **stat
 static void api_key_never_appears_in_error_messages(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"status\":401,\"error\":{\"message\":\"Incorrect API key provided: $AUTH. "
-                   "You can find your key at ...\"}}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), CDSH_EPERM);
-    assert_string_equal(err.code, "INVALID_CREDENTIAL");
-    assert_null(strstr(err.message, KEY));
-    assert_string_equal(err.message,
+    ctx x;
+    ctx_open(&x,
+             "[{\"status\":401,\"error\":{\"message\":\"Incorrect API key provided: $AUTH. "
+             "You can find your key at ...\"}}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), CDSH_EPERM);
+    assert_string_equal(x.err.code, "INVALID_CREDENTIAL");
+    assert_null(strstr(x.err.message, KEY));
+    assert_string_equal(x.err.message,
                         "HTTP 401: Incorrect API key provided: [REDACTED]. You can find your key "
                         "at ...");
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx_close(&x);
 }
 
 static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
@@ -784,8 +797,7 @@ static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
     json_t *recs = fake_requests(&f);
     assert_int_equal(json_array_size(recs), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 0), "auth")), "ok");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 1), "auth")),
-                        "bad");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 1), "auth")), "bad");
     json_decref(recs);
     collect_deinit(&col);
     cdsh_model_client_free(good);
@@ -796,22 +808,14 @@ static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
 static void keyless_local_endpoint_gets_no_authorization_header(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"text\":\"local\"}]");
-    cdsh_model_client *c = client_with(f.url, NULL, 0, 3000);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    json_t *recs = fake_requests(&f);
+    ctx x;
+    ctx_open(&x, "[{\"text\":\"local\"}]", NULL, 0, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    json_t *recs = fake_requests(&x.f);
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 0), "auth")),
                         "absent");
     json_decref(recs);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx_close(&x);
 }
 
 /* ---- retries --------------------------------------------------------------- */
@@ -819,29 +823,23 @@ static void keyless_local_endpoint_gets_no_authorization_header(void **state)
 static void rate_limit_and_server_errors_are_retried_then_succeed(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"status\":429,\"error\":{\"message\":\"slow down\"}},"
-                   "{\"status\":503,\"error\":{\"message\":\"busy\"}},"
-                   "{\"text\":\"finally\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), 0);
-    assert_string_equal(reply.text, "finally");
-    assert_int_equal(col.retries, 2);
-    assert_string_equal(col.order.data, "YYTU");
-    assert_int_equal(fake_count(&f), 3);
-    assert_int_equal(reply.usage.requests, 3);
+    ctx x;
+    ctx_open(&x,
+             "[{\"status\":429,\"error\":{\"message\":\"slow down\"}},"
+             "{\"status\":503,\"error\":{\"message\":\"busy\"}},"
+             "{\"text\":\"finally\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), 0);
+    assert_string_equal(x.reply.text, "finally");
+    assert_int_equal(x.col.retries, 2);
+    assert_string_equal(x.col.order.data, "YYTU");
+    assert_int_equal(fake_count(&x.f), 3);
+    assert_int_equal(x.reply.usage.requests, 3);
     cdsh_model_usage total;
-    cdsh_model_client_usage(c, &total);
+    cdsh_model_client_usage(x.c, &total);
     assert_int_equal(total.requests, 3);
     assert_int_equal(total.calls, 1);
-    cdsh_model_reply_deinit(&reply);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx_close(&x);
 }
 
 static void retry_after_is_honoured(void **state)
@@ -929,22 +927,16 @@ static void connect_failure_is_transport_and_retried(void **state)
 static void dropped_connection_mid_stream_is_transport_and_not_retried(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"text\":\"partial \"},{\"drop\":true}]},{\"text\":\"again\"}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), CDSH_EIO);
-    assert_string_equal(err.code, "TRANSPORT");
-    assert_true(strncmp(err.message, "model connection failed mid-reply: ", 35) == 0);
-    assert_string_equal(col.text.data, "partial ");
-    assert_int_equal(col.retries, 0);
-    assert_int_equal(fake_count(&f), 1);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x, "[{\"chunks\":[{\"text\":\"partial \"},{\"drop\":true}]},{\"text\":\"again\"}]",
+             KEY, 3, 3000);
+    assert_int_equal(ctx_run(&x), CDSH_EIO);
+    assert_string_equal(x.err.code, "TRANSPORT");
+    assert_true(strncmp(x.err.message, "model connection failed mid-reply: ", 35) == 0);
+    assert_string_equal(x.col.text.data, "partial ");
+    assert_int_equal(x.col.retries, 0);
+    assert_int_equal(fake_count(&x.f), 1);
+    ctx_close(&x);
 }
 
 /* ---- timeouts and cancellation ------------------------------------------- */
@@ -952,44 +944,31 @@ static void dropped_connection_mid_stream_is_transport_and_not_retried(void **st
 static void stalled_stream_hits_the_idle_timeout(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"text\":\"start\"},{\"stall_ms\":3000,\"text\":\"late\"}]}]");
-    cdsh_model_client *c = client_with(f.url, KEY, 3, 150);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
+    ctx x;
+    ctx_open(&x, "[{\"chunks\":[{\"text\":\"start\"},{\"stall_ms\":3000,\"text\":\"late\"}]}]", KEY,
+             3, 150);
     int64_t t0 = cdsh_clock_mono_ms();
-    assert_int_equal(run(c, &col, &reply, &err), CDSH_ETIMEDOUT);
+    assert_int_equal(ctx_run(&x), CDSH_ETIMEDOUT);
     int64_t took = cdsh_clock_mono_ms() - t0;
-    assert_string_equal(err.code, "LLM_STREAM_IDLE_TIMEOUT");
-    assert_string_equal(err.message, "model stream idle: no data for 150 ms");
+    assert_string_equal(x.err.code, "LLM_STREAM_IDLE_TIMEOUT");
+    assert_string_equal(x.err.message, "model stream idle: no data for 150 ms");
     assert_true(took >= 140 && took < 1500);
-    assert_string_equal(col.text.data, "start");
-    assert_int_equal(fake_count(&f), 1);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    assert_string_equal(x.col.text.data, "start");
+    assert_int_equal(fake_count(&x.f), 1);
+    ctx_close(&x);
 }
 
 static void silence_before_the_first_byte_hits_the_idle_timeout(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"first_byte_delay_ms\":3000,\"text\":\"late\"}]");
-    cdsh_model_client *c = client_with(f.url, KEY, 3, 150);
-    collect col;
-    collect_init(&col);
-    cdsh_model_reply reply;
-    cdsh_error err;
+    ctx x;
+    ctx_open(&x, "[{\"first_byte_delay_ms\":3000,\"text\":\"late\"}]", KEY, 3, 150);
     int64_t t0 = cdsh_clock_mono_ms();
-    assert_int_equal(run(c, &col, &reply, &err), CDSH_ETIMEDOUT);
-    assert_string_equal(err.code, "LLM_STREAM_IDLE_TIMEOUT");
+    assert_int_equal(ctx_run(&x), CDSH_ETIMEDOUT);
+    assert_string_equal(x.err.code, "LLM_STREAM_IDLE_TIMEOUT");
     assert_true(cdsh_clock_mono_ms() - t0 < 1500);
-    assert_int_equal(fake_count(&f), 1);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    assert_int_equal(fake_count(&x.f), 1);
+    ctx_close(&x);
 }
 
 typedef struct canceller {
@@ -1012,7 +991,8 @@ static void cancel_from_another_thread_stops_mid_stream_promptly(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"chunks\":[{\"text\":\"thinking...\"},{\"stall_ms\":5000,\"text\":\"x\"}]}]");
+    fake_start(&f,
+               "[{\"chunks\":[{\"text\":\"thinking...\"},{\"stall_ms\":5000,\"text\":\"x\"}]}]");
     cdsh_model_client *c = client_with(f.url, KEY, 3, 10000);
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     collect col;
@@ -1101,22 +1081,16 @@ static void already_fired_token_aborts_at_once(void **state)
 static void event_handler_can_stop_the_stream(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"text\":\"a\"},{\"text\":\"b\"},{\"text\":\"c\"}]}]");
-    cdsh_model_client *c = client_for(&f);
-    collect col;
-    collect_init(&col);
-    col.abort_on_text = 2;
-    cdsh_model_reply reply;
-    cdsh_error err;
-    assert_int_equal(run(c, &col, &reply, &err), CDSH_ECANCELED);
-    assert_string_equal(err.code, "ABORTED");
-    assert_string_equal(err.message, "model request aborted by the event handler");
-    assert_string_equal(col.text.data, "ab");
-    assert_int_equal(fake_count(&f), 1);
-    collect_deinit(&col);
-    cdsh_model_client_free(c);
-    fake_stop(&f);
+    ctx x;
+    ctx_open(&x, "[{\"chunks\":[{\"text\":\"a\"},{\"text\":\"b\"},{\"text\":\"c\"}]}]", KEY, 3,
+             3000);
+    x.col.abort_on_text = 2;
+    assert_int_equal(ctx_run(&x), CDSH_ECANCELED);
+    assert_string_equal(x.err.code, "ABORTED");
+    assert_string_equal(x.err.message, "model request aborted by the event handler");
+    assert_string_equal(x.col.text.data, "ab");
+    assert_int_equal(fake_count(&x.f), 1);
+    ctx_close(&x);
 }
 
 /* ---- concurrency -------------------------------------------------------------- */
@@ -1287,58 +1261,60 @@ static void base_url_naming_the_endpoint_is_used_as_is(void **state)
     fake_stop(&f);
 }
 
+#define T(fn) cmocka_unit_test_setup(fn, setup)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(streams_text_pieces_in_order_and_assembles_the_reply, setup),
-        cmocka_unit_test_setup(request_body_carries_model_messages_tools_and_stream_options,
-                               setup),
-        cmocka_unit_test_setup(reasoning_streams_apart_from_the_answer, setup),
-        cmocka_unit_test_setup(several_tool_calls_in_one_step_with_split_arguments, setup),
-        cmocka_unit_test_setup(tool_calls_without_index_or_id_are_keyed_by_position, setup),
-        cmocka_unit_test_setup(usage_is_reported_per_reply_and_summed_per_client, setup),
-        cmocka_unit_test_setup(plain_json_reply_is_accepted_and_delivered_as_events, setup),
-        cmocka_unit_test_setup(no_stream_request_asks_for_a_plain_reply, setup),
-        cmocka_unit_test_setup(script_predicates_pick_the_response_for_the_last_user_message,
-                               setup),
-        cmocka_unit_test_setup(reasoning_is_sent_back_only_for_turns_with_tool_calls, setup),
-        cmocka_unit_test_setup(malformed_requests_are_refused_before_sending, setup),
-        cmocka_unit_test_setup(http_401_is_invalid_credential_with_the_provider_message_and_no_retry,
-                               setup),
-        cmocka_unit_test_setup(http_403_is_invalid_credential, setup),
-        cmocka_unit_test_setup(http_402_is_quota_insufficient_balance_and_no_retry, setup),
-        cmocka_unit_test_setup(http_429_with_quota_wording_is_quota_not_rate_limit, setup),
-        cmocka_unit_test_setup(http_429_is_rate_limit_after_bounded_retries, setup),
-        cmocka_unit_test_setup(http_400_with_context_wording_is_context_window_exceeded, setup),
-        cmocka_unit_test_setup(other_400_is_invalid_request_verbatim_and_not_retried, setup),
-        cmocka_unit_test_setup(http_5xx_is_server_with_its_message, setup),
-        cmocka_unit_test_setup(non_json_error_body_is_kept_verbatim, setup),
-        cmocka_unit_test_setup(error_object_inside_a_200_stream_is_reported_verbatim, setup),
-        cmocka_unit_test_setup(malformed_stream_chunk_is_bad_response, setup),
-        cmocka_unit_test_setup(stream_without_choices_is_empty_response, setup),
-        cmocka_unit_test_setup(reply_with_neither_text_nor_tool_calls_is_empty_response, setup),
-        cmocka_unit_test_setup(api_key_never_appears_in_error_messages, setup),
-        cmocka_unit_test_setup(bearer_key_is_sent_and_checked_by_the_endpoint, setup),
-        cmocka_unit_test_setup(keyless_local_endpoint_gets_no_authorization_header, setup),
-        cmocka_unit_test_setup(rate_limit_and_server_errors_are_retried_then_succeed, setup),
-        cmocka_unit_test_setup(retry_after_is_honoured, setup),
-        cmocka_unit_test_setup(retry_after_is_capped_by_retry_max, setup),
-        cmocka_unit_test_setup(connect_failure_is_transport_and_retried, setup),
-        cmocka_unit_test_setup(dropped_connection_mid_stream_is_transport_and_not_retried, setup),
-        cmocka_unit_test_setup(stalled_stream_hits_the_idle_timeout, setup),
-        cmocka_unit_test_setup(silence_before_the_first_byte_hits_the_idle_timeout, setup),
-        cmocka_unit_test_setup(cancel_from_another_thread_stops_mid_stream_promptly, setup),
-        cmocka_unit_test_setup(cancel_during_retry_backoff_stops_waiting, setup),
-        cmocka_unit_test_setup(already_fired_token_aborts_at_once, setup),
-        cmocka_unit_test_setup(event_handler_can_stop_the_stream, setup),
-        cmocka_unit_test_setup(one_client_serves_several_threads_at_once, setup),
-        cmocka_unit_test_setup(config_defaults_to_deepseek_with_its_key, setup),
-        cmocka_unit_test_setup(config_without_key_for_a_remote_endpoint_is_missing_credential,
-                               setup),
-        cmocka_unit_test_setup(deepseek_key_is_never_sent_to_another_provider, setup),
-        cmocka_unit_test_setup(session_overrides_profile_overrides_environment, setup),
-        cmocka_unit_test_setup(loopback_endpoints_need_no_key_and_bad_urls_are_refused, setup),
-        cmocka_unit_test_setup(base_url_naming_the_endpoint_is_used_as_is, setup),
+        T(streams_text_pieces_in_order_and_assembles_the_reply),
+        T(request_body_carries_model_messages_tools_and_stream_options),
+        T(reasoning_streams_apart_from_the_answer),
+        T(several_tool_calls_in_one_step_with_split_arguments),
+        T(tool_calls_without_index_or_id_are_keyed_by_position),
+        T(usage_is_reported_per_reply_and_summed_per_client),
+        T(plain_json_reply_is_accepted_and_delivered_as_events),
+        T(no_stream_request_asks_for_a_plain_reply),
+        T(script_predicates_pick_the_response_for_the_last_user_message),
+        T(reasoning_is_sent_back_only_for_turns_with_tool_calls),
+        T(malformed_requests_are_refused_before_sending),
+        T(http_401_is_invalid_credential_with_the_provider_message_and_no_retry),
+        T(http_403_is_invalid_credential),
+        T(http_402_is_quota_insufficient_balance_and_no_retry),
+        T(http_429_with_quota_wording_is_quota_not_rate_limit),
+        T(http_429_is_rate_limit_after_bounded_retries),
+        T(http_400_with_context_wording_is_context_window_exceeded),
+        T(other_400_is_invalid_request_verbatim_and_not_retried),
+        T(http_5xx_is_server_with_its_message),
+        T(non_json_error_body_is_kept_verbatim),
+        T(error_object_inside_a_200_stream_is_reported_verbatim),
+        T(http_408_is_timeout_and_413_is_context_window_exceeded),
+        T(empty_event_stream_is_empty_response),
+        T(non_json_200_body_is_bad_response),
+        T(event_stream_sent_with_a_json_content_type_is_still_parsed),
+        T(malformed_stream_chunk_is_bad_response),
+        T(stream_without_choices_is_empty_response),
+        T(reply_with_neither_text_nor_tool_calls_is_empty_response),
+        T(api_key_never_appears_in_error_messages),
+        T(bearer_key_is_sent_and_checked_by_the_endpoint),
+        T(keyless_local_endpoint_gets_no_authorization_header),
+        T(rate_limit_and_server_errors_are_retried_then_succeed),
+        T(retry_after_is_honoured),
+        T(retry_after_is_capped_by_retry_max),
+        T(connect_failure_is_transport_and_retried),
+        T(dropped_connection_mid_stream_is_transport_and_not_retried),
+        T(stalled_stream_hits_the_idle_timeout),
+        T(silence_before_the_first_byte_hits_the_idle_timeout),
+        T(cancel_from_another_thread_stops_mid_stream_promptly),
+        T(cancel_during_retry_backoff_stops_waiting),
+        T(already_fired_token_aborts_at_once),
+        T(event_handler_can_stop_the_stream),
+        T(one_client_serves_several_threads_at_once),
+        T(config_defaults_to_deepseek_with_its_key),
+        T(config_without_key_for_a_remote_endpoint_is_missing_credential),
+        T(deepseek_key_is_never_sent_to_another_provider),
+        T(session_overrides_profile_overrides_environment),
+        T(loopback_endpoints_need_no_key_and_bad_urls_are_refused),
+        T(base_url_naming_the_endpoint_is_used_as_is),
     };
     signal(SIGPIPE, SIG_IGN);
     return cmocka_run_group_tests(tests, NULL, NULL);

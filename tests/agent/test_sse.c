@@ -90,7 +90,9 @@ static void only_one_leading_space_is_stripped(void **state)
 static void leading_bom_is_skipped(void **state)
 {
     (void)state;
-    assert_parses("\xEF\xBB\xBF" "data: bom\n\n", "message||bom\n");
+    assert_parses("\xEF\xBB\xBF"
+                  "data: bom\n\n",
+                  "message||bom\n");
 }
 
 static void blank_lines_without_data_dispatch_nothing(void **state)
