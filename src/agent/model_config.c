@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -88,13 +87,9 @@ static const char *pick_str(const char *session, const char *profile, const char
     return nonempty(env);
 }
 
-static int pick_int(const cdsh_model_config *s, const cdsh_model_config *p, size_t off, int dflt)
+static int pick_int(int session, int profile, int dflt)
 {
-    if (s && *(const int *)((const char *)s + off))
-        return *(const int *)((const char *)s + off);
-    if (p && *(const int *)((const char *)p + off))
-        return *(const int *)((const char *)p + off);
-    return dflt;
+    return session ? session : profile ? profile : dflt;
 }
 
 /* Copies the host part of an http(s) URL into host (lower-case, brackets of
@@ -185,18 +180,14 @@ int cdsh_model_config_resolve(const cdsh_model_config *session, const cdsh_model
         cdsh_model_config_deinit(out);
         return cdsh_error_set(err, CDSH_ENOMEM, "ENOMEM", "out of memory");
     }
-    out->connect_timeout_ms =
-        pick_int(session, profile, offsetof(cdsh_model_config, connect_timeout_ms),
-                 DEFAULT_CONNECT_TIMEOUT_MS);
-    out->idle_timeout_ms = pick_int(session, profile, offsetof(cdsh_model_config, idle_timeout_ms),
-                                    DEFAULT_IDLE_TIMEOUT_MS);
-    out->max_retries =
-        pick_int(session, profile, offsetof(cdsh_model_config, max_retries), DEFAULT_MAX_RETRIES);
+#define PICK(field, dflt) pick_int(session ? session->field : 0, profile ? profile->field : 0, dflt)
+    out->connect_timeout_ms = PICK(connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS);
+    out->idle_timeout_ms = PICK(idle_timeout_ms, DEFAULT_IDLE_TIMEOUT_MS);
+    out->max_retries = PICK(max_retries, DEFAULT_MAX_RETRIES);
     if (out->max_retries < 0)
         out->max_retries = 0;
-    out->retry_base_ms = pick_int(session, profile, offsetof(cdsh_model_config, retry_base_ms),
-                                  DEFAULT_RETRY_BASE_MS);
-    out->retry_max_ms =
-        pick_int(session, profile, offsetof(cdsh_model_config, retry_max_ms), DEFAULT_RETRY_MAX_MS);
+    out->retry_base_ms = PICK(retry_base_ms, DEFAULT_RETRY_BASE_MS);
+    out->retry_max_ms = PICK(retry_max_ms, DEFAULT_RETRY_MAX_MS);
+#undef PICK
     return 0;
 }

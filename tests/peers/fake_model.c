@@ -129,9 +129,8 @@ static const char *last_user_text(const json_t *body, cdsh_strbuf *scratch)
         if (json_is_string(content))
             return json_string_value(content);
         for (size_t j = 0; j < json_array_size(content); j++)
-            cdsh_strbuf_append_str(scratch,
-                                   json_string_value(json_object_get(json_array_get(content, j),
-                                                                     "text")));
+            cdsh_strbuf_append_str(
+                scratch, json_string_value(json_object_get(json_array_get(content, j), "text")));
         return scratch->data;
     }
     return "";
@@ -225,8 +224,8 @@ static char *sse_data(json_t *chunk_take)
 static json_t *chunk_with(json_t *delta_take, const char *finish)
 {
     return json_pack("{s:s, s:s, s:i, s:s, s:[{s:i, s:o, s:o}]}", "id", "chatcmpl-fake", "object",
-                     "chat.completion.chunk", "created", 0, "model", model_name, "choices",
-                     "index", 0, "delta", delta_take, "finish_reason",
+                     "chat.completion.chunk", "created", 0, "model", model_name, "choices", "index",
+                     0, "delta", delta_take, "finish_reason",
                      finish ? json_string(finish) : json_null());
 }
 
@@ -234,8 +233,9 @@ static json_t *tool_call_delta(const json_t *tc, size_t pos)
 {
     json_t *d = json_object();
     const json_t *idx = json_object_get(tc, "index");
-    json_object_set_new(d, "index", json_is_integer(idx) ? json_copy((json_t *)idx)
-                                                         : json_integer((json_int_t)pos));
+    json_object_set_new(d, "index",
+                        json_is_integer(idx) ? json_copy((json_t *)idx)
+                                             : json_integer((json_int_t)pos));
     if (json_object_get(tc, "id"))
         json_object_set(d, "id", json_object_get(tc, "id"));
     json_t *fn = json_object();
@@ -258,13 +258,13 @@ static json_t *items_of(const json_t *resp)
     for (size_t i = 0; i < json_array_size(chunks); i++)
         json_array_append(items, json_array_get(chunks, i));
     if (json_object_get(resp, "reasoning"))
-        json_array_append_new(items, json_pack("{s:O}", "reasoning",
-                                               json_object_get(resp, "reasoning")));
+        json_array_append_new(items,
+                              json_pack("{s:O}", "reasoning", json_object_get(resp, "reasoning")));
     if (json_object_get(resp, "text"))
         json_array_append_new(items, json_pack("{s:O}", "text", json_object_get(resp, "text")));
     if (json_object_get(resp, "tool_calls"))
-        json_array_append_new(items, json_pack("{s:O}", "tool_calls",
-                                               json_object_get(resp, "tool_calls")));
+        json_array_append_new(
+            items, json_pack("{s:O}", "tool_calls", json_object_get(resp, "tool_calls")));
     return items;
 }
 
@@ -281,8 +281,7 @@ static json_t *assemble(const json_t *resp, const json_t *items)
         cdsh_strbuf_append_str(&text, json_string_value(json_object_get(it, "text")));
         if (json_is_string(json_object_get(it, "reasoning"))) {
             has_reasoning = true;
-            cdsh_strbuf_append_str(&reasoning,
-                                   json_string_value(json_object_get(it, "reasoning")));
+            cdsh_strbuf_append_str(&reasoning, json_string_value(json_object_get(it, "reasoning")));
         }
         json_t *tcs = json_object_get(it, "tool_calls");
         json_t *one = json_object_get(it, "tool_call");
@@ -292,9 +291,9 @@ static json_t *assemble(const json_t *resp, const json_t *items)
             const json_t *idx = json_object_get(tc, "index");
             size_t at = json_is_integer(idx) ? (size_t)json_integer_value(idx) : j;
             while (json_array_size(calls) <= at)
-                json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", "",
-                                                       "type", "function", "function", "name",
-                                                       "", "arguments", ""));
+                json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", "", "type",
+                                                       "function", "function", "name", "",
+                                                       "arguments", ""));
             json_t *c = json_array_get(calls, at);
             json_t *fn = json_object_get(c, "function");
             if (json_is_string(json_object_get(tc, "id")))
@@ -319,10 +318,10 @@ static json_t *assemble(const json_t *resp, const json_t *items)
         json_object_set(msg, "tool_calls", calls);
     json_decref(calls);
     const char *finish = json_string_value(json_object_get(resp, "finish_reason"));
-    json_t *out = json_pack("{s:s, s:s, s:i, s:s, s:[{s:i, s:o, s:o}]}", "id", "chatcmpl-fake",
-                            "object", "chat.completion", "created", 0, "model", model_name,
-                            "choices", "index", 0, "message", msg, "finish_reason",
-                            finish ? json_string(finish) : json_null());
+    json_t *out =
+        json_pack("{s:s, s:s, s:i, s:s, s:[{s:i, s:o, s:o}]}", "id", "chatcmpl-fake", "object",
+                  "chat.completion", "created", 0, "model", model_name, "choices", "index", 0,
+                  "message", msg, "finish_reason", finish ? json_string(finish) : json_null());
     if (json_object_get(resp, "usage"))
         json_object_set(out, "usage", json_object_get(resp, "usage"));
     cdsh_strbuf_deinit(&text);
@@ -335,9 +334,9 @@ static plan *stream_plan(const json_t *resp, const json_t *items)
 {
     plan *p = calloc(1, sizeof *p);
     json_int_t gap = json_integer_value(json_object_get(resp, "delay_ms"));
-    plan_add(p, sse_data(chunk_with(json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
-                                    NULL)),
-             0, false);
+    plan_add(
+        p, sse_data(chunk_with(json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL)),
+        0, false);
     for (size_t i = 0; i < json_array_size(items); i++) {
         const json_t *it = json_array_get(items, i);
         int64_t sleep_ms = gap + json_integer_value(json_object_get(it, "delay_ms")) +
@@ -440,8 +439,8 @@ static char *subst_auth(const char *s, const char *token)
     return cdsh_strbuf_take(&out, NULL);
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, const json_t *resp,
-                               const json_t *body, const char *token)
+static enum MHD_Result respond(struct MHD_Connection *conn, const json_t *resp, const json_t *body,
+                               const char *token)
 {
     nap(json_integer_value(json_object_get(resp, "first_byte_delay_ms")));
     const json_t *jstatus = json_object_get(resp, "status");
@@ -474,8 +473,7 @@ static enum MHD_Result respond(struct MHD_Connection *conn, const json_t *resp,
                                              : json_is_true(json_object_get(body, "stream"));
         if (stream) {
             plan *p = stream_plan(resp, items);
-            r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, plan_read, p,
-                                                  plan_free);
+            r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, plan_read, p, plan_free);
             ctype = "text/event-stream";
         } else {
             json_t *whole = assemble(resp, items);
@@ -488,9 +486,8 @@ static enum MHD_Result respond(struct MHD_Connection *conn, const json_t *resp,
     MHD_add_response_header(r, "Content-Type", ctype);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)json_object_get(resp, "headers"), k, v)
-        if (json_is_string(v))
-            MHD_add_response_header(r, k, json_string_value(v));
+    json_object_foreach((json_t *)json_object_get(resp, "headers"), k, v) if (json_is_string(v))
+        MHD_add_response_header(r, k, json_string_value(v));
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
@@ -531,7 +528,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 
     const char *authz = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
     const char *token = authz && strncmp(authz, "Bearer ", 7) == 0 ? authz + 7 : "";
-    const char *auth_state = !authz ? "absent" : !expect_key ? "present"
+    const char *auth_state = !authz                           ? "absent"
+                             : !expect_key                    ? "present"
                              : strcmp(token, expect_key) == 0 ? "ok"
                                                               : "bad";
     json_t *body = json_loadb(st->body.data, st->body.len, 0, NULL);
@@ -552,15 +550,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 
     enum MHD_Result ret;
     if (expect_key && strcmp(auth_state, "ok") != 0)
-        ret = send_json(conn, 401,
-                        json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
-                                  "Authentication Fails, Your api key is invalid", "type",
-                                  "authentication_error", "param", "code", "invalid_request_error"));
+        ret =
+            send_json(conn, 401,
+                      json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message",
+                                "Authentication Fails, Your api key is invalid", "type",
+                                "authentication_error", "param", "code", "invalid_request_error"));
     else if (!resp)
         ret = send_json(conn, 500,
                         json_pack("{s:{s:s, s:s}}", "error", "message",
-                                  "fake-model: no scripted response left for this request",
-                                  "type", "fake_model_script_exhausted"));
+                                  "fake-model: no scripted response left for this request", "type",
+                                  "fake_model_script_exhausted"));
     else
         ret = respond(conn, resp, body, token);
     json_decref(resp);
@@ -644,10 +643,10 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle,
-        NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-        MHD_OPTION_END);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
+                         NULL, handle, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+                         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "fake_model: libmicrohttpd failed to start\n");
         return 1;
