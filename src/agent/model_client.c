@@ -506,6 +506,8 @@ static int add_tool_delta(attempt *a, const json_t *tc, size_t pos)
         cdsh_strbuf_append_str(&t->id, id);
     if (name && *name && t->name.len == 0)
         cdsh_strbuf_append_str(&t->name, name);
+    if (created && t->id.len == 0) /* The event and the reply use the same stand-in id. */
+        cdsh_strbuf_appendf(&t->id, "call_%d", index);
     if (created) {
         cdsh_model_event ev = {.kind = CDSH_MODEL_EV_TOOL_CALL_START,
                                .index = index,
@@ -747,10 +749,7 @@ static int take_reply(attempt *a, cdsh_model_reply *out, cdsh_error *err)
                (a->finish.len && !out->finish_reason) || (a->n_tools && !out->tool_calls);
     for (size_t i = 0; !bad && i < a->n_tools; i++) {
         cdsh_model_tool_call *tc = &out->tool_calls[i];
-        if (a->tools[i].id.len)
-            tc->id = strdup(a->tools[i].id.data);
-        else if (asprintf(&tc->id, "call_%d", a->tools[i].index) < 0)
-            tc->id = NULL;
+        tc->id = strdup(a->tools[i].id.data);
         tc->name = strdup(a->tools[i].name.data);
         tc->arguments = strdup(a->tools[i].args.data);
         bad = !tc->id || !tc->name || !tc->arguments;
