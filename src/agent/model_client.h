@@ -42,7 +42,8 @@ void cdsh_model_usage_add(cdsh_model_usage *dst, const cdsh_model_usage *src);
 typedef enum cdsh_model_event_kind {
     CDSH_MODEL_EV_TEXT,            /* text, len: a piece of the answer */
     CDSH_MODEL_EV_REASONING,       /* text, len: a piece of reasoning_content */
-    CDSH_MODEL_EV_TOOL_CALL_START, /* index, id, name: a new tool call */
+    CDSH_MODEL_EV_TOOL_CALL_START, /* index, id, name: a new tool call (the id is the
+                                      reply's; name is "" if it comes later) */
     CDSH_MODEL_EV_TOOL_CALL_ARGS,  /* index, text, len: a piece of its arguments */
     CDSH_MODEL_EV_FINISH,          /* finish_reason ("stop", "tool_calls", "length", ...) */
     CDSH_MODEL_EV_USAGE,           /* usage: what the provider reported */
@@ -104,7 +105,7 @@ typedef struct cdsh_model_request {
 /* ---- reply -------------------------------------------------------------- */
 
 typedef struct cdsh_model_tool_call {
-    char *id; /* provider's id ("call_..."); synthesised "call_<index>" if absent */
+    char *id; /* provider's id; "call_<index>" when its first chunk had none */
     char *name;
     char *arguments; /* the complete argument string as sent (normally JSON) */
 } cdsh_model_tool_call;
