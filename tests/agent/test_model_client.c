@@ -425,6 +425,8 @@ static void tool_calls_without_index_or_id_are_keyed_by_position(void **state)
     assert_int_equal(ctx_run(&x), 0);
     assert_int_equal(x.reply.n_tool_calls, 2);
     assert_string_equal(x.reply.tool_calls[0].id, "call_0");
+    assert_string_equal(x.col.start_ids[0], "call_0");
+    assert_string_equal(x.col.start_ids[1], "call_1");
     assert_string_equal(x.reply.tool_calls[0].name, "a");
     assert_string_equal(x.reply.tool_calls[1].id, "call_1");
     assert_string_equal(x.reply.tool_calls[1].arguments, "{\"k\":1}");
