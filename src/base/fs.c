@@ -417,7 +417,7 @@ char *cdsh_fs_path_join_dup(const char *base, const char *rel)
 {
     if (!base || !rel)
         return NULL;
-    if (rel[0] == '/')
+    if (rel[0] == '/' || base[0] == '\0')
         return cdsh_fs_path_normalize_dup(rel);
     size_t bl = strlen(base), rl = strlen(rel);
     char *joined = malloc(bl + rl + 2);

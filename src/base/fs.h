@@ -66,8 +66,8 @@ int cdsh_fs_mkdir_p(const char *path, int mode, cdsh_error *err);
 char *cdsh_fs_path_normalize_dup(const char *path);
 
 /* Joins base and rel and normalises the result. If rel is absolute it wins
- * (as in most languages' join); callers confining paths must use
- * cdsh_fs_path_is_inside. Owned; NULL on ENOMEM or a NULL argument. */
+ * (as in most languages' join) and an empty base adds nothing; callers
+ * confining paths must use cdsh_fs_path_is_inside. Owned; NULL on ENOMEM or a NULL argument. */
 char *cdsh_fs_path_join_dup(const char *base, const char *rel);
 
 /* True only if path stays inside root once ".." and symlinks are resolved.
