@@ -81,33 +81,24 @@ int cdsh_home_ensure(char **out, cdsh_error *err)
     return rc;
 }
 
-/* A part is acceptable if it is relative and never climbs above its start. */
-static bool part_stays_below(const char *part)
-{
-    if (part[0] == '/')
-        return false;
-    char *norm = cdsh_fs_path_normalize_dup(part);
-    if (!norm)
-        return false;
-    bool ok = !(norm[0] == '.' && norm[1] == '.' && (norm[2] == '\0' || norm[2] == '/'));
-    free(norm);
-    return ok;
-}
-
 char *cdsh_home_path_dup(const char *first, ...)
 {
-    char *path = NULL;
-    if (cdsh_home_dir(&path, NULL) != 0)
-        return NULL;
+    /* Join the parts on their own first, so ".." may climb back within them
+     * ("a/b", "../c") but the whole can be checked for leaving the home. */
+    char *rel = strdup(".");
     va_list ap;
     va_start(ap, first);
-    for (const char *part = first; part; part = va_arg(ap, const char *)) {
-        char *next = part_stays_below(part) ? cdsh_fs_path_join_dup(path, part) : NULL;
-        free(path);
-        path = next;
-        if (!path)
-            break;
+    for (const char *part = first; part && rel; part = va_arg(ap, const char *)) {
+        char *next = part[0] == '/' ? NULL : cdsh_fs_path_join_dup(rel, part);
+        free(rel);
+        rel = next;
     }
     va_end(ap);
+    char *home = NULL, *path = NULL;
+    bool escapes = !rel || (rel[0] == '.' && rel[1] == '.' && (rel[2] == '\0' || rel[2] == '/'));
+    if (!escapes && cdsh_home_dir(&home, NULL) == 0)
+        path = cdsh_fs_path_join_dup(home, rel);
+    free(home);
+    free(rel);
     return path;
 }

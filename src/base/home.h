@@ -18,9 +18,9 @@ int cdsh_home_dir(char **out, cdsh_error *err);
 int cdsh_home_ensure(char **out, cdsh_error *err);
 
 /* Owned path of a file below the home: cdsh_home_path_dup("profiles",
- * "x.yaml", NULL) is "<home>/profiles/x.yaml". Parts may contain slashes but
- * must be relative and must not climb out of the home with ".."; NULL then,
- * or when the home is unknown, or on ENOMEM. Creates nothing. */
+ * "x.yaml", NULL) is "<home>/profiles/x.yaml". Parts may contain slashes and
+ * "..", but must be relative and together must not climb out of the home;
+ * NULL then, or when the home is unknown, or on ENOMEM. Creates nothing. */
 char *cdsh_home_path_dup(const char *first, ...) __attribute__((sentinel));
 
 #endif
