@@ -180,8 +180,10 @@ int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *le
     if (cap > max_bytes && max_bytes < SIZE_MAX)
         cap = max_bytes + 1;
     for (;;) {
-        if (used + 1 >= cap || !buf) {
+        if (!buf || used + 1 >= cap) {
             size_t ncap = buf ? cap * 2 : cap;
+            if (ncap < 2)
+                ncap = 2; /* a read of 0 bytes would look like EOF */
             char *grown = realloc(buf, ncap);
             if (!grown) {
                 rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot read %s: out of memory",
@@ -309,8 +311,9 @@ void cdsh_fs_lock_close(cdsh_fs_lock *lock)
 
 int cdsh_fs_mkdir_p(const char *path, int mode, cdsh_error *err)
 {
-    if (!path || !*path)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "mkdir_p needs a non-empty path");
+    if (!path || !*path || mode < 0 || mode > 07777)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "mkdir_p needs a non-empty path and a mode from 0 to 07777");
     char *buf = strdup(path);
     if (!buf)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot create %s: out of memory",

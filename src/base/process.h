@@ -127,7 +127,8 @@ typedef struct cdsh_process_result {
  * non-zero exit is not an error (see result->status). On timeout, cancel or
  * output over max_output the child's group is terminated and CDSH_ETIMEDOUT,
  * CDSH_ECANCELED or CDSH_ETOOBIG is returned with the output so far in
- * result. opts may be NULL. Free result with cdsh_process_result_deinit. */
+ * result. If the child cannot be started, result stays empty (NULL buffers).
+ * opts may be NULL. Free result with cdsh_process_result_deinit. */
 int cdsh_process_run(const char *const *argv, const cdsh_process_run_opts *opts,
                      cdsh_process_result *result, cdsh_error *err);
 

@@ -260,6 +260,14 @@ static void read_file_enforces_the_size_limit(void **state)
     assert_string_equal(err.code, "TOO_BIG");
     assert_non_null(strstr(err.message, p));
     assert_non_null(strstr(err.message, "9 bytes"));
+    assert_int_equal(cdsh_fs_read_file(p, 0, &buf, &len, &err), CDSH_ETOOBIG);
+    char *empty = tpath("empty.txt");
+    cdsh_test_write_file(empty, "");
+    assert_int_equal(cdsh_fs_read_file(empty, 0, &buf, &len, &err), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(len, 0);
+    free(buf);
+    free(empty);
     free(p);
 }
 
@@ -508,6 +516,7 @@ static void mkdir_p_reports_the_file_in_the_way(void **state)
     assert_int_equal(cdsh_fs_mkdir_p(file, 0700, &err), CDSH_EEXIST);
     assert_non_null(strstr(err.message, want));
     assert_int_equal(cdsh_fs_mkdir_p("", 0700, &err), CDSH_EINVAL);
+    assert_int_equal(cdsh_fs_mkdir_p(p, -1, &err), CDSH_EINVAL);
     free(p);
     free(file);
 }
