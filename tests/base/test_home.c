@@ -35,12 +35,11 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Owned "<tmpdir>/<rel>", normalised. */
 static char *tpath(const char *rel)
 {
-    size_t n = strlen(tmpdir) + strlen(rel) + 2;
-    char *p = malloc(n);
+    char *p = cdsh_fs_path_join_dup(tmpdir, rel);
     assert_non_null(p);
-    snprintf(p, n, "%s/%s", tmpdir, rel);
     return p;
 }
 

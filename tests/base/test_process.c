@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/process.h"
 
 static char *tmpdir;
@@ -45,12 +46,11 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Owned "<tmpdir>/<rel>", normalised. */
 static char *tpath(const char *rel)
 {
-    size_t n = strlen(tmpdir) + strlen(rel) + 2;
-    char *p = malloc(n);
+    char *p = cdsh_fs_path_join_dup(tmpdir, rel);
     assert_non_null(p);
-    snprintf(p, n, "%s/%s", tmpdir, rel);
     return p;
 }
 
