@@ -59,8 +59,7 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mode,
-                         cdsh_error *err)
+int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mode, cdsh_error *err)
 {
     if (!path || !*path || (!data && len > 0))
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
@@ -150,8 +149,7 @@ cleanup:
     return rc;
 }
 
-int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
-                      cdsh_error *err)
+int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len, cdsh_error *err)
 {
     if (out)
         *out = NULL;
@@ -179,19 +177,21 @@ int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *le
     cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
     if (cap > max_bytes && max_bytes < SIZE_MAX)
         cap = max_bytes + 1;
+    if (cap < 2)
+        cap = 2; /* room to read at least one byte: a 0-byte read looks like EOF */
+    buf = malloc(cap);
     for (;;) {
-        if (!buf || used + 1 >= cap) {
-            size_t ncap = buf ? cap * 2 : cap;
-            if (ncap < 2)
-                ncap = 2; /* a read of 0 bytes would look like EOF */
-            char *grown = realloc(buf, ncap);
-            if (!grown) {
-                rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot read %s: out of memory",
-                                    path);
-                goto cleanup;
-            }
+        if (buf && used + 1 >= cap) {
+            char *grown = realloc(buf, cap * 2);
+            if (!grown)
+                free(buf);
             buf = grown;
-            cap = ncap;
+            cap *= 2;
+        }
+        if (!buf) {
+            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot read %s: out of memory",
+                                path);
+            goto cleanup;
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
         if (n < 0) {
@@ -238,8 +238,7 @@ int cdsh_fs_lock_open(const char *path, cdsh_fs_lock_kind kind, int64_t timeout_
 {
     if (out)
         *out = NULL;
-    if (!path || !*path || !out ||
-        (kind != CDSH_FS_LOCK_SHARED && kind != CDSH_FS_LOCK_EXCLUSIVE))
+    if (!path || !*path || !out || (kind != CDSH_FS_LOCK_SHARED && kind != CDSH_FS_LOCK_EXCLUSIVE))
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
                               "lock_open needs a path, out and a shared or exclusive kind");
     const char *kind_name = kind == CDSH_FS_LOCK_SHARED ? "shared" : "exclusive";
@@ -370,9 +369,9 @@ char *cdsh_fs_path_normalize_dup(const char *path)
     if (!out)
         return NULL;
     bool abs = path[0] == '/';
-    size_t len = 0;         /* bytes used in out */
+    size_t len = 0;             /* bytes used in out */
     size_t floor = abs ? 1 : 0; /* out[0..floor) is never popped */
-    size_t dotdots = 0;     /* length of the leading "../.." run in a relative path */
+    size_t dotdots = 0;         /* length of the leading "../.." run in a relative path */
     if (abs)
         out[len++] = '/';
     const char *p = path;
@@ -468,14 +467,13 @@ static void pb_pop(pathbuf *pb)
 }
 
 /* Resolves an absolute path component by component: existing components
- * have their symlinks followed (lstat/readlink); once a component is missing
- * the rest is applied lexically. Returns an owned canonical path or NULL. */
+ * have their symlinks followed (lstat/readlink); missing ones are applied
+ * lexically. Returns an owned canonical path or NULL (loops, EACCES...). */
 static char *resolve_prefix_dup(const char *abs_path)
 {
     pathbuf pb = {malloc(256), 1, 256};
     char *todo = strdup(abs_path); /* remaining components still to walk */
     char *result = NULL;
-    bool missing = false;
     int links = 0;
     if (!pb.s || !todo)
         goto cleanup;
@@ -500,14 +498,12 @@ static char *resolve_prefix_dup(const char *abs_path)
         }
         if (!pb_append(&pb, seg, sl))
             goto cleanup;
-        if (missing)
-            continue;
         struct stat st;
         if (lstat(pb.s, &st) != 0) {
-            if (errno == ENOENT || errno == ENOTDIR) {
-                missing = true;
+            /* Not there (yet): taken lexically. Every later component is
+             * checked again, since a ".." can lead back to existing ones. */
+            if (errno == ENOENT || errno == ENOTDIR)
                 continue;
-            }
             goto cleanup; /* EACCES, ELOOP...: fail closed */
         }
         if (!S_ISLNK(st.st_mode))
@@ -574,8 +570,8 @@ bool cdsh_fs_path_is_inside(const char *root, const char *path)
     if (strcmp(root_real, "/") == 0)
         inside = true;
     else
-        inside = strncmp(resolved, root_real, rl) == 0 &&
-                 (resolved[rl] == '\0' || resolved[rl] == '/');
+        inside =
+            strncmp(resolved, root_real, rl) == 0 && (resolved[rl] == '\0' || resolved[rl] == '/');
 
 cleanup:
     free(root_real);

@@ -23,15 +23,13 @@
  * is untouched and the temporary file is removed. Symlinks at path are
  * replaced, not followed. Errors: CDSH_EINVAL, CDSH_ENOTFOUND (directory
  * missing), CDSH_EIO (anything else, including path being a directory). */
-int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mode,
-                         cdsh_error *err);
+int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mode, cdsh_error *err);
 
 /* Reads the whole file into *out (owned, NUL-terminated; the NUL is not
  * counted in *len, which may be NULL). More than max_bytes bytes fails with
  * CDSH_ETOOBIG; pass SIZE_MAX for no limit. CDSH_ENOTFOUND if it does not
  * exist, CDSH_EIO otherwise (a directory, unreadable). *out is NULL on error. */
-int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
-                      cdsh_error *err);
+int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *len, cdsh_error *err);
 
 /* Advisory lock on a lock file (flock(2) on its own open file description, so
  * it excludes other processes and other threads alike). The file is created

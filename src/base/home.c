@@ -58,7 +58,8 @@ int cdsh_home_dir(char **out, cdsh_error *err)
     goto cleanup;
 
 nomem:
-    rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot resolve the cdsh home: out of memory");
+    rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY",
+                        "cannot resolve the cdsh home: out of memory");
 cleanup:
     free(base);
     free(cwd);

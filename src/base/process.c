@@ -60,8 +60,8 @@ static void close_fd(int *fd)
 
 bool cdsh_process_env_name_is_secret(const char *name)
 {
-    static const char *const words[] = {"KEY",        "TOKEN",  "SECRET", "PASSWORD", "PASSWD",
-                                        "CREDENTIAL", "COOKIE", "AUTH"};
+    static const char *const words[] = {"KEY",    "TOKEN",      "SECRET", "PASSWORD",
+                                        "PASSWD", "CREDENTIAL", "COOKIE", "AUTH"};
     if (!name)
         return false;
     size_t n = strcspn(name, "=");
@@ -128,8 +128,7 @@ static const char **build_env(const cdsh_process_opts *o)
     return env;
 }
 
-int cdsh_process_find_program(const char *name, const char *path_list, char **out,
-                              cdsh_error *err)
+int cdsh_process_find_program(const char *name, const char *path_list, char **out, cdsh_error *err)
 {
     if (out)
         *out = NULL;
@@ -269,8 +268,7 @@ __attribute__((noreturn)) static void child_exec(child_plan *p)
     child_report_and_exit(sfd, STEP_EXEC, errno);
 }
 
-static int report_error(const child_report *r, const char *prog, const char *cwd,
-                        cdsh_error *err)
+static int report_error(const child_report *r, const char *prog, const char *cwd, cdsh_error *err)
 {
     const char *why = strerror(r->err);
     switch (r->step) {
@@ -316,8 +314,8 @@ static int open_stdio(cdsh_process_stdio mode, bool child_reads, int *child_end,
     return 0;
 }
 
-int cdsh_process_spawn(const char *const *argv, const cdsh_process_opts *opts,
-                       cdsh_process **out, cdsh_error *err)
+int cdsh_process_spawn(const char *const *argv, const cdsh_process_opts *opts, cdsh_process **out,
+                       cdsh_error *err)
 {
     if (out)
         *out = NULL;
@@ -337,14 +335,13 @@ int cdsh_process_spawn(const char *const *argv, const cdsh_process_opts *opts,
 
     if (o->cwd) {
         if (stat(o->cwd, &st) != 0)
-            return cdsh_error_set(err, errno == ENOENT ? CDSH_ENOTFOUND : CDSH_EIO,
-                                  "CWD_NOT_FOUND", "cannot start %s: working directory %s: %s",
-                                  name, o->cwd,
+            return cdsh_error_set(err, errno == ENOENT ? CDSH_ENOTFOUND : CDSH_EIO, "CWD_NOT_FOUND",
+                                  "cannot start %s: working directory %s: %s", name, o->cwd,
                                   errno == ENOENT ? "does not exist" : strerror(errno));
         if (!S_ISDIR(st.st_mode))
             return cdsh_error_set(err, CDSH_ENOTFOUND, "CWD_NOT_FOUND",
-                                  "cannot start %s: working directory %s is not a directory",
-                                  name, o->cwd);
+                                  "cannot start %s: working directory %s is not a directory", name,
+                                  o->cwd);
     }
     env = build_env(o);
     if (!env)
@@ -398,8 +395,8 @@ int cdsh_process_spawn(const char *const *argv, const cdsh_process_opts *opts,
         .src = {child_end[0], child_end[1], child_end[2]},
         .status_fd = status_p[1],
         .own_group = proc->own_group,
-        .max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur
-                                                                            : 65536,
+        .max_fd =
+            getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536,
     };
     /* Block signals across fork so no handler runs in the child before it
      * resets dispositions. */
@@ -733,8 +730,8 @@ int cdsh_process_run(const char *const *argv, const cdsh_process_run_opts *opts,
     int64_t deadline = o->timeout_ms > 0 ? now_ms() + o->timeout_ms : INT64_MAX;
     while (proc->out_fd >= 0 || proc->err_fd >= 0 || proc->in_fd >= 0) {
         if (cdsh_cancel_is_fired(o->cancel)) {
-            rc = cdsh_error_set(err, CDSH_ECANCELED, "CANCELLED", "%s was cancelled: %s",
-                                argv[0], cdsh_cancel_reason(o->cancel));
+            rc = cdsh_error_set(err, CDSH_ECANCELED, "CANCELLED", "%s was cancelled: %s", argv[0],
+                                cdsh_cancel_reason(o->cancel));
             goto kill;
         }
         int64_t left = deadline - now_ms();

@@ -40,7 +40,7 @@ typedef struct cdsh_process_opts {
 } cdsh_process_opts;
 
 typedef struct cdsh_process_status {
-    bool exited;     /* true: exit_code is valid; false: killed by term_signal */
+    bool exited; /* true: exit_code is valid; false: killed by term_signal */
     int exit_code;
     int term_signal;
 } cdsh_process_status;
@@ -53,8 +53,8 @@ typedef struct cdsh_process cdsh_process;
  * missing; code "COMMAND_NOT_FOUND" / "CWD_NOT_FOUND"), CDSH_EPERM (code
  * "EXEC_FAILED": not executable), CDSH_EIO, CDSH_EINVAL, CDSH_ENOMEM. The
  * message names the program or directory and the reason. */
-int cdsh_process_spawn(const char *const *argv, const cdsh_process_opts *opts,
-                       cdsh_process **out, cdsh_error *err);
+int cdsh_process_spawn(const char *const *argv, const cdsh_process_opts *opts, cdsh_process **out,
+                       cdsh_error *err);
 
 /* Frees the handle and closes its pipes. A child still running is killed
  * (SIGKILL to its group) and reaped, so nothing outlives the handle. */
@@ -102,8 +102,7 @@ bool cdsh_process_env_name_is_secret(const char *name);
  * Empty PATH entries are skipped rather than meaning "." (deliberate).
  * *out is owned. CDSH_ENOTFOUND (code "COMMAND_NOT_FOUND", the message names
  * the command, the search path and any non-executable match). */
-int cdsh_process_find_program(const char *name, const char *path_list, char **out,
-                              cdsh_error *err);
+int cdsh_process_find_program(const char *name, const char *path_list, char **out, cdsh_error *err);
 
 /* Run-and-capture. */
 typedef struct cdsh_process_run_opts {
@@ -118,7 +117,7 @@ typedef struct cdsh_process_run_opts {
 } cdsh_process_run_opts;
 
 typedef struct cdsh_process_result {
-    char *out, *err;         /* owned, NUL-terminated */
+    char *out, *err; /* owned, NUL-terminated */
     size_t out_len, err_len;
     cdsh_process_status status;
 } cdsh_process_result;

@@ -659,6 +659,8 @@ static void is_inside_rejects_symlink_escapes(void **state)
     assert_false(cdsh_fs_path_is_inside(root, "dangling"));
     assert_false(cdsh_fs_path_is_inside(root, "rel/x"));
     assert_false(cdsh_fs_path_is_inside(root, "loop/x"));
+    /* A missing component followed by ".." must not hide a later symlink. */
+    assert_false(cdsh_fs_path_is_inside(root, "missing/../escape/x"));
     /* escape/.. is the parent of the link's target (lexically it would be root). */
     assert_false(cdsh_fs_path_is_inside(root, "escape/.."));
     assert_true(cdsh_fs_path_is_inside(root, "ok/x")); /* points inside, not yet existing */

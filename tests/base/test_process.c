@@ -90,7 +90,8 @@ static void spawn_echoes_through_cat_pipes(void **state)
 {
     (void)state;
     const char *argv[] = {"/bin/cat", NULL};
-    cdsh_process_opts o = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE,
+    cdsh_process_opts o = {.stdin_mode = CDSH_PROCESS_PIPE,
+                           .stdout_mode = CDSH_PROCESS_PIPE,
                            .stderr_mode = CDSH_PROCESS_NULL};
     cdsh_process *p = NULL;
     cdsh_error err = {0};
@@ -273,11 +274,18 @@ static void env_set_overrides_and_explicit_env_is_exact(void **state)
 static void env_name_classification(void **state)
 {
     (void)state;
-    const char *secret[] = {"OPENAI_API_KEY", "GITHUB_TOKEN", "aws_secret_access_key",
-                            "DB_PASSWORD", "MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS",
-                            "SESSION_COOKIE", "XAUTHORITY", "token=abc", "Key"};
-    const char *plain[] = {"PATH", "HOME", "LANG", "TERM", "PWD", "USER", "SHELL", "K_E_Y",
-                           "PATH=/token/key"};
+    const char *secret[] = {"OPENAI_API_KEY",
+                            "GITHUB_TOKEN",
+                            "aws_secret_access_key",
+                            "DB_PASSWORD",
+                            "MYSQL_PASSWD",
+                            "GOOGLE_APPLICATION_CREDENTIALS",
+                            "SESSION_COOKIE",
+                            "XAUTHORITY",
+                            "token=abc",
+                            "Key"};
+    const char *plain[] = {"PATH", "HOME",  "LANG",  "TERM",           "PWD",
+                           "USER", "SHELL", "K_E_Y", "PATH=/token/key"};
     for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
         if (!cdsh_process_env_name_is_secret(secret[i]))
             fail_msg("%s should look like a credential", secret[i]);
@@ -355,7 +363,8 @@ static void exec_failures_are_errors_not_exit_127(void **state)
     const char *a3[] = {"cdsh-definitely-not-a-command", NULL};
     assert_int_equal(cdsh_process_spawn(a3, NULL, &p, &err), CDSH_ENOTFOUND);
     assert_string_equal(err.code, "COMMAND_NOT_FOUND");
-    assert_non_null(strstr(err.message, "command 'cdsh-definitely-not-a-command' not found on PATH"));
+    assert_non_null(
+        strstr(err.message, "command 'cdsh-definitely-not-a-command' not found on PATH"));
 
     const char *empty[] = {"", NULL};
     assert_int_equal(cdsh_process_spawn(empty, NULL, &p, &err), CDSH_EINVAL);
