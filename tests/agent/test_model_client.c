@@ -4,7 +4,6 @@
  * timeout; plus configuration resolution. One fake server per test. */
 #include "support/testkit.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -13,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/model_client.h"
 #include "agent/model_config.h"
 #include "base/clock.h"
+#include "base/process.h"
 #include "base/strbuf.h"
 
 #define KEY "sk-test-0123456789abcdef"
@@ -26,8 +25,7 @@
 /* ---- the fake endpoint ---------------------------------------------------- */
 
 typedef struct fake {
-    pid_t pid;
-    int in_fd; /* closing it makes the fake exit */
+    cdsh_process *proc; /* stdin is a pipe: closing it makes the fake exit */
     char url[128];
     char dir[64];
     char record[128];
@@ -43,33 +41,21 @@ static void fake_start_args(fake *f, const char *script, const char *arg1, const
     snprintf(f->record, sizeof f->record, "%s/requests.jsonl", f->dir);
     cdsh_test_write_file(script_path, script);
     char *peer = cdsh_test_peer_path_dup("fake_model");
-    char *argv[] = {peer,      "--script",   script_path,  "--record",
-                    f->record, (char *)arg1, (char *)arg2, NULL};
-    int in_p[2], out_p[2];
-    assert_int_equal(pipe2(in_p, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(out_p, O_CLOEXEC), 0);
-    f->pid = fork();
-    assert_true(f->pid >= 0);
-    if (f->pid == 0) {
-        dup2(in_p[0], 0);
-        dup2(out_p[1], 1);
-        execv(argv[0], argv);
-        _exit(127);
-    }
+    const char *argv[] = {peer, "--script", script_path, "--record", f->record, arg1, arg2, NULL};
+    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
+    cdsh_error err;
+    assert_int_equal(cdsh_process_spawn(argv, &opts, &f->proc, &err), 0);
     free(peer);
-    close(in_p[0]);
-    close(out_p[1]);
-    f->in_fd = in_p[1];
+    /* The fake prints one line with its URL once it listens. */
     char line[256];
     size_t n = 0;
     while (n < sizeof line - 1) {
-        ssize_t r = read(out_p[0], line + n, 1);
+        ssize_t r = read(cdsh_process_stdout_fd(f->proc), line + n, 1);
         if (r <= 0 || line[n] == '\n')
             break;
         n++;
     }
     line[n] = '\0';
-    close(out_p[0]);
     json_t *ready = json_loads(line, 0, NULL);
     assert_non_null(ready);
     snprintf(f->url, sizeof f->url, "%s", json_string_value(json_object_get(ready, "url")));
@@ -84,11 +70,12 @@ static void fake_start(fake *f, const char *script)
 
 static void fake_stop(fake *f)
 {
-    close(f->in_fd);
-    int status = 0;
-    waitpid(f->pid, &status, 0);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    cdsh_process_close_stdin(f->proc);
+    cdsh_process_status status;
+    assert_int_equal(cdsh_process_wait(f->proc, 5000, NULL, &status, NULL), 0);
+    assert_true(status.exited);
+    assert_int_equal(status.exit_code, 0);
+    cdsh_process_free(f->proc);
     char path[160];
     unlink(f->record);
     snprintf(path, sizeof path, "%s/script.json", f->dir);
