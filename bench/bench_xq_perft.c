@@ -15,7 +15,6 @@
 #include "plugins/xiangqi/engine/perft.h"
 #include "plugins/xiangqi/engine/position.h"
 
-
 #define MAX_JOBS 400
 
 typedef struct job {
@@ -203,8 +202,8 @@ int main(void)
     if (!getenv("CDSH_BENCH_QUICK")) {
         job start6 = {CDSH_XQ_START_FEN, 6, 5392831844ull};
         const char *full = getenv("CDSH_BENCH_FSF_D6");
-        bad += compare("start position depth 6", pos, full && *full == '1' ? fsf : NULL,
-                       &start6, 1);
+        bad +=
+            compare("start position depth 6", pos, full && *full == '1' ? fsf : NULL, &start6, 1);
         if (fsf && !(full && *full == '1'))
             printf("  (fairy-stockfish at depth 6 takes ~7 min here; set CDSH_BENCH_FSF_D6=1)\n");
     }

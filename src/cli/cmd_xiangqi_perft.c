@@ -90,7 +90,8 @@ int cdsh_cmd_xiangqi_perft(int argc, char **argv)
             char *end;
             long v = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || v < 1 || v > MAX_DEPTH) {
-                fprintf(stderr, "cdsh xiangqi perft: --depth wants a number from 1 to %d, got '%s'\n",
+                fprintf(stderr,
+                        "cdsh xiangqi perft: --depth wants a number from 1 to %d, got '%s'\n",
                         MAX_DEPTH, optarg);
                 return 2;
             }
@@ -135,8 +136,8 @@ int cdsh_cmd_xiangqi_perft(int argc, char **argv)
     if (st.json) {
         char out_fen[CDSH_XQ_FEN_MAX];
         cdsh_xq_pos_fen(pos, out_fen);
-        json_t *o = json_pack("{s:s, s:i, s:I, s:f, s:f}", "fen", out_fen, "depth", depth,
-                              "nodes", (json_int_t)nodes, "seconds", secs, "nps", nps);
+        json_t *o = json_pack("{s:s, s:i, s:I, s:f, s:f}", "fen", out_fen, "depth", depth, "nodes",
+                              (json_int_t)nodes, "seconds", secs, "nps", nps);
         if (st.moves)
             json_object_set(o, "divide", st.moves);
         char *text = json_dumps(o, JSON_COMPACT);

@@ -79,8 +79,8 @@ static void move_check_gives_precise_reasons(void **state)
             continue;
         }
         if (rc != CDSH_EINVAL || strcmp(err.code, c->code) != 0)
-            fail_msg("%s in %s: want %s, got rc %d %s '%s'", c->move, c->fen, c->code, rc,
-                     err.code, err.message);
+            fail_msg("%s in %s: want %s, got rc %d %s '%s'", c->move, c->fen, c->code, rc, err.code,
+                     err.message);
         /* the needle is a plain substring except for the "an?" allowance */
         if (strncmp(c->needle, "an?", 3) != 0 && !strstr(err.message, c->needle))
             fail_msg("%s: message '%s' lacks '%s'", c->move, err.message, c->needle);
@@ -122,7 +122,8 @@ static void play_refuses_illegal_and_makes_legal(void **state)
     assert_int_equal(cdsh_xq_last_move(pos, 1), m);
     char fen[CDSH_XQ_FEN_MAX];
     cdsh_xq_pos_fen(pos, fen);
-    assert_string_equal(fen, "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1");
+    assert_string_equal(fen,
+                        "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1");
     cdsh_xq_pos_free(pos);
 }
 
@@ -198,9 +199,9 @@ static void attacked_covers_every_piece_kind(void **state)
     assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(7, 9), CDSH_XQ_RED));
     assert_false(cdsh_xq_attacked(pos, cdsh_xq_square(7, 7), CDSH_XQ_RED));
     assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(2, 2), CDSH_XQ_RED));
-    assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(4, 1), CDSH_XQ_RED)); /* advisors, general */
-    assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(4, 2), CDSH_XQ_RED)); /* elephants */
-    assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(4, 4), CDSH_XQ_RED)); /* soldier e3 */
+    assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(4, 1), CDSH_XQ_RED));  /* advisors, general */
+    assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(4, 2), CDSH_XQ_RED));  /* elephants */
+    assert_true(cdsh_xq_attacked(pos, cdsh_xq_square(4, 4), CDSH_XQ_RED));  /* soldier e3 */
     assert_false(cdsh_xq_attacked(pos, cdsh_xq_square(3, 3), CDSH_XQ_RED)); /* no sideways yet */
     assert_false(cdsh_xq_attacked(pos, cdsh_xq_square(4, 5), CDSH_XQ_RED));
     /* a crossed soldier attacks sideways */

@@ -163,15 +163,15 @@ static void cli_perft_prints_nodes(void **state)
 {
     (void)state;
     char *out = NULL;
-    assert_int_equal(
-        cdsh_test_run_cdsh(NULL, &out, NULL, "xiangqi", "perft", "--depth", "3", NULL), 0);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "xiangqi", "perft", "--depth", "3", NULL),
+                     0);
     assert_non_null(strstr(out, "Nodes searched: 79666\n"));
     assert_non_null(strstr(out, "M nodes/s"));
     free(out);
     out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "xiangqi", "perft", "--depth", "2",
-                                        "--divide", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, NULL, "xiangqi", "perft", "--depth", "2", "--divide", NULL),
+        0);
     assert_non_null(strstr(out, "h2e2: 45\n")); /* Fairy-Stockfish divide agrees */
     assert_non_null(strstr(out, "Nodes searched: 1920\n"));
     free(out);
@@ -213,8 +213,8 @@ static void cli_perft_rejects_bad_input(void **state)
     assert_non_null(strstr(err, "--depth N is required"));
     free(err);
     err = NULL;
-    assert_int_equal(
-        cdsh_test_run_cdsh(NULL, NULL, &err, "xiangqi", "perft", "--depth", "0", NULL), 2);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "xiangqi", "perft", "--depth", "0", NULL),
+                     2);
     assert_non_null(strstr(err, "--depth wants a number from 1 to 15, got '0'"));
     free(err);
     err = NULL;

@@ -49,8 +49,9 @@ static void fen_accepts_synonyms_and_short_forms(void **state)
     cdsh_xq_pos *pos = cdsh_xq_pos_new();
     char out[CDSH_XQ_FEN_MAX];
     /* E/H letters, side r, fields cut after the side */
-    assert_int_equal(cdsh_xq_pos_set_fen(pos, "rheakaehr/9/1c5c1/p1p1p1p1p/9/9/"
-                                              "P1P1P1P1P/1C5C1/9/RHEAKAEHR r",
+    assert_int_equal(cdsh_xq_pos_set_fen(pos,
+                                         "rheakaehr/9/1c5c1/p1p1p1p1p/9/9/"
+                                         "P1P1P1P1P/1C5C1/9/RHEAKAEHR r",
                                          NULL),
                      0);
     cdsh_xq_pos_fen(pos, out);

@@ -131,8 +131,8 @@ static const char *side_name(int s)
 
 static const char *type_name(int t)
 {
-    static const char *names[8] = {"?",       "general", "advisor", "elephant",
-                                   "horse",   "chariot", "cannon",  "soldier"};
+    static const char *names[8] = {"?",     "general", "advisor", "elephant",
+                                   "horse", "chariot", "cannon",  "soldier"};
     return names[t & 7];
 }
 
@@ -149,16 +149,16 @@ int cdsh_xq_move_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m, cdsh_error *err
                               txt, txt);
     if ((pc >> 3) != side)
         return cdsh_error_set(err, CDSH_EINVAL, "MOVE_NOT_YOUR_PIECE",
-                              "%s: the %s on %.2s is %s's, and it is %s's turn", txt,
-                              type_name(pc), txt, side_name(pc >> 3), side_name(side));
+                              "%s: the %s on %.2s is %s's, and it is %s's turn", txt, type_name(pc),
+                              txt, side_name(pc >> 3), side_name(side));
     if (tp && (tp >> 3) == side)
         return cdsh_error_set(err, CDSH_EINVAL, "MOVE_OWN_PIECE",
                               "%s: %s cannot capture its own %s on %s", txt, side_name(side),
                               type_name(tp), txt + 2);
     if (!cdsh_xq_is_pseudo_legal(pos, m))
         return cdsh_error_set(err, CDSH_EINVAL, "MOVE_ILLEGAL_FOR_PIECE",
-                              "%s: a %s cannot move from %.2s to %s here", txt, type_name(pc),
-                              txt, txt + 2);
+                              "%s: a %s cannot move from %.2s to %s here", txt, type_name(pc), txt,
+                              txt + 2);
     uint8_t b[256];
     memcpy(b, pos->board, sizeof b);
     b[t] = b[f];

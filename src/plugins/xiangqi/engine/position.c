@@ -159,8 +159,8 @@ void cdsh_xq_make_move(cdsh_xq_pos *pos, cdsh_xq_move_t m)
     s->captured = cap;
     pos->fullmove += pos->side; /* after Black's move */
     pos->side ^= 1;
-    s->in_check = (uint8_t)cdsh__xq_king_attacked_at(pos->board, pos->side,
-                                                      pos->where[16 + 16 * pos->side]);
+    s->in_check =
+        (uint8_t)cdsh__xq_king_attacked_at(pos->board, pos->side, pos->where[16 + 16 * pos->side]);
 }
 
 void cdsh_xq_unmake_move(cdsh_xq_pos *pos)
@@ -224,8 +224,7 @@ int cdsh_xq_attacked(const cdsh_xq_pos *pos, cdsh_xq_square_t sq, int by)
         if (po[b[x]] == bR)
             return 1;
         /* flying general: only onto the other general */
-        if (po[b[x]] == bK && (d == 16 || d == -16) &&
-            target == (uint8_t)P_(by ^ 1, CDSH_XQ_KING))
+        if (po[b[x]] == bK && (d == 16 || d == -16) && target == (uint8_t)P_(by ^ 1, CDSH_XQ_KING))
             return 1;
         if (b[x] == XQ_OFF)
             continue;
@@ -283,8 +282,8 @@ static const char *side_name(int s)
 
 static const char *type_name(int t)
 {
-    static const char *names[8] = {"?",       "general", "advisor", "elephant",
-                                   "horse",   "chariot", "cannon",  "soldier"};
+    static const char *names[8] = {"?",     "general", "advisor", "elephant",
+                                   "horse", "chariot", "cannon",  "soldier"};
     return names[t & 7];
 }
 
@@ -338,8 +337,8 @@ static int point_ok(int side, int type, int file, int rank)
 }
 
 static const char *const point_code[8] = {
-    NULL, "FEN_GENERAL_SQUARE", "FEN_ADVISOR_SQUARE", "FEN_ELEPHANT_SQUARE", NULL, NULL, NULL,
-    "FEN_PAWN_SQUARE"};
+    NULL, "FEN_GENERAL_SQUARE", "FEN_ADVISOR_SQUARE", "FEN_ELEPHANT_SQUARE", NULL, NULL,
+    NULL, "FEN_PAWN_SQUARE"};
 
 static int parse_uint(const char *s, size_t len, long max, long *out)
 {
@@ -376,8 +375,8 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
             p++;
         if (nf == 6)
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_EXTRA_FIELDS",
-                                  "FEN has more than 6 fields; extra text '%.*s'",
-                                  (int)(p - start), start);
+                                  "FEN has more than 6 fields; extra text '%.*s'", (int)(p - start),
+                                  start);
         fs[nf] = start;
         fl[nf] = (size_t)(p - start);
         nf++;
@@ -444,8 +443,8 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
         }
         if (!point_ok(side, type, file, rank))
             return cdsh_error_set(err, CDSH_EINVAL, point_code[type],
-                                  "%s %s on %s is on a point it can never reach",
-                                  side_name(side), type_name(type), sqn);
+                                  "%s %s on %s is on a point it can never reach", side_name(side),
+                                  type_name(type), sqn);
         int id = 16 + 16 * side + cdsh__xq_slot_first[type] + count[side][type]++;
         board[sq] = (uint8_t)id;
         where[id] = (uint8_t)sq;

@@ -40,11 +40,11 @@
 
 /* One entry of the undo stack: the state of the position after a move. */
 typedef struct cdsh_xq_state {
-    uint64_t hash;          /* Zobrist hash of this position (side included) */
-    cdsh_xq_move_t move;    /* move that led here (NONE for the root) */
-    uint8_t captured;       /* internal piece id captured by that move, 0 if none */
-    uint8_t in_check;       /* 1 if the side to move here is in check */
-    uint16_t halfmove;      /* plies since the last capture (FEN field 5) */
+    uint64_t hash;       /* Zobrist hash of this position (side included) */
+    cdsh_xq_move_t move; /* move that led here (NONE for the root) */
+    uint8_t captured;    /* internal piece id captured by that move, 0 if none */
+    uint8_t in_check;    /* 1 if the side to move here is in check */
+    uint16_t halfmove;   /* plies since the last capture (FEN field 5) */
     uint16_t reserved;
 } cdsh_xq_state;
 
