@@ -181,6 +181,7 @@ static int load_epd(job *jobs, int max, const char *path)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* figures appear as they are measured */
     cdsh_xq_pos *pos = cdsh_xq_pos_new();
     const char *fsf = find_fsf();
     int bad = 0;

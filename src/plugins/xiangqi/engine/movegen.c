@@ -124,18 +124,6 @@ int cdsh_xq_is_pseudo_legal(const cdsh_xq_pos *pos, cdsh_xq_move_t m)
     }
 }
 
-static const char *side_name(int s)
-{
-    return s == CDSH_XQ_RED ? "Red" : "Black";
-}
-
-static const char *type_name(int t)
-{
-    static const char *names[8] = {"?",     "general", "advisor", "elephant",
-                                   "horse", "chariot", "cannon",  "soldier"};
-    return names[t & 7];
-}
-
 int cdsh_xq_move_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m, cdsh_error *err)
 {
     const int f = m & 0xFF, t = m >> 8, side = pos->side;
@@ -149,16 +137,17 @@ int cdsh_xq_move_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m, cdsh_error *err
                               txt, txt);
     if ((pc >> 3) != side)
         return cdsh_error_set(err, CDSH_EINVAL, "MOVE_NOT_YOUR_PIECE",
-                              "%s: the %s on %.2s is %s's, and it is %s's turn", txt, type_name(pc),
-                              txt, side_name(pc >> 3), side_name(side));
+                              "%s: the %s on %.2s is %s's, and it is %s's turn", txt,
+                              cdsh__xq_type_name(pc), txt, cdsh__xq_side_name(pc >> 3),
+                              cdsh__xq_side_name(side));
     if (tp && (tp >> 3) == side)
         return cdsh_error_set(err, CDSH_EINVAL, "MOVE_OWN_PIECE",
-                              "%s: %s cannot capture its own %s on %s", txt, side_name(side),
-                              type_name(tp), txt + 2);
+                              "%s: %s cannot capture its own %s on %s", txt,
+                              cdsh__xq_side_name(side), cdsh__xq_type_name(tp), txt + 2);
     if (!cdsh_xq_is_pseudo_legal(pos, m))
         return cdsh_error_set(err, CDSH_EINVAL, "MOVE_ILLEGAL_FOR_PIECE",
-                              "%s: a %s cannot move from %.2s to %s here", txt, type_name(pc), txt,
-                              txt + 2);
+                              "%s: a %s cannot move from %.2s to %s here", txt,
+                              cdsh__xq_type_name(pc), txt, txt + 2);
     uint8_t b[256];
     memcpy(b, pos->board, sizeof b);
     b[t] = b[f];
@@ -174,7 +163,8 @@ int cdsh_xq_move_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m, cdsh_error *err
                                   "%s: after this move the generals would face each other", txt);
     }
     return cdsh_error_set(err, CDSH_EINVAL, "MOVE_SELF_CHECK",
-                          "%s: this move leaves %s's general in check", txt, side_name(side));
+                          "%s: this move leaves %s's general in check", txt,
+                          cdsh__xq_side_name(side));
 }
 
 int cdsh_xq_parse_move(const cdsh_xq_pos *pos, const char *text, cdsh_xq_move_t *out,

@@ -275,12 +275,12 @@ int cdsh_xq_gives_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m)
 
 /* ---- FEN ---------------------------------------------------------------- */
 
-static const char *side_name(int s)
+const char *cdsh__xq_side_name(int s)
 {
     return s == CDSH_XQ_RED ? "Red" : "Black";
 }
 
-static const char *type_name(int t)
+const char *cdsh__xq_type_name(int t)
 {
     static const char *names[8] = {"?",     "general", "advisor", "elephant",
                                    "horse", "chariot", "cannon",  "soldier"};
@@ -436,15 +436,15 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
         if (count[side][type] >= cdsh__xq_slot_count[type]) {
             if (type == CDSH_XQ_KING)
                 return cdsh_error_set(err, CDSH_EINVAL, "FEN_EXTRA_GENERAL",
-                                      "%s has more than one general", side_name(side));
-            return cdsh_error_set(err, CDSH_EINVAL, "FEN_TOO_MANY",
-                                  "%s has more than %d %ss (one more on %s)", side_name(side),
-                                  cdsh__xq_slot_count[type], type_name(type), sqn);
+                                      "%s has more than one general", cdsh__xq_side_name(side));
+            return cdsh_error_set(
+                err, CDSH_EINVAL, "FEN_TOO_MANY", "%s has more than %d %ss (one more on %s)",
+                cdsh__xq_side_name(side), cdsh__xq_slot_count[type], cdsh__xq_type_name(type), sqn);
         }
         if (!point_ok(side, type, file, rank))
             return cdsh_error_set(err, CDSH_EINVAL, point_code[type],
-                                  "%s %s on %s is on a point it can never reach", side_name(side),
-                                  type_name(type), sqn);
+                                  "%s %s on %s is on a point it can never reach",
+                                  cdsh__xq_side_name(side), cdsh__xq_type_name(type), sqn);
         int id = 16 + 16 * side + cdsh__xq_slot_first[type] + count[side][type]++;
         board[sq] = (uint8_t)id;
         where[id] = (uint8_t)sq;
@@ -457,7 +457,7 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
     for (int s = 0; s < 2; s++)
         if (!count[s][CDSH_XQ_KING])
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_NO_GENERAL", "%s has no general",
-                                  side_name(s));
+                                  cdsh__xq_side_name(s));
 
     /* side to move */
     int side = CDSH_XQ_RED;
@@ -500,7 +500,7 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
         return cdsh_error_set(err, CDSH_EINVAL, "FEN_OPPONENT_IN_CHECK",
                               "%s is in check but it is %s's turn; the side not to move "
                               "cannot be in check",
-                              side_name(side ^ 1), side_name(side));
+                              cdsh__xq_side_name(side ^ 1), cdsh__xq_side_name(side));
 
     memcpy(pos->board, board, sizeof board);
     memcpy(pos->where, where, sizeof where);

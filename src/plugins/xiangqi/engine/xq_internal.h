@@ -72,4 +72,8 @@ static inline int cdsh__xq_king_attacked_at(const uint8_t *b, int side, int k)
 
 void cdsh__xq_tables_init(void);
 
+/* "Red"/"Black" and "general".."soldier" for messages. */
+const char *cdsh__xq_side_name(int side);
+const char *cdsh__xq_type_name(int type);
+
 #endif
