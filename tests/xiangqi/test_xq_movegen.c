@@ -127,6 +127,25 @@ static void play_refuses_illegal_and_makes_legal(void **state)
     cdsh_xq_pos_free(pos);
 }
 
+static void play_refuses_when_history_is_full(void **state)
+{
+    (void)state;
+    cdsh_xq_pos *pos = cdsh_xq_pos_new();
+    assert_int_equal(cdsh_xq_pos_set_fen(pos, "4k4/9/9/9/9/9/9/9/9/R2K5 w", NULL), 0);
+    static const char *cycle[4] = {"a0a1", "e9e8", "a1a0", "e8e9"};
+    cdsh_error err = {0};
+    cdsh_xq_move_t m;
+    for (int i = 0; i < CDSH_XQ_MAX_PLY; i++) {
+        assert_int_equal(cdsh_xq_move_parse_iccs(cycle[i % 4], &m, NULL), 0);
+        assert_int_equal(cdsh_xq_play(pos, m, &err), 0);
+    }
+    assert_int_equal(cdsh_xq_move_parse_iccs(cycle[0], &m, NULL), 0);
+    assert_int_equal(cdsh_xq_play(pos, m, &err), CDSH_ETOOBIG);
+    assert_string_equal(err.code, "MOVE_HISTORY_FULL");
+    assert_int_equal(cdsh_xq_ply(pos), CDSH_XQ_MAX_PLY);
+    cdsh_xq_pos_free(pos);
+}
+
 static int in_list(const cdsh_xq_move_t *l, int n, cdsh_xq_move_t m)
 {
     for (int i = 0; i < n; i++)
@@ -217,6 +236,7 @@ int main(void)
         cmocka_unit_test(move_check_gives_precise_reasons),
         cmocka_unit_test(iccs_text_round_trips),
         cmocka_unit_test(play_refuses_illegal_and_makes_legal),
+        cmocka_unit_test(play_refuses_when_history_is_full),
         cmocka_unit_test(generators_agree_with_brute_force),
         cmocka_unit_test(attacked_covers_every_piece_kind),
     };
