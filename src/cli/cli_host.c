@@ -6,15 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/home.h"
 #include "plugins/builtin.h"
 
-int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_profile **out)
+int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock,
+                          cdsh_profile **out)
 {
-    char *home = cdsh_profile_home_dup();
+    char *home = NULL;
     cdsh_error err = {0};
-    int rc = cdsh_profile_load(home, name, out, &err);
+    *out = NULL;
+    if (lock)
+        *lock = NULL;
+    int rc = cdsh_home_dir(&home, &err);
+    if (rc == 0 && lock)
+        rc = cdsh_profile_lock(home, name, 10000, lock, &err);
+    if (rc == 0)
+        rc = cdsh_profile_load(home, name, out, &err);
     free(home);
     if (rc) {
+        if (lock) {
+            cdsh_fs_lock_close(*lock);
+            *lock = NULL;
+        }
         fprintf(stderr, "cdsh %s: %s\n", sub, err.message);
         return 1;
     }
@@ -25,7 +38,7 @@ int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **ho
                        cdsh_profile **profile)
 {
     *host = NULL;
-    if (cdsh_cli_profile_open(sub, profile_name, profile))
+    if (cdsh_cli_profile_open(sub, profile_name, NULL, profile))
         return 1;
     *host = cdsh_host_new();
     if (!*host) {

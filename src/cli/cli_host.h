@@ -10,8 +10,11 @@
 
 #include "host/host.h"
 
-/* Loads the profile (NULL: "default") from CDSH_HOME. 0, or exit status 1. */
-int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_profile **out);
+/* Loads the profile (NULL: "default") from the cdsh home. With lock non-NULL
+ * the profile lock is taken first (for edits; close it after saving).
+ * 0, or exit status 1. */
+int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock,
+                          cdsh_profile **out);
 
 /* Profile plus a host with the enabled built-in plugins. A plugin that fails
  * to load is reported as a warning and skipped. 0, or exit status 1. */

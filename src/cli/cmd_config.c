@@ -287,10 +287,12 @@ int cdsh_cmd_config(int argc, char **argv)
                 argv[1], want, want == 1 ? "" : "s");
         return 2;
     }
-    cdsh_profile *profile = NULL;
-    if (cdsh_cli_profile_open("config", o.profile, &profile))
-        return 1;
     const char *action = argv[1];
+    bool edit = strcmp(action, "list") != 0 && strcmp(action, "get") != 0;
+    cdsh_profile *profile = NULL;
+    cdsh_fs_lock *lock = NULL;
+    if (cdsh_cli_profile_open("config", o.profile, edit ? &lock : NULL, &profile))
+        return 1;
     if (strcmp(action, "list") == 0)
         rc = do_list(profile, o.json);
     else if (strcmp(action, "get") == 0)
@@ -302,5 +304,6 @@ int cdsh_cmd_config(int argc, char **argv)
     else
         rc = do_enable(profile, o.args[0], strcmp(action, "enable") == 0);
     cdsh_profile_free(profile);
+    cdsh_fs_lock_close(lock);
     return rc;
 }

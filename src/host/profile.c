@@ -1,21 +1,19 @@
-/* profile.c — profile files: YAML ⇄ JSON through libyaml's event API, the
- * profile document shape, and atomic saving. The atomic write is a small
- * static helper until base/fs.h (branch base-sys) lands; fold it then. */
+/* profile.c — profile files: YAML ⇄ JSON through libyaml's event API and the
+ * profile document shape. Reading, atomic writing and locking are base/fs.h's. */
 #include "host/profile.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <yaml.h>
 
+#include "base/fs.h"
 #include "host/config.h"
+
+#define PROFILE_MAX_BYTES (1024 * 1024)
 
 struct cdsh_profile {
     char *name;
@@ -33,18 +31,6 @@ bool cdsh_profile_name_valid(const char *name)
             return false;
     }
     return true;
-}
-
-char *cdsh_profile_home_dup(void)
-{
-    const char *h = getenv("CDSH_HOME");
-    if (h && *h)
-        return strdup(h);
-    h = getenv("HOME");
-    char *out = NULL;
-    if (h && *h && asprintf(&out, "%s/.cdsh", h) < 0)
-        return NULL;
-    return out;
 }
 
 /* ---- YAML → JSON ---------------------------------------------------------- */
@@ -407,27 +393,14 @@ int cdsh_profile_load(const char *home, const char *name, cdsh_profile **out, cd
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto fail;
     }
-    FILE *f = fopen(p->path, "rb");
-    if (!f && errno != ENOENT) {
-        rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot read %s: %s", p->path,
-                            strerror(errno));
+    size_t len = 0;
+    cdsh_error rerr = {0};
+    int r = cdsh_fs_read_file(p->path, PROFILE_MAX_BYTES, &text, &len, &rerr);
+    if (r != 0 && r != CDSH_ENOTFOUND) {
+        rc = cdsh_error_set(err, r, rerr.code, "%s", rerr.message);
         goto fail;
     }
-    if (f) {
-        size_t len = 0;
-        FILE *m = open_memstream(&text, &len);
-        char chunk[4096];
-        size_t got;
-        while (m && (got = fread(chunk, 1, sizeof chunk, f)) > 0)
-            fwrite(chunk, 1, got, m);
-        bool rerr = ferror(f);
-        fclose(f);
-        if (m)
-            fclose(m);
-        if (!m || rerr) {
-            rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot read %s", p->path);
-            goto fail;
-        }
+    if (r == 0) {
         cdsh_error perr = {0};
         doc = cdsh_profile_yaml_parse(text, len, &perr);
         if (!doc) {
@@ -528,71 +501,44 @@ int cdsh_profile_set_config(cdsh_profile *profile, const char *plugin, const cha
     return cdsh_config_path_set(c, key, value, err);
 }
 
-/* Atomic write: temp file in the same directory, fsync, rename. */
-static int write_atomic(const char *path, const char *text, cdsh_error *err)
-{
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
-        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    int rc = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot write %s: %s", tmp,
-                            strerror(errno));
-        goto done;
-    }
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    if (off != len || fsync(fd) != 0) {
-        rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot write %s: %s", tmp,
-                            strerror(errno));
-        close(fd);
-        unlink(tmp);
-        goto done;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) {
-        rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot rename %s to %s: %s", tmp, path,
-                            strerror(errno));
-        unlink(tmp);
-    }
-done:
-    free(tmp);
-    return rc;
-}
-
 int cdsh_profile_save(const cdsh_profile *profile, cdsh_error *err)
 {
     char *dir = strdup(profile->path);
     if (!dir)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    char *home_end = strrchr(dir, '/');
-    if (home_end) {
-        *home_end = '\0';
-        mkdir(dir, 0700);
-        *home_end = '/';
-    }
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        int rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot create %s: %s", dir,
-                                strerror(errno));
-        free(dir);
-        return rc;
-    }
+    *strrchr(dir, '/') = '\0';
+    int rc = cdsh_fs_mkdir_p(dir, 0700, err);
     free(dir);
+    if (rc)
+        return rc;
     char *text = cdsh_profile_yaml_emit_dup(profile->doc);
     if (!text)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot render the profile");
-    int rc = write_atomic(profile->path, text, err);
+    rc = cdsh_fs_write_atomic(profile->path, text, strlen(text), CDSH_FS_MODE_KEEP, err);
     free(text);
+    return rc;
+}
+
+int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms,
+                      cdsh_fs_lock **out, cdsh_error *err)
+{
+    *out = NULL;
+    if (!name)
+        name = CDSH_PROFILE_DEFAULT;
+    if (!home || !cdsh_profile_name_valid(name))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE_NAME",
+                              "profile name \"%s\" is invalid", name);
+    char *dir = NULL, *path = NULL;
+    int rc = 0;
+    if (asprintf(&dir, "%s/profiles", home) < 0 ||
+        asprintf(&path, "%s/.%s.lock", dir, name) < 0) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        goto done;
+    }
+    if ((rc = cdsh_fs_mkdir_p(dir, 0700, err)) == 0)
+        rc = cdsh_fs_lock_open(path, CDSH_FS_LOCK_EXCLUSIVE, timeout_ms, NULL, out, err);
+done:
+    free(dir);
+    free(path);
     return rc;
 }

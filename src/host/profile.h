@@ -8,7 +8,8 @@
  *         depth: 4
  *
  * A missing file is an empty profile (every plugin at its default). Saving
- * writes atomically (temp file, fsync, rename). Validation against each
+ * writes atomically (temp file, fsync, rename); `cdsh config` edits hold the
+ * profile lock. Validation against each
  * plugin's schema happens when a plugin loads (plugins.h) or in
  * `cdsh config set`, not here. A profile object is not thread-safe. */
 #ifndef CDSH_HOST_PROFILE_H
@@ -16,8 +17,10 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/err.h"
+#include "base/fs.h"
 
 #define CDSH_PROFILE_DEFAULT "default"
 
@@ -26,17 +29,20 @@ typedef struct cdsh_profile cdsh_profile;
 /* ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ */
 bool cdsh_profile_name_valid(const char *name);
 
-/* $CDSH_HOME, else $HOME/.cdsh. Owned; NULL when neither is set. */
-char *cdsh_profile_home_dup(void);
-
 /* Loads <home>/profiles/<name>.yaml (name NULL: "default"). Bad name:
  * CDSH_EINVAL code "BAD_PROFILE_NAME". Unreadable: CDSH_EIO. Not YAML or
  * not the shape above: CDSH_EINVAL code "BAD_PROFILE" with the file path and
  * line. A missing file gives an empty profile. */
 int cdsh_profile_load(const char *home, const char *name, cdsh_profile **out, cdsh_error *err);
 
-/* Writes the profile back (creating profiles/ as needed). */
+/* Writes the profile back atomically (creating profiles/ as needed). */
 int cdsh_profile_save(const cdsh_profile *profile, cdsh_error *err);
+
+/* Exclusive lock for a read-modify-write of one profile (load, change, save,
+ * then cdsh_fs_lock_close): <home>/profiles/.<name>.lock. Waits up to
+ * timeout_ms; CDSH_ETIMEDOUT "LOCK_TIMEOUT" otherwise. */
+int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms,
+                      cdsh_fs_lock **out, cdsh_error *err);
 
 void cdsh_profile_free(cdsh_profile *profile);
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+
 typedef struct entry {
     cdsh_skills *owner;
     cdsh_scope *scope;
@@ -158,6 +160,7 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
         snprintf(msg, sizeof msg,
                  "skill \"%s\" is already registered; keeping the first registration",
                  def->name);
+        cdsh_log_warn("skills", "%s", msg);
         json_t *w = json_pack("{s:s, s:s}", "source", "skills", "message", msg);
         cdsh_events_emit(skills->bus, "log/warning", scope, false, w);
         json_decref(w);

@@ -194,20 +194,28 @@ static void save_leaves_no_temp_files(void **state)
     char *argv[] = {"/bin/sh", "-c", cmd, NULL};
     char *out = NULL;
     assert_int_equal(cdsh_test_run(argv, NULL, &out, NULL, 5000), 0);
-    assert_string_equal(out, "default.yaml\n");
+    assert_string_equal(out, "default.yaml\n"); /* ls hides the dot lock file */
     free(out);
     free(cmd);
     cdsh_profile_free(p);
     cdsh_test_home_free(home);
 }
 
-static void home_comes_from_cdsh_home(void **state)
+static void lock_excludes_a_second_editor(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    char *h = cdsh_profile_home_dup();
-    assert_string_equal(h, home);
-    free(h);
+    cdsh_fs_lock *a = NULL, *b = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_profile_lock(home, "work", 1000, &a, NULL), 0);
+    assert_int_equal(cdsh_profile_lock(home, "work", 0, &b, &err), CDSH_ETIMEDOUT);
+    assert_string_equal(err.code, "LOCK_TIMEOUT");
+    assert_int_equal(cdsh_profile_lock(home, "other", 0, &b, NULL), 0); /* per profile */
+    cdsh_fs_lock_close(b);
+    cdsh_fs_lock_close(a);
+    assert_int_equal(cdsh_profile_lock(home, "work", 0, &b, NULL), 0);
+    cdsh_fs_lock_close(b);
+    assert_int_equal(cdsh_profile_lock(home, "../x", 0, &b, NULL), CDSH_EINVAL);
     cdsh_test_home_free(home);
 }
 
@@ -223,7 +231,7 @@ int main(void)
         cmocka_unit_test(bad_shapes_are_refused_with_the_file_path),
         cmocka_unit_test(save_then_load_round_trips),
         cmocka_unit_test(save_leaves_no_temp_files),
-        cmocka_unit_test(home_comes_from_cdsh_home),
+        cmocka_unit_test(lock_excludes_a_second_editor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
