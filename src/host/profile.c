@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,13 +226,14 @@ json_t *cdsh_profile_yaml_parse(const char *text, size_t len, cdsh_error *err)
 
 /* ---- JSON → YAML ---------------------------------------------------------- */
 
-static bool emit_scalar(yaml_emitter_t *em, const char *s, bool force_quote)
+static bool emit_scalar(yaml_emitter_t *em, const char *s, size_t len, bool force_quote)
 {
     yaml_event_t ev;
     yaml_scalar_style_t style = force_quote ? YAML_DOUBLE_QUOTED_SCALAR_STYLE
                                             : YAML_ANY_SCALAR_STYLE;
-    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s),
-                                      !force_quote, 1, style))
+    if (len > INT32_MAX ||
+        !yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, !force_quote,
+                                      1, style))
         return false;
     return yaml_emitter_emit(em, &ev);
 }
@@ -252,7 +254,7 @@ static bool emit_value(yaml_emitter_t *em, const json_t *v)
             json_t *probe = plain_scalar(k, strlen(k));
             bool quote = !json_is_string(probe);
             json_decref(probe);
-            if (!emit_scalar(em, k, quote) || !emit_value(em, x))
+            if (!emit_scalar(em, k, strlen(k), quote) || !emit_value(em, x))
                 return false;
         }
         return yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
@@ -272,19 +274,19 @@ static bool emit_value(yaml_emitter_t *em, const json_t *v)
         json_t *probe = plain_scalar(s, strlen(s));
         bool quote = !json_is_string(probe) || strlen(s) != json_string_length(v);
         json_decref(probe);
-        return emit_scalar(em, s, quote);
+        return emit_scalar(em, s, json_string_length(v), quote);
     }
     case JSON_INTEGER:
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-        return emit_scalar(em, buf, false);
+        return emit_scalar(em, buf, strlen(buf), false);
     case JSON_REAL:
         snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
         if (!strpbrk(buf, ".eE"))
             strcat(buf, ".0");
-        return emit_scalar(em, buf, false);
-    case JSON_TRUE: return emit_scalar(em, "true", false);
-    case JSON_FALSE: return emit_scalar(em, "false", false);
-    default: return emit_scalar(em, "null", false);
+        return emit_scalar(em, buf, strlen(buf), false);
+    case JSON_TRUE: return emit_scalar(em, "true", 4, false);
+    case JSON_FALSE: return emit_scalar(em, "false", 5, false);
+    default: return emit_scalar(em, "null", 4, false);
     }
 }
 
