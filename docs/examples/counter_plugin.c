@@ -54,8 +54,8 @@ static int count_command(void *arg, const cdsh_command_invocation *inv, cdsh_com
     return cdsh_command_result_set(out, CDSH_COMMAND_SUCCESS, text);
 }
 
-static int counter_rpc(void *arg, const char *endpoint, const json_t *payload,
-                       cdsh_cancel *cancel, json_t **result, cdsh_error *err)
+static int counter_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
+                       json_t **result, cdsh_error *err)
 {
     (void)payload, (void)cancel, (void)err;
     if (strcmp(endpoint, "get") != 0) {
@@ -73,8 +73,8 @@ int counter_service_add_command(counter *c, cdsh_plugin_ctx *caller, const char 
 int counter_service_add_command(counter *c, cdsh_plugin_ctx *caller, const char *name,
                                 cdsh_error *err)
 {
-    cdsh_command_def def = {.name = name, .description = "show the counter",
-                            .handler = count_command, .arg = c};
+    cdsh_command_def def = {
+        .name = name, .description = "show the counter", .handler = count_command, .arg = c};
     return cdsh_ctx_register_command(caller, &def, err);
 }
 
@@ -93,16 +93,20 @@ static int counter_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error 
     if (rc)
         return rc;
 
-    json_t *params = json_pack("{s:s, s:{s:{s:s, s:i}}}", "type", "object", "properties",
-                               "times", "type", "integer", "minimum", 1);
-    json_t *output = json_pack("{s:s, s:{s:{s:s}}, s:[s]}", "type", "object", "properties",
-                               "value", "type", "integer", "required", "value");
-    cdsh_tool_def tool = {.name = "counter_add", .description = "Add to the counter.",
-                          .parameters = params, .output_schema = output,
-                          .execute = add_tool, .ud = c};
-    cdsh_command_def cmd = {.name = "count", .description = "show the counter",
-                            .handler = count_command, .arg = c};
-    cdsh_skill_def skill = {.name = "counting", .description = "how to count with the counter",
+    json_t *params = json_pack("{s:s, s:{s:{s:s, s:i}}}", "type", "object", "properties", "times",
+                               "type", "integer", "minimum", 1);
+    json_t *output = json_pack("{s:s, s:{s:{s:s}}, s:[s]}", "type", "object", "properties", "value",
+                               "type", "integer", "required", "value");
+    cdsh_tool_def tool = {.name = "counter_add",
+                          .description = "Add to the counter.",
+                          .parameters = params,
+                          .output_schema = output,
+                          .execute = add_tool,
+                          .ud = c};
+    cdsh_command_def cmd = {
+        .name = "count", .description = "show the counter", .handler = count_command, .arg = c};
+    cdsh_skill_def skill = {.name = "counting",
+                            .description = "how to count with the counter",
                             .content = "Call counter_add with times=N to add N steps."};
     if ((rc = cdsh_ctx_register_tool(ctx, &tool, err)) == 0 &&
         (rc = cdsh_ctx_register_command(ctx, &cmd, err)) == 0 &&

@@ -51,11 +51,11 @@ int cdsh_cmd_commands(int argc, char **argv)
         json_t *c;
         json_array_foreach(list, i, c)
         {
-            const char *hint = json_string_value(json_object_get(json_object_get(c, "input"),
-                                                                 "hint"));
+            const char *hint =
+                json_string_value(json_object_get(json_object_get(c, "input"), "hint"));
             char buf[128];
-            printf("/%s%s%s  %s\n", json_string_value(json_object_get(c, "name")),
-                   hint ? " " : "", hint ? hint : "",
+            printf("/%s%s%s  %s\n", json_string_value(json_object_get(c, "name")), hint ? " " : "",
+                   hint ? hint : "",
                    cdsh_cli_summary(json_string_value(json_object_get(c, "description")), buf,
                                     sizeof buf, 72));
         }

@@ -62,8 +62,7 @@ static const char *known_plugins(char *buf, size_t size)
 }
 
 /* Splits "plugin.key"; *def NULL (reported) when the plugin is unknown. */
-static const cdsh_plugin_def *plugin_of(const char *arg, char *name, size_t size,
-                                        const char **key)
+static const cdsh_plugin_def *plugin_of(const char *arg, char *name, size_t size, const char **key)
 {
     size_t n = strcspn(arg, ".");
     snprintf(name, size, "%.*s", (int)n, arg);
@@ -97,9 +96,9 @@ static int do_list(const cdsh_profile *profile, int json)
         json_array_foreach(fields, i, f)
         {
             const char *key = json_string_value(json_object_get(f, "key"));
-            json_t *cur = current ? cdsh_config_path_get(current, key)
-                                  : cdsh_config_path_get(cdsh_profile_config(profile, (*d)->name),
-                                                         key);
+            json_t *cur = current
+                              ? cdsh_config_path_get(current, key)
+                              : cdsh_config_path_get(cdsh_profile_config(profile, (*d)->name), key);
             if (cur)
                 json_object_set(f, "current", cur);
         }
@@ -231,8 +230,7 @@ static int do_set(cdsh_profile *profile, const char *arg, const char *text)
     if (text)
         printf("%s.%s = %s (profile %s)\n", name, key, text, cdsh_profile_name(profile));
     else
-        printf("%s.%s reset to its default (profile %s)\n", name, key,
-               cdsh_profile_name(profile));
+        printf("%s.%s reset to its default (profile %s)\n", name, key, cdsh_profile_name(profile));
 done:
     json_decref(value);
     json_decref(schema);
@@ -283,8 +281,8 @@ int cdsh_cmd_config(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (o.nargs != want) {
-        fprintf(stderr, "cdsh config: %s needs %d argument%s (try `cdsh config --help`)\n",
-                argv[1], want, want == 1 ? "" : "s");
+        fprintf(stderr, "cdsh config: %s needs %d argument%s (try `cdsh config --help`)\n", argv[1],
+                want, want == 1 ? "" : "s");
         return 2;
     }
     const char *action = argv[1];

@@ -57,9 +57,8 @@ int cdsh_cmd_tools(int argc, char **argv)
         size_t bytes = compact ? strlen(compact) : 0;
         free(compact);
         total += bytes;
-        json_array_append_new(rows, json_pack("{s:O, s:I, s:O}", "name",
-                                              json_object_get(s, "name"), "bytes",
-                                              (json_int_t)bytes, "description",
+        json_array_append_new(rows, json_pack("{s:O, s:I, s:O}", "name", json_object_get(s, "name"),
+                                              "bytes", (json_int_t)bytes, "description",
                                               json_object_get(s, "description")));
     }
     size_t n = json_array_size(rows);

@@ -147,8 +147,8 @@ int cdsh_commands_register(cdsh_commands *cmds, cdsh_scope *scope, const cdsh_co
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_COMMAND",
                               "command \"%s\": input hint must be non-blank when given", def->name);
     if (!def->handler)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_COMMAND",
-                              "command \"%s\" needs a handler", def->name);
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_COMMAND", "command \"%s\" needs a handler",
+                              def->name);
 
     entry *e = calloc(1, sizeof *e);
     if (!e)

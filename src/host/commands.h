@@ -27,12 +27,12 @@ typedef enum cdsh_command_kind {
 
 /* What a handler receives. Every pointer is borrowed for the call. */
 typedef struct cdsh_command_invocation {
-    const char *command_id;     /* "cmd-<8 hex>-<n>" */
-    const char *name;           /* without the slash */
-    const cdsh_scope *agent;    /* NULL: global */
-    const char *raw_input;      /* text after the name, separator included ("" if none) */
-    const json_t *attachments;  /* array of image blocks; empty unless input.images */
-    cdsh_cancel *cancel;        /* may be NULL */
+    const char *command_id;    /* "cmd-<8 hex>-<n>" */
+    const char *name;          /* without the slash */
+    const cdsh_scope *agent;   /* NULL: global */
+    const char *raw_input;     /* text after the name, separator included ("" if none) */
+    const json_t *attachments; /* array of image blocks; empty unless input.images */
+    cdsh_cancel *cancel;       /* may be NULL */
 } cdsh_command_invocation;
 
 /* What a handler fills: kind, and text (owned by the result, malloc'd; may

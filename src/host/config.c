@@ -12,9 +12,10 @@
 #include <string.h>
 
 static const char *const KEYWORDS[] = {
-    "type",    "properties", "items",     "additionalProperties", "required", "default",
-    "title",   "description", "examples", "enum",                 "minimum",  "maximum",
-    "minLength", "maxLength", NULL,
+    "type",      "properties", "items",   "additionalProperties",
+    "required",  "default",    "title",   "description",
+    "examples",  "enum",       "minimum", "maximum",
+    "minLength", "maxLength",  NULL,
 };
 
 static const char *const TYPES[] = {"string", "integer", "number", "boolean",
@@ -88,8 +89,9 @@ static int check_node(const json_t *node, const char *path, cdsh_error *err)
     }
     json_t *type = json_object_get(node, "type");
     if (!json_is_string(type) || !in_list(TYPES, json_string_value(type)))
-        return refuse(err, "\"type\" must be one of string, integer, number, boolean, array, "
-                           "object",
+        return refuse(err,
+                      "\"type\" must be one of string, integer, number, boolean, array, "
+                      "object",
                       path);
     const char *t = json_string_value(type);
     json_t *props = json_object_get(node, "properties");
@@ -148,8 +150,8 @@ static int check_node(const json_t *node, const char *path, cdsh_error *err)
         int rc = cdsh_config_resolve(node, dflt, &out, &issues, NULL);
         json_decref(out);
         if (rc) {
-            const char *m = json_string_value(
-                json_object_get(json_array_get(issues, 0), "message"));
+            const char *m =
+                json_string_value(json_object_get(json_array_get(issues, 0), "message"));
             char what[300];
             snprintf(what, sizeof what, "default does not satisfy the schema (%s)",
                      m ? m : "invalid");
@@ -162,8 +164,7 @@ static int check_node(const json_t *node, const char *path, cdsh_error *err)
 
 int cdsh_config_schema_check(const json_t *schema, cdsh_error *err)
 {
-    if (!json_is_object(schema) ||
-        !json_is_string(json_object_get(schema, "type")) ||
+    if (!json_is_object(schema) || !json_is_string(json_object_get(schema, "type")) ||
         strcmp(json_string_value(json_object_get(schema, "type")), "object") != 0)
         return cdsh_error_set(err, CDSH_EUNSUPPORTED, "UNSUPPORTED_SCHEMA",
                               "config schema: the root must be {\"type\":\"object\"}");
@@ -350,9 +351,8 @@ int cdsh_config_resolve(const json_t *schema, const json_t *input, json_t **out,
             const char *p = json_string_value(json_object_get(it, "path"));
             const char *m = json_string_value(json_object_get(it, "message"));
             if (used < sizeof buf)
-                used += (size_t)snprintf(buf + used, sizeof buf - used, *p ? "\n  - %s (at %s)"
-                                                                           : "\n  - %s%s",
-                                         m, p);
+                used += (size_t)snprintf(buf + used, sizeof buf - used,
+                                         *p ? "\n  - %s (at %s)" : "\n  - %s%s", m, p);
         }
         cdsh_error_set(err, CDSH_EINVAL, "INVALID_CONFIG", "%s", buf);
     }
@@ -383,8 +383,8 @@ static void flatten(const json_t *node, const char *path, json_t *out)
     if (!*path)
         return;
     json_t *f = json_pack("{s:s, s:s}", "key", path, "type", type ? type : "any");
-    static const char *const copy[] = {"default", "description", "enum", "minimum", "maximum",
-                                       NULL};
+    static const char *const copy[] = {"default", "description", "enum",
+                                       "minimum", "maximum",     NULL};
     for (const char *const *c = copy; *c; c++) {
         json_t *v = json_object_get(node, *c);
         if (v)
@@ -480,8 +480,9 @@ int cdsh_config_parse_value(const json_t *schema, const char *key, const char *t
     const char *type = json_string_value(json_object_get(node, "type"));
     if (type && strcmp(type, "string") == 0) {
         *out = json_string(text);
-        return *out ? 0 : cdsh_error_set(err, CDSH_EINVAL, "INVALID_CONFIG",
-                                         "invalid config:\n  - expected valid UTF-8 (at %s)", key);
+        return *out ? 0
+                    : cdsh_error_set(err, CDSH_EINVAL, "INVALID_CONFIG",
+                                     "invalid config:\n  - expected valid UTF-8 (at %s)", key);
     }
     json_error_t jerr;
     *out = json_loads(text, JSON_DECODE_ANY, &jerr);

@@ -543,8 +543,8 @@ int cdsh_ctx_register_tool(cdsh_plugin_ctx *ctx, const cdsh_tool_def *def, cdsh_
     return push(ctx, d, err);
 }
 
-int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow,
-                            const char *const *deny, cdsh_error *err)
+int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow, const char *const *deny,
+                            cdsh_error *err)
 {
     int rc = check_active(ctx, err);
     cdsh_disposer_t d = {0};
@@ -560,8 +560,8 @@ int cdsh_ctx_guard_tools(cdsh_plugin_ctx *ctx, cdsh_tools_guard_fn fn, void *ud,
     int rc = check_active(ctx, err);
     cdsh_disposer_t d = {0};
     if (rc == 0)
-        rc = cdsh_tools_guard(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, fn, ud, free_ud,
-                              &d, err);
+        rc = cdsh_tools_guard(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, fn, ud, free_ud, &d,
+                              err);
     return rc ? rc : push(ctx, d, err);
 }
 
@@ -605,8 +605,8 @@ int cdsh_ctx_on(cdsh_plugin_ctx *ctx, const char *pattern, cdsh_event_fn fn, voi
     int rc = check_active(ctx, err);
     cdsh_disposer_t d = {0};
     if (rc == 0)
-        rc = cdsh_events_on(cdsh_host_events(cdsh_ctx_host(ctx)), pattern, ctx->scope, fn, arg,
-                            &d, err);
+        rc = cdsh_events_on(cdsh_host_events(cdsh_ctx_host(ctx)), pattern, ctx->scope, fn, arg, &d,
+                            err);
     return rc ? rc : push(ctx, d, err);
 }
 

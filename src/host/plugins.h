@@ -41,9 +41,9 @@ typedef enum cdsh_plugin_state {
     CDSH_PLUGIN_PENDING = 0, /* waiting for a required service */
     CDSH_PLUGIN_LOADING,     /* apply is running */
     CDSH_PLUGIN_ACTIVE,
-    CDSH_PLUGIN_UNLOADING,   /* disposers are running; no new effects */
+    CDSH_PLUGIN_UNLOADING, /* disposers are running; no new effects */
     CDSH_PLUGIN_DISPOSED,
-    CDSH_PLUGIN_FAILED,      /* invalid config or apply failed; everything undone */
+    CDSH_PLUGIN_FAILED, /* invalid config or apply failed; everything undone */
 } cdsh_plugin_state;
 
 /* apply registers everything through ctx; config is the complete config
@@ -53,12 +53,12 @@ typedef enum cdsh_plugin_state {
 typedef int (*cdsh_plugin_apply_fn)(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err);
 
 typedef struct cdsh_plugin_def {
-    const char *name;                /* unique among live fibers */
-    const char *description;         /* one line for listings */
-    const char *const *requires;     /* NULL-terminated service names, or NULL */
-    const char *const *optional;     /* NULL-terminated; a change in availability reloads */
-    const char *config_schema;       /* JSON text in config.h's vocabulary; NULL: no config */
-    bool enabled_by_default;         /* when the profile does not say */
+    const char *name;            /* unique among live fibers */
+    const char *description;     /* one line for listings */
+    const char *const *requires; /* NULL-terminated service names, or NULL */
+    const char *const *optional; /* NULL-terminated; a change in availability reloads */
+    const char *config_schema;   /* JSON text in config.h's vocabulary; NULL: no config */
+    bool enabled_by_default;     /* when the profile does not say */
     cdsh_plugin_apply_fn apply;
 } cdsh_plugin_def;
 
@@ -106,8 +106,8 @@ json_t *cdsh_host_plugins_list(cdsh_host *host);
  * freed); nothing stays registered then. Other errors are the registry's. */
 
 cdsh_host *cdsh_ctx_host(const cdsh_plugin_ctx *ctx);
-const char *cdsh_ctx_name(const cdsh_plugin_ctx *ctx);   /* the plugin's name */
-cdsh_scope *cdsh_ctx_scope(const cdsh_plugin_ctx *ctx);  /* NULL for the plugin's own context */
+const char *cdsh_ctx_name(const cdsh_plugin_ctx *ctx);  /* the plugin's name */
+cdsh_scope *cdsh_ctx_scope(const cdsh_plugin_ctx *ctx); /* NULL for the plugin's own context */
 const json_t *cdsh_ctx_config(const cdsh_plugin_ctx *ctx);
 cdsh_plugin *cdsh_ctx_plugin_get(const cdsh_plugin_ctx *ctx);
 
@@ -116,13 +116,12 @@ cdsh_plugin *cdsh_ctx_plugin_get(const cdsh_plugin_ctx *ctx);
  * before the error returns. */
 int cdsh_ctx_register_tool(cdsh_plugin_ctx *ctx, const cdsh_tool_def *def, cdsh_error *err);
 /* Scoped contexts only (the registry refuses global restrictions). */
-int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow,
-                            const char *const *deny, cdsh_error *err);
+int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow, const char *const *deny,
+                            cdsh_error *err);
 int cdsh_ctx_guard_tools(cdsh_plugin_ctx *ctx, cdsh_tools_guard_fn fn, void *ud,
                          void (*free_ud)(void *), cdsh_error *err);
 
-int cdsh_ctx_register_command(cdsh_plugin_ctx *ctx, const cdsh_command_def *def,
-                              cdsh_error *err);
+int cdsh_ctx_register_command(cdsh_plugin_ctx *ctx, const cdsh_command_def *def, cdsh_error *err);
 /* source defaults to the plugin's name; a duplicate is a warning (skills.h). */
 int cdsh_ctx_register_skill(cdsh_plugin_ctx *ctx, const cdsh_skill_def *def, cdsh_error *err);
 int cdsh_ctx_rpc_handle(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_fn fn, void *arg,

@@ -170,7 +170,9 @@ static json_t *parse_node(yparser *y, yaml_event_t *ev)
             out = parse_collection(y, mapping);
         break;
     }
-    case YAML_ALIAS_EVENT: out = fail_at(y, ev->start_mark.line, "aliases are not supported"); break;
+    case YAML_ALIAS_EVENT:
+        out = fail_at(y, ev->start_mark.line, "aliases are not supported");
+        break;
     default: out = fail_at(y, ev->start_mark.line, "unexpected YAML event"); break;
     }
     yaml_event_delete(ev);
@@ -229,11 +231,10 @@ json_t *cdsh_profile_yaml_parse(const char *text, size_t len, cdsh_error *err)
 static bool emit_scalar(yaml_emitter_t *em, const char *s, size_t len, bool force_quote)
 {
     yaml_event_t ev;
-    yaml_scalar_style_t style = force_quote ? YAML_DOUBLE_QUOTED_SCALAR_STYLE
-                                            : YAML_ANY_SCALAR_STYLE;
-    if (len > INT32_MAX ||
-        !yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, !force_quote,
-                                      1, style))
+    yaml_scalar_style_t style =
+        force_quote ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE;
+    if (len > INT32_MAX || !yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
+                                                         (int)len, !force_quote, 1, style))
         return false;
     return yaml_emitter_emit(em, &ev);
 }
@@ -260,8 +261,7 @@ static bool emit_value(yaml_emitter_t *em, const json_t *v)
         return yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
     }
     case JSON_ARRAY: {
-        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-                                                  YAML_BLOCK_SEQUENCE_STYLE) ||
+        if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) ||
             !yaml_emitter_emit(em, &ev))
             return false;
         size_t i;
@@ -521,8 +521,8 @@ int cdsh_profile_save(const cdsh_profile *profile, cdsh_error *err)
     return rc;
 }
 
-int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms,
-                      cdsh_fs_lock **out, cdsh_error *err)
+int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms, cdsh_fs_lock **out,
+                      cdsh_error *err)
 {
     *out = NULL;
     if (!name)
@@ -532,8 +532,7 @@ int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms,
                               "profile name \"%s\" is invalid", name);
     char *dir = NULL, *path = NULL;
     int rc = 0;
-    if (asprintf(&dir, "%s/profiles", home) < 0 ||
-        asprintf(&path, "%s/.%s.lock", dir, name) < 0) {
+    if (asprintf(&dir, "%s/profiles", home) < 0 || asprintf(&path, "%s/.%s.lock", dir, name) < 0) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto done;
     }

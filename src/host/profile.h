@@ -41,8 +41,8 @@ int cdsh_profile_save(const cdsh_profile *profile, cdsh_error *err);
 /* Exclusive lock for a read-modify-write of one profile (load, change, save,
  * then cdsh_fs_lock_close): <home>/profiles/.<name>.lock. Waits up to
  * timeout_ms; CDSH_ETIMEDOUT "LOCK_TIMEOUT" otherwise. */
-int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms,
-                      cdsh_fs_lock **out, cdsh_error *err);
+int cdsh_profile_lock(const char *home, const char *name, int64_t timeout_ms, cdsh_fs_lock **out,
+                      cdsh_error *err);
 
 void cdsh_profile_free(cdsh_profile *profile);
 

@@ -158,8 +158,7 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
         entry_free(e);
         char msg[300];
         snprintf(msg, sizeof msg,
-                 "skill \"%s\" is already registered; keeping the first registration",
-                 def->name);
+                 "skill \"%s\" is already registered; keeping the first registration", def->name);
         cdsh_log_warn("skills", "%s", msg);
         json_t *w = json_pack("{s:s, s:s}", "source", "skills", "message", msg);
         cdsh_events_emit(skills->bus, "log/warning", scope, false, w);

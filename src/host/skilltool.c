@@ -71,10 +71,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     st->skills = cdsh_host_skills(cdsh_ctx_host(ctx));
     st->max_chars = (size_t)json_integer_value(json_object_get(config, "maxBodyChars"));
-    json_t *params = json_pack(
-        "{s:s, s:{s:{s:s, s:s}}, s:[s], s:b}", "type", "object", "properties", "name", "type",
-        "string", "description", "The skill's name, as listed in <available_skills>.", "required",
-        "name", "additionalProperties", 0);
+    json_t *params = json_pack("{s:s, s:{s:{s:s, s:s}}, s:[s], s:b}", "type", "object",
+                               "properties", "name", "type", "string", "description",
+                               "The skill's name, as listed in <available_skills>.", "required",
+                               "name", "additionalProperties", 0);
     json_t *output = json_pack("{s:s}", "type", "string");
     cdsh_tool_def def = {
         .name = CDSH_SKILLTOOL_NAME,

@@ -109,9 +109,8 @@ static void unknown_plugin_or_key_is_reported(void **state)
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "nope.x", "1", NULL), 1);
     assert_string_equal(err, "cdsh config: unknown plugin \"nope\"; plugins: skills\n");
     free(err);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.depth", "1",
-                                        NULL),
-                     1);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.depth", "1", NULL), 1);
     assert_string_equal(err, "cdsh config: plugin \"skills\": unknown config key \"depth\"\n");
     free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "get", "skills.depth", NULL),
@@ -173,9 +172,8 @@ static void profile_flag_selects_another_file(void **state)
     assert_string_equal(out, "777\n");
     free(out);
     char *err = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "list", "--profile", "../x",
-                                        NULL),
-                     1);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, &err, "config", "list", "--profile", "../x", NULL), 1);
     assert_non_null(strstr(err, "profile name \"../x\" is invalid"));
     free(err);
 }

@@ -17,9 +17,8 @@ typedef struct fixture {
 static void collect(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     fixture *f = arg;
-    json_array_append_new(f->events,
-                          json_pack("{s:s, s:s, s:O?}", "name", name, "scope",
-                                    cdsh_scope_id(scope), "payload", (json_t *)payload));
+    json_array_append_new(f->events, json_pack("{s:s, s:s, s:O?}", "name", name, "scope",
+                                               cdsh_scope_id(scope), "payload", (json_t *)payload));
 }
 
 static int setup(void **state)
@@ -69,8 +68,8 @@ static int echo(void *arg, const cdsh_command_invocation *inv, cdsh_command_resu
 
 static cdsh_command_def def_of(const char *name, void *mode)
 {
-    return (cdsh_command_def){.name = name, .description = "does a thing", .handler = echo,
-                              .arg = mode};
+    return (cdsh_command_def){
+        .name = name, .description = "does a thing", .handler = echo, .arg = mode};
 }
 
 static void name_rule_is_lowercase_slug(void **state)
@@ -177,8 +176,7 @@ static void execute_runs_handler_with_raw_input(void **state)
     cdsh_command_def def = def_of("move", NULL);
     cdsh_commands_register(f->cmds, NULL, &def, &d, NULL);
     cdsh_command_outcome out;
-    assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/move h2e2", NULL, NULL, &out, NULL),
-                     1);
+    assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/move h2e2", NULL, NULL, &out, NULL), 1);
     assert_int_equal(out.kind, CDSH_COMMAND_SUCCESS);
     assert_string_equal(out.text, "move| h2e2||0");
     assert_memory_equal(out.command_id, "cmd-", 4);
@@ -236,8 +234,8 @@ static void run_and_done_events_carry_id_args_and_kind(void **state)
     assert_string_equal(json_string_value(json_object_get(rp, "commandId")), out.command_id);
     assert_string_equal(json_string_value(json_object_get(rp, "name")), "undo");
     assert_string_equal(json_string_value(json_object_get(rp, "args")), " 2");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(rp, "source"), "kind")), "user");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(rp, "source"), "kind")),
+                        "user");
     json_t *dp = json_object_get(done, "payload");
     assert_string_equal(json_string_value(json_object_get(done, "name")), "command/done");
     assert_string_equal(json_string_value(json_object_get(dp, "commandId")), out.command_id);
@@ -458,8 +456,8 @@ static void command_disposed_by_its_own_handler_finishes_the_run(void **state)
 {
     fixture *f = *state;
     static cdsh_disposer_t d;
-    cdsh_command_def def = {.name = "once", .description = "d", .handler = dispose_during_run,
-                            .arg = &d};
+    cdsh_command_def def = {
+        .name = "once", .description = "d", .handler = dispose_during_run, .arg = &d};
     cdsh_commands_register(f->cmds, NULL, &def, &d, NULL);
     cdsh_command_outcome out;
     assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/once", NULL, NULL, &out, NULL), 1);

@@ -115,7 +115,8 @@ static void type_error_names_the_path(void **state)
     assert_null(s);
     assert_int_equal(rc, CDSH_EINVAL);
     assert_string_equal(err.code, "INVALID_CONFIG");
-    assert_string_equal(err.message, "invalid config:\n  - expected integer but got string (at depth)");
+    assert_string_equal(err.message,
+                        "invalid config:\n  - expected integer but got string (at depth)");
 }
 
 static void every_issue_is_listed_in_document_order(void **state)
@@ -144,7 +145,8 @@ static void issues_array_has_path_and_message(void **state)
     assert_int_equal(cdsh_config_resolve(schema, in, &out, &issues, NULL), CDSH_EINVAL);
     assert_null(out);
     char *s = json_dumps(issues, JSON_COMPACT);
-    assert_string_equal(s, "[{\"path\":\"depth\",\"message\":\"expected a value <= 10 but got 11\"}]");
+    assert_string_equal(s,
+                        "[{\"path\":\"depth\",\"message\":\"expected a value <= 10 but got 11\"}]");
     free(s);
     json_decref(issues);
     json_decref(in);
@@ -206,11 +208,11 @@ static void fields_flatten_nested_objects_in_order(void **state)
     json_t *schema = parse(SCHEMA);
     json_t *fields = cdsh_config_fields(schema);
     assert_int_equal(json_array_size(fields), 7);
-    const char *keys[] = {"depth", "side", "name", "engine.threads", "engine.hash", "tags",
-                          "verbose"};
+    const char *keys[] = {"depth",       "side", "name",   "engine.threads",
+                          "engine.hash", "tags", "verbose"};
     for (size_t i = 0; i < 7; i++)
-        assert_string_equal(
-            json_string_value(json_object_get(json_array_get(fields, i), "key")), keys[i]);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(fields, i), "key")),
+                            keys[i]);
     char *s = json_dumps(json_array_get(fields, 0), JSON_COMPACT);
     assert_string_equal(s, "{\"key\":\"depth\",\"type\":\"integer\",\"default\":3,"
                            "\"description\":\"search depth\",\"minimum\":1,\"maximum\":10}");
@@ -228,9 +230,9 @@ static void dotted_paths_get_set_and_remove(void **state)
     assert_int_equal(json_integer_value(cdsh_config_path_get(obj, "engine.threads")), 4);
     assert_null(cdsh_config_path_get(obj, "engine.nope"));
     cdsh_error err = {0};
-    assert_int_equal(cdsh_config_path_set(obj, "engine.threads.x", json_true(), &err),
-                     CDSH_EINVAL);
-    assert_string_equal(err.message, "config: \"threads\" is not an object in \"engine.threads.x\"");
+    assert_int_equal(cdsh_config_path_set(obj, "engine.threads.x", json_true(), &err), CDSH_EINVAL);
+    assert_string_equal(err.message,
+                        "config: \"threads\" is not an object in \"engine.threads.x\"");
     assert_int_equal(cdsh_config_path_set(obj, "engine.threads", NULL, NULL), 0);
     char *s = json_dumps(obj, JSON_COMPACT);
     assert_string_equal(s, "{\"engine\":{}}");

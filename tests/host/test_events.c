@@ -269,8 +269,7 @@ typedef struct stress {
     atomic_int delivered;
 } stress;
 
-static void count_event(void *arg, const char *name, const cdsh_scope *scope,
-                        const json_t *payload)
+static void count_event(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     (void)name, (void)scope, (void)payload;
     atomic_fetch_add(&((stress *)arg)->delivered, 1);

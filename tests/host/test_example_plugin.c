@@ -38,9 +38,8 @@ static void tool_command_and_rpc_share_one_counter(void **state)
     json_decref(cfg);
     assert_int_equal(call_add(h, 2), 10); /* start defaults to 0 */
     cdsh_command_outcome out;
-    assert_int_equal(cdsh_commands_execute(cdsh_host_commands(h), NULL, "/count", NULL, NULL,
-                                           &out, NULL),
-                     1);
+    assert_int_equal(
+        cdsh_commands_execute(cdsh_host_commands(h), NULL, "/count", NULL, NULL, &out, NULL), 1);
     assert_string_equal(out.text, "count is 10");
     cdsh_commands_outcome_clear(&out);
     json_t *r = cdsh_rpc_call(cdsh_host_rpc(h), "/counter", "get", NULL, NULL);

@@ -69,12 +69,13 @@ static void log_disposer(void *arg)
 static int apply_everything(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 {
     const char *name = cdsh_ctx_name(ctx);
-    logf_("apply %s depth=%lld", name, (long long)json_integer_value(json_object_get(config, "depth")));
+    logf_("apply %s depth=%lld", name,
+          (long long)json_integer_value(json_object_get(config, "depth")));
     char cmd[64], channel[64];
     snprintf(cmd, sizeof cmd, "%s-cmd", name);
     snprintf(channel, sizeof channel, "/%s", name);
-    cdsh_command_def c = {.name = cmd, .description = "a command", .handler = ok_handler,
-                          .arg = "ok"};
+    cdsh_command_def c = {
+        .name = cmd, .description = "a command", .handler = ok_handler, .arg = "ok"};
     cdsh_skill_def s = {.name = cmd, .description = "a skill", .content = "body"};
     int rc;
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){log_disposer, "first"}, err)) ||
@@ -87,12 +88,12 @@ static int apply_everything(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_err
     return 0;
 }
 
-#define DEPTH_SCHEMA                                                                           \
-    "{\"type\":\"object\",\"properties\":{\"depth\":{\"type\":\"integer\",\"default\":3,"        \
+#define DEPTH_SCHEMA                                                                               \
+    "{\"type\":\"object\",\"properties\":{\"depth\":{\"type\":\"integer\",\"default\":3,"          \
     "\"minimum\":1}}}"
 
-static const cdsh_plugin_def ALPHA = {.name = "alpha", .config_schema = DEPTH_SCHEMA,
-                                      .apply = apply_everything};
+static const cdsh_plugin_def ALPHA = {
+    .name = "alpha", .config_schema = DEPTH_SCHEMA, .apply = apply_everything};
 static const cdsh_plugin_def BETA = {.name = "beta", .apply = apply_everything};
 
 static size_t live_registrations(cdsh_host *h)
@@ -145,10 +146,12 @@ static void invalid_config_fails_before_apply(void **state)
 static void unsupported_schema_fails_the_plugin(void **state)
 {
     cdsh_host *h = *state;
-    static const cdsh_plugin_def bad = {.name = "bad", .config_schema = "{\"type\":\"object\",\"properties\":"
-                                                           "{\"a\":{\"type\":\"date\"}}}",
-                           .apply = apply_everything};
-    static const cdsh_plugin_def notjson = {.name = "notjson", .config_schema = "{", .apply = apply_everything};
+    static const cdsh_plugin_def bad = {.name = "bad",
+                                        .config_schema = "{\"type\":\"object\",\"properties\":"
+                                                         "{\"a\":{\"type\":\"date\"}}}",
+                                        .apply = apply_everything};
+    static const cdsh_plugin_def notjson = {
+        .name = "notjson", .config_schema = "{", .apply = apply_everything};
     cdsh_error err = {0};
     assert_int_equal(cdsh_plugin_load(h, &bad, NULL, NULL, &err), CDSH_EUNSUPPORTED);
     assert_string_equal(err.code, "UNSUPPORTED_SCHEMA");
@@ -229,8 +232,7 @@ static void failing_apply_is_rolled_back_and_isolated(void **state)
     LOG[0] = '\0';
     assert_int_equal(cdsh_plugin_load(h, &broken, NULL, &b, &err), CDSH_EIO);
     assert_string_equal(err.code, "ENGINE_MISSING");
-    assert_string_equal(err.message,
-                        "plugin \"broken\" failed to apply: engine binary not found");
+    assert_string_equal(err.message, "plugin \"broken\" failed to apply: engine binary not found");
     assert_int_equal(cdsh_plugin_state_get(b), CDSH_PLUGIN_FAILED);
     assert_string_equal(LOG, "apply broken depth=0,undo last,undo first");
     assert_int_equal(live_registrations(h), with_alpha); /* broken's registrations are gone */
@@ -341,8 +343,8 @@ static int greeter_add_command(greeter *g, cdsh_plugin_ctx *caller, const char *
                                cdsh_error *err)
 {
     g->greetings++;
-    cdsh_command_def c = {.name = name, .description = "greets", .handler = ok_handler,
-                          .arg = "hello"};
+    cdsh_command_def c = {
+        .name = name, .description = "greets", .handler = ok_handler, .arg = "hello"};
     return cdsh_ctx_register_command(caller, &c, err);
 }
 
@@ -365,8 +367,8 @@ static int apply_consumer(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error
 
 static const char *const NEEDS_GREETER[] = {"greeter", NULL};
 static const cdsh_plugin_def PROVIDER = {.name = "provider", .apply = apply_provider};
-static const cdsh_plugin_def CONSUMER = {.name = "consumer", .requires = NEEDS_GREETER,
-                                         .apply = apply_consumer};
+static const cdsh_plugin_def CONSUMER = {
+    .name = "consumer", .requires = NEEDS_GREETER, .apply = apply_consumer};
 
 static void required_service_holds_plugin_pending_until_provided(void **state)
 {
@@ -407,7 +409,7 @@ static void registrations_through_a_service_belong_to_the_caller(void **state)
     cdsh_plugin_load(h, &CONSUMER, NULL, &c, NULL);
     assert_int_equal(cdsh_plugin_effect_count(c), 1); /* recorded in the consumer */
     assert_int_equal(cdsh_plugin_effect_count(p), 1); /* only the service itself */
-    cdsh_plugin_unload(c); /* provider stays */
+    cdsh_plugin_unload(c);                            /* provider stays */
     assert_int_equal(cdsh_plugin_state_get(p), CDSH_PLUGIN_ACTIVE);
     json_t *d = cdsh_commands_find(cdsh_host_commands(h), NULL, "greet");
     assert_null(d); /* the consumer's command left with the consumer */
@@ -500,8 +502,8 @@ static void scoped_context_registers_in_the_agent_layer(void **state)
     cdsh_command_def c = {.name = "mine", .description = "d", .handler = ok_handler, .arg = "x"};
     assert_int_equal(cdsh_ctx_register_command(actx, &c, NULL), 0);
     cdsh_commands *cmds = cdsh_host_commands(h);
-    json_t *in_a = cdsh_commands_find(cmds, a, "mine"), *global = cdsh_commands_find(cmds, NULL,
-                                                                                       "mine");
+    json_t *in_a = cdsh_commands_find(cmds, a, "mine"),
+           *global = cdsh_commands_find(cmds, NULL, "mine");
     assert_non_null(in_a);
     assert_null(global);
     json_decref(in_a);
@@ -629,8 +631,8 @@ static void profile_decides_enabled_plugins_and_their_config(void **state)
     cdsh_profile_set_enabled(prof, "alpha", true);
     cdsh_profile_set_config(prof, "alpha", "depth", json_integer(5), NULL);
     cdsh_profile_set_enabled(prof, "beta", false);
-    static const cdsh_plugin_def on_by_default = {.name = "gamma", .enabled_by_default = true,
-                                     .apply = apply_everything};
+    static const cdsh_plugin_def on_by_default = {
+        .name = "gamma", .enabled_by_default = true, .apply = apply_everything};
     static const cdsh_plugin_def off_by_default = {.name = "delta", .apply = apply_everything};
     const cdsh_plugin_def *defs[] = {&ALPHA, &BETA, &on_by_default, &off_by_default, NULL};
     assert_true(cdsh_host_plugin_enabled(&ALPHA, prof));
@@ -647,10 +649,10 @@ static void profile_decides_enabled_plugins_and_their_config(void **state)
 static void profile_load_continues_past_a_failing_plugin(void **state)
 {
     cdsh_host *h = *state;
-    static const cdsh_plugin_def broken = {.name = "broken", .enabled_by_default = true,
-                              .apply = apply_then_fail};
-    static const cdsh_plugin_def gamma = {.name = "gamma", .enabled_by_default = true,
-                             .apply = apply_everything};
+    static const cdsh_plugin_def broken = {
+        .name = "broken", .enabled_by_default = true, .apply = apply_then_fail};
+    static const cdsh_plugin_def gamma = {
+        .name = "gamma", .enabled_by_default = true, .apply = apply_everything};
     const cdsh_plugin_def *defs[] = {&broken, &gamma, NULL};
     cdsh_error err = {0};
     assert_int_equal(cdsh_host_load_plugins(h, defs, NULL, &err), CDSH_EIO);

@@ -64,9 +64,9 @@ static void yaml_errors_name_the_line(void **state)
 static void yaml_emit_round_trips_ambiguous_strings(void **state)
 {
     (void)state;
-    json_t *v = json_pack("{s:s, s:s, s:s, s:i, s:f, s:b, s:n, s:[s], s:{}}", "s1", "true",
-                          "s2", "42", "s3", "plain text", "i", 7, "r", 2.0, "b", 0, "n", "list",
-                          "x", "empty");
+    json_t *v =
+        json_pack("{s:s, s:s, s:s, s:i, s:f, s:b, s:n, s:[s], s:{}}", "s1", "true", "s2", "42",
+                  "s3", "plain text", "i", 7, "r", 2.0, "b", 0, "n", "list", "x", "empty");
     char *text = cdsh_profile_yaml_emit_dup(v);
     assert_non_null(text);
     assert_non_null(strstr(text, "s1: \"true\""));
@@ -115,8 +115,9 @@ static void reads_enabled_flags_and_config(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    write_profile(home, "work", "plugins:\n  xiangqi:\n    enabled: false\n"
-                                "  tavern:\n    enabled: true\n    config:\n      depth: 4\n");
+    write_profile(home, "work",
+                  "plugins:\n  xiangqi:\n    enabled: false\n"
+                  "  tavern:\n    enabled: true\n    config:\n      depth: 4\n");
     cdsh_profile *p = NULL;
     assert_int_equal(cdsh_profile_load(home, "work", &p, NULL), 0);
     assert_int_equal(cdsh_profile_enabled(p, "xiangqi"), 0);
@@ -136,7 +137,8 @@ static void bad_shapes_are_refused_with_the_file_path(void **state)
     write_profile(home, "a", "plugins:\n  x:\n    enabled: yes please\n");
     assert_int_equal(cdsh_profile_load(home, "a", &p, &err), CDSH_EINVAL);
     assert_string_equal(err.code, "BAD_PROFILE");
-    assert_non_null(strstr(err.message, "profiles/a.yaml: plugins.x.enabled must be true or false"));
+    assert_non_null(
+        strstr(err.message, "profiles/a.yaml: plugins.x.enabled must be true or false"));
     write_profile(home, "b", "plugin:\n  x: {}\n");
     assert_int_equal(cdsh_profile_load(home, "b", &p, &err), CDSH_EINVAL);
     assert_non_null(strstr(err.message, "unknown top-level key \"plugin\""));
@@ -171,8 +173,7 @@ static void save_then_load_round_trips(void **state)
     assert_int_equal(cdsh_profile_load(home, "dev", &p, NULL), 0);
     assert_int_equal(cdsh_profile_enabled(p, "xiangqi"), 1);
     const json_t *c = cdsh_profile_config(p, "xiangqi");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "engine"), "depth")),
-                     6);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "engine"), "depth")), 6);
     assert_int_equal(cdsh_profile_set_config(p, "xiangqi", "side", NULL, NULL), 0);
     assert_null(json_object_get(cdsh_profile_config(p, "xiangqi"), "side"));
     cdsh_profile_free(p);

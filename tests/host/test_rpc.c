@@ -24,8 +24,8 @@ static int echo(void *arg, const char *endpoint, const json_t *payload, cdsh_can
     }
     if (mode && strcmp(mode, "cancel-self") == 0)
         cdsh_cancel_fire(cancel, "stop");
-    *result = cdsh_rpc_ok_new(json_pack("{s:s, s:O}", "endpoint", endpoint, "payload",
-                                        (json_t *)payload));
+    *result = cdsh_rpc_ok_new(
+        json_pack("{s:s, s:O}", "endpoint", endpoint, "payload", (json_t *)payload));
     return 0;
 }
 
@@ -236,8 +236,8 @@ static void envelope_round_trip_and_bad_requests(void **state)
                         "request type must be \"client-request\"");
     json_decref(resp);
 
-    json_t *noid = json_pack("{s:s, s:s, s:n}", "type", "client-request", "method", "state",
-                             "payload");
+    json_t *noid =
+        json_pack("{s:s, s:s, s:n}", "type", "client-request", "method", "state", "payload");
     resp = cdsh_rpc_dispatch_envelope(rpc, "/g", "state", noid, NULL);
     assert_string_equal(json_string_value(json_object_get(resp, "rpcId")), "");
     e = json_object_get(json_object_get(resp, "result"), "error");

@@ -48,13 +48,13 @@ static void contains_follows_ancestors_only(void **state)
     cdsh_scope *preset = cdsh_scope_new("preset", NULL);
     cdsh_scope *a = cdsh_scope_new("a", preset);
     cdsh_scope *b = cdsh_scope_new("b", preset);
-    assert_true(cdsh_scope_contains(NULL, a));   /* global contains everyone */
+    assert_true(cdsh_scope_contains(NULL, a)); /* global contains everyone */
     assert_true(cdsh_scope_contains(NULL, NULL));
-    assert_true(cdsh_scope_contains(a, a));      /* itself */
-    assert_true(cdsh_scope_contains(preset, a)); /* ancestor */
+    assert_true(cdsh_scope_contains(a, a));       /* itself */
+    assert_true(cdsh_scope_contains(preset, a));  /* ancestor */
     assert_false(cdsh_scope_contains(a, preset)); /* not descendants */
-    assert_false(cdsh_scope_contains(a, b));     /* not siblings */
-    assert_false(cdsh_scope_contains(a, NULL));  /* a scope does not contain global */
+    assert_false(cdsh_scope_contains(a, b));      /* not siblings */
+    assert_false(cdsh_scope_contains(a, NULL));   /* a scope does not contain global */
     cdsh_scope_unref(a);
     cdsh_scope_unref(b);
     cdsh_scope_unref(preset);

@@ -53,7 +53,7 @@ static int teardown(void **state)
 
 static cdsh_skill_def skill(const char *name, const char *content)
 {
-    return (cdsh_skill_def){.name = name, .description = "how to do " , .content = content};
+    return (cdsh_skill_def){.name = name, .description = "how to do ", .content = content};
 }
 
 static void names_are_kebab_case(void **state)
@@ -122,8 +122,8 @@ static void same_name_in_agent_layer_shadows_global(void **state)
     assert_int_equal(cdsh_skills_register(f->skills, a, &s, &d2, NULL), 0);
     assert_non_null(d2.fn);
     assert_int_equal(json_array_size(f->warnings), 0);
-    json_t *ga = cdsh_skills_get(f->skills, a, "review"), *gg = cdsh_skills_get(f->skills, NULL,
-                                                                                 "review");
+    json_t *ga = cdsh_skills_get(f->skills, a, "review"),
+           *gg = cdsh_skills_get(f->skills, NULL, "review");
     assert_string_equal(json_string_value(json_object_get(ga, "content")), "agent");
     assert_string_equal(json_string_value(json_object_get(gg, "content")), "global");
     json_decref(ga);

@@ -145,8 +145,8 @@ static void max_body_chars_below_minimum_fails_the_plugin(void **state)
     json_t *cfg = json_pack("{s:i}", "maxBodyChars", 10);
     cdsh_error err = {0};
     assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, cfg, NULL, &err), CDSH_EINVAL);
-    assert_string_equal(err.message,
-                        "invalid config:\n  - expected a value >= 100 but got 10 (at maxBodyChars)");
+    assert_string_equal(
+        err.message, "invalid config:\n  - expected a value >= 100 but got 10 (at maxBodyChars)");
     assert_null(cdsh_tools_get(cdsh_host_tools(h), NULL, "skill"));
     json_decref(cfg);
 }
@@ -189,8 +189,11 @@ static cdsh_tool_def tool_named(const char *name)
     static json_t *out;
     if (!out)
         out = json_pack("{s:s}", "type", "string");
-    return (cdsh_tool_def){.name = name, .description = "t", .output_schema = out,
-                           .execute = body_ok, .free_ud = count_free};
+    return (cdsh_tool_def){.name = name,
+                           .description = "t",
+                           .output_schema = out,
+                           .execute = body_ok,
+                           .free_ud = count_free};
 }
 
 static cdsh_plugin_ctx *CTX;
