@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/random.h"
+#include "host/ptrs.h"
 
 typedef struct entry {
     atomic_int refs;
@@ -25,8 +26,7 @@ typedef struct entry {
 struct cdsh_commands {
     pthread_mutex_t lock;
     cdsh_events *bus;
-    entry **items;
-    size_t n, cap;
+    cdsh__ptrs entries; /* of entry*, registration order */
     char prefix[9];
     atomic_ulong seq;
 };
@@ -61,9 +61,9 @@ void cdsh_commands_free(cdsh_commands *cmds)
 {
     if (!cmds)
         return;
-    for (size_t i = 0; i < cmds->n; i++)
-        entry_unref(cmds->items[i]);
-    free(cmds->items);
+    for (size_t i = 0; i < cmds->entries.n; i++)
+        entry_unref(cmds->entries.items[i]);
+    cdsh__ptrs_deinit(&cmds->entries);
     pthread_mutex_destroy(&cmds->lock);
     free(cmds);
 }
@@ -91,9 +91,11 @@ static bool blank(const char *s)
 /* Index of the entry named `name` in exactly `scope`'s layer, or -1. Locked. */
 static long find_in_layer(cdsh_commands *c, const cdsh_scope *scope, const char *name)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (c->items[i]->scope == scope && strcmp(c->items[i]->name, name) == 0)
+    for (size_t i = 0; i < c->entries.n; i++) {
+        const entry *e = c->entries.items[i];
+        if (e->scope == scope && strcmp(e->name, name) == 0)
             return (long)i;
+    }
     return -1;
 }
 
@@ -103,7 +105,7 @@ static entry *resolve(cdsh_commands *c, const cdsh_scope *agent, const char *nam
     for (const cdsh_scope *s = agent;; s = cdsh_scope_parent(s)) {
         long i = find_in_layer(c, s, name);
         if (i >= 0)
-            return c->items[i];
+            return c->entries.items[i];
         if (!s)
             return NULL;
     }
@@ -119,13 +121,7 @@ static void dispose_entry(void *arg)
     entry *e = arg;
     cdsh_commands *c = e->owner;
     pthread_mutex_lock(&c->lock);
-    for (size_t i = 0; i < c->n; i++) {
-        if (c->items[i] == e) {
-            memmove(&c->items[i], &c->items[i + 1], (c->n - i - 1) * sizeof *c->items);
-            c->n--;
-            break;
-        }
-    }
+    cdsh__ptrs_remove(&c->entries, e);
     pthread_mutex_unlock(&c->lock);
     entry_unref(e);
     emit_change(c);
@@ -174,17 +170,10 @@ int cdsh_commands_register(cdsh_commands *cmds, cdsh_scope *scope, const cdsh_co
                               "command \"%s\" is already registered%s", def->name,
                               scope ? " in this scope" : "");
     }
-    if (cmds->n == cmds->cap) {
-        size_t cap = cmds->cap ? cmds->cap * 2 : 8;
-        entry **grown = realloc(cmds->items, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&cmds->lock);
-            goto nomem;
-        }
-        cmds->items = grown;
-        cmds->cap = cap;
+    if (cdsh__ptrs_push(&cmds->entries, e) != 0) {
+        pthread_mutex_unlock(&cmds->lock);
+        goto nomem;
     }
-    cmds->items[cmds->n++] = e;
     pthread_mutex_unlock(&cmds->lock);
     *out = (cdsh_disposer_t){dispose_entry, e};
     emit_change(cmds);
@@ -219,10 +208,10 @@ json_t *cdsh_commands_list(cdsh_commands *cmds, const cdsh_scope *agent)
     if (!cmds || !arr)
         return arr;
     pthread_mutex_lock(&cmds->lock);
-    entry **vis = malloc((cmds->n + 1) * sizeof *vis);
+    entry **vis = malloc((cmds->entries.n + 1) * sizeof *vis);
     size_t nv = 0;
-    for (size_t i = 0; vis && i < cmds->n; i++) {
-        entry *e = cmds->items[i];
+    for (size_t i = 0; vis && i < cmds->entries.n; i++) {
+        entry *e = cmds->entries.items[i];
         if (cdsh_scope_contains(e->scope, agent) && resolve(cmds, agent, e->name) == e)
             vis[nv++] = e;
     }
@@ -254,7 +243,7 @@ json_t *cdsh_commands_find(cdsh_commands *cmds, const cdsh_scope *agent, const c
 size_t cdsh_commands_count(cdsh_commands *cmds)
 {
     pthread_mutex_lock(&cmds->lock);
-    size_t n = cmds->n;
+    size_t n = cmds->entries.n;
     pthread_mutex_unlock(&cmds->lock);
     return n;
 }

@@ -12,6 +12,7 @@
 
 #include "host/config.h"
 #include "host/host.h"
+#include "host/ptrs.h"
 
 typedef struct stack {
     cdsh_disposer_t *items;
@@ -49,10 +50,8 @@ typedef struct service {
 struct cdsh__plugins {
     cdsh_host *host;
     pthread_mutex_t lock; /* fibers and services */
-    cdsh_plugin **fibers;
-    size_t n, cap;
-    service **services;
-    size_t ns, caps;
+    cdsh__ptrs fibers;    /* of cdsh_plugin*, load order; freed with the manager */
+    cdsh__ptrs services;  /* of service* */
     int depth;
     bool settling, shutting_down;
 };
@@ -97,16 +96,16 @@ void cdsh__plugins_shutdown(cdsh__plugins *mgr)
     if (!mgr)
         return;
     mgr->shutting_down = true;
-    for (size_t i = mgr->n; i-- > 0;)
-        unload_to(mgr->fibers[i], CDSH_PLUGIN_DISPOSED);
+    for (size_t i = mgr->fibers.n; i-- > 0;)
+        unload_to(mgr->fibers.items[i], CDSH_PLUGIN_DISPOSED);
 }
 
 void cdsh__plugins_free(cdsh__plugins *mgr)
 {
     if (!mgr)
         return;
-    for (size_t i = 0; i < mgr->n; i++) {
-        cdsh_plugin *p = mgr->fibers[i];
+    for (size_t i = 0; i < mgr->fibers.n; i++) {
+        cdsh_plugin *p = mgr->fibers.items[i];
         free(p->ctx.effects.items);
         json_decref(p->schema);
         json_decref(p->config);
@@ -115,21 +114,24 @@ void cdsh__plugins_free(cdsh__plugins *mgr)
         pthread_mutex_destroy(&p->lock);
         free(p);
     }
-    for (size_t i = 0; i < mgr->ns; i++) {
-        free(mgr->services[i]->name);
-        free(mgr->services[i]);
+    for (size_t i = 0; i < mgr->services.n; i++) {
+        service *s = mgr->services.items[i];
+        free(s->name);
+        free(s);
     }
-    free(mgr->fibers);
-    free(mgr->services);
+    cdsh__ptrs_deinit(&mgr->fibers);
+    cdsh__ptrs_deinit(&mgr->services);
     pthread_mutex_destroy(&mgr->lock);
     free(mgr);
 }
 
 static service *find_service(cdsh__plugins *m, const char *name)
 {
-    for (size_t i = 0; i < m->ns; i++)
-        if (strcmp(m->services[i]->name, name) == 0)
-            return m->services[i];
+    for (size_t i = 0; i < m->services.n; i++) {
+        service *s = m->services.items[i];
+        if (strcmp(s->name, name) == 0)
+            return s;
+    }
     return NULL;
 }
 
@@ -317,26 +319,27 @@ static void unload_to(cdsh_plugin *p, cdsh_plugin_state target)
     set_state(p, CDSH_PLUGIN_UNLOADING);
     /* Dependents of the services this plugin provides go first, so none of
      * them runs against a half-torn-down provider. */
-    for (size_t i = 0;; i++) {
-        pthread_mutex_lock(&m->lock);
-        size_t ns = m->ns;
-        char *name = NULL;
-        if (i < ns && m->services[i]->provider == p)
-            name = strdup(m->services[i]->name);
-        pthread_mutex_unlock(&m->lock);
-        if (i >= ns)
-            break;
-        if (!name)
-            continue;
-        for (size_t j = 0; j < m->n; j++) {
-            cdsh_plugin *f = m->fibers[j];
+    json_t *provided = json_array(); /* names copied: dependents may withdraw others */
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; provided && i < m->services.n; i++) {
+        service *sv = m->services.items[i];
+        if (sv->provider == p)
+            json_array_append_new(provided, json_string(sv->name));
+    }
+    pthread_mutex_unlock(&m->lock);
+    size_t k;
+    json_t *name;
+    json_array_foreach(provided, k, name)
+    {
+        for (size_t j = 0; j < m->fibers.n; j++) {
+            cdsh_plugin *f = m->fibers.items[j];
             cdsh_plugin_state fs = get_state(f);
             if (f != p && (fs == CDSH_PLUGIN_ACTIVE || fs == CDSH_PLUGIN_LOADING) &&
-                uses_service(f, name))
+                uses_service(f, json_string_value(name)))
                 unload_to(f, CDSH_PLUGIN_PENDING);
         }
-        free(name);
     }
+    json_decref(provided);
     run_stack(&p->ctx);
     set_state(p, target);
     leave(m);
@@ -351,8 +354,8 @@ static void settle(cdsh__plugins *m)
     bool changed = true;
     for (int round = 0; changed && round < 1000; round++) {
         changed = false;
-        for (size_t i = 0; i < m->n; i++) {
-            cdsh_plugin *f = m->fibers[i];
+        for (size_t i = 0; i < m->fibers.n; i++) {
+            cdsh_plugin *f = m->fibers.items[i];
             cdsh_plugin_state s = get_state(f);
             if (s == CDSH_PLUGIN_ACTIVE && (!requires_met(f) || optional_changed(f))) {
                 unload_to(f, CDSH_PLUGIN_PENDING);
@@ -389,9 +392,7 @@ int cdsh_plugin_load(cdsh_host *host, const cdsh_plugin_def *def, const json_t *
     atomic_init(&p->ctx.refs, 1);
     p->ctx.plugin = p;
     pthread_mutex_lock(&m->lock);
-    int grc = grow((void **)&m->fibers, &m->cap, m->n, sizeof *m->fibers);
-    if (grc == 0)
-        m->fibers[m->n++] = p;
+    int grc = cdsh__ptrs_push(&m->fibers, p);
     pthread_mutex_unlock(&m->lock);
     if (grc) {
         pthread_mutex_destroy(&p->lock);
@@ -470,10 +471,11 @@ cdsh_plugin *cdsh_host_plugin_find(cdsh_host *host, const char *name)
     cdsh__plugins *m = cdsh__host_plugins(host);
     cdsh_plugin *found = NULL;
     pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->n && !found; i++)
-        if (strcmp(m->fibers[i]->def->name, name) == 0 &&
-            get_state(m->fibers[i]) != CDSH_PLUGIN_DISPOSED)
-            found = m->fibers[i];
+    for (size_t i = 0; i < m->fibers.n && !found; i++) {
+        cdsh_plugin *p = m->fibers.items[i];
+        if (strcmp(p->def->name, name) == 0 && get_state(p) != CDSH_PLUGIN_DISPOSED)
+            found = p;
+    }
     pthread_mutex_unlock(&m->lock);
     return found;
 }
@@ -483,8 +485,8 @@ json_t *cdsh_host_plugins_list(cdsh_host *host)
     cdsh__plugins *m = cdsh__host_plugins(host);
     json_t *arr = json_array();
     pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; arr && i < m->n; i++) {
-        cdsh_plugin *p = m->fibers[i];
+    for (size_t i = 0; arr && i < m->fibers.n; i++) {
+        cdsh_plugin *p = m->fibers.items[i];
         pthread_mutex_lock(&p->lock);
         if (p->state != CDSH_PLUGIN_DISPOSED) {
             json_t *o = json_pack("{s:s, s:s}", "name", p->def->name, "state",
@@ -637,13 +639,7 @@ static void withdraw(void *arg)
     service *s = arg;
     cdsh__plugins *m = s->mgr;
     pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->ns; i++) {
-        if (m->services[i] == s) {
-            memmove(&m->services[i], &m->services[i + 1], (m->ns - i - 1) * sizeof *m->services);
-            m->ns--;
-            break;
-        }
-    }
+    cdsh__ptrs_remove(&m->services, s);
     pthread_mutex_unlock(&m->lock);
     free(s->name);
     free(s);
@@ -672,10 +668,8 @@ int cdsh_ctx_provide(cdsh_plugin_ctx *ctx, const char *name, void *impl, cdsh_er
         rc = cdsh_error_set(err, CDSH_EEXIST, "SERVICE_EXISTS",
                             "service \"%s\" is already provided by plugin \"%s\"", name,
                             old->provider->def->name);
-    } else if (grow((void **)&m->services, &m->caps, m->ns, sizeof *m->services) != 0) {
+    } else if (cdsh__ptrs_push(&m->services, s) != 0) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    } else {
-        m->services[m->ns++] = s;
     }
     pthread_mutex_unlock(&m->lock);
     if (rc) {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/ptrs.h"
+
 typedef struct chan {
     atomic_int refs;
     cdsh_rpc *owner;
@@ -19,8 +21,7 @@ typedef struct chan {
 
 struct cdsh_rpc {
     pthread_mutex_t lock;
-    chan **items;
-    size_t n, cap;
+    cdsh__ptrs chans; /* of chan* */
 };
 
 static void chan_unref(chan *c)
@@ -43,9 +44,9 @@ void cdsh_rpc_free(cdsh_rpc *rpc)
 {
     if (!rpc)
         return;
-    for (size_t i = 0; i < rpc->n; i++)
-        chan_unref(rpc->items[i]);
-    free(rpc->items);
+    for (size_t i = 0; i < rpc->chans.n; i++)
+        chan_unref(rpc->chans.items[i]);
+    cdsh__ptrs_deinit(&rpc->chans);
     pthread_mutex_destroy(&rpc->lock);
     free(rpc);
 }
@@ -86,8 +87,8 @@ bool cdsh_rpc_endpoint_valid(const char *endpoint)
 
 static long find(cdsh_rpc *r, const char *name)
 {
-    for (size_t i = 0; i < r->n; i++)
-        if (strcmp(r->items[i]->name, name) == 0)
+    for (size_t i = 0; i < r->chans.n; i++)
+        if (strcmp(((chan *)r->chans.items[i])->name, name) == 0)
             return (long)i;
     return -1;
 }
@@ -97,13 +98,7 @@ static void dispose_channel(void *arg)
     chan *c = arg;
     cdsh_rpc *r = c->owner;
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < r->n; i++) {
-        if (r->items[i] == c) {
-            memmove(&r->items[i], &r->items[i + 1], (r->n - i - 1) * sizeof *r->items);
-            r->n--;
-            break;
-        }
-    }
+    cdsh__ptrs_remove(&r->chans, c);
     pthread_mutex_unlock(&r->lock);
     chan_unref(c);
 }
@@ -135,18 +130,9 @@ int cdsh_rpc_handle(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_fn fn, voi
     if (find(rpc, channel_name) >= 0) {
         rc = cdsh_error_set(err, CDSH_EEXIST, "DUPLICATE_CHANNEL",
                             "connection: RPC channel \"%s\" already has a handler", channel_name);
-    } else if (rpc->n == rpc->cap) {
-        size_t cap = rpc->cap ? rpc->cap * 2 : 8;
-        chan **grown = realloc(rpc->items, cap * sizeof *grown);
-        if (!grown) {
-            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        } else {
-            rpc->items = grown;
-            rpc->cap = cap;
-        }
+    } else if (cdsh__ptrs_push(&rpc->chans, c) != 0) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
-    if (rc == 0)
-        rpc->items[rpc->n++] = c;
     pthread_mutex_unlock(&rpc->lock);
     if (rc != 0) {
         chan_unref(c);
@@ -195,7 +181,7 @@ json_t *cdsh_rpc_call(cdsh_rpc *rpc, const char *channel_name, const char *endpo
     }
     pthread_mutex_lock(&rpc->lock);
     long i = find(rpc, channel_name);
-    chan *c = i >= 0 ? rpc->items[i] : NULL;
+    chan *c = i >= 0 ? rpc->chans.items[i] : NULL;
     if (c)
         atomic_fetch_add(&c->refs, 1);
     pthread_mutex_unlock(&rpc->lock);
@@ -261,7 +247,7 @@ json_t *cdsh_rpc_dispatch_envelope(cdsh_rpc *rpc, const char *channel_name, cons
 size_t cdsh_rpc_count(cdsh_rpc *rpc)
 {
     pthread_mutex_lock(&rpc->lock);
-    size_t n = rpc->n;
+    size_t n = rpc->chans.n;
     pthread_mutex_unlock(&rpc->lock);
     return n;
 }
@@ -275,12 +261,13 @@ json_t *cdsh_rpc_channels(cdsh_rpc *rpc)
 {
     json_t *arr = json_array();
     pthread_mutex_lock(&rpc->lock);
-    const char **names = malloc((rpc->n + 1) * sizeof *names);
-    for (size_t i = 0; names && i < rpc->n; i++)
-        names[i] = rpc->items[i]->name;
+    size_t n = rpc->chans.n;
+    const char **names = malloc((n + 1) * sizeof *names);
+    for (size_t i = 0; names && i < n; i++)
+        names[i] = ((chan *)rpc->chans.items[i])->name;
     if (names) {
-        qsort(names, rpc->n, sizeof *names, cmp_str);
-        for (size_t i = 0; i < rpc->n; i++)
+        qsort(names, n, sizeof *names, cmp_str);
+        for (size_t i = 0; i < n; i++)
             json_array_append_new(arr, json_string(names[i]));
     }
     pthread_mutex_unlock(&rpc->lock);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "host/ptrs.h"
 
 typedef struct entry {
     cdsh_skills *owner;
@@ -19,8 +20,7 @@ typedef struct entry {
 struct cdsh_skills {
     pthread_mutex_t lock;
     cdsh_events *bus;
-    entry **items;
-    size_t n, cap;
+    cdsh__ptrs entries; /* of entry*, registration order */
 };
 
 static void entry_free(entry *e)
@@ -50,9 +50,9 @@ void cdsh_skills_free(cdsh_skills *skills)
 {
     if (!skills)
         return;
-    for (size_t i = 0; i < skills->n; i++)
-        entry_free(skills->items[i]);
-    free(skills->items);
+    for (size_t i = 0; i < skills->entries.n; i++)
+        entry_free(skills->entries.items[i]);
+    cdsh__ptrs_deinit(&skills->entries);
     pthread_mutex_destroy(&skills->lock);
     free(skills);
 }
@@ -78,9 +78,11 @@ bool cdsh_skills_name_valid(const char *name)
 
 static entry *in_layer(cdsh_skills *s, const cdsh_scope *scope, const char *name)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (s->items[i]->scope == scope && strcmp(s->items[i]->name, name) == 0)
-            return s->items[i];
+    for (size_t i = 0; i < s->entries.n; i++) {
+        entry *e = s->entries.items[i];
+        if (e->scope == scope && strcmp(e->name, name) == 0)
+            return e;
+    }
     return NULL;
 }
 
@@ -98,13 +100,7 @@ static void dispose_entry(void *arg)
     entry *e = arg;
     cdsh_skills *s = e->owner;
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->items[i] == e) {
-            memmove(&s->items[i], &s->items[i + 1], (s->n - i - 1) * sizeof *s->items);
-            s->n--;
-            break;
-        }
-    }
+    cdsh__ptrs_remove(&s->entries, e);
     pthread_mutex_unlock(&s->lock);
     entry_free(e);
     cdsh_events_emit(s->bus, "skills/change", NULL, false, NULL);
@@ -165,19 +161,12 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
         json_decref(w);
         return 0;
     }
-    if (skills->n == skills->cap) {
-        size_t cap = skills->cap ? skills->cap * 2 : 8;
-        entry **grown = realloc(skills->items, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&skills->lock);
-            entry_free(e);
-            return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        }
-        skills->items = grown;
-        skills->cap = cap;
+    if (cdsh__ptrs_push(&skills->entries, e) != 0) {
+        pthread_mutex_unlock(&skills->lock);
+        entry_free(e);
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
     e->scope = cdsh_scope_ref(scope);
-    skills->items[skills->n++] = e;
     pthread_mutex_unlock(&skills->lock);
     *out = (cdsh_disposer_t){dispose_entry, e};
     cdsh_events_emit(skills->bus, "skills/change", NULL, false, NULL);
@@ -205,12 +194,12 @@ static int by_name(const void *a, const void *b)
 /* Visible entries sorted by name; caller holds the lock and frees the array. */
 static entry **visible(cdsh_skills *s, const cdsh_scope *scope, size_t *n)
 {
-    entry **v = malloc((s->n + 1) * sizeof *v);
+    entry **v = malloc((s->entries.n + 1) * sizeof *v);
     *n = 0;
     if (!v)
         return NULL;
-    for (size_t i = 0; i < s->n; i++) {
-        entry *e = s->items[i];
+    for (size_t i = 0; i < s->entries.n; i++) {
+        entry *e = s->entries.items[i];
         if (cdsh_scope_contains(e->scope, scope) && resolve(s, scope, e->name) == e)
             v[(*n)++] = e;
     }
@@ -298,7 +287,7 @@ char *cdsh_skills_render_dup(cdsh_skills *skills, const cdsh_scope *scope, const
 size_t cdsh_skills_count(cdsh_skills *skills)
 {
     pthread_mutex_lock(&skills->lock);
-    size_t n = skills->n;
+    size_t n = skills->entries.n;
     pthread_mutex_unlock(&skills->lock);
     return n;
 }

@@ -250,7 +250,7 @@ static void many_listeners_beyond_the_stack_snapshot(void **state)
     cdsh_events_free(bus);
 }
 
-static void free_with_live_listeners_releases_them(void **state)
+static void free_with_live_listeners_releases_them_and_null_bus_is_safe(void **state)
 {
     (void)state;
     cdsh_events *bus = cdsh_events_new();
@@ -262,6 +262,7 @@ static void free_with_live_listeners_releases_them(void **state)
     cdsh_events_free(bus); /* ASan: listener and its scope reference freed */
     cdsh_events_free(NULL);
     cdsh_events_emit(NULL, "x", NULL, false, NULL);
+    assert_int_equal(cdsh_events_count(NULL), 0);
 }
 
 typedef struct stress {
@@ -328,7 +329,7 @@ int main(void)
         cmocka_unit_test(listener_may_dispose_itself_and_later_listeners),
         cmocka_unit_test(listener_added_during_emission_sees_only_later_events),
         cmocka_unit_test(many_listeners_beyond_the_stack_snapshot),
-        cmocka_unit_test(free_with_live_listeners_releases_them),
+        cmocka_unit_test(free_with_live_listeners_releases_them_and_null_bus_is_safe),
         cmocka_unit_test(concurrent_subscribe_dispose_and_emit_are_safe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
