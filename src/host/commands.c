@@ -286,6 +286,34 @@ void cdsh_commands_outcome_clear(cdsh_command_outcome *out)
     }
 }
 
+char *cdsh_commands_unknown_message_dup(cdsh_commands *cmds, const cdsh_scope *agent,
+                                        const char *line)
+{
+    char name[128];
+    if (!cmds || !cdsh_commands_parse(line, name, sizeof name, NULL))
+        return NULL;
+    json_t *list = cdsh_commands_list(cmds, agent);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f) {
+        fprintf(f, "unknown command \"/%s\"; ", name);
+        if (json_array_size(list) == 0)
+            fputs("no commands are available", f);
+        else
+            fputs("available commands: ", f);
+        size_t i;
+        json_t *c;
+        json_array_foreach(list, i, c)
+        {
+            fprintf(f, "%s/%s", i ? ", " : "", json_string_value(json_object_get(c, "name")));
+        }
+        fclose(f);
+    }
+    json_decref(list);
+    return buf;
+}
+
 static void emit_done(cdsh_commands *c, const cdsh_scope *agent, const char *id,
                       cdsh_command_kind kind, const char *text)
 {

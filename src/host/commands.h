@@ -112,6 +112,14 @@ int cdsh_commands_execute(cdsh_commands *cmds, const cdsh_scope *agent, const ch
 
 void cdsh_commands_outcome_clear(cdsh_command_outcome *out);
 
+/* For front ends after an unhandled line: NULL when `line` is not a slash
+ * command at all (send it to the model), else an owned message naming the
+ * commands `agent` can use:
+ *   unknown command "/x"; available commands: /a, /b
+ *   unknown command "/x"; no commands are available */
+char *cdsh_commands_unknown_message_dup(cdsh_commands *cmds, const cdsh_scope *agent,
+                                        const char *line);
+
 /* Total registrations across layers (for reload leak checks). */
 size_t cdsh_commands_count(cdsh_commands *cmds);
 

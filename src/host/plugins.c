@@ -1,7 +1,9 @@
 /* plugins.c — fibers, the services table and plugin contexts. Lifecycle calls
  * nest (apply may load plugins); starting plugins that waited for a service
  * is deferred until the outermost lifecycle call returns ("settle"), so a
- * dependent never runs against a provider that is still inside apply. */
+ * dependent never runs against a provider that is still inside apply.
+ * Lock order: the manager's lock before a plugin's lock; neither is held
+ * while apply, a disposer or an event listener runs. */
 #include "host/plugins.h"
 
 #include <pthread.h>
@@ -564,6 +566,49 @@ int cdsh_ctx_guard_tools(cdsh_plugin_ctx *ctx, cdsh_tools_guard_fn fn, void *ud,
     if (rc == 0)
         rc = cdsh_tools_guard(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, fn, ud, free_ud, &d,
                               err);
+    return rc ? rc : push(ctx, d, err);
+}
+
+int cdsh_ctx_on_pre_execute(cdsh_plugin_ctx *ctx, cdsh_tools_pre_fn fn, void *ud,
+                            void (*free_ud)(void *), cdsh_error *err)
+{
+    int rc = check_active(ctx, err);
+    cdsh_disposer_t d = {0};
+    if (rc == 0)
+        rc = cdsh_tools_on_pre_execute(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, fn, ud,
+                                       free_ud, &d, err);
+    return rc ? rc : push(ctx, d, err);
+}
+
+int cdsh_ctx_on_post_execute(cdsh_plugin_ctx *ctx, cdsh_tools_post_fn fn, void *ud,
+                             void (*free_ud)(void *), cdsh_error *err)
+{
+    int rc = check_active(ctx, err);
+    cdsh_disposer_t d = {0};
+    if (rc == 0)
+        rc = cdsh_tools_on_post_execute(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, fn, ud,
+                                        free_ud, &d, err);
+    return rc ? rc : push(ctx, d, err);
+}
+
+int cdsh_ctx_on_execute(cdsh_plugin_ctx *ctx, cdsh_tools_around_fn fn, void *ud,
+                        void (*free_ud)(void *), cdsh_error *err)
+{
+    int rc = check_active(ctx, err);
+    cdsh_disposer_t d = {0};
+    if (rc == 0)
+        rc = cdsh_tools_on_execute(cdsh_host_tools(cdsh_ctx_host(ctx)), ctx->scope, fn, ud, free_ud,
+                                   &d, err);
+    return rc ? rc : push(ctx, d, err);
+}
+
+int cdsh_ctx_set_approval(cdsh_plugin_ctx *ctx, const cdsh_approval_service *approval,
+                          cdsh_error *err)
+{
+    int rc = check_active(ctx, err);
+    cdsh_disposer_t d = {0};
+    if (rc == 0)
+        rc = cdsh_tools_set_approval(cdsh_host_tools(cdsh_ctx_host(ctx)), approval, &d, err);
     return rc ? rc : push(ctx, d, err);
 }
 

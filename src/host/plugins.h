@@ -120,6 +120,16 @@ int cdsh_ctx_restrict_tools(cdsh_plugin_ctx *ctx, const char *const *allow, cons
                             cdsh_error *err);
 int cdsh_ctx_guard_tools(cdsh_plugin_ctx *ctx, cdsh_tools_guard_fn fn, void *ud,
                          void (*free_ud)(void *), cdsh_error *err);
+/* Dispatch hooks (tools.h) filtered by the context's scope. */
+int cdsh_ctx_on_pre_execute(cdsh_plugin_ctx *ctx, cdsh_tools_pre_fn fn, void *ud,
+                            void (*free_ud)(void *), cdsh_error *err);
+int cdsh_ctx_on_post_execute(cdsh_plugin_ctx *ctx, cdsh_tools_post_fn fn, void *ud,
+                             void (*free_ud)(void *), cdsh_error *err);
+int cdsh_ctx_on_execute(cdsh_plugin_ctx *ctx, cdsh_tools_around_fn fn, void *ud,
+                        void (*free_ud)(void *), cdsh_error *err);
+/* Installs the host's approval service (copied) until this plugin unloads. */
+int cdsh_ctx_set_approval(cdsh_plugin_ctx *ctx, const cdsh_approval_service *service,
+                          cdsh_error *err);
 
 int cdsh_ctx_register_command(cdsh_plugin_ctx *ctx, const cdsh_command_def *def, cdsh_error *err);
 /* source defaults to the plugin's name; a duplicate is a warning (skills.h). */

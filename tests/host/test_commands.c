@@ -216,6 +216,25 @@ static void unknown_or_plain_text_is_not_handled_and_emits_nothing(void **state)
     assert_int_equal(json_array_size(f->events), before);
 }
 
+static void unknown_message_names_the_available_commands(void **state)
+{
+    fixture *f = *state;
+    char *m = cdsh_commands_unknown_message_dup(f->cmds, NULL, "/frob it");
+    assert_string_equal(m, "unknown command \"/frob\"; no commands are available");
+    free(m);
+    cdsh_disposer_t d1, d2;
+    cdsh_command_def u = def_of("undo", NULL), h = def_of("help", NULL);
+    cdsh_commands_register(f->cmds, NULL, &u, &d1, NULL);
+    cdsh_commands_register(f->cmds, NULL, &h, &d2, NULL);
+    m = cdsh_commands_unknown_message_dup(f->cmds, NULL, "/frob");
+    assert_string_equal(m, "unknown command \"/frob\"; available commands: /help, /undo");
+    free(m);
+    assert_null(cdsh_commands_unknown_message_dup(f->cmds, NULL, "just text"));
+    assert_null(cdsh_commands_unknown_message_dup(f->cmds, NULL, "/etc/passwd"));
+    cdsh_disposer_run(&d1);
+    cdsh_disposer_run(&d2);
+}
+
 static void run_and_done_events_carry_id_args_and_kind(void **state)
 {
     fixture *f = *state;
@@ -480,6 +499,7 @@ int main(void)
         T(execute_runs_handler_with_raw_input),
         T(command_ids_count_up_per_registry),
         T(unknown_or_plain_text_is_not_handled_and_emits_nothing),
+        T(unknown_message_names_the_available_commands),
         T(run_and_done_events_carry_id_args_and_kind),
         T(hidden_input_is_not_recorded),
         T(handler_failure_reports_done_error_and_returns_its_code),

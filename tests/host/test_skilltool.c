@@ -247,6 +247,62 @@ static void scoped_tools_and_restrictions_leave_with_the_agent_context(void **st
     cdsh_scope_unref(a);
 }
 
+static cdsh_tools_verdict ask_always(void *ud, const cdsh_tool_exec *exec, char **reason)
+{
+    (void)ud, (void)exec, (void)reason;
+    return CDSH_TOOLS_ASK;
+}
+
+static int APPROVALS;
+
+static cdsh_approval_outcome approve(void *ud, const cdsh_tool_exec *exec, const char *reason)
+{
+    (void)ud, (void)exec, (void)reason;
+    APPROVALS++;
+    return CDSH_APPROVAL_ALLOWED_ONCE;
+}
+
+static int hooks_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config;
+    cdsh_approval_service svc = {.request = approve};
+    int rc = cdsh_ctx_on_pre_execute(ctx, ask_always, NULL, NULL, err);
+    return rc ? rc : cdsh_ctx_set_approval(ctx, &svc, err);
+}
+
+static cdsh_toolresult *call_tool(cdsh_host *h, cdsh_scope *agent, const char *name)
+{
+    cdsh_dispatch_input in = {.call_id = "c9", .name = name, .agent = agent};
+    return cdsh_dispatch_execute(cdsh_host_tools(h), &in);
+}
+
+static void hooks_and_approval_belong_to_the_plugin_that_set_them(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def tools_def = {.name = "t", .apply = keep_ctx};
+    static const cdsh_plugin_def policy = {.name = "policy", .apply = hooks_apply};
+    cdsh_plugin_load(h, &tools_def, NULL, NULL, NULL);
+    cdsh_tool_def g = tool_named("probe");
+    assert_int_equal(cdsh_ctx_register_tool(CTX, &g, NULL), 0);
+    size_t before = cdsh_tools_count(cdsh_host_tools(h));
+    cdsh_plugin *p = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &policy, NULL, &p, NULL), 0);
+    assert_int_equal(cdsh_tools_count(cdsh_host_tools(h)), before + 2);
+    cdsh_scope *a = cdsh_scope_new("a", NULL);
+    APPROVALS = 0;
+    cdsh_toolresult *r = call_tool(h, a, "probe");
+    assert_false(r->is_error); /* asked, approved once */
+    assert_int_equal(APPROVALS, 1);
+    cdsh_toolresult_free(r);
+    cdsh_plugin_unload(p);
+    assert_int_equal(cdsh_tools_count(cdsh_host_tools(h)), before);
+    r = call_tool(h, a, "probe"); /* no hook any more: allowed without asking */
+    assert_false(r->is_error);
+    assert_int_equal(APPROVALS, 1);
+    cdsh_toolresult_free(r);
+    cdsh_scope_unref(a);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -262,6 +318,7 @@ int main(void)
         T(unloading_the_plugin_removes_the_tool_and_reload_restores_it),
         T(refused_tool_registration_releases_ud),
         T(scoped_tools_and_restrictions_leave_with_the_agent_context),
+        T(hooks_and_approval_belong_to_the_plugin_that_set_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
