@@ -289,12 +289,14 @@ static int start(cdsh_plugin *p, cdsh_error *err)
 
     cdsh_error aerr = {0};
     int rc = p->def->apply(&p->ctx, p->config, &aerr);
-    if (rc >= 0 && get_state(p) == CDSH_PLUGIN_LOADING) {
+    /* Unloaded (or sent back to pending by a vanished service) during apply:
+     * its disposers already ran and whatever apply failed on since is moot. */
+    if (get_state(p) != CDSH_PLUGIN_LOADING)
+        return 0;
+    if (rc >= 0) {
         set_state(p, CDSH_PLUGIN_ACTIVE);
         return 0;
     }
-    if (rc >= 0)
-        return 0; /* apply unloaded its own plugin (or a service vanished meanwhile) */
     /* Undo what apply managed to register, refusing new effects meanwhile. */
     set_state(p, CDSH_PLUGIN_UNLOADING);
     run_stack(&p->ctx);

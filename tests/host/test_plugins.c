@@ -3,6 +3,7 @@
  * optional, ownership by the caller), scoped contexts and profiles. */
 #include "support/testkit.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -595,6 +596,65 @@ static void effect_records_only_what_started(void **state)
     assert_string_equal(LOG, "start timer,undo timer");
 }
 
+static int apply_unload_self(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config;
+    cdsh_command_def c = {.name = "early", .description = "d", .handler = ok_handler, .arg = "x"};
+    cdsh_ctx_register_command(ctx, &c, NULL);
+    cdsh_plugin_unload(cdsh_ctx_plugin_get(ctx));
+    c.name = "late";
+    return cdsh_ctx_register_command(ctx, &c, err); /* refused: INACTIVE_EFFECT */
+}
+
+static void plugin_unloaded_during_apply_ends_disposed_not_failed(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def def = {.name = "selfish", .apply = apply_unload_self};
+    cdsh_plugin *p = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &def, NULL, &p, NULL), 0);
+    assert_int_equal(cdsh_plugin_state_get(p), CDSH_PLUGIN_DISPOSED);
+    assert_null(cdsh_plugin_error(p));
+    assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 0);
+}
+
+typedef struct racer {
+    cdsh_plugin_ctx *ctx;
+    int ok, refused;
+} racer;
+
+static void *register_many(void *arg)
+{
+    racer *r = arg;
+    for (int i = 0; i < 200; i++) {
+        cdsh_error err = {0};
+        char name[32];
+        snprintf(name, sizeof name, "c%d", i);
+        cdsh_command_def c = {.name = name, .description = "d", .handler = ok_handler, .arg = "x"};
+        int rc = cdsh_ctx_register_command(r->ctx, &c, &err);
+        if (rc == 0)
+            r->ok++;
+        else if (rc == CDSH_ECLOSED)
+            r->refused++;
+    }
+    return NULL;
+}
+
+static void registrations_racing_an_unload_leave_nothing_behind(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def def = {.name = "racy", .apply = apply_keep_ctx};
+    cdsh_plugin *p = NULL;
+    cdsh_plugin_load(h, &def, NULL, &p, NULL);
+    racer r = {.ctx = ROOT_CTX};
+    pthread_t t;
+    pthread_create(&t, NULL, register_many, &r);
+    cdsh_plugin_unload(p); /* while the thread registers */
+    pthread_join(t, NULL);
+    assert_int_equal(r.ok + r.refused, 200);
+    assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 0);
+    assert_int_equal(cdsh_plugin_effect_count(p), 0);
+}
+
 /* ---- hosts and profiles ----------------------------------------------------- */
 
 static void two_hosts_in_one_process_are_independent(void **state)
@@ -698,6 +758,8 @@ int main(void)
         T(skill_source_defaults_to_the_plugin_name),
         T(child_plugin_unloads_with_its_parent),
         T(effect_records_only_what_started),
+        T(plugin_unloaded_during_apply_ends_disposed_not_failed),
+        T(registrations_racing_an_unload_leave_nothing_behind),
         T(two_hosts_in_one_process_are_independent),
         cmocka_unit_test(host_free_unloads_plugins_in_reverse_load_order),
         T(profile_decides_enabled_plugins_and_their_config),
