@@ -140,6 +140,12 @@ static char *guard_only_identity(void *ud, const cdsh_tool_exec *exec)
     return strcmp(exec->name, "identity") == 0 ? strdup("identity is off limits") : NULL;
 }
 
+static void release_count(void *ud)
+{
+    (void)ud;
+    atomic_fetch_add(&g_heard, 1);
+}
+
 static const char *trace_of(fx *f)
 {
     return f->trace;
@@ -1524,12 +1530,19 @@ static atomic_int g_running, g_peak;
 
 static int body_overlap(void *ud, const cdsh_tool_exec *exec, json_t **value)
 {
-    (void)ud;
     int now = atomic_fetch_add(&g_running, 1) + 1;
     int peak = atomic_load(&g_peak);
     while (now > peak && !atomic_compare_exchange_weak(&g_peak, &peak, now))
         ;
-    usleep(20000);
+    if (ud) {
+        /* A parallel call lingers (up to 200 ms) until a sibling overlaps it,
+         * so overlap does not depend on thread start-up luck. */
+        for (int i = 0; i < 40 && atomic_load(&g_peak) < 2; i++)
+            usleep(5000);
+        usleep(5000);
+    } else {
+        usleep(5000);
+    }
     atomic_fetch_sub(&g_running, 1);
     *value = json_string(exec->call_id);
     return 0;
@@ -1537,7 +1550,7 @@ static int body_overlap(void *ud, const cdsh_tool_exec *exec, json_t **value)
 
 static void add_overlap_tools(fx *f)
 {
-    cdsh_tool_def safe = fx_def("safe", body_overlap, NULL);
+    cdsh_tool_def safe = fx_def("safe", body_overlap, (void *)1);
     safe.is_concurrency_safe = cdsh_tools_always_safe;
     cdsh_tool_def excl = fx_def("excl", body_overlap, NULL);
     fx_add(f, NULL, &safe);
@@ -1611,6 +1624,176 @@ static void batch_reports_results_for_unknown_and_invalid_calls(void **state)
     assert_null(out[2]);
     cdsh_toolresult_free(out[0]);
     cdsh_toolresult_free(out[1]);
+}
+
+
+/* ---- hook lifetimes and re-resolution ------------------------------------------------- */
+
+typedef struct restrict_in_pre {
+    fx *f;
+    cdsh_scope *agent;
+    cdsh_disposer_t d;
+} restrict_in_pre;
+
+static cdsh_tools_verdict pre_restricts(void *ud, const cdsh_tool_exec *exec, char **reason)
+{
+    (void)reason;
+    restrict_in_pre *r = ud;
+    const char *deny[] = {exec->name, NULL};
+    assert_int_equal(cdsh_tools_restrict(r->f->tools, r->agent, NULL, deny, &r->d, NULL), 0);
+    return CDSH_TOOLS_ALLOW;
+}
+
+static void visibility_is_checked_again_right_before_the_body(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *agent = cdsh_scope_new("agent", NULL);
+    fx_add_echo(f, NULL, "echo");
+    restrict_in_pre r = {f, agent, {0}};
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, NULL, pre_restricts, &r, NULL, &d, NULL),
+                     0);
+    cdsh_toolresult *res = fx_call(f, agent, "echo", NULL);
+    assert_error(res, "UNKNOWN_TOOL", "unknown tool \"echo\"");
+    assert_null(strstr(trace_of(f), "body"));
+    cdsh_toolresult_free(res);
+    cdsh_disposer_run(&d);
+    cdsh_disposer_run(&r.d);
+    cdsh_scope_unref(agent);
+}
+
+static void disposed_hooks_stop_running_and_release_their_state(void **state)
+{
+    fx *f = *state;
+    fx_add_echo(f, NULL, "echo");
+    atomic_store(&g_heard, 0);
+    static pre_rule deny = {CDSH_TOOLS_DENY, "blocked", NULL};
+    cdsh_disposer_t pre, guard, post, around;
+    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, NULL, pre_hook, &deny, release_count,
+                                               &pre, NULL),
+                     0);
+    assert_int_equal(cdsh_tools_guard(f->tools, NULL, guard_hook, "g", release_count, &guard,
+                                      NULL),
+                     0);
+    assert_int_equal(cdsh_tools_on_post_execute(f->tools, NULL, post_accept, NULL, release_count,
+                                                &post, NULL),
+                     0);
+    assert_int_equal(cdsh_tools_on_execute(f->tools, NULL, around_hook, NULL, release_count,
+                                           &around, NULL),
+                     0);
+    cdsh_toolresult *res = fx_call(f, NULL, "echo", NULL);
+    assert_error(res, NULL, "blocked");
+    cdsh_toolresult_free(res);
+    cdsh_disposer_run(&pre);
+    cdsh_disposer_run(&guard);
+    cdsh_disposer_run(&post);
+    cdsh_disposer_run(&around);
+    assert_int_equal(atomic_load(&g_heard), 4);
+    f->trace[0] = '\0';
+    res = fx_call(f, NULL, "echo", "{\"text\":\"free\"}");
+    assert_string_equal(vstr(res), "free");
+    assert_string_equal(trace_of(f), "body result");
+    assert_int_equal(cdsh_tools_count(f->tools), 1);
+    cdsh_toolresult_free(res);
+}
+
+static void scoped_wrapper_wraps_only_its_agents(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *a = cdsh_scope_new("a", NULL), *b = cdsh_scope_new("b", NULL);
+    fx_add_echo(f, NULL, "echo");
+    add_around(f, a, around_hook, "a-only");
+    cdsh_toolresult_free(fx_call(f, b, "echo", NULL));
+    assert_string_equal(trace_of(f), "body result");
+    f->trace[0] = '\0';
+    cdsh_toolresult_free(fx_call(f, a, "echo", NULL));
+    assert_string_equal(trace_of(f), "a-only> body <a-only result");
+    cdsh_scope_unref(a);
+    cdsh_scope_unref(b);
+}
+
+static char *guard_on_args(void *ud, const cdsh_tool_exec *exec)
+{
+    (void)ud;
+    const char *text = json_string_value(json_object_get(exec->args, "text"));
+    return text && strstr(text, "rm -rf") ? strdup("refusing a destructive command") : NULL;
+}
+
+static void guards_see_the_validated_arguments(void **state)
+{
+    fx *f = *state;
+    fx_add_echo(f, NULL, "echo");
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_tools_guard(f->tools, NULL, guard_on_args, NULL, NULL, &d, NULL), 0);
+    fx_keep(f, d);
+    cdsh_toolresult *bad = fx_call(f, NULL, "echo", "{\"text\":\"rm -rf /\"}");
+    cdsh_toolresult *ok = fx_call(f, NULL, "echo", "{\"text\":\"ls\"}");
+    assert_error(bad, NULL, "refusing a destructive command");
+    assert_string_equal(vstr(ok), "ls");
+    cdsh_toolresult_free(bad);
+    cdsh_toolresult_free(ok);
+}
+
+static void denials_are_published_like_any_result(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *agent = cdsh_scope_new("agent", NULL);
+    fx_add_echo(f, NULL, "echo");
+    add_guard(f, NULL, "no");
+    cdsh_toolresult_free(fx_call(f, agent, "echo", NULL));
+    json_t *p = fx_event(f, "tools/result", 0);
+    assert_true(json_is_true(json_object_get(p, "isError")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(p, "error"), "message")),
+                        "no");
+    assert_string_equal(json_string_value(json_object_get(p, "agent")), "agent");
+    cdsh_scope_unref(agent);
+}
+
+typedef struct hammer {
+    fx *f;
+    cdsh_scope *agent;
+    atomic_int *bad;
+} hammer;
+
+static void *hammer_main(void *arg)
+{
+    hammer *h = arg;
+    for (int i = 0; i < 300; i++) {
+        json_t *args = json_pack("{s:s}", "text", "x");
+        cdsh_dispatch_input in = {.call_id = "h", .name = "outer", .args = args, .agent = h->agent};
+        cdsh_toolresult *res = cdsh_dispatch_execute(h->f->tools, &in);
+        if (!res || res->is_error || !json_is_true(json_object_get(res->value, "ok")))
+            atomic_fetch_add(h->bad, 1);
+        cdsh_toolresult_free(res);
+        json_decref(args);
+    }
+    return NULL;
+}
+
+static void concurrent_nested_calls_with_hooks_are_consistent(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *agent = cdsh_scope_new("agent", NULL);
+    static nest_plan p = {.step = "identity"};
+    cdsh_tool_def outer = fx_def("outer", body_nest, &p);
+    cdsh_tool_def inner = fx_def("identity", body_identity, NULL);
+    fx_add(f, NULL, &outer);
+    fx_add(f, NULL, &inner);
+    add_around(f, NULL, around_hook, NULL);
+    add_post(f, agent, post_accept, NULL);
+    add_guard(f, agent, NULL);
+    g_fx = NULL; /* the trace buffer is not meant for this volume */
+    atomic_int bad = 0;
+    pthread_t th[4];
+    hammer h = {f, agent, &bad};
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, hammer_main, &h);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    g_fx = f;
+    assert_int_equal(atomic_load(&bad), 0);
+    assert_int_equal(fx_count_events(f, "tools/result"), 4 * 300 * 2);
+    cdsh_scope_unref(agent);
 }
 
 /* ---- toolresult helpers --------------------------------------------------------------------------- */
@@ -1726,6 +1909,12 @@ int main(void)
         T(batch_treats_unsafe_calls_as_barriers),
         T(batch_pool_is_bounded),
         T(batch_reports_results_for_unknown_and_invalid_calls),
+        T(visibility_is_checked_again_right_before_the_body),
+        T(disposed_hooks_stop_running_and_release_their_state),
+        T(scoped_wrapper_wraps_only_its_agents),
+        T(guards_see_the_validated_arguments),
+        T(denials_are_published_like_any_result),
+        T(concurrent_nested_calls_with_hooks_are_consistent),
         T(error_constructors_build_model_text),
         T(text_dup_skips_non_text_blocks),
     };
