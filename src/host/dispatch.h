@@ -105,8 +105,9 @@ int cdsh_dispatch_fail(const cdsh_tool_exec *exec, const char *name, const char 
 /* Ferries a user-message context to the agent loop: it is appended to the
  * result's additionalContexts (before contexts a wrapper added, in call
  * order). CDSH_EINVAL for NULL or text that is not valid UTF-8, CDSH_ENOMEM
- * on allocation failure. Contexts deferred by a body that was detached by a
- * timeout are dropped with its value. Thread-safe. */
+ * on allocation failure. They are kept on failures too (a timed-out call
+ * carries what its body deferred before the deadline); what a detached body
+ * defers after its caller moved on is lost. Thread-safe. */
 int cdsh_dispatch_defer_context(const cdsh_tool_exec *exec, const char *user_message);
 
 /* Marks a successful result as concluding the agent's turn. */
