@@ -14,6 +14,7 @@
 
 #include "base/json.h"
 #include "base/schema.h"
+#include "base/strbuf.h"
 #include "host/tools_priv.h"
 
 #define RUN_CODE "run_code"
@@ -798,19 +799,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Appends `s` to a growing message buffer (truncating at the end). */
-static void buf_add(char *buf, size_t cap, size_t *len, const char *s)
-{
-    size_t n = strlen(s);
-    if (*len + 1 >= cap)
-        return;
-    if (n > cap - *len - 1)
-        n = cap - *len - 1;
-    memcpy(buf + *len, s, n);
-    *len += n;
-    buf[*len] = '\0';
-}
-
 int cdsh_tools_restrict(cdsh_tools *t, cdsh_scope *scope, const char *const *allow,
                         const char *const *deny, cdsh_disposer_t *out, cdsh_error *err)
 {
@@ -857,41 +845,40 @@ int cdsh_tools_restrict(cdsh_tools *t, cdsh_scope *scope, const char *const *all
         goto nomem;
     }
     /* Check names against the restrictable (inherited) names, as DSH does. */
-    char unknown[768] = "";
-    size_t ulen = 0, nunknown = 0;
+    cdsh_strbuf unknown, known;
+    cdsh_strbuf_init(&unknown);
+    cdsh_strbuf_init(&known);
+    size_t nunknown = 0;
     for (size_t i = 0; i < nallow + ndeny; i++) {
         const char *n = i < nallow ? allow[i] : deny[i - nallow];
-        if (json_object_get(inherited.index, n))
-            continue;
-        buf_add(unknown, sizeof unknown, &ulen, nunknown ? ", \"" : "\"");
-        buf_add(unknown, sizeof unknown, &ulen, n);
-        buf_add(unknown, sizeof unknown, &ulen, "\"");
-        nunknown++;
+        if (!json_object_get(inherited.index, n))
+            cdsh_strbuf_appendf(&unknown, "%s\"%s\"", nunknown++ ? ", " : "", n);
     }
     if (nunknown) {
-        const char **known = calloc(inherited.n ? inherited.n : 1, sizeof *known);
-        char list[1024] = "";
-        size_t klen = 0;
-        for (size_t i = 0; known && i < inherited.n; i++)
-            known[i] = inherited.items[i]->name;
-        if (known)
-            qsort(known, inherited.n, sizeof *known, cmp_str);
-        for (size_t i = 0; known && i < inherited.n; i++) {
-            if (i)
-                buf_add(list, sizeof list, &klen, ", ");
-            buf_add(list, sizeof list, &klen, known[i]);
-        }
-        free(known);
+        const char **names = calloc(inherited.n ? inherited.n : 1, sizeof *names);
+        for (size_t i = 0; names && i < inherited.n; i++)
+            names[i] = inherited.items[i]->name;
+        if (names)
+            qsort(names, inherited.n, sizeof *names, cmp_str);
+        for (size_t i = 0; names && i < inherited.n; i++)
+            cdsh_strbuf_appendf(&known, "%s%s", i ? ", " : "", names[i]);
+        free(names);
         view_clear(&inherited);
         view_clear(&visible);
         pthread_rwlock_unlock(&t->lock);
         mask_free(m);
         free(tk);
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_RESTRICTION",
-                              "tools.restrict() names unknown global tool%s %s; known global "
-                              "tools: %s",
-                              nunknown > 1 ? "s" : "", unknown, klen ? list : "(none)");
+        int rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_RESTRICTION",
+                                "tools.restrict() names unknown global tool%s %s; known global "
+                                "tools: %s",
+                                nunknown > 1 ? "s" : "", unknown.data,
+                                known.len ? known.data : "(none)");
+        cdsh_strbuf_deinit(&unknown);
+        cdsh_strbuf_deinit(&known);
+        return rc;
     }
+    cdsh_strbuf_deinit(&unknown);
+    cdsh_strbuf_deinit(&known);
     view_clear(&inherited);
     view_clear(&visible);
     layer *l = layer_get_or_add(t, scope);
