@@ -32,8 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *params = json_loadb(text, schema_len, JSON_DECODE_ANY, NULL);
     json_t *args = nl ? json_loadb(nl + 1, size - schema_len - 1, JSON_DECODE_ANY, NULL) : NULL;
     json_t *output = json_object();
-    cdsh_tool_def def = {.name = "t", .description = "fuzz", .parameters = params,
-                         .output_schema = output, .execute = body_echo_args};
+    cdsh_tool_def def = {.name = "t",
+                         .description = "fuzz",
+                         .parameters = params,
+                         .output_schema = output,
+                         .execute = body_echo_args};
     cdsh_disposer_t undo;
     if (params && cdsh_tools_register(tools, NULL, &def, &undo, NULL) == 0) {
         cdsh_dispatch_input in = {.call_id = "fuzz", .name = "t", .args = args};

@@ -28,7 +28,7 @@ typedef struct mask {
 } mask;
 
 typedef struct layer {
-    cdsh_scope *scope; /* referenced; NULL = global */
+    cdsh_scope *scope;  /* referenced; NULL = global */
     cdsh__tool **items; /* registration order */
     size_t n, cap;
     cdsh__tool **slots; /* open addressing by name, rebuilt on change */
@@ -380,8 +380,7 @@ static void view_clear(view *v)
 }
 
 /* inherited (pre-restriction) and visible lists for scope; caller holds the lock. */
-static int view_build(const cdsh_tools *t, const cdsh_scope *scope, view *inherited,
-                      view *visible)
+static int view_build(const cdsh_tools *t, const cdsh_scope *scope, view *inherited, view *visible)
 {
     layer *chain[CHAIN_MAX];
     size_t n = scope ? chain_layers(t, scope, chain) : 0;
@@ -626,9 +625,10 @@ int cdsh_tools_register(cdsh_tools *t, cdsh_scope *scope, const cdsh_tool_def *d
     *out = (cdsh_disposer_t){0};
     const char *name = def->name;
     if (!valid_name(name))
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_NAME",
-                              "tool name \"%s\" is invalid: use 1-64 characters from A-Z a-z 0-9 _ -",
-                              name ? name : "");
+        return cdsh_error_set(
+            err, CDSH_EINVAL, "BAD_TOOL_NAME",
+            "tool name \"%s\" is invalid: use 1-64 characters from A-Z a-z 0-9 _ -",
+            name ? name : "");
     if (strcmp(name, RUN_CODE) == 0)
         return cdsh_error_set(err, CDSH_EINVAL, "RESERVED_TOOL",
                               "tool name \"run_code\" is reserved for the Code Mode presentation "
@@ -640,9 +640,9 @@ int cdsh_tools_register(cdsh_tools *t, cdsh_scope *scope, const cdsh_tool_def *d
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF",
                               "tool \"%s\" must declare a description", name);
     if (!def->output_schema)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF",
-                              "tool \"%s\" must declare output { schema, render, presentationMeta? }",
-                              name);
+        return cdsh_error_set(
+            err, CDSH_EINVAL, "BAD_TOOL_DEF",
+            "tool \"%s\" must declare output { schema, render, presentationMeta? }", name);
     if (def->timeout_ms < 0)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF",
                               "tool \"%s\" timeoutMs must be a positive finite number", name);
@@ -1177,10 +1177,10 @@ json_t *cdsh_tools_get(cdsh_tools *t, const cdsh_scope *scope, const char *name)
     cdsh__tool *tool = cdsh__tools_resolve(t, scope, name);
     if (!tool)
         return NULL;
-    json_t *out = json_pack("{s:s, s:s, s:O, s:O, s:o}", "name", tool->name, "description",
-                            tool->description, "parameters", tool->parameters, "outputSchema",
-                            tool->output_schema, "layer",
-                            tool->scope ? json_string(cdsh_scope_id(tool->scope)) : json_null());
+    json_t *out =
+        json_pack("{s:s, s:s, s:O, s:O, s:o}", "name", tool->name, "description", tool->description,
+                  "parameters", tool->parameters, "outputSchema", tool->output_schema, "layer",
+                  tool->scope ? json_string(cdsh_scope_id(tool->scope)) : json_null());
     if (out) {
         json_t *copy = json_deep_copy(out);
         json_decref(out);
