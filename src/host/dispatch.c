@@ -546,6 +546,8 @@ static cdsh_toolresult *around_from(cdsh_tool_exec *exec, size_t pos)
             if (res)
                 res->priv->final = true;
         }
+        /* The result is heap-owned; `next` only lived for the wrapper call. */
+        // cppcheck-suppress returnDanglingLifetime
         return res;
     }
     return dispatch_body(exec);
@@ -601,7 +603,7 @@ static char *guard_reason(const cdsh_tool_exec *exec)
     size_t n = hs->n[CDSH__HOOK_GUARD];
     if (!n)
         return NULL;
-    const cdsh_scope *chain[64];
+    const cdsh_scope *chain[64] = {0};
     size_t depth = 0;
     for (const cdsh_scope *s = exec->agent; s && depth < 64; s = cdsh_scope_parent(s))
         chain[depth++] = s;
