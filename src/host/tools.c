@@ -1023,27 +1023,25 @@ int cdsh_tools_set_approval(cdsh_tools *t, const cdsh_approval_service *service,
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
                               "approval: a service needs a request function and a disposer");
     *out = (cdsh_disposer_t){0};
-    ticket *tk = NULL;
-    if (service) {
-        tk = calloc(1, sizeof *tk);
-        if (!tk)
-            return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    }
-    pthread_rwlock_wrlock(&t->lock);
-    if (service) {
-        t->has_approval = true;
-        t->approval = *service;
-        t->approval_id = t->next_approval_id++;
-        tk->tools = t;
-        tk->approval_id = t->approval_id;
-    } else {
+    if (!service) {
+        pthread_rwlock_wrlock(&t->lock);
         t->has_approval = false;
         t->approval_id = 0;
         memset(&t->approval, 0, sizeof t->approval);
+        pthread_rwlock_unlock(&t->lock);
+        return 0;
     }
+    ticket *tk = calloc(1, sizeof *tk);
+    if (!tk)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    tk->tools = t;
+    pthread_rwlock_wrlock(&t->lock);
+    t->has_approval = true;
+    t->approval = *service;
+    t->approval_id = t->next_approval_id++;
+    tk->approval_id = t->approval_id;
     pthread_rwlock_unlock(&t->lock);
-    if (tk)
-        *out = (cdsh_disposer_t){dispose_approval, tk};
+    *out = (cdsh_disposer_t){dispose_approval, tk};
     return 0;
 }
 
