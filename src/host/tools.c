@@ -1041,7 +1041,8 @@ int cdsh_tools_set_approval(cdsh_tools *t, const cdsh_approval_service *service,
     t->approval_id = t->next_approval_id++;
     tk->approval_id = t->approval_id;
     pthread_rwlock_unlock(&t->lock);
-    *out = (cdsh_disposer_t){dispose_approval, tk};
+    out->fn = dispose_approval;
+    out->arg = tk;
     return 0;
 }
 
