@@ -14,7 +14,9 @@
  * back into the registry. Every registration returns an exact disposer;
  * disposing is thread-safe and may race with calls in flight: a call that
  * already resolved a tool or snapshotted the hooks finishes with them, and a
- * registration's `free_ud` runs only when nothing uses it any more. */
+ * registration's `free_ud` runs only when nothing uses it any more (on
+ * whichever thread drops the last use: the disposer's, a caller's, or a
+ * detached body's). */
 #ifndef CDSH_HOST_TOOLS_H
 #define CDSH_HOST_TOOLS_H
 
