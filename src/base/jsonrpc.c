@@ -1058,7 +1058,9 @@ static void handle_response(cdsh_jsonrpc *p, json_t *msg, json_t *id)
     id_key(id, key);
     pthread_mutex_lock(&p->lock);
     pending *pc = pending_take(p, key, 0);
-    if (pc && pc->sync) {
+    /* A finished sync call belongs to its waiter from the moment we unlock. */
+    bool sync = pc && pc->sync;
+    if (sync) {
         pending_resolve(p, pc, msg);
         pending_finish(pc);
     }
@@ -1068,7 +1070,7 @@ static void handle_response(cdsh_jsonrpc *p, json_t *msg, json_t *id)
              p->name, key + 2);
         return;
     }
-    if (!pc->sync) {
+    if (!sync) {
         pending_resolve(p, pc, msg);
         pending_finish(pc);
     }
