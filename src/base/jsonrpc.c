@@ -367,7 +367,12 @@ static void pending_resolve(cdsh_jsonrpc *p, pending *pc, json_t *msg)
         pc->has_rerr = true;
         pc->rerr.code = json_integer_value(code);
         pc->rerr.message = strdup(json_string_value(message));
+        /* Detached from msg so the reader's later free of msg never touches
+         * what another thread now owns (jansson refcounts are not
+         * acquire/release clean). */
         pc->rerr.data = json_incref(json_object_get(error, "data"));
+        if (pc->rerr.data)
+            json_object_del(error, "data");
         pending_fail(pc, CDSH_EPROTO, "RPC_ERROR", "%s answered %s with error %" PRId64 ": %s",
                      p->name, pc->method, pc->rerr.code, json_string_value(message));
         return;
@@ -379,6 +384,7 @@ static void pending_resolve(cdsh_jsonrpc *p, pending *pc, json_t *msg)
     }
     pc->rc = 0;
     pc->result = json_incref(result);
+    json_object_del(msg, "result");
 }
 
 /* Removes every pending call and fails it with ECLOSED. */
@@ -750,12 +756,12 @@ static void enqueue(cdsh_jsonrpc *p, cdsh_jsonrpc_request *req)
 }
 
 /* Queues an error reply for the dispatcher to send, so the reader never
- * blocks on a write. id borrowed; NULL means JSON null. */
+ * blocks on a write. Takes ownership of id; NULL means JSON null. */
 static void enqueue_canned(cdsh_jsonrpc *p, json_t *id, int64_t code, const char *message)
 {
-    json_t *null_id = id ? NULL : json_null();
-    cdsh_jsonrpc_request *req = req_new(p, NULL, id ? id : null_id);
-    json_decref(null_id);
+    json_t *reply_id = id ? id : json_null();
+    cdsh_jsonrpc_request *req = req_new(p, NULL, reply_id);
+    json_decref(reply_id); /* before the hand-off: see handle_message */
     if (!req)
         return;
     req->canned = true;
@@ -1076,15 +1082,18 @@ static void handle_response(cdsh_jsonrpc *p, json_t *msg, json_t *id)
     }
 }
 
+/* Takes ownership of msg. */
 static void handle_message(cdsh_jsonrpc *p, json_t *msg)
 {
     if (json_is_array(msg)) {
+        json_decref(msg);
         diag(p, CDSH_JSONRPC_DIAG_INVALID, "%s sent a batch; batches are not supported", p->name);
         enqueue_canned(p, NULL, CDSH_JSONRPC_INVALID_REQUEST,
                        "Invalid Request: batches are not supported");
         return;
     }
     if (!json_is_object(msg)) {
+        json_decref(msg);
         diag(p, CDSH_JSONRPC_DIAG_INVALID, "%s sent a JSON value that is not an object", p->name);
         return;
     }
@@ -1105,12 +1114,16 @@ static void handle_message(cdsh_jsonrpc *p, json_t *msg)
             problem = "params must be an object or an array";
         if (!problem) {
             cdsh_jsonrpc_request *req = req_new(p, msg, id);
+            /* Drop the reader's reference before the hand-off, so only one
+             * thread at a time ever touches this message's refcounts. */
+            json_decref(msg);
             if (req)
                 enqueue(p, req);
             return;
         }
     } else if (id && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
         handle_response(p, msg, id);
+        json_decref(msg);
         return;
     } else {
         problem = "neither a request nor a response";
@@ -1119,8 +1132,10 @@ static void handle_message(cdsh_jsonrpc *p, json_t *msg)
     if (id) {
         char text[128];
         snprintf(text, sizeof text, "Invalid Request: %s", problem);
-        enqueue_canned(p, valid_id(id) ? id : NULL, CDSH_JSONRPC_INVALID_REQUEST, text);
+        enqueue_canned(p, valid_id(id) ? json_deep_copy(id) : NULL, CDSH_JSONRPC_INVALID_REQUEST,
+                       text);
     }
+    json_decref(msg);
 }
 
 static void handle_line(cdsh_jsonrpc *p, char *line, size_t len)
@@ -1146,7 +1161,6 @@ static void handle_line(cdsh_jsonrpc *p, char *line, size_t len)
         return;
     }
     handle_message(p, msg);
-    json_decref(msg);
 }
 
 /* Fails async calls whose deadline passed or whose token fired; returns the

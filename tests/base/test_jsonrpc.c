@@ -191,7 +191,7 @@ static void on_done(void *arg, int rc, json_t *result, const cdsh_jsonrpc_remote
     assert_false(b->done); /* exactly once */
     b->done = true;
     b->rc = rc;
-    b->result = json_incref(result);
+    b->result = json_deep_copy(result); /* borrowed: copy to keep */
     if (err)
         snprintf(b->message, sizeof b->message, "%s", err->message);
     if (rerr)

@@ -129,7 +129,7 @@ static void handle(const char *method, json_t *id, json_t *params)
         reply_error(id, -32001, "deliberate failure", json_pack("{s:s}", "why", "asked"));
     } else if (strcmp(method, "sleep") == 0) {
         sleeper *s = malloc(sizeof *s);
-        s->id = json_incref(id);
+        s->id = json_deep_copy(id); /* owned by the sleeper thread alone */
         s->ms = (long)json_integer_value(json_object_get(params, "ms"));
         pthread_t t;
         pthread_create(&t, NULL, sleep_then_reply, s);
