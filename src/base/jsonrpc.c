@@ -51,8 +51,8 @@ typedef struct pending {
 struct cdsh_jsonrpc_request {
     cdsh_jsonrpc *peer;
     atomic_int refs;
-    struct cdsh_jsonrpc_request *qnext;                /* dispatcher queue */
-    struct cdsh_jsonrpc_request *iprev, *inext;        /* in-flight list */
+    struct cdsh_jsonrpc_request *qnext;         /* dispatcher queue */
+    struct cdsh_jsonrpc_request *iprev, *inext; /* in-flight list */
     bool in_flight;
     json_t *msg;
     const char *method; /* borrowed from msg */
@@ -241,9 +241,10 @@ static int send_msg(cdsh_jsonrpc *p, json_t *msg, cdsh_error *err)
 {
     char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
     if (!text)
-        return cdsh_error_set(err, CDSH_ENOMEM, "NOMEM", "cannot serialise a message");
+        return cdsh_error_set(
+            err, CDSH_EINVAL, "BAD_JSON",
+            "cannot serialise a message (out of memory or a NaN/infinite number)");
     size_t len = strlen(text);
-    text[len] = '\0';
     char *line = realloc(text, len + 2);
     if (!line) {
         free(text);
@@ -471,8 +472,8 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
     pthread_mutex_lock(&p->lock);
     if (p->read_closed || p->stopping) {
         pthread_mutex_unlock(&p->lock);
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed; cannot call %s",
-                            p->name, method);
+        rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed; cannot call %s", p->name,
+                            method);
         goto fail;
     }
     pc->num = ++p->next_id;
@@ -497,8 +498,8 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
     pthread_mutex_lock(&p->lock);
     if (p->read_closed || p->stopping) {
         pthread_mutex_unlock(&p->lock);
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed; cannot call %s",
-                            p->name, method);
+        rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed; cannot call %s", p->name,
+                            method);
         goto fail;
     }
     pc->next = p->pending;
@@ -518,10 +519,7 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
         pending *mine = pending_take(p, NULL, num);
         pthread_mutex_unlock(&p->lock);
         if (!mine) {
-            if (sync) {
-                *out = pc;
-                return 0; /* the waiter finds it done */
-            }
+            *out = pc; /* already finished (e.g. closed): a sync waiter finds it done */
             return 0;
         }
         pc = mine;
@@ -574,15 +572,15 @@ int cdsh_jsonrpc_call(cdsh_jsonrpc *peer, const char *method, json_t *params, in
             pthread_cond_wait(&pc->cv, &peer->lock);
             continue;
         }
-        if (pending_take(peer, pc->key, 0) != pc)
-            break; /* cannot happen: only finished calls leave the table */
+        pending_take(peer, NULL, pc->num); /* still listed: only finishing removes it */
         if (gave_up == CDSH_ECANCELED) {
             reason = cdsh_cancel_reason(cancel);
-            pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s",
-                         pc->method, reason ? ": " : "", reason ? reason : "");
+            pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s", pc->method,
+                         reason ? ": " : "", reason ? reason : "");
         } else {
-            pending_fail(pc, CDSH_ETIMEDOUT, "TIMEOUT", "%s did not answer %s within %" PRId64 " ms",
-                         peer->name, pc->method, pc->timeout_ms);
+            pending_fail(pc, CDSH_ETIMEDOUT, "TIMEOUT",
+                         "%s did not answer %s within %" PRId64 " ms", peer->name, pc->method,
+                         pc->timeout_ms);
             reason = "timed out";
         }
         pc->done = true;
@@ -614,7 +612,8 @@ int cdsh_jsonrpc_call_async(cdsh_jsonrpc *peer, const char *method, json_t *para
                             void *arg, uint64_t *call_id, cdsh_error *err)
 {
     if (!done)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "a completion callback is required");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "a completion callback is required");
     pending *pc = NULL;
     return start_call(peer, method, params, timeout_ms, cancel, false, done, arg, &pc, call_id,
                       err);
@@ -1056,8 +1055,8 @@ static void handle_response(cdsh_jsonrpc *p, json_t *msg, json_t *id)
     if (!json_is_string(id) && !json_is_integer(id)) {
         json_t *error = json_object_get(msg, "error");
         const char *m = json_string_value(json_object_get(error, "message"));
-        diag(p, CDSH_JSONRPC_DIAG_INVALID, "%s sent an error without a request id: %s", p->name,
-             m ? m : "(no message)");
+        diag(p, CDSH_JSONRPC_DIAG_INVALID, "%s sent a response without a usable id: %s", p->name,
+             m ? m : "(no error message)");
         return;
     }
     char key[KEY_MAX];
@@ -1183,8 +1182,8 @@ static int64_t expire_async(cdsh_jsonrpc *p)
         *pp = pc->next;
         if (fired) {
             const char *reason = cdsh_cancel_reason(pc->cancel);
-            pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s",
-                         pc->method, reason ? ": " : "", reason ? reason : "");
+            pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s", pc->method,
+                         reason ? ": " : "", reason ? reason : "");
         } else {
             pending_fail(pc, CDSH_ETIMEDOUT, "TIMEOUT",
                          "%s did not answer %s within %" PRId64 " ms", p->name, pc->method,
@@ -1286,9 +1285,8 @@ static void *reader_main(void *arg)
             int64_t ms = (next - now_ns()) / 1000000 + 1;
             timeout = ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
         }
-        struct pollfd fds[3] = {{p->stop_pipe[0], POLLIN, 0},
-                                {p->kick_pipe[0], POLLIN, 0},
-                                {p->rfd, POLLIN, 0}};
+        struct pollfd fds[3] = {
+            {p->stop_pipe[0], POLLIN, 0}, {p->kick_pipe[0], POLLIN, 0}, {p->rfd, POLLIN, 0}};
         if (poll(fds, 3, timeout) < 0) {
             if (errno == EINTR)
                 continue;
@@ -1336,8 +1334,7 @@ static void *reader_main(void *arg)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-cdsh_jsonrpc *cdsh_jsonrpc_new(int rfd, int wfd, const cdsh_jsonrpc_config *cfg,
-                               cdsh_error *err)
+cdsh_jsonrpc *cdsh_jsonrpc_new(int rfd, int wfd, const cdsh_jsonrpc_config *cfg, cdsh_error *err)
 {
     if (rfd < 0 || wfd < 0) {
         cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "jsonrpc needs two open fds");
@@ -1350,7 +1347,8 @@ cdsh_jsonrpc *cdsh_jsonrpc_new(int rfd, int wfd, const cdsh_jsonrpc_config *cfg,
     p->name = strdup(cfg && cfg->name ? cfg->name : "peer");
     if (!p->name)
         goto nomem;
-    if (pipe2(p->stop_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(p->kick_pipe, O_CLOEXEC | O_NONBLOCK)) {
+    if (pipe2(p->stop_pipe, O_CLOEXEC | O_NONBLOCK) ||
+        pipe2(p->kick_pipe, O_CLOEXEC | O_NONBLOCK)) {
         cdsh_error_set(err, CDSH_EIO, "IO", "cannot create a pipe: %s", strerror(errno));
         goto fail;
     }

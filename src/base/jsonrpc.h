@@ -28,6 +28,11 @@
  * - Lock order: a cancellation token's lock, then the peer's state lock. The
  *   write lock is a leaf. No peer lock is held while a handler, a completion
  *   callback, the diagnostic callback or the cancel hook runs.
+ * - Completion callbacks, the diagnostic callback and (for async timeouts)
+ *   the cancel hook may run on the reader thread: they must not make
+ *   blocking calls on the same peer (nothing would read the answer). The
+ *   cancel hook may send a notification.
+ * - Incoming messages wait in an unbounded queue while a handler runs.
  * - Writes poll the write fd; the peer sets O_NONBLOCK on both fds. A write to
  *   a peer that has gone fails with CDSH_ECLOSED; SIGPIPE is blocked on the
  *   writing thread for the duration of the write and never delivered.
@@ -81,10 +86,10 @@ typedef void (*cdsh_jsonrpc_cancel_hook_fn)(void *arg, cdsh_jsonrpc *peer, const
                                             const char *method, int rc, const char *reason);
 
 typedef struct cdsh_jsonrpc_config {
-    const char *name;  /* for messages ("peer <name> ..."); copied; NULL = "peer" */
-    size_t max_frame;  /* longest accepted incoming line in bytes; 0 = default */
-    bool close_fds;    /* close both fds (once if equal) in cdsh_jsonrpc_free */
-    bool string_ids;   /* send ids as JSON strings instead of integers */
+    const char *name; /* for messages ("peer <name> ..."); copied; NULL = "peer" */
+    size_t max_frame; /* longest accepted incoming line in bytes; 0 = default */
+    bool close_fds;   /* close both fds (once if equal) in cdsh_jsonrpc_free */
+    bool string_ids;  /* send ids as JSON strings instead of integers */
     cdsh_jsonrpc_diag_fn on_diag;
     void *diag_arg;
     cdsh_jsonrpc_cancel_hook_fn on_cancel;
@@ -92,9 +97,10 @@ typedef struct cdsh_jsonrpc_config {
 } cdsh_jsonrpc_config;
 
 typedef struct cdsh_jsonrpc_stats {
-    uint64_t frames_in, frames_out;
-    uint64_t malformed, oversize, invalid, unmatched;
-    uint64_t notifications_unhandled; /* incoming notifications with no handler */
+    uint64_t frames_in;  /* non-blank lines read, malformed ones included */
+    uint64_t frames_out; /* frames written whole */
+    uint64_t malformed, oversize, invalid, unmatched; /* as cdsh_jsonrpc_diag */
+    uint64_t notifications_unhandled;                 /* incoming notifications with no handler */
 } cdsh_jsonrpc_stats;
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -103,8 +109,7 @@ typedef struct cdsh_jsonrpc_stats {
  * cfg may be NULL. Nothing is read until cdsh_jsonrpc_start, so handlers can
  * be registered first. Returns NULL with err filled on failure (the fds are
  * then left open). */
-cdsh_jsonrpc *cdsh_jsonrpc_new(int rfd, int wfd, const cdsh_jsonrpc_config *cfg,
-                               cdsh_error *err);
+cdsh_jsonrpc *cdsh_jsonrpc_new(int rfd, int wfd, const cdsh_jsonrpc_config *cfg, cdsh_error *err);
 
 /* Starts the reader and dispatcher threads. Once only. */
 int cdsh_jsonrpc_start(cdsh_jsonrpc *peer, cdsh_error *err);
@@ -144,7 +149,8 @@ int cdsh_jsonrpc_call(cdsh_jsonrpc *peer, const char *method, json_t *params, in
 
 /* Completion of an async call: rc as for cdsh_jsonrpc_call; result, rerr and
  * err are borrowed for the duration of the callback (result non-NULL only
- * when rc == 0, rerr only for an error response). Runs exactly once, on the
+ * when rc == 0, rerr only for an error response). To keep the result for
+ * another thread, prefer json_deep_copy to json_incref. Runs exactly once, on the
  * reader thread, the thread that cancelled it, or the freeing thread; never
  * on the calling thread inside cdsh_jsonrpc_call_async. */
 typedef void (*cdsh_jsonrpc_done_fn)(void *arg, int rc, json_t *result,
@@ -189,7 +195,7 @@ void cdsh_jsonrpc_handle_fallback(cdsh_jsonrpc *peer, cdsh_jsonrpc_handler_fn fn
 
 /* Borrowed views of an incoming message, valid while the handle lives. */
 const char *cdsh_jsonrpc_request_method(const cdsh_jsonrpc_request *req);
-json_t *cdsh_jsonrpc_request_params(const cdsh_jsonrpc_request *req); /* NULL if absent */
+json_t *cdsh_jsonrpc_request_params(const cdsh_jsonrpc_request *req);   /* NULL if absent */
 const json_t *cdsh_jsonrpc_request_id(const cdsh_jsonrpc_request *req); /* NULL: notification */
 bool cdsh_jsonrpc_request_is_notification(const cdsh_jsonrpc_request *req);
 

@@ -247,8 +247,8 @@ static void *add_many(void *arg)
     for (int i = 0; i < 60; i++) {
         json_t *params = json_pack("{s:i, s:i}", "a", w->index * 1000, "b", i);
         json_t *result = NULL;
-        int rc = cdsh_jsonrpc_call(w->peer, i % 10 == 0 ? "sleep" : "add", i % 10 == 0 ? NULL : params,
-                                   5000, NULL, &result, NULL, NULL);
+        int rc = cdsh_jsonrpc_call(w->peer, i % 10 == 0 ? "sleep" : "add",
+                                   i % 10 == 0 ? NULL : params, 5000, NULL, &result, NULL, NULL);
         if (i % 10 == 0) {
             /* "sleep" without params: ms 0, exercises the child's threads */
             if (rc != 0 || json_integer_value(json_object_get(result, "slept")) != 0)
@@ -329,12 +329,10 @@ static void async_calls_complete_or_time_out(void **state)
     json_t *add = json_pack("{s:i, s:i}", "a", 3, "b", 4);
     json_t *slow = json_pack("{s:i}", "ms", 2000);
     uint64_t id1 = 0, id2 = 0;
-    assert_int_equal(cdsh_jsonrpc_call_async(c.peer, "sleep", slow, 60, NULL, on_done, &late,
-                                             &id2, NULL),
-                     0);
-    assert_int_equal(cdsh_jsonrpc_call_async(c.peer, "add", add, 5000, NULL, on_done, &ok, &id1,
-                                             NULL),
-                     0);
+    assert_int_equal(
+        cdsh_jsonrpc_call_async(c.peer, "sleep", slow, 60, NULL, on_done, &late, &id2, NULL), 0);
+    assert_int_equal(
+        cdsh_jsonrpc_call_async(c.peer, "add", add, 5000, NULL, on_done, &ok, &id1, NULL), 0);
     assert_true(id1 != id2);
     assert_true(box_wait(&ok, 3000));
     assert_int_equal(ok.rc, 0);
@@ -688,8 +686,8 @@ static void on_progress(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req
     assert_int_equal(cdsh_jsonrpc_respond(req, NULL, NULL), CDSH_EINVAL);
     pthread_mutex_lock(&log->lock);
     if (log->n < 64)
-        log->seen[log->n++] = (int)json_integer_value(
-            json_object_get(cdsh_jsonrpc_request_params(req), "i"));
+        log->seen[log->n++] =
+            (int)json_integer_value(json_object_get(cdsh_jsonrpc_request_params(req), "i"));
     pthread_mutex_unlock(&log->lock);
 }
 
@@ -849,8 +847,8 @@ static void pair_open(pair *pr, pthread_t *waiter)
     pthread_mutex_init(&pr->hooks.lock, NULL);
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    cdsh_jsonrpc_config ca = {.name = "B", .close_fds = true, .on_cancel = send_cancel_note,
-                              .cancel_arg = &pr->hooks};
+    cdsh_jsonrpc_config ca = {
+        .name = "B", .close_fds = true, .on_cancel = send_cancel_note, .cancel_arg = &pr->hooks};
     cdsh_jsonrpc_config cb = {.name = "A", .close_fds = true, .string_ids = true};
     pr->a = cdsh_jsonrpc_new(sv[0], sv[0], &ca, NULL);
     pr->b = cdsh_jsonrpc_new(sv[1], sv[1], &cb, NULL);
@@ -1069,8 +1067,7 @@ static void bad_arguments_are_rejected(void **state)
     json_t *result = NULL, *scalar = json_integer(1);
     assert_int_equal(cdsh_jsonrpc_call(p, "x", scalar, 100, NULL, &result, NULL, &err),
                      CDSH_EINVAL);
-    assert_int_equal(cdsh_jsonrpc_call(p, NULL, NULL, 100, NULL, &result, NULL, &err),
-                     CDSH_EINVAL);
+    assert_int_equal(cdsh_jsonrpc_call(p, NULL, NULL, 100, NULL, &result, NULL, &err), CDSH_EINVAL);
     assert_int_equal(cdsh_jsonrpc_call_async(p, "x", NULL, 100, NULL, NULL, NULL, NULL, &err),
                      CDSH_EINVAL);
     assert_int_equal(cdsh_jsonrpc_touch(p, 12345), CDSH_ENOTFOUND);

@@ -49,9 +49,9 @@ static void reply_error(json_t *id, int code, const char *message, json_t *data)
     json_t *error = json_pack("{s:i, s:s}", "code", code, "message", message);
     if (data)
         json_object_set_new(error, "data", data);
-    send_json(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
-                        error),
-              "\n");
+    send_json(
+        json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", error),
+        "\n");
 }
 
 typedef struct sleeper {
@@ -87,8 +87,8 @@ static char *read_line(void)
  * arrives; returns the response message (owned). */
 static json_t *call_client(const char *method, json_t *params, bool numeric_id)
 {
-    json_t *id = numeric_id ? json_integer(9000 + ++callback_seq)
-                            : json_sprintf("cb-%d", ++callback_seq);
+    json_t *id =
+        numeric_id ? json_integer(9000 + ++callback_seq) : json_sprintf("cb-%d", ++callback_seq);
     json_t *req = json_pack("{s:s, s:O, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
     if (params)
         json_object_set(req, "params", params);
