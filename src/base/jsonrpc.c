@@ -335,6 +335,20 @@ static void pending_fail(pending *pc, int rc, const char *code, const char *fmt,
     va_end(ap);
 }
 
+/* Fails pc because we stopped waiting: rc is CDSH_ECANCELED (reason may be
+ * NULL) or CDSH_ETIMEDOUT. Returns the reason to give the cancel hook. */
+static const char *pending_give_up(cdsh_jsonrpc *p, pending *pc, int rc, const char *reason)
+{
+    if (rc == CDSH_ECANCELED) {
+        pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s", pc->method,
+                     reason ? ": " : "", reason ? reason : "");
+        return reason;
+    }
+    pending_fail(pc, CDSH_ETIMEDOUT, "TIMEOUT", "%s did not answer %s within %" PRId64 " ms",
+                 p->name, pc->method, pc->timeout_ms);
+    return "timed out";
+}
+
 /* Delivers the outcome of a call already removed from the table. For a sync
  * call the caller holds lock (the waiter then owns pc); for an async call
  * the caller must not hold it (the callback runs and pc is freed). */
@@ -573,16 +587,7 @@ int cdsh_jsonrpc_call(cdsh_jsonrpc *peer, const char *method, json_t *params, in
             continue;
         }
         pending_take(peer, NULL, pc->num); /* still listed: only finishing removes it */
-        if (gave_up == CDSH_ECANCELED) {
-            reason = cdsh_cancel_reason(cancel);
-            pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s", pc->method,
-                         reason ? ": " : "", reason ? reason : "");
-        } else {
-            pending_fail(pc, CDSH_ETIMEDOUT, "TIMEOUT",
-                         "%s did not answer %s within %" PRId64 " ms", peer->name, pc->method,
-                         pc->timeout_ms);
-            reason = "timed out";
-        }
+        reason = pending_give_up(peer, pc, gave_up, cdsh_cancel_reason(cancel));
         pc->done = true;
     }
     pthread_mutex_unlock(&peer->lock);
@@ -629,8 +634,7 @@ int cdsh_jsonrpc_cancel_call(cdsh_jsonrpc *peer, uint64_t call_id, const char *r
         pthread_mutex_unlock(&peer->lock);
         return CDSH_ENOTFOUND;
     }
-    pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s", pc->method,
-                 reason ? ": " : "", reason ? reason : "");
+    pending_give_up(peer, pc, CDSH_ECANCELED, reason);
     /* Copies for the hook: a sync waiter frees pc as soon as it wakes. */
     json_t *id = json_incref(pc->id);
     char *method = strdup(pc->method);
@@ -1180,15 +1184,8 @@ static int64_t expire_async(cdsh_jsonrpc *p)
             continue;
         }
         *pp = pc->next;
-        if (fired) {
-            const char *reason = cdsh_cancel_reason(pc->cancel);
-            pending_fail(pc, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s", pc->method,
-                         reason ? ": " : "", reason ? reason : "");
-        } else {
-            pending_fail(pc, CDSH_ETIMEDOUT, "TIMEOUT",
-                         "%s did not answer %s within %" PRId64 " ms", p->name, pc->method,
-                         pc->timeout_ms);
-        }
+        pending_give_up(p, pc, fired ? CDSH_ECANCELED : CDSH_ETIMEDOUT,
+                        cdsh_cancel_reason(pc->cancel));
         pc->next = expired;
         expired = pc;
     }
