@@ -76,6 +76,7 @@ typedef struct handler {
 
 struct cdsh_jsonrpc {
     atomic_int refs;
+    atomic_uint_fast64_t next_id; /* last outgoing id */
     char *name;
     int rfd, wfd;
     bool close_fds, string_ids;
@@ -91,7 +92,6 @@ struct cdsh_jsonrpc {
     pthread_cond_t qcv;
     bool started, stopping, read_closed;
     pending *pending;
-    uint64_t next_id;
     cdsh_jsonrpc_request *qhead, *qtail;
     cdsh_jsonrpc_request *inflight;
     handler *handlers;
@@ -402,6 +402,27 @@ static void pending_resolve(cdsh_jsonrpc *p, pending *pc, json_t *msg)
     json_object_del(msg, "result");
 }
 
+static void run_cancel_hook(cdsh_jsonrpc *p, const pending *pc, int rc, const char *reason)
+{
+    if (p->on_cancel)
+        p->on_cancel(p->cancel_arg, p, pc->id, pc->method, rc, reason);
+}
+
+/* Finishes async calls already unlinked from the table (chained by next),
+ * each after the cancel hook when hook is set. Called with no lock held. */
+static void finish_async_list(cdsh_jsonrpc *p, pending *list, bool hook)
+{
+    while (list) {
+        pending *pc = list;
+        list = pc->next;
+        if (hook)
+            run_cancel_hook(p, pc, pc->rc,
+                            pc->rc == CDSH_ECANCELED ? cdsh_cancel_reason(pc->cancel)
+                                                     : "timed out");
+        pending_finish(pc);
+    }
+}
+
 /* Removes every pending call and fails it with ECLOSED. */
 static void fail_all_pending(cdsh_jsonrpc *p, const char *why)
 {
@@ -422,17 +443,7 @@ static void fail_all_pending(cdsh_jsonrpc *p, const char *why)
         }
     }
     pthread_mutex_unlock(&p->lock);
-    while (async) {
-        pending *pc = async;
-        async = pc->next;
-        pending_finish(pc);
-    }
-}
-
-static void run_cancel_hook(cdsh_jsonrpc *p, const pending *pc, int rc, const char *reason)
-{
-    if (p->on_cancel)
-        p->on_cancel(p->cancel_arg, p, pc->id, pc->method, rc, reason);
+    finish_async_list(p, async, false);
 }
 
 static void kick(void *arg)
@@ -483,15 +494,7 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
     if (timeout_ms >= 0)
         pc->deadline_ns = now_ns() + timeout_ms * 1000000;
 
-    pthread_mutex_lock(&p->lock);
-    if (p->read_closed || p->stopping) {
-        pthread_mutex_unlock(&p->lock);
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed; cannot call %s", p->name,
-                            method);
-        goto fail;
-    }
-    pc->num = ++p->next_id;
-    pthread_mutex_unlock(&p->lock);
+    pc->num = atomic_fetch_add(&p->next_id, 1) + 1;
     char buf[32];
     snprintf(buf, sizeof buf, "%" PRIu64, pc->num);
     pc->id = p->string_ids ? json_string(buf) : json_integer((json_int_t)pc->num);
@@ -1190,13 +1193,7 @@ static int64_t expire_async(cdsh_jsonrpc *p)
         expired = pc;
     }
     pthread_mutex_unlock(&p->lock);
-    while (expired) {
-        pending *pc = expired;
-        expired = pc->next;
-        run_cancel_hook(p, pc, pc->rc,
-                        pc->rc == CDSH_ECANCELED ? cdsh_cancel_reason(pc->cancel) : "timed out");
-        pending_finish(pc);
-    }
+    finish_async_list(p, expired, true);
     return next;
 }
 
@@ -1350,6 +1347,7 @@ cdsh_jsonrpc *cdsh_jsonrpc_new(int rfd, int wfd, const cdsh_jsonrpc_config *cfg,
         goto fail;
     }
     atomic_init(&p->refs, 1);
+    atomic_init(&p->next_id, 0);
     p->rfd = rfd;
     p->wfd = wfd;
     if (cfg) {

@@ -137,6 +137,23 @@ static void child_stop(child *c)
     pthread_mutex_destroy(&c->hooks.lock);
 }
 
+static int child_setup(void **state)
+{
+    child *c = malloc(sizeof *c);
+    assert_non_null(c);
+    child_start(c, 0, false);
+    child_go(c);
+    *state = c;
+    return 0;
+}
+
+static int child_teardown(void **state)
+{
+    child_stop(*state);
+    free(*state);
+    return 0;
+}
+
 static json_t *call_ok(cdsh_jsonrpc *p, const char *method, json_t *params_steal)
 {
     json_t *result = NULL;
@@ -218,21 +235,18 @@ static bool box_wait(done_box *b, int ms)
 
 static void call_returns_child_result(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
-    json_t *r = call_ok(c.peer, "echo", json_pack("{s:i, s:s}", "x", 1, "s", "h\xc3\xa9llo\nline"));
+    child *c = *state;
+    json_t *r =
+        call_ok(c->peer, "echo", json_pack("{s:i, s:s}", "x", 1, "s", "h\xc3\xa9llo\nline"));
     assert_int_equal(int_field(r, "x"), 1);
     assert_string_equal(json_string_value(json_object_get(r, "s")), "h\xc3\xa9llo\nline");
     json_decref(r);
-    r = call_ok(c.peer, "add", json_pack("{s:i, s:i}", "a", 2, "b", 3));
+    r = call_ok(c->peer, "add", json_pack("{s:i, s:i}", "a", 2, "b", 3));
     assert_int_equal(json_integer_value(r), 5);
     json_decref(r);
-    r = call_ok(c.peer, "crlf", NULL);
+    r = call_ok(c->peer, "crlf", NULL);
     assert_string_equal(json_string_value(r), "crlf");
     json_decref(r);
-    child_stop(&c);
 }
 
 typedef struct worker {
@@ -264,14 +278,11 @@ static void *add_many(void *arg)
 
 static void concurrent_calls_from_eight_threads_get_their_own_results(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     pthread_t threads[8];
     worker workers[8];
     for (int i = 0; i < 8; i++) {
-        workers[i] = (worker){c.peer, i + 1, 0};
+        workers[i] = (worker){c->peer, i + 1, 0};
         pthread_create(&threads[i], NULL, add_many, &workers[i]);
     }
     for (int i = 0; i < 8; i++) {
@@ -279,50 +290,42 @@ static void concurrent_calls_from_eight_threads_get_their_own_results(void **sta
         assert_int_equal(workers[i].wrong, 0);
     }
     cdsh_jsonrpc_stats st;
-    cdsh_jsonrpc_stats_get(c.peer, &st);
+    cdsh_jsonrpc_stats_get(c->peer, &st);
     assert_int_equal(st.frames_out, 480);
     assert_int_equal(st.frames_in, 480);
     assert_int_equal(st.unmatched + st.malformed + st.invalid, 0);
-    child_stop(&c);
 }
 
 static void call_times_out_and_late_response_is_dropped(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     json_t *params = json_pack("{s:i}", "ms", 300);
     json_t *result = (json_t *)1;
     cdsh_error err = {0};
     int64_t t0 = now_ms();
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "sleep", params, 50, NULL, &result, NULL, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, 50, NULL, &result, NULL, &err),
                      CDSH_ETIMEDOUT);
     assert_true(now_ms() - t0 < 280);
     assert_null(result);
     assert_string_equal(err.code, "TIMEOUT");
     assert_string_equal(err.message, "peer did not answer sleep within 50 ms");
-    assert_int_equal(c.hooks.calls, 1);
-    assert_int_equal(c.hooks.rc, CDSH_ETIMEDOUT);
-    assert_string_equal(c.hooks.method, "sleep");
-    assert_true(json_is_integer(c.hooks.id));
+    assert_int_equal(c->hooks.calls, 1);
+    assert_int_equal(c->hooks.rc, CDSH_ETIMEDOUT);
+    assert_string_equal(c->hooks.method, "sleep");
+    assert_true(json_is_integer(c->hooks.id));
     /* the late answer arrives ~250 ms later and is dropped */
-    for (int i = 0; i < 200 && diag_count(&c.diags, CDSH_JSONRPC_DIAG_UNMATCHED) == 0; i++)
+    for (int i = 0; i < 200 && diag_count(&c->diags, CDSH_JSONRPC_DIAG_UNMATCHED) == 0; i++)
         sleep_ms(10);
-    assert_int_equal(diag_count(&c.diags, CDSH_JSONRPC_DIAG_UNMATCHED), 1);
-    json_t *r = call_ok(c.peer, "add", json_pack("{s:i, s:i}", "a", 1, "b", 1));
+    assert_int_equal(diag_count(&c->diags, CDSH_JSONRPC_DIAG_UNMATCHED), 1);
+    json_t *r = call_ok(c->peer, "add", json_pack("{s:i, s:i}", "a", 1, "b", 1));
     assert_int_equal(json_integer_value(r), 2);
     json_decref(r);
     json_decref(params);
-    child_stop(&c);
 }
 
 static void async_calls_complete_or_time_out(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     done_box ok, late;
     box_init(&ok);
     box_init(&late);
@@ -330,9 +333,9 @@ static void async_calls_complete_or_time_out(void **state)
     json_t *slow = json_pack("{s:i}", "ms", 2000);
     uint64_t id1 = 0, id2 = 0;
     assert_int_equal(
-        cdsh_jsonrpc_call_async(c.peer, "sleep", slow, 60, NULL, on_done, &late, &id2, NULL), 0);
+        cdsh_jsonrpc_call_async(c->peer, "sleep", slow, 60, NULL, on_done, &late, &id2, NULL), 0);
     assert_int_equal(
-        cdsh_jsonrpc_call_async(c.peer, "add", add, 5000, NULL, on_done, &ok, &id1, NULL), 0);
+        cdsh_jsonrpc_call_async(c->peer, "add", add, 5000, NULL, on_done, &ok, &id1, NULL), 0);
     assert_true(id1 != id2);
     assert_true(box_wait(&ok, 3000));
     assert_int_equal(ok.rc, 0);
@@ -342,12 +345,11 @@ static void async_calls_complete_or_time_out(void **state)
     assert_true(now_ms() - t0 < 1500);
     assert_int_equal(late.rc, CDSH_ETIMEDOUT);
     assert_string_equal(late.message, "peer did not answer sleep within 60 ms");
-    assert_int_equal(cdsh_jsonrpc_cancel_call(c.peer, id2, NULL), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_jsonrpc_cancel_call(c->peer, id2, NULL), CDSH_ENOTFOUND);
     json_decref(add);
     json_decref(slow);
     box_deinit(&ok);
     box_deinit(&late);
-    child_stop(&c);
 }
 
 static void *fire_later(void *arg)
@@ -359,10 +361,7 @@ static void *fire_later(void *arg)
 
 static void cancel_token_fired_elsewhere_wakes_the_caller(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     pthread_t t;
     pthread_create(&t, NULL, fire_later, tok);
@@ -370,26 +369,25 @@ static void cancel_token_fired_elsewhere_wakes_the_caller(void **state)
     json_t *result = NULL;
     cdsh_error err = {0};
     int64_t t0 = now_ms();
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "sleep", params, -1, tok, &result, NULL, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, -1, tok, &result, NULL, &err),
                      CDSH_ECANCELED);
     assert_true(now_ms() - t0 < 2000);
     assert_string_equal(err.code, "CANCELED");
     assert_string_equal(err.message, "call to sleep was cancelled: user pressed stop");
-    assert_int_equal(c.hooks.calls, 1);
-    assert_int_equal(c.hooks.rc, CDSH_ECANCELED);
-    assert_string_equal(c.hooks.method, "sleep");
+    assert_int_equal(c->hooks.calls, 1);
+    assert_int_equal(c->hooks.rc, CDSH_ECANCELED);
+    assert_string_equal(c->hooks.method, "sleep");
     pthread_join(t, NULL);
     /* an already-fired token fails the next call at once */
     t0 = now_ms();
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "sleep", params, -1, tok, &result, NULL, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, -1, tok, &result, NULL, &err),
                      CDSH_ECANCELED);
     assert_true(now_ms() - t0 < 1000);
-    json_t *r = call_ok(c.peer, "echo", json_pack("[i]", 9));
+    json_t *r = call_ok(c->peer, "echo", json_pack("[i]", 9));
     assert_int_equal(json_integer_value(json_array_get(r, 0)), 9);
     json_decref(r);
     json_decref(params);
     cdsh_cancel_free(tok);
-    child_stop(&c);
 }
 
 typedef struct blocked_call {
@@ -417,47 +415,40 @@ static void *call_and_record(void *arg)
 
 static void cancel_call_by_id_fails_the_async_call(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     done_box b;
     box_init(&b);
     json_t *params = json_pack("{s:i}", "ms", 5000);
     uint64_t id = 0;
     assert_int_equal(
-        cdsh_jsonrpc_call_async(c.peer, "sleep", params, -1, NULL, on_done, &b, &id, NULL), 0);
-    assert_int_equal(cdsh_jsonrpc_cancel_call(c.peer, id, "no longer needed"), 0);
+        cdsh_jsonrpc_call_async(c->peer, "sleep", params, -1, NULL, on_done, &b, &id, NULL), 0);
+    assert_int_equal(cdsh_jsonrpc_cancel_call(c->peer, id, "no longer needed"), 0);
     assert_true(box_wait(&b, 1000));
     assert_int_equal(b.rc, CDSH_ECANCELED);
     assert_string_equal(b.message, "call to sleep was cancelled: no longer needed");
-    assert_int_equal(c.hooks.calls, 1);
-    assert_int_equal(json_integer_value(c.hooks.id), (json_int_t)id);
-    assert_int_equal(cdsh_jsonrpc_cancel_call(c.peer, id, NULL), CDSH_ENOTFOUND);
+    assert_int_equal(c->hooks.calls, 1);
+    assert_int_equal(json_integer_value(c->hooks.id), (json_int_t)id);
+    assert_int_equal(cdsh_jsonrpc_cancel_call(c->peer, id, NULL), CDSH_ENOTFOUND);
     json_decref(params);
     box_deinit(&b);
-    child_stop(&c);
 }
 
 static void child_death_fails_every_pending_call_at_once(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     blocked_call calls[3];
     pthread_t threads[3];
     for (int i = 0; i < 3; i++) {
-        calls[i] = (blocked_call){.peer = c.peer, .method = "sleep", .ms = 10000};
+        calls[i] = (blocked_call){.peer = c->peer, .method = "sleep", .ms = 10000};
         pthread_create(&threads[i], NULL, call_and_record, &calls[i]);
     }
     done_box b;
     box_init(&b);
     json_t *params = json_pack("{s:i}", "ms", 10000);
     assert_int_equal(
-        cdsh_jsonrpc_call_async(c.peer, "sleep", params, -1, NULL, on_done, &b, NULL, NULL), 0);
+        cdsh_jsonrpc_call_async(c->peer, "sleep", params, -1, NULL, on_done, &b, NULL, NULL), 0);
     sleep_ms(100);
-    blocked_call die = {.peer = c.peer, .method = "die"};
+    blocked_call die = {.peer = c->peer, .method = "die"};
     int64_t t0 = now_ms();
     call_and_record(&die);
     assert_int_equal(die.rc, CDSH_ECLOSED);
@@ -470,36 +461,31 @@ static void child_death_fails_every_pending_call_at_once(void **state)
     assert_true(box_wait(&b, 1000));
     assert_int_equal(b.rc, CDSH_ECLOSED);
     assert_true(now_ms() - t0 < 3000);
-    assert_true(cdsh_jsonrpc_is_closed(c.peer));
-    assert_int_equal(diag_count(&c.diags, CDSH_JSONRPC_DIAG_IO), 1);
+    assert_true(cdsh_jsonrpc_is_closed(c->peer));
+    assert_int_equal(diag_count(&c->diags, CDSH_JSONRPC_DIAG_IO), 1);
     /* later calls fail immediately */
     json_t *result = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "echo", NULL, -1, NULL, &result, NULL, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "echo", NULL, -1, NULL, &result, NULL, &err),
                      CDSH_ECLOSED);
     assert_string_equal(err.message, "peer is closed; cannot call echo");
     json_decref(params);
     box_deinit(&b);
-    child_stop(&c);
 }
 
 static void garbage_lines_are_skipped_and_counted(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
-    json_t *r = call_ok(c.peer, "garbage", NULL);
+    child *c = *state;
+    json_t *r = call_ok(c->peer, "garbage", NULL);
     assert_true(json_is_true(json_object_get(r, "ok")));
     json_decref(r);
     cdsh_jsonrpc_stats st;
-    cdsh_jsonrpc_stats_get(c.peer, &st);
+    cdsh_jsonrpc_stats_get(c->peer, &st);
     assert_int_equal(st.malformed, 4); /* blank and whitespace-only lines are not counted */
-    assert_int_equal(diag_count(&c.diags, CDSH_JSONRPC_DIAG_MALFORMED), 4);
-    r = call_ok(c.peer, "add", json_pack("{s:i, s:i}", "a", 40, "b", 2));
+    assert_int_equal(diag_count(&c->diags, CDSH_JSONRPC_DIAG_MALFORMED), 4);
+    r = call_ok(c->peer, "add", json_pack("{s:i, s:i}", "a", 40, "b", 2));
     assert_int_equal(json_integer_value(r), 42);
     json_decref(r);
-    child_stop(&c);
 }
 
 static void oversize_frame_is_discarded_and_reading_continues(void **state)
@@ -524,26 +510,19 @@ static void oversize_frame_is_discarded_and_reading_continues(void **state)
 
 static void huge_result_is_received_whole(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
-    json_t *r = call_ok(c.peer, "huge", json_pack("{s:i}", "bytes", 4 * 1024 * 1024));
+    child *c = *state;
+    json_t *r = call_ok(c->peer, "huge", json_pack("{s:i}", "bytes", 4 * 1024 * 1024));
     assert_int_equal(json_string_length(json_object_get(r, "data")), 4 * 1024 * 1024);
     json_decref(r);
-    child_stop(&c);
 }
 
 static void error_responses_surface_code_message_and_data(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     json_t *result = NULL;
     cdsh_jsonrpc_remote_error rerr;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "fail", NULL, 5000, NULL, &result, &rerr, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "fail", NULL, 5000, NULL, &result, &rerr, &err),
                      CDSH_EPROTO);
     assert_null(result);
     assert_string_equal(err.code, "RPC_ERROR");
@@ -554,19 +533,18 @@ static void error_responses_surface_code_message_and_data(void **state)
     cdsh_jsonrpc_remote_error_clear(&rerr);
 
     json_t *params = json_pack("{s:i}", "a", 1);
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "add", params, 5000, NULL, &result, &rerr, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "add", params, 5000, NULL, &result, &rerr, &err),
                      CDSH_EPROTO);
     assert_int_equal(rerr.code, CDSH_JSONRPC_INVALID_PARAMS);
     cdsh_jsonrpc_remote_error_clear(&rerr);
     json_decref(params);
 
-    assert_int_equal(cdsh_jsonrpc_call(c.peer, "no/such", NULL, 5000, NULL, &result, &rerr, &err),
+    assert_int_equal(cdsh_jsonrpc_call(c->peer, "no/such", NULL, 5000, NULL, &result, &rerr, &err),
                      CDSH_EPROTO);
     assert_int_equal(rerr.code, CDSH_JSONRPC_METHOD_NOT_FOUND);
     assert_string_equal(rerr.message, "Method not found: no/such");
     assert_null(rerr.data);
     cdsh_jsonrpc_remote_error_clear(&rerr);
-    child_stop(&c);
 }
 
 /* handlers the child calls back through "callback" */
@@ -751,25 +729,22 @@ static void string_ids_round_trip(void **state)
 
 static void free_while_calls_pending_fails_them_with_closed(void **state)
 {
-    (void)state;
-    child c;
-    child_start(&c, 0, false);
-    child_go(&c);
+    child *c = *state;
     done_box boxes[3];
     json_t *params = json_pack("{s:i}", "ms", 10000);
     for (int i = 0; i < 3; i++) {
         box_init(&boxes[i]);
-        assert_int_equal(cdsh_jsonrpc_call_async(c.peer, "sleep", params, -1, NULL, on_done,
+        assert_int_equal(cdsh_jsonrpc_call_async(c->peer, "sleep", params, -1, NULL, on_done,
                                                  &boxes[i], NULL, NULL),
                          0);
     }
-    blocked_call blocked = {.peer = c.peer, .method = "sleep", .ms = 10000};
+    blocked_call blocked = {.peer = c->peer, .method = "sleep", .ms = 10000};
     pthread_t t;
     pthread_create(&t, NULL, call_and_record, &blocked);
     sleep_ms(100);
     int64_t t0 = now_ms();
-    cdsh_jsonrpc_free(c.peer);
-    c.peer = NULL;
+    cdsh_jsonrpc_free(c->peer);
+    c->peer = NULL;
     pthread_join(t, NULL);
     assert_true(now_ms() - t0 < 2000);
     assert_int_equal(blocked.rc, CDSH_ECLOSED);
@@ -780,7 +755,6 @@ static void free_while_calls_pending_fails_them_with_closed(void **state)
         box_deinit(&boxes[i]);
     }
     json_decref(params);
-    child_stop(&c);
 }
 
 /* ---- two in-process peers over socketpair ------------------------------- */
@@ -926,6 +900,16 @@ static void cancel_reaches_the_other_sides_handler(void **state)
 
 /* ---- a peer against a raw socket ---------------------------------------- */
 
+/* A started peer on sv[0] of a new socketpair; the test talks raw on sv[1]. */
+static cdsh_jsonrpc *raw_peer(int sv[2], const cdsh_jsonrpc_config *cfg)
+{
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], cfg, NULL);
+    assert_non_null(p);
+    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    return p;
+}
+
 /* Reads one line (without the newline) within timeout_ms; NULL on timeout. */
 static char *read_line_fd(int fd, int timeout_ms)
 {
@@ -972,12 +956,10 @@ static void invalid_messages_get_standard_error_replies(void **state)
 {
     (void)state;
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     diag_log d = {.counts = {0}};
     pthread_mutex_init(&d.lock, NULL);
     cdsh_jsonrpc_config cfg = {.close_fds = true, .on_diag = on_diag, .diag_arg = &d};
-    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], &cfg, NULL);
-    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    cdsh_jsonrpc *p = raw_peer(sv, &cfg);
     int fd = sv[1];
     expect_error_reply(fd, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":7}\n", "5", -32600);
     expect_error_reply(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"\n", "null", -32700);
@@ -1008,9 +990,7 @@ static void free_returns_while_other_side_stays_open(void **state)
 {
     (void)state;
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], NULL, NULL);
-    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    cdsh_jsonrpc *p = raw_peer(sv, NULL);
     done_box b;
     box_init(&b);
     assert_int_equal(cdsh_jsonrpc_call_async(p, "never", NULL, -1, NULL, on_done, &b, NULL, NULL),
@@ -1033,10 +1013,8 @@ static void other_side_closing_fails_async_calls(void **state)
 {
     (void)state;
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     cdsh_jsonrpc_config cfg = {.name = "agent", .close_fds = true};
-    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], &cfg, NULL);
-    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    cdsh_jsonrpc *p = raw_peer(sv, &cfg);
     done_box b;
     box_init(&b);
     assert_int_equal(
@@ -1061,9 +1039,7 @@ static void bad_arguments_are_rejected(void **state)
     assert_null(cdsh_jsonrpc_new(-1, 1, NULL, &err));
     assert_int_equal(err.rc, CDSH_EINVAL);
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], NULL, NULL);
-    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    cdsh_jsonrpc *p = raw_peer(sv, NULL);
     json_t *result = NULL, *scalar = json_integer(1);
     assert_int_equal(cdsh_jsonrpc_call(p, "x", scalar, 100, NULL, &result, NULL, &err),
                      CDSH_EINVAL);
@@ -1081,9 +1057,7 @@ static void touch_extends_a_pending_calls_timeout(void **state)
 {
     (void)state;
     int sv[2];
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], NULL, NULL);
-    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    cdsh_jsonrpc *p = raw_peer(sv, NULL);
     done_box b;
     box_init(&b);
     uint64_t id = 0;
@@ -1111,21 +1085,30 @@ static void touch_extends_a_pending_calls_timeout(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(call_returns_child_result),
-        cmocka_unit_test(concurrent_calls_from_eight_threads_get_their_own_results),
-        cmocka_unit_test(call_times_out_and_late_response_is_dropped),
-        cmocka_unit_test(async_calls_complete_or_time_out),
-        cmocka_unit_test(cancel_token_fired_elsewhere_wakes_the_caller),
-        cmocka_unit_test(cancel_call_by_id_fails_the_async_call),
-        cmocka_unit_test(child_death_fails_every_pending_call_at_once),
-        cmocka_unit_test(garbage_lines_are_skipped_and_counted),
+        cmocka_unit_test_setup_teardown(call_returns_child_result, child_setup, child_teardown),
+        cmocka_unit_test_setup_teardown(concurrent_calls_from_eight_threads_get_their_own_results,
+                                        child_setup, child_teardown),
+        cmocka_unit_test_setup_teardown(call_times_out_and_late_response_is_dropped, child_setup,
+                                        child_teardown),
+        cmocka_unit_test_setup_teardown(async_calls_complete_or_time_out, child_setup,
+                                        child_teardown),
+        cmocka_unit_test_setup_teardown(cancel_token_fired_elsewhere_wakes_the_caller, child_setup,
+                                        child_teardown),
+        cmocka_unit_test_setup_teardown(cancel_call_by_id_fails_the_async_call, child_setup,
+                                        child_teardown),
+        cmocka_unit_test_setup_teardown(child_death_fails_every_pending_call_at_once, child_setup,
+                                        child_teardown),
+        cmocka_unit_test_setup_teardown(garbage_lines_are_skipped_and_counted, child_setup,
+                                        child_teardown),
         cmocka_unit_test(oversize_frame_is_discarded_and_reading_continues),
-        cmocka_unit_test(huge_result_is_received_whole),
-        cmocka_unit_test(error_responses_surface_code_message_and_data),
+        cmocka_unit_test_setup_teardown(huge_result_is_received_whole, child_setup, child_teardown),
+        cmocka_unit_test_setup_teardown(error_responses_surface_code_message_and_data, child_setup,
+                                        child_teardown),
         cmocka_unit_test(incoming_requests_reach_handlers_and_get_answers),
         cmocka_unit_test(notifications_flow_both_ways_in_order),
         cmocka_unit_test(string_ids_round_trip),
-        cmocka_unit_test(free_while_calls_pending_fails_them_with_closed),
+        cmocka_unit_test_setup_teardown(free_while_calls_pending_fails_them_with_closed,
+                                        child_setup, child_teardown),
         cmocka_unit_test(paired_peers_call_each_other),
         cmocka_unit_test(cancel_reaches_the_other_sides_handler),
         cmocka_unit_test(invalid_messages_get_standard_error_replies),
