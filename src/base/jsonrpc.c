@@ -101,7 +101,8 @@ struct cdsh_jsonrpc {
     pthread_t reader, dispatcher;
 
     pthread_mutex_t wlock; /* leaf: serialises frames */
-    bool wclosed;
+    bool wclosed;          /* freed: fds may be closed */
+    bool wbroken;          /* a frame was cut short */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -189,9 +190,53 @@ void cdsh_jsonrpc_remote_error_clear(cdsh_jsonrpc_remote_error *rerr)
 
 /* ---- writing ------------------------------------------------------------ */
 
+/* How long a call's write may wait: the call's own deadline and token.
+ * Notifications and responses write without a limit (until free). */
+typedef struct write_limit {
+    int64_t deadline_ns; /* 0: none */
+    cdsh_cancel *cancel;
+    const char *method;
+} write_limit;
+
+#define WRITE_SLICE_MS 50 /* how often a blocked writer re-checks its token */
+
+/* 0 while the limit allows waiting, else the give-up code with err filled. */
+static int limit_check(cdsh_jsonrpc *p, const write_limit *lim, cdsh_error *err)
+{
+    if (!lim)
+        return 0;
+    if (cdsh_cancel_is_fired(lim->cancel)) {
+        const char *reason = cdsh_cancel_reason(lim->cancel);
+        return cdsh_error_set(err, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s",
+                              lim->method, reason ? ": " : "", reason ? reason : "");
+    }
+    if (lim->deadline_ns && now_ns() >= lim->deadline_ns)
+        return cdsh_error_set(err, CDSH_ETIMEDOUT, "TIMEOUT",
+                              "%s did not read the request for %s in time", p->name, lim->method);
+    return 0;
+}
+
+/* Poll timeout in ms for a writer bounded by lim (-1: none). */
+static int limit_slice_ms(const write_limit *lim)
+{
+    if (!lim)
+        return -1;
+    int64_t ms = -1;
+    if (lim->deadline_ns)
+        ms = (lim->deadline_ns - now_ns()) / 1000000 + 1;
+    if (ms > 60000)
+        ms = 60000; /* re-checked in the caller's loop */
+    if (lim->cancel && (ms < 0 || ms > WRITE_SLICE_MS))
+        ms = WRITE_SLICE_MS;
+    return ms < 0 && lim->deadline_ns ? 0 : (int)ms;
+}
+
 /* Writes all of buf, blocking SIGPIPE on this thread so a vanished reader
- * gives EPIPE instead of killing the process. Caller holds wlock. */
-static int write_all(cdsh_jsonrpc *p, const char *buf, size_t len, cdsh_error *err)
+ * gives EPIPE instead of killing the process. Caller holds wlock. Giving up
+ * (lim) after part of the frame went out cuts the stream: the write side is
+ * then marked broken, since the other side would misparse anything after. */
+static int write_all(cdsh_jsonrpc *p, const char *buf, size_t len, const write_limit *lim,
+                     cdsh_error *err)
 {
     sigset_t pipe_set, old_set;
     sigemptyset(&pipe_set);
@@ -208,8 +253,13 @@ static int write_all(cdsh_jsonrpc *p, const char *buf, size_t len, cdsh_error *e
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if ((rc = limit_check(p, lim, err)) != 0) {
+                if (off)
+                    p->wbroken = true;
+                break;
+            }
             struct pollfd fds[2] = {{p->wfd, POLLOUT, 0}, {p->stop_pipe[0], POLLIN, 0}};
-            if (poll(fds, 2, -1) < 0 && errno != EINTR) {
+            if (poll(fds, 2, limit_slice_ms(lim)) < 0 && errno != EINTR) {
                 rc = cdsh_error_set(err, CDSH_EIO, "IO", "%s: poll failed: %s", p->name,
                                     strerror(errno));
                 break;
@@ -235,9 +285,32 @@ static int write_all(cdsh_jsonrpc *p, const char *buf, size_t len, cdsh_error *e
     return rc;
 }
 
+/* Takes wlock, waiting no longer than lim allows. */
+static int lock_writer(cdsh_jsonrpc *p, const write_limit *lim, cdsh_error *err)
+{
+    if (!lim) {
+        pthread_mutex_lock(&p->wlock);
+        return 0;
+    }
+    for (;;) {
+        int rc = limit_check(p, lim, err);
+        if (rc)
+            return rc;
+        int slice = limit_slice_ms(lim);
+        if (slice < 0) {
+            pthread_mutex_lock(&p->wlock);
+            return 0;
+        }
+        struct timespec ts;
+        ns_to_timespec(now_ns() + (int64_t)slice * 1000000, &ts);
+        if (pthread_mutex_clocklock(&p->wlock, CLOCK_MONOTONIC, &ts) == 0)
+            return 0;
+    }
+}
+
 /* Serialises msg (borrowed) as one line and writes it atomically with
- * respect to other writers. */
-static int send_msg(cdsh_jsonrpc *p, json_t *msg, cdsh_error *err)
+ * respect to other writers; lim (may be NULL) bounds the wait. */
+static int send_msg(cdsh_jsonrpc *p, json_t *msg, const write_limit *lim, cdsh_error *err)
 {
     char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
     if (!text)
@@ -251,13 +324,17 @@ static int send_msg(cdsh_jsonrpc *p, json_t *msg, cdsh_error *err)
         return cdsh_error_set(err, CDSH_ENOMEM, "NOMEM", "cannot serialise a message");
     }
     line[len] = '\n';
-    int rc;
-    pthread_mutex_lock(&p->wlock);
-    if (p->wclosed)
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed", p->name);
-    else
-        rc = write_all(p, line, len + 1, err);
-    pthread_mutex_unlock(&p->wlock);
+    int rc = lock_writer(p, lim, err);
+    if (rc == 0) {
+        if (p->wclosed)
+            rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED", "%s is closed", p->name);
+        else if (p->wbroken)
+            rc = cdsh_error_set(err, CDSH_ECLOSED, "CLOSED",
+                                "%s stopped reading mid-frame; nothing more can be sent", p->name);
+        else
+            rc = write_all(p, line, len + 1, lim, err);
+        pthread_mutex_unlock(&p->wlock);
+    }
     free(line);
     if (rc == 0) {
         pthread_mutex_lock(&p->lock);
@@ -527,7 +604,8 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
     if (call_id)
         *call_id = pc->num;
     uint64_t num = pc->num;
-    rc = send_msg(p, msg, err);
+    write_limit lim = {pc->deadline_ns, cancel, method};
+    rc = send_msg(p, msg, &lim, err);
     json_decref(msg);
     if (rc) {
         /* If still ours, withdraw it quietly; otherwise it was already
@@ -680,7 +758,7 @@ int cdsh_jsonrpc_notify(cdsh_jsonrpc *peer, const char *method, json_t *params, 
     json_t *msg = make_message(method, params, NULL);
     if (!msg)
         return cdsh_error_set(err, CDSH_ENOMEM, "NOMEM", "out of memory notifying %s", method);
-    rc = send_msg(peer, msg, err);
+    rc = send_msg(peer, msg, NULL, err);
     json_decref(msg);
     return rc;
 }
@@ -805,7 +883,7 @@ static int send_response(cdsh_jsonrpc *p, json_t *id, json_t *result, int64_t co
                       : json_object_set_new(msg, "result", json_null());
     }
     int rc = bad ? cdsh_error_set(err, CDSH_ENOMEM, "NOMEM", "cannot build a response")
-                 : send_msg(p, msg, err);
+                 : send_msg(p, msg, NULL, err);
     json_decref(msg);
     return rc;
 }

@@ -33,6 +33,13 @@
  *   blocking calls on the same peer (nothing would read the answer). The
  *   cancel hook may send a notification.
  * - Incoming messages wait in an unbounded queue while a handler runs.
+ * - A call's write (and its wait for the write lock) observes the call's
+ *   timeout and token: a call that could not be sent fails with
+ *   CDSH_ETIMEDOUT / CDSH_ECANCELED ("<name> did not read the request for
+ *   <method> in time") and no cancel hook runs. If that happens mid-frame the
+ *   stream is cut and every later write fails with CDSH_ECLOSED.
+ *   Notifications and responses wait for the writer without limit (until
+ *   cdsh_jsonrpc_free).
  * - Writes poll the write fd; the peer sets O_NONBLOCK on both fds. A write to
  *   a peer that has gone fails with CDSH_ECLOSED; SIGPIPE is blocked on the
  *   writing thread for the duration of the write and never delivered.

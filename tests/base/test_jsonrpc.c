@@ -1082,6 +1082,80 @@ static void touch_extends_a_pending_calls_timeout(void **state)
     close(sv[1]);
 }
 
+static json_t *big_params(size_t bytes)
+{
+    char *blob = malloc(bytes + 1);
+    memset(blob, 'b', bytes);
+    blob[bytes] = '\0';
+    json_t *params = json_pack("{s:s}", "blob", blob);
+    free(blob);
+    return params;
+}
+
+static void write_to_a_stalled_reader_gives_up_and_breaks_the_stream(void **state)
+{
+    (void)state;
+    int sv[2];
+    cdsh_jsonrpc *p = raw_peer(sv, NULL);
+    json_t *params = big_params(4 * 1024 * 1024);
+    json_t *result = NULL;
+    cdsh_error err = {0};
+    int64_t t0 = now_ms();
+    /* nobody reads sv[1]: the frame cannot be written whole within 200 ms */
+    assert_int_equal(cdsh_jsonrpc_call(p, "big", params, 200, NULL, &result, NULL, &err),
+                     CDSH_ETIMEDOUT);
+    assert_true(now_ms() - t0 < 2000);
+    assert_string_equal(err.message, "peer did not read the request for big in time");
+    assert_int_equal(cdsh_jsonrpc_notify(p, "after", NULL, &err), CDSH_ECLOSED);
+    assert_string_equal(err.message, "peer stopped reading mid-frame; nothing more can be sent");
+    cdsh_jsonrpc_free(p);
+    close(sv[1]);
+    json_decref(params);
+}
+
+static void *call_big_forever(void *arg)
+{
+    blocked_call *bc = arg;
+    json_t *params = big_params(4 * 1024 * 1024);
+    json_t *result = NULL;
+    cdsh_error err = {0};
+    bc->rc = cdsh_jsonrpc_call(bc->peer, "big", params, -1, NULL, &result, NULL, &err);
+    json_decref(params);
+    return NULL;
+}
+
+static void waiting_for_the_writer_observes_timeout_and_cancel(void **state)
+{
+    (void)state;
+    int sv[2];
+    cdsh_jsonrpc *p = raw_peer(sv, NULL);
+    blocked_call hog = {.peer = p};
+    pthread_t t;
+    pthread_create(&t, NULL, call_big_forever, &hog);
+    sleep_ms(100); /* hog now holds the writer, stuck mid-frame */
+    json_t *result = NULL;
+    cdsh_error err = {0};
+    int64_t t0 = now_ms();
+    assert_int_equal(cdsh_jsonrpc_call(p, "small", NULL, 150, NULL, &result, NULL, &err),
+                     CDSH_ETIMEDOUT);
+    assert_true(now_ms() - t0 < 1500);
+    assert_string_equal(err.message, "peer did not read the request for small in time");
+    cdsh_cancel *tok = cdsh_cancel_new(NULL);
+    pthread_t f;
+    pthread_create(&f, NULL, fire_later, tok);
+    t0 = now_ms();
+    assert_int_equal(cdsh_jsonrpc_call(p, "small", NULL, -1, tok, &result, NULL, &err),
+                     CDSH_ECANCELED);
+    assert_true(now_ms() - t0 < 1500);
+    assert_string_equal(err.message, "call to small was cancelled: user pressed stop");
+    pthread_join(f, NULL);
+    cdsh_jsonrpc_free(p); /* wakes the hog */
+    pthread_join(t, NULL);
+    assert_int_equal(hog.rc, CDSH_ECLOSED);
+    cdsh_cancel_free(tok);
+    close(sv[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1116,6 +1190,8 @@ int main(void)
         cmocka_unit_test(other_side_closing_fails_async_calls),
         cmocka_unit_test(bad_arguments_are_rejected),
         cmocka_unit_test(touch_extends_a_pending_calls_timeout),
+        cmocka_unit_test(write_to_a_stalled_reader_gives_up_and_breaks_the_stream),
+        cmocka_unit_test(waiting_for_the_writer_observes_timeout_and_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
