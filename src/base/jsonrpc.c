@@ -301,9 +301,14 @@ static int lock_writer(cdsh_jsonrpc *p, const write_limit *lim, cdsh_error *err)
             pthread_mutex_lock(&p->wlock);
             return 0;
         }
+        /* timedlock takes CLOCK_REALTIME; a clock jump only stretches one
+         * slice, since the deadline itself is re-checked on the monotonic
+         * clock (timedlock, unlike clocklock, is understood by TSan) */
         struct timespec ts;
-        ns_to_timespec(now_ns() + (int64_t)slice * 1000000, &ts);
-        if (pthread_mutex_clocklock(&p->wlock, CLOCK_MONOTONIC, &ts) == 0)
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t)slice * 1000000;
+        ns_to_timespec(until, &ts);
+        if (pthread_mutex_timedlock(&p->wlock, &ts) == 0)
             return 0;
     }
 }
