@@ -1082,6 +1082,38 @@ static void touch_extends_a_pending_calls_timeout(void **state)
     close(sv[1]);
 }
 
+static void hold_request(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)peer;
+    atomic_store((_Atomic(cdsh_jsonrpc_request *) *)arg, cdsh_jsonrpc_request_hold(req));
+}
+
+static void held_request_outlives_free_and_is_cancelled(void **state)
+{
+    (void)state;
+    int sv[2];
+    _Atomic(cdsh_jsonrpc_request *) held = NULL;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    cdsh_jsonrpc *p = cdsh_jsonrpc_new(sv[0], sv[0], NULL, NULL);
+    assert_int_equal(cdsh_jsonrpc_handle(p, "hold", hold_request, &held, NULL), 0);
+    assert_int_equal(cdsh_jsonrpc_start(p, NULL), 0);
+    write_str(sv[1], "{\"jsonrpc\":\"2.0\",\"id\":\"h1\",\"method\":\"hold\",\"params\":[1]}\n");
+    for (int i = 0; i < 500 && !atomic_load(&held); i++)
+        sleep_ms(5);
+    cdsh_jsonrpc_request *req = atomic_load(&held);
+    assert_non_null(req);
+    assert_false(cdsh_cancel_is_fired(cdsh_jsonrpc_request_cancel_get(req)));
+    cdsh_jsonrpc_free(p);
+    /* the handle is still valid: its token fired and answering fails cleanly */
+    assert_true(cdsh_cancel_is_fired(cdsh_jsonrpc_request_cancel_get(req)));
+    assert_string_equal(cdsh_jsonrpc_request_method(req), "hold");
+    assert_string_equal(json_string_value(cdsh_jsonrpc_request_id(req)), "h1");
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_jsonrpc_respond(req, NULL, &err), CDSH_ECLOSED);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 static json_t *big_params(size_t bytes)
 {
     char *blob = malloc(bytes + 1);
@@ -1192,6 +1224,7 @@ int main(void)
         cmocka_unit_test(other_side_closing_fails_async_calls),
         cmocka_unit_test(bad_arguments_are_rejected),
         cmocka_unit_test(touch_extends_a_pending_calls_timeout),
+        cmocka_unit_test(held_request_outlives_free_and_is_cancelled),
         cmocka_unit_test(write_to_a_stalled_reader_gives_up_and_breaks_the_stream),
         cmocka_unit_test(waiting_for_the_writer_observes_timeout_and_cancel),
     };
