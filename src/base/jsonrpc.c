@@ -555,6 +555,10 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
     int rc = check_params(p, method, params, err);
     if (rc)
         return rc;
+    if (cdsh_cancel_is_fired(cancel)) { /* not even sent */
+        write_limit lim = {0, cancel, method};
+        return limit_check(p, &lim, err);
+    }
     json_t *msg = NULL;
     pending *pc = calloc(1, sizeof *pc);
     if (!pc || !(pc->method = strdup(method))) {
@@ -705,9 +709,14 @@ int cdsh_jsonrpc_call_async(cdsh_jsonrpc *peer, const char *method, json_t *para
     if (!done)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
                               "a completion callback is required");
+    if (!peer)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "peer is required");
+    peer_ref(peer); /* a concurrent free must not pull the peer from under the write */
     pending *pc = NULL;
-    return start_call(peer, method, params, timeout_ms, cancel, false, done, arg, &pc, call_id,
-                      err);
+    int rc =
+        start_call(peer, method, params, timeout_ms, cancel, false, done, arg, &pc, call_id, err);
+    peer_unref(peer);
+    return rc;
 }
 
 int cdsh_jsonrpc_cancel_call(cdsh_jsonrpc *peer, uint64_t call_id, const char *reason)
@@ -763,7 +772,9 @@ int cdsh_jsonrpc_notify(cdsh_jsonrpc *peer, const char *method, json_t *params, 
     json_t *msg = make_message(method, params, NULL);
     if (!msg)
         return cdsh_error_set(err, CDSH_ENOMEM, "NOMEM", "out of memory notifying %s", method);
+    peer_ref(peer);
     rc = send_msg(peer, msg, NULL, err);
+    peer_unref(peer);
     json_decref(msg);
     return rc;
 }

@@ -378,10 +378,15 @@ static void cancel_token_fired_elsewhere_wakes_the_caller(void **state)
     assert_int_equal(c->hooks.rc, CDSH_ECANCELED);
     assert_string_equal(c->hooks.method, "sleep");
     pthread_join(t, NULL);
-    /* an already-fired token fails the next call at once */
+    /* an already-fired token fails the next call at once, without sending it */
+    cdsh_jsonrpc_stats before, after;
+    cdsh_jsonrpc_stats_get(c->peer, &before);
     t0 = now_ms();
     assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, -1, tok, &result, NULL, &err),
                      CDSH_ECANCELED);
+    cdsh_jsonrpc_stats_get(c->peer, &after);
+    assert_int_equal(after.frames_out, before.frames_out);
+    assert_int_equal(c->hooks.calls, 1);
     assert_true(now_ms() - t0 < 1000);
     json_t *r = call_ok(c->peer, "echo", json_pack("[i]", 9));
     assert_int_equal(json_integer_value(json_array_get(r, 0)), 9);
