@@ -149,7 +149,8 @@ void cdsh_jsonrpc_stats_get(cdsh_jsonrpc *peer, cdsh_jsonrpc_stats *out);
  *                 waiting for <method>"), code "CLOSED";
  *   CDSH_EINVAL, CDSH_ENOMEM, CDSH_EIO.
  * A response that arrives after a timeout or cancel is dropped (counted as
- * unmatched). */
+ * unmatched). A token that has already fired fails the call before anything
+ * is sent (and without the cancel hook). */
 int cdsh_jsonrpc_call(cdsh_jsonrpc *peer, const char *method, json_t *params, int64_t timeout_ms,
                       cdsh_cancel *cancel, json_t **result, cdsh_jsonrpc_remote_error *rerr,
                       cdsh_error *err);
