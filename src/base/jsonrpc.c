@@ -4,6 +4,8 @@
  * It does not spawn processes or know any protocol's method names. */
 #include "base/jsonrpc.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -107,13 +109,6 @@ struct cdsh_jsonrpc {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void ns_to_timespec(int64_t ns, struct timespec *ts)
 {
     ts->tv_sec = (time_t)(ns / 1000000000);
@@ -210,7 +205,7 @@ static int limit_check(cdsh_jsonrpc *p, const write_limit *lim, cdsh_error *err)
         return cdsh_error_set(err, CDSH_ECANCELED, "CANCELED", "call to %s was cancelled%s%s",
                               lim->method, reason ? ": " : "", reason ? reason : "");
     }
-    if (lim->deadline_ns && now_ns() >= lim->deadline_ns)
+    if (lim->deadline_ns && cdsh_clock_mono_ns() >= lim->deadline_ns)
         return cdsh_error_set(err, CDSH_ETIMEDOUT, "TIMEOUT",
                               "%s did not read the request for %s in time", p->name, lim->method);
     return 0;
@@ -223,7 +218,7 @@ static int limit_slice_ms(const write_limit *lim)
         return -1;
     int64_t ms = -1;
     if (lim->deadline_ns)
-        ms = (lim->deadline_ns - now_ns()) / 1000000 + 1;
+        ms = (lim->deadline_ns - cdsh_clock_mono_ns()) / 1000000 + 1;
     if (ms > 60000)
         ms = 60000; /* re-checked in the caller's loop */
     if (lim->cancel && (ms < 0 || ms > WRITE_SLICE_MS))
@@ -578,7 +573,7 @@ static int start_call(cdsh_jsonrpc *p, const char *method, json_t *params, int64
         pthread_condattr_destroy(&attr);
     }
     if (timeout_ms >= 0)
-        pc->deadline_ns = now_ns() + timeout_ms * 1000000;
+        pc->deadline_ns = cdsh_clock_mono_ns() + timeout_ms * 1000000;
 
     pc->num = atomic_fetch_add(&p->next_id, 1) + 1;
     char buf[32];
@@ -665,7 +660,7 @@ int cdsh_jsonrpc_call(cdsh_jsonrpc *peer, const char *method, json_t *params, in
     while (!pc->done) {
         if (cdsh_cancel_is_fired(cancel)) {
             gave_up = CDSH_ECANCELED;
-        } else if (pc->deadline_ns && now_ns() >= pc->deadline_ns) {
+        } else if (pc->deadline_ns && cdsh_clock_mono_ns() >= pc->deadline_ns) {
             gave_up = CDSH_ETIMEDOUT;
         } else if (pc->deadline_ns) {
             struct timespec ts;
@@ -756,7 +751,7 @@ int cdsh_jsonrpc_touch(cdsh_jsonrpc *peer, uint64_t call_id)
         if (pc->num != call_id)
             continue;
         if (pc->timeout_ms >= 0)
-            pc->deadline_ns = now_ns() + pc->timeout_ms * 1000000;
+            pc->deadline_ns = cdsh_clock_mono_ns() + pc->timeout_ms * 1000000;
         rc = 0;
         break;
     }
@@ -1267,7 +1262,7 @@ static void handle_line(cdsh_jsonrpc *p, char *line, size_t len)
  * earliest remaining async deadline (0: none). */
 static int64_t expire_async(cdsh_jsonrpc *p)
 {
-    int64_t now = now_ns(), next = 0;
+    int64_t now = cdsh_clock_mono_ns(), next = 0;
     pending *expired = NULL;
     pthread_mutex_lock(&p->lock);
     for (pending **pp = &p->pending; *pp;) {
@@ -1370,7 +1365,7 @@ static void *reader_main(void *arg)
         int64_t next = expire_async(p);
         int timeout = -1;
         if (next) {
-            int64_t ms = (next - now_ns()) / 1000000 + 1;
+            int64_t ms = (next - cdsh_clock_mono_ns()) / 1000000 + 1;
             timeout = ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
         }
         struct pollfd fds[3] = {

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/jsonrpc.h"
 
 /* ---- fixtures ----------------------------------------------------------- */
@@ -39,13 +40,6 @@ typedef struct child {
     diag_log diags;
     hook_log hooks;
 } child;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int ms)
 {
@@ -219,9 +213,9 @@ static void on_done(void *arg, int rc, json_t *result, const cdsh_jsonrpc_remote
 
 static bool box_wait(done_box *b, int ms)
 {
-    int64_t end = now_ms() + ms;
+    int64_t end = cdsh_clock_mono_ms() + ms;
     pthread_mutex_lock(&b->lock);
-    while (!b->done && now_ms() < end) {
+    while (!b->done && cdsh_clock_mono_ms() < end) {
         pthread_mutex_unlock(&b->lock);
         sleep_ms(5);
         pthread_mutex_lock(&b->lock);
@@ -302,10 +296,10 @@ static void call_times_out_and_late_response_is_dropped(void **state)
     json_t *params = json_pack("{s:i}", "ms", 1000);
     json_t *result = (json_t *)1;
     cdsh_error err = {0};
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, 50, NULL, &result, NULL, &err),
                      CDSH_ETIMEDOUT);
-    assert_true(now_ms() - t0 < 900);
+    assert_true(cdsh_clock_mono_ms() - t0 < 900);
     assert_null(result);
     assert_string_equal(err.code, "TIMEOUT");
     assert_string_equal(err.message, "peer did not answer sleep within 50 ms");
@@ -340,9 +334,9 @@ static void async_calls_complete_or_time_out(void **state)
     assert_true(box_wait(&ok, 3000));
     assert_int_equal(ok.rc, 0);
     assert_int_equal(json_integer_value(ok.result), 7);
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     assert_true(box_wait(&late, 1500));
-    assert_true(now_ms() - t0 < 1500);
+    assert_true(cdsh_clock_mono_ms() - t0 < 1500);
     assert_int_equal(late.rc, CDSH_ETIMEDOUT);
     assert_string_equal(late.message, "peer did not answer sleep within 60 ms");
     assert_int_equal(cdsh_jsonrpc_cancel_call(c->peer, id2, NULL), CDSH_ENOTFOUND);
@@ -368,10 +362,10 @@ static void cancel_token_fired_elsewhere_wakes_the_caller(void **state)
     json_t *params = json_pack("{s:i}", "ms", 5000);
     json_t *result = NULL;
     cdsh_error err = {0};
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, -1, tok, &result, NULL, &err),
                      CDSH_ECANCELED);
-    assert_true(now_ms() - t0 < 2000);
+    assert_true(cdsh_clock_mono_ms() - t0 < 2000);
     assert_string_equal(err.code, "CANCELED");
     assert_string_equal(err.message, "call to sleep was cancelled: user pressed stop");
     assert_int_equal(c->hooks.calls, 1);
@@ -381,13 +375,13 @@ static void cancel_token_fired_elsewhere_wakes_the_caller(void **state)
     /* an already-fired token fails the next call at once, without sending it */
     cdsh_jsonrpc_stats before, after;
     cdsh_jsonrpc_stats_get(c->peer, &before);
-    t0 = now_ms();
+    t0 = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_jsonrpc_call(c->peer, "sleep", params, -1, tok, &result, NULL, &err),
                      CDSH_ECANCELED);
     cdsh_jsonrpc_stats_get(c->peer, &after);
     assert_int_equal(after.frames_out, before.frames_out);
     assert_int_equal(c->hooks.calls, 1);
-    assert_true(now_ms() - t0 < 1000);
+    assert_true(cdsh_clock_mono_ms() - t0 < 1000);
     json_t *r = call_ok(c->peer, "echo", json_pack("[i]", 9));
     assert_int_equal(json_integer_value(json_array_get(r, 0)), 9);
     json_decref(r);
@@ -412,7 +406,7 @@ static void *call_and_record(void *arg)
     cdsh_error err = {0};
     b->rc = cdsh_jsonrpc_call(b->peer, b->method, params, -1, NULL, &result, NULL, &err);
     snprintf(b->message, sizeof b->message, "%s", err.message);
-    b->returned_at = (uint64_t)now_ms();
+    b->returned_at = (uint64_t)cdsh_clock_mono_ms();
     json_decref(result);
     json_decref(params);
     return NULL;
@@ -454,7 +448,7 @@ static void child_death_fails_every_pending_call_at_once(void **state)
         cdsh_jsonrpc_call_async(c->peer, "sleep", params, -1, NULL, on_done, &b, NULL, NULL), 0);
     sleep_ms(100);
     blocked_call die = {.peer = c->peer, .method = "die"};
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     call_and_record(&die);
     assert_int_equal(die.rc, CDSH_ECLOSED);
     assert_string_equal(die.message, "peer closed the connection while waiting for die");
@@ -465,7 +459,7 @@ static void child_death_fails_every_pending_call_at_once(void **state)
     }
     assert_true(box_wait(&b, 1000));
     assert_int_equal(b.rc, CDSH_ECLOSED);
-    assert_true(now_ms() - t0 < 3000);
+    assert_true(cdsh_clock_mono_ms() - t0 < 3000);
     assert_true(cdsh_jsonrpc_is_closed(c->peer));
     assert_int_equal(diag_count(&c->diags, CDSH_JSONRPC_DIAG_IO), 1);
     /* later calls fail immediately */
@@ -747,11 +741,11 @@ static void free_while_calls_pending_fails_them_with_closed(void **state)
     pthread_t t;
     pthread_create(&t, NULL, call_and_record, &blocked);
     sleep_ms(100);
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     cdsh_jsonrpc_free(c->peer);
     c->peer = NULL;
     pthread_join(t, NULL);
-    assert_true(now_ms() - t0 < 2000);
+    assert_true(cdsh_clock_mono_ms() - t0 < 2000);
     assert_int_equal(blocked.rc, CDSH_ECLOSED);
     assert_string_equal(blocked.message, "peer was shut down while waiting for sleep");
     for (int i = 0; i < 3; i++) {
@@ -920,10 +914,10 @@ static char *read_line_fd(int fd, int timeout_ms)
 {
     static char buf[4096];
     size_t len = 0;
-    int64_t end = now_ms() + timeout_ms;
+    int64_t end = cdsh_clock_mono_ms() + timeout_ms;
     while (len < sizeof buf - 1) {
         struct pollfd pfd = {fd, POLLIN, 0};
-        int left = (int)(end - now_ms());
+        int left = (int)(end - cdsh_clock_mono_ms());
         if (left <= 0 || poll(&pfd, 1, left) <= 0)
             return NULL;
         if (read(fd, buf + len, 1) != 1)
@@ -1001,9 +995,9 @@ static void free_returns_while_other_side_stays_open(void **state)
     assert_int_equal(cdsh_jsonrpc_call_async(p, "never", NULL, -1, NULL, on_done, &b, NULL, NULL),
                      0);
     assert_non_null(read_line_fd(sv[1], 2000));
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     cdsh_jsonrpc_free(p);
-    assert_true(now_ms() - t0 < 1000);
+    assert_true(cdsh_clock_mono_ms() - t0 < 1000);
     assert_true(b.done);
     assert_int_equal(b.rc, CDSH_ECLOSED);
     assert_string_equal(b.message, "peer was shut down while waiting for never");
@@ -1137,11 +1131,11 @@ static void write_to_a_stalled_reader_gives_up_and_breaks_the_stream(void **stat
     json_t *params = big_params(4 * 1024 * 1024);
     json_t *result = NULL;
     cdsh_error err = {0};
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     /* nobody reads sv[1]: the frame cannot be written whole within 200 ms */
     assert_int_equal(cdsh_jsonrpc_call(p, "big", params, 200, NULL, &result, NULL, &err),
                      CDSH_ETIMEDOUT);
-    assert_true(now_ms() - t0 < 2000);
+    assert_true(cdsh_clock_mono_ms() - t0 < 2000);
     assert_string_equal(err.message, "peer did not read the request for big in time");
     assert_int_equal(cdsh_jsonrpc_notify(p, "after", NULL, &err), CDSH_ECLOSED);
     assert_string_equal(err.message, "peer stopped reading mid-frame; nothing more can be sent");
@@ -1174,18 +1168,18 @@ static void waiting_for_the_writer_observes_timeout_and_cancel(void **state)
     assert_int_equal(poll(&pfd, 1, 10000), 1);
     json_t *result = NULL;
     cdsh_error err = {0};
-    int64_t t0 = now_ms();
+    int64_t t0 = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_jsonrpc_call(p, "small", NULL, 150, NULL, &result, NULL, &err),
                      CDSH_ETIMEDOUT);
-    assert_true(now_ms() - t0 < 1500);
+    assert_true(cdsh_clock_mono_ms() - t0 < 1500);
     assert_string_equal(err.message, "peer did not read the request for small in time");
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     pthread_t f;
     pthread_create(&f, NULL, fire_later, tok);
-    t0 = now_ms();
+    t0 = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_jsonrpc_call(p, "small", NULL, -1, tok, &result, NULL, &err),
                      CDSH_ECANCELED);
-    assert_true(now_ms() - t0 < 1500);
+    assert_true(cdsh_clock_mono_ms() - t0 < 1500);
     assert_string_equal(err.message, "call to small was cancelled: user pressed stop");
     pthread_join(f, NULL);
     cdsh_jsonrpc_free(p); /* wakes the hog */
