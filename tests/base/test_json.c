@@ -366,7 +366,7 @@ static void sanitize_replaces_bad_utf8_and_drops_nul(void **state)
     (void)state;
     json_t *v = json_object();
     json_object_set_new(v, "s", json_stringn_nocheck("a\xffz\0b\xe2\x82", 7));
-    json_object_setn_nocheck(v, "k\xc0", 2, json_integer(3));
+    json_object_setn_new_nocheck(v, "k\xc0", 2, json_integer(3));
     json_object_set_new(v, "r", json_real(1.5));
     json_t *clean = cdsh_json_sanitize_dup(v);
     assert_non_null(clean);
