@@ -265,8 +265,7 @@ static int dump_value(cdsh_strbuf *sb, const json_t *v, int indent, int depth)
     case JSON_NULL: return cdsh_strbuf_append_str(sb, "null");
     case JSON_TRUE: return cdsh_strbuf_append_str(sb, "true");
     case JSON_FALSE: return cdsh_strbuf_append_str(sb, "false");
-    case JSON_INTEGER:
-        return cdsh_strbuf_appendf(sb, "%lld", (long long)json_integer_value(v));
+    case JSON_INTEGER: return cdsh_strbuf_appendf(sb, "%lld", (long long)json_integer_value(v));
     case JSON_REAL: {
         double d = json_real_value(v);
         if (!isfinite(d))
@@ -469,8 +468,9 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
     char shortened[200];
     /* depth counts enclosing containers: 512 nested arrays/objects are fine */
     if (depth >= LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
-        return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is nested deeper than %d levels",
-                              short_path(path, shortened), LOSSLESS_MAX_DEPTH);
+        return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
+                              "%s is nested deeper than %d levels", short_path(path, shortened),
+                              LOSSLESS_MAX_DEPTH);
     switch (json_typeof(v)) {
     case JSON_REAL:
         if (!isfinite(json_real_value(v)))
@@ -484,8 +484,8 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
             return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is not valid UTF-8",
                                   short_path(path, shortened));
         if (memchr(s, '\0', n))
-            return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                  "%s contains a NUL character", short_path(path, shortened));
+            return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s contains a NUL character",
+                                  short_path(path, shortened));
         return 0;
     }
     case JSON_ARRAY:
@@ -505,10 +505,12 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
             size_t klen = json_object_iter_key_len(it);
             if (!cdsh_utf8_valid(k, klen))
                 return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                      "%s has a key that is not valid UTF-8", short_path(path, shortened));
+                                      "%s has a key that is not valid UTF-8",
+                                      short_path(path, shortened));
             if (memchr(k, '\0', klen))
                 return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                      "%s has a key that contains a NUL character", short_path(path, shortened));
+                                      "%s has a key that contains a NUL character",
+                                      short_path(path, shortened));
             size_t mark = path->len;
             path_push_key(path, k, klen);
             int rc = check_value(json_object_iter_value(it), path, depth + 1, err);
@@ -517,8 +519,7 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
                 return rc;
         }
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -660,8 +661,8 @@ static bool equal_value(const json_t *a, const json_t *b, int depth)
             return false;
         for (void *it = json_object_iter((json_t *)a); it;
              it = json_object_iter_next((json_t *)a, it)) {
-            json_t *other = json_object_getn(b, json_object_iter_key(it),
-                                             json_object_iter_key_len(it));
+            json_t *other =
+                json_object_getn(b, json_object_iter_key(it), json_object_iter_key_len(it));
             if (!other || !equal_value(json_object_iter_value(it), other, depth + 1))
                 return false;
         }

@@ -39,16 +39,15 @@ int cdsh_json_opt_int(const json_t *obj, const char *key, int64_t dflt, int64_t 
                       cdsh_error *err);
 int cdsh_json_opt_number(const json_t *obj, const char *key, double dflt, double *out,
                          cdsh_error *err);
-int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out,
-                       cdsh_error *err);
+int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out, cdsh_error *err);
 
 /* ---- output --------------------------------------------------------------
  * Object keys keep insertion order; non-ASCII is emitted as UTF-8 (not \u
  * escapes); "/" is not escaped; reals print in the shortest form that reads
  * back the same, laid out as JavaScript's Number.prototype.toString does
  * (fixed for 1e-6 <= |x| < 1e21, else "1e+300"/"5e-324"), with ".0" added
- * to integral fixed output so they stay reals ("1.0", "0.1", "-0.0"). Controls are escaped (\n, \u001f, NUL as \u0000).
- * Owned string, NULL on ENOMEM or an invalid value: a string or key that is
+ * to integral fixed output so they stay reals ("1.0", "0.1", "-0.0"). Controls are escaped (\n,
+ * \u001f, NUL as \u0000). Owned string, NULL on ENOMEM or an invalid value: a string or key that is
  * not valid UTF-8, a non-finite real, or nesting deeper than 2048 (which
  * also catches reference cycles). */
 char *cdsh_json_dump_compact_dup(const json_t *value);

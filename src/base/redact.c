@@ -154,7 +154,7 @@ static bool contains_ci(const char *s, size_t n, const char *word)
 
 bool cdsh_redact_key_is_secret(const char *key, size_t len)
 {
-    static const char *const words[] = {"key", "token", "secret", "password",
+    static const char *const words[] = {"key",    "token",      "secret", "password",
                                         "passwd", "credential", "cookie"};
     if (!key)
         return false;
@@ -184,8 +184,8 @@ static json_t *redact_value(const json_t *v, bool secret, int depth)
     case JSON_ARRAY: {
         json_t *out = json_array();
         for (size_t i = 0; out && i < json_array_size(v); i++) {
-            if (json_array_append_new(out, redact_value(json_array_get(v, i), secret,
-                                                        depth + 1)) != 0) {
+            if (json_array_append_new(out, redact_value(json_array_get(v, i), secret, depth + 1)) !=
+                0) {
                 json_decref(out);
                 out = NULL;
             }

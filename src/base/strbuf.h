@@ -9,10 +9,10 @@
 #include <stddef.h>
 
 typedef struct cdsh_strbuf {
-    char *data;   /* NUL-terminated; "" (a static empty string) until the first append */
-    size_t len;   /* bytes before the terminating NUL (data may hold NULs itself) */
-    size_t cap;   /* allocated bytes; 0 while data points at the static "" */
-    bool failed;  /* an append ran out of memory; the buffer keeps what it had */
+    char *data;  /* NUL-terminated; "" (a static empty string) until the first append */
+    size_t len;  /* bytes before the terminating NUL (data may hold NULs itself) */
+    size_t cap;  /* allocated bytes; 0 while data points at the static "" */
+    bool failed; /* an append ran out of memory; the buffer keeps what it had */
 } cdsh_strbuf;
 
 /* Embedded use: init never allocates; deinit frees and re-inits. */
