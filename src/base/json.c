@@ -19,7 +19,9 @@
 
 /* ---- typed getters ---------------------------------------------------- */
 
-static int lookup(const json_t *obj, const char *key, json_t **out, cdsh_error *err)
+/* Finds obj[key]. required: a missing key is MISSING_FIELD. Optional: a
+ * missing key or JSON null gives *out = NULL and 0. */
+static int lookup(const json_t *obj, const char *key, bool required, json_t **out, cdsh_error *err)
 {
     if (!key)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_FIELD", "field name is NULL");
@@ -27,12 +29,11 @@ static int lookup(const json_t *obj, const char *key, json_t **out, cdsh_error *
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_FIELD",
                               "cannot read field \"%s\": the value is not a JSON object", key);
     *out = json_object_get(obj, key);
+    if (!*out && required)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "MISSING_FIELD", "missing field \"%s\"", key);
+    if (!required && json_is_null(*out))
+        *out = NULL;
     return 0;
-}
-
-static int missing(const char *key, cdsh_error *err)
-{
-    return cdsh_error_set(err, CDSH_ENOTFOUND, "MISSING_FIELD", "missing field \"%s\"", key);
 }
 
 static int wrong_type(const char *key, const char *what, cdsh_error *err)
@@ -83,124 +84,53 @@ static int as_bool(const json_t *v, const char *key, bool *out, cdsh_error *err)
     return 0;
 }
 
-int cdsh_json_get_string(const json_t *obj, const char *key, const char **out, cdsh_error *err)
+static int as_object(const json_t *v, const char *key, json_t **out, cdsh_error *err)
 {
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_string(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_int(const json_t *obj, const char *key, int64_t *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_int(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_number(const json_t *obj, const char *key, double *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_number(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_bool(const json_t *obj, const char *key, bool *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_bool(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_object(const json_t *obj, const char *key, json_t **out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v)
-        return missing(key, err);
     if (!json_is_object(v))
         return wrong_type(key, "an object", err);
-    *out = v;
+    *out = (json_t *)v;
     return 0;
 }
 
-int cdsh_json_get_array(const json_t *obj, const char *key, json_t **out, cdsh_error *err)
+static int as_array(const json_t *v, const char *key, json_t **out, cdsh_error *err)
 {
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v)
-        return missing(key, err);
     if (!json_is_array(v))
         return wrong_type(key, "an array", err);
-    *out = v;
+    *out = (json_t *)v;
     return 0;
 }
 
-int cdsh_json_opt_string(const json_t *obj, const char *key, const char *dflt, const char **out,
-                         cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
+/* The getters differ only in type, so macros write them: cdsh_json_get_string,
+ * _get_int, _get_number, _get_bool, _get_object, _get_array and cdsh_json_opt_string,
+ * _opt_int, _opt_number, _opt_bool are defined by the lines below. */
+#define REQUIRED_GETTER(name, type, as)                                                            \
+    int cdsh_json_get_##name(const json_t *obj, const char *key, type *out, cdsh_error *err)       \
+    {                                                                                              \
+        json_t *v = NULL;                                                                          \
+        int rc = lookup(obj, key, true, &v, err);                                                  \
+        return rc ? rc : as(v, key, out, err);                                                     \
     }
-    return as_string(v, key, out, err);
-}
+#define OPTIONAL_GETTER(name, type, as)                                                            \
+    int cdsh_json_opt_##name(const json_t *obj, const char *key, type dflt, type *out,             \
+                             cdsh_error *err)                                                      \
+    {                                                                                              \
+        json_t *v = NULL;                                                                          \
+        int rc = lookup(obj, key, false, &v, err);                                                 \
+        if (rc == 0 && !v)                                                                         \
+            *out = dflt;                                                                           \
+        return rc || !v ? rc : as(v, key, out, err);                                               \
+    }
 
-int cdsh_json_opt_int(const json_t *obj, const char *key, int64_t dflt, int64_t *out,
-                      cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
-    }
-    return as_int(v, key, out, err);
-}
-
-int cdsh_json_opt_number(const json_t *obj, const char *key, double dflt, double *out,
-                         cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
-    }
-    return as_number(v, key, out, err);
-}
-
-int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
-    }
-    return as_bool(v, key, out, err);
-}
+REQUIRED_GETTER(string, const char *, as_string)
+REQUIRED_GETTER(int, int64_t, as_int)
+REQUIRED_GETTER(number, double, as_number)
+REQUIRED_GETTER(bool, bool, as_bool)
+REQUIRED_GETTER(object, json_t *, as_object)
+REQUIRED_GETTER(array, json_t *, as_array)
+OPTIONAL_GETTER(string, const char *, as_string)
+OPTIONAL_GETTER(int, int64_t, as_int)
+OPTIONAL_GETTER(number, double, as_number)
+OPTIONAL_GETTER(bool, bool, as_bool)
 
 /* ---- output ------------------------------------------------------------ */
 
