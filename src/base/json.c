@@ -344,8 +344,15 @@ json_t *cdsh_json_parse(const char *text, size_t len, size_t max_bytes, cdsh_err
             cdsh_error_set(err, CDSH_ENOMEM, "BAD_JSON", "out of memory while parsing JSON");
             return NULL;
         }
+        /* jansson quotes the offending input ("near '\xff'"): keep the message
+         * valid UTF-8 without controls, since it may travel inside JSON. */
+        char *reason = cdsh_utf8_sanitize_dup(jerr.text, strlen(jerr.text), NULL);
+        for (char *c = reason; c && *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7F)
+                *c = '?';
         cdsh_error_set(err, CDSH_EINVAL, "BAD_JSON", "invalid JSON at line %d, column %d: %s",
-                       jerr.line, jerr.column, jerr.text);
+                       jerr.line, jerr.column, reason ? reason : "syntax error");
+        free(reason);
     }
     return v;
 }
@@ -389,7 +396,12 @@ static const char *short_path(const cdsh_strbuf *path, char out[200])
 {
     if (path->len < 200)
         return path->data;
-    snprintf(out, 200, "%.96s...%s", path->data, path->data + path->len - 96);
+    /* Cut on code point boundaries: the path itself is valid UTF-8. */
+    size_t head = cdsh_utf8_valid_prefix(path->data, 96);
+    const char *tail = path->data + path->len - 96;
+    while ((*tail & 0xC0) == 0x80)
+        tail++;
+    snprintf(out, 200, "%.*s...%s", (int)head, path->data, tail);
     return out;
 }
 

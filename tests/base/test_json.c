@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/utf8.h"
 
 static json_t *parse_ok(const char *text)
 {
@@ -253,6 +254,40 @@ static void parse_reports_line_and_column_of_syntax_errors(void **state)
     assert_string_equal(err.code, "BAD_JSON");
 }
 
+static void parse_error_messages_are_valid_utf8_without_controls(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    const char *text = "[1\x01]"; /* jansson quotes the control byte */
+    assert_null(cdsh_json_parse(text, strlen(text), 0, &err));
+    assert_string_equal(err.code, "BAD_JSON");
+    assert_string_equal(err.message, "invalid JSON at line 1, column 3: ']' expected near '?'");
+    assert_true(cdsh_utf8_valid(err.message, strlen(err.message)));
+    for (const char *c = err.message; *c; c++)
+        assert_true((unsigned char)*c >= 0x20);
+}
+
+static void lossless_shortens_very_long_paths_on_character_boundaries(void **state)
+{
+    (void)state;
+    /* a path of 300 bytes of 3-byte characters, then a bad string */
+    char key[301];
+    for (int i = 0; i < 100; i++)
+        memcpy(key + 3 * i, "中", 3);
+    key[300] = '\0';
+    json_t *v = json_object();
+    json_t *inner = json_object();
+    json_object_set_new(v, key, inner);
+    json_object_set_new(inner, "x", json_stringn_nocheck("\xff", 1));
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_json_check_lossless(v, NULL, &err), CDSH_EINVAL);
+    assert_true(cdsh_utf8_valid(err.message, strlen(err.message)));
+    assert_non_null(strstr(err.message, "..."));
+    assert_int_equal(strncmp(err.message, "value[\"中中", 12), 0);
+    assert_non_null(strstr(err.message, "中\"].x is not valid UTF-8"));
+    json_decref(v);
+}
+
 static void parse_enforces_size_limit(void **state)
 {
     (void)state;
@@ -455,6 +490,8 @@ int main(void)
         cmocka_unit_test(parse_accepts_scalars_and_trailing_whitespace),
         cmocka_unit_test(parse_rejects_duplicate_keys_with_position),
         cmocka_unit_test(parse_reports_line_and_column_of_syntax_errors),
+        cmocka_unit_test(parse_error_messages_are_valid_utf8_without_controls),
+        cmocka_unit_test(lossless_shortens_very_long_paths_on_character_boundaries),
         cmocka_unit_test(parse_enforces_size_limit),
         cmocka_unit_test(parse_enforces_depth_512),
         cmocka_unit_test(parse_rejects_invalid_utf8_and_nul_escape),
