@@ -14,7 +14,7 @@ PACKAGES=(
   nodejs npm
 )
 # Needed by optional differential tests and benches; installed when available.
-OPTIONAL_PACKAGES=(fairy-stockfish chromium)
+OPTIONAL_PACKAGES=(fairy-stockfish)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
