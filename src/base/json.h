@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -52,6 +53,16 @@ int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out,
  * also catches reference cycles). */
 char *cdsh_json_dump_compact_dup(const json_t *value);
 char *cdsh_json_dump_pretty_dup(const json_t *value); /* 2-space indent, trailing newline */
+
+/* Writes a double as JavaScript's Number.prototype.toString would: the
+ * shortest digits that read back to the same double, fixed notation for
+ * 1e-6 <= |d| < 1e21 ("0.000001", "100"), otherwise exponent notation
+ * ("1e-7", "1e+21", "1.5e+300"). keep_real adds ".0" to integral fixed
+ * output and keeps the sign of -0 ("100.0", "-0.0"), as the dumps above do;
+ * without it -0 prints "0". Returns the length; 0 (and "") for NaN and
+ * infinities. */
+#define CDSH_JSON_DOUBLE_MAX 32
+size_t cdsh_json_format_double(double d, bool keep_real, char out[CDSH_JSON_DOUBLE_MAX]);
 
 /* ---- input ---------------------------------------------------------------
  * Parses exactly one JSON text (trailing whitespace allowed), rejecting

@@ -198,6 +198,36 @@ static void reals_print_shortest_round_trip(void **state)
     }
 }
 
+static void format_double_follows_javascript(void **state)
+{
+    (void)state;
+    static const struct {
+        double d;
+        bool keep_real;
+        const char *text;
+    } cases[] = {
+        {100.0, false, "100"},     {100.0, true, "100.0"},      {-0.0, false, "0"},
+        {-0.0, true, "-0.0"},      {0.5, false, "0.5"},         {1e21, false, "1e+21"},
+        {1.5e-7, false, "1.5e-7"}, {123e-20, true, "1.23e-18"}, {-42.125, false, "-42.125"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[CDSH_JSON_DOUBLE_MAX];
+        size_t n = cdsh_json_format_double(cases[i].d, cases[i].keep_real, out);
+        assert_string_equal(out, cases[i].text);
+        assert_int_equal(n, strlen(cases[i].text));
+    }
+    char out[CDSH_JSON_DOUBLE_MAX] = "x";
+    assert_int_equal(cdsh_json_format_double(NAN, false, out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(cdsh_json_format_double(-INFINITY, true, out), 0);
+    /* the longest outputs fit */
+    assert_true(cdsh_json_format_double(-1.2345678901234567e-300, true, out) <
+                CDSH_JSON_DOUBLE_MAX);
+    assert_true(cdsh_json_format_double(-123456789012345678901.0, true, out) <
+                CDSH_JSON_DOUBLE_MAX);
+    assert_true(cdsh_json_format_double(-0.0000012345678901234567, true, out) <
+                CDSH_JSON_DOUBLE_MAX);
+}
+
 static void dump_refuses_invalid_utf8_and_cycles(void **state)
 {
     (void)state;
@@ -486,6 +516,7 @@ int main(void)
         cmocka_unit_test(compact_output_keeps_order_utf8_and_slashes),
         cmocka_unit_test(pretty_output_indents_two_spaces_with_newline),
         cmocka_unit_test(reals_print_shortest_round_trip),
+        cmocka_unit_test(format_double_follows_javascript),
         cmocka_unit_test(dump_refuses_invalid_utf8_and_cycles),
         cmocka_unit_test(parse_accepts_scalars_and_trailing_whitespace),
         cmocka_unit_test(parse_rejects_duplicate_keys_with_position),
