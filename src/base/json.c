@@ -151,7 +151,7 @@ size_t cdsh_json_format_double(double d, bool keep_real, char out[CDSH_JSON_DOUB
             break;
     }
     /* sci is "[-]D[.DDD]e[+-]XX": collect the digits and the exponent. */
-    char digs[20];
+    char digs[20] = {0};
     size_t nd = 0;
     const char *p = sci;
     if (*p == '-')
