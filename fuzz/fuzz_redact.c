@@ -16,13 +16,12 @@ static const char *const planted[] = {
     "password=PLANTEDsecretVALUE0123456789",
 };
 
-static bool contains(const char *hay, size_t n, const char *needle)
+static size_t count(const char *hay, size_t n, const char *needle)
 {
-    size_t m = strlen(needle);
+    size_t m = strlen(needle), c = 0;
     for (size_t i = 0; i + m <= n; i++)
-        if (memcmp(hay + i, needle, m) == 0)
-            return true;
-    return false;
+        c += memcmp(hay + i, needle, m) == 0;
+    return c;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -50,8 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size + 1 + slen] = '\n';
     memcpy(text + size + 2 + slen, data, size);
     out = cdsh_redact_dupn(text, 2 * size + slen + 2, &out_len);
-    if (!out || contains(out, out_len, "PLANTEDsecretVALUE0123456789") ||
-        contains(out, out_len, "AKIAPLANTEDSECRET012"))
+    /* The input itself may spell the marker where it is not a secret (say
+     * "AKIAPLANTEDSECRET012x"), so only the planted copy must disappear. */
+    static const char *const markers[] = {"PLANTEDsecretVALUE0123456789", "AKIAPLANTEDSECRET012"};
+    for (size_t i = 0; out && i < 2; i++)
+        if (count(out, out_len, markers[i]) > 2 * count((const char *)data, size, markers[i]))
+            abort();
+    if (!out)
         abort();
     free(out);
     free(text);

@@ -183,9 +183,9 @@ bool cdsh_cancel_wait(cdsh_cancel *tok, int64_t timeout_ms)
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000L;
             }
-            if (timeout_ms >= 0 && (until.tv_sec > deadline.tv_sec ||
-                                    (until.tv_sec == deadline.tv_sec &&
-                                     until.tv_nsec > deadline.tv_nsec)))
+            if (timeout_ms >= 0 &&
+                (until.tv_sec > deadline.tv_sec ||
+                 (until.tv_sec == deadline.tv_sec && until.tv_nsec > deadline.tv_nsec)))
                 until = deadline;
         }
         int rc = timeout_ms >= 0 || poll ? pthread_cond_timedwait(&w.cond, &w.lock, &until)

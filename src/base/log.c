@@ -98,8 +98,8 @@ int cdsh_log_open_file(const char *path, cdsh_error *err)
     if (!f) {
         int e = errno;
         close(fd);
-        return cdsh_error_set(err, CDSH_EIO, "LOG_OPEN_FAILED", "cannot open log file %s: %s",
-                              path, strerror(e));
+        return cdsh_error_set(err, CDSH_EIO, "LOG_OPEN_FAILED", "cannot open log file %s: %s", path,
+                              strerror(e));
     }
     pthread_mutex_lock(&sink_lock);
     FILE *old = sink_file;

@@ -60,8 +60,8 @@ static void parse_reads_z_and_offsets(void **state)
 static void parse_round_trips_format(void **state)
 {
     (void)state;
-    static const int64_t samples[] = {0, 1, -86400001LL, 951782400000LL, 4102444799999LL,
-                                      1796158037123LL};
+    static const int64_t samples[] = {
+        0, 1, -86400001LL, 951782400000LL, 4102444799999LL, 1796158037123LL};
     for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
         char buf[CDSH_ISO8601_MAX];
         int64_t back = 42;
@@ -75,11 +75,21 @@ static void parse_rejects_malformed_and_impossible_dates(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "",       "2026-12-01",           "2026-12-01T20:47:17",  "2026-13-01T00:00:00Z",
-        "2026-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
-        "2026-12-01T24:00:00Z", "2026-12-01T23:60:00Z", "2026-12-01T23:59:60Z",
-        "2026-12-01T20:47:17.Z", "2026-12-01T20:47:17Zjunk", "2026-12-01T20:47:17+0800",
-        "2026-1-01T00:00:00Z", "2026-12-01T20:47:17+24:00",
+        "",
+        "2026-12-01",
+        "2026-12-01T20:47:17",
+        "2026-13-01T00:00:00Z",
+        "2026-02-29T00:00:00Z",
+        "1900-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z",
+        "2026-12-01T24:00:00Z",
+        "2026-12-01T23:60:00Z",
+        "2026-12-01T23:59:60Z",
+        "2026-12-01T20:47:17.Z",
+        "2026-12-01T20:47:17Zjunk",
+        "2026-12-01T20:47:17+0800",
+        "2026-1-01T00:00:00Z",
+        "2026-12-01T20:47:17+24:00",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int64_t ms = 7;

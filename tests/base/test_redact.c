@@ -57,9 +57,14 @@ static void secret_assignments_are_redacted(void **state)
     expect_redacted("DB_PASSWORD: s3cr3t", "DB_PASSWORD: [REDACTED]");
     expect_redacted("api_key=0123456789abcdef0123", "api_key=[REDACTED]");
     expect_redacted("apikey: ABCDEF0123456789", "apikey: [REDACTED]");
-    expect_redacted("{\"token\": \"a b \\\" c\", \"n\": 1}", "{\"token\": \"[REDACTED]\", \"n\": 1}");
+    expect_redacted("{\"token\": \"a b \\\" c\", \"n\": 1}",
+                    "{\"token\": \"[REDACTED]\", \"n\": 1}");
     expect_redacted("{'client_secret': 'xyz'}", "{'client_secret': '[REDACTED]'}");
     expect_redacted("access_token=abc;", "access_token=[REDACTED];");
+    expect_redacted("{\"cookie\": \"sid=1; x=2\", \"n\": 1}",
+                    "{\"cookie\": \"[REDACTED]\", \"n\": 1}");
+    expect_redacted("auth=abc123 next", "auth=[REDACTED] next");
+    expect_redacted("oauth: xyz", "oauth: [REDACTED]");
 }
 
 static void url_passwords_are_redacted_user_kept(void **state)
@@ -67,14 +72,18 @@ static void url_passwords_are_redacted_user_kept(void **state)
     (void)state;
     expect_redacted("clone https://bob:pa55word@github.com/x.git",
                     "clone https://bob:[REDACTED]@github.com/x.git");
-    expect_redacted("postgres://admin:secret@db:5432/app", "postgres://admin:[REDACTED]@db:5432/app");
+    expect_redacted("postgres://admin:secret@db:5432/app",
+                    "postgres://admin:[REDACTED]@db:5432/app");
 }
 
 static void private_key_blocks_are_redacted(void **state)
 {
     (void)state;
-    expect_redacted("x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\ny",
-                    "x\n[REDACTED]\ny");
+    expect_redacted(
+        "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\ny",
+        "x\n[REDACTED]\ny");
+    expect_redacted("key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA (truncated",
+                    "key:\n[REDACTED]");
 }
 
 static void ordinary_text_is_unchanged(void **state)
@@ -109,9 +118,9 @@ static void bytes_with_nul_and_invalid_utf8_pass_through(void **state)
 static void secret_key_names_are_recognised(void **state)
 {
     (void)state;
-    static const char *const secret[] = {"apiKey", "ACCESS_TOKEN", "client_secret", "Password",
-                                         "credentials", "Cookie", "Authorization", "x-auth",
-                                         "oauth_state"};
+    static const char *const secret[] = {"apiKey",        "ACCESS_TOKEN", "client_secret",
+                                         "Password",      "credentials",  "Cookie",
+                                         "Authorization", "x-auth",       "oauth_state"};
     static const char *const plain[] = {"name", "author", "Authors", "count", "path", "model"};
     for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
         assert_true(cdsh_redact_key_is_secret(secret[i], strlen(secret[i])));

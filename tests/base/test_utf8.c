@@ -36,9 +36,9 @@ static void overlongs_surrogates_and_out_of_range_are_rejected(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "\xc0\xaf",         "\xc1\xbf",         "\xe0\x80\xaf",     "\xe0\x9f\xbf",
-        "\xf0\x80\x80\xaf", "\xf0\x8f\xbf\xbf", "\xed\xa0\x80",     "\xed\xbf\xbf",
-        "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff",             "\x80",
+        "\xc0\xaf",         "\xc1\xbf",         "\xe0\x80\xaf", "\xe0\x9f\xbf",
+        "\xf0\x80\x80\xaf", "\xf0\x8f\xbf\xbf", "\xed\xa0\x80", "\xed\xbf\xbf",
+        "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff",         "\x80",
         "\xe4\xb8",         "\xf0\x9f\x98",     "\xc3",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -109,7 +109,7 @@ static void width_counts_wide_zero_and_narrow(void **state)
     assert_int_equal(cdsh_utf8_cp_width(0x1B), 0);    /* ESC */
     assert_int_equal(cdsh_utf8_cp_width(0x85), 0);    /* C1 */
     assert_int_equal(cdsh_utf8_cp_width(0xE9), 1);
-    assert_int_equal(cdsh_utf8_cp_width(0xFF61), 1);  /* halfwidth katakana punctuation */
+    assert_int_equal(cdsh_utf8_cp_width(0xFF61), 1); /* halfwidth katakana punctuation */
     assert_int_equal(cdsh_utf8_width(S("a中e\xcc\x81\xf0\x9f\x98\x80")), 1 + 2 + 1 + 0 + 2);
     assert_int_equal(cdsh_utf8_width(S("\xff")), 1);
 }

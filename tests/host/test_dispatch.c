@@ -88,16 +88,15 @@ static json_t *finalize_trace(void *ud, const cdsh_tool_exec *exec, const cdsh_t
 static void add_pre(fx *f, cdsh_scope *scope, pre_rule *rule)
 {
     cdsh_disposer_t d;
-    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, scope, pre_hook, rule, NULL, &d, NULL),
-                     0);
+    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, scope, pre_hook, rule, NULL, &d, NULL), 0);
     fx_keep(f, d);
 }
 
 static void add_guard(fx *f, cdsh_scope *scope, const char *reason)
 {
     cdsh_disposer_t d;
-    assert_int_equal(
-        cdsh_tools_guard(f->tools, scope, guard_hook, (void *)reason, NULL, &d, NULL), 0);
+    assert_int_equal(cdsh_tools_guard(f->tools, scope, guard_hook, (void *)reason, NULL, &d, NULL),
+                     0);
     fx_keep(f, d);
 }
 
@@ -124,8 +123,7 @@ static void add_approval(fx *f, approver *a)
 }
 
 static atomic_int g_heard;
-static void count_event(void *arg, const char *name, const cdsh_scope *scope,
-                        const json_t *payload)
+static void count_event(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     (void)arg;
     (void)name;
@@ -138,6 +136,12 @@ static char *guard_only_identity(void *ud, const cdsh_tool_exec *exec)
 {
     (void)ud;
     return strcmp(exec->name, "identity") == 0 ? strdup("identity is off limits") : NULL;
+}
+
+static void release_count(void *ud)
+{
+    (void)ud;
+    atomic_fetch_add(&g_heard, 1);
 }
 
 static const char *trace_of(fx *f)
@@ -222,7 +226,8 @@ static void render_failure_is_invalid_tool_output(void **state)
     def.render = render_fails;
     fx_add(f, NULL, &def);
     cdsh_toolresult *res = fx_call(f, NULL, "broken", NULL);
-    assert_error(res, "INVALID_TOOL_OUTPUT", "tool \"broken\" output.render failed: cannot draw this");
+    assert_error(res, "INVALID_TOOL_OUTPUT",
+                 "tool \"broken\" output.render failed: cannot draw this");
     assert_string_equal(res->error_name, "ToolOutputError");
     cdsh_toolresult_free(res);
     json_decref(v);
@@ -745,8 +750,7 @@ static void wrapper_authored_invalid_value_is_invalid_tool_output(void **state)
     json_decref(bad);
 }
 
-static cdsh_toolresult *around_null(void *ud, const cdsh_tool_exec *exec,
-                                    cdsh_dispatch_next *next)
+static cdsh_toolresult *around_null(void *ud, const cdsh_tool_exec *exec, cdsh_dispatch_next *next)
 {
     (void)ud;
     (void)exec;
@@ -766,8 +770,7 @@ static void wrapper_failure_is_final_and_bypasses_post_execute(void **state)
     cdsh_toolresult_free(res);
 }
 
-static cdsh_toolresult *around_twice(void *ud, const cdsh_tool_exec *exec,
-                                     cdsh_dispatch_next *next)
+static cdsh_toolresult *around_twice(void *ud, const cdsh_tool_exec *exec, cdsh_dispatch_next *next)
 {
     (void)ud;
     (void)exec;
@@ -785,8 +788,7 @@ static void wrapper_cannot_run_the_body_twice(void **state)
     add_around(f, NULL, around_twice, NULL);
     cdsh_toolresult *res = fx_call(f, NULL, "echo", "{\"text\":\"once\"}");
     assert_string_equal(vstr(res), "once");
-    assert_string_equal(trace_of(f),
-                        "body around-dispatch wrapper called next() twice result");
+    assert_string_equal(trace_of(f), "body around-dispatch wrapper called next() twice result");
     cdsh_toolresult_free(res);
 }
 
@@ -1336,12 +1338,14 @@ static void timed_out_body_sees_reason_timeout(void **state)
     cdsh_toolresult_free(res);
 }
 
-/* ---- nested dispatch -------------------------------------------------------------------------- */
+/* ---- nested dispatch --------------------------------------------------------------------------
+ */
 
 typedef struct nest_plan {
-    const char *step;      /* tool to call */
-    const char *call_id;   /* NULL = derived */
-    char seen[512];        /* what the body observed */
+    const char *step;    /* tool to call */
+    const char *call_id; /* NULL = derived */
+    char seen[512];      /* what the body observed */
+    bool shared;         /* used by several threads at once: record nothing */
 } nest_plan;
 
 static int body_nest(void *ud, const cdsh_tool_exec *exec, json_t **value)
@@ -1349,8 +1353,9 @@ static int body_nest(void *ud, const cdsh_tool_exec *exec, json_t **value)
     nest_plan *p = ud;
     trace("outer");
     cdsh_toolresult *inner = cdsh_dispatch_nested(exec, p->call_id, p->step, NULL);
-    snprintf(p->seen, sizeof p->seen, "%s|%s", inner->is_error ? "error" : "ok",
-             inner->is_error ? inner->error_message : "");
+    if (!p->shared)
+        snprintf(p->seen, sizeof p->seen, "%s|%s", inner->is_error ? "error" : "ok",
+                 inner->is_error ? inner->error_message : "");
     *value = json_pack("{s:b, s:O?}", "ok", !inner->is_error, "step", inner->value);
     cdsh_toolresult_free(inner);
     return 0;
@@ -1405,8 +1410,7 @@ static void nested_call_id_can_be_chosen(void **state)
     fx_add(f, NULL, &inner);
     cdsh_toolresult *res = fx_call(f, NULL, "outer", NULL);
     json_t *step = json_object_get(res->value, "step");
-    assert_string_equal(json_string_value(json_object_get(step, "callId")),
-                        "call-1:pdf.analyze:1");
+    assert_string_equal(json_string_value(json_object_get(step, "callId")), "call-1:pdf.analyze:1");
     cdsh_toolresult_free(res);
 }
 
@@ -1459,8 +1463,7 @@ static int body_recurse(void *ud, const cdsh_tool_exec *exec, json_t **value)
     (void)ud;
     cdsh_toolresult *inner = cdsh_dispatch_nested(exec, NULL, "recurse", NULL);
     if (inner->is_error) {
-        *value = json_pack("{s:s, s:i}", "error", inner->error_message, "depth",
-                           (int)exec->depth);
+        *value = json_pack("{s:s, s:i}", "error", inner->error_message, "depth", (int)exec->depth);
     } else {
         *value = json_incref(inner->value);
     }
@@ -1481,10 +1484,9 @@ static void nesting_deeper_than_the_limit_fails_clearly(void **state)
     cdsh_toolresult_free(res);
     /* The refused call was published with its code. */
     json_t *p = fx_event(f, "tools/result", 0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(p, "error"), "info"),
-                                          "code")),
-        "TOOL_DEPTH_EXCEEDED");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(p, "error"), "info"), "code")),
+                        "TOOL_DEPTH_EXCEEDED");
     assert_int_equal(json_integer_value(json_object_get(p, "depth")), 4);
 }
 
@@ -1510,26 +1512,33 @@ static void cancelled_caller_cancels_its_nested_calls(void **state)
     /* The outer call itself ends ABORTED (the body had started). */
     assert_error(res, "ABORTED", "tool call aborted");
     json_t *nested = fx_event(f, "tools/result", 0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(nested, "error"), "info"),
-                                          "code")),
-        "ABORTED_BEFORE_DISPATCH");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(nested, "error"), "info"), "code")),
+                        "ABORTED_BEFORE_DISPATCH");
     cdsh_toolresult_free(res);
     cdsh_cancel_free(tok);
 }
 
-/* ---- batch scheduling --------------------------------------------------------------------------- */
+/* ---- batch scheduling ---------------------------------------------------------------------------
+ */
 
 static atomic_int g_running, g_peak;
 
 static int body_overlap(void *ud, const cdsh_tool_exec *exec, json_t **value)
 {
-    (void)ud;
     int now = atomic_fetch_add(&g_running, 1) + 1;
     int peak = atomic_load(&g_peak);
     while (now > peak && !atomic_compare_exchange_weak(&g_peak, &peak, now))
         ;
-    usleep(20000);
+    if (ud) {
+        /* A parallel call lingers (up to 200 ms) until a sibling overlaps it,
+         * so overlap does not depend on thread start-up luck. */
+        for (int i = 0; i < 40 && atomic_load(&g_peak) < 2; i++)
+            usleep(5000);
+        usleep(5000);
+    } else {
+        usleep(5000);
+    }
     atomic_fetch_sub(&g_running, 1);
     *value = json_string(exec->call_id);
     return 0;
@@ -1537,7 +1546,7 @@ static int body_overlap(void *ud, const cdsh_tool_exec *exec, json_t **value)
 
 static void add_overlap_tools(fx *f)
 {
-    cdsh_tool_def safe = fx_def("safe", body_overlap, NULL);
+    cdsh_tool_def safe = fx_def("safe", body_overlap, (void *)1);
     safe.is_concurrency_safe = cdsh_tools_always_safe;
     cdsh_tool_def excl = fx_def("excl", body_overlap, NULL);
     fx_add(f, NULL, &safe);
@@ -1613,7 +1622,174 @@ static void batch_reports_results_for_unknown_and_invalid_calls(void **state)
     cdsh_toolresult_free(out[1]);
 }
 
-/* ---- toolresult helpers --------------------------------------------------------------------------- */
+/* ---- hook lifetimes and re-resolution ------------------------------------------------- */
+
+typedef struct restrict_in_pre {
+    fx *f;
+    cdsh_scope *agent;
+    cdsh_disposer_t d;
+} restrict_in_pre;
+
+static cdsh_tools_verdict pre_restricts(void *ud, const cdsh_tool_exec *exec, char **reason)
+{
+    (void)reason;
+    restrict_in_pre *r = ud;
+    const char *deny[] = {exec->name, NULL};
+    assert_int_equal(cdsh_tools_restrict(r->f->tools, r->agent, NULL, deny, &r->d, NULL), 0);
+    return CDSH_TOOLS_ALLOW;
+}
+
+static void visibility_is_checked_again_right_before_the_body(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *agent = cdsh_scope_new("agent", NULL);
+    fx_add_echo(f, NULL, "echo");
+    restrict_in_pre r = {f, agent, {0}};
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, NULL, pre_restricts, &r, NULL, &d, NULL),
+                     0);
+    cdsh_toolresult *res = fx_call(f, agent, "echo", NULL);
+    assert_error(res, "UNKNOWN_TOOL", "unknown tool \"echo\"");
+    assert_null(strstr(trace_of(f), "body"));
+    cdsh_toolresult_free(res);
+    cdsh_disposer_run(&d);
+    cdsh_disposer_run(&r.d);
+    cdsh_scope_unref(agent);
+}
+
+static void disposed_hooks_stop_running_and_release_their_state(void **state)
+{
+    fx *f = *state;
+    fx_add_echo(f, NULL, "echo");
+    atomic_store(&g_heard, 0);
+    static pre_rule deny = {CDSH_TOOLS_DENY, "blocked", NULL};
+    cdsh_disposer_t pre, guard, post, around;
+    assert_int_equal(
+        cdsh_tools_on_pre_execute(f->tools, NULL, pre_hook, &deny, release_count, &pre, NULL), 0);
+    assert_int_equal(cdsh_tools_guard(f->tools, NULL, guard_hook, "g", release_count, &guard, NULL),
+                     0);
+    assert_int_equal(
+        cdsh_tools_on_post_execute(f->tools, NULL, post_accept, NULL, release_count, &post, NULL),
+        0);
+    assert_int_equal(
+        cdsh_tools_on_execute(f->tools, NULL, around_hook, NULL, release_count, &around, NULL), 0);
+    cdsh_toolresult *res = fx_call(f, NULL, "echo", NULL);
+    assert_error(res, NULL, "blocked");
+    cdsh_toolresult_free(res);
+    cdsh_disposer_run(&pre);
+    cdsh_disposer_run(&guard);
+    cdsh_disposer_run(&post);
+    cdsh_disposer_run(&around);
+    assert_int_equal(atomic_load(&g_heard), 4);
+    f->trace[0] = '\0';
+    res = fx_call(f, NULL, "echo", "{\"text\":\"free\"}");
+    assert_string_equal(vstr(res), "free");
+    assert_string_equal(trace_of(f), "body result");
+    assert_int_equal(cdsh_tools_count(f->tools), 1);
+    cdsh_toolresult_free(res);
+}
+
+static void scoped_wrapper_wraps_only_its_agents(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *a = cdsh_scope_new("a", NULL), *b = cdsh_scope_new("b", NULL);
+    fx_add_echo(f, NULL, "echo");
+    add_around(f, a, around_hook, "a-only");
+    cdsh_toolresult_free(fx_call(f, b, "echo", NULL));
+    assert_string_equal(trace_of(f), "body result");
+    f->trace[0] = '\0';
+    cdsh_toolresult_free(fx_call(f, a, "echo", NULL));
+    assert_string_equal(trace_of(f), "a-only> body <a-only result");
+    cdsh_scope_unref(a);
+    cdsh_scope_unref(b);
+}
+
+static char *guard_on_args(void *ud, const cdsh_tool_exec *exec)
+{
+    (void)ud;
+    const char *text = json_string_value(json_object_get(exec->args, "text"));
+    return text && strstr(text, "rm -rf") ? strdup("refusing a destructive command") : NULL;
+}
+
+static void guards_see_the_validated_arguments(void **state)
+{
+    fx *f = *state;
+    fx_add_echo(f, NULL, "echo");
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_tools_guard(f->tools, NULL, guard_on_args, NULL, NULL, &d, NULL), 0);
+    fx_keep(f, d);
+    cdsh_toolresult *bad = fx_call(f, NULL, "echo", "{\"text\":\"rm -rf /\"}");
+    cdsh_toolresult *ok = fx_call(f, NULL, "echo", "{\"text\":\"ls\"}");
+    assert_error(bad, NULL, "refusing a destructive command");
+    assert_string_equal(vstr(ok), "ls");
+    cdsh_toolresult_free(bad);
+    cdsh_toolresult_free(ok);
+}
+
+static void denials_are_published_like_any_result(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *agent = cdsh_scope_new("agent", NULL);
+    fx_add_echo(f, NULL, "echo");
+    add_guard(f, NULL, "no");
+    cdsh_toolresult_free(fx_call(f, agent, "echo", NULL));
+    json_t *p = fx_event(f, "tools/result", 0);
+    assert_true(json_is_true(json_object_get(p, "isError")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(p, "error"), "message")),
+                        "no");
+    assert_string_equal(json_string_value(json_object_get(p, "agent")), "agent");
+    cdsh_scope_unref(agent);
+}
+
+typedef struct hammer {
+    fx *f;
+    cdsh_scope *agent;
+    atomic_int *bad;
+} hammer;
+
+static void *hammer_main(void *arg)
+{
+    hammer *h = arg;
+    for (int i = 0; i < 300; i++) {
+        json_t *args = json_pack("{s:s}", "text", "x");
+        cdsh_dispatch_input in = {.call_id = "h", .name = "outer", .args = args, .agent = h->agent};
+        cdsh_toolresult *res = cdsh_dispatch_execute(h->f->tools, &in);
+        if (!res || res->is_error || !json_is_true(json_object_get(res->value, "ok")))
+            atomic_fetch_add(h->bad, 1);
+        cdsh_toolresult_free(res);
+        json_decref(args);
+    }
+    return NULL;
+}
+
+static void concurrent_nested_calls_with_hooks_are_consistent(void **state)
+{
+    fx *f = *state;
+    cdsh_scope *agent = cdsh_scope_new("agent", NULL);
+    static nest_plan p = {.step = "identity", .shared = true};
+    cdsh_tool_def outer = fx_def("outer", body_nest, &p);
+    cdsh_tool_def inner = fx_def("identity", body_identity, NULL);
+    fx_add(f, NULL, &outer);
+    fx_add(f, NULL, &inner);
+    add_around(f, NULL, around_hook, NULL);
+    add_post(f, agent, post_accept, NULL);
+    add_guard(f, agent, NULL);
+    g_fx = NULL; /* the trace buffer is not meant for this volume */
+    atomic_int bad = 0;
+    pthread_t th[4];
+    hammer h = {f, agent, &bad};
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, hammer_main, &h);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    g_fx = f;
+    assert_int_equal(atomic_load(&bad), 0);
+    assert_int_equal(fx_count_events(f, "tools/result"), 4 * 300 * 2);
+    cdsh_scope_unref(agent);
+}
+
+/* ---- toolresult helpers
+ * --------------------------------------------------------------------------- */
 
 static void error_constructors_build_model_text(void **state)
 {
@@ -1726,6 +1902,12 @@ int main(void)
         T(batch_treats_unsafe_calls_as_barriers),
         T(batch_pool_is_bounded),
         T(batch_reports_results_for_unknown_and_invalid_calls),
+        T(visibility_is_checked_again_right_before_the_body),
+        T(disposed_hooks_stop_running_and_release_their_state),
+        T(scoped_wrapper_wraps_only_its_agents),
+        T(guards_see_the_validated_arguments),
+        T(denials_are_published_like_any_result),
+        T(concurrent_nested_calls_with_hooks_are_consistent),
         T(error_constructors_build_model_text),
         T(text_dup_skips_non_text_blocks),
     };
