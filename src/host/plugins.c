@@ -648,6 +648,17 @@ int cdsh_ctx_rpc_handle(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_fn f
     return rc ? rc : push(ctx, d, err);
 }
 
+int cdsh_ctx_rpc_intercept(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_match_fn matches,
+                           cdsh_rpc_fn fn, void *arg, cdsh_error *err)
+{
+    int rc = check_active(ctx, err);
+    cdsh_disposer_t d = {0};
+    if (rc == 0)
+        rc = cdsh_rpc_intercept(cdsh_host_rpc(cdsh_ctx_host(ctx)), channel, matches, fn, arg, &d,
+                                err);
+    return rc ? rc : push(ctx, d, err);
+}
+
 int cdsh_ctx_on(cdsh_plugin_ctx *ctx, const char *pattern, cdsh_event_fn fn, void *arg,
                 cdsh_error *err)
 {

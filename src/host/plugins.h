@@ -136,6 +136,8 @@ int cdsh_ctx_register_command(cdsh_plugin_ctx *ctx, const cdsh_command_def *def,
 int cdsh_ctx_register_skill(cdsh_plugin_ctx *ctx, const cdsh_skill_def *def, cdsh_error *err);
 int cdsh_ctx_rpc_handle(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_fn fn, void *arg,
                         cdsh_error *err);
+int cdsh_ctx_rpc_intercept(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_match_fn matches,
+                           cdsh_rpc_fn fn, void *arg, cdsh_error *err);
 /* Listener filtered by the context's scope (global context: sees everything). */
 int cdsh_ctx_on(cdsh_plugin_ctx *ctx, const char *pattern, cdsh_event_fn fn, void *arg,
                 cdsh_error *err);
