@@ -106,6 +106,10 @@ int cdsh_cli_parse_opts(const char *sub, int argc, char **argv, int allow_agent,
         case 'a':
             if (!allow_agent)
                 goto bad;
+            if (!*optarg) {
+                fprintf(stderr, "cdsh %s: --agent needs a non-empty scope id\n", sub);
+                return 2;
+            }
             o->agent = optarg;
             break;
         case 'p': o->profile = optarg; break;

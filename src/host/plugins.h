@@ -172,7 +172,8 @@ int cdsh_ctx_plugin(cdsh_plugin_ctx *ctx, const cdsh_plugin_def *def, const json
  * and are disposed when the scoped context is freed or the plugin unloads,
  * whichever comes first. NULL (with err) when ctx is inactive or scope is NULL. */
 cdsh_plugin_ctx *cdsh_ctx_scoped_new(cdsh_plugin_ctx *ctx, cdsh_scope *scope, cdsh_error *err);
-/* Disposes what the scoped context registered (reverse order) and frees it. NULL-safe. */
+/* Disposes what the scoped context registered (reverse order) and frees it.
+ * NULL-safe; call it before the host is freed. */
 void cdsh_ctx_scoped_free(cdsh_plugin_ctx *scoped);
 
 /* ---- layer-internal (host.c) ---------------------------------------------- */
