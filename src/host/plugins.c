@@ -1,9 +1,8 @@
-/* plugins.c — fibers, the services table and plugin contexts. Lifecycle calls
- * nest (apply may load plugins); starting plugins that waited for a service
- * is deferred until the outermost lifecycle call returns ("settle"), so a
- * dependent never runs against a provider that is still inside apply.
- * Lock order: the manager's lock before a plugin's lock; neither is held
- * while apply, a disposer or an event listener runs. */
+/* plugins.c — fibers, the services table and plugin contexts. Starting
+ * plugins that waited for a service is deferred until the outermost lifecycle
+ * call returns ("settle"), so a dependent never runs against a provider still
+ * inside apply. Lock order: the manager's lock before a plugin's; neither is
+ * held while apply, a disposer or a listener runs. */
 #include "host/plugins.h"
 
 #include <pthread.h>

@@ -1,22 +1,8 @@
-/* plugins.h — the plugin contract and lifecycle (host-contracts.md §15): a
- * descriptor (name, required and optional services, config schema, apply),
- * fibers with states PENDING → LOADING → ACTIVE → UNLOADING → DISPOSED or
- * FAILED, services provided by name, and the plugin context through which
- * every registration is made and owned.
- *
- * Ownership: each cdsh_ctx_* registration calls the host registry AND records
- * the disposer in the calling context; unloading runs the recorded disposers
- * in reverse order, so a reload leaves nothing behind. A service is a plain
- * pointer whose functions take the CALLER's context (`svc_register(svc, ctx,
- * ...)`) and register through it, so what a consumer registers through a
- * service belongs to the consumer and goes away with it (the facade
- * "disposer ownership trap" cannot happen; see docs/host.md).
- *
- * Thread-safety: cdsh_ctx_* registration functions, cdsh_ctx_get and the
- * getters are thread-safe (a plugin's threads may register). Lifecycle calls
- * (cdsh_plugin_load, cdsh_plugin_unload, cdsh_host_free, cdsh_ctx_plugin)
- * must be serialised by the caller; they may be made from inside apply. No
- * host lock is held while apply or a disposer runs. */
+/* plugins.h — the plugin contract (host-contracts.md §15): descriptors,
+ * fibers (pending → loading → active → unloading → disposed, or failed),
+ * services by name, and the plugin context through which every registration
+ * is made and owned. Thread-safety: see below. The compiled-in table is
+ * plugins/builtin.h; the guide for plugin authors is docs/host.md. */
 #ifndef CDSH_HOST_PLUGINS_H
 #define CDSH_HOST_PLUGINS_H
 
@@ -32,6 +18,20 @@
 #include "host/scope.h"
 #include "host/skills.h"
 #include "host/tools.h"
+
+/* Ownership: each cdsh_ctx_* registration calls the host registry AND records
+ * the disposer in the calling context; unloading runs the recorded disposers
+ * in reverse order, so a reload leaves nothing behind. A service is a plain
+ * pointer whose functions take the CALLER's context (`svc_register(svc, ctx,
+ * ...)`) and register through it, so what a consumer registers through a
+ * service belongs to the consumer and goes away with it (the facade
+ * "disposer ownership trap" cannot happen).
+ *
+ * Thread-safety: cdsh_ctx_* registration functions, cdsh_ctx_get and the
+ * getters are thread-safe (a plugin's threads may register). Lifecycle calls
+ * (cdsh_plugin_load, cdsh_plugin_unload, cdsh_host_free, cdsh_ctx_plugin)
+ * must be serialised by the caller; they may be made from inside apply. No
+ * host lock is held while apply or a disposer runs. */
 
 typedef struct cdsh_host cdsh_host;
 typedef struct cdsh_plugin cdsh_plugin;         /* a fiber: one load of a descriptor */

@@ -1,9 +1,8 @@
-/* rpc.h — RPC channels: the in-process half of DSH's `connection.rpc`. A
- * plugin claims a channel ("/xiangqi") with one handler; a panel calls
- * `<channel>/<endpoint>` with a JSON payload and gets an RpcResult
- * {ok:true, value} | {ok:false, error:{code, message, details}}. The HTTP
- * binding (POST, content types, tokens) belongs to the web front end; it uses
- * cdsh_rpc_dispatch_envelope. Thread-safe; no lock is held while a handler runs. */
+/* rpc.h — RPC channels, the in-process half of DSH's `connection.rpc`: a
+ * plugin claims "/channel" with one handler; a panel calls <channel>/<endpoint>
+ * with a JSON payload and gets {ok:true, value} | {ok:false, error:{code,
+ * message, details}}. The HTTP binding is the web front end's (it calls
+ * cdsh_rpc_dispatch_envelope). Thread-safe; no lock held while a handler runs. */
 #ifndef CDSH_HOST_RPC_H
 #define CDSH_HOST_RPC_H
 
