@@ -51,7 +51,8 @@ typedef struct service {
 struct cdsh__plugins {
     cdsh_host *host;
     pthread_mutex_t lock; /* fibers and services */
-    cdsh__ptrs fibers;    /* of cdsh_plugin*, load order; freed with the manager */
+    cdsh__ptrs fibers;    /* of cdsh_plugin*, live ones in load order */
+    cdsh__ptrs disposed;  /* fibers that ended; kept so handles stay valid */
     cdsh__ptrs services;  /* of service* */
     int depth;
     bool settling, shutting_down;
@@ -97,16 +98,19 @@ void cdsh__plugins_shutdown(cdsh__plugins *mgr)
     if (!mgr)
         return;
     mgr->shutting_down = true;
-    for (size_t i = mgr->fibers.n; i-- > 0;)
+    for (size_t i = mgr->fibers.n; i-- > 0;) {
+        if (i >= mgr->fibers.n) { /* the list shrank under us: start again at the top */
+            i = mgr->fibers.n;
+            continue;
+        }
         unload_to(mgr->fibers.items[i], CDSH_PLUGIN_DISPOSED);
+    }
 }
 
-void cdsh__plugins_free(cdsh__plugins *mgr)
+static void free_fibers(cdsh__ptrs *list)
 {
-    if (!mgr)
-        return;
-    for (size_t i = 0; i < mgr->fibers.n; i++) {
-        cdsh_plugin *p = mgr->fibers.items[i];
+    for (size_t i = 0; i < list->n; i++) {
+        cdsh_plugin *p = list->items[i];
         free(p->ctx.effects.items);
         json_decref(p->schema);
         json_decref(p->config);
@@ -115,12 +119,20 @@ void cdsh__plugins_free(cdsh__plugins *mgr)
         pthread_mutex_destroy(&p->lock);
         free(p);
     }
+    cdsh__ptrs_deinit(list);
+}
+
+void cdsh__plugins_free(cdsh__plugins *mgr)
+{
+    if (!mgr)
+        return;
+    free_fibers(&mgr->fibers);
+    free_fibers(&mgr->disposed);
     for (size_t i = 0; i < mgr->services.n; i++) {
         service *s = mgr->services.items[i];
         free(s->name);
         free(s);
     }
-    cdsh__ptrs_deinit(&mgr->fibers);
     cdsh__ptrs_deinit(&mgr->services);
     pthread_mutex_destroy(&mgr->lock);
     free(mgr);
@@ -190,6 +202,18 @@ static void set_state(cdsh_plugin *p, cdsh_plugin_state s)
     json_t *ev = json_pack("{s:s, s:s}", "name", p->def->name, "state", cdsh_plugin_state_name(s));
     cdsh_events_emit(cdsh_host_events(p->mgr->host), "plugins/change", NULL, false, ev);
     json_decref(ev);
+}
+
+/* Ends a fiber: DISPOSED, and moved off the live list so that lookups and
+ * settling stay proportional to the live plugins however often they reload. */
+static void bury(cdsh_plugin *p)
+{
+    set_state(p, CDSH_PLUGIN_DISPOSED);
+    cdsh__plugins *m = p->mgr;
+    pthread_mutex_lock(&m->lock);
+    if (cdsh__ptrs_push(&m->disposed, p) == 0)
+        cdsh__ptrs_remove(&m->fibers, p); /* on ENOMEM it stays listed, still DISPOSED */
+    pthread_mutex_unlock(&m->lock);
 }
 
 static void fail(cdsh_plugin *p, const char *message)
@@ -314,7 +338,7 @@ static void unload_to(cdsh_plugin *p, cdsh_plugin_state target)
         return;
     if (s == CDSH_PLUGIN_PENDING || s == CDSH_PLUGIN_FAILED) {
         if (target == CDSH_PLUGIN_DISPOSED)
-            set_state(p, CDSH_PLUGIN_DISPOSED);
+            bury(p);
         return;
     }
     cdsh__plugins *m = p->mgr;
@@ -344,7 +368,10 @@ static void unload_to(cdsh_plugin *p, cdsh_plugin_state target)
     }
     json_decref(provided);
     run_stack(&p->ctx);
-    set_state(p, target);
+    if (target == CDSH_PLUGIN_DISPOSED)
+        bury(p);
+    else
+        set_state(p, target);
     leave(m);
 }
 
@@ -382,7 +409,10 @@ int cdsh_plugin_load(cdsh_host *host, const cdsh_plugin_def *def, const json_t *
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_PLUGIN",
                               "a plugin descriptor needs a name and an apply function");
     cdsh__plugins *m = cdsh__host_plugins(host);
-    if (cdsh_host_plugin_find(host, def->name))
+    cdsh_plugin *old = cdsh_host_plugin_find(host, def->name);
+    if (old && get_state(old) == CDSH_PLUGIN_FAILED)
+        unload_to(old, CDSH_PLUGIN_DISPOSED); /* a failed load may be retried */
+    else if (old)
         return cdsh_error_set(err, CDSH_EEXIST, "PLUGIN_EXISTS", "plugin \"%s\" is already loaded",
                               def->name);
     cdsh_plugin *p = calloc(1, sizeof *p);

@@ -144,6 +144,24 @@ static void invalid_config_fails_before_apply(void **state)
     json_decref(cfg);
 }
 
+static void failed_plugin_can_be_loaded_again(void **state)
+{
+    cdsh_host *h = *state;
+    json_t *bad = json_pack("{s:i}", "depth", 0), *good = json_pack("{s:i}", "depth", 2);
+    cdsh_plugin *first = NULL, *second = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &ALPHA, bad, &first, NULL), CDSH_EINVAL);
+    assert_int_equal(cdsh_plugin_load(h, &ALPHA, good, &second, NULL), 0);
+    assert_int_equal(cdsh_plugin_state_get(first), CDSH_PLUGIN_DISPOSED); /* handle still valid */
+    assert_int_equal(cdsh_plugin_state_get(second), CDSH_PLUGIN_ACTIVE);
+    json_t *list = cdsh_host_plugins_list(h);
+    char *s = json_dumps(list, JSON_COMPACT);
+    assert_string_equal(s, "[{\"name\":\"alpha\",\"state\":\"active\"}]");
+    free(s);
+    json_decref(list);
+    json_decref(bad);
+    json_decref(good);
+}
+
 static void unsupported_schema_fails_the_plugin(void **state)
 {
     cdsh_host *h = *state;
@@ -212,6 +230,9 @@ static void reload_leaves_nothing_behind(void **state)
     json_t *r = cdsh_rpc_call(cdsh_host_rpc(h), "/alpha", "ping", NULL, NULL);
     assert_string_equal(json_string_value(json_object_get(r, "value")), "pong");
     json_decref(r);
+    json_t *list = cdsh_host_plugins_list(h); /* the disposed fiber is not listed */
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
 }
 
 static int apply_then_fail(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
@@ -739,6 +760,7 @@ int main(void)
         T(load_applies_with_filled_defaults),
         T(given_config_reaches_apply),
         T(invalid_config_fails_before_apply),
+        T(failed_plugin_can_be_loaded_again),
         T(unsupported_schema_fails_the_plugin),
         T(descriptor_needs_name_and_apply),
         T(same_name_cannot_load_twice),
