@@ -69,11 +69,11 @@ typedef struct cdsh_plugin_def {
  * starts it: PENDING while a required service is missing, else LOADING then
  * ACTIVE. *out (may be NULL) receives the fiber, valid until cdsh_host_free,
  * also when loading failed. Errors: CDSH_EEXIST "PLUGIN_EXISTS" (`plugin "x"
- * is already loaded`); the schema is refused (CDSH_EUNSUPPORTED); invalid
- * config (CDSH_EINVAL "INVALID_CONFIG", `invalid config:` lines); apply
- * failed (its code and message, prefixed `plugin "x" failed to apply: `).
- * Failures emit `plugin/failed` {name, message} and leave other plugins as
- * they were. Emits `plugins/change` {name, state} on every state change. */
+ * is already loaded`; a failed fiber of that name is disposed and replaced); the schema is refused
+ * (CDSH_EUNSUPPORTED); invalid config (CDSH_EINVAL "INVALID_CONFIG", `invalid config:` lines);
+ * apply failed (its code and message, prefixed `plugin "x" failed to apply: `). Failures emit
+ * `plugin/failed` {name, message} and leave other plugins as they were. Emits `plugins/change`
+ * {name, state} on every state change. */
 int cdsh_plugin_load(cdsh_host *host, const cdsh_plugin_def *def, const json_t *config,
                      cdsh_plugin **out, cdsh_error *err);
 
