@@ -155,7 +155,8 @@ int cdsh_ctx_adopt(cdsh_plugin_ctx *ctx, cdsh_disposer_t disposer, cdsh_error *e
  * a borrowed pointer; its functions should take the caller's ctx.
  * Already provided: CDSH_EEXIST, code "SERVICE_EXISTS",
  * `service "x" is already provided by plugin "y"`. Plugins waiting for it
- * start once the current lifecycle call finishes. */
+ * start once the current lifecycle call finishes, so provide from apply (or
+ * another lifecycle call), not from a plugin's own thread. */
 int cdsh_ctx_provide(cdsh_plugin_ctx *ctx, const char *name, void *service, cdsh_error *err);
 
 /* The service named `name`, or NULL when absent. A plugin lists what it uses
