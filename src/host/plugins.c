@@ -781,7 +781,10 @@ void *cdsh_host_service(cdsh_host *host, const char *name)
 
 void *cdsh_ctx_get(cdsh_plugin_ctx *ctx, const char *name)
 {
-    return ctx ? cdsh_host_service(cdsh_ctx_host(ctx), name) : NULL;
+    /* Only declared services: an undeclared one could vanish under the plugin. */
+    if (!ctx || !name || !uses_service(ctx->plugin, name))
+        return NULL;
+    return cdsh_host_service(cdsh_ctx_host(ctx), name);
 }
 
 /* ---- child plugins and scoped contexts ------------------------------------ */

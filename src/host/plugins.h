@@ -159,8 +159,10 @@ int cdsh_ctx_adopt(cdsh_plugin_ctx *ctx, cdsh_disposer_t disposer, cdsh_error *e
  * another lifecycle call), not from a plugin's own thread. */
 int cdsh_ctx_provide(cdsh_plugin_ctx *ctx, const char *name, void *service, cdsh_error *err);
 
-/* The service named `name`, or NULL when absent. A plugin lists what it uses
- * in requires/optional so it is unloaded before the provider goes away. */
+/* The service named `name`, or NULL when absent — and NULL when the plugin
+ * did not list `name` in requires or optional: declared services are the
+ * ones it is unloaded for before their provider goes away, so a pointer
+ * from here never dangles. */
 void *cdsh_ctx_get(cdsh_plugin_ctx *ctx, const char *name);
 /* Same, for front ends and tests. */
 void *cdsh_host_service(cdsh_host *host, const char *name);

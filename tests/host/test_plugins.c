@@ -440,6 +440,25 @@ static void registrations_through_a_service_belong_to_the_caller(void **state)
     assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 1);
 }
 
+static void *UNDECLARED_SEEN = (void *)1;
+
+static int apply_undeclared(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config, (void)err;
+    UNDECLARED_SEEN = cdsh_ctx_get(ctx, "greeter");
+    return 0;
+}
+
+static void undeclared_services_are_not_handed_out(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def sneaky = {.name = "sneaky", .apply = apply_undeclared};
+    cdsh_plugin_load(h, &PROVIDER, NULL, NULL, NULL);
+    assert_int_equal(cdsh_plugin_load(h, &sneaky, NULL, NULL, NULL), 0);
+    assert_null(UNDECLARED_SEEN);
+    assert_ptr_equal(cdsh_host_service(h, "greeter"), &GREETER); /* front ends may look */
+}
+
 static void a_service_name_is_provided_once(void **state)
 {
     cdsh_host *h = *state;
@@ -772,6 +791,7 @@ int main(void)
         T(required_service_holds_plugin_pending_until_provided),
         T(provider_unload_sends_dependent_back_to_pending_and_back),
         T(registrations_through_a_service_belong_to_the_caller),
+        T(undeclared_services_are_not_handed_out),
         T(a_service_name_is_provided_once),
         T(optional_service_changes_reload_the_plugin),
         T(failed_provider_leaves_dependents_pending),
