@@ -1168,6 +1168,40 @@ static node *parse_value(parser *P, int depth)
     return NULL;
 }
 
+/* One step along a dotted key or header path: the table named `part` under t,
+ * created when absent (implicit for headers, dotted for keys). Headers pass
+ * through an array of tables to its last element and may cross any table but
+ * an inline one; dotted keys may only add to tables that dotted keys made. */
+static node *descend(parser *P, node *t, keypart *part, bool header)
+{
+    char kb[96];
+    node *child = tab_get(t, part->s, part->len);
+    if (!child) {
+        child = node_new(P, K_TABLE, t->depth + 1, part->pos);
+        if (!child || tab_put(P, t, part, child))
+            return NULL;
+        child->flags = header ? F_IMPLICIT : F_DOTTED;
+        return child;
+    }
+    if (header && child->kind == K_ARRAY && (child->flags & F_AOT))
+        return child->u.arr.items[child->u.arr.n - 1];
+    if (child->kind != K_TABLE) {
+        fail(P, part->pos, "key %s is already %s, not a table", show_key(part, kb, sizeof kb),
+             kind_name(child));
+        return NULL;
+    }
+    if (header && (child->flags & F_INLINE)) {
+        fail(P, part->pos, "cannot extend inline table %s", show_key(part, kb, sizeof kb));
+        return NULL;
+    }
+    if (!header && ((child->flags & F_INLINE) || !(child->flags & F_DOTTED))) {
+        fail(P, part->pos, "cannot add keys to %s %s defined elsewhere", kind_name(child),
+             show_key(part, kb, sizeof kb));
+        return NULL;
+    }
+    return child;
+}
+
 /* key = value into `table` (the current table or an inline table being built). */
 static int parse_keyval(parser *P, node *table)
 {
@@ -1183,25 +1217,10 @@ static int parse_keyval(parser *P, node *table)
     P->pos++;
     skip_ws(P);
     node *t = table;
-    for (size_t i = 0; i + 1 < k.n; i++) {
-        keypart *part = &k.parts[i];
-        node *child = tab_get(t, part->s, part->len);
-        if (!child) {
-            child = node_new(P, K_TABLE, t->depth + 1, part->pos);
-            if (!child || tab_put(P, t, part, child))
-                goto out;
-            child->flags = F_DOTTED;
-        } else if (child->kind != K_TABLE) {
-            fail(P, part->pos, "key %s is already %s, not a table", show_key(part, kb, sizeof kb),
-                 kind_name(child));
-            goto out;
-        } else if ((child->flags & F_INLINE) || !(child->flags & F_DOTTED)) {
-            fail(P, part->pos, "cannot add keys to %s %s defined elsewhere", kind_name(child),
-                 show_key(part, kb, sizeof kb));
-            goto out;
-        }
-        t = child;
-    }
+    for (size_t i = 0; t && i + 1 < k.n; i++)
+        t = descend(P, t, &k.parts[i], false);
+    if (!t)
+        goto out;
     keypart *last = &k.parts[k.n - 1];
     node *old = tab_get(t, last->s, last->len);
     if (old) {
@@ -1237,26 +1256,10 @@ static int parse_header(parser *P)
     }
     P->pos += aot ? 2 : 1;
     node *t = P->root;
-    for (size_t i = 0; i + 1 < k.n; i++) {
-        keypart *part = &k.parts[i];
-        node *child = tab_get(t, part->s, part->len);
-        if (!child) {
-            child = node_new(P, K_TABLE, t->depth + 1, part->pos);
-            if (!child || tab_put(P, t, part, child))
-                goto out;
-            child->flags = F_IMPLICIT;
-        } else if (child->kind == K_ARRAY && (child->flags & F_AOT)) {
-            child = child->u.arr.items[child->u.arr.n - 1];
-        } else if (child->kind != K_TABLE) {
-            fail(P, part->pos, "key %s is already %s, not a table", show_key(part, kb, sizeof kb),
-                 kind_name(child));
-            goto out;
-        } else if (child->flags & F_INLINE) {
-            fail(P, part->pos, "cannot extend inline table %s", show_key(part, kb, sizeof kb));
-            goto out;
-        }
-        t = child;
-    }
+    for (size_t i = 0; t && i + 1 < k.n; i++)
+        t = descend(P, t, &k.parts[i], true);
+    if (!t)
+        goto out;
     keypart *last = &k.parts[k.n - 1];
     node *child = tab_get(t, last->s, last->len);
     if (aot) {
