@@ -1424,9 +1424,18 @@ static json_t *emit(const node *n, bool typed)
         break;
     default: value = json_stringn_nocheck(n->u.str.s, n->u.str.len); break;
     }
-    if (!value)
+    json_t *leaf = json_object();
+    if (!leaf) {
+        json_decref(value);
         return NULL;
-    return json_pack("{s:s, s:o}", "type", type_name(n->kind), "value", value);
+    }
+    /* the setters take (and on failure release) the new references */
+    if (json_object_set_new_nocheck(leaf, "type", json_string_nocheck(type_name(n->kind))) ||
+        json_object_set_new_nocheck(leaf, "value", value)) {
+        json_decref(leaf);
+        return NULL;
+    }
+    return leaf;
 }
 
 int cdsh_toml_parse_with(const char *text, size_t len, const cdsh_toml_options *opts, json_t **out,
@@ -1439,6 +1448,8 @@ int cdsh_toml_parse_with(const char *text, size_t len, const cdsh_toml_options *
     *out = NULL;
     size_t max_bytes = opts && opts->max_bytes ? opts->max_bytes : CDSH_TOML_DEFAULT_MAX_BYTES;
     int max_depth = opts && opts->max_depth > 0 ? opts->max_depth : CDSH_TOML_DEFAULT_MAX_DEPTH;
+    if (max_depth > CDSH_TOML_MAX_DEPTH_CAP) /* the parser recurses per level; documented */
+        max_depth = CDSH_TOML_MAX_DEPTH_CAP;
     if (len > max_bytes)
         return cdsh_error_set(err, CDSH_ETOOBIG, "TOML_TOO_BIG",
                               "the TOML document is %zu bytes, over the limit of %zu", len,

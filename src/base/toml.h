@@ -12,6 +12,7 @@
 
 #define CDSH_TOML_DEFAULT_MAX_BYTES ((size_t)16 * 1024 * 1024)
 #define CDSH_TOML_DEFAULT_MAX_DEPTH 128
+#define CDSH_TOML_MAX_DEPTH_CAP 512 /* larger max_depth values are lowered to this */
 
 typedef struct cdsh_toml_options {
     size_t max_bytes; /* longest accepted document in bytes; 0 = CDSH_TOML_DEFAULT_MAX_BYTES */

@@ -507,6 +507,18 @@ static void limits_bound_size_depth_and_key_length(void **state)
     assert_string_equal(err.message, "line 2, column 3: nesting deeper than 4 levels");
     assert_null(out);
 
+    /* A huge max_depth is lowered to the cap, so recursion stays bounded. */
+    char *very = malloc(1300);
+    size_t vn = (size_t)snprintf(very, 1300, "a = ");
+    for (int i = 0; i < 600; i++)
+        very[vn++] = '[';
+    for (int i = 0; i < 600; i++)
+        very[vn++] = ']';
+    opts = (cdsh_toml_options){.max_depth = 1 << 30};
+    assert_int_equal(cdsh_toml_parse_with(very, vn, &opts, &out, &err), CDSH_ETOOBIG);
+    assert_string_equal(err.message, "line 1, column 517: nesting deeper than 512 levels");
+    free(very);
+
     opts = (cdsh_toml_options){.max_bytes = 10};
     assert_int_equal(cdsh_toml_parse_with("a = 123456", 10, &opts, &out, &err), 0);
     json_decref(out);
