@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 enum kind { K_TABLE, K_ARRAY, K_STRING, K_INT, K_FLOAT, K_BOOL, K_ODT, K_LDT, K_LD, K_LT };
 
 /* How a table or array came to exist; decides what may extend it later. */
@@ -84,20 +86,17 @@ typedef struct parser {
 
 static void where(const parser *P, size_t pos, size_t *line, size_t *col)
 {
-    size_t l = 1, c = 1;
+    size_t l = 1, bol = 0;
     if (pos > P->len)
         pos = P->len;
     for (size_t i = 0; i < pos; i++) {
-        unsigned char b = (unsigned char)P->src[i];
-        if (b == '\n') {
+        if (P->src[i] == '\n') {
             l++;
-            c = 1;
-        } else if ((b & 0xC0) != 0x80) {
-            c++;
+            bol = i + 1;
         }
     }
     *line = l;
-    *col = c;
+    *col = cdsh_utf8_count(P->src + bol, pos - bol) + 1;
 }
 
 __attribute__((format(printf, 4, 5))) static int fail_rc(parser *P, size_t pos, int rc,
@@ -141,12 +140,9 @@ static const char *describe(const parser *P, size_t pos, char *buf, size_t n)
         snprintf(buf, n, "'%c'", c);
         return buf;
     }
-    uint32_t cp = c;
-    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
-    if (extra)
-        cp = c & (0x3F >> extra);
-    for (int i = 1; i <= extra && pos + (size_t)i < P->len; i++)
-        cp = (cp << 6) | ((unsigned char)P->src[pos + (size_t)i] & 0x3F);
+    uint32_t cp;
+    size_t len;
+    cdsh_utf8_decode(P->src + pos, P->len - pos, &cp, &len); /* the input is valid UTF-8 */
     snprintf(buf, n, "U+%04X", (unsigned)cp);
     return buf;
 }
@@ -458,62 +454,13 @@ static int hexval(int c)
     return -1;
 }
 
-static size_t utf8_encode(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* The whole document must be UTF-8 (no overlong forms, surrogates or code
  * points past U+10FFFF) before anything else looks at it. */
 static int check_utf8(parser *P)
 {
-    const unsigned char *s = (const unsigned char *)P->src;
-    size_t i = 0, n = P->len;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t extra;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            extra = 1, cp = c & 0x1F, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            extra = 2, cp = c & 0x0F, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            extra = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return fail(P, i, "invalid UTF-8 byte 0x%02X", c);
-        }
-        for (size_t k = 1; k <= extra; k++) {
-            if (i + k >= n || (s[i + k] & 0xC0) != 0x80)
-                return fail(P, i, "invalid UTF-8 sequence starting with byte 0x%02X", c);
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return fail(P, i, "invalid UTF-8 sequence starting with byte 0x%02X", c);
-        i += extra + 1;
-    }
+    size_t ok = cdsh_utf8_valid_prefix(P->src, P->len);
+    if (ok < P->len)
+        return fail(P, ok, "invalid UTF-8 starting at byte 0x%02X", (unsigned char)P->src[ok]);
     return 0;
 }
 
@@ -558,7 +505,7 @@ static int parse_escape(parser *P, sbuf *b)
                     P->src + at + 2);
     char out[4];
     P->pos = at + 2 + (size_t)digits;
-    return sb_put(P, b, out, utf8_encode(cp, out));
+    return sb_put(P, b, out, cdsh_utf8_encode(cp, out));
 }
 
 /* Closing run of quotes in a multi-line string: up to two quotes may sit

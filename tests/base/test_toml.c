@@ -287,9 +287,9 @@ static void errors_name_line_and_column_in_characters(void **state)
     bad("s = \"a\x01\"",
         "line 1, column 7: control character U+0001 is not allowed in a string; write it as an "
         "escape");
-    bad("k = \"\xFF\"", "line 1, column 6: invalid UTF-8 byte 0xFF");
-    bad("k = \"\xED\xA0\x80\"", "line 1, column 6: invalid UTF-8 sequence starting with byte "
-                                "0xED");
+    bad("k = \"\xFF\"", "line 1, column 6: invalid UTF-8 starting at byte 0xFF");
+    bad("k = \"\xED\xA0\x80\"", "line 1, column 6: invalid UTF-8 starting at byte 0xED");
+    bad("# \xE2\x82\xAC\xE2\x82\n", "line 1, column 4: invalid UTF-8 starting at byte 0xE2");
     bad("s = \"\\uD800\"", "line 1, column 6: escape \\uD800 is not a Unicode scalar value");
     bad("a = 1 b = 2", "line 1, column 7: expected a newline after a key/value pair, found 'b'");
     bad("a = {b = 1,}", "line 1, column 11: a trailing comma is not allowed in an inline table");
