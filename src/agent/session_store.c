@@ -1263,8 +1263,10 @@ static int append_synthetic(cdsh_session_store *s, const char *id, int64_t *seq,
     return rc;
 }
 
-/* Caller holds the mutex; runs its own transaction. */
-static int repair_locked(cdsh_session_store *s, const char *id, int *appended, cdsh_error *err)
+/* Caller holds the mutex; runs its own transaction. `cause` completes the
+ * notice: "turn N <cause>; closed K unfinished tool calls". */
+static int repair_locked(cdsh_session_store *s, const char *id, const char *cause, int *appended,
+                         cdsh_error *err)
 {
     json_t *events = json_array();
     open_call *calls = NULL;
@@ -1319,9 +1321,8 @@ static int repair_locked(cdsh_session_store *s, const char *id, int *appended, c
     if (rc)
         goto rollback;
     char text[200];
-    snprintf(text, sizeof text,
-             "turn %lld was interrupted (cdsh stopped mid-turn); closed %d unfinished tool call%s",
-             (long long)turn, closed, closed == 1 ? "" : "s");
+    snprintf(text, sizeof text, "turn %lld %s; closed %d unfinished tool call%s",
+             (long long)turn, cause, closed, closed == 1 ? "" : "s");
     rc = append_synthetic(s, id, &seq, turn, 0, "notice",
                           json_pack("{s:s, s:s, s:s, s:b}", "level", "warning", "code",
                                     "SESSION_REPAIRED", "text", text, "synthetic", 1),
@@ -1377,7 +1378,7 @@ int cdsh_session_store_repair(cdsh_session_store *s, const char *id,
         }
     }
     pthread_mutex_lock(&s->mu);
-    rc = repair_locked(s, id, appended, err);
+    rc = repair_locked(s, id, "was interrupted (cdsh stopped mid-turn)", appended, err);
     pthread_mutex_unlock(&s->mu);
     cdsh_fs_lock_close(probe);
     return rc;
@@ -1501,7 +1502,7 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
     if (rc)
         goto rollback;
     /* Nobody can hold the new session's lease yet, so close a copied open turn now. */
-    rc = repair_locked(s, new_id, NULL, err);
+    rc = repair_locked(s, new_id, "was cut short by the fork point", NULL, err);
     if (rc) {
         /* Do not leave a half-made fork behind (its events stay in the parent). */
         sqlite3_stmt *del = NULL;

@@ -172,28 +172,29 @@ static void summarize(const json_t *ev, char *out, size_t n)
         return;
     }
     if (strcmp(type, "user/message") == 0 || strcmp(type, "notice") == 0) {
-        one_line(str_or(p, "text", ""), body, sizeof body);
+        one_line(str_or(p, "text", ""), body, 100);
         if (strcmp(type, "notice") == 0)
             snprintf(out, n, "%s %s: %s", str_or(p, "level", "?"), str_or(p, "code", "-"), body);
         else
             snprintf(out, n, "%s", body);
     } else if (strcmp(type, "assistant/message") == 0) {
-        one_line(str_or(p, "text", ""), body, 120);
-        size_t calls = json_array_size(json_object_get(p, "toolCalls"));
-        const char *r = str_or(p, "reasoning", NULL);
-        snprintf(out, n, "%s%s%s", body, r ? " [reasoning]" : "",
-                 calls ? " [tool calls]" : "");
-        if (calls) {
-            char tail[64];
-            snprintf(tail, sizeof tail, " x%zu", calls);
-            strncat(out, tail, n - strlen(out) - 1);
+        /* "<text> [reasoning] calls: a, b" without leading spaces for missing parts. */
+        one_line(str_or(p, "text", ""), body, 100);
+        snprintf(out, n, "%s", body);
+        if (str_or(p, "reasoning", NULL))
+            snprintf(out + strlen(out), n - strlen(out), "%s[reasoning]", *out ? " " : "");
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(p, "toolCalls"), k, c) {
+            snprintf(out + strlen(out), n - strlen(out), "%s%s", k ? ", " : *out ? " calls: " : "calls: ",
+                     str_or(c, "name", "?"));
         }
     } else if (strcmp(type, "tool/call") == 0) {
-        one_line(str_or(p, "arguments", ""), body, 120);
+        one_line(str_or(p, "arguments", ""), body, 80);
         snprintf(out, n, "%s %s %s", str_or(p, "callId", "?"), str_or(p, "name", "?"), body);
     } else if (strcmp(type, "tool/result") == 0) {
         const json_t *first = json_array_get(json_object_get(p, "content"), 0);
-        one_line(str_or(first, "text", ""), body, 120);
+        one_line(str_or(first, "text", ""), body, 80);
         const char *code = str_or(json_object_get(p, "error"), "code", NULL);
         snprintf(out, n, "%s %s%s%s: %s", str_or(p, "callId", "?"),
                  json_is_true(json_object_get(p, "isError")) ? "error" : "ok", code ? " " : "",
