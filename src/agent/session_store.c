@@ -737,6 +737,96 @@ static int touch_session(cdsh_session_store *s, const char *id, const char *now,
     return rc;
 }
 
+typedef struct open_call {
+    const char *call_id; /* borrowed from the events array */
+    const char *name;
+    int64_t step;
+    int64_t call_seq; /* seq of its tool/call event; 0 = never started */
+} open_call;
+
+static int read_events_locked(cdsh_session_store *s, const char *id, int64_t after_seq,
+                              int64_t limit, bool strict, json_t *arr, bool *has_more,
+                              cdsh_error *err);
+static int pending_calls(const json_t *events, open_call **out, size_t *n_out);
+static int open_turn_locked(cdsh_session_store *s, const char *id, int64_t *start_seq,
+                            int64_t *turn, cdsh_error *err);
+
+static int scalar_locked(cdsh_session_store *s, const char *sql, const char *id, int64_t *out,
+                         cdsh_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(s, sql, &st, err);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
+    else
+        rc = db_fail(s, src, err, "reading the log");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The turn structure the agent loop must keep (DSH's session invariants, the
+ * part repair and replay rely on): turns are numbered 1, 2, ... and never
+ * overlap; assistant messages and tool events belong to the open turn; a turn
+ * ends only when every call in it has a result. Caller holds the mutex and a
+ * write transaction. */
+static int check_turn_rules(cdsh_session_store *s, const char *id, const char *type,
+                            int64_t turn, cdsh_error *err)
+{
+    bool is_start = strcmp(type, "turn/start") == 0, is_end = strcmp(type, "turn/end") == 0;
+    if (!is_start && !is_end && strcmp(type, "assistant/message") != 0 &&
+        strcmp(type, "tool/call") != 0 && strcmp(type, "tool/result") != 0)
+        return 0;
+    int64_t start = 0, open = 0;
+    int rc = open_turn_locked(s, id, &start, &open, err);
+    if (rc)
+        return rc;
+    if (is_start) {
+        int64_t last = 0;
+        if (start)
+            return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
+                                  "turn/start %lld while turn %lld is still open", (long long)turn,
+                                  (long long)open);
+        rc = scalar_locked(s,
+                           "SELECT coalesce(max(turn), 0) FROM events"
+                           " WHERE session_id = ? AND type = 'turn/start'",
+                           id, &last, err);
+        if (rc == 0 && turn != last + 1)
+            rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
+                                "turn/start expected turn %lld, got %lld", (long long)last + 1,
+                                (long long)turn);
+        return rc;
+    }
+    if (!start)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
+                              "%s names turn %lld but no turn is open (log turn/start first)",
+                              type, (long long)turn);
+    if (turn != open)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT", "%s names turn %lld but turn %lld is open",
+                              type, (long long)turn, (long long)open);
+    if (!is_end)
+        return 0;
+    json_t *events = json_array();
+    open_call *calls = NULL;
+    size_t n = 0;
+    rc = events ? read_events_locked(s, id, start - 1, -1, true, events, NULL, err)
+                : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    if (rc == 0 && pending_calls(events, &calls, &n))
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (calls[i].call_id)
+            rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
+                                "turn/end %lld while tool call %s has no tool/result (log its "
+                                "result, e.g. an ABORTED error, first)",
+                                (long long)turn, calls[i].call_id);
+    free(calls);
+    json_decref(events);
+    return rc;
+}
+
 int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char *type,
                               int64_t turn, int64_t step, const json_t *payload,
                               int64_t *seq_out, cdsh_error *err)
@@ -764,7 +854,9 @@ int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char 
         rc = no_session(id, err);
     if (rc < 0)
         goto rollback;
-    rc = insert_event(s, id, &seq, turn, step, type, text, now, err);
+    rc = check_turn_rules(s, id, type, turn, err);
+    if (rc == 0)
+        rc = insert_event(s, id, &seq, turn, step, type, text, now, err);
     if (rc == 0)
         rc = touch_session(s, id, now, err);
     if (rc == 0)
@@ -1136,13 +1228,6 @@ void cdsh_session_lease_release(cdsh_session_lease *lease)
 }
 
 /* ---- repair ------------------------------------------------------------------ */
-
-typedef struct open_call {
-    const char *call_id; /* borrowed from the events array */
-    const char *name;
-    int64_t step;
-    int64_t call_seq; /* seq of its tool/call event; 0 = never started */
-} open_call;
 
 static const char unknown_text[] =
     "The tool call had started, but cdsh stopped before its result was recorded, so its "

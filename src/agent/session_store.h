@@ -129,7 +129,11 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
 /* Appends one event in its own transaction; it is durable when this returns
  * (WAL, synchronous=FULL). turn/step >= 0 (0 = outside a turn). The payload
  * is borrowed, must be lossless JSON, and is stored compact. *seq_out (may be
- * NULL) gets the new seq (1, 2, ... per session). Updates updatedAt. */
+ * NULL) gets the new seq (1, 2, ... per session). Updates updatedAt.
+ * Turn rules (BAD_EVENT otherwise; what repair and replay rely on): turn/start
+ * numbers turns 1, 2, ... and needs no turn open; assistant/message, tool/call,
+ * tool/result and turn/end must name the open turn; turn/end needs a
+ * tool/result for every call of the turn. Other types may be logged anytime. */
 int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char *type,
                               int64_t turn, int64_t step, const json_t *payload,
                               int64_t *seq_out, cdsh_error *err);

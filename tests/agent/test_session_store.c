@@ -525,6 +525,38 @@ static void events_page_with_after_seq_and_has_more(void **state)
     free(id);
 }
 
+static void turn_rules_keep_turns_balanced(void **state)
+{
+    (void)state;
+    char *id = new_session("rules");
+    cdsh_error e = {0};
+    assert_int_equal(try_add(id, "assistant/message", 1, "{\"text\":\"x\"}", &e), CDSH_EINVAL);
+    assert_string_equal(e.message,
+                        "assistant/message names turn 1 but no turn is open (log turn/start first)");
+    assert_int_equal(try_add(id, "turn/start", 2, "{}", &e), CDSH_EINVAL);
+    assert_string_equal(e.message, "turn/start expected turn 1, got 2");
+    assert_int_equal(try_add(id, "turn/start", 1, "{}", &e), 0);
+    assert_int_equal(try_add(id, "turn/start", 2, "{}", &e), CDSH_EINVAL);
+    assert_string_equal(e.message, "turn/start 2 while turn 1 is still open");
+    assert_int_equal(try_add(id, "tool/call", 2, "{\"callId\":\"c\",\"name\":\"x\",\"arguments\":\"{}\"}", &e),
+                     CDSH_EINVAL);
+    assert_string_equal(e.message, "tool/call names turn 2 but turn 1 is open");
+    assert_int_equal(try_add(id, "tool/call", 1, "{\"callId\":\"c\",\"name\":\"x\",\"arguments\":\"{}\"}", &e), 0);
+    assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"cancelled\"}", &e), CDSH_EINVAL);
+    assert_string_equal(e.message, "turn/end 1 while tool call c has no tool/result (log its "
+                                   "result, e.g. an ABORTED error, first)");
+    assert_int_equal(try_add(id, "tool/result", 1,
+                             "{\"callId\":\"c\",\"isError\":true,\"content\":[],\"error\":{\"code\":\"ABORTED\"}}",
+                             &e),
+                     0);
+    assert_int_equal(try_add(id, "turn/end", 2, "{\"reason\":\"cancelled\"}", &e), CDSH_EINVAL);
+    assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"cancelled\"}", &e), 0);
+    assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"done\"}", &e), CDSH_EINVAL);
+    assert_string_equal(e.message, "turn/end names turn 1 but no turn is open (log turn/start first)");
+    assert_int_equal(try_add(id, "turn/start", 2, "{}", &e), 0);
+    free(id);
+}
+
 /* ---- replay --------------------------------------------------------------- */
 
 static void replay_rebuilds_a_multi_step_tool_conversation(void **state)
@@ -580,6 +612,7 @@ static void replay_ignores_commands_notices_and_orphan_results(void **state)
     add(store, id, "command/run", 0, 0, "{\"commandId\":\"cmd-0a1b2c3d-1\",\"name\":\"goal\",\"args\":\" x\",\"source\":{\"kind\":\"user\"}}");
     add(store, id, "command/done", 0, 0, "{\"commandId\":\"cmd-0a1b2c3d-1\",\"kind\":\"success\",\"text\":\"ok\"}");
     add(store, id, "notice", 0, 0, "{\"level\":\"warning\",\"code\":\"X\",\"text\":\"careful\"}");
+    add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "user/message", 1, 0, "{\"text\":\"q\"}");
     add(store, id, "tool/result", 1, 1,
         "{\"callId\":\"ghost\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"?\"}]}");
@@ -594,6 +627,7 @@ static void replay_joins_text_blocks_and_names_other_blocks(void **state)
 {
     (void)state;
     char *id = new_session("blocks");
+    add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "assistant/message", 1, 1,
         "{\"text\":\"look\",\"toolCalls\":[{\"id\":\"c\",\"name\":\"shot\",\"arguments\":\"{}\"}]}");
     add(store, id, "tool/result", 1, 1,
@@ -620,9 +654,10 @@ static void append_reply_replays_as_the_clients_own_message(void **state)
                               .usage = {.input_tokens = 10, .output_tokens = 5, .total_tokens = 15}};
     cdsh_error e = {0};
     int64_t seq = 0;
+    add(store, id, "turn/start", 1, 0, "{}");
     assert_int_equal(cdsh_session_store_append_reply(store, id, 1, 1, &reply, &seq, &e), 0);
-    assert_int_equal(seq, 1);
-    json_t *evs = cdsh_session_store_events(store, id, 0, 10, NULL, NULL);
+    assert_int_equal(seq, 2);
+    json_t *evs = cdsh_session_store_events(store, id, 1, 10, NULL, NULL);
     json_t *p = json_object_get(json_array_get(evs, 0), "payload");
     assert_string_equal(jstr(p, "finishReason"), "tool_calls");
     assert_int_equal(jint(json_object_get(p, "usage"), "totalTokens"), 15);
@@ -769,10 +804,11 @@ static void open_turn_without_calls_gets_only_notice_and_turn_end(void **state)
 {
     (void)state;
     char *id = new_session("streaming");
-    /* An earlier turn with an unanswered call is closed already: not touched. */
+    /* An earlier, closed turn with a call is not touched. */
     add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "assistant/message", 1, 1,
         "{\"text\":\"\",\"toolCalls\":[{\"id\":\"old\",\"name\":\"x\",\"arguments\":\"{}\"}]}");
+    add(store, id, "tool/result", 1, 1, "{\"callId\":\"old\",\"isError\":false,\"content\":[]}");
     add(store, id, "turn/end", 1, 0, "{\"reason\":\"error\"}");
     add(store, id, "turn/start", 2, 0, "{}");
     add(store, id, "user/message", 2, 0, "{\"text\":\"go\"}");
@@ -780,10 +816,10 @@ static void open_turn_without_calls_gets_only_notice_and_turn_end(void **state)
     assert_int_equal(cdsh_session_store_repair(store, id, NULL, &n, NULL), 0);
     assert_int_equal(n, 2);
     char *types = types_of(id);
-    assert_string_equal(types, "turn/start,assistant/message,turn/end,turn/start,user/message,"
-                               "notice,turn/end");
+    assert_string_equal(types, "turn/start,assistant/message,tool/result,turn/end,turn/start,"
+                               "user/message,notice,turn/end");
     free(types);
-    json_t *evs = cdsh_session_store_events(store, id, 5, 10, NULL, NULL);
+    json_t *evs = cdsh_session_store_events(store, id, 6, 10, NULL, NULL);
     assert_int_equal(jint(json_array_get(evs, 1), "turn"), 2);
     assert_string_equal(jstr(json_object_get(json_array_get(evs, 0), "payload"), "text"),
                         "turn 2 was interrupted (cdsh stopped mid-turn); closed 0 unfinished tool calls");
@@ -1091,6 +1127,7 @@ int main(void)
         T(append_checks_types_and_payload_fields),
         T(append_refuses_payloads_that_are_not_lossless),
         T(events_page_with_after_seq_and_has_more),
+        T(turn_rules_keep_turns_balanced),
         T(replay_rebuilds_a_multi_step_tool_conversation),
         T(replay_ignores_commands_notices_and_orphan_results),
         T(replay_joins_text_blocks_and_names_other_blocks),
