@@ -220,8 +220,8 @@ int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_err
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto cleanup;
     }
-    int src = sqlite3_open_v2(s->path, &s->db,
-                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int src = sqlite3_open_v2(
+        s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (src != SQLITE_OK) {
         rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "cannot open session store %s: %s", s->path,
                             s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
@@ -288,17 +288,16 @@ static json_t *session_from_row(sqlite3_stmt *st)
     json_t *fork_seq = sqlite3_column_type(st, 9) == SQLITE_NULL
                            ? json_null()
                            : json_integer(sqlite3_column_int64(st, 9));
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
-                     "id", column_string_or_null(st, 0), "title", column_string_or_null(st, 1),
-                     "createdAt", column_string_or_null(st, 2), "updatedAt",
-                     column_string_or_null(st, 3), "provider", column_string_or_null(st, 4),
-                     "model", column_string_or_null(st, 5), "baseUrl",
-                     column_string_or_null(st, 6), "agent", column_string_or_null(st, 7),
-                     "parentId", column_string_or_null(st, 8), "forkSeq", fork_seq, "metadata",
-                     metadata ? metadata : json_object(), "eventCount",
-                     (json_int_t)sqlite3_column_int64(st, 11), "lastSeq",
-                     (json_int_t)sqlite3_column_int64(st, 12), "lastTurn",
-                     (json_int_t)sqlite3_column_int64(st, 13), "openTurn", open_turn);
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o}", "id",
+        column_string_or_null(st, 0), "title", column_string_or_null(st, 1), "createdAt",
+        column_string_or_null(st, 2), "updatedAt", column_string_or_null(st, 3), "provider",
+        column_string_or_null(st, 4), "model", column_string_or_null(st, 5), "baseUrl",
+        column_string_or_null(st, 6), "agent", column_string_or_null(st, 7), "parentId",
+        column_string_or_null(st, 8), "forkSeq", fork_seq, "metadata",
+        metadata ? metadata : json_object(), "eventCount", (json_int_t)sqlite3_column_int64(st, 11),
+        "lastSeq", (json_int_t)sqlite3_column_int64(st, 12), "lastTurn",
+        (json_int_t)sqlite3_column_int64(st, 13), "openTurn", open_turn);
 }
 
 static int no_session(const char *id, cdsh_error *err)
@@ -337,7 +336,9 @@ static int exists_locked(cdsh_session_store *s, const char *id, cdsh_error *err)
         return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     int src = sqlite3_step(st);
-    rc = src == SQLITE_ROW ? 1 : src == SQLITE_DONE ? 0 : db_fail(s, src, err, "looking up a session");
+    rc = src == SQLITE_ROW    ? 1
+         : src == SQLITE_DONE ? 0
+                              : db_fail(s, src, err, "looking up a session");
     sqlite3_finalize(st);
     return rc;
 }
@@ -356,13 +357,15 @@ int cdsh_session_store_create(cdsh_session_store *s, const cdsh_session_spec *sp
                               cdsh_error *err)
 {
     if (!s || !id_out)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "session create needs a store and id_out");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "session create needs a store and id_out");
     *id_out = NULL;
     cdsh_session_spec empty = {0};
     if (!spec)
         spec = &empty;
     if (spec->metadata && !json_is_object(spec->metadata))
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT", "session metadata must be a JSON object");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
+                              "session metadata must be a JSON object");
     if (spec->metadata && cdsh_json_check_lossless(spec->metadata, "metadata", err))
         return CDSH_EINVAL;
     int rc = 0;
@@ -545,8 +548,8 @@ static int need_string(const json_t *p, const char *type, const char *key, bool 
     return 0;
 }
 
-static int opt_type(const json_t *p, const char *type, const char *key, json_type jtype, bool null_ok,
-                    const char *tname, cdsh_error *err)
+static int opt_type(const json_t *p, const char *type, const char *key, json_type jtype,
+                    bool null_ok, const char *tname, cdsh_error *err)
 {
     const json_t *v = json_object_get(p, key);
     if (!v || (null_ok && json_is_null(v)) || json_typeof(v) == jtype)
@@ -598,7 +601,8 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
             return rc;
         size_t i;
         json_t *c;
-        json_array_foreach(json_object_get(p, "toolCalls"), i, c) {
+        json_array_foreach(json_object_get(p, "toolCalls"), i, c)
+        {
             if (!json_is_object(c) || !json_is_string(json_object_get(c, "id")) ||
                 json_string_length(json_object_get(c, "id")) == 0 ||
                 !json_is_string(json_object_get(c, "name")) ||
@@ -610,13 +614,24 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
                          i);
                 return bad_event(err, type, msg);
             }
+            for (size_t j = 0; j < i; j++) {
+                if (strcmp(json_string_value(json_object_get(
+                               json_array_get(json_object_get(p, "toolCalls"), j), "id")),
+                           json_string_value(json_object_get(c, "id"))) == 0) {
+                    char msg[160];
+                    snprintf(msg, sizeof msg, "toolCalls[%zu] repeats the id of toolCalls[%zu]", i,
+                             j);
+                    return bad_event(err, type, msg);
+                }
+            }
         }
         return 0;
     }
     if (strcmp(type, "tool/call") == 0)
         return (rc = need_string(p, type, "callId", true, err)) ? rc
-               : (rc = need_string(p, type, "name", false, err)) ? rc
-                                                                 : need_string(p, type, "arguments", false, err);
+               : (rc = need_string(p, type, "name", false, err))
+                   ? rc
+                   : need_string(p, type, "arguments", false, err);
     if (strcmp(type, "tool/result") == 0) {
         if ((rc = need_string(p, type, "callId", true, err)))
             return rc;
@@ -626,15 +641,17 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
             return bad_event(err, type, "field \"content\" must be an array of content blocks");
         size_t i;
         json_t *b;
-        json_array_foreach(json_object_get(p, "content"), i, b) {
+        json_array_foreach(json_object_get(p, "content"), i, b)
+        {
             if (!json_is_object(b) || !json_is_string(json_object_get(b, "type")))
                 return bad_event(err, type, "every content block needs a string \"type\"");
         }
         return opt_type(p, type, "error", JSON_OBJECT, true, "an object", err);
     }
     if (strcmp(type, "command/run") == 0)
-        return (rc = need_string(p, type, "commandId", true, err)) ? rc
-                                                                    : need_string(p, type, "name", true, err);
+        return (rc = need_string(p, type, "commandId", true, err))
+                   ? rc
+                   : need_string(p, type, "name", true, err);
     if (strcmp(type, "command/done") == 0) {
         static const char *const kinds[] = {"success", "error", NULL};
         if ((rc = need_string(p, type, "commandId", true, err)) ||
@@ -650,14 +667,15 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
             (rc = need_string(p, type, "text", false, err)))
             return rc;
         if (!one_of(json_string_value(json_object_get(p, "level")), levels))
-            return bad_event(err, type, "field \"level\" must be \"info\", \"warning\" or \"error\"");
+            return bad_event(err, type,
+                             "field \"level\" must be \"info\", \"warning\" or \"error\"");
         return opt_type(p, type, "code", JSON_STRING, false, "a string", err);
     }
     if (strcmp(type, "turn/start") == 0)
         return turn >= 1 ? 0 : bad_event(err, type, "turn must be >= 1");
     if (strcmp(type, "turn/end") == 0) {
-        static const char *const reasons[] = {"done",        "cancelled", "step-limit", "token-limit",
-                                              "error",       "interrupted", NULL};
+        static const char *const reasons[] = {"done",  "cancelled",   "step-limit", "token-limit",
+                                              "error", "interrupted", NULL};
         if (turn < 1)
             return bad_event(err, type, "turn must be >= 1");
         if ((rc = need_string(p, type, "reason", true, err)))
@@ -681,8 +699,8 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
 /* Inserts one event; caller holds the mutex and an open write transaction.
  * *seq_io: 0 = next seq; otherwise used as given and advanced. */
 static int insert_event(cdsh_session_store *s, const char *id, int64_t *seq, int64_t turn,
-                        int64_t step, const char *type, const char *payload,
-                        const char *created_at, cdsh_error *err)
+                        int64_t step, const char *type, const char *payload, const char *created_at,
+                        cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = 0;
@@ -770,11 +788,12 @@ static int scalar_locked(cdsh_session_store *s, const char *sql, const char *id,
 
 /* The turn structure the agent loop must keep (DSH's session invariants, the
  * part repair and replay rely on): turns are numbered 1, 2, ... and never
- * overlap; assistant messages and tool events belong to the open turn; a turn
- * ends only when every call in it has a result. Caller holds the mutex and a
+ * overlap; assistant messages and tool events belong to the open turn; the
+ * next assistant message and the turn's end wait until every call so far has
+ * a result. Caller holds the mutex and a
  * write transaction. */
-static int check_turn_rules(cdsh_session_store *s, const char *id, const char *type,
-                            int64_t turn, cdsh_error *err)
+static int check_turn_rules(cdsh_session_store *s, const char *id, const char *type, int64_t turn,
+                            cdsh_error *err)
 {
     bool is_start = strcmp(type, "turn/start") == 0, is_end = strcmp(type, "turn/end") == 0;
     if (!is_start && !is_end && strcmp(type, "assistant/message") != 0 &&
@@ -802,12 +821,14 @@ static int check_turn_rules(cdsh_session_store *s, const char *id, const char *t
     }
     if (!start)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
-                              "%s names turn %lld but no turn is open (log turn/start first)",
-                              type, (long long)turn);
+                              "%s names turn %lld but no turn is open (log turn/start first)", type,
+                              (long long)turn);
     if (turn != open)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT", "%s names turn %lld but turn %lld is open",
-                              type, (long long)turn, (long long)open);
-    if (!is_end)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
+                              "%s names turn %lld but turn %lld is open", type, (long long)turn,
+                              (long long)open);
+    bool is_assistant = strcmp(type, "assistant/message") == 0;
+    if (!is_end && !is_assistant)
         return 0;
     json_t *events = json_array();
     open_call *calls = NULL;
@@ -819,17 +840,17 @@ static int check_turn_rules(cdsh_session_store *s, const char *id, const char *t
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (calls[i].call_id)
             rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",
-                                "turn/end %lld while tool call %s has no tool/result (log its "
+                                "%s in turn %lld while tool call %s has no tool/result (log its "
                                 "result, e.g. an ABORTED error, first)",
-                                (long long)turn, calls[i].call_id);
+                                type, (long long)turn, calls[i].call_id);
     free(calls);
     json_decref(events);
     return rc;
 }
 
-int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char *type,
-                              int64_t turn, int64_t step, const json_t *payload,
-                              int64_t *seq_out, cdsh_error *err)
+int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char *type, int64_t turn,
+                              int64_t step, const json_t *payload, int64_t *seq_out,
+                              cdsh_error *err)
 {
     if (!s)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "append needs a store");
@@ -881,15 +902,13 @@ int cdsh_session_store_append_reply(cdsh_session_store *s, const char *id, int64
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "append_reply needs a reply");
     json_t *calls = json_array();
     const cdsh_model_usage *u = &reply->usage;
-    json_t *p = json_pack("{s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}", "text",
-                          reply->text ? reply->text : "", "reasoning",
-                          reply->reasoning ? json_string(reply->reasoning) : json_null(),
-                          "finishReason",
-                          reply->finish_reason ? json_string(reply->finish_reason) : json_null(),
-                          "usage", "inputTokens", (json_int_t)u->input_tokens, "outputTokens",
-                          (json_int_t)u->output_tokens, "totalTokens", (json_int_t)u->total_tokens,
-                          "cachedInputTokens", (json_int_t)u->cached_input_tokens,
-                          "reasoningTokens", (json_int_t)u->reasoning_tokens);
+    json_t *p = json_pack(
+        "{s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}", "text", reply->text ? reply->text : "",
+        "reasoning", reply->reasoning ? json_string(reply->reasoning) : json_null(), "finishReason",
+        reply->finish_reason ? json_string(reply->finish_reason) : json_null(), "usage",
+        "inputTokens", (json_int_t)u->input_tokens, "outputTokens", (json_int_t)u->output_tokens,
+        "totalTokens", (json_int_t)u->total_tokens, "cachedInputTokens",
+        (json_int_t)u->cached_input_tokens, "reasoningTokens", (json_int_t)u->reasoning_tokens);
     int rc = 0;
     if (!calls || !p) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -897,8 +916,8 @@ int cdsh_session_store_append_reply(cdsh_session_store *s, const char *id, int64
     }
     for (size_t i = 0; i < reply->n_tool_calls; i++) {
         const cdsh_model_tool_call *c = &reply->tool_calls[i];
-        json_array_append_new(calls, json_pack("{s:s, s:s, s:s}", "id", c->id ? c->id : "",
-                                               "name", c->name ? c->name : "", "arguments",
+        json_array_append_new(calls, json_pack("{s:s, s:s, s:s}", "id", c->id ? c->id : "", "name",
+                                               c->name ? c->name : "", "arguments",
                                                c->arguments ? c->arguments : ""));
     }
     if (reply->n_tool_calls)
@@ -912,8 +931,7 @@ cleanup:
 
 /* ---- reading events -------------------------------------------------------- */
 
-static json_t *event_from_row(const char *id, sqlite3_stmt *st,
-                              bool strict, cdsh_error *err)
+static json_t *event_from_row(const char *id, sqlite3_stmt *st, bool strict, cdsh_error *err)
 {
     const char *raw = (const char *)sqlite3_column_text(st, 4);
     int64_t seq = sqlite3_column_int64(st, 0);
@@ -1033,7 +1051,8 @@ static char *content_text_dup(const json_t *content)
     cdsh_strbuf_init(&sb);
     size_t i;
     json_t *b;
-    json_array_foreach(content, i, b) {
+    json_array_foreach(content, i, b)
+    {
         if (i > 0)
             cdsh_strbuf_append_char(&sb, '\n');
         const char *type = json_string_value(json_object_get(b, "type"));
@@ -1066,7 +1085,8 @@ static int flush_group(pending_group *g, json_t *out)
     g->assistant = NULL;
     size_t i;
     json_t *c;
-    json_array_foreach(g->calls, i, c) {
+    json_array_foreach(g->calls, i, c)
+    {
         json_t *r = json_object_get(g->results, json_string_value(json_object_get(c, "id")));
         if (r)
             rc |= json_array_append(out, r);
@@ -1083,8 +1103,8 @@ static json_t *assistant_message(const json_t *p)
     const json_t *text = json_object_get(p, "text");
     /* As cdsh_model_reply_to_message: content null (not "") next to tool calls. */
     bool null_content = json_string_length(text) == 0 && json_array_size(calls) > 0;
-    json_t *m = json_pack("{s:s, s:O}", "role", "assistant", "content",
-                          null_content ? json_null() : text);
+    json_t *m =
+        json_pack("{s:s, s:O}", "role", "assistant", "content", null_content ? json_null() : text);
     const json_t *reasoning = json_object_get(p, "reasoning");
     if (m && json_is_string(reasoning))
         json_object_set(m, "reasoning_content", (json_t *)reasoning);
@@ -1092,7 +1112,8 @@ static json_t *assistant_message(const json_t *p)
         json_t *tc = json_array();
         size_t i;
         json_t *c;
-        json_array_foreach(calls, i, c) {
+        json_array_foreach(calls, i, c)
+        {
             json_array_append_new(tc, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id",
                                                 json_object_get(c, "id"), "type", "function",
                                                 "function", "name", json_object_get(c, "name"),
@@ -1109,7 +1130,8 @@ static int replay(const json_t *events, json_t *out)
     int rc = g.results ? 0 : CDSH_ENOMEM;
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev) {
+    json_array_foreach(events, i, ev)
+    {
         if (rc)
             break;
         const char *type = json_string_value(json_object_get(ev, "type"));
@@ -1132,8 +1154,8 @@ static int replay(const json_t *events, json_t *out)
         } else if (strcmp(type, "tool/result") == 0 && g.assistant) {
             const char *call_id = json_string_value(json_object_get(p, "callId"));
             char *text = content_text_dup(json_object_get(p, "content"));
-            json_t *m = text ? json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id",
-                                         call_id, "content", text)
+            json_t *m = text ? json_pack("{s:s, s:s, s:s}", "role", "tool", "tool_call_id", call_id,
+                                         "content", text)
                              : NULL;
             free(text);
             if (!m)
@@ -1181,8 +1203,8 @@ json_t *cdsh_session_store_messages(cdsh_session_store *s, const char *id, cdsh_
 
 /* ---- leases ---------------------------------------------------------------- */
 
-static int lease_open(cdsh_session_store *s, const char *id, int64_t timeout_ms,
-                      cdsh_fs_lock **out, cdsh_error *err)
+static int lease_open(cdsh_session_store *s, const char *id, int64_t timeout_ms, cdsh_fs_lock **out,
+                      cdsh_error *err)
 {
     int rc = cdsh_fs_mkdir_p(s->lock_dir, 0700, err);
     if (rc)
@@ -1255,7 +1277,8 @@ static int pending_calls(const json_t *events, open_call **out, size_t *n_out)
         return CDSH_ENOMEM;
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev) {
+    json_array_foreach(events, i, ev)
+    {
         const char *type = json_string_value(json_object_get(ev, "type"));
         json_t *p = json_object_get(ev, "payload");
         int64_t step = json_integer_value(json_object_get(ev, "step"));
@@ -1392,12 +1415,11 @@ static int repair_locked(cdsh_session_store *s, const char *id, const char *caus
         const char *msg = started ? unknown_text : not_started_text;
         char block[600];
         snprintf(block, sizeof block, "Error: %s", msg);
-        json_t *p = json_pack("{s:s, s:s?, s:b, s:[{s:s, s:s}], s:{s:s, s:s, s:s}, s:b}", "callId",
-                              c->call_id, "name", c->name, "isError", 1, "content", "type", "text",
-                              "text", block, "error", "name",
-                              started ? "ToolOutcomeUnknownError" : "ToolNotStartedError", "code",
-                              started ? "TOOL_OUTCOME_UNKNOWN" : "TOOL_NOT_STARTED", "message", msg,
-                              "synthetic", 1);
+        json_t *p = json_pack(
+            "{s:s, s:s?, s:b, s:[{s:s, s:s}], s:{s:s, s:s, s:s}, s:b}", "callId", c->call_id,
+            "name", c->name, "isError", 1, "content", "type", "text", "text", block, "error",
+            "name", started ? "ToolOutcomeUnknownError" : "ToolNotStartedError", "code",
+            started ? "TOOL_OUTCOME_UNKNOWN" : "TOOL_NOT_STARTED", "message", msg, "synthetic", 1);
         if (p && started)
             json_object_set_new(p, "sourceEventSeq", json_integer(c->call_seq));
         rc = append_synthetic(s, id, &seq, turn, c->step, "tool/result", p, time, err);
@@ -1406,8 +1428,8 @@ static int repair_locked(cdsh_session_store *s, const char *id, const char *caus
     if (rc)
         goto rollback;
     char text[200];
-    snprintf(text, sizeof text, "turn %lld %s; closed %d unfinished tool call%s",
-             (long long)turn, cause, closed, closed == 1 ? "" : "s");
+    snprintf(text, sizeof text, "turn %lld %s; closed %d unfinished tool call%s", (long long)turn,
+             cause, closed, closed == 1 ? "" : "s");
     rc = append_synthetic(s, id, &seq, turn, 0, "notice",
                           json_pack("{s:s, s:s, s:s, s:b}", "level", "warning", "code",
                                     "SESSION_REPAIRED", "text", text, "synthetic", 1),
@@ -1434,8 +1456,8 @@ cleanup:
 
 /* Checks that nobody else holds the lease (taking it for the duration of
  * fn), then runs repair. */
-int cdsh_session_store_repair(cdsh_session_store *s, const char *id,
-                              const cdsh_session_lease *held, int *appended, cdsh_error *err)
+int cdsh_session_store_repair(cdsh_session_store *s, const char *id, const cdsh_session_lease *held,
+                              int *appended, cdsh_error *err)
 {
     if (appended)
         *appended = 0;
@@ -1509,7 +1531,8 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
                             const char *title, char **new_id_out, cdsh_error *err)
 {
     if (!s || !new_id_out)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "fork needs a store and new_id_out");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "fork needs a store and new_id_out");
     *new_id_out = NULL;
     int rc = check_id(id, err);
     if (rc)

@@ -66,12 +66,12 @@ const char *cdsh_session_store_path(const cdsh_session_store *s);
  * open), else null. */
 
 typedef struct cdsh_session_spec {
-    const char *title;        /* may be NULL: "" */
-    const char *provider;     /* e.g. "deepseek"; NULL allowed */
-    const char *model;        /* NULL allowed */
-    const char *base_url;     /* NULL allowed */
-    const char *agent;        /* agent preset name; NULL allowed */
-    const json_t *metadata;   /* object or NULL ({}); borrowed */
+    const char *title;      /* may be NULL: "" */
+    const char *provider;   /* e.g. "deepseek"; NULL allowed */
+    const char *model;      /* NULL allowed */
+    const char *base_url;   /* NULL allowed */
+    const char *agent;      /* agent preset name; NULL allowed */
+    const json_t *metadata; /* object or NULL ({}); borrowed */
 } cdsh_session_spec;
 
 /* Creates a session with a fresh id "s-<random>" (owned in *id_out). */
@@ -132,11 +132,12 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
  * NULL) gets the new seq (1, 2, ... per session). Updates updatedAt.
  * Turn rules (BAD_EVENT otherwise; what repair and replay rely on): turn/start
  * numbers turns 1, 2, ... and needs no turn open; assistant/message, tool/call,
- * tool/result and turn/end must name the open turn; turn/end needs a
- * tool/result for every call of the turn. Other types may be logged anytime. */
-int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char *type,
-                              int64_t turn, int64_t step, const json_t *payload,
-                              int64_t *seq_out, cdsh_error *err);
+ * tool/result and turn/end must name the open turn; assistant/message and
+ * turn/end need a tool/result for every call logged so far in the turn, and
+ * the ids in one toolCalls list must differ. Other types may be logged anytime. */
+int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char *type, int64_t turn,
+                              int64_t step, const json_t *payload, int64_t *seq_out,
+                              cdsh_error *err);
 
 /* Appends a model reply as assistant/message (text, reasoning, toolCalls,
  * usage, finishReason). */
@@ -190,8 +191,8 @@ void cdsh_session_lease_release(cdsh_session_lease *lease);
  * caller may pass its own lease as `held` to repair while holding it. The
  * check and the appends are one transaction. *appended (may be NULL) gets
  * the number of events added. */
-int cdsh_session_store_repair(cdsh_session_store *s, const char *id,
-                              const cdsh_session_lease *held, int *appended, cdsh_error *err);
+int cdsh_session_store_repair(cdsh_session_store *s, const char *id, const cdsh_session_lease *held,
+                              int *appended, cdsh_error *err);
 
 /* What an agent loop or front end needs to resume a session. */
 typedef struct cdsh_session_loaded {

@@ -13,33 +13,32 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh sessions <action> [options]\n"
-            "\n"
-            "Stored agent sessions ($CDSH_HOME/sessions.db).\n"
-            "\n"
-            "Actions:\n"
-            "  list [--limit N] [--offset N]      sessions, most recently updated first\n"
-            "                                     (default limit 50, at most 1000)\n"
-            "  show <id> [--after SEQ] [--limit N]\n"
-            "                                     one session and its events with seq > SEQ\n"
-            "                                     (default 0), at most N (default 200)\n"
-            "  rm <id>...                         delete sessions and their events\n"
-            "  fork <id> [--at SEQ] [--title T]   copy the events up to SEQ (default: all)\n"
-            "                                     into a new session linked to <id>\n"
-            "  rename <id> <title>                set the title\n"
-            "\n"
-            "Options:\n"
-            "  --json      print JSON for programs instead of text:\n"
-            "                list   {\"sessions\":[...],\"total\",\"offset\",\"limit\"}\n"
-            "                show   {\"session\":{...},\"events\":[...],\"hasMore\"}\n"
-            "                rm     {\"deleted\":[ids]}\n"
-            "                fork, rename   the session object\n"
-            "  -h, --help  show this help\n"
-            "\n"
-            "Exit status: 0 on success, 1 if a session is missing or the store fails,\n"
-            "2 on bad usage. Errors go to stderr as \"cdsh sessions: <CODE>: <message>\".\n"
-            "Schema, event types and crash repair: docs/sessions.md.\n");
+    fprintf(out, "Usage: cdsh sessions <action> [options]\n"
+                 "\n"
+                 "Stored agent sessions ($CDSH_HOME/sessions.db).\n"
+                 "\n"
+                 "Actions:\n"
+                 "  list [--limit N] [--offset N]      sessions, most recently updated first\n"
+                 "                                     (default limit 50, at most 1000)\n"
+                 "  show <id> [--after SEQ] [--limit N]\n"
+                 "                                     one session and its events with seq > SEQ\n"
+                 "                                     (default 0), at most N (default 200)\n"
+                 "  rm <id>...                         delete sessions and their events\n"
+                 "  fork <id> [--at SEQ] [--title T]   copy the events up to SEQ (default: all)\n"
+                 "                                     into a new session linked to <id>\n"
+                 "  rename <id> <title>                set the title\n"
+                 "\n"
+                 "Options:\n"
+                 "  --json      print JSON for programs instead of text:\n"
+                 "                list   {\"sessions\":[...],\"total\",\"offset\",\"limit\"}\n"
+                 "                show   {\"session\":{...},\"events\":[...],\"hasMore\"}\n"
+                 "                rm     {\"deleted\":[ids]}\n"
+                 "                fork, rename   the session object\n"
+                 "  -h, --help  show this help\n"
+                 "\n"
+                 "Exit status: 0 on success, 1 if a session is missing or the store fails,\n"
+                 "2 on bad usage. Errors go to stderr as \"cdsh sessions: <CODE>: <message>\".\n"
+                 "Schema, event types and crash repair: docs/sessions.md.\n");
 }
 
 typedef struct opts {
@@ -120,9 +119,9 @@ static int cmd_list(cdsh_session_store *st, const opts *o)
     if (!list)
         return fail(&e);
     if (o->json) {
-        json_t *doc = json_pack("{s:O, s:I, s:I, s:I}", "sessions", list, "total",
-                                (json_int_t)total, "offset", (json_int_t)o->offset, "limit",
-                                (json_int_t)o->limit);
+        json_t *doc =
+            json_pack("{s:O, s:I, s:I, s:I}", "sessions", list, "total", (json_int_t)total,
+                      "offset", (json_int_t)o->offset, "limit", (json_int_t)o->limit);
         print_json(doc);
         json_decref(doc);
         json_decref(list);
@@ -137,11 +136,12 @@ static int cmd_list(cdsh_session_store *st, const opts *o)
         json_decref(list);
         return 0;
     }
-    printf("%-24s  %-16s  %6s  %5s  %-20s  %s\n", "ID", "UPDATED (UTC)", "EVENTS", "TURNS",
-           "MODEL", "TITLE");
+    printf("%-24s  %-16s  %6s  %5s  %-20s  %s\n", "ID", "UPDATED (UTC)", "EVENTS", "TURNS", "MODEL",
+           "TITLE");
     size_t i;
     json_t *s;
-    json_array_foreach(list, i, s) {
+    json_array_foreach(list, i, s)
+    {
         char when[32], title[64];
         short_time(str_or(s, "updatedAt", ""), when, sizeof when, false);
         one_line(str_or(s, "title", "(untitled)"), title, sizeof title);
@@ -185,8 +185,12 @@ static void summarize(const json_t *ev, char *out, size_t n)
             snprintf(out + strlen(out), n - strlen(out), "%s[reasoning]", *out ? " " : "");
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(p, "toolCalls"), k, c) {
-            snprintf(out + strlen(out), n - strlen(out), "%s%s", k ? ", " : *out ? " calls: " : "calls: ",
+        json_array_foreach(json_object_get(p, "toolCalls"), k, c)
+        {
+            snprintf(out + strlen(out), n - strlen(out), "%s%s",
+                     k      ? ", "
+                     : *out ? " calls: "
+                            : "calls: ",
                      str_or(c, "name", "?"));
         }
     } else if (strcmp(type, "tool/call") == 0) {
@@ -233,9 +237,9 @@ static int cmd_show(cdsh_session_store *st, const char *id, const opts *o)
     one_line(str_or(s, "title", "(untitled)"), title, sizeof title);
     printf("Session %s  %s\n", id, title);
     printf("  created  %s UTC   updated %s UTC\n", created, updated);
-    printf("  model    %s/%s%s%s   agent %s\n", str_or(s, "provider", "-"),
-           str_or(s, "model", "-"), json_is_string(json_object_get(s, "baseUrl")) ? " at " : "",
-           str_or(s, "baseUrl", ""), str_or(s, "agent", "-"));
+    printf("  model    %s/%s%s%s   agent %s\n", str_or(s, "provider", "-"), str_or(s, "model", "-"),
+           json_is_string(json_object_get(s, "baseUrl")) ? " at " : "", str_or(s, "baseUrl", ""),
+           str_or(s, "agent", "-"));
     if (json_is_integer(json_object_get(s, "forkSeq")))
         printf("  forked   from %s at event %lld\n", str_or(s, "parentId", "(deleted session)"),
                (long long)json_integer_value(json_object_get(s, "forkSeq")));
@@ -254,16 +258,19 @@ static int cmd_show(cdsh_session_store *st, const char *id, const opts *o)
     printf("  %5s %4s  %-18s %s\n", "SEQ", "TURN", "TYPE", "SUMMARY");
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev) {
+    json_array_foreach(events, i, ev)
+    {
         char sum[400];
         summarize(ev, sum, sizeof sum);
-        printf("  %5lld %4lld  %-18s %s\n", (long long)json_integer_value(json_object_get(ev, "seq")),
+        printf("  %5lld %4lld  %-18s %s\n",
+               (long long)json_integer_value(json_object_get(ev, "seq")),
                (long long)json_integer_value(json_object_get(ev, "turn")), str_or(ev, "type", "?"),
                sum);
     }
     if (more) {
         json_t *last = json_array_get(events, json_array_size(events) - 1);
-        printf("  ... more: --after %lld\n", (long long)json_integer_value(json_object_get(last, "seq")));
+        printf("  ... more: --after %lld\n",
+               (long long)json_integer_value(json_object_get(last, "seq")));
     }
 done:
     json_decref(s);
@@ -316,7 +323,7 @@ static int print_session_result(cdsh_session_store *st, const char *id, const op
 int cdsh_cmd_sessions(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},    {"limit", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},         {"limit", required_argument, NULL, 'l'},
         {"offset", required_argument, NULL, 'o'}, {"after", required_argument, NULL, 'a'},
         {"at", required_argument, NULL, 't'},     {"title", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},

@@ -136,7 +136,8 @@ static char *types_of(const char *id)
     char *out = calloc(1, 4096);
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev) {
+    json_array_foreach(evs, i, ev)
+    {
         if (i)
             strcat(out, ",");
         strcat(out, jstr(ev, "type"));
@@ -392,14 +393,16 @@ static void rename_and_set_model_change_only_what_is_given(void **state)
     char *id = new_session("old title");
     cdsh_error e = {0};
     assert_int_equal(cdsh_session_store_rename(store, id, "new title", &e), 0);
-    assert_int_equal(cdsh_session_store_set_model(store, id, NULL, "deepseek-reasoner", NULL, &e), 0);
+    assert_int_equal(cdsh_session_store_set_model(store, id, NULL, "deepseek-reasoner", NULL, &e),
+                     0);
     json_t *s = cdsh_session_store_get(store, id, &e);
     assert_string_equal(jstr(s, "title"), "new title");
     assert_string_equal(jstr(s, "provider"), "deepseek");
     assert_string_equal(jstr(s, "model"), "deepseek-reasoner");
     assert_true(json_is_null(json_object_get(s, "baseUrl")));
     json_decref(s);
-    assert_int_equal(cdsh_session_store_set_model(store, id, "local", NULL, "http://127.0.0.1:1", &e), 0);
+    assert_int_equal(
+        cdsh_session_store_set_model(store, id, "local", NULL, "http://127.0.0.1:1", &e), 0);
     s = cdsh_session_store_get(store, id, &e);
     assert_string_equal(jstr(s, "provider"), "local");
     assert_string_equal(jstr(s, "model"), "deepseek-reasoner");
@@ -453,15 +456,16 @@ static void append_checks_types_and_payload_fields(void **state)
     assert_int_equal(try_add(id, "tool/result", 1, "{\"callId\":\"c\",\"content\":[]}", &e),
                      CDSH_EINVAL);
     assert_string_equal(e.message, "tool/result event: field \"isError\" must be a boolean");
-    assert_int_equal(try_add(id, "tool/call", 1, "{\"callId\":\"\",\"name\":\"n\",\"arguments\":\"{}\"}",
-                             &e),
-                     CDSH_EINVAL);
+    assert_int_equal(
+        try_add(id, "tool/call", 1, "{\"callId\":\"\",\"name\":\"n\",\"arguments\":\"{}\"}", &e),
+        CDSH_EINVAL);
     assert_string_equal(e.message, "tool/call event: field \"callId\" must be a non-empty string");
     assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"bored\"}", &e), CDSH_EINVAL);
     assert_non_null(strstr(e.message, "field \"reason\" must be done, cancelled"));
     assert_int_equal(try_add(id, "turn/start", 0, "{}", &e), CDSH_EINVAL);
     assert_string_equal(e.message, "turn/start event: turn must be >= 1");
-    assert_int_equal(try_add(id, "notice", 0, "{\"level\":\"loud\",\"text\":\"x\"}", &e), CDSH_EINVAL);
+    assert_int_equal(try_add(id, "notice", 0, "{\"level\":\"loud\",\"text\":\"x\"}", &e),
+                     CDSH_EINVAL);
     assert_int_equal(try_add(id, "command/done", 0, "{\"commandId\":\"c\",\"kind\":\"maybe\"}", &e),
                      CDSH_EINVAL);
     assert_string_equal(e.message,
@@ -473,8 +477,10 @@ static void append_checks_types_and_payload_fields(void **state)
     assert_int_equal(cdsh_session_store_append(store, id, "user/message", 1, 0, NULL, NULL, &e),
                      CDSH_EINVAL);
     assert_string_equal(e.message, "user/message event: payload must be a JSON object");
-    assert_int_equal(try_add(id, "command/run", 0, "{\"commandId\":\"cmd-1\",\"name\":\"goal\"}", &e), 0);
-    assert_int_equal(try_add(id, "command/done", 0, "{\"commandId\":\"cmd-1\",\"kind\":\"success\"}", &e), 0);
+    assert_int_equal(
+        try_add(id, "command/run", 0, "{\"commandId\":\"cmd-1\",\"name\":\"goal\"}", &e), 0);
+    assert_int_equal(
+        try_add(id, "command/done", 0, "{\"commandId\":\"cmd-1\",\"kind\":\"success\"}", &e), 0);
     json_t *s = cdsh_session_store_get(store, id, NULL);
     assert_int_equal(jint(s, "eventCount"), 3); /* only the valid ones */
     json_decref(s);
@@ -531,28 +537,46 @@ static void turn_rules_keep_turns_balanced(void **state)
     char *id = new_session("rules");
     cdsh_error e = {0};
     assert_int_equal(try_add(id, "assistant/message", 1, "{\"text\":\"x\"}", &e), CDSH_EINVAL);
-    assert_string_equal(e.message,
-                        "assistant/message names turn 1 but no turn is open (log turn/start first)");
+    assert_string_equal(
+        e.message, "assistant/message names turn 1 but no turn is open (log turn/start first)");
     assert_int_equal(try_add(id, "turn/start", 2, "{}", &e), CDSH_EINVAL);
     assert_string_equal(e.message, "turn/start expected turn 1, got 2");
     assert_int_equal(try_add(id, "turn/start", 1, "{}", &e), 0);
     assert_int_equal(try_add(id, "turn/start", 2, "{}", &e), CDSH_EINVAL);
     assert_string_equal(e.message, "turn/start 2 while turn 1 is still open");
-    assert_int_equal(try_add(id, "tool/call", 2, "{\"callId\":\"c\",\"name\":\"x\",\"arguments\":\"{}\"}", &e),
-                     CDSH_EINVAL);
+    assert_int_equal(
+        try_add(id, "tool/call", 2, "{\"callId\":\"c\",\"name\":\"x\",\"arguments\":\"{}\"}", &e),
+        CDSH_EINVAL);
     assert_string_equal(e.message, "tool/call names turn 2 but turn 1 is open");
-    assert_int_equal(try_add(id, "tool/call", 1, "{\"callId\":\"c\",\"name\":\"x\",\"arguments\":\"{}\"}", &e), 0);
+    assert_int_equal(
+        try_add(id, "tool/call", 1, "{\"callId\":\"c\",\"name\":\"x\",\"arguments\":\"{}\"}", &e),
+        0);
     assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"cancelled\"}", &e), CDSH_EINVAL);
-    assert_string_equal(e.message, "turn/end 1 while tool call c has no tool/result (log its "
-                                   "result, e.g. an ABORTED error, first)");
-    assert_int_equal(try_add(id, "tool/result", 1,
-                             "{\"callId\":\"c\",\"isError\":true,\"content\":[],\"error\":{\"code\":\"ABORTED\"}}",
-                             &e),
-                     0);
+    assert_string_equal(e.message, "turn/end in turn 1 while tool call c has no tool/result "
+                                   "(log its result, e.g. an ABORTED error, first)");
+    assert_int_equal(try_add(id, "assistant/message", 1, "{\"text\":\"next step\"}", &e),
+                     CDSH_EINVAL);
+    assert_string_equal(e.message, "assistant/message in turn 1 while tool call c has no "
+                                   "tool/result (log its result, e.g. an ABORTED error, first)");
+    assert_int_equal(
+        try_add(id, "assistant/message", 1,
+                "{\"text\":\"\",\"toolCalls\":[{\"id\":\"d\",\"name\":\"x\",\"arguments\":\"\"},"
+                "{\"id\":\"d\",\"name\":\"y\",\"arguments\":\"\"}]}",
+                &e),
+        CDSH_EINVAL);
+    assert_string_equal(e.message,
+                        "assistant/message event: toolCalls[1] repeats the id of toolCalls[0]");
+    assert_int_equal(
+        try_add(
+            id, "tool/result", 1,
+            "{\"callId\":\"c\",\"isError\":true,\"content\":[],\"error\":{\"code\":\"ABORTED\"}}",
+            &e),
+        0);
     assert_int_equal(try_add(id, "turn/end", 2, "{\"reason\":\"cancelled\"}", &e), CDSH_EINVAL);
     assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"cancelled\"}", &e), 0);
     assert_int_equal(try_add(id, "turn/end", 1, "{\"reason\":\"done\"}", &e), CDSH_EINVAL);
-    assert_string_equal(e.message, "turn/end names turn 1 but no turn is open (log turn/start first)");
+    assert_string_equal(e.message,
+                        "turn/end names turn 1 but no turn is open (log turn/start first)");
     assert_int_equal(try_add(id, "turn/start", 2, "{}", &e), 0);
     free(id);
 }
@@ -588,19 +612,19 @@ static void replay_rebuilds_a_multi_step_tool_conversation(void **state)
     cdsh_error e = {0};
     json_t *m = cdsh_session_store_messages(store, id, &e);
     assert_non_null(m);
-    assert_json(m,
-                "[{\"role\":\"user\",\"content\":\"read a and b\"},"
-                "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"need both files\","
-                " \"tool_calls\":["
-                "  {\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"read\","
-                "   \"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}},"
-                "  {\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"read\","
-                "   \"arguments\":\"{\\\"path\\\":\\\"b\\\"}\"}}]},"
-                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"Error: no a\"},"
-                "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"B\"},"
-                "{\"role\":\"assistant\",\"content\":\"a is missing; b says B\"},"
-                "{\"role\":\"user\",\"content\":\"thanks\"},"
-                "{\"role\":\"assistant\",\"content\":\"welcome\",\"reasoning_content\":\"polite\"}]");
+    assert_json(
+        m, "[{\"role\":\"user\",\"content\":\"read a and b\"},"
+           "{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"need both files\","
+           " \"tool_calls\":["
+           "  {\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"read\","
+           "   \"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}},"
+           "  {\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"read\","
+           "   \"arguments\":\"{\\\"path\\\":\\\"b\\\"}\"}}]},"
+           "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"Error: no a\"},"
+           "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"B\"},"
+           "{\"role\":\"assistant\",\"content\":\"a is missing; b says B\"},"
+           "{\"role\":\"user\",\"content\":\"thanks\"},"
+           "{\"role\":\"assistant\",\"content\":\"welcome\",\"reasoning_content\":\"polite\"}]");
     json_decref(m);
     free(id);
 }
@@ -609,13 +633,17 @@ static void replay_ignores_commands_notices_and_orphan_results(void **state)
 {
     (void)state;
     char *id = new_session("misc");
-    add(store, id, "command/run", 0, 0, "{\"commandId\":\"cmd-0a1b2c3d-1\",\"name\":\"goal\",\"args\":\" x\",\"source\":{\"kind\":\"user\"}}");
-    add(store, id, "command/done", 0, 0, "{\"commandId\":\"cmd-0a1b2c3d-1\",\"kind\":\"success\",\"text\":\"ok\"}");
+    add(store, id, "command/run", 0, 0,
+        "{\"commandId\":\"cmd-0a1b2c3d-1\",\"name\":\"goal\",\"args\":\" "
+        "x\",\"source\":{\"kind\":\"user\"}}");
+    add(store, id, "command/done", 0, 0,
+        "{\"commandId\":\"cmd-0a1b2c3d-1\",\"kind\":\"success\",\"text\":\"ok\"}");
     add(store, id, "notice", 0, 0, "{\"level\":\"warning\",\"code\":\"X\",\"text\":\"careful\"}");
     add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "user/message", 1, 0, "{\"text\":\"q\"}");
     add(store, id, "tool/result", 1, 1,
-        "{\"callId\":\"ghost\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"?\"}]}");
+        "{\"callId\":\"ghost\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"?\"}]"
+        "}");
     add(store, id, "chat/custom", 1, 0, "{\"anything\":1}");
     json_t *m = cdsh_session_store_messages(store, id, NULL);
     assert_json(m, "[{\"role\":\"user\",\"content\":\"q\"}]");
@@ -629,7 +657,8 @@ static void replay_joins_text_blocks_and_names_other_blocks(void **state)
     char *id = new_session("blocks");
     add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "assistant/message", 1, 1,
-        "{\"text\":\"look\",\"toolCalls\":[{\"id\":\"c\",\"name\":\"shot\",\"arguments\":\"{}\"}]}");
+        "{\"text\":\"look\",\"toolCalls\":[{\"id\":\"c\",\"name\":\"shot\",\"arguments\":\"{}\"}]"
+        "}");
     add(store, id, "tool/result", 1, 1,
         "{\"callId\":\"c\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"one\"},"
         "{\"type\":\"image\",\"attachment\":{}},{\"type\":\"text\",\"text\":\"two\"}]}");
@@ -646,12 +675,13 @@ static void append_reply_replays_as_the_clients_own_message(void **state)
     (void)state;
     char *id = new_session("reply");
     cdsh_model_tool_call calls[2] = {{"call_a", "read", "{\"p\":1}"}, {"call_b", "ls", "{}"}};
-    cdsh_model_reply reply = {.text = "",
-                              .reasoning = "think",
-                              .tool_calls = calls,
-                              .n_tool_calls = 2,
-                              .finish_reason = "tool_calls",
-                              .usage = {.input_tokens = 10, .output_tokens = 5, .total_tokens = 15}};
+    cdsh_model_reply reply = {
+        .text = "",
+        .reasoning = "think",
+        .tool_calls = calls,
+        .n_tool_calls = 2,
+        .finish_reason = "tool_calls",
+        .usage = {.input_tokens = 10, .output_tokens = 5, .total_tokens = 15}};
     cdsh_error e = {0};
     int64_t seq = 0;
     add(store, id, "turn/start", 1, 0, "{}");
@@ -821,8 +851,9 @@ static void open_turn_without_calls_gets_only_notice_and_turn_end(void **state)
     free(types);
     json_t *evs = cdsh_session_store_events(store, id, 6, 10, NULL, NULL);
     assert_int_equal(jint(json_array_get(evs, 1), "turn"), 2);
-    assert_string_equal(jstr(json_object_get(json_array_get(evs, 0), "payload"), "text"),
-                        "turn 2 was interrupted (cdsh stopped mid-turn); closed 0 unfinished tool calls");
+    assert_string_equal(
+        jstr(json_object_get(json_array_get(evs, 0), "payload"), "text"),
+        "turn 2 was interrupted (cdsh stopped mid-turn); closed 0 unfinished tool calls");
     json_decref(evs);
     free(id);
 }
@@ -834,8 +865,7 @@ static void tool_call_not_listed_by_the_assistant_counts_as_started(void **state
     add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "tool/call", 1, 1, "{\"callId\":\"d1\",\"name\":\"x\",\"arguments\":\"{}\"}");
     add(store, id, "tool/call", 1, 1, "{\"callId\":\"d2\",\"name\":\"y\",\"arguments\":\"{}\"}");
-    add(store, id, "tool/result", 1, 1,
-        "{\"callId\":\"d2\",\"isError\":false,\"content\":[]}");
+    add(store, id, "tool/result", 1, 1, "{\"callId\":\"d2\",\"isError\":false,\"content\":[]}");
     int n = 0;
     assert_int_equal(cdsh_session_store_repair(store, id, NULL, &n, NULL), 0);
     assert_int_equal(n, 3);
@@ -945,10 +975,9 @@ static void fork_inside_a_turn_closes_the_copied_turn(void **state)
     assert_true(json_is_null(json_object_get(s, "openTurn")));
     json_decref(s);
     json_t *evs = cdsh_session_store_events(store, f, 3, 1, NULL, NULL);
-    assert_string_equal(jstr(json_object_get(json_object_get(json_array_get(evs, 0), "payload"),
-                                             "error"),
-                             "code"),
-                        "TOOL_NOT_STARTED");
+    assert_string_equal(
+        jstr(json_object_get(json_object_get(json_array_get(evs, 0), "payload"), "error"), "code"),
+        "TOOL_NOT_STARTED");
     json_decref(evs);
     free(f);
     free(id);
@@ -1096,7 +1125,8 @@ static void two_processes_append_to_the_same_session(void **state)
     int per[2] = {0, 0};
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev) {
+    json_array_foreach(evs, i, ev)
+    {
         assert_int_equal(jint(ev, "seq"), (int64_t)i + 1); /* contiguous, no duplicates */
         per[jint(json_object_get(ev, "payload"), "writer")]++;
     }

@@ -37,12 +37,14 @@ static int setup(void **state)
     add(s, sid, "turn/start", 1, "{}");
     add(s, sid, "user/message", 1, "{\"text\":\"why does\\nparse fail?\"}");
     add(s, sid, "assistant/message", 1,
-        "{\"text\":\"\",\"reasoning\":\"look\",\"toolCalls\":[{\"id\":\"c1\",\"name\":\"read_file\","
+        "{\"text\":\"\",\"reasoning\":\"look\",\"toolCalls\":[{\"id\":\"c1\",\"name\":\"read_"
+        "file\","
         "\"arguments\":\"{\\\"path\\\":\\\"p.c\\\"}\"}]}");
     add(s, sid, "tool/call", 1,
         "{\"callId\":\"c1\",\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"p.c\\\"}\"}");
     add(s, sid, "tool/result", 1,
-        "{\"callId\":\"c1\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"int x;\"}]}");
+        "{\"callId\":\"c1\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"int "
+        "x;\"}]}");
     add(s, sid, "assistant/message", 1, "{\"text\":\"It is fine.\"}");
     add(s, sid, "turn/end", 1, "{\"reason\":\"done\"}");
     cdsh_session_store_close(s);
@@ -70,8 +72,8 @@ static void help_describes_every_action(void **state)
     char *out = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "sessions", "--help", NULL), 0);
     assert_non_null(strstr(out, "Usage: cdsh sessions <action>"));
-    for (const char *const *a = (const char *const[]){"list ", "show <id>", "rm <id>",
-                                                      "fork <id>", "rename <id>", "--json", NULL};
+    for (const char *const *a = (const char *const[]){"list ", "show <id>", "rm <id>", "fork <id>",
+                                                      "rename <id>", "--json", NULL};
          *a; a++)
         assert_non_null(strstr(out, *a));
     free(out);
@@ -103,9 +105,9 @@ static void list_json_reports_sessions_and_paging(void **state)
 {
     (void)state;
     char *out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "sessions", "list", "--json", "--limit",
-                                        "5", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, NULL, "sessions", "list", "--json", "--limit", "5", NULL),
+        0);
     json_t *v = parse_out(out);
     assert_int_equal(json_integer_value(json_object_get(v, "total")), 1);
     assert_int_equal(json_integer_value(json_object_get(v, "limit")), 5);
@@ -181,9 +183,8 @@ static void fork_then_rm_round_trip(void **state)
     assert_int_equal(json_integer_value(json_object_get(f, "eventCount")), 4);
 
     out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "sessions", "rename", fid, "renamed",
-                                        NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, NULL, "sessions", "rename", fid, "renamed", NULL), 0);
     char want[128];
     snprintf(want, sizeof want, "renamed %s: renamed\n", fid);
     assert_string_equal(out, want);
