@@ -1075,7 +1075,20 @@ typedef struct pending_group {
     json_t *assistant; /* owned, NULL when no group is open */
     json_t *calls;     /* borrowed toolCalls array of the payload */
     json_t *results;   /* object callId -> tool message */
+    json_t *deferred;  /* user messages logged while calls were unanswered */
 } pending_group;
+
+static bool group_answered(const pending_group *g)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(g->calls, i, c)
+    {
+        if (!json_object_get(g->results, json_string_value(json_object_get(c, "id"))))
+            return false;
+    }
+    return true;
+}
 
 static int flush_group(pending_group *g, json_t *out)
 {
@@ -1091,6 +1104,8 @@ static int flush_group(pending_group *g, json_t *out)
         if (r)
             rc |= json_array_append(out, r);
     }
+    rc |= json_array_extend(out, g->deferred);
+    json_array_clear(g->deferred);
     json_decref(g->calls);
     g->calls = NULL;
     json_object_clear(g->results);
@@ -1126,8 +1141,8 @@ static json_t *assistant_message(const json_t *p)
 
 static int replay(const json_t *events, json_t *out)
 {
-    pending_group g = {.results = json_object()};
-    int rc = g.results ? 0 : CDSH_ENOMEM;
+    pending_group g = {.results = json_object(), .deferred = json_array()};
+    int rc = g.results && g.deferred ? 0 : CDSH_ENOMEM;
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev)
@@ -1137,9 +1152,17 @@ static int replay(const json_t *events, json_t *out)
         const char *type = json_string_value(json_object_get(ev, "type"));
         json_t *p = json_object_get(ev, "payload");
         if (strcmp(type, "user/message") == 0) {
-            rc = flush_group(&g, out);
-            json_array_append_new(out, json_pack("{s:s, s:O}", "role", "user", "content",
-                                                 json_object_get(p, "text")));
+            /* A message typed while tools ran goes after their results: providers
+             * want the results right after the assistant message. */
+            json_t *m =
+                json_pack("{s:s, s:O}", "role", "user", "content", json_object_get(p, "text"));
+            if (g.assistant && !group_answered(&g)) {
+                rc = json_array_append_new(g.deferred, m) ? CDSH_ENOMEM : 0;
+            } else {
+                rc = flush_group(&g, out);
+                if (json_array_append_new(out, m))
+                    rc = CDSH_ENOMEM;
+            }
         } else if (strcmp(type, "assistant/message") == 0) {
             rc = flush_group(&g, out);
             json_t *m = assistant_message(p);
@@ -1169,6 +1192,7 @@ static int replay(const json_t *events, json_t *out)
     json_decref(g.assistant);
     json_decref(g.calls);
     json_decref(g.results);
+    json_decref(g.deferred);
     return rc;
 }
 

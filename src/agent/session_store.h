@@ -161,8 +161,9 @@ json_t *cdsh_session_store_events(cdsh_session_store *s, const char *id, int64_t
  * reasoning_content?,tool_calls?:[{id,type:"function",function:{name,arguments}}]}
  * and each call's result {role:"tool",tool_call_id,content} directly after
  * its assistant message, in call order, whatever order they were logged in.
- * Result content is the text of its text blocks joined by "\n" (other blocks
- * as "[<type>]"). Reasoning is kept: the client's reasoning policy decides.
+ * A user message logged while calls were still unanswered follows their
+ * results. Result content is the text of its text blocks joined by "\n"
+ * (other blocks as "[<type>]"). Reasoning is kept: the client's reasoning policy decides.
  * Other event types do not produce messages; results whose call is unknown are
  * skipped. A corrupt payload fails with CORRUPT_EVENT. Owned array. */
 json_t *cdsh_session_store_messages(cdsh_session_store *s, const char *id, cdsh_error *err);

@@ -670,6 +670,30 @@ static void replay_joins_text_blocks_and_names_other_blocks(void **state)
     free(id);
 }
 
+static void replay_puts_a_message_typed_while_tools_ran_after_their_results(void **state)
+{
+    (void)state;
+    char *id = new_session("steer");
+    add(store, id, "turn/start", 1, 0, "{}");
+    add(store, id, "user/message", 1, 0, "{\"text\":\"build it\"}");
+    add(store, id, "assistant/message", 1, 1,
+        "{\"text\":\"\",\"toolCalls\":[{\"id\":\"m\",\"name\":\"make\",\"arguments\":\"{}\"}]}");
+    add(store, id, "tool/call", 1, 1, "{\"callId\":\"m\",\"name\":\"make\",\"arguments\":\"{}\"}");
+    add(store, id, "user/message", 1, 0, "{\"text\":\"and run the tests\"}");
+    add(store, id, "tool/result", 1, 1,
+        "{\"callId\":\"m\",\"isError\":false,\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}");
+    add(store, id, "assistant/message", 1, 2, "{\"text\":\"built; testing\"}");
+    json_t *m = cdsh_session_store_messages(store, id, NULL);
+    assert_json(m, "[{\"role\":\"user\",\"content\":\"build it\"},"
+                   "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"m\","
+                   "\"type\":\"function\",\"function\":{\"name\":\"make\",\"arguments\":\"{}\"}}]},"
+                   "{\"role\":\"tool\",\"tool_call_id\":\"m\",\"content\":\"ok\"},"
+                   "{\"role\":\"user\",\"content\":\"and run the tests\"},"
+                   "{\"role\":\"assistant\",\"content\":\"built; testing\"}]");
+    json_decref(m);
+    free(id);
+}
+
 static void append_reply_replays_as_the_clients_own_message(void **state)
 {
     (void)state;
@@ -1161,6 +1185,7 @@ int main(void)
         T(replay_rebuilds_a_multi_step_tool_conversation),
         T(replay_ignores_commands_notices_and_orphan_results),
         T(replay_joins_text_blocks_and_names_other_blocks),
+        T(replay_puts_a_message_typed_while_tools_ran_after_their_results),
         T(append_reply_replays_as_the_clients_own_message),
         T(crash_mid_turn_is_repaired_on_load),
         T(repair_is_idempotent),
