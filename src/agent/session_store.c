@@ -183,16 +183,6 @@ cleanup:
 
 /* ---- open / close -------------------------------------------------------- */
 
-static char *dir_of_dup(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(".");
-    if (slash == path)
-        return strdup("/");
-    return strndup(path, (size_t)(slash - path));
-}
-
 int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_error *err)
 {
     if (!out)
@@ -212,10 +202,8 @@ int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_err
             goto cleanup;
         s->path = cdsh_fs_path_join_dup(home, "sessions.db");
     }
-    s->lock_dir = s->path ? dir_of_dup(s->path) : NULL;
-    char *joined = s->lock_dir ? cdsh_fs_path_join_dup(s->lock_dir, "sessions.locks") : NULL;
-    free(s->lock_dir);
-    s->lock_dir = joined;
+    /* Lexical: "<dir>/sessions.db/../sessions.locks" is "<dir>/sessions.locks". */
+    s->lock_dir = s->path ? cdsh_fs_path_join_dup(s->path, "../sessions.locks") : NULL;
     if (!s->path || !s->lock_dir) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto cleanup;

@@ -911,6 +911,11 @@ static void repair_waits_for_the_lease_holder(void **state)
     cdsh_session_lease *lease = NULL;
     cdsh_error e = {0};
     assert_int_equal(cdsh_session_store_lease(store, id, 0, &lease, &e), 0);
+    char rel[96];
+    snprintf(rel, sizeof rel, "sessions.locks/%s.lock", id);
+    char *lock_path = cdsh_fs_path_join_dup(home, rel);
+    assert_int_equal(access(lock_path, F_OK), 0);
+    free(lock_path);
     /* A second holder (another thread or process) cannot take it. */
     cdsh_session_lease *second = NULL;
     assert_int_equal(cdsh_session_store_lease(store, id, 0, &second, &e), CDSH_ETIMEDOUT);
