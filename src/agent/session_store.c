@@ -615,11 +615,12 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
         }
         return 0;
     }
-    if (strcmp(type, "tool/call") == 0)
-        return (rc = need_string(p, type, "callId", true, err)) ? rc
-               : (rc = need_string(p, type, "name", false, err))
-                   ? rc
-                   : need_string(p, type, "arguments", false, err);
+    if (strcmp(type, "tool/call") == 0) {
+        if ((rc = need_string(p, type, "callId", true, err)) ||
+            (rc = need_string(p, type, "name", false, err)))
+            return rc;
+        return need_string(p, type, "arguments", false, err);
+    }
     if (strcmp(type, "tool/result") == 0) {
         if ((rc = need_string(p, type, "callId", true, err)))
             return rc;
@@ -636,10 +637,11 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
         }
         return opt_type(p, type, "error", JSON_OBJECT, true, "an object", err);
     }
-    if (strcmp(type, "command/run") == 0)
-        return (rc = need_string(p, type, "commandId", true, err))
-                   ? rc
-                   : need_string(p, type, "name", true, err);
+    if (strcmp(type, "command/run") == 0) {
+        if ((rc = need_string(p, type, "commandId", true, err)))
+            return rc;
+        return need_string(p, type, "name", true, err);
+    }
     if (strcmp(type, "command/done") == 0) {
         static const char *const kinds[] = {"success", "error", NULL};
         if ((rc = need_string(p, type, "commandId", true, err)) ||
@@ -882,37 +884,43 @@ unlock:
     return rc;
 }
 
+static json_t *string_or_null(const char *v)
+{
+    /* nocheck: invalid UTF-8 is replaced by the sanitiser below, not refused. */
+    return v ? json_string_nocheck(v) : json_null();
+}
+
 int cdsh_session_store_append_reply(cdsh_session_store *s, const char *id, int64_t turn,
                                     int64_t step, const cdsh_model_reply *reply, int64_t *seq_out,
                                     cdsh_error *err)
 {
     if (!reply)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "append_reply needs a reply");
-    json_t *calls = json_array();
     const cdsh_model_usage *u = &reply->usage;
-    json_t *p = json_pack(
-        "{s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}", "text", reply->text ? reply->text : "",
-        "reasoning", reply->reasoning ? json_string(reply->reasoning) : json_null(), "finishReason",
-        reply->finish_reason ? json_string(reply->finish_reason) : json_null(), "usage",
-        "inputTokens", (json_int_t)u->input_tokens, "outputTokens", (json_int_t)u->output_tokens,
-        "totalTokens", (json_int_t)u->total_tokens, "cachedInputTokens",
-        (json_int_t)u->cached_input_tokens, "reasoningTokens", (json_int_t)u->reasoning_tokens);
-    int rc = 0;
-    if (!calls || !p) {
-        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        goto cleanup;
-    }
-    for (size_t i = 0; i < reply->n_tool_calls; i++) {
+    json_t *raw = json_pack(
+        "{s:o, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I}}", "text",
+        string_or_null(reply->text ? reply->text : ""), "reasoning",
+        string_or_null(reply->reasoning), "finishReason", string_or_null(reply->finish_reason),
+        "usage", "inputTokens", (json_int_t)u->input_tokens, "outputTokens",
+        (json_int_t)u->output_tokens, "totalTokens", (json_int_t)u->total_tokens,
+        "cachedInputTokens", (json_int_t)u->cached_input_tokens, "reasoningTokens",
+        (json_int_t)u->reasoning_tokens);
+    json_t *calls = reply->n_tool_calls ? json_array() : NULL;
+    if (raw && calls)
+        json_object_set_new(raw, "toolCalls", calls);
+    for (size_t i = 0; raw && calls && i < reply->n_tool_calls; i++) {
         const cdsh_model_tool_call *c = &reply->tool_calls[i];
-        json_array_append_new(calls, json_pack("{s:s, s:s, s:s}", "id", c->id ? c->id : "", "name",
-                                               c->name ? c->name : "", "arguments",
-                                               c->arguments ? c->arguments : ""));
+        json_array_append_new(calls,
+                              json_pack("{s:o, s:o, s:o}", "id", string_or_null(c->id), "name",
+                                        string_or_null(c->name ? c->name : ""), "arguments",
+                                        string_or_null(c->arguments ? c->arguments : "")));
     }
-    if (reply->n_tool_calls)
-        json_object_set(p, "toolCalls", calls);
-    rc = cdsh_session_store_append(s, id, "assistant/message", turn, step, p, seq_out, err);
-cleanup:
-    json_decref(calls);
+    /* A provider that sent bytes that are not UTF-8 still gets its reply logged. */
+    json_t *p = raw ? cdsh_json_sanitize_dup(raw) : NULL;
+    json_decref(raw);
+    if (!p)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    int rc = cdsh_session_store_append(s, id, "assistant/message", turn, step, p, seq_out, err);
     json_decref(p);
     return rc;
 }

@@ -140,7 +140,8 @@ int cdsh_session_store_append(cdsh_session_store *s, const char *id, const char 
                               cdsh_error *err);
 
 /* Appends a model reply as assistant/message (text, reasoning, toolCalls,
- * usage, finishReason). */
+ * usage, finishReason). Bytes that are not UTF-8 become U+FFFD rather than
+ * failing the append; a call without an id fails with BAD_EVENT. */
 int cdsh_session_store_append_reply(cdsh_session_store *s, const char *id, int64_t turn,
                                     int64_t step, const cdsh_model_reply *reply, int64_t *seq_out,
                                     cdsh_error *err);

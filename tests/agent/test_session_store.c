@@ -724,6 +724,25 @@ static void append_reply_replays_as_the_clients_own_message(void **state)
     free(id);
 }
 
+static void append_reply_keeps_a_reply_with_invalid_utf8(void **state)
+{
+    (void)state;
+    char *id = new_session("bytes");
+    add(store, id, "turn/start", 1, 0, "{}");
+    cdsh_model_reply reply = {.text = "caf\xc3 ok", .finish_reason = "stop"};
+    cdsh_error e = {0};
+    assert_int_equal(cdsh_session_store_append_reply(store, id, 1, 1, &reply, NULL, &e), 0);
+    json_t *m = cdsh_session_store_messages(store, id, NULL);
+    assert_string_equal(jstr(json_array_get(m, 0), "content"), "caf\xef\xbf\xbd ok");
+    json_decref(m);
+    cdsh_model_tool_call call = {NULL, "x", "{}"};
+    cdsh_model_reply no_id = {.text = "", .tool_calls = &call, .n_tool_calls = 1};
+    assert_int_equal(cdsh_session_store_append_reply(store, id, 1, 2, &no_id, NULL, &e),
+                     CDSH_EINVAL);
+    assert_string_equal(e.code, "BAD_EVENT");
+    free(id);
+}
+
 /* ---- crash repair ------------------------------------------------------------ */
 
 /* A child process opens its own store, logs a turn up to a started tool
@@ -1192,6 +1211,7 @@ int main(void)
         T(replay_joins_text_blocks_and_names_other_blocks),
         T(replay_puts_a_message_typed_while_tools_ran_after_their_results),
         T(append_reply_replays_as_the_clients_own_message),
+        T(append_reply_keeps_a_reply_with_invalid_utf8),
         T(crash_mid_turn_is_repaired_on_load),
         T(repair_is_idempotent),
         T(balanced_log_needs_no_repair),
