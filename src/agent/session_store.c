@@ -1223,8 +1223,8 @@ json_t *cdsh_session_store_messages(cdsh_session_store *s, const char *id, cdsh_
 
 /* ---- leases ---------------------------------------------------------------- */
 
-static int lease_open(cdsh_session_store *s, const char *id, int64_t timeout_ms, cdsh_fs_lock **out,
-                      cdsh_error *err)
+static int lease_open(cdsh_session_store *s, const char *id, int64_t timeout_ms,
+                      cdsh_cancel *cancel, cdsh_fs_lock **out, cdsh_error *err)
 {
     int rc = cdsh_fs_mkdir_p(s->lock_dir, 0700, err);
     if (rc)
@@ -1234,13 +1234,13 @@ static int lease_open(cdsh_session_store *s, const char *id, int64_t timeout_ms,
     char *path = cdsh_fs_path_join_dup(s->lock_dir, name);
     if (!path)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    rc = cdsh_fs_lock_open(path, CDSH_FS_LOCK_EXCLUSIVE, timeout_ms, NULL, out, err);
+    rc = cdsh_fs_lock_open(path, CDSH_FS_LOCK_EXCLUSIVE, timeout_ms, cancel, out, err);
     free(path);
     return rc;
 }
 
 int cdsh_session_store_lease(cdsh_session_store *s, const char *id, int64_t timeout_ms,
-                             cdsh_session_lease **out, cdsh_error *err)
+                             cdsh_cancel *cancel, cdsh_session_lease **out, cdsh_error *err)
 {
     if (!s || !out)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "lease needs a store and out");
@@ -1252,7 +1252,7 @@ int cdsh_session_store_lease(cdsh_session_store *s, const char *id, int64_t time
     if (!l)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     snprintf(l->id, sizeof l->id, "%s", id);
-    rc = lease_open(s, id, timeout_ms, &l->lock, err);
+    rc = lease_open(s, id, timeout_ms, cancel, &l->lock, err);
     if (rc) {
         free(l);
         return rc;
@@ -1492,7 +1492,7 @@ int cdsh_session_store_repair(cdsh_session_store *s, const char *id, const cdsh_
     cdsh_fs_lock *probe = NULL;
     if (!held) {
         cdsh_error lerr = {0};
-        rc = lease_open(s, id, 0, &probe, &lerr);
+        rc = lease_open(s, id, 0, NULL, &probe, &lerr);
         if (rc == CDSH_ETIMEDOUT)
             return cdsh_error_set(err, CDSH_EBUSY, "SESSION_LIVE",
                                   "session %s is in use by another cdsh process or thread; its "

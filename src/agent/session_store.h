@@ -10,7 +10,8 @@
  * a busy timeout make them wait for each other instead of failing; every
  * write is one IMMEDIATE transaction, so seq numbers never collide.
  * Lock order: the store mutex, then SQLite's own locks; a lease (flock) is
- * never taken while the mutex is held. */
+ * never waited for while the mutex is held. A call may wait up to the busy
+ * timeout for another process's write (not cancellable; writes are short). */
 #ifndef CDSH_AGENT_SESSION_STORE_H
 #define CDSH_AGENT_SESSION_STORE_H
 
@@ -19,6 +20,7 @@
 #include <stdint.h>
 
 #include "agent/model_client.h"
+#include "base/cancel.h"
 #include "base/err.h"
 
 typedef struct cdsh_session_store cdsh_session_store;
@@ -175,10 +177,11 @@ json_t *cdsh_session_store_messages(cdsh_session_store *s, const char *id, cdsh_
  * threads know the open turn is live and must not be repaired. The lock
  * vanishes with its process, so a crash frees it. */
 
-/* Takes the lease, waiting up to timeout_ms (0: try once). CDSH_ETIMEDOUT
- * ("LOCK_TIMEOUT") if someone else holds it. */
+/* Takes the lease, waiting up to timeout_ms (0: try once) and observing
+ * cancel (may be NULL). CDSH_ETIMEDOUT ("LOCK_TIMEOUT") if someone else holds
+ * it; CDSH_ECANCELED if cancel fired. */
 int cdsh_session_store_lease(cdsh_session_store *s, const char *id, int64_t timeout_ms,
-                             cdsh_session_lease **out, cdsh_error *err);
+                             cdsh_cancel *cancel, cdsh_session_lease **out, cdsh_error *err);
 
 /* Releases the lease. NULL-safe. */
 void cdsh_session_lease_release(cdsh_session_lease *lease);

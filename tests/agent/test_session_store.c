@@ -757,7 +757,7 @@ static void crash_child_mid_turn(const char *id)
         if (cdsh_session_store_open(NULL, &s, NULL) != 0)
             _exit(3);
         cdsh_session_lease *lease = NULL;
-        if (cdsh_session_store_lease(s, id, 0, &lease, NULL) != 0)
+        if (cdsh_session_store_lease(s, id, 0, NULL, &lease, NULL) != 0)
             _exit(4);
         const char *evs[][2] = {
             {"turn/start", "{}"},
@@ -929,7 +929,7 @@ static void repair_waits_for_the_lease_holder(void **state)
     add(store, id, "turn/start", 1, 0, "{}");
     cdsh_session_lease *lease = NULL;
     cdsh_error e = {0};
-    assert_int_equal(cdsh_session_store_lease(store, id, 0, &lease, &e), 0);
+    assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &lease, &e), 0);
     char rel[96];
     snprintf(rel, sizeof rel, "sessions.locks/%s.lock", id);
     char *lock_path = cdsh_fs_path_join_dup(home, rel);
@@ -937,8 +937,16 @@ static void repair_waits_for_the_lease_holder(void **state)
     free(lock_path);
     /* A second holder (another thread or process) cannot take it. */
     cdsh_session_lease *second = NULL;
-    assert_int_equal(cdsh_session_store_lease(store, id, 0, &second, &e), CDSH_ETIMEDOUT);
+    assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &second, &e), CDSH_ETIMEDOUT);
     assert_null(second);
+    assert_string_equal(e.code, "LOCK_TIMEOUT");
+    /* A waiter gives up when its cancellation token fires. */
+    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
+    cdsh_cancel_fire(cancel, "user pressed stop");
+    assert_int_equal(cdsh_session_store_lease(store, id, 5000, cancel, &second, &e),
+                     CDSH_ECANCELED);
+    assert_non_null(strstr(e.message, "user pressed stop"));
+    cdsh_cancel_free(cancel);
     assert_int_equal(cdsh_session_store_repair(store, id, NULL, NULL, &e), CDSH_EBUSY);
     assert_string_equal(e.code, "SESSION_LIVE");
     cdsh_session_loaded l;
@@ -952,7 +960,7 @@ static void repair_waits_for_the_lease_holder(void **state)
     assert_int_equal(cdsh_session_store_repair(store, id, lease, &n, &e), 0);
     assert_int_equal(n, 2);
     cdsh_session_lease_release(lease);
-    assert_int_equal(cdsh_session_store_lease(store, id, 0, &second, &e), 0);
+    assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &second, &e), 0);
     cdsh_session_lease_release(second);
     free(id);
 }
