@@ -1192,6 +1192,47 @@ static void two_processes_append_to_the_same_session(void **state)
     free(id);
 }
 
+static void processes_opening_a_fresh_file_at_once_migrate_it_once(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 5; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "fresh-%d.db", round);
+        char *path = cdsh_fs_path_join_dup(home, name);
+        pid_t kids[3];
+        for (int k = 0; k < 3; k++) {
+            kids[k] = fork();
+            assert_true(kids[k] >= 0);
+            if (kids[k] == 0) {
+                cdsh_session_store *s = NULL;
+                char *id = NULL;
+                cdsh_error e = {0};
+                if (cdsh_session_store_open(path, &s, &e)) {
+                    fprintf(stderr, "child open: %s\n", e.message);
+                    _exit(3);
+                }
+                if (cdsh_session_store_create(s, NULL, &id, &e))
+                    _exit(4);
+                cdsh_session_store_close(s);
+                _exit(0);
+            }
+        }
+        for (int k = 0; k < 3; k++) {
+            int status = 0;
+            assert_int_equal(waitpid(kids[k], &status, 0), kids[k]);
+            assert_true(WIFEXITED(status));
+            assert_int_equal(WEXITSTATUS(status), 0);
+        }
+        cdsh_session_store *s = NULL;
+        assert_int_equal(cdsh_session_store_open(path, &s, NULL), 0);
+        int64_t total = 0;
+        json_decref(cdsh_session_store_list(s, 0, 10, &total, NULL));
+        assert_int_equal(total, 3);
+        cdsh_session_store_close(s);
+        free(path);
+    }
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1232,6 +1273,7 @@ int main(void)
         T(corrupt_payload_is_reported_and_kept),
         T(threads_append_to_different_sessions),
         T(two_processes_append_to_the_same_session),
+        T(processes_opening_a_fresh_file_at_once_migrate_it_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
