@@ -43,6 +43,8 @@ static void usage(FILE *out)
 
 typedef struct opts {
     bool json;
+    const char *given[8]; /* action-specific options that were given, for checking */
+    int n_given;
     int64_t limit, offset, after, at;
     const char *title;
 } opts;
@@ -329,10 +331,12 @@ int cdsh_cmd_sessions(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     opts o = {.limit = -1};
-    int c;
+    int c, opt_index = 0;
     optind = 1;
     /* "+" would stop at the action; permute instead so options may follow it. */
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, &opt_index)) != -1) {
+        if (c != 'j' && c != 'h' && c != '?' && o.n_given < 8)
+            o.given[o.n_given++] = longopts[opt_index].name;
         switch (c) {
         case 'j': o.json = true; break;
         case 'l':
@@ -364,6 +368,25 @@ int cdsh_cmd_sessions(int argc, char **argv)
     int nargs = argc - optind;
     char **args = argv + optind;
     int want_min = 0, want_max = 0;
+    static const char *const allowed[][2] = {
+        {"list", " limit offset "},
+        {"show", " after limit "},
+        {"fork", " at title "},
+        {"rm", " "},
+        {"rename", " "},
+    };
+    for (size_t a = 0; a < sizeof allowed / sizeof allowed[0]; a++) {
+        if (strcmp(action, allowed[a][0]) != 0)
+            continue;
+        for (int g = 0; g < o.n_given; g++) {
+            char word[32];
+            snprintf(word, sizeof word, " %s ", o.given[g]);
+            if (!strstr(allowed[a][1], word)) {
+                fprintf(stderr, "cdsh sessions: --%s does not apply to '%s'\n", o.given[g], action);
+                return 2;
+            }
+        }
+    }
     if (strcmp(action, "list") == 0) {
         want_max = 0;
         if (o.limit > 1000)

@@ -222,6 +222,11 @@ static void bad_usage_exits_2(void **state)
     assert_non_null(strstr(err, "--limit wants a number from 1 to 10000, got 'x'"));
     free(err);
     err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "sessions", "list", "--at", "3", NULL),
+                     2);
+    assert_string_equal(err, "cdsh sessions: --at does not apply to 'list'\n");
+    free(err);
+    err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "sessions", "list", "extra", NULL), 2);
     assert_non_null(strstr(err, "unexpected argument 'extra'"));
     free(err);
