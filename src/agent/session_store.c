@@ -294,25 +294,26 @@ static int no_session(const char *id, cdsh_error *err)
 }
 
 /* Caller holds the mutex. */
-static json_t *get_locked(cdsh_session_store *s, const char *id, cdsh_error *err)
+static int get_locked(cdsh_session_store *s, const char *id, json_t **out, cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
-    json_t *out = NULL;
-    if (prepare(s, "SELECT " SESSION_COLUMNS " FROM sessions s WHERE s.id = ?", &st, err))
-        return NULL;
+    *out = NULL;
+    int rc = prepare(s, "SELECT " SESSION_COLUMNS " FROM sessions s WHERE s.id = ?", &st, err);
+    if (rc)
+        return rc;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
     int src = sqlite3_step(st);
     if (src == SQLITE_ROW) {
-        out = session_from_row(st);
-        if (!out)
-            cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        *out = session_from_row(st);
+        if (!*out)
+            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     } else if (src == SQLITE_DONE) {
-        no_session(id, err);
+        rc = no_session(id, err);
     } else {
-        db_fail(s, src, err, "reading a session");
+        rc = db_fail(s, src, err, "reading a session");
     }
     sqlite3_finalize(st);
-    return out;
+    return rc;
 }
 
 /* 1 if the session exists, 0 if not, negative on error. Caller holds the mutex. */
@@ -336,7 +337,8 @@ json_t *cdsh_session_store_get(cdsh_session_store *s, const char *id, cdsh_error
     if (!s || check_id(id, err))
         return NULL;
     pthread_mutex_lock(&s->mu);
-    json_t *out = get_locked(s, id, err);
+    json_t *out = NULL;
+    get_locked(s, id, &out, err);
     pthread_mutex_unlock(&s->mu);
     return out;
 }
@@ -927,7 +929,8 @@ int cdsh_session_store_append_reply(cdsh_session_store *s, const char *id, int64
 
 /* ---- reading events -------------------------------------------------------- */
 
-static json_t *event_from_row(const char *id, sqlite3_stmt *st, bool strict, cdsh_error *err)
+static int event_from_row(const char *id, sqlite3_stmt *st, bool strict, json_t **out,
+                          cdsh_error *err)
 {
     const char *raw = (const char *)sqlite3_column_text(st, 4);
     int64_t seq = sqlite3_column_int64(st, 0);
@@ -938,13 +941,11 @@ static json_t *event_from_row(const char *id, sqlite3_stmt *st, bool strict, cds
         payload = NULL;
         cdsh_error_set(&perr, CDSH_EINVAL, "BAD_JSON", "payload is not a JSON object");
     }
-    if (!payload && strict) {
-        cdsh_error_set(err, CDSH_EPROTO, "CORRUPT_EVENT",
-                       "session %s event %lld: stored payload is unreadable (%s); the event is "
-                       "kept as it is — inspect it with `cdsh sessions show %s --json`",
-                       id, (long long)seq, perr.message[0] ? perr.message : "no text", id);
-        return NULL;
-    }
+    if (!payload && strict)
+        return cdsh_error_set(err, CDSH_EPROTO, "CORRUPT_EVENT",
+                              "session %s event %lld: stored payload is unreadable (%s); the event "
+                              "is kept as it is — inspect it with `cdsh sessions show %s --json`",
+                              id, (long long)seq, perr.message[0] ? perr.message : "no text", id);
     json_t *ev = json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "seq", (json_int_t)seq, "turn",
                            (json_int_t)sqlite3_column_int64(st, 1), "step",
                            (json_int_t)sqlite3_column_int64(st, 2), "type",
@@ -958,9 +959,8 @@ static json_t *event_from_row(const char *id, sqlite3_stmt *st, bool strict, cds
         json_decref(rawj);
         json_object_set_new(ev, "payloadRaw", clean ? clean : json_null());
     }
-    if (!ev)
-        cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    return ev;
+    *out = ev;
+    return ev ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
 
 /* Appends the events of id with seq > after_seq (at most limit; limit < 0:
@@ -989,13 +989,10 @@ static int read_events_locked(cdsh_session_store *s, const char *id, int64_t aft
                 *has_more = true;
             break;
         }
-        json_t *ev = event_from_row(id, st, strict, err);
-        if (!ev) {
-            rc = err ? err->rc : CDSH_EPROTO;
-            if (rc == 0)
-                rc = CDSH_EPROTO;
+        json_t *ev = NULL;
+        rc = event_from_row(id, st, strict, &ev, err);
+        if (rc)
             goto cleanup;
-        }
         json_array_append_new(arr, ev);
         n++;
     }
@@ -1526,12 +1523,14 @@ int cdsh_session_store_load(cdsh_session_store *s, const char *id, const cdsh_se
             *err = rerr;
         return rc;
     }
-    out->messages = cdsh_session_store_messages(s, id, err);
-    out->session = out->messages ? cdsh_session_store_get(s, id, err) : NULL;
+    cdsh_error lerr = {0};
+    out->messages = cdsh_session_store_messages(s, id, &lerr);
+    out->session = out->messages ? cdsh_session_store_get(s, id, &lerr) : NULL;
     if (!out->session) {
-        rc = err && err->rc ? err->rc : CDSH_EIO;
         cdsh_session_loaded_deinit(out);
-        return rc;
+        if (err)
+            *err = lerr;
+        return lerr.rc ? lerr.rc : CDSH_EIO;
     }
     return 0;
 }
@@ -1568,11 +1567,9 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
     rc = exec_sql(s, "BEGIN IMMEDIATE", err);
     if (rc)
         goto unlock;
-    parent = get_locked(s, id, err);
-    if (!parent) {
-        rc = err && err->rc ? err->rc : CDSH_EIO;
+    rc = get_locked(s, id, &parent, err);
+    if (rc)
         goto rollback;
-    }
     int64_t last = json_integer_value(json_object_get(parent, "lastSeq"));
     if (upto_seq > last) {
         rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_EVENT",

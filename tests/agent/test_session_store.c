@@ -1065,12 +1065,13 @@ static void corrupt_payload_is_reported_and_kept(void **state)
 {
     (void)state;
     char *id = new_session("corrupt");
+    add(store, id, "turn/start", 1, 0, "{}");
     add(store, id, "user/message", 1, 0, "{\"text\":\"fine\"}");
     add(store, id, "user/message", 1, 0, "{\"text\":\"soon broken\"}");
     char *path = db_path();
     char sql[256];
     snprintf(sql, sizeof sql,
-             "UPDATE events SET payload = '{\"text\": tru' WHERE session_id = '%s' AND seq = 2",
+             "UPDATE events SET payload = '{\"text\": tru' WHERE session_id = '%s' AND seq = 3",
              id);
     sql_exec(path, sql);
     free(path);
@@ -1078,24 +1079,35 @@ static void corrupt_payload_is_reported_and_kept(void **state)
     /* Reading shows the event with its raw text and the parser's complaint. */
     json_t *evs = cdsh_session_store_events(store, id, 0, 10, NULL, &e);
     assert_non_null(evs);
-    json_t *bad = json_array_get(evs, 1);
+    json_t *bad = json_array_get(evs, 2);
     assert_true(json_is_null(json_object_get(bad, "payload")));
     assert_string_equal(jstr(bad, "payloadRaw"), "{\"text\": tru");
     assert_non_null(strstr(jstr(bad, "payloadError"), "invalid JSON at line 1"));
     json_decref(evs);
     /* Replay refuses with a clear error naming the event. */
+    char want[80];
+    snprintf(want, sizeof want, "session %s event 3: stored payload is unreadable", id);
     assert_null(cdsh_session_store_messages(store, id, &e));
     assert_int_equal(e.rc, CDSH_EPROTO);
     assert_string_equal(e.code, "CORRUPT_EVENT");
-    char want[80];
-    snprintf(want, sizeof want, "session %s event 2: stored payload is unreadable", id);
     assert_true(strncmp(e.message, want, strlen(want)) == 0);
+    /* So do repair and load (the corrupt event is in the open turn)... */
     cdsh_session_loaded l;
+    memset(&e, 0, sizeof e);
     assert_int_equal(cdsh_session_store_load(store, id, NULL, &l, &e), CDSH_EPROTO);
+    assert_string_equal(e.code, "CORRUPT_EVENT");
     assert_null(l.session);
+    assert_int_equal(cdsh_session_store_load(store, id, NULL, &l, NULL), CDSH_EPROTO);
+    /* ...and a fork whose copied turn cannot be closed, which leaves no half-made fork. */
+    char *f = NULL;
+    assert_int_equal(cdsh_session_store_fork(store, id, 0, NULL, &f, &e), CDSH_EPROTO);
+    assert_null(f);
+    int64_t total = 0;
+    json_decref(cdsh_session_store_list(store, 0, 10, &total, NULL));
+    assert_int_equal(total, 1);
     /* Nothing was lost or dropped, and the log still takes events. */
-    assert_int_equal(add(store, id, "user/message", 1, 0, "{\"text\":\"after\"}"), 3);
-    assert_int_equal(sql_int("SELECT count(*) FROM events"), 3);
+    assert_int_equal(add(store, id, "notice", 0, 0, "{\"level\":\"info\",\"text\":\"after\"}"), 4);
+    assert_int_equal(sql_int("SELECT count(*) FROM events"), 4);
     free(id);
 }
 
