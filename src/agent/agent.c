@@ -398,8 +398,9 @@ static int step_complete(turn *t, cdsh_model_client *client, const json_t *histo
                       reply->finish_reason ? reply->finish_reason : "-", reply->n_tool_calls,
                       (long long)reply->usage.total_tokens);
     else
-        cdsh_log_warn(MODULE, "session %s turn %lld step %d: model failed: %s: %s", t->sid,
-                      (long long)t->turn, t->step, err->code, err->message);
+        cdsh_log_write(err->rc == CDSH_ECANCELED ? CDSH_LOG_INFO : CDSH_LOG_WARN, MODULE,
+                       "session %s turn %lld step %d: model failed: %s: %s", t->sid,
+                       (long long)t->turn, t->step, err->code, err->message);
     return rc;
 }
 

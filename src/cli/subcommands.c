@@ -3,8 +3,11 @@
 
 #include <string.h>
 
+#include "cli/cmd_chat.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
+#include "cli/cmd_exec.h"
+#include "cli/cmd_run.h"
 #include "cli/cmd_sessions.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
@@ -12,9 +15,15 @@
 #include "cli/cmd_xiangqi.h"
 
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"chat", "chat with the model in the terminal (streamed, /commands, Ctrl-C cancels)",
+     cdsh_cmd_chat},
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
+    {"exec", "run a slash command for a session: cdsh exec \"/cmd args\" --session ID",
+     cdsh_cmd_exec},
+    {"run", "run one agent turn headless: cdsh run \"<prompt>\" [--session ID] [--json]",
+     cdsh_cmd_run},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
     {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
