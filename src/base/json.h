@@ -18,8 +18,12 @@
  * Each looks up `key` in object `obj`. Missing key: CDSH_ENOTFOUND with code
  * "MISSING_FIELD" and message `missing field "key"`; wrong type: CDSH_EINVAL
  * with code "BAD_FIELD" and message `field "key" must be a string` (etc.).
- * A NULL or non-object `obj` is CDSH_EINVAL. Borrowed outputs live as long
- * as obj. */
+ * A NULL or non-object `obj` is CDSH_EINVAL with code "BAD_FIELD" and message
+ * `cannot read field "key": the value is not a JSON object`. Borrowed outputs
+ * live as long as obj. get_int also accepts a real with an integral value in
+ * int64 range (3.0); get_number accepts integers and reals; get_string
+ * refuses strings with embedded NUL (`must be a string without NUL
+ * characters`). JSON null counts as the wrong type for the get_ variants. */
 int cdsh_json_get_string(const json_t *obj, const char *key, const char **out, cdsh_error *err);
 int cdsh_json_get_int(const json_t *obj, const char *key, int64_t *out, cdsh_error *err);
 int cdsh_json_get_number(const json_t *obj, const char *key, double *out, cdsh_error *err);
@@ -35,40 +39,58 @@ int cdsh_json_opt_int(const json_t *obj, const char *key, int64_t dflt, int64_t 
                       cdsh_error *err);
 int cdsh_json_opt_number(const json_t *obj, const char *key, double dflt, double *out,
                          cdsh_error *err);
-int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out,
-                       cdsh_error *err);
+int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out, cdsh_error *err);
 
 /* ---- output --------------------------------------------------------------
  * Object keys keep insertion order; non-ASCII is emitted as UTF-8 (not \u
  * escapes); "/" is not escaped; reals print in the shortest form that reads
- * back the same. Owned string, NULL on ENOMEM or an invalid value. */
+ * back the same, laid out as JavaScript's Number.prototype.toString does
+ * (fixed for 1e-6 <= |x| < 1e21, else "1e+300"/"5e-324"), with ".0" added
+ * to integral fixed output so they stay reals ("1.0", "0.1", "-0.0"). Controls are escaped (\n,
+ * \u001f, NUL as \u0000). Owned string, NULL on ENOMEM or an invalid value: a string or key that is
+ * not valid UTF-8, a non-finite real, or nesting deeper than 2048 (which
+ * also catches reference cycles). */
 char *cdsh_json_dump_compact_dup(const json_t *value);
 char *cdsh_json_dump_pretty_dup(const json_t *value); /* 2-space indent, trailing newline */
 
 /* ---- input ---------------------------------------------------------------
  * Parses exactly one JSON text (trailing whitespace allowed), rejecting
  * duplicate object keys, nesting deeper than 512 and inputs over max_bytes
- * (0: no limit). On failure returns NULL with code "BAD_JSON" and a message
- * naming line and column. The result is owned. */
+ * (0: no limit). Any top-level value is accepted ("1", "\"x\""); strings
+ * must be valid UTF-8 and may not contain \u0000. On failure returns NULL
+ * with code "BAD_JSON" and err->rc CDSH_EINVAL, message
+ * `invalid JSON at line L, column C: <reason>` (columns count code points
+ * from 1); an input over max_bytes is CDSH_ETOOBIG with message
+ * `JSON text is N bytes, over the limit of M bytes`. The result is owned, and
+ * always passes cdsh_json_check_lossless. */
 json_t *cdsh_json_parse(const char *text, size_t len, size_t max_bytes, cdsh_error *err);
 
 /* ---- lossless JSON -------------------------------------------------------
  * Checks that every string (keys included) is valid UTF-8 without NUL, every
- * real is finite, and nesting is at most 512 deep. On failure returns
+ * real is finite, and at most 512 arrays and objects are nested. On failure returns
  * CDSH_EINVAL, code "NOT_LOSSLESS", and a message naming the JSON path, e.g.
  * `value.items[2].name is not valid UTF-8`. `root` names the root in paths
- * ("arguments", "value"; NULL means "value"). */
+ * ("arguments", "value"; NULL means "value"). Keys that are not identifiers
+ * appear as `value["a b"]`. Other messages: `<path> contains a NUL
+ * character`, `<path> is not a finite number`, `<path> has a key that is not
+ * valid UTF-8`, `<path> is nested deeper than 512 levels`. The first problem
+ * in document order is reported. */
 int cdsh_json_check_lossless(const json_t *value, const char *root, cdsh_error *err);
 
-/* Deep copy with invalid UTF-8 replaced by U+FFFD, NUL bytes dropped from
- * strings and non-finite reals replaced by null. Owned; NULL on ENOMEM. */
+/* Deep copy with invalid UTF-8 replaced by U+FFFD (one per maximal invalid
+ * subpart), NUL bytes dropped from strings (keys too), non-finite reals
+ * replaced by null and containers nested deeper than 512 replaced by null, so
+ * the result always passes cdsh_json_check_lossless. If two keys sanitise to
+ * the same text the later one wins. Owned; NULL on ENOMEM or NULL input. */
 json_t *cdsh_json_sanitize_dup(const json_t *value);
 
 /* Deep copy that is guaranteed lossless, or NULL with the same error as
  * cdsh_json_check_lossless (for snapshotting tool arguments and results). */
 json_t *cdsh_json_snapshot_dup(const json_t *value, const char *root, cdsh_error *err);
 
-/* Structural equality (object key order ignored; 1 and 1.0 are equal). */
+/* Structural equality (object key order ignored; 1 and 1.0 are equal; strings
+ * compare byte for byte). Two NULLs are equal; values nested deeper than 2048
+ * compare unequal. */
 bool cdsh_json_equal(const json_t *a, const json_t *b);
 
 #endif

@@ -1,0 +1,121 @@
+/* hash.c — SHA-256 via libcrypto's EVP interface. Digest choice is fixed on
+ * purpose: callers compare hashes across runs, so there is one algorithm. */
+#include "base/hash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct cdsh_hash {
+    EVP_MD_CTX *ctx;
+    bool finished;
+};
+
+cdsh_hash *cdsh_hash_new(void)
+{
+    cdsh_hash *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->ctx = EVP_MD_CTX_new();
+    if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(h->ctx);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int cdsh_hash_update(cdsh_hash *h, const void *data, size_t n)
+{
+    if (!h || h->finished || (!data && n))
+        return CDSH_EINVAL;
+    if (n && EVP_DigestUpdate(h->ctx, data, n) != 1)
+        return CDSH_EIO;
+    return 0;
+}
+
+int cdsh_hash_final(cdsh_hash *h, char hex_out[CDSH_SHA256_HEX_LEN + 1])
+{
+    static const char digits[] = "0123456789abcdef";
+    if (!h || h->finished || !hex_out)
+        return CDSH_EINVAL;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    h->finished = true;
+    if (EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != 32)
+        return CDSH_EIO;
+    for (unsigned int i = 0; i < mdlen; i++) {
+        hex_out[2 * i] = digits[md[i] >> 4];
+        hex_out[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex_out[CDSH_SHA256_HEX_LEN] = '\0';
+    return 0;
+}
+
+void cdsh_hash_free(cdsh_hash *h)
+{
+    if (!h)
+        return;
+    EVP_MD_CTX_free(h->ctx);
+    free(h);
+}
+
+int cdsh_hash_sha256_hex(const void *data, size_t n, char hex_out[CDSH_SHA256_HEX_LEN + 1])
+{
+    cdsh_hash *h = cdsh_hash_new();
+    if (!h)
+        return CDSH_ENOMEM;
+    int rc = cdsh_hash_update(h, data, n);
+    if (rc == 0)
+        rc = cdsh_hash_final(h, hex_out);
+    cdsh_hash_free(h);
+    return rc;
+}
+
+int cdsh_hash_file_sha256_hex(const char *path, char hex_out[CDSH_SHA256_HEX_LEN + 1],
+                              cdsh_error *err)
+{
+    if (!path || !hex_out)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGUMENT", "no path given to hash");
+    int rc = 0;
+    cdsh_hash *h = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return cdsh_error_set(err, e == ENOENT ? CDSH_ENOTFOUND : CDSH_EIO,
+                              e == ENOENT ? "NOT_FOUND" : "IO_ERROR", "cannot open %s: %s", path,
+                              strerror(e));
+    }
+    h = cdsh_hash_new();
+    if (!h) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory hashing %s", path);
+        goto cleanup;
+    }
+    char buf[65536];
+    for (;;) {
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot read %s: %s", path,
+                                strerror(errno));
+            goto cleanup;
+        }
+        if (got == 0)
+            break;
+        if ((rc = cdsh_hash_update(h, buf, (size_t)got)) != 0) {
+            cdsh_error_set(err, rc, "IO_ERROR", "hashing %s failed", path);
+            goto cleanup;
+        }
+    }
+    if ((rc = cdsh_hash_final(h, hex_out)) != 0)
+        cdsh_error_set(err, rc, "IO_ERROR", "hashing %s failed", path);
+cleanup:
+    cdsh_hash_free(h);
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* hash.h — SHA-256 over buffers, files and streams (OpenSSL libcrypto EVP),
+ * as lowercase hex. A cdsh_hash is used by one thread at a time; the one-shot
+ * functions are thread-safe. */
+#ifndef CDSH_BASE_HASH_H
+#define CDSH_BASE_HASH_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+
+#define CDSH_SHA256_HEX_LEN 64 /* hex digits; buffers need 65 bytes with the NUL */
+
+typedef struct cdsh_hash cdsh_hash;
+
+/* Incremental SHA-256. new: NULL on ENOMEM. update: 0 or CDSH_EIO (libcrypto
+ * failure) / CDSH_EINVAL (after final). final writes 64 hex digits + NUL into
+ * hex_out (65 bytes) and returns 0; the hash cannot be updated afterwards.
+ * free is NULL-safe. */
+cdsh_hash *cdsh_hash_new(void);
+int cdsh_hash_update(cdsh_hash *h, const void *data, size_t n);
+int cdsh_hash_final(cdsh_hash *h, char hex_out[CDSH_SHA256_HEX_LEN + 1]);
+void cdsh_hash_free(cdsh_hash *h);
+
+/* One-shot hash of data[0..n) into hex_out. 0, or CDSH_ENOMEM / CDSH_EIO. */
+int cdsh_hash_sha256_hex(const void *data, size_t n, char hex_out[CDSH_SHA256_HEX_LEN + 1]);
+
+/* Hash of a whole file's contents. CDSH_ENOTFOUND (code "NOT_FOUND") if it does
+ * not exist, CDSH_EIO (code "IO_ERROR") if it cannot be opened or read, both
+ * with a message naming the path and the system error. */
+int cdsh_hash_file_sha256_hex(const char *path, char hex_out[CDSH_SHA256_HEX_LEN + 1],
+                              cdsh_error *err);
+
+#endif
