@@ -3,9 +3,12 @@
 
 #include <string.h>
 
+#include "cli/cmd_tavern.h"
 #include "cli/cmd_web.h"
 
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"tavern", "import, inspect and export role-play cards, lorebooks, presets, personas, regex",
+     cdsh_cmd_tavern},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
     {NULL, NULL, NULL},
 };
