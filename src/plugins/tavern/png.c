@@ -66,7 +66,7 @@ static int walk(const uint8_t *data, size_t len, chunk_fn fn, void *ctx, cdsh_er
         if (c.length > 0x7fffffffu || c.length > len - pos - 12)
             return cdsh_error_set(err, CDSH_EINVAL, "PNG_BAD_CHUNK",
                                   "PNG chunk %s at offset %zu declares length %u, past the end "
-                                  "of the file",
+                                  "of the file (corrupt length or truncated file)",
                                   c.type, pos, c.length);
         if (first && strcmp(c.type, "IHDR") != 0)
             return cdsh_error_set(err, CDSH_EINVAL, "PNG_BAD_CHUNK",
