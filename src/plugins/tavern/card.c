@@ -154,6 +154,71 @@ static const char *spec_name(const json_t *root, bool ccv3_hint)
     return "chara_card_v1";
 }
 
+/* The V2 spec types optional character-book fields strictly (entry ids are
+ * numbers, position is before_char/after_char). Values of another type are
+ * moved into the entry's (or book's) extensions as "cdsh_original_<key>", so
+ * a V2 card stays valid and nothing is dropped. V3 cards keep them (a V3 id
+ * may be a string); only their V2 backfill is cleaned. */
+static void move_to_ext(json_t *obj, const char *key)
+{
+    json_t *ext = json_object_get(obj, "extensions");
+    if (!json_is_object(ext)) {
+        ext = json_object();
+        json_object_set_new(obj, "extensions", ext);
+    }
+    char name[96];
+    snprintf(name, sizeof name, "cdsh_original_%s", key);
+    json_object_set(ext, name, json_object_get(obj, key));
+    json_object_del(obj, key);
+}
+
+static bool type_ok(const json_t *v, char t)
+{
+    switch (t) {
+    case 's':
+        return json_is_string(v);
+    case 'n':
+        return json_is_number(v);
+    case 'b':
+        return json_is_boolean(v);
+    case 'a':
+        return json_is_array(v);
+    case 'p':
+        return json_is_string(v) && (!strcmp(json_string_value(v), "before_char") ||
+                                     !strcmp(json_string_value(v), "after_char"));
+    }
+    return false;
+}
+
+static void v2_clean_book(json_t *book)
+{
+    static const char *const BOOK_KEYS[][2] = {{"name", "s"},
+                                               {"description", "s"},
+                                               {"scan_depth", "n"},
+                                               {"token_budget", "n"},
+                                               {"recursive_scanning", "b"}};
+    static const char *const ENTRY_KEYS[][2] = {
+        {"case_sensitive", "b"}, {"name", "s"},     {"priority", "n"},
+        {"id", "n"},             {"comment", "s"},  {"selective", "b"},
+        {"secondary_keys", "a"}, {"constant", "b"}, {"position", "p"}};
+    if (!json_is_object(book))
+        return;
+    for (size_t i = 0; i < N(BOOK_KEYS); i++) {
+        json_t *v = json_object_get(book, BOOK_KEYS[i][0]);
+        if (v && !type_ok(v, BOOK_KEYS[i][1][0]))
+            move_to_ext(book, BOOK_KEYS[i][0]);
+    }
+    size_t idx;
+    json_t *e;
+    json_array_foreach(json_object_get(book, "entries"), idx, e) {
+        for (size_t i = 0; i < N(ENTRY_KEYS); i++) {
+            json_t *v = json_object_get(e, ENTRY_KEYS[i][0]);
+            if (v && !type_ok(v, ENTRY_KEYS[i][1][0]))
+                move_to_ext(e, ENTRY_KEYS[i][0]);
+        }
+    }
+}
+
 static json_t *depth_prompt(const json_t *ext)
 {
     json_t *dp = json_object_get(ext, "depth_prompt");
@@ -300,6 +365,8 @@ int cdsh_tavern_card_from_json(const json_t *root, bool ccv3_hint, const uint8_t
             goto cleanup;
         }
     }
+    if (book && !v3)
+        v2_clean_book(book);
     if (hit) {
         remove_candidate(record, hit, v1 || !has_data);
         char where[128];
@@ -494,7 +561,10 @@ json_t *cdsh_tavern_card_to_json_dup(const json_t *record, bool force_v2)
     json_object_set_new(out, "spec", json_string(v3 ? "chara_card_v3" : "chara_card_v2"));
     json_object_set_new(out, "spec_version",
                         json_string(v3 ? (ver && ver[0] == '3' ? ver : "3.0") : "2.0"));
-    json_object_set_new(out, "data", json_deep_copy(data));
+    json_t *dcopy = json_deep_copy(data);
+    if (!v3)
+        v2_clean_book(json_object_get(dcopy, "character_book"));
+    json_object_set_new(out, "data", dcopy);
     return out;
 }
 
