@@ -11,7 +11,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > 1024 * 1024 || (size >= 4 && (!memcmp(data, "\x89PNG", 4) || !memcmp(data, "PK\3\4", 4))))
+    if (size > 1024 * 1024 ||
+        (size >= 4 && (!memcmp(data, "\x89PNG", 4) || !memcmp(data, "PK\3\4", 4))))
         return 0;
     cdsh_tavern_card *card = NULL;
     if (cdsh_tavern_card_parse(data, size, &card, NULL) != 0)

@@ -41,8 +41,8 @@ static char *snapshot(const char *dir)
     return s;
 }
 
-static json_t *run_json(int want_rc, const char *a1, const char *a2, const char *a3,
-                        const char *a4, const char *a5)
+static json_t *run_json(int want_rc, const char *a1, const char *a2, const char *a3, const char *a4,
+                        const char *a5)
 {
     char *out = NULL, *err = NULL;
     int rc = cdsh_test_run_cdsh(NULL, &out, &err, "tavern", a1, a2, a3, a4, a5, NULL);
@@ -91,8 +91,8 @@ static void import_needs_a_book_choice_then_lists_and_exports(void **state)
     assert_non_null(strstr(err, "BOOK_CHOICE_REQUIRED"));
     assert_non_null(strstr(err, "--with-book or --without-book"));
     free(err);
-    json_t *imp = run_json(0, "import", SAMPLES "st-card-v2-seraphina.json", "--with-book",
-                           "--json", NULL);
+    json_t *imp =
+        run_json(0, "import", SAMPLES "st-card-v2-seraphina.json", "--with-book", "--json", NULL);
     const char *id = json_string_value(json_object_get(imp, "cardId"));
     assert_true(json_is_true(json_object_get(imp, "bookImported")));
     json_t *list = run_json(0, "list", "--json", NULL, NULL, NULL);
@@ -149,14 +149,12 @@ static void bad_files_fail_clearly_and_leave_nothing(void **state)
     char *trunc = cdsh_fs_path_join_dup(home, "trunc.png");
     cdsh_test_write_file(trunc, "\x89PNG\r\n\x1a\n");
     char *err = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tavern", "import", trunc,
-                                        "--with-book", NULL),
-                     1);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, &err, "tavern", "import", trunc, "--with-book", NULL), 1);
     assert_non_null(strstr(err, "PNG_TRUNCATED"));
     free(err);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tavern", "inspect", "/nonexistent/x",
-                                        NULL),
-                     1);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, &err, "tavern", "inspect", "/nonexistent/x", NULL), 1);
     free(err);
     json_t *list = run_json(0, "list", "--json", NULL, NULL, NULL);
     assert_int_equal(json_array_size(json_object_get(list, "cards")), 0);
@@ -170,8 +168,8 @@ static void library_commands_round_trip(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    json_t *imp = run_json(0, "lorebook", "import", SAMPLES "st-worldinfo-eldoria.json", "--json",
-                           NULL);
+    json_t *imp =
+        run_json(0, "lorebook", "import", SAMPLES "st-worldinfo-eldoria.json", "--json", NULL);
     const char *id = json_string_value(json_object_get(imp, "id"));
     assert_string_equal(id, "st-worldinfo-eldoria");
     char *out1 = cdsh_fs_path_join_dup(home, "book1.json");

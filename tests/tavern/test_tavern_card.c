@@ -234,7 +234,8 @@ static void v2_sample_keeps_every_field_and_its_book(void **state)
     json_t *sd = json_object_get(sample, "data");
     const char *k;
     json_t *v;
-    json_object_foreach(sd, k, v) {
+    json_object_foreach(sd, k, v)
+    {
         if (!strcmp(k, "character_book"))
             continue;
         if (!cdsh_json_equal(v, json_object_get(data_of(c), k)))
@@ -304,15 +305,13 @@ static void spec_detection_follows_spec_then_data(void **state)
     (void)state;
     cdsh_error err = {0};
     cdsh_tavern_card *c = parse_text("{\"data\":{\"name\":\"N\"}}", &err);
-    assert_string_equal(
-        json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
-        "chara_card_v2");
+    assert_string_equal(json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
+                        "chara_card_v2");
     cdsh_tavern_card_free(c);
     json_t *root = json_pack("{s:s}", "name", "Hinted");
     assert_int_equal(cdsh_tavern_card_from_json(root, true, NULL, 0, &c, &err), 0);
-    assert_string_equal(
-        json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
-        "chara_card_v3");
+    assert_string_equal(json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
+                        "chara_card_v3");
     json_decref(root);
     cdsh_tavern_card_free(c);
     /* V2 with data missing falls back to the top level. */
@@ -364,9 +363,9 @@ static void world_name_string_is_not_a_book(void **state)
 {
     (void)state;
     cdsh_error err = {0};
-    cdsh_tavern_card *c = parse_text(
-        "{\"spec\":\"chara_card_v2\",\"data\":{\"name\":\"A\",\"extensions\":{\"world\":\"Eldoria\"}}}",
-        &err);
+    cdsh_tavern_card *c = parse_text("{\"spec\":\"chara_card_v2\",\"data\":{\"name\":\"A\","
+                                     "\"extensions\":{\"world\":\"Eldoria\"}}}",
+                                     &err);
     assert_null(cdsh_tavern_card_book_get(c));
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(data_of(c), "extensions"), "world")),
@@ -394,8 +393,8 @@ static void regex_scripts_and_depth_prompt_are_read(void **state)
     c = parse_text("{\"spec\":\"chara_card_v2\",\"regex_scripts\":[{\"findRegex\":\"x\"}],"
                    "\"data\":{\"name\":\"A\"}}",
                    &err);
-    assert_int_equal(json_array_size(json_object_get(cdsh_tavern_card_record_get(c), "regex_scripts")),
-                     1);
+    assert_int_equal(
+        json_array_size(json_object_get(cdsh_tavern_card_record_get(c), "regex_scripts")), 1);
     cdsh_tavern_card_free(c);
 }
 
@@ -462,9 +461,8 @@ static void ccv3_chunk_wins_over_chara(void **state)
     png_end(&b);
     cdsh_tavern_card *c = parse_ok(b.d, b.n);
     assert_string_equal(cdsh_tavern_card_name_get(c), "Three");
-    assert_string_equal(
-        json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
-        "chara_card_v3");
+    assert_string_equal(json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
+                        "chara_card_v3");
     cdsh_tavern_card_free(c);
     free(b.d);
 }
@@ -592,8 +590,8 @@ typedef struct count_ctx {
 static void count_chunks(const uint8_t *d, size_t n, count_ctx *c)
 {
     for (size_t pos = 8; pos + 12 <= n;) {
-        size_t len = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 |
-                     d[pos + 3];
+        size_t len =
+            (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 | d[pos + 3];
         if (!memcmp(d + pos + 4, "tEXt", 4)) {
             if (len >= 6 && !memcmp(d + pos + 8, "chara", 6))
                 c->chara++;
@@ -602,8 +600,8 @@ static void count_chunks(const uint8_t *d, size_t n, count_ctx *c)
         }
         uLong crc = crc32(0, d + pos + 4, (uInt)(len + 4));
         const uint8_t *cp = d + pos + 8 + len;
-        assert_int_equal((uint32_t)crc,
-                         (uint32_t)cp[0] << 24 | (uint32_t)cp[1] << 16 | (uint32_t)cp[2] << 8 | cp[3]);
+        assert_int_equal((uint32_t)crc, (uint32_t)cp[0] << 24 | (uint32_t)cp[1] << 16 |
+                                            (uint32_t)cp[2] << 8 | cp[3]);
         pos += 12 + len;
     }
 }
@@ -614,8 +612,8 @@ static void v3_png_export_has_both_chunks_with_valid_crcs(void **state)
     cdsh_tavern_card *c = parse_ok((const uint8_t *)V3_CARD, strlen(V3_CARD));
     uint8_t *png = NULL;
     size_t n = 0;
-    assert_int_equal(cdsh_tavern_card_to_png(cdsh_tavern_card_record_get(c), NULL, 0, &png, &n, NULL),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_card_to_png(cdsh_tavern_card_record_get(c), NULL, 0, &png, &n, NULL), 0);
     count_ctx cc = {0};
     count_chunks(png, n, &cc);
     assert_int_equal(cc.chara, 1);
@@ -629,8 +627,8 @@ static void v3_png_export_has_both_chunks_with_valid_crcs(void **state)
     free(text);
     free(png);
     cdsh_tavern_card *v2 = parse_ok((const uint8_t *)V2_CARD, strlen(V2_CARD));
-    assert_int_equal(cdsh_tavern_card_to_png(cdsh_tavern_card_record_get(v2), NULL, 0, &png, &n, NULL),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_card_to_png(cdsh_tavern_card_record_get(v2), NULL, 0, &png, &n, NULL), 0);
     count_ctx c2 = {0};
     count_chunks(png, n, &c2);
     assert_int_equal(c2.chara, 1);
@@ -655,7 +653,46 @@ static void export_of_truncated_avatar_fails(void **state)
     cdsh_tavern_card_free(c);
 }
 
-/* ---- CHARX ------------------------------------------------------------------------------------ */
+static void v2_book_fields_of_the_wrong_type_move_into_extensions(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    const char *text = "{\"spec\":\"chara_card_v2\",\"data\":{\"name\":\"A\",\"character_book\":{"
+                       "\"name\":7,\"entries\":[{\"keys\":[\"k\"],\"id\":\"e1\",\"position\":"
+                       "\"before_desc\",\"comment\":\"ok\"}]}}}";
+    cdsh_tavern_card *c = parse_text(text, &err);
+    assert_non_null(c);
+    const json_t *book = cdsh_tavern_card_book_get(c);
+    assert_null(json_object_get(book, "name"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(book, "extensions"),
+                                                        "cdsh_original_name")),
+                     7);
+    json_t *e = json_array_get(json_object_get(book, "entries"), 0);
+    assert_null(json_object_get(e, "id"));
+    assert_null(json_object_get(e, "position"));
+    assert_string_equal(json_string_value(json_object_get(e, "comment")), "ok");
+    json_t *ext = json_object_get(e, "extensions");
+    assert_string_equal(json_string_value(json_object_get(ext, "cdsh_original_id")), "e1");
+    assert_string_equal(json_string_value(json_object_get(ext, "cdsh_original_position")),
+                        "before_desc");
+    cdsh_tavern_card *again = reparse_json(c);
+    assert_same_card(c, again);
+    cdsh_tavern_card_free(again);
+    cdsh_tavern_card_free(c);
+    /* a V3 card keeps its string id; only the V2 backfill moves it */
+    c = parse_text(V3_CARD, &err);
+    json_t *v2 = cdsh_tavern_card_to_json_dup(cdsh_tavern_card_record_get(c), true);
+    json_t *e2 = json_array_get(
+        json_object_get(json_object_get(json_object_get(v2, "data"), "character_book"), "entries"),
+        0);
+    assert_null(json_object_get(e2, "id"));
+    assert_string_equal(json_string_value(json_object_get(v2, "spec")), "chara_card_v2");
+    json_decref(v2);
+    cdsh_tavern_card_free(c);
+}
+
+/* ---- CHARX ------------------------------------------------------------------------------------
+ */
 
 static uint8_t *make_zip(const char *const *names, const void *const *datas, const size_t *lens,
                          size_t count, size_t *out_len)
@@ -693,9 +730,8 @@ static void charx_imports_card_json_and_main_icon(void **state)
     uint8_t *zip = make_zip(names, datas, lens, 2, &zn);
     cdsh_tavern_card *c = parse_ok(zip, zn);
     assert_string_equal(cdsh_tavern_card_name_get(c), "Zip");
-    assert_string_equal(
-        json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
-        "chara_card_v3");
+    assert_string_equal(json_string_value(json_object_get(cdsh_tavern_card_record_get(c), "spec")),
+                        "chara_card_v3");
     size_t alen = 0;
     const uint8_t *avatar = cdsh_tavern_card_avatar_get(c, &alen);
     assert_int_equal(alen, icon_len);
@@ -732,7 +768,8 @@ static void charx_errors_are_explicit(void **state)
     free(zip);
 }
 
-/* ---- ids ------------------------------------------------------------------------------------------ */
+/* ---- ids
+ * ------------------------------------------------------------------------------------------ */
 
 static void card_ids_are_sanitised_names_with_random_hex(void **state)
 {
@@ -788,6 +825,7 @@ int main(void)
         cmocka_unit_test(export_round_trips_field_for_field),
         cmocka_unit_test(v3_png_export_has_both_chunks_with_valid_crcs),
         cmocka_unit_test(export_of_truncated_avatar_fails),
+        cmocka_unit_test(v2_book_fields_of_the_wrong_type_move_into_extensions),
         cmocka_unit_test(charx_imports_card_json_and_main_icon),
         cmocka_unit_test(charx_errors_are_explicit),
         cmocka_unit_test(card_ids_are_sanitised_names_with_random_hex),

@@ -51,7 +51,8 @@ static void sample_gets_every_field_with_defaults(void **state)
     /* kept values */
     const char *k;
     json_t *v;
-    json_object_foreach(src0, k, v) {
+    json_object_foreach(src0, k, v)
+    {
         if (!cdsh_json_equal(v, json_object_get(e0, k)))
             fail_msg("field %s changed", k);
     }
@@ -110,8 +111,8 @@ static void character_book_converts_like_sillytavern(void **state)
     assert_int_equal(json_integer_value(json_object_get(e3, "probability")), 100);
     assert_string_equal(json_string_value(json_array_get(json_object_get(e3, "keysecondary"), 0)),
                         "s");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(e3, "extensions"), "x_tool")),
-                     1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(e3, "extensions"), "x_tool")), 1);
     json_t *e1 = json_object_get(json_object_get(out, "entries"), "1");
     assert_int_equal(json_integer_value(json_object_get(e1, "position")), 1);
     json_decref(out);

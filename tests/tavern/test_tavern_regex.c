@@ -200,9 +200,12 @@ static void preset_gets_defaults_and_keeps_unknown_keys(void **state)
     json_decref(p);
     json_decref(in);
 
-    const char *bad[] = {"[]", "{\"temperature\":\"hot\"}", "{\"prompts\":[{\"name\":\"x\"}]}",
+    const char *bad[] = {"[]",
+                         "{\"temperature\":\"hot\"}",
+                         "{\"prompts\":[{\"name\":\"x\"}]}",
                          "{\"prompts\":[{\"identifier\":\"m\",\"role\":\"god\"}]}",
-                         "{\"prompt_order\":[{\"character_id\":1}]}", "{\"regexScripts\":{}}"};
+                         "{\"prompt_order\":[{\"character_id\":1}]}",
+                         "{\"regexScripts\":{}}"};
     const char *codes[] = {"PRESET_BAD_SHAPE", "PRESET_BAD_FIELD", "PRESET_BAD_FIELD",
                            "PRESET_BAD_FIELD", "PRESET_BAD_FIELD", "PRESET_BAD_FIELD"};
     for (size_t i = 0; i < 6; i++) {

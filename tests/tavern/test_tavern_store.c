@@ -375,14 +375,21 @@ static void exported_png_reimports_with_the_same_fields(void **state)
     json_t *res = import_text(f, card, CDSH_TAVERN_BOOK_ASK);
     assert_int_equal(json_integer_value(json_object_get(res, "regexRules")), 1);
     const char *id = json_string_value(json_object_get(res, "cardId"));
+    char rxrel[256];
+    snprintf(rxrel, sizeof rxrel, "characters/%s/assets/regex-scripts.json", id);
+    json_t *rules = NULL;
+    assert_int_equal(cdsh_tavern_store_get(f->store, rxrel, &rules, NULL, NULL), 0);
+    json_t *r0 = json_array_get(rules, 0);
+    assert_string_equal(json_string_value(json_object_get(r0, "source")), "card");
+    assert_true(json_is_true(json_object_get(r0, "enabled"))); /* display rule stays on */
+    json_decref(rules);
     uint8_t *png = NULL;
     size_t n = 0;
     cdsh_error err = {0};
     assert_int_equal(cdsh_tavern_store_export_card(f->store, id, true, &png, &n, &err), 0);
     json_t *res2 = NULL;
-    assert_int_equal(cdsh_tavern_store_import_card(f->store, png, n, CDSH_TAVERN_BOOK_ASK, &res2,
-                                                   &err),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_store_import_card(f->store, png, n, CDSH_TAVERN_BOOK_ASK, &res2, &err), 0);
     const char *id2 = json_string_value(json_object_get(res2, "cardId"));
     json_t *a = NULL, *b = NULL;
     assert_int_equal(cdsh_tavern_store_card_get(f->store, id, &a, NULL, NULL), 0);
@@ -397,9 +404,9 @@ static void exported_png_reimports_with_the_same_fields(void **state)
     assert_int_equal(cdsh_tavern_store_export_card(f->store, id2, false, &js, &n, &err), 0);
     assert_non_null(strstr((char *)js, "\"chara_card_v3\""));
     free(js);
-    assert_int_equal(cdsh_tavern_store_export_card(f->store, "missing-00000000", false, &js, &n,
-                                                   &err),
-                     CDSH_ENOTFOUND);
+    assert_int_equal(
+        cdsh_tavern_store_export_card(f->store, "missing-00000000", false, &js, &n, &err),
+        CDSH_ENOTFOUND);
     assert_string_equal(err.code, "CARD_NOT_FOUND");
     json_decref(a);
     json_decref(b);

@@ -175,14 +175,10 @@ static void move_to_ext(json_t *obj, const char *key)
 static bool type_ok(const json_t *v, char t)
 {
     switch (t) {
-    case 's':
-        return json_is_string(v);
-    case 'n':
-        return json_is_number(v);
-    case 'b':
-        return json_is_boolean(v);
-    case 'a':
-        return json_is_array(v);
+    case 's': return json_is_string(v);
+    case 'n': return json_is_number(v);
+    case 'b': return json_is_boolean(v);
+    case 'a': return json_is_array(v);
     case 'p':
         return json_is_string(v) && (!strcmp(json_string_value(v), "before_char") ||
                                      !strcmp(json_string_value(v), "after_char"));
@@ -198,9 +194,9 @@ static void v2_clean_book(json_t *book)
                                                {"token_budget", "n"},
                                                {"recursive_scanning", "b"}};
     static const char *const ENTRY_KEYS[][2] = {
-        {"case_sensitive", "b"}, {"name", "s"},     {"priority", "n"},
-        {"id", "n"},             {"comment", "s"},  {"selective", "b"},
-        {"secondary_keys", "a"}, {"constant", "b"}, {"position", "p"}};
+        {"case_sensitive", "b"}, {"name", "s"},      {"priority", "n"},       {"id", "n"},
+        {"comment", "s"},        {"selective", "b"}, {"secondary_keys", "a"}, {"constant", "b"},
+        {"position", "p"}};
     if (!json_is_object(book))
         return;
     for (size_t i = 0; i < N(BOOK_KEYS); i++) {
@@ -210,7 +206,8 @@ static void v2_clean_book(json_t *book)
     }
     size_t idx;
     json_t *e;
-    json_array_foreach(json_object_get(book, "entries"), idx, e) {
+    json_array_foreach(json_object_get(book, "entries"), idx, e)
+    {
         for (size_t i = 0; i < N(ENTRY_KEYS); i++) {
             json_t *v = json_object_get(e, ENTRY_KEYS[i][0]);
             if (v && !type_ok(v, ENTRY_KEYS[i][1][0]))
