@@ -318,6 +318,30 @@ static int cmd_delete(const opts *o)
     return 0;
 }
 
+/* Common end of a library command: frees the store, prints the result (or the
+ * error) and gives the exit status. Takes res. */
+static int finish(const opts *o, cdsh_tavern_store *s, int rc, const cdsh_error *err, json_t *res)
+{
+    cdsh_tavern_store_free(s);
+    if (rc < 0) {
+        json_decref(res);
+        return fail(o, err);
+    }
+    if (o->json)
+        ok_json(res);
+    json_decref(res);
+    return 0;
+}
+
+static int write_json_file(const char *path, const json_t *v, cdsh_error *err)
+{
+    char *text = cdsh_json_dump_pretty_dup(v);
+    int rc = text ? write_output(path, text, strlen(text), err)
+                  : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot serialise");
+    free(text);
+    return rc;
+}
+
 /* ---- library and regex --------------------------------------------------------------- */
 
 static char *stem_dup(const char *path)
@@ -384,31 +408,19 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
         rc = open_store(&s, &err);
         if (rc == 0)
             rc = cdsh_tavern_store_asset_get(s, kind, o->args[0], &v, &err);
-        char *text = rc == 0 ? cdsh_json_dump_pretty_dup(v) : NULL;
-        if (rc == 0 && !text)
-            rc = cdsh_error_set(&err, CDSH_ENOMEM, "NO_MEMORY", "cannot serialise");
         if (rc == 0)
-            rc = write_output(o->output, text, strlen(text), &err);
+            rc = write_json_file(o->output, v, &err);
         if (rc == 0 && !o->json)
             printf("wrote %s\n", o->output);
         if (rc == 0)
             res = json_pack("{s:s}", "file", o->output);
-        free(text);
         json_decref(v);
     } else {
         fprintf(stderr, "cdsh tavern %s: unknown action '%s' (import, list or export)\n", kname,
                 action);
         return 2;
     }
-    cdsh_tavern_store_free(s);
-    if (rc < 0) {
-        json_decref(res);
-        return fail(o, &err);
-    }
-    if (o->json)
-        ok_json(res);
-    json_decref(res);
-    return 0;
+    return finish(o, s, rc, &err, res);
 }
 
 static int cmd_regex(const char *action, const opts *o)
@@ -445,10 +457,7 @@ static int cmd_regex(const char *action, const opts *o)
         if (rc == 0)
             rc = cdsh_tavern_store_regex_get(s, &rules, &err);
         if (rc == 0 && exp) {
-            char *text = cdsh_json_dump_pretty_dup(rules);
-            rc = text ? write_output(o->output, text, strlen(text), &err)
-                      : cdsh_error_set(&err, CDSH_ENOMEM, "NO_MEMORY", "cannot serialise");
-            free(text);
+            rc = write_json_file(o->output, rules, &err);
             json_decref(rules);
             if (rc == 0 && !o->json)
                 printf("wrote %s\n", o->output);
@@ -473,15 +482,7 @@ static int cmd_regex(const char *action, const opts *o)
                 action);
         return 2;
     }
-    cdsh_tavern_store_free(s);
-    if (rc < 0) {
-        json_decref(res);
-        return fail(o, &err);
-    }
-    if (o->json)
-        ok_json(res);
-    json_decref(res);
-    return 0;
+    return finish(o, s, rc, &err, res);
 }
 
 int cdsh_cmd_tavern(int argc, char **argv)

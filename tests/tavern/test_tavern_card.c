@@ -76,6 +76,8 @@ typedef struct pngb {
 
 static void pb_put(pngb *b, const void *p, size_t n)
 {
+    if (n == 0)
+        return;
     b->d = realloc(b->d, b->n + n);
     memcpy(b->d + b->n, p, n);
     b->n += n;

@@ -289,6 +289,15 @@ static json_t *wi_to_cb_entry(const json_t *w)
 
 /* ---- entry normalisation -------------------------------------------------- */
 
+/* Releases an entry normaliser's temporaries and passes its result through. */
+static json_t *entry_done(json_t *result, json_t *keys, json_t *keys2, json_t *conv)
+{
+    json_decref(keys);
+    json_decref(keys2);
+    json_decref(conv);
+    return result;
+}
+
 static json_t *wi_entry_normalize(const json_t *src, size_t idx, cdsh_error *err)
 {
     if (!json_is_object(src)) {
@@ -335,16 +344,10 @@ static json_t *wi_entry_normalize(const json_t *src, size_t idx, cdsh_error *err
         if (!json_object_get(out, k))
             json_object_set(out, k, v);
     }
-    json_decref(keys);
-    json_decref(keys2);
-    json_decref(conv);
-    return out;
+    return entry_done(out, keys, keys2, conv);
 fail:
-    json_decref(keys);
-    json_decref(keys2);
-    json_decref(conv);
     json_decref(out);
-    return NULL;
+    return entry_done(NULL, keys, keys2, conv);
 }
 
 static json_t *cb_entry_normalize(const json_t *src, size_t idx, cdsh_error *err)
@@ -399,16 +402,10 @@ static json_t *cb_entry_normalize(const json_t *src, size_t idx, cdsh_error *err
             continue;
         json_object_set(out, k, v);
     }
-    json_decref(keys);
-    json_decref(keys2);
-    json_decref(conv);
-    return out;
+    return entry_done(out, keys, keys2, conv);
 fail:
-    json_decref(keys);
-    json_decref(keys2);
-    json_decref(conv);
     json_decref(out);
-    return NULL;
+    return entry_done(NULL, keys, keys2, conv);
 }
 
 /* ---- book shapes ----------------------------------------------------------- */
@@ -461,49 +458,68 @@ static json_t *entry_list(const json_t *book)
     return list;
 }
 
-json_t *cdsh_tavern_lorebook_normalize_dup(const json_t *in, cdsh_error *err)
+/* Book-level keys kept in the output: everything but the entries; the
+ * character-book shape also drops null optionals and needs an extensions object. */
+static void copy_book_keys(const json_t *book, json_t *out, bool to_cb)
+{
+    static const char *const BOOK_OPTIONAL[] = {"name", "description", "scan_depth", "token_budget",
+                                                "recursive_scanning"};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)book, k, v)
+    {
+        bool optional = !strcmp(k, "name");
+        for (size_t i = 1; to_cb && i < 5; i++)
+            optional = optional || !strcmp(k, BOOK_OPTIONAL[i]);
+        if (!strcmp(k, "entries") || (optional && json_is_null(v)))
+            continue;
+        if (to_cb && !strcmp(k, "extensions") && !json_is_object(v))
+            continue;
+        json_object_set(out, k, v);
+    }
+    if (to_cb && !json_object_get(out, "extensions"))
+        json_object_set_new(out, "extensions", json_object());
+}
+
+/* Adds a normalised entry: by uid into a map (world info) or appended. */
+static int add_entry(json_t *entries, json_t *e, cdsh_error *err)
+{
+    if (json_is_array(entries))
+        return json_array_append_new(entries, e), 0;
+    char uid[32];
+    snprintf(uid, sizeof uid, "%lld", (long long)json_integer_value(json_object_get(e, "uid")));
+    if (json_object_get(entries, uid)) {
+        json_decref(e);
+        return cdsh_error_set(err, CDSH_EINVAL, "LOREBOOK_DUPLICATE_UID",
+                              "lorebook has two entries with uid %s", uid);
+    }
+    return json_object_set_new(entries, uid, e), 0;
+}
+
+static json_t *normalize_book(const json_t *in, bool to_cb, cdsh_error *err)
 {
     json_t *book = unwrap(in, err);
     if (!book)
         return NULL;
     json_t *list = entry_list(book);
     json_t *out = json_object();
-    json_t *entries = json_object();
+    json_t *entries = to_cb ? json_array() : json_object();
     if (json_array_size(list) > CDSH_TAVERN_LOREBOOK_MAX_ENTRIES) {
         cdsh_error_set(err, CDSH_ETOOBIG, "LOREBOOK_TOO_MANY_ENTRIES",
                        "lorebook has %zu entries; the limit is %d", json_array_size(list),
                        CDSH_TAVERN_LOREBOOK_MAX_ENTRIES);
         goto fail;
     }
-    if (json_is_object(book)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(book, k, v)
-        {
-            if (!strcmp(k, "entries"))
-                json_object_set(out, "entries", entries);
-            else if (!(json_is_null(v) && !strcmp(k, "name")))
-                json_object_set(out, k, v);
-        }
-    }
-    if (!json_object_get(out, "entries"))
-        json_object_set(out, "entries", entries);
+    if (json_is_object(book))
+        copy_book_keys(book, out, to_cb);
+    json_object_set(out, "entries", entries);
     size_t i;
     json_t *src;
     json_array_foreach(list, i, src)
     {
-        json_t *e = wi_entry_normalize(src, i, err);
-        if (!e)
+        json_t *e = to_cb ? cb_entry_normalize(src, i, err) : wi_entry_normalize(src, i, err);
+        if (!e || add_entry(entries, e, err) < 0)
             goto fail;
-        char uid[32];
-        snprintf(uid, sizeof uid, "%lld", (long long)json_integer_value(json_object_get(e, "uid")));
-        if (json_object_get(entries, uid)) {
-            json_decref(e);
-            cdsh_error_set(err, CDSH_EINVAL, "LOREBOOK_DUPLICATE_UID",
-                           "lorebook has two entries with uid %s", uid);
-            goto fail;
-        }
-        json_object_set_new(entries, uid, e);
     }
     json_decref(entries);
     json_decref(list);
@@ -517,59 +533,14 @@ fail:
     return NULL;
 }
 
+json_t *cdsh_tavern_lorebook_normalize_dup(const json_t *in, cdsh_error *err)
+{
+    return normalize_book(in, false, err);
+}
+
 json_t *cdsh_tavern_character_book_normalize_dup(const json_t *in, cdsh_error *err)
 {
-    json_t *book = unwrap(in, err);
-    if (!book)
-        return NULL;
-    json_t *list = entry_list(book);
-    json_t *out = json_object();
-    json_t *entries = json_array();
-    if (json_array_size(list) > CDSH_TAVERN_LOREBOOK_MAX_ENTRIES) {
-        cdsh_error_set(err, CDSH_ETOOBIG, "LOREBOOK_TOO_MANY_ENTRIES",
-                       "lorebook has %zu entries; the limit is %d", json_array_size(list),
-                       CDSH_TAVERN_LOREBOOK_MAX_ENTRIES);
-        goto fail;
-    }
-    static const char *const BOOK_OPTIONAL[] = {"name", "description", "scan_depth", "token_budget",
-                                                "recursive_scanning"};
-    if (json_is_object(book)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(book, k, v)
-        {
-            bool optional = false;
-            for (size_t i = 0; i < 5; i++)
-                optional = optional || !strcmp(k, BOOK_OPTIONAL[i]);
-            if (!strcmp(k, "entries") || (optional && json_is_null(v)))
-                continue;
-            if (!strcmp(k, "extensions") && !json_is_object(v))
-                continue;
-            json_object_set(out, k, v);
-        }
-    }
-    if (!json_object_get(out, "extensions"))
-        json_object_set_new(out, "extensions", json_object());
-    json_object_set(out, "entries", entries);
-    size_t i;
-    json_t *src;
-    json_array_foreach(list, i, src)
-    {
-        json_t *e = cb_entry_normalize(src, i, err);
-        if (!e)
-            goto fail;
-        json_array_append_new(entries, e);
-    }
-    json_decref(entries);
-    json_decref(list);
-    json_decref(book);
-    return out;
-fail:
-    json_decref(entries);
-    json_decref(list);
-    json_decref(book);
-    json_decref(out);
-    return NULL;
+    return normalize_book(in, true, err);
 }
 
 size_t cdsh_tavern_lorebook_entry_count(const json_t *book)
