@@ -134,12 +134,16 @@ OPTIONAL_GETTER(bool, bool, as_bool)
 
 /* ---- output ------------------------------------------------------------ */
 
-/* Formats a finite double as ECMAScript's Number::toString does (shortest
- * digits that read back exactly; fixed notation for 1e-6 <= |d| < 1e21,
- * exponent notation otherwise), plus ".0" on integral fixed output so the
- * value stays a real when parsed again. */
-static void format_real(double d, char out[40])
+size_t cdsh_json_format_double(double d, bool keep_real, char out[CDSH_JSON_DOUBLE_MAX])
 {
+    if (!isfinite(d)) {
+        out[0] = '\0';
+        return 0;
+    }
+    if (d == 0 && !keep_real) {
+        strcpy(out, "0"); /* JavaScript prints -0 as 0 */
+        return 1;
+    }
     char sci[40];
     for (int prec = 0; prec < 17; prec++) {
         snprintf(sci, sizeof sci, "%.*e", prec, d);
@@ -147,7 +151,7 @@ static void format_real(double d, char out[40])
             break;
     }
     /* sci is "[-]D[.DDD]e[+-]XX": collect the digits and the exponent. */
-    char digs[20];
+    char digs[20] = {0};
     size_t nd = 0;
     const char *p = sci;
     if (*p == '-')
@@ -174,7 +178,8 @@ static void format_real(double d, char out[40])
             o += sprintf(o, "%s", digs);
             for (size_t i = nd; i < (size_t)n; i++)
                 *o++ = '0';
-            o += sprintf(o, ".0");
+            if (keep_real)
+                o += sprintf(o, ".0");
         } else {
             o += sprintf(o, "%.*s.%s", n, digs, digs + n);
         }
@@ -182,26 +187,25 @@ static void format_real(double d, char out[40])
         *o++ = digs[0];
         if (nd > 1)
             o += sprintf(o, ".%s", digs + 1);
-        sprintf(o, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
+        o += sprintf(o, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
     }
+    *o = '\0';
+    return (size_t)(o - out);
 }
 
 static int dump_value(cdsh_strbuf *sb, const json_t *v, int indent, int depth)
 {
     if (depth > WALK_MAX_DEPTH)
         return -1;
-    char num[40];
+    char num[CDSH_JSON_DOUBLE_MAX];
     switch (json_typeof(v)) {
     case JSON_NULL: return cdsh_strbuf_append_str(sb, "null");
     case JSON_TRUE: return cdsh_strbuf_append_str(sb, "true");
     case JSON_FALSE: return cdsh_strbuf_append_str(sb, "false");
     case JSON_INTEGER: return cdsh_strbuf_appendf(sb, "%lld", (long long)json_integer_value(v));
     case JSON_REAL: {
-        double d = json_real_value(v);
-        if (!isfinite(d))
-            return -1;
-        format_real(d, num);
-        return cdsh_strbuf_append_str(sb, num);
+        size_t n = cdsh_json_format_double(json_real_value(v), true, num);
+        return n ? cdsh_strbuf_append(sb, num, n) : -1;
     }
     case JSON_STRING: {
         const char *s = json_string_value(v);
@@ -344,8 +348,15 @@ json_t *cdsh_json_parse(const char *text, size_t len, size_t max_bytes, cdsh_err
             cdsh_error_set(err, CDSH_ENOMEM, "BAD_JSON", "out of memory while parsing JSON");
             return NULL;
         }
+        /* jansson quotes the offending input ("near '\xff'"): keep the message
+         * valid UTF-8 without controls, since it may travel inside JSON. */
+        char *reason = cdsh_utf8_sanitize_dup(jerr.text, strlen(jerr.text), NULL);
+        for (char *c = reason; c && *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7F)
+                *c = '?';
         cdsh_error_set(err, CDSH_EINVAL, "BAD_JSON", "invalid JSON at line %d, column %d: %s",
-                       jerr.line, jerr.column, jerr.text);
+                       jerr.line, jerr.column, reason ? reason : "syntax error");
+        free(reason);
     }
     return v;
 }
@@ -389,7 +400,12 @@ static const char *short_path(const cdsh_strbuf *path, char out[200])
 {
     if (path->len < 200)
         return path->data;
-    snprintf(out, 200, "%.96s...%s", path->data, path->data + path->len - 96);
+    /* Cut on code point boundaries: the path itself is valid UTF-8. */
+    size_t head = cdsh_utf8_valid_prefix(path->data, 96);
+    const char *tail = path->data + path->len - 96;
+    while ((*tail & 0xC0) == 0x80)
+        tail++;
+    snprintf(out, 200, "%.*s...%s", (int)head, path->data, tail);
     return out;
 }
 

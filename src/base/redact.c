@@ -16,8 +16,10 @@
 /* Every pattern's group 1 is kept and the rest of the match replaced, so a
  * replacement is always "$1[REDACTED]" (group 1 may be empty). */
 static const char *const patterns[] = {
-    /* PEM private keys, whole block. */
-    "()-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\\s\\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
+    /* PEM private keys, whole block; a block cut off before its END line is
+     * redacted to the end of the text. */
+    "()-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
+    "(?:[\\s\\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[\\s\\S]*)",
     /* Authorization headers (scheme word kept). */
     "(?i)(\\bauthorization[\"']?\\s*[:=]\\s*[\"']?(?>(?:(?:bearer|basic|token|digest)\\s+)?))"
     "(?!\\[REDACTED\\])[^\\s\"',]+",
@@ -27,7 +29,7 @@ static const char *const patterns[] = {
     "(?im)(\\b(?:set-)?cookie\\s*:(?>[ \\t]*))(?!\\[REDACTED\\])[^\\r\\n]+",
     /* key=value / "key": "value" for secret-looking keys. */
     "(?i)((?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
-    "|credentials?)[\"']?\\s*[:=]\\s*(?:([\"'])|))(?!\\[REDACTED\\])"
+    "|credentials?|cookie|auth)[\"']?\\s*[:=]\\s*(?:([\"'])|))(?!\\[REDACTED\\])"
     "(?(2)(?:\\\\.|(?!\\2)[^\\\\\\n])+|[^\\s\\x00-\\x1f\"'&,;})\\]]+)",
     /* user:password@ in URLs. */
     "(\\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\\s:@]*:)(?!\\[REDACTED\\]@)[^/\\s@]+(?=@)",

@@ -15,12 +15,14 @@
 /* Owned copy of text with secrets replaced by "[REDACTED]". Recognised:
  *  - provider keys: sk-… (OpenAI, Anthropic sk-ant-…), GitHub ghp_/gho_/ghu_/
  *    ghs_/ghr_… and github_pat_…, Slack xox[abprs]-…, AWS AKIA…/ASIA…,
- *    Google AIza…, JWTs (eyJ….….…), PEM private key blocks;
+ *    Google AIza…, JWTs (eyJ….….…), PEM private key blocks (to the end of
+ *    the text when the END line is missing);
  *  - `Authorization: Bearer|Basic|Token <value>` (the scheme word is kept),
  *    and a bare `Bearer <value>`/`Basic <value>` of 8+ characters;
  *  - the whole value of `Cookie:` and `Set-Cookie:` headers (to end of line);
  *  - the value after a key containing password, passwd, passphrase, secret,
- *    token, api_key/api-key/apikey, access_key, private_key or credential(s)
+ *    token, api_key/api-key/apikey, access_key, private_key, credential(s),
+ *    cookie or auth
  *    followed by `=` or `:` (optionally quoted, as in `"token": "…"`; a quoted
  *    value is redacted up to its closing quote, JSON escapes respected);
  *  - the password in URLs `scheme://user:password@host` (user kept).

@@ -5,11 +5,13 @@
 
 #include "cli/cmd_tavern.h"
 #include "cli/cmd_web.h"
+#include "cli/cmd_xiangqi.h"
 
 const cdsh_subcommand cdsh_subcommands[] = {
     {"tavern", "import, inspect and export role-play cards, lorebooks, presets, personas, regex",
      cdsh_cmd_tavern},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
+    {"xiangqi", "xiangqi (Chinese chess) engine tools: perft", cdsh_cmd_xiangqi},
     {NULL, NULL, NULL},
 };
 

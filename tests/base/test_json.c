@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/utf8.h"
 
 static json_t *parse_ok(const char *text)
 {
@@ -197,6 +198,36 @@ static void reals_print_shortest_round_trip(void **state)
     }
 }
 
+static void format_double_follows_javascript(void **state)
+{
+    (void)state;
+    static const struct {
+        double d;
+        bool keep_real;
+        const char *text;
+    } cases[] = {
+        {100.0, false, "100"},     {100.0, true, "100.0"},      {-0.0, false, "0"},
+        {-0.0, true, "-0.0"},      {0.5, false, "0.5"},         {1e21, false, "1e+21"},
+        {1.5e-7, false, "1.5e-7"}, {123e-20, true, "1.23e-18"}, {-42.125, false, "-42.125"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[CDSH_JSON_DOUBLE_MAX];
+        size_t n = cdsh_json_format_double(cases[i].d, cases[i].keep_real, out);
+        assert_string_equal(out, cases[i].text);
+        assert_int_equal(n, strlen(cases[i].text));
+    }
+    char out[CDSH_JSON_DOUBLE_MAX] = "x";
+    assert_int_equal(cdsh_json_format_double(NAN, false, out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(cdsh_json_format_double(-INFINITY, true, out), 0);
+    /* the longest outputs fit */
+    assert_true(cdsh_json_format_double(-1.2345678901234567e-300, true, out) <
+                CDSH_JSON_DOUBLE_MAX);
+    assert_true(cdsh_json_format_double(-123456789012345678901.0, true, out) <
+                CDSH_JSON_DOUBLE_MAX);
+    assert_true(cdsh_json_format_double(-0.0000012345678901234567, true, out) <
+                CDSH_JSON_DOUBLE_MAX);
+}
+
 static void dump_refuses_invalid_utf8_and_cycles(void **state)
 {
     (void)state;
@@ -251,6 +282,40 @@ static void parse_reports_line_and_column_of_syntax_errors(void **state)
     assert_non_null(strstr(err.message, "line 1"));
     assert_null(cdsh_json_parse("", 0, 0, &err));
     assert_string_equal(err.code, "BAD_JSON");
+}
+
+static void parse_error_messages_are_valid_utf8_without_controls(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    const char *text = "[1\x01]"; /* jansson quotes the control byte */
+    assert_null(cdsh_json_parse(text, strlen(text), 0, &err));
+    assert_string_equal(err.code, "BAD_JSON");
+    assert_string_equal(err.message, "invalid JSON at line 1, column 3: ']' expected near '?'");
+    assert_true(cdsh_utf8_valid(err.message, strlen(err.message)));
+    for (const char *c = err.message; *c; c++)
+        assert_true((unsigned char)*c >= 0x20);
+}
+
+static void lossless_shortens_very_long_paths_on_character_boundaries(void **state)
+{
+    (void)state;
+    /* a path of 300 bytes of 3-byte characters, then a bad string */
+    char key[301];
+    for (int i = 0; i < 100; i++)
+        memcpy(key + 3 * i, "中", 3);
+    key[300] = '\0';
+    json_t *v = json_object();
+    json_t *inner = json_object();
+    json_object_set_new(v, key, inner);
+    json_object_set_new(inner, "x", json_stringn_nocheck("\xff", 1));
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_json_check_lossless(v, NULL, &err), CDSH_EINVAL);
+    assert_true(cdsh_utf8_valid(err.message, strlen(err.message)));
+    assert_non_null(strstr(err.message, "..."));
+    assert_int_equal(strncmp(err.message, "value[\"中中", 12), 0);
+    assert_non_null(strstr(err.message, "中\"].x is not valid UTF-8"));
+    json_decref(v);
 }
 
 static void parse_enforces_size_limit(void **state)
@@ -451,10 +516,13 @@ int main(void)
         cmocka_unit_test(compact_output_keeps_order_utf8_and_slashes),
         cmocka_unit_test(pretty_output_indents_two_spaces_with_newline),
         cmocka_unit_test(reals_print_shortest_round_trip),
+        cmocka_unit_test(format_double_follows_javascript),
         cmocka_unit_test(dump_refuses_invalid_utf8_and_cycles),
         cmocka_unit_test(parse_accepts_scalars_and_trailing_whitespace),
         cmocka_unit_test(parse_rejects_duplicate_keys_with_position),
         cmocka_unit_test(parse_reports_line_and_column_of_syntax_errors),
+        cmocka_unit_test(parse_error_messages_are_valid_utf8_without_controls),
+        cmocka_unit_test(lossless_shortens_very_long_paths_on_character_boundaries),
         cmocka_unit_test(parse_enforces_size_limit),
         cmocka_unit_test(parse_enforces_depth_512),
         cmocka_unit_test(parse_rejects_invalid_utf8_and_nul_escape),

@@ -61,6 +61,10 @@ static void secret_assignments_are_redacted(void **state)
                     "{\"token\": \"[REDACTED]\", \"n\": 1}");
     expect_redacted("{'client_secret': 'xyz'}", "{'client_secret': '[REDACTED]'}");
     expect_redacted("access_token=abc;", "access_token=[REDACTED];");
+    expect_redacted("{\"cookie\": \"sid=1; x=2\", \"n\": 1}",
+                    "{\"cookie\": \"[REDACTED]\", \"n\": 1}");
+    expect_redacted("auth=abc123 next", "auth=[REDACTED] next");
+    expect_redacted("oauth: xyz", "oauth: [REDACTED]");
 }
 
 static void url_passwords_are_redacted_user_kept(void **state)
@@ -78,6 +82,8 @@ static void private_key_blocks_are_redacted(void **state)
     expect_redacted(
         "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\ny",
         "x\n[REDACTED]\ny");
+    expect_redacted("key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA (truncated",
+                    "key:\n[REDACTED]");
 }
 
 static void ordinary_text_is_unchanged(void **state)
