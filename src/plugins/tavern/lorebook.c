@@ -510,8 +510,7 @@ static json_t *normalize_book(const json_t *in, bool to_cb, cdsh_error *err)
                        CDSH_TAVERN_LOREBOOK_MAX_ENTRIES);
         goto fail;
     }
-    if (json_is_object(book))
-        copy_book_keys(book, out, to_cb);
+    copy_book_keys(book, out, to_cb); /* a bare entry list has no keys but still gets extensions */
     json_object_set(out, "entries", entries);
     size_t i;
     json_t *src;
