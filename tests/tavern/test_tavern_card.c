@@ -208,7 +208,7 @@ static void v1_card_imports_every_field_and_keeps_unknown_keys(void **state)
     cdsh_error err = {0};
     cdsh_tavern_card *c = parse_text(
         "{\"name\":\"Old\",\"description\":\"D\",\"personality\":\"P\",\"scenario\":\"S\","
-        "\"first_mes\":\"F\",\"mes_example\":\"M\",\"talkativeness\":\"0.5\"}",
+        "\"first_mes\":\"F\",\"mes_example\":\"M\",\"talkativeness\":\"0.5\",\"spec\":\"odd\"}",
         &err);
     assert_non_null(c);
     const json_t *rec = cdsh_tavern_card_record_get(c);
@@ -222,6 +222,7 @@ static void v1_card_imports_every_field_and_keeps_unknown_keys(void **state)
     assert_true(json_is_array(json_object_get(data_of(c), "alternate_greetings")));
     json_t *ext = json_object_get(data_of(c), "extensions");
     assert_string_equal(json_string_value(json_object_get(ext, "talkativeness")), "0.5");
+    assert_string_equal(json_string_value(json_object_get(ext, "spec")), "odd");
     assert_string_equal(cdsh_tavern_card_name_get(c), "Old");
     cdsh_tavern_card_free(c);
 }

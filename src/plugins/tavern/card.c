@@ -306,7 +306,7 @@ int cdsh_tavern_card_from_json(const json_t *root, bool ccv3_hint, const uint8_t
     {
         if (known_field(k, v3))
             continue;
-        if (!has_data && (!strcmp(k, "spec") || !strcmp(k, "spec_version")))
+        if (!has_data && !v1 && (!strcmp(k, "spec") || !strcmp(k, "spec_version")))
             continue;
         if (!json_object_get(ext, k)) {
             json_object_set(ext, k, v);
