@@ -393,8 +393,10 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
                 size_t i;
                 json_t *it;
                 json_array_foreach(items, i, it)
+                {
                     printf("%-34s %s\n", json_string_value(json_object_get(it, "id")),
                            json_string_value(json_object_get(it, "name")));
+                }
             }
         }
     } else if (!strcmp(action, "export")) {
@@ -470,10 +472,12 @@ static int cmd_regex(const char *action, const opts *o)
                 size_t i;
                 json_t *r;
                 json_array_foreach(rules, i, r)
+                {
                     printf("%-28s %-3s %s  %s\n", json_string_value(json_object_get(r, "id")),
                            json_is_true(json_object_get(r, "enabled")) ? "on" : "off",
                            json_string_value(json_object_get(r, "find")),
                            json_string_value(json_object_get(r, "name")));
+                }
             }
             res = json_pack("{s:o}", "rules", rules);
         }

@@ -453,7 +453,10 @@ static json_t *entry_list(const json_t *book)
     } else if (json_is_object(e)) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)e, k, v) json_array_append(list, v);
+        json_object_foreach((json_t *)e, k, v)
+        {
+            json_array_append(list, v);
+        }
     }
     return list;
 }

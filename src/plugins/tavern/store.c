@@ -43,7 +43,7 @@ int cdsh_tavern_store_open(const char *root, cdsh_tavern_store **out, cdsh_error
         int rc = cdsh_home_ensure(NULL, err);
         if (rc < 0)
             return rc;
-        path = cdsh_home_path_dup("tavern", NULL);
+        path = cdsh_home_path_dup("tavern", (char *)NULL);
     }
     if (!path)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot build the tavern path");
