@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/fs.h"
 #include "base/hash.h"
 #include "base/home.h"
@@ -133,14 +134,6 @@ json_t *cdsh_tavern_store_parse_json(const char *text, size_t len, cdsh_error *e
 
 /* ---- envelopes -------------------------------------------------------------- */
 
-static void iso_now(char out[32])
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int read_envelope(const char *path, const char *rel, json_t **env, cdsh_error *err)
 {
     char *text = NULL;
@@ -174,7 +167,7 @@ static int write_envelope(const char *path, const char *kind, json_int_t revisio
     free(compact);
     char tag[64], now[32];
     snprintf(tag, sizeof tag, "%lld-%.8s", (long long)revision, hex);
-    iso_now(now);
+    cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), now, sizeof now);
     json_t *env = json_pack("{s:{s:s, s:I, s:s, s:s}, s:O}", "cdsh", "kind", kind, "revision",
                             revision, "tag", tag, "updatedAt", now, "value", value);
     char *text = env ? cdsh_json_dump_pretty_dup(env) : NULL;
