@@ -54,10 +54,10 @@ int cdsh_xq_move_to_wxf(const cdsh_xq_pos *pos, cdsh_xq_move_t m, char *buf, siz
  * side (files always count from the mover's right); 进/進, 退, 平; traditional
  * and variant names (車 俥, 馬 傌, 砲 包, 帥 將, 象/相 and 士/仕 and 兵/卒 for
  * either side); 前/中/后/後 and index forms (一兵..五兵, also DhtmlXQ's
- * 前/二/三/四/后 for four or five soldiers on one file). A file that holds two
- * such pieces (or the wrong one of 前/后 being needed) is accepted when only
- * one of them can legally make the move and refused as NOTATION_AMBIGUOUS
- * otherwise. Spaces are ignored. err may be NULL. */
+ * 前/二/三/四/后 for four or five soldiers on one file). A file number given
+ * where 前/后 was needed (车二进四 with two chariots on file 二) is accepted
+ * when only one of those pieces can legally make the move, and refused as
+ * NOTATION_AMBIGUOUS otherwise. Spaces are ignored. err may be NULL. */
 int cdsh_xq_parse_chinese(const cdsh_xq_pos *pos, const char *text, cdsh_xq_move_t *out,
                           cdsh_xq_notation_error *err);
 
