@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "plugins/xiangqi/engine/movegen.h"
 #include "plugins/xiangqi/engine/notation.h"
 #include "plugins/xiangqi/engine/position.h"
@@ -368,6 +369,13 @@ static void parsers_refuse_null_arguments_and_report_without_err(void **state)
     assert_int_equal(cdsh_xq_parse_any(pos, longtext, &m, &err), CDSH_EINVAL);
     assert_string_equal(err.err.code, "NOTATION_SYNTAX");
     assert_non_null(strstr(err.err.message, "'炮炮炮炮炮炮炮炮炮炮炮炮炮' is not Chinese"));
+    /* invalid UTF-8 is refused and never copied into the messages (they go into JSON) */
+    assert_int_equal(cdsh_xq_parse_any(pos, "炮\xff二平五", &m, &err), CDSH_EINVAL);
+    assert_string_equal(err.err.code, "NOTATION_SYNTAX");
+    assert_non_null(strstr(err.err.message, "'炮' is not Chinese notation: the text is not valid"));
+    assert_non_null(strstr(err.zh, "“炮”不是正确的中文记谱：文本不是有效的 UTF-8"));
+    assert_true(cdsh_utf8_valid(err.err.message, strlen(err.err.message)));
+    assert_true(cdsh_utf8_valid(err.zh, strlen(err.zh)));
     assert_string_equal(cdsh_xq_notation_error_zh("NOTATION_AMBIGUOUS"),
                         "着法有歧义，不能确定走哪一个棋子");
     assert_string_equal(cdsh_xq_notation_error_zh("MOVE_SELF_CHECK"), "走后己方将（帅）被将军");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "plugins/xiangqi/engine/notation_internal.h"
 #include "plugins/xiangqi/engine/xq_internal.h"
 
@@ -122,14 +123,34 @@ const char *cdsh__xq_zh_side(int side)
 void cdsh__xq_note_echo(const char *text, char *out, size_t max)
 {
     size_t n = text ? strlen(text) : 0;
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
-            n--; /* do not split a UTF-8 sequence */
-    }
+    n = cdsh_utf8_valid_prefix(text ? text : "", n < max ? n : max);
     if (n)
         memcpy(out, text, n);
     out[n] = '\0';
+}
+
+int cdsh__xq_note_syntax(cdsh_xq_notation_error *e, const char *q, const char *what_en,
+                         const char *what_zh, const char *why_en, const char *why_zh,
+                         const char *hint_en, const char *hint_zh)
+{
+    char en[800], zh[800];
+    snprintf(en, sizeof en, "'%s' is not %s: %s; %s", q, what_en, why_en, hint_en);
+    snprintf(zh, sizeof zh, "“%s”不是正确的%s：%s；%s", q, what_zh, why_zh, hint_zh);
+    return cdsh__xq_note_fail(e, "NOTATION_SYNTAX", NULL, en, zh);
+}
+
+int cdsh__xq_note_mover(const cdsh_xq_pos *pos, cdsh_xq_move_t m, const char *buf, size_t size,
+                        size_t need)
+{
+    if (!pos || !buf)
+        return CDSH_EINVAL;
+    if (size < need)
+        return CDSH_ETOOBIG;
+    cdsh_xq_piece_t pc = cdsh_xq_piece_at(pos, cdsh_xq_move_from(m));
+    if (pc == CDSH_XQ_NO_PIECE || cdsh_xq_piece_side(pc) != pos->side ||
+        !cdsh_xq_is_pseudo_legal(pos, m))
+        return CDSH_EINVAL;
+    return cdsh_xq_piece_type(pc);
 }
 
 int cdsh__xq_note_fail(cdsh_xq_notation_error *e, const char *code, const char *cause,

@@ -64,7 +64,18 @@ int cdsh__xq_note_resolve(const cdsh_xq_pos *pos, const cdsh__xq_ndesc *d, const
 int cdsh__xq_note_fail(cdsh_xq_notation_error *e, const char *code, const char *cause,
                        const char *en, const char *zh);
 
-/* Copies at most max bytes of text, cut at a UTF-8 boundary, for messages. */
+/* NOTATION_SYNTAX: "'q' is not <what>: <why>; <hint>" in both languages. */
+int cdsh__xq_note_syntax(cdsh_xq_notation_error *e, const char *q, const char *what_en,
+                         const char *what_zh, const char *why_en, const char *why_zh,
+                         const char *hint_en, const char *hint_zh);
+
+/* Checks the arguments of a move_to_* function: the type of the moving piece
+ * (m pseudo-legal for the side to move), or CDSH_EINVAL / CDSH_ETOOBIG. */
+int cdsh__xq_note_mover(const cdsh_xq_pos *pos, cdsh_xq_move_t m, const char *buf, size_t size,
+                        size_t need);
+
+/* Copies the valid UTF-8 prefix of at most max bytes of text, for messages
+ * (which must stay valid UTF-8 to go into JSON). */
 void cdsh__xq_note_echo(const char *text, char *out, size_t max);
 
 /* Direction and number of a move as the notation writes them. */

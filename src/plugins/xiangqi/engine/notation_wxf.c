@@ -13,16 +13,11 @@ static const char wxf_letter[8] = {'?', 'K', 'A', 'E', 'H', 'R', 'C', 'P'};
 
 int cdsh_xq_move_to_wxf(const cdsh_xq_pos *pos, cdsh_xq_move_t m, char *buf, size_t size)
 {
-    if (!pos || !buf)
-        return CDSH_EINVAL;
-    if (size < CDSH_XQ_WXF_MAX)
-        return CDSH_ETOOBIG;
+    const int type = cdsh__xq_note_mover(pos, m, buf, size, CDSH_XQ_WXF_MAX);
+    if (type < 0)
+        return type;
     const cdsh_xq_square_t from = cdsh_xq_move_from(m);
-    const cdsh_xq_piece_t pc = cdsh_xq_piece_at(pos, from);
-    if (pc == CDSH_XQ_NO_PIECE || cdsh_xq_piece_side(pc) != pos->side ||
-        !cdsh_xq_is_pseudo_legal(pos, m))
-        return CDSH_EINVAL;
-    const int side = pos->side, type = cdsh_xq_piece_type(pc);
+    const int side = pos->side;
     const int file = cdsh__xq_file_of(side, from);
     cdsh__xq_nlist l;
     cdsh__xq_nlist_get(pos, side, type, &l);
@@ -67,17 +62,12 @@ static int wxf_type(int c)
 
 static int syntax(cdsh_xq_notation_error *e, const char *q, const char *en_why, const char *zh_why)
 {
-    char en[600], zh[600];
-    snprintf(en, sizeof en,
-             "'%s' is not WXF notation: %s; write piece letter (K A E H R C P), file 1-9 from "
-             "the mover's right (or + / - for front / rear), + - or . for forward, backward, "
-             "sideways, and a number: C2.5, H2+3, R+.3",
-             q, en_why);
-    snprintf(zh, sizeof zh,
-             "“%s”不是正确的 WXF 记谱：%s；应写棋子字母（K A E H R C P）、从己方右侧数的纵线 1-9"
-             "（或 +/- 表示前/后）、+ - . 表示进退平，再加数字，如 C2.5、H2+3、R+.3",
-             q, zh_why);
-    return cdsh__xq_note_fail(e, "NOTATION_SYNTAX", NULL, en, zh);
+    return cdsh__xq_note_syntax(
+        e, q, "WXF notation", " WXF 记谱", en_why, zh_why,
+        "write piece letter (K A E H R C P), file 1-9 from the mover's right (or + / - for front "
+        "/ rear), + - or . for forward, backward, sideways, and a number: C2.5, H2+3, R+.3",
+        "应写棋子字母（K A E H R C P）、从己方右侧数的纵线 1-9（或 +/- 表示前/后）、+ - . "
+        "表示进退平，再加数字，如 C2.5、H2+3、R+.3");
 }
 
 int cdsh_xq_parse_wxf(const cdsh_xq_pos *pos, const char *text, cdsh_xq_move_t *out,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "plugins/xiangqi/engine/notation.h"
 #include "plugins/xiangqi/engine/notation_internal.h"
 
@@ -14,24 +15,11 @@ static int is_advisor_elephant_king(int type)
     return type == CDSH_XQ_KING || type == CDSH_XQ_ADVISOR || type == CDSH_XQ_ELEPHANT;
 }
 
-static int check_mover(const cdsh_xq_pos *pos, cdsh_xq_move_t m)
-{
-    cdsh_xq_piece_t pc = cdsh_xq_piece_at(pos, cdsh_xq_move_from(m));
-    if (pc == CDSH_XQ_NO_PIECE || cdsh_xq_piece_side(pc) != pos->side ||
-        !cdsh_xq_is_pseudo_legal(pos, m))
-        return -1;
-    return cdsh_xq_piece_type(pc);
-}
-
 int cdsh_xq_move_to_chinese(const cdsh_xq_pos *pos, cdsh_xq_move_t m, char *buf, size_t size)
 {
-    if (!pos || !buf)
-        return CDSH_EINVAL;
-    if (size < CDSH_XQ_ZH_MAX)
-        return CDSH_ETOOBIG;
-    int type = check_mover(pos, m);
+    const int type = cdsh__xq_note_mover(pos, m, buf, size, CDSH_XQ_ZH_MAX);
     if (type < 0)
-        return CDSH_EINVAL;
+        return type;
     const int side = pos->side;
     const cdsh_xq_square_t from = cdsh_xq_move_from(m);
     const int file = cdsh__xq_file_of(side, from);
@@ -59,33 +47,6 @@ int cdsh_xq_move_to_chinese(const cdsh_xq_pos *pos, cdsh_xq_move_t m, char *buf,
         snprintf(buf, size, "%s%s%s%s", piece, cdsh__xq_zh_number(side, file), d,
                  cdsh__xq_zh_number(side, num));
     return 0;
-}
-
-/* Next UTF-8 code point of *s (advancing it), -1 for a malformed sequence. */
-static long next_cp(const unsigned char **s)
-{
-    const unsigned char *p = *s;
-    long cp;
-    int extra;
-    if (p[0] < 0x80) {
-        *s = p + 1;
-        return p[0];
-    }
-    if ((p[0] & 0xE0) == 0xC0)
-        cp = p[0] & 0x1F, extra = 1;
-    else if ((p[0] & 0xF0) == 0xE0)
-        cp = p[0] & 0x0F, extra = 2;
-    else if ((p[0] & 0xF8) == 0xF0)
-        cp = p[0] & 0x07, extra = 3;
-    else
-        return -1;
-    for (int i = 1; i <= extra; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return -1;
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    *s = p + extra + 1;
-    return cp;
 }
 
 static int zh_piece_type(long cp)
@@ -152,16 +113,11 @@ static int zh_direction(long cp)
 
 static int syntax(cdsh_xq_notation_error *e, const char *q, const char *en_why, const char *zh_why)
 {
-    char en[600], zh[600];
-    snprintf(en, sizeof en,
-             "'%s' is not Chinese notation: %s; write piece, file, 进/退/平, number (炮二平五, "
-             "马８进７) or 前/中/后 and the piece first (前车进一)",
-             q, en_why);
-    snprintf(zh, sizeof zh,
-             "“%s”不是正确的中文记谱：%s；应写棋子、纵线、进/退/平、数字（如 炮二平五、马８进７），"
-             "或前/中/后加棋子（如 前车进一）",
-             q, zh_why);
-    return cdsh__xq_note_fail(e, "NOTATION_SYNTAX", NULL, en, zh);
+    return cdsh__xq_note_syntax(
+        e, q, "Chinese notation", "中文记谱", en_why, zh_why,
+        "write piece, file, 进/退/平, number (炮二平五, 马８进７) or 前/中/后 and the piece first "
+        "(前车进一)",
+        "应写棋子、纵线、进/退/平、数字（如 炮二平五、马８进７），或前/中/后加棋子（如 前车进一）");
 }
 
 int cdsh_xq_parse_chinese(const cdsh_xq_pos *pos, const char *text, cdsh_xq_move_t *out,
@@ -173,10 +129,10 @@ int cdsh_xq_parse_chinese(const cdsh_xq_pos *pos, const char *text, cdsh_xq_move
     cdsh__xq_note_echo(text, q, 40);
     long cp[4];
     int n = 0;
-    const unsigned char *s = (const unsigned char *)text;
-    while (*s) {
-        long c = next_cp(&s);
-        if (c < 0)
+    const size_t len = strlen(text);
+    for (size_t at = 0, step; at < len; at += step) {
+        uint32_t c;
+        if (cdsh_utf8_decode(text + at, len - at, &c, &step) != 0)
             return syntax(err, q, "the text is not valid UTF-8", "文本不是有效的 UTF-8");
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0x3000)
             continue;
