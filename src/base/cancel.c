@@ -171,11 +171,29 @@ bool cdsh_cancel_wait(cdsh_cancel *tok, int64_t timeout_ms)
         }
     }
     uint64_t sub = cdsh_cancel_subscribe(tok, wake_waiter, &w);
+    /* Without a subscription (ENOMEM) nothing would wake us: poll instead. */
+    bool poll = tok && sub == 0;
     pthread_mutex_lock(&w.lock);
-    while (!w.woken) {
-        int rc = timeout_ms >= 0 ? pthread_cond_timedwait(&w.cond, &w.lock, &deadline)
-                                 : pthread_cond_wait(&w.cond, &w.lock);
-        if (rc == ETIMEDOUT)
+    while (!w.woken && !(poll && cdsh_cancel_is_fired(tok))) {
+        struct timespec until = deadline;
+        if (poll) {
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += 10 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            if (timeout_ms >= 0 &&
+                (until.tv_sec > deadline.tv_sec ||
+                 (until.tv_sec == deadline.tv_sec && until.tv_nsec > deadline.tv_nsec)))
+                until = deadline;
+        }
+        int rc = timeout_ms >= 0 || poll ? pthread_cond_timedwait(&w.cond, &w.lock, &until)
+                                         : pthread_cond_wait(&w.cond, &w.lock);
+        if (rc == ETIMEDOUT && timeout_ms >= 0 && !poll)
+            break;
+        if (rc == ETIMEDOUT && poll && timeout_ms >= 0 && until.tv_sec == deadline.tv_sec &&
+            until.tv_nsec == deadline.tv_nsec)
             break;
     }
     pthread_mutex_unlock(&w.lock);

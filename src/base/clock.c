@@ -127,8 +127,8 @@ int cdsh_clock_parse_iso8601(const char *text, int64_t *epoch_ms, cdsh_error *er
     } else if (*p == '+' || *p == '-') {
         sign = *p == '-' ? -1 : 1;
         p++;
-        if (!digits(&p, 2, &off_h) || !expect(&p, ":") || !digits(&p, 2, &off_m) ||
-            off_h > 23 || off_m > 59)
+        if (!digits(&p, 2, &off_h) || !expect(&p, ":") || !digits(&p, 2, &off_m) || off_h > 23 ||
+            off_m > 59)
             goto bad;
     } else {
         goto bad;

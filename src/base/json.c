@@ -19,7 +19,9 @@
 
 /* ---- typed getters ---------------------------------------------------- */
 
-static int lookup(const json_t *obj, const char *key, json_t **out, cdsh_error *err)
+/* Finds obj[key]. required: a missing key is MISSING_FIELD. Optional: a
+ * missing key or JSON null gives *out = NULL and 0. */
+static int lookup(const json_t *obj, const char *key, bool required, json_t **out, cdsh_error *err)
 {
     if (!key)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_FIELD", "field name is NULL");
@@ -27,12 +29,11 @@ static int lookup(const json_t *obj, const char *key, json_t **out, cdsh_error *
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_FIELD",
                               "cannot read field \"%s\": the value is not a JSON object", key);
     *out = json_object_get(obj, key);
+    if (!*out && required)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "MISSING_FIELD", "missing field \"%s\"", key);
+    if (!required && json_is_null(*out))
+        *out = NULL;
     return 0;
-}
-
-static int missing(const char *key, cdsh_error *err)
-{
-    return cdsh_error_set(err, CDSH_ENOTFOUND, "MISSING_FIELD", "missing field \"%s\"", key);
 }
 
 static int wrong_type(const char *key, const char *what, cdsh_error *err)
@@ -83,157 +84,128 @@ static int as_bool(const json_t *v, const char *key, bool *out, cdsh_error *err)
     return 0;
 }
 
-int cdsh_json_get_string(const json_t *obj, const char *key, const char **out, cdsh_error *err)
+static int as_object(const json_t *v, const char *key, json_t **out, cdsh_error *err)
 {
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_string(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_int(const json_t *obj, const char *key, int64_t *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_int(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_number(const json_t *obj, const char *key, double *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_number(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_bool(const json_t *obj, const char *key, bool *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    return v ? as_bool(v, key, out, err) : missing(key, err);
-}
-
-int cdsh_json_get_object(const json_t *obj, const char *key, json_t **out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v)
-        return missing(key, err);
     if (!json_is_object(v))
         return wrong_type(key, "an object", err);
-    *out = v;
+    *out = (json_t *)v;
     return 0;
 }
 
-int cdsh_json_get_array(const json_t *obj, const char *key, json_t **out, cdsh_error *err)
+static int as_array(const json_t *v, const char *key, json_t **out, cdsh_error *err)
 {
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v)
-        return missing(key, err);
     if (!json_is_array(v))
         return wrong_type(key, "an array", err);
-    *out = v;
+    *out = (json_t *)v;
     return 0;
 }
 
-int cdsh_json_opt_string(const json_t *obj, const char *key, const char *dflt, const char **out,
-                         cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
+/* The getters differ only in type, so macros write them: cdsh_json_get_string,
+ * _get_int, _get_number, _get_bool, _get_object, _get_array and cdsh_json_opt_string,
+ * _opt_int, _opt_number, _opt_bool are defined by the lines below. */
+#define REQUIRED_GETTER(name, type, as)                                                            \
+    int cdsh_json_get_##name(const json_t *obj, const char *key, type *out, cdsh_error *err)       \
+    {                                                                                              \
+        json_t *v = NULL;                                                                          \
+        int rc = lookup(obj, key, true, &v, err);                                                  \
+        return rc ? rc : as(v, key, out, err);                                                     \
     }
-    return as_string(v, key, out, err);
-}
+#define OPTIONAL_GETTER(name, type, as)                                                            \
+    int cdsh_json_opt_##name(const json_t *obj, const char *key, type dflt, type *out,             \
+                             cdsh_error *err)                                                      \
+    {                                                                                              \
+        json_t *v = NULL;                                                                          \
+        int rc = lookup(obj, key, false, &v, err);                                                 \
+        if (rc == 0 && !v)                                                                         \
+            *out = dflt;                                                                           \
+        return rc || !v ? rc : as(v, key, out, err);                                               \
+    }
 
-int cdsh_json_opt_int(const json_t *obj, const char *key, int64_t dflt, int64_t *out,
-                      cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
-    }
-    return as_int(v, key, out, err);
-}
-
-int cdsh_json_opt_number(const json_t *obj, const char *key, double dflt, double *out,
-                         cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
-    }
-    return as_number(v, key, out, err);
-}
-
-int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out, cdsh_error *err)
-{
-    json_t *v = NULL;
-    int rc = lookup(obj, key, &v, err);
-    if (rc)
-        return rc;
-    if (!v || json_is_null(v)) {
-        *out = dflt;
-        return 0;
-    }
-    return as_bool(v, key, out, err);
-}
+REQUIRED_GETTER(string, const char *, as_string)
+REQUIRED_GETTER(int, int64_t, as_int)
+REQUIRED_GETTER(number, double, as_number)
+REQUIRED_GETTER(bool, bool, as_bool)
+REQUIRED_GETTER(object, json_t *, as_object)
+REQUIRED_GETTER(array, json_t *, as_array)
+OPTIONAL_GETTER(string, const char *, as_string)
+OPTIONAL_GETTER(int, int64_t, as_int)
+OPTIONAL_GETTER(number, double, as_number)
+OPTIONAL_GETTER(bool, bool, as_bool)
 
 /* ---- output ------------------------------------------------------------ */
 
-static void format_real(double d, char out[32])
+size_t cdsh_json_format_double(double d, bool keep_real, char out[CDSH_JSON_DOUBLE_MAX])
 {
-    /* Shortest %.Ng that reads back to the same double (at most 17 digits). */
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(out, 32, "%.*g", prec, d);
-        if (strtod(out, NULL) == d)
+    if (!isfinite(d)) {
+        out[0] = '\0';
+        return 0;
+    }
+    if (d == 0 && !keep_real) {
+        strcpy(out, "0"); /* JavaScript prints -0 as 0 */
+        return 1;
+    }
+    char sci[40];
+    for (int prec = 0; prec < 17; prec++) {
+        snprintf(sci, sizeof sci, "%.*e", prec, d);
+        if (strtod(sci, NULL) == d)
             break;
     }
-    /* Keep it a real on re-parse: "1" becomes "1.0" (as jansson does). */
-    if (!strpbrk(out, ".eEn"))
-        strcat(out, ".0");
+    /* sci is "[-]D[.DDD]e[+-]XX": collect the digits and the exponent. */
+    char digs[20] = {0};
+    size_t nd = 0;
+    const char *p = sci;
+    if (*p == '-')
+        p++;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && nd < sizeof digs - 1)
+            digs[nd++] = *p;
+    int exp10 = *p == 'e' ? atoi(p + 1) : 0;
+    while (nd > 1 && digs[nd - 1] == '0')
+        nd--;
+    digs[nd] = '\0';
+    char *o = out;
+    if (signbit(d))
+        *o++ = '-';
+    int n = exp10 + 1; /* digits before the decimal point */
+    if (exp10 >= -6 && exp10 < 21) {
+        if (n <= 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int i = 0; i < -n; i++)
+                *o++ = '0';
+            o += sprintf(o, "%s", digs);
+        } else if ((size_t)n >= nd) {
+            o += sprintf(o, "%s", digs);
+            for (size_t i = nd; i < (size_t)n; i++)
+                *o++ = '0';
+            if (keep_real)
+                o += sprintf(o, ".0");
+        } else {
+            o += sprintf(o, "%.*s.%s", n, digs, digs + n);
+        }
+    } else {
+        *o++ = digs[0];
+        if (nd > 1)
+            o += sprintf(o, ".%s", digs + 1);
+        o += sprintf(o, "e%c%d", exp10 < 0 ? '-' : '+', abs(exp10));
+    }
+    *o = '\0';
+    return (size_t)(o - out);
 }
 
 static int dump_value(cdsh_strbuf *sb, const json_t *v, int indent, int depth)
 {
     if (depth > WALK_MAX_DEPTH)
         return -1;
-    char num[32];
+    char num[CDSH_JSON_DOUBLE_MAX];
     switch (json_typeof(v)) {
     case JSON_NULL: return cdsh_strbuf_append_str(sb, "null");
     case JSON_TRUE: return cdsh_strbuf_append_str(sb, "true");
     case JSON_FALSE: return cdsh_strbuf_append_str(sb, "false");
-    case JSON_INTEGER:
-        return cdsh_strbuf_appendf(sb, "%lld", (long long)json_integer_value(v));
+    case JSON_INTEGER: return cdsh_strbuf_appendf(sb, "%lld", (long long)json_integer_value(v));
     case JSON_REAL: {
-        double d = json_real_value(v);
-        if (!isfinite(d))
-            return -1;
-        format_real(d, num);
-        return cdsh_strbuf_append_str(sb, num);
+        size_t n = cdsh_json_format_double(json_real_value(v), true, num);
+        return n ? cdsh_strbuf_append(sb, num, n) : -1;
     }
     case JSON_STRING: {
         const char *s = json_string_value(v);
@@ -376,8 +348,15 @@ json_t *cdsh_json_parse(const char *text, size_t len, size_t max_bytes, cdsh_err
             cdsh_error_set(err, CDSH_ENOMEM, "BAD_JSON", "out of memory while parsing JSON");
             return NULL;
         }
+        /* jansson quotes the offending input ("near '\xff'"): keep the message
+         * valid UTF-8 without controls, since it may travel inside JSON. */
+        char *reason = cdsh_utf8_sanitize_dup(jerr.text, strlen(jerr.text), NULL);
+        for (char *c = reason; c && *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7F)
+                *c = '?';
         cdsh_error_set(err, CDSH_EINVAL, "BAD_JSON", "invalid JSON at line %d, column %d: %s",
-                       jerr.line, jerr.column, jerr.text);
+                       jerr.line, jerr.column, reason ? reason : "syntax error");
+        free(reason);
     }
     return v;
 }
@@ -415,26 +394,44 @@ static void path_push_key(cdsh_strbuf *path, const char *k, size_t n)
     free(clean);
 }
 
+/* Very long paths (deep nesting) are shortened to their two ends so the
+ * message stays within cdsh_error and still says where. */
+static const char *short_path(const cdsh_strbuf *path, char out[200])
+{
+    if (path->len < 200)
+        return path->data;
+    /* Cut on code point boundaries: the path itself is valid UTF-8. */
+    size_t head = cdsh_utf8_valid_prefix(path->data, 96);
+    const char *tail = path->data + path->len - 96;
+    while ((*tail & 0xC0) == 0x80)
+        tail++;
+    snprintf(out, 200, "%.*s...%s", (int)head, path->data, tail);
+    return out;
+}
+
 static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error *err)
 {
-    if (depth > LOSSLESS_MAX_DEPTH)
-        return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is nested deeper than %d levels",
-                              path->data, LOSSLESS_MAX_DEPTH);
+    char shortened[200];
+    /* depth counts enclosing containers: 512 nested arrays/objects are fine */
+    if (depth >= LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
+        return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
+                              "%s is nested deeper than %d levels", short_path(path, shortened),
+                              LOSSLESS_MAX_DEPTH);
     switch (json_typeof(v)) {
     case JSON_REAL:
         if (!isfinite(json_real_value(v)))
             return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is not a finite number",
-                                  path->data);
+                                  short_path(path, shortened));
         return 0;
     case JSON_STRING: {
         const char *s = json_string_value(v);
         size_t n = json_string_length(v);
         if (!cdsh_utf8_valid(s, n))
             return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s is not valid UTF-8",
-                                  path->data);
+                                  short_path(path, shortened));
         if (memchr(s, '\0', n))
-            return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                  "%s contains a NUL character", path->data);
+            return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS", "%s contains a NUL character",
+                                  short_path(path, shortened));
         return 0;
     }
     case JSON_ARRAY:
@@ -454,10 +451,12 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
             size_t klen = json_object_iter_key_len(it);
             if (!cdsh_utf8_valid(k, klen))
                 return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                      "%s has a key that is not valid UTF-8", path->data);
+                                      "%s has a key that is not valid UTF-8",
+                                      short_path(path, shortened));
             if (memchr(k, '\0', klen))
                 return cdsh_error_set(err, CDSH_EINVAL, "NOT_LOSSLESS",
-                                      "%s has a key that contains a NUL character", path->data);
+                                      "%s has a key that contains a NUL character",
+                                      short_path(path, shortened));
             size_t mark = path->len;
             path_push_key(path, k, klen);
             int rc = check_value(json_object_iter_value(it), path, depth + 1, err);
@@ -466,8 +465,7 @@ static int check_value(const json_t *v, cdsh_strbuf *path, int depth, cdsh_error
                 return rc;
         }
         return 0;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -510,7 +508,7 @@ static json_t *sanitize_string(const char *s, size_t n)
 
 static json_t *sanitize_value(const json_t *v, int depth)
 {
-    if (depth > LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
+    if (depth >= LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
         return json_null();
     switch (json_typeof(v)) {
     case JSON_REAL:
@@ -609,8 +607,8 @@ static bool equal_value(const json_t *a, const json_t *b, int depth)
             return false;
         for (void *it = json_object_iter((json_t *)a); it;
              it = json_object_iter_next((json_t *)a, it)) {
-            json_t *other = json_object_getn(b, json_object_iter_key(it),
-                                             json_object_iter_key_len(it));
+            json_t *other =
+                json_object_getn(b, json_object_iter_key(it), json_object_iter_key_len(it));
             if (!other || !equal_value(json_object_iter_value(it), other, depth + 1))
                 return false;
         }

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -39,19 +40,28 @@ int cdsh_json_opt_int(const json_t *obj, const char *key, int64_t dflt, int64_t 
                       cdsh_error *err);
 int cdsh_json_opt_number(const json_t *obj, const char *key, double dflt, double *out,
                          cdsh_error *err);
-int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out,
-                       cdsh_error *err);
+int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out, cdsh_error *err);
 
 /* ---- output --------------------------------------------------------------
  * Object keys keep insertion order; non-ASCII is emitted as UTF-8 (not \u
- * escapes); "/" is not escaped; reals print in the shortest form that reads
- * back the same, always with a "." or exponent so they stay reals ("1.0",
- * "0.1", "1e+300"). Controls are escaped (\n, \u001f, NUL as \u0000).
- * Owned string, NULL on ENOMEM or an invalid value: a string or key that is
- * not valid UTF-8, a non-finite real, or nesting deeper than 2048 (which
- * also catches reference cycles). */
+ * escapes); "/" is not escaped; controls are escaped (\n, \u001f, NUL as
+ * \u0000). Reals print as cdsh_json_format_double(d, true) below: the
+ * shortest form that reads back the same, always recognisable as a real
+ * ("1.0", "0.1", "-0.0", "1e+300"). Owned string, NULL on ENOMEM or an
+ * invalid value: a string or key that is not valid UTF-8, a non-finite real,
+ * or nesting deeper than 2048 (which also catches reference cycles). */
 char *cdsh_json_dump_compact_dup(const json_t *value);
 char *cdsh_json_dump_pretty_dup(const json_t *value); /* 2-space indent, trailing newline */
+
+/* Writes a double as JavaScript's Number.prototype.toString would: the
+ * shortest digits that read back to the same double, fixed notation for
+ * 1e-6 <= |d| < 1e21 ("0.000001", "100"), otherwise exponent notation
+ * ("1e-7", "1e+21", "1.5e+300"). keep_real adds ".0" to integral fixed
+ * output and keeps the sign of -0 ("100.0", "-0.0"), as the dumps above do;
+ * without it -0 prints "0". Returns the length; 0 (and "") for NaN and
+ * infinities. */
+#define CDSH_JSON_DOUBLE_MAX 32
+size_t cdsh_json_format_double(double d, bool keep_real, char out[CDSH_JSON_DOUBLE_MAX]);
 
 /* ---- input ---------------------------------------------------------------
  * Parses exactly one JSON text (trailing whitespace allowed), rejecting
@@ -67,14 +77,16 @@ json_t *cdsh_json_parse(const char *text, size_t len, size_t max_bytes, cdsh_err
 
 /* ---- lossless JSON -------------------------------------------------------
  * Checks that every string (keys included) is valid UTF-8 without NUL, every
- * real is finite, and nesting is at most 512 deep. On failure returns
- * CDSH_EINVAL, code "NOT_LOSSLESS", and a message naming the JSON path, e.g.
- * `value.items[2].name is not valid UTF-8`. `root` names the root in paths
- * ("arguments", "value"; NULL means "value"). Keys that are not identifiers
- * appear as `value["a b"]`. Other messages: `<path> contains a NUL
+ * real is finite, and at most 512 arrays and objects are nested. On failure
+ * returns CDSH_EINVAL, code "NOT_LOSSLESS", and a message naming the JSON
+ * path, e.g. `value.items[2].name is not valid UTF-8`. `root` names the root
+ * in paths ("arguments", "value"; NULL means "value"). Keys that are not
+ * identifiers appear as `value["a b"]`; paths over 200 bytes are shortened
+ * to their two ends joined by "...". Other messages: `<path> contains a NUL
  * character`, `<path> is not a finite number`, `<path> has a key that is not
- * valid UTF-8`, `<path> is nested deeper than 512 levels`. The first problem
- * in document order is reported. */
+ * valid UTF-8`, `<path> has a key that contains a NUL character`, `<path> is
+ * nested deeper than 512 levels`. The first problem in document order is
+ * reported. */
 int cdsh_json_check_lossless(const json_t *value, const char *root, cdsh_error *err);
 
 /* Deep copy with invalid UTF-8 replaced by U+FFFD (one per maximal invalid

@@ -9,10 +9,10 @@
 #include <stddef.h>
 
 typedef struct cdsh_strbuf {
-    char *data;   /* NUL-terminated; "" (a static empty string) until the first append */
-    size_t len;   /* bytes before the terminating NUL (data may hold NULs itself) */
-    size_t cap;   /* allocated bytes; 0 while data points at the static "" */
-    bool failed;  /* an append ran out of memory; the buffer keeps what it had */
+    char *data;  /* NUL-terminated; "" (a static empty string) until the first append */
+    size_t len;  /* bytes before the terminating NUL (data may hold NULs itself) */
+    size_t cap;  /* allocated bytes; 0 while data points at the static "" */
+    bool failed; /* an append ran out of memory; the buffer keeps what it had */
 } cdsh_strbuf;
 
 /* Embedded use: init never allocates; deinit frees and re-inits. */
@@ -24,7 +24,8 @@ cdsh_strbuf *cdsh_strbuf_new(void);
 void cdsh_strbuf_free(cdsh_strbuf *sb);
 
 /* Appends. Each returns 0 or CDSH_ENOMEM (or CDSH_ETOOBIG if the length
- * would overflow size_t). On failure the contents are unchanged and
+ * would overflow size_t; the printf forms also CDSH_EINVAL if vsnprintf
+ * reports an encoding error). On failure the contents are unchanged and
  * sb->failed is set, so a caller may append many pieces and check once. */
 int cdsh_strbuf_append(cdsh_strbuf *sb, const void *bytes, size_t n);
 int cdsh_strbuf_append_str(cdsh_strbuf *sb, const char *s); /* NULL appends nothing */

@@ -1,0 +1,93 @@
+/* test_hash.c — SHA-256 of buffers, files and incremental input against
+ * FIPS 180-2 test vectors. */
+#include "support/testkit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hash.h"
+
+static const char abc_hex[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+static const char empty_hex[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+static void buffer_hash_matches_known_vectors(void **state)
+{
+    (void)state;
+    char hex[CDSH_SHA256_HEX_LEN + 1];
+    assert_int_equal(cdsh_hash_sha256_hex("abc", 3, hex), 0);
+    assert_string_equal(hex, abc_hex);
+    assert_int_equal(cdsh_hash_sha256_hex(NULL, 0, hex), 0);
+    assert_string_equal(hex, empty_hex);
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    assert_int_equal(cdsh_hash_sha256_hex(two, strlen(two), hex), 0);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void incremental_equals_one_shot(void **state)
+{
+    (void)state;
+    cdsh_hash *h = cdsh_hash_new();
+    assert_non_null(h);
+    assert_int_equal(cdsh_hash_update(h, "a", 1), 0);
+    assert_int_equal(cdsh_hash_update(h, "", 0), 0);
+    assert_int_equal(cdsh_hash_update(h, "bc", 2), 0);
+    char hex[CDSH_SHA256_HEX_LEN + 1];
+    assert_int_equal(cdsh_hash_final(h, hex), 0);
+    assert_string_equal(hex, abc_hex);
+    /* finished hashes refuse more input */
+    assert_int_equal(cdsh_hash_update(h, "x", 1), CDSH_EINVAL);
+    assert_int_equal(cdsh_hash_final(h, hex), CDSH_EINVAL);
+    cdsh_hash_free(h);
+    cdsh_hash_free(NULL);
+}
+
+static void million_a_vector_through_a_file(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/a.bin", home);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    char block[1000];
+    memset(block, 'a', sizeof block);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(fwrite(block, 1, sizeof block, f), sizeof block);
+    fclose(f);
+    char hex[CDSH_SHA256_HEX_LEN + 1];
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_hash_file_sha256_hex(path, hex, &err), 0);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    cdsh_test_home_free(home);
+}
+
+static void missing_and_unreadable_files_fail_clearly(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char path[4096];
+    char hex[CDSH_SHA256_HEX_LEN + 1];
+    cdsh_error err = {0};
+    snprintf(path, sizeof path, "%s/nope", home);
+    assert_int_equal(cdsh_hash_file_sha256_hex(path, hex, &err), CDSH_ENOTFOUND);
+    assert_string_equal(err.code, "NOT_FOUND");
+    assert_non_null(strstr(err.message, path));
+    assert_non_null(strstr(err.message, "No such file"));
+    /* a directory opens but cannot be read */
+    assert_int_equal(cdsh_hash_file_sha256_hex(home, hex, &err), CDSH_EIO);
+    assert_string_equal(err.code, "IO_ERROR");
+    assert_non_null(strstr(err.message, "cannot read"));
+    cdsh_test_home_free(home);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(buffer_hash_matches_known_vectors),
+        cmocka_unit_test(incremental_equals_one_shot),
+        cmocka_unit_test(million_a_vector_through_a_file),
+        cmocka_unit_test(missing_and_unreadable_files_fail_clearly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
