@@ -264,7 +264,8 @@ static const bad bads[] = {
      "'炮二进五' cannot be played: h2h7: a cannon cannot move from h2 to h7 here",
      "“炮二进五”无法走：该棋子不能这样走"},
     {CDSH_XQ_START_FEN, "车九进三", "NOTATION_ILLEGAL", "MOVE_OWN_PIECE", NULL, NULL},
-    {PINNED, "车五平九", "NOTATION_ILLEGAL", "MOVE_SELF_CHECK", NULL,
+    {PINNED, "车五平九", "NOTATION_ILLEGAL", "MOVE_SELF_CHECK",
+     "'车五平九' cannot be played: e1a1: this move leaves Red's general in check",
      "“车五平九”无法走：走后己方将（帅）被将军"},
     {CDSH_XQ_START_FEN, "前车进一", "NOTATION_NO_SUCH_PIECE", "",
      "'前车进一': Red has no two chariots on one file, so front/middle/rear names none; give the "
