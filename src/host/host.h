@@ -1,0 +1,45 @@
+/* host.h — the aggregate a process creates: the event bus, tool registry,
+ * commands, skills, RPC channels, the plugin manager and its services table.
+ * Any number of hosts may live in one process (nothing is global). Front ends
+ * create one, load the plugins a profile enables, and free it. The plugin
+ * contract itself is plugins.h; the table of compiled-in plugins is
+ * plugins/builtin.h (front ends pass it to cdsh_host_load_profile).
+ * Getters are thread-safe; cdsh_host_new/free and the load functions are
+ * lifecycle calls (serialise them). */
+#ifndef CDSH_HOST_HOST_H
+#define CDSH_HOST_HOST_H
+
+#include "base/err.h"
+#include "host/commands.h"
+#include "host/events.h"
+#include "host/plugins.h"
+#include "host/profile.h"
+#include "host/rpc.h"
+#include "host/skills.h"
+#include "host/tools.h"
+
+/* NULL on ENOMEM. */
+cdsh_host *cdsh_host_new(void);
+
+/* Unloads every plugin (reverse load order, dependents first), then frees the
+ * registries and the bus. NULL-safe. */
+void cdsh_host_free(cdsh_host *host);
+
+cdsh_events *cdsh_host_events(cdsh_host *host);
+cdsh_tools *cdsh_host_tools(cdsh_host *host);
+cdsh_commands *cdsh_host_commands(cdsh_host *host);
+cdsh_skills *cdsh_host_skills(cdsh_host *host);
+cdsh_rpc *cdsh_host_rpc(cdsh_host *host);
+
+/* True if `def` is enabled in `profile` (NULL profile: its default). */
+bool cdsh_host_plugin_enabled(const cdsh_plugin_def *def, const cdsh_profile *profile);
+
+/* Loads every enabled descriptor of the NULL-terminated `defs` with its
+ * profile config (profile may be NULL: defaults only). A plugin that fails is
+ * reported and skipped; the others still load. Returns 0 when all enabled
+ * plugins loaded (or are pending); otherwise the first failure's code, with
+ * err naming that plugin. */
+int cdsh_host_load_plugins(cdsh_host *host, const cdsh_plugin_def *const *defs,
+                           const cdsh_profile *profile, cdsh_error *err);
+
+#endif
