@@ -5,6 +5,7 @@
 
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
+#include "cli/cmd_facade.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
 #include "cli/cmd_web.h"
@@ -14,6 +15,8 @@ const cdsh_subcommand cdsh_subcommands[] = {
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
+    {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
+     cdsh_cmd_facade},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
     {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
