@@ -1,9 +1,8 @@
-/* counter_plugin.c — the example plugin of docs/host.md: a counter with one
- * business function (counter_add) and thin wrappers around it — a tool for
- * the model, a /count command for the person, an RPC channel for a panel —
+/* counter_plugin.c — the example plugin of docs/host.md: one business
+ * function (counter_add) behind a tool, a /count command and an RPC channel,
  * plus a skill, a config schema with defaults and a "counter" service whose
- * registration function takes the CALLER's context. tests/host/
- * test_example_plugin.c compiles this file as is. */
+ * registration function takes the CALLER's context.
+ * tests/host/test_example_plugin.c compiles this file as is. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -86,6 +86,23 @@ const char *cdsh_cli_summary(const char *text, char *buf, size_t size, size_t ma
     return buf;
 }
 
+int cdsh_cli_action(const char *sub, int argc, char **argv, const char *const *actions,
+                    void (*usage)(FILE *), int *index)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (int i = 0; actions[i]; i++) {
+        if (strcmp(argv[1], actions[i]) == 0) {
+            *index = i;
+            return -1;
+        }
+    }
+    fprintf(stderr, "cdsh %s: unknown action '%s' (try `cdsh %s --help`)\n", sub, argv[1], sub);
+    return 2;
+}
+
 int cdsh_cli_parse_opts(const char *sub, int argc, char **argv, int allow_agent, int max_args,
                         void (*usage)(FILE *), cdsh_cli_opts *o)
 {
@@ -106,6 +123,10 @@ int cdsh_cli_parse_opts(const char *sub, int argc, char **argv, int allow_agent,
         case 'a':
             if (!allow_agent)
                 goto bad;
+            if (!*optarg) {
+                fprintf(stderr, "cdsh %s: --agent needs a non-empty scope id\n", sub);
+                return 2;
+            }
             o->agent = optarg;
             break;
         case 'p': o->profile = optarg; break;

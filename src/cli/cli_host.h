@@ -31,6 +31,13 @@ typedef struct cdsh_cli_opts {
     int nargs;
 } cdsh_cli_opts;
 
+/* Picks the action word argv[1] from the NULL-terminated `actions`: no action
+ * prints usage to stderr (exit 2), --help/-h to stdout (exit 0), an unknown
+ * one is reported (exit 2). Returns -1 with *index set when the caller should
+ * go on, else the exit status. */
+int cdsh_cli_action(const char *sub, int argc, char **argv, const char *const *actions,
+                    void (*usage)(FILE *), int *index);
+
 /* Returns -1 when the caller should go on, else the exit status to return
  * (0 after --help, 2 on a usage error, reported on stderr). */
 int cdsh_cli_parse_opts(const char *sub, int argc, char **argv, int allow_agent, int max_args,

@@ -23,17 +23,11 @@ static void usage(FILE *out)
 
 int cdsh_cmd_commands(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (strcmp(argv[1], "list") != 0) {
-        fprintf(stderr, "cdsh commands: unknown action '%s' (try `cdsh commands --help`)\n",
-                argv[1]);
-        return 2;
-    }
+    static const char *const actions[] = {"list", NULL};
     cdsh_cli_opts o;
-    int rc = cdsh_cli_parse_opts("commands", argc, argv, 1, 0, usage, &o);
+    int action, rc = cdsh_cli_action("commands", argc, argv, actions, usage, &action);
+    if (rc < 0)
+        rc = cdsh_cli_parse_opts("commands", argc, argv, 1, 0, usage, &o);
     if (rc >= 0)
         return rc;
     cdsh_host *host = NULL;

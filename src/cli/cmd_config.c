@@ -259,25 +259,13 @@ static int do_enable(cdsh_profile *profile, const char *arg, bool on)
 
 int cdsh_cmd_config(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    static const struct {
-        const char *name;
-        int nargs;
-    } actions[] = {{"list", 0},  {"get", 1},    {"set", 2},
-                   {"unset", 1}, {"enable", 1}, {"disable", 1}};
-    int want = -1;
-    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++)
-        if (strcmp(argv[1], actions[i].name) == 0)
-            want = actions[i].nargs;
-    if (want < 0) {
-        fprintf(stderr, "cdsh config: unknown action '%s' (try `cdsh config --help`)\n", argv[1]);
-        return 2;
-    }
+    static const char *const actions[] = {"list", "get", "set", "unset", "enable", "disable", NULL};
+    static const int nargs[] = {0, 1, 2, 1, 1, 1};
     cdsh_cli_opts o;
-    int rc = cdsh_cli_parse_opts("config", argc, argv, 0, want, usage, &o);
+    int action = 0, rc = cdsh_cli_action("config", argc, argv, actions, usage, &action);
+    int want = nargs[action];
+    if (rc < 0)
+        rc = cdsh_cli_parse_opts("config", argc, argv, 0, want, usage, &o);
     if (rc >= 0)
         return rc;
     if (o.nargs != want) {
@@ -285,22 +273,18 @@ int cdsh_cmd_config(int argc, char **argv)
                 want, want == 1 ? "" : "s");
         return 2;
     }
-    const char *action = argv[1];
-    bool edit = strcmp(action, "list") != 0 && strcmp(action, "get") != 0;
+    bool edit = action >= 2; /* set, unset, enable, disable */
     cdsh_profile *profile = NULL;
     cdsh_fs_lock *lock = NULL;
     if (cdsh_cli_profile_open("config", o.profile, edit ? &lock : NULL, &profile))
         return 1;
-    if (strcmp(action, "list") == 0)
-        rc = do_list(profile, o.json);
-    else if (strcmp(action, "get") == 0)
-        rc = do_get(profile, o.args[0]);
-    else if (strcmp(action, "set") == 0)
-        rc = do_set(profile, o.args[0], o.args[1]);
-    else if (strcmp(action, "unset") == 0)
-        rc = do_set(profile, o.args[0], NULL);
-    else
-        rc = do_enable(profile, o.args[0], strcmp(action, "enable") == 0);
+    switch (action) {
+    case 0: rc = do_list(profile, o.json); break;
+    case 1: rc = do_get(profile, o.args[0]); break;
+    case 2: rc = do_set(profile, o.args[0], o.args[1]); break;
+    case 3: rc = do_set(profile, o.args[0], NULL); break;
+    default: rc = do_enable(profile, o.args[0], action == 4); break;
+    }
     cdsh_profile_free(profile);
     cdsh_fs_lock_close(lock);
     return rc;

@@ -26,17 +26,12 @@ static void usage(FILE *out)
 
 int cdsh_cmd_skills(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    bool show = strcmp(argv[1], "show") == 0;
-    if (!show && strcmp(argv[1], "list") != 0) {
-        fprintf(stderr, "cdsh skills: unknown action '%s' (try `cdsh skills --help`)\n", argv[1]);
-        return 2;
-    }
+    static const char *const actions[] = {"list", "show", NULL};
     cdsh_cli_opts o;
-    int rc = cdsh_cli_parse_opts("skills", argc, argv, 1, show ? 1 : 0, usage, &o);
+    int action = 0, rc = cdsh_cli_action("skills", argc, argv, actions, usage, &action);
+    bool show = action == 1;
+    if (rc < 0)
+        rc = cdsh_cli_parse_opts("skills", argc, argv, 1, show ? 1 : 0, usage, &o);
     if (rc >= 0)
         return rc;
     if (show && o.nargs != 1) {

@@ -332,6 +332,10 @@ int cdsh_commands_execute(cdsh_commands *cmds, const cdsh_scope *agent, const ch
     if (!cmds || !out)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "commands: missing argument");
     memset(out, 0, sizeof *out);
+    cdsh_error local = {0};
+    if (!err)
+        err = &local; /* command/done reports the handler's message either way */
+    cdsh_error_clear(err);
     char name[128];
     const char *raw = NULL;
     if (!cdsh_commands_parse(line, name, sizeof name, &raw))
@@ -401,7 +405,7 @@ int cdsh_commands_execute(cdsh_commands *cmds, const cdsh_scope *agent, const ch
 failed:
     free(res.text);
     emit_done(cmds, agent, out->command_id, CDSH_COMMAND_ERROR,
-              err && err->message[0] ? err->message : "command failed");
+              err->message[0] ? err->message : "command failed");
     entry_unref(e);
     return rc;
 }

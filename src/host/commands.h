@@ -1,10 +1,8 @@
 /* commands.h — slash commands for the person in a session (`/name rest`):
  * registration per scope layer (an agent's layer shadows the global one),
- * parsing, execution with `command/run` and `command/done` events, and
- * listing. The business logic lives in the plugin's service; a handler is a
- * thin wrapper. Not here: the model-facing tools (tools.h).
- * Thread-safe. No lock is held while a handler runs; a command disposed while
- * its handler runs finishes that run. */
+ * parsing, execution with `command/run` / `command/done` events, listing.
+ * Not here: the model-facing tools (tools.h). Thread-safe; no lock is held
+ * while a handler runs (a command disposed meanwhile finishes that run). */
 #ifndef CDSH_HOST_COMMANDS_H
 #define CDSH_HOST_COMMANDS_H
 

@@ -47,9 +47,10 @@ static bool type_matches(const char *type, const json_t *v)
 {
     if (strcmp(type, "number") == 0)
         return json_is_number(v);
-    if (strcmp(type, "integer") == 0)
+    if (strcmp(type, "integer") == 0) /* an integral real must also fit in 64 bits */
         return json_is_integer(v) ||
-               (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v));
+               (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v) &&
+                fabs(json_real_value(v)) < 9.0e18);
     return strcmp(type, type_of(v)) == 0;
 }
 

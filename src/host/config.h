@@ -1,16 +1,18 @@
-/* config.h — plugin config schemas: a small JSON Schema vocabulary (type,
- * properties, items, additionalProperties, required, default, description,
- * title, examples, enum, minimum, maximum, minLength, maxLength), validation
- * that fills defaults, `invalid config:` reports naming each path, and the
- * flattened field list behind `cdsh config list`. Profiles (which plugins
- * are enabled, their config) are in profile.h. Pure functions; thread-safe
- * on distinct values. All json_t arguments are borrowed. */
+/* config.h — plugin config schemas: a small JSON Schema vocabulary,
+ * validation that fills defaults, `invalid config:` reports naming each path,
+ * and the flattened field list behind `cdsh config list`. Profiles are
+ * profile.h. Pure functions, thread-safe on distinct values; json_t
+ * arguments are borrowed. */
 #ifndef CDSH_HOST_CONFIG_H
 #define CDSH_HOST_CONFIG_H
 
 #include <jansson.h>
 
 #include "base/err.h"
+
+/* The vocabulary: type, properties, items, additionalProperties, required,
+ * default, description, title, examples, enum, minimum, maximum, minLength,
+ * maxLength. */
 
 /* Checks a config schema: the root must be {type:"object"}; every node needs
  * a `type` (string, integer, number, boolean, array, object); only the

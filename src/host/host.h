@@ -1,11 +1,8 @@
-/* host.h — the aggregate a process creates: the event bus, tool registry,
- * commands, skills, RPC channels, the plugin manager and its services table.
- * Any number of hosts may live in one process (nothing is global). Front ends
- * create one, load the plugins a profile enables, and free it. The plugin
- * contract itself is plugins.h; the table of compiled-in plugins is
- * plugins/builtin.h (front ends pass it to cdsh_host_load_profile).
- * Getters are thread-safe; cdsh_host_new/free and the load functions are
- * lifecycle calls (serialise them). */
+/* host.h — the aggregate a process creates: event bus, tool registry,
+ * commands, skills, RPC channels, plugin manager and services. Any number of
+ * hosts may live in one process. Front ends pass the compiled-in table
+ * (plugins/builtin.h) to cdsh_host_load_plugins. Getters are thread-safe;
+ * new/free and the load functions are lifecycle calls (serialise them). */
 #ifndef CDSH_HOST_HOST_H
 #define CDSH_HOST_HOST_H
 

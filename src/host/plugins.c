@@ -1,9 +1,8 @@
-/* plugins.c — fibers, the services table and plugin contexts. Lifecycle calls
- * nest (apply may load plugins); starting plugins that waited for a service
- * is deferred until the outermost lifecycle call returns ("settle"), so a
- * dependent never runs against a provider that is still inside apply.
- * Lock order: the manager's lock before a plugin's lock; neither is held
- * while apply, a disposer or an event listener runs. */
+/* plugins.c — fibers, the services table and plugin contexts. Starting
+ * plugins that waited for a service is deferred until the outermost lifecycle
+ * call returns ("settle"), so a dependent never runs against a provider still
+ * inside apply. Lock order: the manager's lock before a plugin's; neither is
+ * held while apply, a disposer or a listener runs. */
 #include "host/plugins.h"
 
 #include <pthread.h>
@@ -52,7 +51,8 @@ typedef struct service {
 struct cdsh__plugins {
     cdsh_host *host;
     pthread_mutex_t lock; /* fibers and services */
-    cdsh__ptrs fibers;    /* of cdsh_plugin*, load order; freed with the manager */
+    cdsh__ptrs fibers;    /* of cdsh_plugin*, live ones in load order */
+    cdsh__ptrs disposed;  /* fibers that ended; kept so handles stay valid */
     cdsh__ptrs services;  /* of service* */
     int depth;
     bool settling, shutting_down;
@@ -98,16 +98,19 @@ void cdsh__plugins_shutdown(cdsh__plugins *mgr)
     if (!mgr)
         return;
     mgr->shutting_down = true;
-    for (size_t i = mgr->fibers.n; i-- > 0;)
+    for (size_t i = mgr->fibers.n; i-- > 0;) {
+        if (i >= mgr->fibers.n) { /* the list shrank under us: start again at the top */
+            i = mgr->fibers.n;
+            continue;
+        }
         unload_to(mgr->fibers.items[i], CDSH_PLUGIN_DISPOSED);
+    }
 }
 
-void cdsh__plugins_free(cdsh__plugins *mgr)
+static void free_fibers(cdsh__ptrs *list)
 {
-    if (!mgr)
-        return;
-    for (size_t i = 0; i < mgr->fibers.n; i++) {
-        cdsh_plugin *p = mgr->fibers.items[i];
+    for (size_t i = 0; i < list->n; i++) {
+        cdsh_plugin *p = list->items[i];
         free(p->ctx.effects.items);
         json_decref(p->schema);
         json_decref(p->config);
@@ -116,12 +119,20 @@ void cdsh__plugins_free(cdsh__plugins *mgr)
         pthread_mutex_destroy(&p->lock);
         free(p);
     }
+    cdsh__ptrs_deinit(list);
+}
+
+void cdsh__plugins_free(cdsh__plugins *mgr)
+{
+    if (!mgr)
+        return;
+    free_fibers(&mgr->fibers);
+    free_fibers(&mgr->disposed);
     for (size_t i = 0; i < mgr->services.n; i++) {
         service *s = mgr->services.items[i];
         free(s->name);
         free(s);
     }
-    cdsh__ptrs_deinit(&mgr->fibers);
     cdsh__ptrs_deinit(&mgr->services);
     pthread_mutex_destroy(&mgr->lock);
     free(mgr);
@@ -191,6 +202,18 @@ static void set_state(cdsh_plugin *p, cdsh_plugin_state s)
     json_t *ev = json_pack("{s:s, s:s}", "name", p->def->name, "state", cdsh_plugin_state_name(s));
     cdsh_events_emit(cdsh_host_events(p->mgr->host), "plugins/change", NULL, false, ev);
     json_decref(ev);
+}
+
+/* Ends a fiber: DISPOSED, and moved off the live list so that lookups and
+ * settling stay proportional to the live plugins however often they reload. */
+static void bury(cdsh_plugin *p)
+{
+    set_state(p, CDSH_PLUGIN_DISPOSED);
+    cdsh__plugins *m = p->mgr;
+    pthread_mutex_lock(&m->lock);
+    if (cdsh__ptrs_push(&m->disposed, p) == 0)
+        cdsh__ptrs_remove(&m->fibers, p); /* on ENOMEM it stays listed, still DISPOSED */
+    pthread_mutex_unlock(&m->lock);
 }
 
 static void fail(cdsh_plugin *p, const char *message)
@@ -289,12 +312,14 @@ static int start(cdsh_plugin *p, cdsh_error *err)
 
     cdsh_error aerr = {0};
     int rc = p->def->apply(&p->ctx, p->config, &aerr);
-    if (rc >= 0 && get_state(p) == CDSH_PLUGIN_LOADING) {
+    /* Unloaded (or sent back to pending by a vanished service) during apply:
+     * its disposers already ran and whatever apply failed on since is moot. */
+    if (get_state(p) != CDSH_PLUGIN_LOADING)
+        return 0;
+    if (rc >= 0) {
         set_state(p, CDSH_PLUGIN_ACTIVE);
         return 0;
     }
-    if (rc >= 0)
-        return 0; /* apply unloaded its own plugin (or a service vanished meanwhile) */
     /* Undo what apply managed to register, refusing new effects meanwhile. */
     set_state(p, CDSH_PLUGIN_UNLOADING);
     run_stack(&p->ctx);
@@ -313,7 +338,7 @@ static void unload_to(cdsh_plugin *p, cdsh_plugin_state target)
         return;
     if (s == CDSH_PLUGIN_PENDING || s == CDSH_PLUGIN_FAILED) {
         if (target == CDSH_PLUGIN_DISPOSED)
-            set_state(p, CDSH_PLUGIN_DISPOSED);
+            bury(p);
         return;
     }
     cdsh__plugins *m = p->mgr;
@@ -343,7 +368,10 @@ static void unload_to(cdsh_plugin *p, cdsh_plugin_state target)
     }
     json_decref(provided);
     run_stack(&p->ctx);
-    set_state(p, target);
+    if (target == CDSH_PLUGIN_DISPOSED)
+        bury(p);
+    else
+        set_state(p, target);
     leave(m);
 }
 
@@ -381,7 +409,10 @@ int cdsh_plugin_load(cdsh_host *host, const cdsh_plugin_def *def, const json_t *
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_PLUGIN",
                               "a plugin descriptor needs a name and an apply function");
     cdsh__plugins *m = cdsh__host_plugins(host);
-    if (cdsh_host_plugin_find(host, def->name))
+    cdsh_plugin *old = cdsh_host_plugin_find(host, def->name);
+    if (old && get_state(old) == CDSH_PLUGIN_FAILED)
+        unload_to(old, CDSH_PLUGIN_DISPOSED); /* a failed load may be retried */
+    else if (old)
         return cdsh_error_set(err, CDSH_EEXIST, "PLUGIN_EXISTS", "plugin \"%s\" is already loaded",
                               def->name);
     cdsh_plugin *p = calloc(1, sizeof *p);
@@ -646,6 +677,17 @@ int cdsh_ctx_rpc_handle(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_fn f
     return rc ? rc : push(ctx, d, err);
 }
 
+int cdsh_ctx_rpc_intercept(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_match_fn matches,
+                           cdsh_rpc_fn fn, void *arg, cdsh_error *err)
+{
+    int rc = check_active(ctx, err);
+    cdsh_disposer_t d = {0};
+    if (rc == 0)
+        rc = cdsh_rpc_intercept(cdsh_host_rpc(cdsh_ctx_host(ctx)), channel, matches, fn, arg, &d,
+                                err);
+    return rc ? rc : push(ctx, d, err);
+}
+
 int cdsh_ctx_on(cdsh_plugin_ctx *ctx, const char *pattern, cdsh_event_fn fn, void *arg,
                 cdsh_error *err)
 {
@@ -739,7 +781,10 @@ void *cdsh_host_service(cdsh_host *host, const char *name)
 
 void *cdsh_ctx_get(cdsh_plugin_ctx *ctx, const char *name)
 {
-    return ctx ? cdsh_host_service(cdsh_ctx_host(ctx), name) : NULL;
+    /* Only declared services: an undeclared one could vanish under the plugin. */
+    if (!ctx || !name || !uses_service(ctx->plugin, name))
+        return NULL;
+    return cdsh_host_service(cdsh_ctx_host(ctx), name);
 }
 
 /* ---- child plugins and scoped contexts ------------------------------------ */

@@ -1,22 +1,8 @@
-/* plugins.h — the plugin contract and lifecycle (host-contracts.md §15): a
- * descriptor (name, required and optional services, config schema, apply),
- * fibers with states PENDING → LOADING → ACTIVE → UNLOADING → DISPOSED or
- * FAILED, services provided by name, and the plugin context through which
- * every registration is made and owned.
- *
- * Ownership: each cdsh_ctx_* registration calls the host registry AND records
- * the disposer in the calling context; unloading runs the recorded disposers
- * in reverse order, so a reload leaves nothing behind. A service is a plain
- * pointer whose functions take the CALLER's context (`svc_register(svc, ctx,
- * ...)`) and register through it, so what a consumer registers through a
- * service belongs to the consumer and goes away with it (the facade
- * "disposer ownership trap" cannot happen; see docs/host.md).
- *
- * Thread-safety: cdsh_ctx_* registration functions, cdsh_ctx_get and the
- * getters are thread-safe (a plugin's threads may register). Lifecycle calls
- * (cdsh_plugin_load, cdsh_plugin_unload, cdsh_host_free, cdsh_ctx_plugin)
- * must be serialised by the caller; they may be made from inside apply. No
- * host lock is held while apply or a disposer runs. */
+/* plugins.h — the plugin contract (host-contracts.md §15): descriptors,
+ * fibers (pending → loading → active → unloading → disposed, or failed),
+ * services by name, and the plugin context through which every registration
+ * is made and owned. Thread-safety: see below. The compiled-in table is
+ * plugins/builtin.h; the guide for plugin authors is docs/host.md. */
 #ifndef CDSH_HOST_PLUGINS_H
 #define CDSH_HOST_PLUGINS_H
 
@@ -32,6 +18,20 @@
 #include "host/scope.h"
 #include "host/skills.h"
 #include "host/tools.h"
+
+/* Ownership: each cdsh_ctx_* registration calls the host registry AND records
+ * the disposer in the calling context; unloading runs the recorded disposers
+ * in reverse order, so a reload leaves nothing behind. A service is a plain
+ * pointer whose functions take the CALLER's context (`svc_register(svc, ctx,
+ * ...)`) and register through it, so what a consumer registers through a
+ * service belongs to the consumer and goes away with it (the facade
+ * "disposer ownership trap" cannot happen).
+ *
+ * Thread-safety: cdsh_ctx_* registration functions, cdsh_ctx_get and the
+ * getters are thread-safe (a plugin's threads may register). Lifecycle calls
+ * (cdsh_plugin_load, cdsh_plugin_unload, cdsh_host_free, cdsh_ctx_plugin)
+ * must be serialised by the caller; they may be made from inside apply. No
+ * host lock is held while apply or a disposer runs. */
 
 typedef struct cdsh_host cdsh_host;
 typedef struct cdsh_plugin cdsh_plugin;         /* a fiber: one load of a descriptor */
@@ -69,11 +69,11 @@ typedef struct cdsh_plugin_def {
  * starts it: PENDING while a required service is missing, else LOADING then
  * ACTIVE. *out (may be NULL) receives the fiber, valid until cdsh_host_free,
  * also when loading failed. Errors: CDSH_EEXIST "PLUGIN_EXISTS" (`plugin "x"
- * is already loaded`); the schema is refused (CDSH_EUNSUPPORTED); invalid
- * config (CDSH_EINVAL "INVALID_CONFIG", `invalid config:` lines); apply
- * failed (its code and message, prefixed `plugin "x" failed to apply: `).
- * Failures emit `plugin/failed` {name, message} and leave other plugins as
- * they were. Emits `plugins/change` {name, state} on every state change. */
+ * is already loaded`; a failed fiber of that name is disposed and replaced); the schema is refused
+ * (CDSH_EUNSUPPORTED); invalid config (CDSH_EINVAL "INVALID_CONFIG", `invalid config:` lines);
+ * apply failed (its code and message, prefixed `plugin "x" failed to apply: `). Failures emit
+ * `plugin/failed` {name, message} and leave other plugins as they were. Emits `plugins/change`
+ * {name, state} on every state change. */
 int cdsh_plugin_load(cdsh_host *host, const cdsh_plugin_def *def, const json_t *config,
                      cdsh_plugin **out, cdsh_error *err);
 
@@ -136,6 +136,8 @@ int cdsh_ctx_register_command(cdsh_plugin_ctx *ctx, const cdsh_command_def *def,
 int cdsh_ctx_register_skill(cdsh_plugin_ctx *ctx, const cdsh_skill_def *def, cdsh_error *err);
 int cdsh_ctx_rpc_handle(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_fn fn, void *arg,
                         cdsh_error *err);
+int cdsh_ctx_rpc_intercept(cdsh_plugin_ctx *ctx, const char *channel, cdsh_rpc_match_fn matches,
+                           cdsh_rpc_fn fn, void *arg, cdsh_error *err);
 /* Listener filtered by the context's scope (global context: sees everything). */
 int cdsh_ctx_on(cdsh_plugin_ctx *ctx, const char *pattern, cdsh_event_fn fn, void *arg,
                 cdsh_error *err);
@@ -153,11 +155,14 @@ int cdsh_ctx_adopt(cdsh_plugin_ctx *ctx, cdsh_disposer_t disposer, cdsh_error *e
  * a borrowed pointer; its functions should take the caller's ctx.
  * Already provided: CDSH_EEXIST, code "SERVICE_EXISTS",
  * `service "x" is already provided by plugin "y"`. Plugins waiting for it
- * start once the current lifecycle call finishes. */
+ * start once the current lifecycle call finishes, so provide from apply (or
+ * another lifecycle call), not from a plugin's own thread. */
 int cdsh_ctx_provide(cdsh_plugin_ctx *ctx, const char *name, void *service, cdsh_error *err);
 
-/* The service named `name`, or NULL when absent. A plugin lists what it uses
- * in requires/optional so it is unloaded before the provider goes away. */
+/* The service named `name`, or NULL when absent — and NULL when the plugin
+ * did not list `name` in requires or optional: declared services are the
+ * ones it is unloaded for before their provider goes away, so a pointer
+ * from here never dangles. */
 void *cdsh_ctx_get(cdsh_plugin_ctx *ctx, const char *name);
 /* Same, for front ends and tests. */
 void *cdsh_host_service(cdsh_host *host, const char *name);
@@ -170,7 +175,8 @@ int cdsh_ctx_plugin(cdsh_plugin_ctx *ctx, const cdsh_plugin_def *def, const json
  * and are disposed when the scoped context is freed or the plugin unloads,
  * whichever comes first. NULL (with err) when ctx is inactive or scope is NULL. */
 cdsh_plugin_ctx *cdsh_ctx_scoped_new(cdsh_plugin_ctx *ctx, cdsh_scope *scope, cdsh_error *err);
-/* Disposes what the scoped context registered (reverse order) and frees it. NULL-safe. */
+/* Disposes what the scoped context registered (reverse order) and frees it.
+ * NULL-safe; call it before the host is freed. */
 void cdsh_ctx_scoped_free(cdsh_plugin_ctx *scoped);
 
 /* ---- layer-internal (host.c) ---------------------------------------------- */

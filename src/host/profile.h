@@ -1,17 +1,8 @@
-/* profile.h — profiles: `$CDSH_HOME/profiles/<name>.yaml`, saying which
- * plugins are enabled and holding their config:
- *
- *   plugins:
- *     xiangqi:
- *       enabled: true
- *       config:
- *         depth: 4
- *
- * A missing file is an empty profile (every plugin at its default). Saving
- * writes atomically (temp file, fsync, rename); `cdsh config` edits hold the
- * profile lock. Validation against each
- * plugin's schema happens when a plugin loads (plugins.h) or in
- * `cdsh config set`, not here. A profile object is not thread-safe. */
+/* profile.h — profiles, `$CDSH_HOME/profiles/<name>.yaml`: which plugins
+ * are enabled and their config; loading, editing, atomic saving, the edit
+ * lock, and the YAML reader/writer they use. Validation against a plugin's
+ * schema happens when it loads (plugins.h) or in `cdsh config set`.
+ * A profile object is not thread-safe; the edit lock spans processes. */
 #ifndef CDSH_HOST_PROFILE_H
 #define CDSH_HOST_PROFILE_H
 
@@ -21,6 +12,16 @@
 
 #include "base/err.h"
 #include "base/fs.h"
+
+/* The document:
+ *
+ *   plugins:
+ *     xiangqi:
+ *       enabled: true
+ *       config:
+ *         depth: 4
+ *
+ * A missing file is an empty profile (every plugin at its default). */
 
 #define CDSH_PROFILE_DEFAULT "default"
 

@@ -1,6 +1,7 @@
 /* rpc.c — channel table, name rules, in-process calls and the wire envelope.
  * Channels are reference-counted so a handler runs without the table lock.
- * The `/api` interceptor of DSH is not implemented here (the web gateway owns /api). */
+ * `/api` is the shared host API channel: only one interceptor may claim it,
+ * for the endpoints its predicate accepts. */
 #include "host/rpc.h"
 
 #include <pthread.h>
@@ -16,6 +17,7 @@ typedef struct chan {
     cdsh_rpc *owner;
     char *name;
     cdsh_rpc_fn fn;
+    cdsh_rpc_match_fn matches; /* the /api interceptor only */
     void *arg;
 } chan;
 
@@ -103,15 +105,9 @@ static void dispose_channel(void *arg)
     chan_unref(c);
 }
 
-int cdsh_rpc_handle(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_fn fn, void *arg,
-                    cdsh_disposer_t *out, cdsh_error *err)
+static int claim(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_match_fn matches, cdsh_rpc_fn fn,
+                 void *arg, cdsh_disposer_t *out, cdsh_error *err)
 {
-    if (!rpc || !fn || !out)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "connection: missing argument");
-    if (!cdsh_rpc_channel_valid(channel_name) || strcmp(channel_name, "/api") == 0)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_CHANNEL",
-                              "connection: invalid or reserved RPC channel \"%s\"",
-                              channel_name ? channel_name : "");
     chan *c = calloc(1, sizeof *c);
     char *name = strdup(channel_name);
     if (!c || !name) {
@@ -123,13 +119,17 @@ int cdsh_rpc_handle(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_fn fn, voi
     c->owner = rpc;
     c->name = name;
     c->fn = fn;
+    c->matches = matches;
     c->arg = arg;
 
     pthread_mutex_lock(&rpc->lock);
     int rc = 0;
     if (find(rpc, channel_name) >= 0) {
-        rc = cdsh_error_set(err, CDSH_EEXIST, "DUPLICATE_CHANNEL",
-                            "connection: RPC channel \"%s\" already has a handler", channel_name);
+        rc = matches ? cdsh_error_set(err, CDSH_EEXIST, "DUPLICATE_CHANNEL",
+                                      "connection: \"%s\" already has an interceptor", channel_name)
+                     : cdsh_error_set(err, CDSH_EEXIST, "DUPLICATE_CHANNEL",
+                                      "connection: RPC channel \"%s\" already has a handler",
+                                      channel_name);
     } else if (cdsh__ptrs_push(&rpc->chans, c) != 0) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
@@ -140,6 +140,30 @@ int cdsh_rpc_handle(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_fn fn, voi
     }
     *out = (cdsh_disposer_t){dispose_channel, c};
     return 0;
+}
+
+int cdsh_rpc_handle(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_fn fn, void *arg,
+                    cdsh_disposer_t *out, cdsh_error *err)
+{
+    if (!rpc || !fn || !out)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "connection: missing argument");
+    if (!cdsh_rpc_channel_valid(channel_name) || strcmp(channel_name, CDSH_RPC_API) == 0)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_CHANNEL",
+                              "connection: invalid or reserved RPC channel \"%s\"",
+                              channel_name ? channel_name : "");
+    return claim(rpc, channel_name, NULL, fn, arg, out, err);
+}
+
+int cdsh_rpc_intercept(cdsh_rpc *rpc, const char *channel_name, cdsh_rpc_match_fn matches,
+                       cdsh_rpc_fn fn, void *arg, cdsh_disposer_t *out, cdsh_error *err)
+{
+    if (!rpc || !fn || !matches || !out)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "connection: missing argument");
+    if (!channel_name || strcmp(channel_name, CDSH_RPC_API) != 0)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_CHANNEL",
+                              "connection: only \"/api\" can be intercepted, not \"%s\"",
+                              channel_name ? channel_name : "");
+    return claim(rpc, channel_name, matches, fn, arg, out, err);
 }
 
 json_t *cdsh_rpc_ok_new(json_t *value)
@@ -185,6 +209,11 @@ json_t *cdsh_rpc_call(cdsh_rpc *rpc, const char *channel_name, const char *endpo
     if (c)
         atomic_fetch_add(&c->refs, 1);
     pthread_mutex_unlock(&rpc->lock);
+    if (c && c->matches && !c->matches(c->arg, endpoint)) {
+        chan_unref(c);
+        snprintf(msg, sizeof msg, "no handler for %s/%s", channel_name, endpoint);
+        return cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, msg, NULL);
+    }
     if (!c) {
         snprintf(msg, sizeof msg, "no handler for RPC channel \"%s\"", channel_name);
         return cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, msg, NULL);

@@ -1,9 +1,8 @@
-/* rpc.h — RPC channels: the in-process half of DSH's `connection.rpc`. A
- * plugin claims a channel ("/xiangqi") with one handler; a panel calls
- * `<channel>/<endpoint>` with a JSON payload and gets an RpcResult
- * {ok:true, value} | {ok:false, error:{code, message, details}}. The HTTP
- * binding (POST, content types, tokens) belongs to the web front end; it uses
- * cdsh_rpc_dispatch_envelope. Thread-safe; no lock is held while a handler runs. */
+/* rpc.h — RPC channels, the in-process half of DSH's `connection.rpc`: a
+ * plugin claims "/channel" with one handler; a panel calls <channel>/<endpoint>
+ * with a JSON payload and gets {ok:true, value} | {ok:false, error:{code,
+ * message, details}}. The HTTP binding is the web front end's (it calls
+ * cdsh_rpc_dispatch_envelope). Thread-safe; no lock held while a handler runs. */
 #ifndef CDSH_HOST_RPC_H
 #define CDSH_HOST_RPC_H
 
@@ -15,6 +14,8 @@
 #include "host/disposer.h"
 
 typedef struct cdsh_rpc cdsh_rpc;
+
+#define CDSH_RPC_API "/api" /* the shared host API channel */
 
 /* Result codes used by the host (plugins may add their own kebab-case codes). */
 #define CDSH_RPC_BAD_REQUEST "bad-request"
@@ -51,9 +52,20 @@ bool cdsh_rpc_endpoint_valid(const char *endpoint);
 int cdsh_rpc_handle(cdsh_rpc *rpc, const char *channel, cdsh_rpc_fn fn, void *arg,
                     cdsh_disposer_t *out, cdsh_error *err);
 
+/* For the /api interceptor: true if it serves `endpoint`. */
+typedef bool (*cdsh_rpc_match_fn)(void *arg, const char *endpoint);
+
+/* Claims the endpoints of "/api" that matches() accepts (one interceptor at
+ * most). Other channels: CDSH_EINVAL "INVALID_CHANNEL" `connection: only
+ * "/api" can be intercepted, not "/x"`; a second interceptor: CDSH_EEXIST
+ * "DUPLICATE_CHANNEL" `connection: "/api" already has an interceptor`. */
+int cdsh_rpc_intercept(cdsh_rpc *rpc, const char *channel, cdsh_rpc_match_fn matches,
+                       cdsh_rpc_fn fn, void *arg, cdsh_disposer_t *out, cdsh_error *err);
+
 /* Calls a channel in-process. Always returns an owned RpcResult (NULL only
  * on ENOMEM): an invalid channel or endpoint gives bad-request; a channel with
- * no handler gives not-found (`no handler for RPC channel "/x"`); a fired
+ * no handler gives not-found (`no handler for RPC channel "/x"`; an /api
+ * endpoint the interceptor does not match: `no handler for /api/<ep>`); a fired
  * cancel token (before or during the call) gives cancelled; a handler failure
  * gives internal. payload may be NULL (treated as null). */
 json_t *cdsh_rpc_call(cdsh_rpc *rpc, const char *channel, const char *endpoint,

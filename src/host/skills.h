@@ -1,9 +1,7 @@
-/* skills.h — runtime skills: named instruction bodies the model can load on
- * demand. Registration per scope layer (first registration in a layer wins; a
- * duplicate is a warning, not an error), listing, lookup, and the text the
- * model sees (the index for the system prompt and a skill's rendered body).
- * The model-facing `skill` tool that loads a body is the built-in plugin in
- * host/builtin_skill.c. Not here: skill providers reading files from disk.
+/* skills.h — runtime skills the model loads on demand: registration per
+ * scope layer (the first in a layer wins; a duplicate is a warning), listing,
+ * lookup, the system-prompt index and a skill's rendered body. The `skill`
+ * tool is host/skilltool.c; skill files on disk are not read here.
  * Thread-safe; no lock is held while events are emitted. */
 #ifndef CDSH_HOST_SKILLS_H
 #define CDSH_HOST_SKILLS_H

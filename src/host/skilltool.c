@@ -14,7 +14,7 @@
 
 typedef struct skilltool {
     cdsh_skills *skills;
-    size_t max_chars;
+    size_t max_bytes;
 } skilltool;
 
 /* Cuts at max bytes without splitting a UTF-8 sequence. */
@@ -49,7 +49,7 @@ static int skill_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
                                   "unknown skill \"%s\"; available skills: %s", name ? name : "",
                                   used ? names : "(none)");
     }
-    size_t keep = utf8_cut(body, st->max_chars);
+    size_t keep = utf8_cut(body, st->max_bytes);
     if (keep < strlen(body)) {
         char *cut = NULL;
         if (asprintf(&cut, "%.*s%s", (int)keep, body, TRUNCATED_SUFFIX) < 0) {
@@ -70,7 +70,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     if (!st)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     st->skills = cdsh_host_skills(cdsh_ctx_host(ctx));
-    st->max_chars = (size_t)json_integer_value(json_object_get(config, "maxBodyChars"));
+    st->max_bytes = (size_t)json_integer_value(json_object_get(config, "maxBodyBytes"));
     json_t *params = json_pack("{s:s, s:{s:{s:s, s:s}}, s:[s], s:b}", "type", "object",
                                "properties", "name", "type", "string", "description",
                                "The skill's name, as listed in <available_skills>.", "required",
@@ -97,7 +97,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 const cdsh_plugin_def cdsh_skilltool_plugin = {
     .name = "skills",
     .description = "the model-facing `skill` tool that loads a skill's instructions",
-    .config_schema = "{\"type\":\"object\",\"properties\":{\"maxBodyChars\":{"
+    .config_schema = "{\"type\":\"object\",\"properties\":{\"maxBodyBytes\":{"
                      "\"type\":\"integer\",\"default\":20000,\"minimum\":100,"
                      "\"description\":\"longest skill body (bytes) handed to the model\"}}}",
     .enabled_by_default = true,

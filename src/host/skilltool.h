@@ -1,8 +1,8 @@
-/* skilltool.h — the built-in "skills" plugin: registers the model-facing
- * `skill` tool, which loads a skill's instructions on demand (the model sees
- * the index from cdsh_skills_index_dup in its system prompt). Config:
- * maxBodyChars (integer ≥ 100, default 20000) caps the body handed to the
- * model. The skill registry itself is skills.h. */
+/* skilltool.h — the built-in "skills" plugin: the model-facing `skill` tool
+ * that loads a skill's instructions on demand (the index is in the system
+ * prompt, cdsh_skills_index_dup). Config: maxBodyBytes (integer >= 100,
+ * default 20000) caps the body handed to the model. The body only reads the
+ * skill registry, so calls may run in parallel. */
 #ifndef CDSH_HOST_SKILLTOOL_H
 #define CDSH_HOST_SKILLTOOL_H
 

@@ -36,7 +36,7 @@ static void list_prints_every_field_with_default_and_current(void **state)
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", NULL), 0);
     assert_non_null(strstr(out, "profile default ("));
     assert_non_null(strstr(out, "skills (enabled) — the model-facing `skill` tool"));
-    assert_non_null(strstr(out, "  maxBodyChars  integer  default 20000  current 20000  "
+    assert_non_null(strstr(out, "  maxBodyBytes  integer  default 20000  current 20000  "
                                 "longest skill body (bytes) handed to the model\n"));
     free(out);
 }
@@ -53,7 +53,7 @@ static void list_json_has_profile_plugins_and_fields(void **state)
     assert_string_equal(json_string_value(json_object_get(p, "name")), "skills");
     assert_true(json_is_true(json_object_get(p, "enabled")));
     json_t *f = json_array_get(json_object_get(p, "fields"), 0);
-    assert_string_equal(json_string_value(json_object_get(f, "key")), "maxBodyChars");
+    assert_string_equal(json_string_value(json_object_get(f, "key")), "maxBodyBytes");
     assert_int_equal(json_integer_value(json_object_get(f, "default")), 20000);
     assert_int_equal(json_integer_value(json_object_get(f, "current")), 20000);
     assert_int_equal(json_integer_value(json_object_get(f, "minimum")), 100);
@@ -66,19 +66,19 @@ static void set_validates_saves_and_get_reads_back(void **state)
     const char *home = *state;
     char *out = NULL;
     assert_int_equal(
-        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "set", "skills.maxBodyChars", "5000", NULL),
+        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "set", "skills.maxBodyBytes", "5000", NULL),
         0);
-    assert_string_equal(out, "skills.maxBodyChars = 5000 (profile default)\n");
+    assert_string_equal(out, "skills.maxBodyBytes = 5000 (profile default)\n");
     free(out);
     char *text = profile_text(home, "default");
-    assert_string_equal(text, "plugins:\n  skills:\n    config:\n      maxBodyChars: 5000\n");
+    assert_string_equal(text, "plugins:\n  skills:\n    config:\n      maxBodyBytes: 5000\n");
     free(text);
     assert_int_equal(
-        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills.maxBodyChars", NULL), 0);
+        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills.maxBodyBytes", NULL), 0);
     assert_string_equal(out, "5000\n");
     free(out);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills", NULL), 0);
-    assert_string_equal(out, "{\"maxBodyChars\":5000}\n");
+    assert_string_equal(out, "{\"maxBodyBytes\":5000}\n");
     free(out);
 }
 
@@ -87,16 +87,16 @@ static void set_refuses_invalid_values_with_config_lines(void **state)
     const char *home = *state;
     char *err = NULL;
     assert_int_equal(
-        cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.maxBodyChars", "50", NULL),
+        cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.maxBodyBytes", "50", NULL),
         1);
     assert_string_equal(err, "cdsh config: plugin \"skills\": invalid config:\n"
-                             "  - expected a value >= 100 but got 50 (at maxBodyChars)\n");
+                             "  - expected a value >= 100 but got 50 (at maxBodyBytes)\n");
     free(err);
     assert_int_equal(
-        cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.maxBodyChars", "many", NULL),
+        cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.maxBodyBytes", "many", NULL),
         1);
     assert_string_equal(err, "cdsh config: plugin \"skills\": invalid config:\n"
-                             "  - expected integer but got text \"many\" (at maxBodyChars)\n");
+                             "  - expected integer but got text \"many\" (at maxBodyBytes)\n");
     free(err);
     char *text = profile_text(home, "default");
     assert_null(text); /* nothing was written */
@@ -123,12 +123,12 @@ static void unset_returns_to_the_default(void **state)
 {
     (void)state;
     char *out = NULL;
-    cdsh_test_run_cdsh(NULL, NULL, NULL, "config", "set", "skills.maxBodyChars", "300", NULL);
+    cdsh_test_run_cdsh(NULL, NULL, NULL, "config", "set", "skills.maxBodyBytes", "300", NULL);
     assert_int_equal(
-        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "unset", "skills.maxBodyChars", NULL), 0);
-    assert_string_equal(out, "skills.maxBodyChars reset to its default (profile default)\n");
+        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "unset", "skills.maxBodyBytes", NULL), 0);
+    assert_string_equal(out, "skills.maxBodyBytes reset to its default (profile default)\n");
     free(out);
-    cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills.maxBodyChars", NULL);
+    cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills.maxBodyBytes", NULL);
     assert_string_equal(out, "20000\n");
     free(out);
 }
@@ -160,14 +160,14 @@ static void profile_flag_selects_another_file(void **state)
 {
     const char *home = *state;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, NULL, "config", "set", "--profile", "work",
-                                        "skills.maxBodyChars", "777", NULL),
+                                        "skills.maxBodyBytes", "777", NULL),
                      0);
     char *work = profile_text(home, "work"), *dflt = profile_text(home, "default");
-    assert_non_null(strstr(work, "maxBodyChars: 777"));
+    assert_non_null(strstr(work, "maxBodyBytes: 777"));
     assert_null(dflt);
     free(work);
     char *out = NULL;
-    cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills.maxBodyChars", "--profile",
+    cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills.maxBodyBytes", "--profile",
                        "work", NULL);
     assert_string_equal(out, "777\n");
     free(out);
@@ -186,7 +186,7 @@ static void broken_profile_is_reported_with_its_path(void **state)
     assert_true(asprintf(&file, "%s/default.yaml", dir) > 0);
     char *mk[] = {"/bin/mkdir", "-p", dir, NULL};
     cdsh_test_run(mk, NULL, NULL, NULL, 5000);
-    cdsh_test_write_file(file, "plugins:\n  skills:\n    config:\n      maxBodyChars: 1\n");
+    cdsh_test_write_file(file, "plugins:\n  skills:\n    config:\n      maxBodyBytes: 1\n");
     char *out = NULL, *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", NULL), 0);
     assert_non_null(strstr(out, "  ! invalid config:\n  - expected a value >= 100 but got 1"));

@@ -105,6 +105,9 @@ static void tools_usage_errors(void **state)
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tools", "list", "extra", NULL), 2);
     assert_string_equal(err, "cdsh tools: unexpected argument 'extra'\n");
     free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tools", "list", "--agent", "", NULL), 2);
+    assert_string_equal(err, "cdsh tools: --agent needs a non-empty scope id\n");
+    free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "help", "tools", NULL), 0);
     assert_non_null(strstr(out, "Usage: cdsh tools list [--agent A] [--profile NAME] [--json]"));
     free(out);

@@ -301,6 +301,11 @@ static void handler_failure_reports_done_error_and_returns_its_code(void **state
     assert_string_equal(json_string_value(json_object_get(dp, "kind")), "error");
     assert_string_equal(json_string_value(json_object_get(dp, "text")), "the handler blew up");
     cdsh_commands_outcome_clear(&out);
+    json_array_clear(f->events); /* without an error out-parameter the event still says why */
+    assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/boom", NULL, NULL, &out, NULL),
+                     CDSH_EIO);
+    dp = json_object_get(json_array_get(f->events, 1), "payload");
+    assert_string_equal(json_string_value(json_object_get(dp, "text")), "the handler blew up");
     cdsh_disposer_run(&d);
 }
 

@@ -163,6 +163,17 @@ static void integral_real_is_accepted_as_integer(void **state)
     free(s);
 }
 
+static void huge_integral_real_is_not_an_integer(void **state)
+{
+    (void)state;
+    int rc;
+    cdsh_error err = {0};
+    char *s = resolve_dump("{\"depth\":1e30}", &err, &rc);
+    assert_null(s);
+    assert_string_equal(err.message,
+                        "invalid config:\n  - expected integer but got number (at depth)");
+}
+
 static void required_property_without_default_is_reported(void **state)
 {
     (void)state;
@@ -276,6 +287,7 @@ int main(void)
         cmocka_unit_test(every_issue_is_listed_in_document_order),
         cmocka_unit_test(issues_array_has_path_and_message),
         cmocka_unit_test(integral_real_is_accepted_as_integer),
+        cmocka_unit_test(huge_integral_real_is_not_an_integer),
         cmocka_unit_test(required_property_without_default_is_reported),
         cmocka_unit_test(root_type_error_has_no_path),
         cmocka_unit_test(open_objects_keep_extra_keys),

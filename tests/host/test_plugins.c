@@ -3,6 +3,7 @@
  * optional, ownership by the caller), scoped contexts and profiles. */
 #include "support/testkit.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,24 @@ static void invalid_config_fails_before_apply(void **state)
     json_decref(cfg);
 }
 
+static void failed_plugin_can_be_loaded_again(void **state)
+{
+    cdsh_host *h = *state;
+    json_t *bad = json_pack("{s:i}", "depth", 0), *good = json_pack("{s:i}", "depth", 2);
+    cdsh_plugin *first = NULL, *second = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &ALPHA, bad, &first, NULL), CDSH_EINVAL);
+    assert_int_equal(cdsh_plugin_load(h, &ALPHA, good, &second, NULL), 0);
+    assert_int_equal(cdsh_plugin_state_get(first), CDSH_PLUGIN_DISPOSED); /* handle still valid */
+    assert_int_equal(cdsh_plugin_state_get(second), CDSH_PLUGIN_ACTIVE);
+    json_t *list = cdsh_host_plugins_list(h);
+    char *s = json_dumps(list, JSON_COMPACT);
+    assert_string_equal(s, "[{\"name\":\"alpha\",\"state\":\"active\"}]");
+    free(s);
+    json_decref(list);
+    json_decref(bad);
+    json_decref(good);
+}
+
 static void unsupported_schema_fails_the_plugin(void **state)
 {
     cdsh_host *h = *state;
@@ -211,6 +230,9 @@ static void reload_leaves_nothing_behind(void **state)
     json_t *r = cdsh_rpc_call(cdsh_host_rpc(h), "/alpha", "ping", NULL, NULL);
     assert_string_equal(json_string_value(json_object_get(r, "value")), "pong");
     json_decref(r);
+    json_t *list = cdsh_host_plugins_list(h); /* the disposed fiber is not listed */
+    assert_int_equal(json_array_size(list), 1);
+    json_decref(list);
 }
 
 static int apply_then_fail(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
@@ -418,6 +440,25 @@ static void registrations_through_a_service_belong_to_the_caller(void **state)
     assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 1);
 }
 
+static void *UNDECLARED_SEEN = (void *)1;
+
+static int apply_undeclared(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config, (void)err;
+    UNDECLARED_SEEN = cdsh_ctx_get(ctx, "greeter");
+    return 0;
+}
+
+static void undeclared_services_are_not_handed_out(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def sneaky = {.name = "sneaky", .apply = apply_undeclared};
+    cdsh_plugin_load(h, &PROVIDER, NULL, NULL, NULL);
+    assert_int_equal(cdsh_plugin_load(h, &sneaky, NULL, NULL, NULL), 0);
+    assert_null(UNDECLARED_SEEN);
+    assert_ptr_equal(cdsh_host_service(h, "greeter"), &GREETER); /* front ends may look */
+}
+
 static void a_service_name_is_provided_once(void **state)
 {
     cdsh_host *h = *state;
@@ -595,6 +636,65 @@ static void effect_records_only_what_started(void **state)
     assert_string_equal(LOG, "start timer,undo timer");
 }
 
+static int apply_unload_self(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config;
+    cdsh_command_def c = {.name = "early", .description = "d", .handler = ok_handler, .arg = "x"};
+    cdsh_ctx_register_command(ctx, &c, NULL);
+    cdsh_plugin_unload(cdsh_ctx_plugin_get(ctx));
+    c.name = "late";
+    return cdsh_ctx_register_command(ctx, &c, err); /* refused: INACTIVE_EFFECT */
+}
+
+static void plugin_unloaded_during_apply_ends_disposed_not_failed(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def def = {.name = "selfish", .apply = apply_unload_self};
+    cdsh_plugin *p = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &def, NULL, &p, NULL), 0);
+    assert_int_equal(cdsh_plugin_state_get(p), CDSH_PLUGIN_DISPOSED);
+    assert_null(cdsh_plugin_error(p));
+    assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 0);
+}
+
+typedef struct racer {
+    cdsh_plugin_ctx *ctx;
+    int ok, refused;
+} racer;
+
+static void *register_many(void *arg)
+{
+    racer *r = arg;
+    for (int i = 0; i < 200; i++) {
+        cdsh_error err = {0};
+        char name[32];
+        snprintf(name, sizeof name, "c%d", i);
+        cdsh_command_def c = {.name = name, .description = "d", .handler = ok_handler, .arg = "x"};
+        int rc = cdsh_ctx_register_command(r->ctx, &c, &err);
+        if (rc == 0)
+            r->ok++;
+        else if (rc == CDSH_ECLOSED)
+            r->refused++;
+    }
+    return NULL;
+}
+
+static void registrations_racing_an_unload_leave_nothing_behind(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def def = {.name = "racy", .apply = apply_keep_ctx};
+    cdsh_plugin *p = NULL;
+    cdsh_plugin_load(h, &def, NULL, &p, NULL);
+    racer r = {.ctx = ROOT_CTX};
+    pthread_t t;
+    pthread_create(&t, NULL, register_many, &r);
+    cdsh_plugin_unload(p); /* while the thread registers */
+    pthread_join(t, NULL);
+    assert_int_equal(r.ok + r.refused, 200);
+    assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 0);
+    assert_int_equal(cdsh_plugin_effect_count(p), 0);
+}
+
 /* ---- hosts and profiles ----------------------------------------------------- */
 
 static void two_hosts_in_one_process_are_independent(void **state)
@@ -679,6 +779,7 @@ int main(void)
         T(load_applies_with_filled_defaults),
         T(given_config_reaches_apply),
         T(invalid_config_fails_before_apply),
+        T(failed_plugin_can_be_loaded_again),
         T(unsupported_schema_fails_the_plugin),
         T(descriptor_needs_name_and_apply),
         T(same_name_cannot_load_twice),
@@ -690,6 +791,7 @@ int main(void)
         T(required_service_holds_plugin_pending_until_provided),
         T(provider_unload_sends_dependent_back_to_pending_and_back),
         T(registrations_through_a_service_belong_to_the_caller),
+        T(undeclared_services_are_not_handed_out),
         T(a_service_name_is_provided_once),
         T(optional_service_changes_reload_the_plugin),
         T(failed_provider_leaves_dependents_pending),
@@ -698,6 +800,8 @@ int main(void)
         T(skill_source_defaults_to_the_plugin_name),
         T(child_plugin_unloads_with_its_parent),
         T(effect_records_only_what_started),
+        T(plugin_unloaded_during_apply_ends_disposed_not_failed),
+        T(registrations_racing_an_unload_leave_nothing_behind),
         T(two_hosts_in_one_process_are_independent),
         cmocka_unit_test(host_free_unloads_plugins_in_reverse_load_order),
         T(profile_decides_enabled_plugins_and_their_config),

@@ -2,6 +2,7 @@
  * channel, results and error codes, cancellation and the wire envelope. */
 #include "support/testkit.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -266,6 +267,78 @@ static void result_shape_check(void **state)
     json_decref(junk);
 }
 
+static bool sessions_only(void *arg, const char *endpoint)
+{
+    (void)arg;
+    return strncmp(endpoint, "sessions/", 9) == 0;
+}
+
+static void api_has_one_interceptor_for_the_endpoints_it_matches(void **state)
+{
+    (void)state;
+    cdsh_rpc *rpc = cdsh_rpc_new();
+    cdsh_disposer_t d1, d2 = {0};
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_rpc_intercept(rpc, "/api", sessions_only, echo, NULL, &d1, NULL), 0);
+    assert_int_equal(cdsh_rpc_intercept(rpc, "/api", sessions_only, echo, NULL, &d2, &err),
+                     CDSH_EEXIST);
+    assert_string_equal(err.message, "connection: \"/api\" already has an interceptor");
+    assert_int_equal(cdsh_rpc_intercept(rpc, "/game", sessions_only, echo, NULL, &d2, &err),
+                     CDSH_EINVAL);
+    assert_string_equal(err.message, "connection: only \"/api\" can be intercepted, not \"/game\"");
+    json_t *r = cdsh_rpc_call(rpc, "/api", "sessions/list", NULL, NULL);
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = cdsh_rpc_call(rpc, "/api", "settings/get", NULL, NULL);
+    json_t *e = json_object_get(r, "error");
+    assert_string_equal(json_string_value(json_object_get(e, "code")), "not-found");
+    assert_string_equal(json_string_value(json_object_get(e, "message")),
+                        "no handler for /api/settings/get");
+    json_decref(r);
+    cdsh_disposer_run(&d1);
+    r = cdsh_rpc_call(rpc, "/api", "sessions/list", NULL, NULL);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+                        "not-found");
+    json_decref(r);
+    cdsh_rpc_free(rpc);
+}
+
+typedef struct hammer {
+    cdsh_rpc *rpc;
+    int ok, missing;
+} hammer;
+
+static void *call_loop(void *arg)
+{
+    hammer *h = arg;
+    for (int i = 0; i < 500; i++) {
+        json_t *r = cdsh_rpc_call(h->rpc, "/busy", "x", NULL, NULL);
+        if (json_is_true(json_object_get(r, "ok")))
+            h->ok++;
+        else
+            h->missing++;
+        json_decref(r);
+    }
+    return NULL;
+}
+
+static void calls_race_claims_and_disposals_safely(void **state)
+{
+    (void)state;
+    hammer h = {.rpc = cdsh_rpc_new()};
+    pthread_t t;
+    pthread_create(&t, NULL, call_loop, &h);
+    for (int i = 0; i < 500; i++) {
+        cdsh_disposer_t d;
+        if (cdsh_rpc_handle(h.rpc, "/busy", echo, NULL, &d, NULL) == 0)
+            cdsh_disposer_run(&d);
+    }
+    pthread_join(t, NULL);
+    assert_int_equal(h.ok + h.missing, 500);
+    assert_int_equal(cdsh_rpc_count(h.rpc), 0);
+    cdsh_rpc_free(h.rpc);
+}
+
 static void channels_lists_claimed_names_sorted(void **state)
 {
     (void)state;
@@ -297,6 +370,8 @@ int main(void)
         cmocka_unit_test(cancellation_before_or_during_gives_cancelled),
         cmocka_unit_test(envelope_round_trip_and_bad_requests),
         cmocka_unit_test(result_shape_check),
+        cmocka_unit_test(api_has_one_interceptor_for_the_endpoints_it_matches),
+        cmocka_unit_test(calls_race_claims_and_disposals_safely),
         cmocka_unit_test(channels_lists_claimed_names_sorted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -117,10 +117,10 @@ static void agent_skills_are_loaded_only_by_that_agent(void **state)
     cdsh_scope_unref(b);
 }
 
-static void max_body_chars_truncates_on_a_character_boundary(void **state)
+static void max_body_bytes_truncates_on_a_character_boundary(void **state)
 {
     cdsh_host *h = *state;
-    json_t *cfg = json_pack("{s:i}", "maxBodyChars", 100);
+    json_t *cfg = json_pack("{s:i}", "maxBodyBytes", 100);
     assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, cfg, NULL, NULL), 0);
     json_decref(cfg);
     char body[400] = "";
@@ -139,14 +139,14 @@ static void max_body_chars_truncates_on_a_character_boundary(void **state)
     cdsh_disposer_run(&d);
 }
 
-static void max_body_chars_below_minimum_fails_the_plugin(void **state)
+static void max_body_bytes_below_minimum_fails_the_plugin(void **state)
 {
     cdsh_host *h = *state;
-    json_t *cfg = json_pack("{s:i}", "maxBodyChars", 10);
+    json_t *cfg = json_pack("{s:i}", "maxBodyBytes", 10);
     cdsh_error err = {0};
     assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, cfg, NULL, &err), CDSH_EINVAL);
     assert_string_equal(
-        err.message, "invalid config:\n  - expected a value >= 100 but got 10 (at maxBodyChars)");
+        err.message, "invalid config:\n  - expected a value >= 100 but got 10 (at maxBodyBytes)");
     assert_null(cdsh_tools_get(cdsh_host_tools(h), NULL, "skill"));
     json_decref(cfg);
 }
@@ -313,8 +313,8 @@ int main(void)
         T(unknown_skill_fails_with_the_available_names),
         T(missing_name_argument_is_invalid_args),
         T(agent_skills_are_loaded_only_by_that_agent),
-        T(max_body_chars_truncates_on_a_character_boundary),
-        T(max_body_chars_below_minimum_fails_the_plugin),
+        T(max_body_bytes_truncates_on_a_character_boundary),
+        T(max_body_bytes_below_minimum_fails_the_plugin),
         T(unloading_the_plugin_removes_the_tool_and_reload_restores_it),
         T(refused_tool_registration_releases_ud),
         T(scoped_tools_and_restrictions_leave_with_the_agent_context),
