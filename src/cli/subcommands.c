@@ -6,6 +6,7 @@
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
 #include "cli/cmd_facade.h"
+#include "cli/cmd_profile.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
 #include "cli/cmd_web.h"
@@ -17,6 +18,8 @@ const cdsh_subcommand cdsh_subcommands[] = {
      cdsh_cmd_config},
     {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
      cdsh_cmd_facade},
+    {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
+     cdsh_cmd_profile},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
     {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
