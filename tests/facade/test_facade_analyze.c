@@ -5,6 +5,8 @@
  * wrong, the walk rules and the `cdsh facade analyze` CLI. */
 #include "support/testkit.h"
 
+#include "dir_snapshot.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,25 +268,6 @@ static void plugin_without_tools_reports_so_instead_of_failing(void **state)
     json_decref(r);
 }
 
-/* name:size:mtime for every entry, recursively, sorted. */
-static void snap(const char *dir, char *out, size_t cap)
-{
-    char **names = NULL;
-    assert_int_equal(cdsh_fs_list_dir(dir, &names, NULL, NULL), 0);
-    for (char **n = names; *n; n++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, *n);
-        struct stat st;
-        assert_int_equal(lstat(path, &st), 0);
-        size_t used = strlen(out);
-        snprintf(out + used, cap - used, "%s%s:%lld:%lld.%09ld\n", *n,
-                 S_ISDIR(st.st_mode) ? "/" : "", (long long)st.st_size,
-                 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-        if (S_ISDIR(st.st_mode))
-            snap(path, out, cap);
-    }
-    cdsh_fs_list_free(names);
-}
 
 static const char *RO_SOURCE =
     "\n    export function apply(ctx) {\n"
@@ -304,7 +287,7 @@ static void analysis_report_and_proposal_write_nothing(void **state)
     char *dir = plugin_dir();
     static char before[65536], after[65536];
     before[0] = after[0] = 0;
-    snap(dir, before, sizeof before);
+    dir_snapshot(dir, before, sizeof before);
     json_t *r = NULL;
     assert_int_equal(cdsh_facade_analyze_dir(dir, &r, NULL), 0);
     char *md = cdsh_facade_report_full_dup(r, 1);
@@ -318,7 +301,7 @@ static void analysis_report_and_proposal_write_nothing(void **state)
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, NULL, "facade", "analyze", dir, "--json", NULL), 0);
     free(out);
-    snap(dir, after, sizeof after);
+    dir_snapshot(dir, after, sizeof after);
     assert_string_equal(after, before); /* 18 */
     char path[4096];
     snprintf(path, sizeof path, "%s/lib/index.js", dir);

@@ -4,6 +4,8 @@
  * (one model call with the composed host's tools). */
 #include "support/testkit.h"
 
+#include "dir_snapshot.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,32 +74,13 @@ static int teardown(void **state)
     return 0;
 }
 
-/* name:size:mtime of every entry below dir, recursively. */
-static void snap(const char *dir, char *out, size_t cap)
-{
-    char **names = NULL;
-    if (cdsh_fs_list_dir(dir, &names, NULL, NULL) != 0)
-        return;
-    for (char **n = names; *n; n++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, *n);
-        struct stat st;
-        assert_int_equal(lstat(path, &st), 0);
-        size_t used = strlen(out);
-        snprintf(out + used, cap - used, "%s:%lld:%lld.%09ld\n", path, (long long)st.st_size,
-                 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-        if (S_ISDIR(st.st_mode))
-            snap(path, out, cap);
-    }
-    cdsh_fs_list_free(names);
-}
 
 static void good_profile_verifies_without_touching_the_home(void **state)
 {
     (void)state;
     static char before[16384], after[16384];
     before[0] = after[0] = 0;
-    snap(HOME_DIR, before, sizeof before);
+    dir_snapshot(HOME_DIR, before, sizeof before);
     char *out = NULL, *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "profile", "verify", "good", NULL), 0);
     char want[8192];
@@ -110,7 +93,7 @@ static void good_profile_verifies_without_touching_the_home(void **state)
              HOME_DIR);
     assert_string_equal(out, want);
     free(out), free(err);
-    snap(HOME_DIR, after, sizeof after);
+    dir_snapshot(HOME_DIR, after, sizeof after);
     assert_string_equal(after, before); /* nothing written to the user's home */
 }
 

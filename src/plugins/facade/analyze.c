@@ -343,6 +343,34 @@ static json_t *string_value(const lexer *lx, const member *m)
     return jstr(lx->s + t->off + 1, t->len - 2);
 }
 
+/* Whitespace collapsed to single spaces, trimmed, at most 300 code points
+ * (never cutting one): the analyzer's description form. */
+static json_t *flatten(const char *raw, size_t len)
+{
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0, cps = 0;
+    bool space = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (isspace(c)) {
+            space = o > 0;
+            continue;
+        }
+        if (space && ++cps > 300)
+            break;
+        if (space)
+            out[o++] = ' ', space = false;
+        if ((c & 0xC0) != 0x80 && ++cps > 300)
+            break;
+        out[o++] = (char)c;
+    }
+    json_t *v = jstr(out, o);
+    free(out);
+    return v;
+}
+
 static json_t *description_of(const lexer *lx, const member *m)
 {
     cdsh_strbuf sb;
@@ -363,29 +391,8 @@ static json_t *description_of(const lexer *lx, const member *m)
     }
     size_t len = 0;
     char *raw = cdsh_strbuf_take(&sb, &len);
-    char *out = malloc(len + 1);
-    size_t o = 0;
-    bool space = false;
-    for (size_t i = 0; raw && out && i < len; i++) {
-        unsigned char c = (unsigned char)raw[i];
-        if (isspace(c)) {
-            space = o > 0;
-            continue;
-        }
-        if (space)
-            out[o++] = ' ', space = false;
-        out[o++] = (char)c;
-    }
-    /* keep at most 300 code points (lead bytes), never cutting one */
-    size_t cps = 0, cut = o;
-    for (size_t i = 0; out && i < o; i++)
-        if (((unsigned char)out[i] & 0xC0) != 0x80 && ++cps > 300) {
-            cut = i;
-            break;
-        }
-    json_t *v = out ? jstr(out, cut) : NULL;
+    json_t *v = raw ? flatten(raw, len) : NULL;
     free(raw);
-    free(out);
     return v;
 }
 
@@ -748,30 +755,6 @@ int cdsh_facade_analyze_dir(const char *root, json_t **report, cdsh_error *err)
     return *report ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
 
-/* Whitespace-collapsed, at most 300 code points, like a source description. */
-static json_t *flat_description(const char *d)
-{
-    size_t n = d ? strlen(d) : 0;
-    char *out = malloc(n + 1);
-    size_t o = 0, cps = 0;
-    bool space = false;
-    for (size_t i = 0; out && i < n; i++) {
-        unsigned char c = (unsigned char)d[i];
-        if (isspace(c)) {
-            space = o > 0;
-            continue;
-        }
-        if (space)
-            out[o++] = ' ', space = false, cps++;
-        if ((c & 0xC0) != 0x80 && ++cps > 300)
-            break;
-        out[o++] = (char)c;
-    }
-    json_t *v = out ? jstr(out, o) : NULL;
-    free(out);
-    return v;
-}
-
 json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, const char *root)
 {
     json_t *schemas = cdsh_tools_schemas(tools, NULL);
@@ -780,6 +763,8 @@ json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, con
     json_t *s;
     json_array_foreach(schemas, i, s)
     {
+        const char *desc = json_string_value(json_object_get(s, "description"));
+        desc = desc ? desc : "";
         json_t *params = json_array();
         const char *key;
         json_t *v;
@@ -790,7 +775,7 @@ json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, con
         json_array_append_new(
             recs, json_pack("{s:O, s:b, s:o, s:o, s:s, s:i}", "name", json_object_get(s, "name"),
                             "dynamic", 0, "description",
-                            flat_description(json_string_value(json_object_get(s, "description"))),
+                            flatten(desc, strlen(desc)),
                             "parameters", params, "file", "registry", "line", 0));
     }
     json_t *listed = cdsh_facade_list(facade);
