@@ -394,6 +394,16 @@ static const char *PROFILE_YAML =
     "              description: run it\n"
     "              steps: [{tool: mcp_slow_tool}]\n";
 
+static int WARNINGS;
+
+static void count_warning(void *arg, const char *name, const cdsh_scope *scope,
+                          const json_t *payload)
+{
+    (void)arg, (void)name, (void)scope;
+    if (strcmp(json_string_value(json_object_get(payload, "source")), "facade") == 0)
+        WARNINGS++;
+}
+
 static void profile_declarations_register_over_existing_tools_and_report_bad_ones(void **state)
 {
     (void)state;
@@ -404,6 +414,11 @@ static void profile_declarations_register_over_existing_tools_and_report_bad_one
     cdsh_plugin_def tools_first = {.name = "tester", .requires = no_requires,
                                    .apply = tester_apply};
     assert_int_equal(cdsh_plugin_load(H, &tools_first, NULL, NULL, NULL), 0);
+    cdsh_disposer_t listen;
+    WARNINGS = 0;
+    assert_int_equal(cdsh_events_on(cdsh_host_events(H), "log/warning", NULL, count_warning, NULL,
+                                    &listen, NULL),
+                     0);
     stub_in(NULL, "pdf_extract", STUB_ECHO);
     stub_in(NULL, "pdf_layout", STUB_ECHO);
     json_t *cfg = yaml_config(PROFILE_YAML);
@@ -427,15 +442,22 @@ static void profile_declarations_register_over_existing_tools_and_report_bad_one
     assert_true(json_is_true(json_object_get(r->value, "ok")));
     assert_int_equal(calls_of("pdf_layout"), 1);
     cdsh_toolresult_free(r);
+    assert_int_equal(WARNINGS, 3);
+    /* unrelated tools arrive: the waiting declaration is retried, not re-reported */
+    stub_in(NULL, "unrelated_1", STUB_ECHO);
+    stub_in(NULL, "unrelated_2", STUB_ECHO);
+    assert_int_equal(WARNINGS, 3);
     /* the late tool arrives (an MCP server that connected later) */
     stub_in(NULL, "mcp_slow_tool", STUB_ECHO);
-    assert_names(NULL, "pdf_extract,pdf_layout,pdf_analyze,mcp_slow_tool,later_run");
+    assert_names(NULL, "pdf_extract,pdf_layout,pdf_analyze,unrelated_1,unrelated_2,mcp_slow_tool,"
+                       "later_run");
     problems = cdsh_facade_problems(F);
     assert_int_equal(json_array_size(problems), 2);
     json_decref(problems);
     /* it goes away with its step tool's owner only through the facade's unload */
     cdsh_plugin_unload(cdsh_host_plugin_find(H, CDSH_FACADE_PLUGIN));
-    assert_names(NULL, "pdf_extract,pdf_layout,mcp_slow_tool");
+    assert_names(NULL, "pdf_extract,pdf_layout,unrelated_1,unrelated_2,mcp_slow_tool");
+    cdsh_disposer_run(&listen);
     json_decref(cfg);
 }
 
@@ -463,13 +485,27 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
                                "          operations: [{name: x, description: y, steps: "
                                "[{tool: nowhere}]}]\n");
     char *out = NULL, *err = NULL;
+    /* the surface before: a profile without declarations */
+    snprintf(path, sizeof path, "%s/profiles/bare.yaml", home);
+    cdsh_test_write_file(path, "plugins: {}\n");
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", "--json", "--profile",
+                                        "bare", NULL),
+                     0);
+    json_t *before = json_loads(out, 0, NULL);
+    assert_non_null(before);
+    free(out), free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", "--json", NULL), 0);
     json_t *doc = json_loads(out, 0, NULL);
     assert_non_null(doc);
+    assert_int_equal(json_integer_value(json_object_get(before, "count")), 1);
     assert_int_equal(json_integer_value(json_object_get(doc, "count")), 2);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(doc, "tools"), 1), "name")),
-                        "docs_open");
+    const json_t *op = json_array_get(json_object_get(doc, "tools"), 1);
+    assert_string_equal(json_string_value(json_object_get(op, "name")), "docs_open");
+    /* the declaration adds exactly its operation's schema bytes */
+    assert_int_equal(json_integer_value(json_object_get(doc, "totalBytes")),
+                     json_integer_value(json_object_get(before, "totalBytes")) +
+                         json_integer_value(json_object_get(op, "bytes")));
+    json_decref(before);
     json_decref(doc);
     free(out), free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "facade", "list", NULL), 1);

@@ -18,6 +18,7 @@ typedef struct state {
     cdsh_plugin_ctx *ctx;
     json_t *decls;  /* the config's declarations (borrowed from the fiber's config) */
     bool *waiting;  /* decls[i] failed only on a missing step tool */
+    char **last;    /* decls[i]'s last reported problem (reported once) */
     size_t n;
     pthread_mutex_t lock;
     bool busy, again; /* a retry pass is running / a change arrived meanwhile */
@@ -27,6 +28,9 @@ static void state_free(void *arg)
 {
     state *st = arg;
     cdsh_facade_free(st->facade);
+    for (size_t i = 0; st->last && i < st->n; i++)
+        free(st->last[i]);
+    free(st->last);
     free(st->waiting);
     pthread_mutex_destroy(&st->lock);
     free(st);
@@ -48,22 +52,22 @@ static void declare(state *st, size_t i)
                           err.code, "message", err.message);
     cdsh_facade_set_problem(st->facade, i, p);
     json_decref(p);
+    /* Retries after every tools/change would repeat the same warning. */
+    if (st->last[i] && strcmp(st->last[i], err.message) == 0)
+        return;
+    free(st->last[i]);
+    st->last[i] = strdup(err.message);
     cdsh_log_warn("facade", "profile capability %zu: %s", i, err.message);
     json_t *w = json_pack("{s:s, s:s}", "source", CDSH_FACADE_PLUGIN, "message", err.message);
     cdsh_events_emit(cdsh_host_events(cdsh_ctx_host(st->ctx)), "log/warning", NULL, false, w);
     json_decref(w);
 }
 
-/* tools/change: retry declarations that waited for a step tool. Our own
- * registrations re-enter here; `busy` turns those into one more pass. */
-static void on_tools_change(void *arg, const char *name, const cdsh_scope *scope,
-                            const json_t *payload)
+/* Declares every waiting declaration, pass after pass while tools keep
+ * arriving. Our own registrations re-enter through tools/change; `busy`
+ * turns those (and concurrent changes on other threads) into one more pass. */
+static void retry(state *st)
 {
-    (void)name, (void)scope;
-    state *st = arg;
-    const char *reason = json_string_value(json_object_get(payload, "reason"));
-    if (!reason || strcmp(reason, "register") != 0)
-        return;
     pthread_mutex_lock(&st->lock);
     if (st->busy) {
         st->again = true;
@@ -83,6 +87,15 @@ static void on_tools_change(void *arg, const char *name, const cdsh_scope *scope
     pthread_mutex_unlock(&st->lock);
 }
 
+static void on_tools_change(void *arg, const char *name, const cdsh_scope *scope,
+                            const json_t *payload)
+{
+    (void)name, (void)scope;
+    const char *reason = json_string_value(json_object_get(payload, "reason"));
+    if (reason && strcmp(reason, "register") == 0)
+        retry(arg);
+}
+
 static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 {
     state *st = calloc(1, sizeof *st);
@@ -94,18 +107,21 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     st->n = json_array_size(st->decls);
     st->facade = cdsh_facade_new();
     st->waiting = calloc(st->n ? st->n : 1, sizeof *st->waiting);
-    if (!st->facade || !st->waiting) {
+    st->last = calloc(st->n ? st->n : 1, sizeof *st->last);
+    if (!st->facade || !st->waiting || !st->last) {
         state_free(st);
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
+    for (size_t i = 0; i < st->n; i++)
+        st->waiting[i] = true; /* the first pass declares them all */
     /* Adopted first so it is freed last, after every capability is withdrawn. */
     int rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err);
     if (rc == 0)
         rc = cdsh_ctx_provide(ctx, CDSH_FACADE_SERVICE, st->facade, err);
     if (rc == 0 && st->n > 0)
         rc = cdsh_ctx_on(ctx, "tools/change", on_tools_change, st, err);
-    for (size_t i = 0; rc == 0 && i < st->n; i++)
-        declare(st, i);
+    if (rc == 0)
+        retry(st);
     return rc;
 }
 

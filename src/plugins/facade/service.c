@@ -502,25 +502,28 @@ static void unlink_entry(entry *e)
     e->listed = false;
 }
 
-/* The declarer's disposer: withdraws the capability once. */
+/* The declarer's disposer: withdraws the capability once. As in the
+ * original, the tools go first and the id is released last, so the id cannot
+ * be declared again while its old tools are still registered. */
 static void entry_withdraw(void *arg)
 {
     entry *e = arg;
-    bool was_live = false;
-    if (e->facade) {
-        pthread_mutex_lock(&e->facade->lock);
-        was_live = e->live;
-        e->live = false;
-        unlink_entry(e);
-        pthread_mutex_unlock(&e->facade->lock);
-    } else {
-        was_live = e->live;
-        e->live = false;
-    }
+    cdsh_facade *f = e->facade;
+    if (f)
+        pthread_mutex_lock(&f->lock);
+    bool was_live = e->live;
+    e->live = false; /* hidden from list() from now on */
+    if (f)
+        pthread_mutex_unlock(&f->lock);
     if (!was_live)
         return;
     for (size_t i = e->nundo; i-- > 0;)
         cdsh_disposer_run(&e->undo[i]);
+    if (f) {
+        pthread_mutex_lock(&f->lock);
+        unlink_entry(e);
+        pthread_mutex_unlock(&f->lock);
+    }
 }
 
 static void entry_free(entry *e)
