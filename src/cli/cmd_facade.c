@@ -15,18 +15,17 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh facade analyze <plugin-dir> [--json] [--propose]\n"
-            "       cdsh facade analyze --self [--profile NAME] [--json] [--propose]\n"
-            "       cdsh facade list [--profile NAME] [--json]\n"
-            "\n"
-            "analyze  reads a DSH JavaScript/TypeScript plugin's sources (never writes) and\n"
-            "         reports the tools it registers, prefix groups and the question each\n"
-            "         group raises; --self analyses the live cdsh registry of a profile.\n"
-            "         --json prints the report object only; --propose appends a starter\n"
-            "         declaration (JS and cdsh YAML) per candidate group.\n"
-            "list     the capabilities a profile's host declares, and declarations that\n"
-            "         could not be registered.\n");
+    fprintf(out, "Usage: cdsh facade analyze <plugin-dir> [--json] [--propose]\n"
+                 "       cdsh facade analyze --self [--profile NAME] [--json] [--propose]\n"
+                 "       cdsh facade list [--profile NAME] [--json]\n"
+                 "\n"
+                 "analyze  reads a DSH JavaScript/TypeScript plugin's sources (never writes) and\n"
+                 "         reports the tools it registers, prefix groups and the question each\n"
+                 "         group raises; --self analyses the live cdsh registry of a profile.\n"
+                 "         --json prints the report object only; --propose appends a starter\n"
+                 "         declaration (JS and cdsh YAML) per candidate group.\n"
+                 "list     the capabilities a profile's host declares, and declarations that\n"
+                 "         could not be registered.\n");
 }
 
 /* Host for a profile; the facade service (may be NULL if disabled). */

@@ -14,21 +14,20 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh profile verify <profile> [--smoke] [--json]\n"
-            "\n"
-            "Composes the profile (a name in $CDSH_HOME/profiles, or a path to a YAML file)\n"
-            "in a temporary CDSH_HOME without touching yours, and checks that every plugin\n"
-            "row names a plugin cdsh has, its config validates, every enabled plugin loads\n"
-            "and no name collides (tools, commands, capability declarations).\n"
-            "\n"
-            "  --smoke   then make one model call with the composed host's tools against the\n"
-            "            configured endpoint (CDSH_BASE_URL / CDSH_MODEL / key) and expect a\n"
-            "            reply (one call, not yet a full agent turn)\n"
-            "  --json    print the report object\n"
-            "\n"
-            "Prints one line per check, each problem, and VERIFY-OK (exit 0) or\n"
-            "VERIFY-FAILED (exit 1).\n");
+    fprintf(out, "Usage: cdsh profile verify <profile> [--smoke] [--json]\n"
+                 "\n"
+                 "Composes the profile (a name in $CDSH_HOME/profiles, or a path to a YAML file)\n"
+                 "in a temporary CDSH_HOME without touching yours, and checks that every plugin\n"
+                 "row names a plugin cdsh has, its config validates, every enabled plugin loads\n"
+                 "and no name collides (tools, commands, capability declarations).\n"
+                 "\n"
+                 "  --smoke   then make one model call with the composed host's tools against the\n"
+                 "            configured endpoint (CDSH_BASE_URL / CDSH_MODEL / key) and expect a\n"
+                 "            reply (one call, not yet a full agent turn)\n"
+                 "  --json    print the report object\n"
+                 "\n"
+                 "Prints one line per check, each problem, and VERIFY-OK (exit 0) or\n"
+                 "VERIFY-FAILED (exit 1).\n");
 }
 
 int cdsh_cmd_profile(int argc, char **argv)
@@ -42,8 +41,7 @@ int cdsh_cmd_profile(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "verify") != 0) {
-        fprintf(stderr, "cdsh profile: unknown action '%s' (try `cdsh profile --help`)\n",
-                argv[1]);
+        fprintf(stderr, "cdsh profile: unknown action '%s' (try `cdsh profile --help`)\n", argv[1]);
         return 2;
     }
     int smoke = 0, json = 0;

@@ -45,14 +45,13 @@ static json_t *js(const char *text)
 static int stub_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
 {
     stub *s = ud;
-    json_array_append_new(
-        CALLS, json_pack("{s:s, s:O, s:s, s:s, s:s?, s:s?}", "tool", s->name, "args", exec->args,
-                         "callId", exec->call_id, "rootCallId", exec->root_call_id, "parent",
-                         exec->parent ? exec->parent->call_id : NULL, "agent",
-                         exec->agent ? cdsh_scope_id(exec->agent) : NULL));
+    json_array_append_new(CALLS, json_pack("{s:s, s:O, s:s, s:s, s:s?, s:s?}", "tool", s->name,
+                                           "args", exec->args, "callId", exec->call_id,
+                                           "rootCallId", exec->root_call_id, "parent",
+                                           exec->parent ? exec->parent->call_id : NULL, "agent",
+                                           exec->agent ? cdsh_scope_id(exec->agent) : NULL));
     switch (s->mode) {
-    case STUB_THROW:
-        return cdsh_dispatch_fail(exec, NULL, NULL, "corrupt file");
+    case STUB_THROW: return cdsh_dispatch_fail(exec, NULL, NULL, "corrupt file");
     case STUB_LONG_TEXT: {
         char *big = malloc(5001);
         memset(big, 'x', 5000);
@@ -61,16 +60,15 @@ static int stub_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
         free(big);
         return 0;
     }
-    case STUB_TEXT:
-        *value = json_string("plain text result");
-        return 0;
-    default:
-        *value = json_pack("{s:s, s:O}", "tool", s->name, "echo", exec->args);
-        return 0;
+    case STUB_TEXT: *value = json_string("plain text result"); return 0;
+    default: *value = json_pack("{s:s, s:O}", "tool", s->name, "echo", exec->args); return 0;
     }
 }
 
-static void stub_free(void *ud) { free(ud); }
+static void stub_free(void *ud)
+{
+    free(ud);
+}
 
 /* Registers a stub through ctx (NULL: the tester's context). */
 static void stub_in(cdsh_plugin_ctx *ctx, const char *name, stub_mode mode)

@@ -130,7 +130,7 @@ static void literal_registrations_are_found_grouped_and_questioned(void **state)
     assert_non_null(tool_named(r, "pdf_extract"));
     assert_int_equal(json_array_size(json_object_get(r, "tools")), 3);
     assert_json(json_object_get(tool_named(r, "pdf.layout"), "parameters"),
-                "[\"path\",\"mode\"]"); /* 2 */
+                "[\"path\",\"mode\"]");                                                   /* 2 */
     assert_true(json_is_false(json_object_get(tool_named(r, "pdf_extract"), "dynamic"))); /* 3 */
     assert_json(tool_named(r, "pdf_extract"),
                 "{\"name\":\"pdf_extract\",\"dynamic\":false,\"description\":\"Extract raw text "
@@ -174,7 +174,7 @@ static void dynamic_names_and_missing_parameters_are_reported_not_guessed(void *
     assert_non_null(d);
     assert_true(json_is_true(json_object_get(d, "dynamic")));
     assert_json(json_object_get(r, "candidates"), "[]"); /* 8 */
-    const json_t *p = tool_named(r, "plain_one");       /* 9 */
+    const json_t *p = tool_named(r, "plain_one");        /* 9 */
     assert_non_null(p);
     assert_null(json_object_get(p, "parameters"));
     char *md = cdsh_facade_report_markdown_dup(r);
@@ -216,11 +216,12 @@ static void wrapper_registrations_are_found_and_name_only_objects_are_not(void *
                         "trajectory"); /* 12 */
     assert_int_equal(json_array_size(json_object_get(r, "candidates")), 1);
     json_decref(r);
-    r = analyze_fixture("    export function apply(ctx) {\n"
-                        "      const config = { name: 'not-a-tool', description: 'config object' }\n"
-                        "      ctx.logger.info(config)\n"
-                        "      describe({ name: 'also-not-a-tool', description: 'no parameters' })\n"
-                        "    }\n");
+    r = analyze_fixture(
+        "    export function apply(ctx) {\n"
+        "      const config = { name: 'not-a-tool', description: 'config object' }\n"
+        "      ctx.logger.info(config)\n"
+        "      describe({ name: 'also-not-a-tool', description: 'no parameters' })\n"
+        "    }\n");
     assert_json(json_object_get(r, "tools"), "[]"); /* 13 */
     json_decref(r);
 }
@@ -258,16 +259,15 @@ static void plugin_without_tools_reports_so_instead_of_failing(void **state)
     (void)state;
     json_t *r = analyze_fixture("export function apply(ctx) { ctx.logger.info('nothing here') }");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "counts"), "tools")),
-                     0);                                  /* 15 */
+                     0);                                 /* 15 */
     assert_json(json_object_get(r, "candidates"), "[]"); /* 16 */
-    char *md = cdsh_facade_report_markdown_dup(r);        /* 17 */
+    char *md = cdsh_facade_report_markdown_dup(r);       /* 17 */
     assert_non_null(strstr(md, "No statically visible"));
     assert_non_null(strstr(md, "_No prefix group holds two or more tools._"));
     assert_non_null(strstr(md, "## Boundary\n\nThis report is read-only."));
     free(md);
     json_decref(r);
 }
-
 
 static const char *RO_SOURCE =
     "\n    export function apply(ctx) {\n"
@@ -294,12 +294,11 @@ static void analysis_report_and_proposal_write_nothing(void **state)
     char *js = cdsh_facade_proposal_js_dup(json_array_get(json_object_get(r, "candidates"), 0));
     /* the CLI as well, with every option */
     char *out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "facade", "analyze", dir, "--propose",
-                                        NULL),
-                     0);
-    free(out);
     assert_int_equal(
-        cdsh_test_run_cdsh(NULL, &out, NULL, "facade", "analyze", dir, "--json", NULL), 0);
+        cdsh_test_run_cdsh(NULL, &out, NULL, "facade", "analyze", dir, "--propose", NULL), 0);
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "facade", "analyze", dir, "--json", NULL),
+                     0);
     free(out);
     dir_snapshot(dir, after, sizeof after);
     assert_string_equal(after, before); /* 18 */
@@ -335,10 +334,10 @@ static void proposal_is_a_review_artefact_not_a_patch(void **state)
         "    }\n");
     const json_t *c = json_array_get(json_object_get(r, "candidates"), 0);
     char *p = cdsh_facade_proposal_js_dup(c);
-    assert_non_null(strstr(p, "PROPOSAL"));            /* 20 */
-    assert_true(count(p, "TODO") >= 3);                /* 21 */
+    assert_non_null(strstr(p, "PROPOSAL"));                  /* 20 */
+    assert_true(count(p, "TODO") >= 3);                      /* 21 */
     assert_non_null(strstr(p, "ctx.capabilities.register")); /* 22 */
-    assert_non_null(strstr(p, "tool: 'doc_read'"));    /* 23 */
+    assert_non_null(strstr(p, "tool: 'doc_read'"));          /* 23 */
     assert_non_null(strstr(p, "tool: 'doc_write'"));
     char *y = cdsh_facade_proposal_yaml_dup(c);
     assert_non_null(strstr(y, "PROPOSAL"));
@@ -385,8 +384,8 @@ static void walk_follows_the_digest_rules(void **state)
     put("skip.json", "defineTool({ name: 'json_file', parameters: {} })");
     put(".hidden/x.js", "defineTool({ name: 'hidden', parameters: {} })");
     put(".dot.js", "defineTool({ name: 'dotfile', parameters: {} })");
-    const char *skipped[] = {"node_modules", "dist", "build", ".turbo", "coverage", "test",
-                             "tests"};
+    const char *skipped[] = {"node_modules", "dist", "build", ".turbo",
+                             "coverage",     "test", "tests"};
     for (size_t i = 0; i < sizeof skipped / sizeof *skipped; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "%s/x.js", skipped[i]);
@@ -445,13 +444,12 @@ static void cli_reports_usage_json_and_missing_directories(void **state)
     free(out), free(err);
     put("lib/index.js", LITERALS);
     char *dir = plugin_dir();
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "facade", "analyze", dir, "--json",
-                                        "--propose", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "facade", "analyze", dir, "--json", "--propose", NULL),
+        0);
     json_t *r = json_loads(out, 0, NULL); /* --json prints the report only */
     assert_non_null(r);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "counts"), "tools")),
-                     3);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "counts"), "tools")), 3);
     json_decref(r);
     free(out), free(err);
     assert_int_equal(
@@ -460,9 +458,8 @@ static void cli_reports_usage_json_and_missing_directories(void **state)
     assert_non_null(strstr(out, "---\n\n## Starter declaration for `pdf`\n\n```js\n// PROPOSAL"));
     assert_non_null(strstr(out, "```yaml\n# PROPOSAL"));
     free(out), free(err);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "facade", "analyze", "--self", "--json",
-                                        NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "facade", "analyze", "--self", "--json", NULL), 0);
     r = json_loads(out, 0, NULL);
     assert_non_null(r);
     assert_string_equal(json_string_value(json_object_get(r, "root")),

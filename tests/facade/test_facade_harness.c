@@ -7,12 +7,12 @@ static const char *const three[] = {"pdf_extract", "pdf_layout", "pdf_ocr", NULL
 static const char *const seven[] = {"pdf_extract", "pdf_layout", "pdf_ocr",  "pdf_render",
                                     "pdf_split",   "pdf_merge",  "pdf_meta", NULL};
 
-#define PDF_CAP                                                                                   \
-    "{\"id\":\"pdf\",\"description\":\"Read a PDF document.\",\"operations\":["                  \
-    "{\"name\":\"analyze\",\"description\":\"Extract text and layout.\","                        \
-    "\"parameters\":{\"path\":{\"type\":\"string\",\"required\":true}},"                          \
-    "\"steps\":[{\"tool\":\"pdf_extract\"},{\"tool\":\"pdf_layout\"},{\"tool\":\"pdf_ocr\"}]},"   \
-    "{\"name\":\"scan\",\"description\":\"OCR a scanned PDF.\","                                 \
+#define PDF_CAP                                                                                    \
+    "{\"id\":\"pdf\",\"description\":\"Read a PDF document.\",\"operations\":["                    \
+    "{\"name\":\"analyze\",\"description\":\"Extract text and layout.\","                          \
+    "\"parameters\":{\"path\":{\"type\":\"string\",\"required\":true}},"                           \
+    "\"steps\":[{\"tool\":\"pdf_extract\"},{\"tool\":\"pdf_layout\"},{\"tool\":\"pdf_ocr\"}]},"    \
+    "{\"name\":\"scan\",\"description\":\"OCR a scanned PDF.\","                                   \
     "\"steps\":[{\"tool\":\"pdf_ocr\"}]}]}"
 
 /* 1-4 */
@@ -50,8 +50,8 @@ static void refused_capability_registers_nothing_and_is_not_listed(void **state)
     assert_string_equal(err.message,
                         "capability \"pdf.a\" step 2: tool \"pdf_missing\" is not registered (or "
                         "is restricted away). Register the tool first, then the capability.");
-    assert_names(NULL, "pdf_extract");                  /* 6 */
-    assert_int_equal(cdsh_facade_count(F), 0);          /* 7 */
+    assert_names(NULL, "pdf_extract");         /* 6 */
+    assert_int_equal(cdsh_facade_count(F), 0); /* 7 */
     const char *ok = "{\"id\":\"pdf\",\"description\":\"d\",\"operations\":[{\"name\":\"a\","
                      "\"description\":\"d\",\"steps\":[{\"tool\":\"pdf_extract\"}]}]}";
     assert_int_equal(declare_in(NULL, NULL, ok, NULL, NULL), 0);
@@ -96,7 +96,7 @@ static void one_call_runs_the_pipeline_nested_in_order(void **state)
     stubs(three);
     assert_int_equal(declare_in(NULL, NULL, PDF_CAP, NULL, NULL), 0);
     cdsh_toolresult *r = call("pdf_analyze", "{\"path\":\"a.pdf\"}");
-    assert_false(r->is_error); /* 12 */
+    assert_false(r->is_error);                    /* 12 */
     assert_int_equal(calls_of("pdf_extract"), 1); /* 13 */
     assert_int_equal(calls_of("pdf_layout"), 1);
     assert_int_equal(calls_of("pdf_ocr"), 1);
@@ -104,14 +104,14 @@ static void one_call_runs_the_pipeline_nested_in_order(void **state)
     for (size_t k = 0; k < 3; k++) {
         const json_t *c = json_array_get(CALLS, k);
         assert_string_equal(json_string_value(json_object_get(c, "tool")), order[k]);
-        assert_json(json_object_get(c, "args"), "{\"path\":\"a.pdf\"}"); /* 14 */
+        assert_json(json_object_get(c, "args"), "{\"path\":\"a.pdf\"}");                /* 14 */
         assert_string_equal(json_string_value(json_object_get(c, "parent")), "call-1"); /* 15 */
         assert_string_equal(json_string_value(json_object_get(c, "rootCallId")), "call-1");
         char id[64];
         snprintf(id, sizeof id, "call-1:pdf.analyze:%zu", k + 1);
         assert_string_equal(json_string_value(json_object_get(c, "callId")), id);
     }
-    assert_true(json_is_true(json_object_get(r->value, "ok"))); /* 16 */
+    assert_true(json_is_true(json_object_get(r->value, "ok")));                             /* 16 */
     assert_string_equal(json_string_value(json_object_get(r->value, "capability")), "pdf"); /* 17 */
     assert_string_equal(json_string_value(json_object_get(r->value, "operation")), "analyze");
     const json_t *steps = json_object_get(r->value, "steps"); /* 18 */
@@ -153,7 +153,7 @@ static void from_maps_one_field_and_reports_a_missing_one(void **state)
         0);
     cdsh_toolresult *r = call("pdf_view", "{\"path\":\"a.pdf\",\"render\":{\"page\":2}}");
     assert_json(json_object_get(last_call_of("pdf_render"), "args"), "{\"page\":2}"); /* 20 */
-    assert_true(json_is_true(json_object_get(r->value, "ok")));                      /* 21 */
+    assert_true(json_is_true(json_object_get(r->value, "ok")));                       /* 21 */
     cdsh_toolresult_free(r);
     r = call("pdf_view", "{\"path\":\"a.pdf\"}");
     assert_false(r->is_error);
@@ -210,10 +210,11 @@ static void first_failing_step_stops_the_pipeline_as_a_successful_call(void **st
     cdsh_toolresult *r = call("pdf_analyze", "{\"path\":\"a.pdf\"}");
     assert_int_equal(calls_of("pdf_extract"), 1); /* 28 */
     assert_int_equal(calls_of("pdf_layout"), 0);  /* 29 */
-    assert_json(r->value, "{\"ok\":false,\"capability\":\"pdf\",\"operation\":\"analyze\","
-                          "\"steps\":[{\"tool\":\"pdf_extract\",\"ok\":false,\"error\":\"corrupt "
-                          "file\"}],\"failedStep\":\"pdf_extract\",\"error\":\"corrupt file\"}"); /* 30, 31 */
-    assert_false(r->is_error); /* 32 */
+    assert_json(r->value,
+                "{\"ok\":false,\"capability\":\"pdf\",\"operation\":\"analyze\","
+                "\"steps\":[{\"tool\":\"pdf_extract\",\"ok\":false,\"error\":\"corrupt "
+                "file\"}],\"failedStep\":\"pdf_extract\",\"error\":\"corrupt file\"}"); /* 30, 31 */
+    assert_false(r->is_error);                                                          /* 32 */
     cdsh_toolresult_free(r);
 }
 
@@ -278,7 +279,7 @@ static void narrowing_is_authoring_time(void **state)
     cdsh_error err = {0};
     assert_int_equal(cdsh_ctx_restrict_tools(actx, NULL, deny_own, &err), CDSH_EINVAL);
     assert_non_null(strstr(err.message, "unknown global tool \"agent_own\"")); /* 42 */
-    assert_true(cdsh_tools_visible(cdsh_host_tools(H), agent, "agent_own"));    /* 43 */
+    assert_true(cdsh_tools_visible(cdsh_host_tools(H), agent, "agent_own"));   /* 43 */
     const char *deny[] = {"pdf_extract", NULL};
     assert_int_equal(cdsh_ctx_restrict_tools(actx, NULL, deny, NULL), 0);
     cdsh_toolresult *r = call_as(agent, "c", "pdf_extract", "{}"); /* 44 */

@@ -31,7 +31,7 @@ static void validation_runs_the_sixteen_checks_in_order(void **state)
 {
     (void)state;
     stub_in(NULL, "pdf_extract", STUB_ECHO);
-    BAD("[1]", "capability must be an object");                                   /* 1 */
+    BAD("[1]", "capability must be an object"); /* 1 */
     BAD("null", "capability must be an object");
     BAD("{\"id\":\"Pdf\"}", "capability id \"Pdf\" must match /^[a-z][a-z0-9_]*$/"); /* 2 */
     BAD("{\"id\":7}", "capability id \"7\" must match /^[a-z][a-z0-9_]*$/");
@@ -42,9 +42,9 @@ static void validation_runs_the_sixteen_checks_in_order(void **state)
     BAD("{\"id\":\"pdf\",\"description\":\"d\",\"operations\":[]}", /* 4 */
         "capability \"pdf\" needs a non-empty operations array");
     BAD(CAP("[3]"), "capability \"pdf\": every operation must be an object"); /* 5 */
-    BAD(CAP("[{\"name\":\"A-b\"}]"),                                           /* 6 */
+    BAD(CAP("[{\"name\":\"A-b\"}]"),                                          /* 6 */
         "capability \"pdf\": operation name \"A-b\" must match /^[a-z][a-z0-9_]*$/");
-    BAD("{\"id\":\"pdf\",\"description\":\"d\",\"operations\":[{\"name\":"  /* 7 */
+    BAD("{\"id\":\"pdf\",\"description\":\"d\",\"operations\":[{\"name\":" /* 7 */
         "\"a123456789a123456789a123456789a123456789a123456789a123456789b\"}]}",
         "capability \"pdf\": generated tool name "
         "\"pdf_a123456789a123456789a123456789a123456789a123456789a123456789b\" is invalid");
@@ -57,7 +57,7 @@ static void validation_runs_the_sixteen_checks_in_order(void **state)
     BAD(CAP("[{\"name\":\"a\",\"description\":\"d\",\"parameters\":null}]"),
         "capability \"pdf.a\": parameters must be a parameter-spec object");
     BAD(CAP("[" OP("{}") "]"), "capability \"pdf.a\" needs a non-empty steps array"); /* 11 */
-    BAD(CAP("[" OP("[{\"tool\":\"pdf_extract\"},\"x\"]") "]"),                       /* 12 */
+    BAD(CAP("[" OP("[{\"tool\":\"pdf_extract\"},\"x\"]") "]"),                        /* 12 */
         "capability \"pdf.a\" step 2 must be an object");
     BAD(CAP("[" OP("[{\"tool\":\"pdf.extract\"}]") "]"), /* 13: dots are not tool names */
         "capability \"pdf.a\" step 1: tool \"pdf.extract\" is not a valid tool name");
@@ -74,15 +74,14 @@ static void validation_runs_the_sixteen_checks_in_order(void **state)
            "away). Register the tool first, then the capability.");
     BAD(CAP("[" OP("[{\"tool\":\"nope\",\"from\":\"X\"}]") "]"),
         "capability \"pdf.a\" step 1: from \"X\" must be a field name");
-    assert_int_equal(declare_in(NULL, NULL, CAP("[" OP("[{\"tool\":\"pdf_extract\"}]") "]"), NULL,
-                                NULL),
-                     0);
+    assert_int_equal(
+        declare_in(NULL, NULL, CAP("[" OP("[{\"tool\":\"pdf_extract\"}]") "]"), NULL, NULL), 0);
     cdsh_error err = {0}; /* 16 comes after validation: a bad second one still says invalid */
     assert_int_equal(declare_in(NULL, NULL, CAP("[" OP("[{\"tool\":\"nope\"}]") "]"), NULL, &err),
                      CDSH_ENOTFOUND);
-    assert_int_equal(declare_in(NULL, NULL, CAP("[" OP("[{\"tool\":\"pdf_extract\"}]") "]"), NULL,
-                                &err),
-                     CDSH_EEXIST);
+    assert_int_equal(
+        declare_in(NULL, NULL, CAP("[" OP("[{\"tool\":\"pdf_extract\"}]") "]"), NULL, &err),
+        CDSH_EEXIST);
     assert_string_equal(err.message, "capability \"pdf\" is already registered");
 }
 
@@ -238,8 +237,8 @@ static int declarer_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error
     (void)config;
     stub_in(ctx, "pdf_extract", STUB_ECHO);
     json_t *cap = js(CAP("[" OP("[{\"tool\":\"pdf_extract\"}]") "]"));
-    int rc = cdsh_facade_register(cdsh_ctx_get(ctx, CDSH_FACADE_SERVICE), ctx, cap, NULL, NULL,
-                                  err);
+    int rc =
+        cdsh_facade_register(cdsh_ctx_get(ctx, CDSH_FACADE_SERVICE), ctx, cap, NULL, NULL, err);
     json_decref(cap);
     return rc;
 }
@@ -255,8 +254,8 @@ static int borrower_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error
     (void)config;
     json_t *cap = js("{\"id\":\"borrow\",\"description\":\"d\",\"operations\":[" OP(
         "[{\"tool\":\"shared_tool\"}]") "]}");
-    int rc = cdsh_facade_register(cdsh_ctx_get(ctx, CDSH_FACADE_SERVICE), ctx, cap, NULL, NULL,
-                                  err);
+    int rc =
+        cdsh_facade_register(cdsh_ctx_get(ctx, CDSH_FACADE_SERVICE), ctx, cap, NULL, NULL, err);
     json_decref(cap);
     return rc;
 }
@@ -304,10 +303,9 @@ static void declaring_over_anothers_tools_still_belongs_to_the_declarer(void **s
     cdsh_plugin_unload(TESTER);
     assert_names(NULL, "borrow_a");
     cdsh_toolresult *r = call("borrow_a", "{}");
-    assert_string_equal(
-        json_string_value(json_object_get(json_array_get(json_object_get(r->value, "steps"), 0),
-                                          "code")),
-        "UNKNOWN_TOOL");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(r->value, "steps"), 0), "code")),
+                        "UNKNOWN_TOOL");
     cdsh_toolresult_free(r);
 }
 
@@ -353,9 +351,8 @@ static json_t *yaml_config(const char *yaml)
     json_t *doc = cdsh_profile_yaml_parse(yaml, strlen(yaml), &err);
     if (!doc)
         fail_msg("yaml: %s", err.message);
-    json_t *cfg = json_incref(json_object_get(json_object_get(json_object_get(doc, "plugins"),
-                                                              "facade"),
-                                              "config"));
+    json_t *cfg = json_incref(
+        json_object_get(json_object_get(json_object_get(doc, "plugins"), "facade"), "config"));
     json_decref(doc);
     return cfg;
 }
@@ -411,8 +408,8 @@ static void profile_declarations_register_over_existing_tools_and_report_bad_one
     H = cdsh_host_new();
     CTX = NULL;
     const char *const no_requires[] = {NULL};
-    cdsh_plugin_def tools_first = {.name = "tester", .requires = no_requires,
-                                   .apply = tester_apply};
+    cdsh_plugin_def tools_first = {
+        .name = "tester", .requires = no_requires, .apply = tester_apply};
     assert_int_equal(cdsh_plugin_load(H, &tools_first, NULL, NULL, NULL), 0);
     cdsh_disposer_t listen;
     WARNINGS = 0;
@@ -488,9 +485,9 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
     /* the surface before: a profile without declarations */
     snprintf(path, sizeof path, "%s/profiles/bare.yaml", home);
     cdsh_test_write_file(path, "plugins: {}\n");
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", "--json", "--profile",
-                                        "bare", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", "--json", "--profile", "bare", NULL),
+        0);
     json_t *before = json_loads(out, 0, NULL);
     assert_non_null(before);
     free(out), free(err);

@@ -33,12 +33,12 @@ static surface measure(cdsh_scope *agent, const char *only_prefix_list)
 static const struct {
     const char *domain;
     int n;
-} pool[] = {{"git", 20}, {"browser", 22}, {"db", 19},    {"pdf", 20},
-            {"image", 18}, {"net", 18},   {"cloud", 20}, {"fs", 20}};
+} pool[] = {{"git", 20},   {"browser", 22}, {"db", 19},    {"pdf", 20},
+            {"image", 18}, {"net", 18},     {"cloud", 20}, {"fs", 20}};
 
-static const char *const verbs[] = {"read",  "write",  "list",   "get",    "set",   "create",
-                                    "update", "delete", "parse", "render", "fetch", "open",
-                                    "close", "scan",   "probe",  "split",  "merge", "encode",
+static const char *const verbs[] = {"read",   "write",  "list",     "get",    "set",   "create",
+                                    "update", "delete", "parse",    "render", "fetch", "open",
+                                    "close",  "scan",   "probe",    "split",  "merge", "encode",
                                     "decode", "upload", "download", "convert"};
 
 static void register_pool_tool(const char *domain, int k)
@@ -51,15 +51,19 @@ static void register_pool_tool(const char *domain, int k)
              domain, k, verbs[k % 22], domain, domain);
     stub *s = calloc(1, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
-    json_t *params = json_pack(
-        "{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s]}", "type", "object",
-        "properties", "resource", "type", "string", "description",
-        "Identifier of the resource to act on.", "options", "type", "object", "description",
-        "Tool-specific options.", "limit", "type", "integer", "description",
-        "Maximum number of items to return.", "required", "resource");
+    json_t *params =
+        json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s]}", "type", "object",
+                  "properties", "resource", "type", "string", "description",
+                  "Identifier of the resource to act on.", "options", "type", "object",
+                  "description", "Tool-specific options.", "limit", "type", "integer",
+                  "description", "Maximum number of items to return.", "required", "resource");
     json_t *out = js("{}");
-    cdsh_tool_def def = {.name = name, .description = desc, .parameters = params,
-                         .output_schema = out, .execute = stub_body, .ud = s,
+    cdsh_tool_def def = {.name = name,
+                         .description = desc,
+                         .parameters = params,
+                         .output_schema = out,
+                         .execute = stub_body,
+                         .ud = s,
                          .free_ud = stub_free};
     assert_int_equal(cdsh_ctx_register_tool(CTX, &def, NULL), 0);
     json_decref(params);
@@ -96,8 +100,8 @@ static void fifteen_operations_over_157_primitives_add_exactly_their_schemas(voi
                          "{\"tool\":\"%s_open\"},{\"tool\":\"%s_scan\"},{\"tool\":\"%s_close\"}",
                          dom, dom, dom);
             else
-                snprintf(steps, sizeof steps, "{\"tool\":\"%s_read\"},{\"tool\":\"%s_write\"}",
-                         dom, dom);
+                snprintf(steps, sizeof steps, "{\"tool\":\"%s_read\"},{\"tool\":\"%s_write\"}", dom,
+                         dom);
             off += snprintf(cap + off, sizeof cap - (size_t)off,
                             "%s{\"name\":\"%s\",\"description\":\"%s a %s resource end to end.\","
                             "\"parameters\":{\"resource\":{\"type\":\"string\",\"required\":"

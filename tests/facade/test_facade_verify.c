@@ -20,18 +20,17 @@
 
 static char *HOME_DIR;
 
-static const char *GOOD =
-    "plugins:\n"
-    "  facade:\n"
-    "    config:\n"
-    "      capabilities:\n"
-    "        - id: docs\n"
-    "          description: Project documentation.\n"
-    "          operations:\n"
-    "            - name: open\n"
-    "              description: Load one skill's instructions.\n"
-    "              parameters: {name: {type: string, required: true}}\n"
-    "              steps: [{tool: skill}]\n";
+static const char *GOOD = "plugins:\n"
+                          "  facade:\n"
+                          "    config:\n"
+                          "      capabilities:\n"
+                          "        - id: docs\n"
+                          "          description: Project documentation.\n"
+                          "          operations:\n"
+                          "            - name: open\n"
+                          "              description: Load one skill's instructions.\n"
+                          "              parameters: {name: {type: string, required: true}}\n"
+                          "              steps: [{tool: skill}]\n";
 
 static const char *BROKEN =
     "plugins:\n"
@@ -73,7 +72,6 @@ static int teardown(void **state)
     unsetenv("CDSH_MODEL");
     return 0;
 }
-
 
 static void good_profile_verifies_without_touching_the_home(void **state)
 {
@@ -245,10 +243,9 @@ static void smoke_makes_one_model_call_with_the_composed_tools(void **state)
     assert_non_null(line);
     const json_t *tools = json_object_get(json_object_get(line, "body"), "tools");
     assert_int_equal(json_array_size(tools), 2);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_array_get(tools, 1), "function"),
-                                          "name")),
-        "docs_open");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tools, 1), "function"), "name")),
+                        "docs_open");
     json_decref(line);
     free(rec);
     fake_stop(&f);

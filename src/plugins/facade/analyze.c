@@ -43,7 +43,10 @@ static bool ident_start(unsigned char c)
     return isalpha(c) || c == '_' || c == '$' || c >= 0x80;
 }
 
-static bool ident_char(unsigned char c) { return ident_start(c) || isdigit(c); }
+static bool ident_char(unsigned char c)
+{
+    return ident_start(c) || isdigit(c);
+}
 
 static int push(lexer *lx, tkind kind, size_t off, size_t end, unsigned line)
 {
@@ -94,8 +97,8 @@ static bool skip_comment(lexer *lx)
     }
     if (lx->s[lx->pos + 1] == '*') {
         lx->pos += 2;
-        while (lx->pos < lx->n && !(lx->s[lx->pos] == '*' && lx->pos + 1 < lx->n &&
-                                    lx->s[lx->pos + 1] == '/'))
+        while (lx->pos < lx->n &&
+               !(lx->s[lx->pos] == '*' && lx->pos + 1 < lx->n && lx->s[lx->pos + 1] == '/'))
             advance(lx);
         lx->pos = lx->pos + 2 <= lx->n ? lx->pos + 2 : lx->n;
         return true;
@@ -289,8 +292,8 @@ static int parse_object(const lexer *lx, size_t open, object *o)
             i++;
         }
         const tok *k = &lx->toks[start];
-        if (colon == start + 1 && (k->kind == T_IDENT || k->kind == T_STR || k->kind == T_TPL ||
-                                   k->kind == T_NUM)) {
+        if (colon == start + 1 &&
+            (k->kind == T_IDENT || k->kind == T_STR || k->kind == T_TPL || k->kind == T_NUM)) {
             if (o->n == cap) {
                 cap = cap ? cap * 2 : 8;
                 member *m = realloc(o->m, cap * sizeof *m);
@@ -302,8 +305,8 @@ static int parse_object(const lexer *lx, size_t open, object *o)
             size_t klen = k->len;
             if (quoted)
                 klen = klen >= 2 ? klen - 2 : 0;
-            o->m[o->n++] = (member){quoted ? k->off + 1 : k->off, klen, k->kind == T_IDENT,
-                                    colon + 1, i};
+            o->m[o->n++] =
+                (member){quoted ? k->off + 1 : k->off, klen, k->kind == T_IDENT, colon + 1, i};
         }
         if (punct(lx, i, ','))
             i++;
@@ -317,7 +320,8 @@ static int parse_object(const lexer *lx, size_t open, object *o)
 static const member *find_member(const lexer *lx, const object *o, const char *key)
 {
     for (size_t i = 0; i < o->n; i++)
-        if (o->m[i].key_len == strlen(key) && memcmp(lx->s + o->m[i].key_off, key, o->m[i].key_len) == 0)
+        if (o->m[i].key_len == strlen(key) &&
+            memcmp(lx->s + o->m[i].key_off, key, o->m[i].key_len) == 0)
             return &o->m[i];
     return NULL;
 }
@@ -509,10 +513,10 @@ json_t *cdsh_facade_analyze_source(const char *text, size_t len, const char *fil
                 json_t *id = string_value(&lx, find_member(&lx, &o, "id"));
                 size_t at = punct(&lx, i - 2, '?') ? i - 3 : i - 2;
                 if (id)
-                    json_array_append_new(
-                        caps, json_pack("{s:o, s:o, s:s, s:i}", "id", id, "operations",
-                                        operation_names(&lx, i + 3, o.end), "file", file, "line",
-                                        (int)lx.toks[at].line));
+                    json_array_append_new(caps,
+                                          json_pack("{s:o, s:o, s:s, s:i}", "id", id, "operations",
+                                                    operation_names(&lx, i + 3, o.end), "file",
+                                                    file, "line", (int)lx.toks[at].line));
             }
         }
         free(o.m);
@@ -524,17 +528,20 @@ json_t *cdsh_facade_analyze_source(const char *text, size_t len, const char *fil
 /* ---- grouping and classification ------------------------------------------- */
 
 static const char *const primitive_hints[] = {
-    "extract", "parse",  "read",    "write",   "render",   "layout", "ocr",    "fetch",
-    "list",    "get",    "set",     "create",  "update",   "delete", "remove", "insert",
-    "append",  "merge",  "split",   "convert", "encode",   "decode", "compress",
-    "upload",  "download", "open",  "close",   "scan",     "probe",  "raw",    NULL};
+    "extract",  "parse", "read",  "write",   "render", "layout", "ocr",      "fetch",
+    "list",     "get",   "set",   "create",  "update", "delete", "remove",   "insert",
+    "append",   "merge", "split", "convert", "encode", "decode", "compress", "upload",
+    "download", "open",  "close", "scan",    "probe",  "raw",    NULL};
 static const char *const operation_hints[] = {
-    "analyze", "analyse",  "inspect",   "review",  "summarize", "summarise", "search",
-    "find",    "locate",   "modify",    "edit",    "apply",     "transform", "publish",
-    "deploy",  "generate", "compose",   "diagnose", "compare",  "diff",      "report",
-    "explain", "resolve",  "repair",    "migrate", NULL};
+    "analyze", "analyse",  "inspect", "review",   "summarize", "summarise", "search",
+    "find",    "locate",   "modify",  "edit",     "apply",     "transform", "publish",
+    "deploy",  "generate", "compose", "diagnose", "compare",   "diff",      "report",
+    "explain", "resolve",  "repair",  "migrate",  NULL};
 
-static bool sep(char c) { return c == '.' || c == '_' || c == '-'; }
+static bool sep(char c)
+{
+    return c == '.' || c == '_' || c == '-';
+}
 
 char *cdsh_facade_group_dup(const char *name)
 {
@@ -660,8 +667,8 @@ json_t *cdsh_facade_analyze_build(const char *root, const json_t *scanned, const
 
 /* ---- directory walk ------------------------------------------------------------ */
 
-static const char *const skip_dirs[] = {"node_modules", ".git",     "dist",  "build", ".turbo",
-                                        "coverage",     "test",     "tests", NULL};
+static const char *const skip_dirs[] = {"node_modules", ".git", "dist",  "build", ".turbo",
+                                        "coverage",     "test", "tests", NULL};
 static const char *const exts[] = {".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", NULL};
 
 static bool has_ext(const char *name)
@@ -772,11 +779,10 @@ json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, con
         {
             json_array_append_new(params, json_string(key));
         }
-        json_array_append_new(
-            recs, json_pack("{s:O, s:b, s:o, s:o, s:s, s:i}", "name", json_object_get(s, "name"),
-                            "dynamic", 0, "description",
-                            flatten(desc, strlen(desc)),
-                            "parameters", params, "file", "registry", "line", 0));
+        json_array_append_new(recs, json_pack("{s:O, s:b, s:o, s:o, s:s, s:i}", "name",
+                                              json_object_get(s, "name"), "dynamic", 0,
+                                              "description", flatten(desc, strlen(desc)),
+                                              "parameters", params, "file", "registry", "line", 0));
     }
     json_t *listed = cdsh_facade_list(facade);
     json_t *c;

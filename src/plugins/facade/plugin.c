@@ -16,9 +16,9 @@
 typedef struct state {
     cdsh_facade *facade;
     cdsh_plugin_ctx *ctx;
-    json_t *decls;  /* the config's declarations (borrowed from the fiber's config) */
-    bool *waiting;  /* decls[i] failed only on a missing step tool */
-    char **last;    /* decls[i]'s last reported problem (reported once) */
+    json_t *decls; /* the config's declarations (borrowed from the fiber's config) */
+    bool *waiting; /* decls[i] failed only on a missing step tool */
+    char **last;   /* decls[i]'s last reported problem (reported once) */
     size_t n;
     pthread_mutex_t lock;
     bool busy, again; /* a retry pass is running / a change arrived meanwhile */
@@ -131,11 +131,10 @@ const cdsh_plugin_def cdsh_facade_plugin = {
     .name = CDSH_FACADE_PLUGIN,
     .description = "capability facade: declared tool pipelines as model-facing operations",
     .requires = requires_,
-    .config_schema =
-        "{\"type\":\"object\",\"properties\":{\"capabilities\":{\"type\":\"array\","
-        "\"default\":[],\"description\":\"capability declarations: {id, description, "
-        "operations:[{name, description, parameters?, steps:[{tool, from?}]}]}\","
-        "\"items\":{\"type\":\"object\",\"additionalProperties\":true}}}}",
+    .config_schema = "{\"type\":\"object\",\"properties\":{\"capabilities\":{\"type\":\"array\","
+                     "\"default\":[],\"description\":\"capability declarations: {id, description, "
+                     "operations:[{name, description, parameters?, steps:[{tool, from?}]}]}\","
+                     "\"items\":{\"type\":\"object\",\"additionalProperties\":true}}}}",
     .enabled_by_default = true,
     .apply = apply,
 };

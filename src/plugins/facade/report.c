@@ -106,13 +106,14 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
         cdsh_strbuf_append_str(&sb, "\n");
     }
     cdsh_strbuf_append_str(
-        &sb, "## Boundary\n\n"
-             "This report is read-only. It groups by name prefix and classifies by verb \u2014 both "
-             "are heuristics.\n"
-             "A grouping is a *question*, not a recommendation: whether two tools form one "
-             "semantic operation is a judgment call.\n"
-             "The analyzer never hides, moves, or rewrites a tool, and never claims one is "
-             "unnecessary.");
+        &sb,
+        "## Boundary\n\n"
+        "This report is read-only. It groups by name prefix and classifies by verb \u2014 both "
+        "are heuristics.\n"
+        "A grouping is a *question*, not a recommendation: whether two tools form one "
+        "semantic operation is a judgment call.\n"
+        "The analyzer never hides, moves, or rewrites a tool, and never claims one is "
+        "unnecessary.");
     return cdsh_strbuf_take(&sb, NULL);
 }
 

@@ -133,8 +133,7 @@ static int invalid(cdsh_error *err, const char *fmt, ...)
     return rc;
 }
 
-static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *cap,
-                    cdsh_error *err)
+static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *cap, cdsh_error *err)
 {
     if (!json_is_object(cap))
         return invalid(err, "capability must be an object");
@@ -142,8 +141,7 @@ static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *ca
     const char *id = json_string_value(jid);
     if (!match_id(id)) {
         char *s = show(jid);
-        int rc = invalid(err, "capability id \"%s\" must match %s", s ? s : "",
-                         ID_PATTERN);
+        int rc = invalid(err, "capability id \"%s\" must match %s", s ? s : "", ID_PATTERN);
         free(s);
         return rc;
     }
@@ -151,7 +149,8 @@ static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *ca
     if (!desc || blank(desc))
         return invalid(err,
                        "capability \"%s\" needs a non-empty description: it is the only text "
-                       "the model reads before choosing", id);
+                       "the model reads before choosing",
+                       id);
     const json_t *ops = json_object_get(cap, "operations");
     if (!json_is_array(ops) || json_array_size(ops) == 0)
         return invalid(err, "capability \"%s\" needs a non-empty operations array", id);
@@ -166,53 +165,55 @@ static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *ca
         const char *name = json_string_value(jname);
         if (!match_id(name)) {
             char *s = show(jname);
-            int rc = invalid(err, "capability \"%s\": operation name \"%s\" must match %s",
-                             id, s ? s : "", ID_PATTERN);
+            int rc = invalid(err, "capability \"%s\": operation name \"%s\" must match %s", id,
+                             s ? s : "", ID_PATTERN);
             free(s);
             return rc;
         }
         char tool_name[256];
         snprintf(tool_name, sizeof tool_name, "%s_%s", id, name);
         if (strlen(id) + 1 + strlen(name) >= sizeof tool_name || !match_tool(tool_name))
-            return invalid(err, "capability \"%s\": generated tool name \"%s_%s\" is invalid", id, id, name);
+            return invalid(err, "capability \"%s\": generated tool name \"%s_%s\" is invalid", id,
+                           id, name);
         for (size_t j = 0; j < i; j++)
-            if (strcmp(json_string_value(json_object_get(json_array_get(ops, j), "name")),
-                       name) == 0)
+            if (strcmp(json_string_value(json_object_get(json_array_get(ops, j), "name")), name) ==
+                0)
                 return invalid(err, "capability \"%s\": duplicate operation tool \"%s\"", id,
                                tool_name);
         const char *odesc = json_string_value(json_object_get(op, "description"));
         if (!odesc || blank(odesc))
-            return invalid(err, "capability \"%s.%s\" needs a non-empty description", id,
-                           name);
+            return invalid(err, "capability \"%s.%s\" needs a non-empty description", id, name);
         const json_t *params = json_object_get(op, "parameters");
         if (params && !json_is_object(params))
-            return invalid(err, "capability \"%s.%s\": parameters must be a parameter-spec object", id, name);
+            return invalid(err, "capability \"%s.%s\": parameters must be a parameter-spec object",
+                           id, name);
         const json_t *steps = json_object_get(op, "steps");
         if (!json_is_array(steps) || json_array_size(steps) == 0)
-            return invalid(err, "capability \"%s.%s\" needs a non-empty steps array", id,
-                           name);
+            return invalid(err, "capability \"%s.%s\" needs a non-empty steps array", id, name);
         size_t k;
         const json_t *step;
         json_array_foreach(steps, k, step)
         {
             if (!json_is_object(step))
-                return invalid(err, "capability \"%s.%s\" step %zu must be an object", id,
-                               name, k + 1);
+                return invalid(err, "capability \"%s.%s\" step %zu must be an object", id, name,
+                               k + 1);
             const json_t *jtool = json_object_get(step, "tool");
             const char *tool = json_string_value(jtool);
             if (!match_tool(tool)) {
                 char *s = show(jtool);
                 int rc = invalid(err,
                                  "capability \"%s.%s\" step %zu: tool \"%s\" is not a valid tool "
-                                 "name", id, name, k + 1, s ? s : "");
+                                 "name",
+                                 id, name, k + 1, s ? s : "");
                 free(s);
                 return rc;
             }
             const json_t *jfrom = json_object_get(step, "from");
             if (jfrom && !match_id(json_string_value(jfrom))) {
                 char *s = show(jfrom);
-                int rc = invalid(err,
-                                 "capability \"%s.%s\" step %zu: from \"%s\" must be a field name", id, name, k + 1, s ? s : "");
+                int rc =
+                    invalid(err, "capability \"%s.%s\" step %zu: from \"%s\" must be a field name",
+                            id, name, k + 1, s ? s : "");
                 free(s);
                 return rc;
             }
@@ -430,8 +431,8 @@ static int op_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
             break;
         }
         if (res->is_error) {
-            char *msg = clip(res->error_message ? res->error_message : "",
-                             CDSH_FACADE_ERROR_TEXT_BUDGET);
+            char *msg =
+                clip(res->error_message ? res->error_message : "", CDSH_FACADE_ERROR_TEXT_BUDGET);
             failed = json_pack("{s:s, s:b, s:s}", "tool", tool, "ok", 0, "error", msg ? msg : "");
             if (res->error_code)
                 json_object_set_new(failed, "code", json_string(res->error_code));
@@ -440,10 +441,9 @@ static int op_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
             break;
         }
         char *text = step_text(res);
-        json_array_append_new(results,
-                              json_pack("{s:s, s:b, s:s, s:O}", "tool", tool, "ok", 1, "text",
-                                        text ? text : "", "value",
-                                        res->value ? res->value : json_null()));
+        json_array_append_new(results, json_pack("{s:s, s:b, s:s, s:O}", "tool", tool, "ok", 1,
+                                                 "text", text ? text : "", "value",
+                                                 res->value ? res->value : json_null()));
         free(text);
         cdsh_toolresult_free(res);
     }

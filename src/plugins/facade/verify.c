@@ -163,10 +163,10 @@ static void smoke(run *r, cdsh_host *host, json_t *report)
     {
         json_array_append_new(tools, json_pack("{s:s, s:O}", "type", "function", "function", s));
     }
-    json_t *messages = json_pack(
-        "[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content",
-        "You are cdsh, checking that a profile works. Do not call tools.", "role", "user",
-        "content", "cdsh profile verify: reply with the single word OK.");
+    json_t *messages =
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content",
+                  "You are cdsh, checking that a profile works. Do not call tools.", "role", "user",
+                  "content", "cdsh profile verify: reply with the single word OK.");
     cdsh_model_config_init(&cfg);
     int rc = cdsh_model_config_resolve(NULL, NULL, &cfg, &err);
     if (rc == 0)
