@@ -230,6 +230,36 @@ static void caller_cancellation_makes_the_outer_call_aborted(void **state)
     cdsh_cancel_free(TOKEN);
 }
 
+static void operations_can_be_steps_of_other_operations(void **state)
+{
+    (void)state;
+    stub_in(NULL, "pdf_extract", STUB_ECHO);
+    assert_int_equal(declare_in(NULL, NULL,
+                                "{\"id\":\"inner\",\"description\":\"d\",\"operations\":[{"
+                                "\"name\":\"run\",\"description\":\"d\",\"steps\":[{\"tool\":"
+                                "\"pdf_extract\"}]}]}",
+                                NULL, NULL),
+                     0);
+    assert_int_equal(declare_in(NULL, NULL,
+                                "{\"id\":\"outer\",\"description\":\"d\",\"operations\":[{"
+                                "\"name\":\"go\",\"description\":\"d\",\"steps\":[{\"tool\":"
+                                "\"inner_run\"}]}]}",
+                                NULL, NULL),
+                     0);
+    cdsh_toolresult *r = call("outer_go", "{\"x\":1}");
+    assert_true(json_is_true(json_object_get(r->value, "ok")));
+    const json_t *c = last_call_of("pdf_extract");
+    assert_string_equal(json_string_value(json_object_get(c, "callId")),
+                        "call-1:outer.go:1:inner.run:1");
+    assert_string_equal(json_string_value(json_object_get(c, "rootCallId")), "call-1");
+    assert_string_equal(json_string_value(json_object_get(c, "parent")), "call-1:outer.go:1");
+    /* the inner operation's value is the outer step's value */
+    const json_t *inner =
+        json_object_get(json_array_get(json_object_get(r->value, "steps"), 0), "value");
+    assert_string_equal(json_string_value(json_object_get(inner, "capability")), "inner");
+    cdsh_toolresult_free(r);
+}
+
 /* ---- ownership (digest §6) -------------------------------------------------- */
 
 static int declarer_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
@@ -558,6 +588,7 @@ int main(void)
         T(long_errors_are_clipped_to_600_and_codes_kept),
         T(invalid_operation_arguments_fail_before_any_step),
         T(caller_cancellation_makes_the_outer_call_aborted),
+        T(operations_can_be_steps_of_other_operations),
         T(unloading_the_declarer_removes_its_operations_and_listing),
         T(declaring_over_anothers_tools_still_belongs_to_the_declarer),
         T(unloading_the_facade_sends_declarers_back_and_reload_redeclares),

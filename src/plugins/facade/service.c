@@ -423,9 +423,11 @@ static int op_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
             free(ferr);
             break;
         }
-        char call_id[512];
-        snprintf(call_id, sizeof call_id, "%s:%s.%s:%zu", exec->call_id, o->id, o->op, k + 1);
-        cdsh_toolresult *res = cdsh_dispatch_nested(exec, call_id, tool, args);
+        char *call_id = NULL;
+        cdsh_toolresult *res = NULL;
+        if (asprintf(&call_id, "%s:%s.%s:%zu", exec->call_id, o->id, o->op, k + 1) >= 0)
+            res = cdsh_dispatch_nested(exec, call_id, tool, args);
+        free(call_id);
         if (!res) {
             failed = json_pack("{s:s, s:b, s:s}", "tool", tool, "ok", 0, "error", "out of memory");
             break;
@@ -441,9 +443,10 @@ static int op_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
             break;
         }
         char *text = step_text(res);
-        json_array_append_new(results, json_pack("{s:s, s:b, s:s, s:O}", "tool", tool, "ok", 1,
-                                                 "text", text ? text : "", "value",
-                                                 res->value ? res->value : json_null()));
+        /* a copy: the step's frozen value stays the step's */
+        json_t *copy = res->value ? json_deep_copy(res->value) : json_null();
+        json_array_append_new(results, json_pack("{s:s, s:b, s:s, s:o}", "tool", tool, "ok", 1,
+                                                 "text", text ? text : "", "value", copy));
         free(text);
         cdsh_toolresult_free(res);
     }
