@@ -360,8 +360,11 @@ static void tokenizer_ignores_comments_strings_and_regex_literals(void **state)
         "const t = `defineTool({ name: 'in_template', ${ '}' } parameters: {} })`\n"
         "defineTool({ name: 'real_one', description: 'has } and { inside', parameters: { "
         "a: /}/, b: `${'}'}` } })\n"
-        "defineTool({ name: 'no_description', parameters: { x: {} } })\n");
-    assert_int_equal(json_array_size(json_object_get(r, "tools")), 2);
+        "defineTool({ name: 'no_description', parameters: { x: {} } })\n"
+        "export const t = defineTool<{ path: string }>({ name: 'typed_one', parameters: "
+        "{ path: { type: 'string' } } })\n");
+    assert_int_equal(json_array_size(json_object_get(r, "tools")), 3);
+    assert_json(json_object_get(tool_named(r, "typed_one"), "parameters"), "[\"path\"]");
     assert_json(json_object_get(tool_named(r, "real_one"), "parameters"), "[\"a\",\"b\"]");
     assert_string_equal(
         json_string_value(json_object_get(tool_named(r, "real_one"), "description")),

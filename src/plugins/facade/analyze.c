@@ -476,6 +476,24 @@ static bool capability_call(const lexer *lx, size_t i)
     return t->kind == T_IDENT && t->len == 12 && memcmp(lx->s + t->off, "capabilities", 12) == 0;
 }
 
+/* For `ident({` (and TypeScript's `defineTool<T>({`), the index of the
+ * brace; 0 when token i does not start such a call. */
+static size_t call_object(const lexer *lx, size_t i)
+{
+    size_t j = i + 1;
+    if (tok_is(lx, &lx->toks[i], "defineTool") && punct(lx, j, '<')) {
+        int depth = 0;
+        for (; j < lx->ntoks && j < i + 64; j++) {
+            if (punct(lx, j, '<'))
+                depth++;
+            else if (punct(lx, j, '>') && --depth == 0)
+                break;
+        }
+        j++;
+    }
+    return punct(lx, j, '(') && punct(lx, j + 1, '{') ? j + 1 : 0;
+}
+
 json_t *cdsh_facade_analyze_source(const char *text, size_t len, const char *file)
 {
     lexer lx = {.s = text ? text : "", .n = text ? len : 0, .line = 1};
@@ -490,10 +508,13 @@ json_t *cdsh_facade_analyze_source(const char *text, size_t len, const char *fil
         file = "";
     for (size_t i = 0; i + 2 < lx.ntoks; i++) {
         const tok *t = &lx.toks[i];
-        if (t->kind != T_IDENT || !punct(&lx, i + 1, '(') || !punct(&lx, i + 2, '{'))
+        if (t->kind != T_IDENT)
+            continue;
+        size_t open = call_object(&lx, i);
+        if (!open)
             continue;
         object o;
-        if (parse_object(&lx, i + 2, &o))
+        if (parse_object(&lx, open, &o))
             break;
         json_t *name = string_value(&lx, find_member(&lx, &o, "name"));
         const member *params = find_member(&lx, &o, "parameters");
@@ -515,7 +536,7 @@ json_t *cdsh_facade_analyze_source(const char *text, size_t len, const char *fil
                 if (id)
                     json_array_append_new(caps,
                                           json_pack("{s:o, s:o, s:s, s:i}", "id", id, "operations",
-                                                    operation_names(&lx, i + 3, o.end), "file",
+                                                    operation_names(&lx, open + 1, o.end), "file",
                                                     file, "line", (int)lx.toks[at].line));
             }
         }
