@@ -564,38 +564,37 @@ static bool sep(char c)
     return c == '.' || c == '_' || c == '-';
 }
 
+/* The next part of a name split on . _ - (empty parts skipped): its start,
+ * with *len set and *p moved past it; NULL when no part is left. */
+static const char *next_part(const char **p, size_t *len)
+{
+    while (**p && sep(**p))
+        (*p)++;
+    if (!**p)
+        return NULL;
+    const char *s = *p;
+    while (**p && !sep(**p))
+        (*p)++;
+    *len = (size_t)(*p - s);
+    return s;
+}
+
 char *cdsh_facade_group_dup(const char *name)
 {
-    size_t parts = 0, first = 0;
-    const char *p = name ? name : "";
-    while (*p) {
-        while (*p && sep(*p))
-            p++;
-        if (!*p)
-            break;
-        const char *s = p;
-        while (*p && !sep(*p))
-            p++;
+    const char *p = name ? name : "", *first = NULL, *part;
+    size_t parts = 0, first_len = 0, len;
+    while ((part = next_part(&p, &len)))
         if (parts++ == 0)
-            first = (size_t)(p - s), name = s;
-    }
-    return parts >= 2 ? strndup(name, first) : strdup("");
+            first = part, first_len = len;
+    return parts >= 2 ? strndup(first, first_len) : strdup("");
 }
 
 const char *cdsh_facade_classify(const char *name)
 {
-    const char *last = name ? name : "", *p = last;
-    size_t len = 0;
-    while (*p) {
-        while (*p && sep(*p))
-            p++;
-        if (!*p)
-            break;
-        const char *s = p;
-        while (*p && !sep(*p))
-            p++;
-        last = s, len = (size_t)(p - s);
-    }
+    const char *p = name ? name : "", *last = NULL, *part;
+    size_t len = 0, plen;
+    while ((part = next_part(&p, &plen)))
+        last = part, len = plen;
     char lower[32];
     if (len == 0 || len >= sizeof lower)
         return "unclassified";
