@@ -230,6 +230,109 @@ static void caller_cancellation_makes_the_outer_call_aborted(void **state)
     cdsh_cancel_free(TOKEN);
 }
 
+/* ---- every step goes through the whole pipeline ---------------------------- */
+
+static json_t *SEEN; /* stage:name:callId entries */
+
+static void seen(const char *stage, const cdsh_tool_exec *exec)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s:%s", stage, exec->name);
+    json_array_append_new(SEEN, json_string(buf));
+}
+
+static cdsh_tools_verdict pre_hook(void *ud, const cdsh_tool_exec *exec, char **reason)
+{
+    (void)ud;
+    seen("pre", exec);
+    if (strcmp(exec->name, "step_ask") == 0)
+        return CDSH_TOOLS_ASK;
+    if (strcmp(exec->name, "step_deny") == 0) {
+        *reason = strdup("denied by pre-execute: P-1");
+        return CDSH_TOOLS_DENY;
+    }
+    return CDSH_TOOLS_ALLOW;
+}
+
+static cdsh_toolresult *around_hook(void *ud, const cdsh_tool_exec *exec, cdsh_dispatch_next *next)
+{
+    (void)ud;
+    seen("around", exec);
+    return cdsh_dispatch_next_run(next, NULL);
+}
+
+static void post_hook(void *ud, const cdsh_tool_exec *exec, const cdsh_toolresult *res,
+                      cdsh_tools_post *decision)
+{
+    (void)ud, (void)res;
+    seen("post", exec);
+    if (strcmp(exec->name, "step_block") == 0) {
+        decision->block = true;
+        decision->feedback = cdsh_toolresult_text_content("blocked after the fact");
+    }
+}
+
+static void on_result(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
+{
+    (void)arg, (void)name, (void)scope;
+    char buf[256];
+    snprintf(buf, sizeof buf, "result:%s:%s", json_string_value(json_object_get(payload, "name")),
+             json_is_string(json_object_get(payload, "parent"))
+                 ? json_string_value(json_object_get(payload, "parent"))
+                 : "-");
+    json_array_append_new(SEEN, json_string(buf));
+}
+
+static const json_t *step_of(const cdsh_toolresult *r, size_t k)
+{
+    return json_array_get(json_object_get(r->value, "steps"), k);
+}
+
+static void every_step_runs_the_whole_pipeline(void **state)
+{
+    (void)state;
+    SEEN = json_array();
+    const char *const names[] = {"step_ok", "step_ask", "step_deny", "step_block", NULL};
+    stubs(names);
+    assert_int_equal(cdsh_ctx_on_pre_execute(CTX, pre_hook, NULL, NULL, NULL), 0);
+    assert_int_equal(cdsh_ctx_on_execute(CTX, around_hook, NULL, NULL, NULL), 0);
+    assert_int_equal(cdsh_ctx_on_post_execute(CTX, post_hook, NULL, NULL, NULL), 0);
+    assert_int_equal(cdsh_ctx_on(CTX, "tools/result", on_result, NULL, NULL), 0);
+    const char *ops[] = {"step_ok", "step_ask", "step_deny", "step_block"};
+    for (size_t i = 0; i < 4; i++) {
+        char cap[512];
+        snprintf(cap, sizeof cap,
+                 "{\"id\":\"c%zu\",\"description\":\"d\",\"operations\":[{\"name\":\"run\","
+                 "\"description\":\"d\",\"steps\":[{\"tool\":\"%s\"}]}]}",
+                 i, ops[i]);
+        assert_int_equal(declare_in(NULL, NULL, cap, NULL, NULL), 0);
+    }
+    cdsh_toolresult *r = call("c0_run", "{}");
+    assert_true(json_is_true(json_object_get(r->value, "ok")));
+    assert_json(SEEN, "[\"pre:c0_run\",\"around:c0_run\",\"pre:step_ok\",\"around:step_ok\","
+                      "\"post:step_ok\",\"result:step_ok:call-1\",\"post:c0_run\","
+                      "\"result:c0_run:-\"]");
+    cdsh_toolresult_free(r);
+    /* ask without an approval service is a denial, reason verbatim */
+    r = call("c1_run", "{}");
+    assert_string_equal(json_string_value(json_object_get(step_of(r, 0), "error")),
+                        "tool \"step_ask\" requires approval (not yet supported)");
+    cdsh_toolresult_free(r);
+    r = call("c2_run", "{}");
+    assert_string_equal(json_string_value(json_object_get(r->value, "error")),
+                        "denied by pre-execute: P-1");
+    assert_null(json_object_get(step_of(r, 0), "code"));
+    cdsh_toolresult_free(r);
+    r = call("c3_run", "{}"); /* the body ran, post-execute blocked its result */
+    assert_int_equal(calls_of("step_block"), 1);
+    assert_string_equal(json_string_value(json_object_get(r->value, "error")),
+                        "blocked after the fact");
+    cdsh_toolresult_free(r);
+    assert_int_equal(calls_of("step_ask"), 0);
+    assert_int_equal(calls_of("step_deny"), 0);
+    json_decref(SEEN);
+}
+
 static void operations_can_be_steps_of_other_operations(void **state)
 {
     (void)state;
@@ -589,6 +692,7 @@ int main(void)
         T(invalid_operation_arguments_fail_before_any_step),
         T(caller_cancellation_makes_the_outer_call_aborted),
         T(operations_can_be_steps_of_other_operations),
+        T(every_step_runs_the_whole_pipeline),
         T(unloading_the_declarer_removes_its_operations_and_listing),
         T(declaring_over_anothers_tools_still_belongs_to_the_declarer),
         T(unloading_the_facade_sends_declarers_back_and_reload_redeclares),
