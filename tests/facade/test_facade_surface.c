@@ -1,9 +1,7 @@
-/* test_facade_surface.c — surface metrics: a pool of 157 stub tools in eight
- * domains (the digest's scale experiment: git 20, browser 22, db 19, pdf 20,
- * image 18, net 18, cloud 20, fs 20) gets 15 semantic operations; the test
- * prints the visible tool count and schema bytes (as `cdsh tools list --json`
- * counts them: compact {name, description, parameters}) before and after, and
- * checks the arithmetic. The facade adds; it never hides (digest §6). */
+/* test_facade_surface.c — surface metrics: 157 stub primitives in eight
+ * domains (the digest's scale experiment) get 15 semantic operations; prints
+ * the visible tool count and schema bytes, counted as `cdsh tools list --json`
+ * counts them, before and after, and checks the arithmetic. */
 #include "facade_fixture.h"
 
 typedef struct surface {

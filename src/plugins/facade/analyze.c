@@ -1,12 +1,6 @@
-/* analyze.c — tokenizer and walker for DSH plugin sources, directory walk,
- * grouping and candidates. Rendering is report.c.
- *
- * Why a hand-written tokenizer: no packaged JS/TS parser fits (Duktape parses
- * JavaScript but not TypeScript, and would execute nothing here anyway), and
- * the original's regex scan mis-reads braces inside comments and regex
- * literals. This tokenizer knows strings, template literals (with nested
- * ${...}), comments, regex literals and numbers; the walker then reads object
- * literals member by member, which is all the digest's patterns need. */
+/* analyze.c — tokenizer and walker for DSH plugin sources, the directory
+ * walk, grouping and candidates, and the same report for a live registry.
+ * Rendering is report.c. */
 #include "plugins/facade/analyze.h"
 
 #include <ctype.h>
@@ -21,6 +15,13 @@
 #include "base/utf8.h"
 #include "host/tools.h"
 #include "plugins/facade/service.h"
+
+/* Why a hand-written tokenizer: no packaged JS/TS parser fits (Duktape parses
+ * JavaScript but not TypeScript, and nothing here should execute plugin
+ * code), and the original's regex scan mis-reads braces inside comments and
+ * regex literals. This tokenizer knows strings, template literals (with nested
+ * ${...}), comments, regex literals and numbers; the walker then reads object
+ * literals member by member, which is all the digest's patterns need. */
 
 typedef enum tkind { T_IDENT, T_STR, T_TPL, T_PUNCT, T_NUM, T_REGEX } tkind;
 

@@ -1,10 +1,8 @@
 /* analyze.h — the read-only tool-surface analyzer (capability-facade.md §8):
- * finds the tools a DSH JavaScript/TypeScript plugin registers (defineTool
- * and local-wrapper forms) and its capability declarations, groups tools by
- * name prefix, classifies them by verb and turns groups into candidates that
- * carry a question, never a recommendation. Reports and proposals are
- * report.h. Nothing here writes to the analysed directory. Thread-safe (no
- * shared state). */
+ * finds the tools and capability declarations of a DSH JS/TS plugin, groups
+ * tools by name prefix, classifies them by verb and turns groups into
+ * candidates carrying a question, never a recommendation. Rendering is
+ * report.h. Never writes to the analysed directory; thread-safe. */
 #ifndef CDSH_PLUGINS_FACADE_ANALYZE_H
 #define CDSH_PLUGINS_FACADE_ANALYZE_H
 

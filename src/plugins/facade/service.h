@@ -1,18 +1,8 @@
-/* service.h — the capability facade service ("capabilities"): a plugin
- * declares a capability (a few semantic operations, each a fixed pipeline of
- * existing tools) and every operation becomes one model-facing tool whose
- * body runs the steps as nested dispatches through the full pipeline
- * (capability-facade.md §2-§6). Registers nothing until something is declared.
- * Not here: the plugin descriptor and profile declarations (plugin.c), the
- * source analyzer (analyze.h).
- *
- * Ownership (the fix for digest §6): register() takes the CALLER's plugin
- * context. The operation tools go into that context's layer and the context
- * also adopts the capability's disposer, so unloading the declarer removes
- * its operation tools and its listing entry; re-declaring after a reload works.
- *
- * Thread-safety: every function is thread-safe (one mutex guards the listing;
- * it is never held while the registry or a tool runs). */
+/* service.h — the capabilities service (capability-facade.md §2-§6): a
+ * declared capability's operations become model-facing tools that run fixed
+ * pipelines of existing tools as nested dispatches. Registers nothing until
+ * something is declared. Not here: the plugin and profile declarations
+ * (plugin.h), the analyzer (analyze.h). */
 #ifndef CDSH_PLUGINS_FACADE_SERVICE_H
 #define CDSH_PLUGINS_FACADE_SERVICE_H
 
@@ -23,6 +13,14 @@
 #include "host/disposer.h"
 #include "host/plugins.h"
 #include "host/scope.h"
+
+/* Ownership (the fix for digest §6): register() takes the CALLER's plugin
+ * context. The operation tools go into that context's layer and the context
+ * also adopts the capability's disposer, so unloading the declarer removes
+ * its operation tools and its listing entry; re-declaring after a reload works.
+ *
+ * Thread-safety: every function is thread-safe (one mutex guards the listing;
+ * it is never held while the registry or a tool runs). */
 
 #define CDSH_FACADE_SERVICE "capabilities"
 #define CDSH_FACADE_STEP_TEXT_BUDGET 2000

@@ -1,10 +1,8 @@
-/* verify.h — profile verification (the original's verify step of the
- * refactor protocol: analyze → propose → build → verify → promote): composes
- * a profile in a temporary CDSH_HOME without touching the user's, checks
- * that every plugin row resolves, its config validates and nothing collides,
- * and optionally makes one model call with the composed host's tools.
- * Not thread-safe: it points CDSH_HOME at the temporary home while it runs
- * (a CLI process calls it once). */
+/* verify.h — profile verification (the verify step of the original's refactor
+ * protocol: analyze → propose → build → verify → promote): compose a profile
+ * in a temporary CDSH_HOME, check rows, configs and collisions, optionally one
+ * model call. Not thread-safe: it points CDSH_HOME at the temporary home while
+ * it runs (a CLI process calls it once). */
 #ifndef CDSH_PLUGINS_FACADE_VERIFY_H
 #define CDSH_PLUGINS_FACADE_VERIFY_H
 
