@@ -92,7 +92,7 @@ function toolCard(callId, name, args) {
   card.dataset.testid = 'tool-card';
   card.dataset.callId = callId;
   const head = el('header');
-  head.append(el('span', null, '🔧'), el('span', 'name', name), el('span', 'state', t('running')));
+  head.append(el('span', 'icon', 'ƒ'), el('span', 'name', name), el('span', 'state', t('running')));
   const det = el('details');
   det.append(el('summary', null, t('args')), el('pre', 'args', prettyArgs(args)));
   card.append(head, det);
