@@ -4,6 +4,8 @@
  * a process killed mid-turn repaired on the next turn, and slash commands. */
 #include "support/testkit.h"
 
+#include "support/fake_peer.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -15,79 +17,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "base/process.h"
 #include "host/dispatch.h"
-
-/* ---- the fake endpoint ---------------------------------------------------- */
-
-typedef struct fake {
-    cdsh_process *proc;
-    char url[128];
-    char dir[64];
-    char record[128];
-} fake;
-
-static void fake_start(fake *f, const char *script)
-{
-    memset(f, 0, sizeof *f);
-    strcpy(f->dir, "/tmp/cdsh-agent-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    char script_path[128];
-    snprintf(script_path, sizeof script_path, "%s/script.json", f->dir);
-    snprintf(f->record, sizeof f->record, "%s/requests.jsonl", f->dir);
-    cdsh_test_write_file(script_path, script);
-    char *peer = cdsh_test_peer_path_dup("fake_model");
-    const char *argv[] = {peer, "--script", script_path, "--record", f->record, NULL};
-    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
-    cdsh_error err;
-    assert_int_equal(cdsh_process_spawn(argv, &opts, &f->proc, &err), 0);
-    free(peer);
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t r = read(cdsh_process_stdout_fd(f->proc), line + n, 1);
-        if (r <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    json_t *ready = json_loads(line, 0, NULL);
-    assert_non_null(ready);
-    snprintf(f->url, sizeof f->url, "%s", json_string_value(json_object_get(ready, "url")));
-    json_decref(ready);
-    setenv("CDSH_BASE_URL", f->url, 1);
-    setenv("CDSH_MODEL", "fake", 1);
-}
-
-static void fake_stop(fake *f)
-{
-    cdsh_process_close_stdin(f->proc);
-    cdsh_process_status status;
-    assert_int_equal(cdsh_process_wait(f->proc, 5000, NULL, &status, NULL), 0);
-    cdsh_process_free(f->proc);
-    char path[160];
-    unlink(f->record);
-    snprintf(path, sizeof path, "%s/script.json", f->dir);
-    unlink(path);
-    rmdir(f->dir);
-    unsetenv("CDSH_BASE_URL");
-}
-
-/* The recorded request bodies, in order (owned array). */
-static json_t *fake_bodies(fake *f)
-{
-    json_t *arr = json_array();
-    char *text = cdsh_test_read_file(f->record, NULL);
-    if (!text)
-        return arr;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        json_t *rec = json_loads(line, 0, NULL);
-        json_array_append(arr, json_object_get(rec, "body"));
-        json_decref(rec);
-    }
-    free(text);
-    return arr;
-}
 
 /* ---- a host with test tools ------------------------------------------------- */
 
@@ -244,8 +174,8 @@ static char *log_types(env *e)
 static void multi_step_tool_use_feeds_results_back(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "["
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "["
                    "{\"chunks\":[{\"text\":\"Let me check.\"},"
                    " {\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"sleep\","
                    "  \"arguments\":\"{\\\"ms\\\":1,\\\"tag\\\":\\\"first\\\"}\"}}],"
@@ -274,7 +204,7 @@ static void multi_step_tool_use_feeds_results_back(void **state)
                         "turn/start user/message assistant/message tool/call tool/result "
                         "assistant/message tool/call tool/result assistant/message turn/end");
     /* The third request carries the system prompt, both results and the calls. */
-    json_t *bodies = fake_bodies(&f);
+    json_t *bodies = cdsh_test_fake_bodies(&f);
     assert_int_equal(json_array_size(bodies), 3);
     json_t *msgs = json_object_get(json_array_get(bodies, 2), "messages");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "role")),
@@ -295,14 +225,14 @@ static void multi_step_tool_use_feeds_results_back(void **state)
     assert_string_equal(json_string_value(json_object_get(last, "reason")), "done");
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "["
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "["
                    "{\"tool_calls\":["
                    " {\"index\":0,\"id\":\"a\",\"name\":\"sleep\",\"arguments\":\"{\\\"ms\\\":400,\\\"tag\\\":\\\"A\\\"}\"},"
                    " {\"index\":1,\"id\":\"b\",\"name\":\"sleep\",\"arguments\":\"{\\\"ms\\\":200,\\\"tag\\\":\\\"B\\\"}\"},"
@@ -335,7 +265,7 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
             assert_true(json_is_true(json_object_get(ev, "parallel")));
     }
     assert_int_equal(k, 3);
-    json_t *bodies = fake_bodies(&f);
+    json_t *bodies = cdsh_test_fake_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 3), "content")),
                         "{\"tag\":\"A\"}");
@@ -344,14 +274,14 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
     json_decref(bodies);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static void step_limit_stops_with_a_notice(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
                    "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\"}]");
     env e;
     env_open(&e, 2, 0);
@@ -360,7 +290,7 @@ static void step_limit_stops_with_a_notice(void **state)
     assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "loop", NULL, on_event, &e, &out, &err), 0);
     assert_string_equal(out.reason, "step-limit");
     assert_int_equal(out.steps, 2);
-    json_t *bodies = fake_bodies(&f);
+    json_t *bodies = cdsh_test_fake_bodies(&f);
     assert_int_equal(json_array_size(bodies), 2);
     json_decref(bodies);
     json_t *evs = cdsh_session_store_events(e.store, e.sid, 0, 100, NULL, &err);
@@ -380,14 +310,14 @@ static void step_limit_stops_with_a_notice(void **state)
     json_decref(s);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static void token_limit_stops_with_a_notice(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
                    "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\","
                    "\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":10,\"total_tokens\":50}}]");
     env e;
@@ -413,7 +343,7 @@ static void token_limit_stops_with_a_notice(void **state)
     assert_true(seen);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 typedef struct canceller {
@@ -442,8 +372,8 @@ static void cancel_ends_the_turn_and_aborts_the_tool(void **state)
              "[{\"tool_calls\":[{\"index\":0,\"id\":\"k\",\"name\":\"block\","
              "\"arguments\":\"{\\\"marker\\\":\\\"%s\\\"}\"}],\"finish_reason\":\"tool_calls\"}]",
              c.marker);
-    fake f;
-    fake_start(&f, script);
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, script);
     c.tok = cdsh_cancel_new(NULL);
     pthread_t th;
     pthread_create(&th, NULL, cancel_when_started, &c);
@@ -471,7 +401,7 @@ static void cancel_ends_the_turn_and_aborts_the_tool(void **state)
     cdsh_cancel_free(c.tok);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static void busy_session_is_refused(void **state)
@@ -528,8 +458,8 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
              "\"finish_reason\":\"tool_calls\"},"
              "{\"text\":\"recovered\",\"finish_reason\":\"stop\"}]",
              marker);
-    fake f;
-    fake_start(&f, script);
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, script);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -555,7 +485,7 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
                         "tool/result notice turn/end turn/start user/message assistant/message "
                         "turn/end");
     /* The model saw both calls answered: k1 started (outcome unknown), k2 not. */
-    json_t *bodies = fake_bodies(&f);
+    json_t *bodies = cdsh_test_fake_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     assert_int_equal(json_array_size(msgs), 6); /* system user asst tool tool user */
     assert_non_null(strstr(json_string_value(json_object_get(json_array_get(msgs, 3), "content")),
@@ -571,14 +501,14 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
     json_decref(evs);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static void deferred_contexts_become_user_messages_after_results(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
                    "\"arguments\":\"\"}],\"finish_reason\":\"tool_calls\"},"
                    "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
@@ -586,7 +516,7 @@ static void deferred_contexts_become_user_messages_after_results(void **state)
     cdsh_agent_outcome out;
     cdsh_error err;
     assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "go", NULL, on_event, &e, &out, &err), 0);
-    json_t *bodies = fake_bodies(&f);
+    json_t *bodies = cdsh_test_fake_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
     assert_string_equal(json_string_value(json_object_get(last, "role")), "user");
@@ -595,14 +525,14 @@ static void deferred_contexts_become_user_messages_after_results(void **state)
     json_decref(bodies);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static void bad_tool_arguments_are_an_invalid_args_result(void **state)
 {
     (void)state;
-    fake f;
-    fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
                    "\"arguments\":\"{not json\"},{\"index\":1,\"id\":\"u\",\"name\":\"nope\","
                    "\"arguments\":\"{}\"}],\"finish_reason\":\"tool_calls\"},"
                    "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
@@ -624,7 +554,7 @@ static void bad_tool_arguments_are_an_invalid_args_result(void **state)
     assert_string_equal(codes[1], "UNKNOWN_TOOL");
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
 }
 
 static int echo_cmd(void *arg, const cdsh_command_invocation *inv, cdsh_command_result *out,

@@ -3,59 +3,21 @@
  * sessions continued by id, exit statuses and usage errors. */
 #include "support/testkit.h"
 
+#include "support/fake_peer.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "base/process.h"
-
-typedef struct fake {
-    cdsh_process *proc;
-    char dir[64];
-} fake;
-
-static void fake_start(fake *f, const char *script)
-{
-    strcpy(f->dir, "/tmp/cdsh-run-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/script.json", f->dir);
-    cdsh_test_write_file(path, script);
-    char *peer = cdsh_test_peer_path_dup("fake_model");
-    const char *argv[] = {peer, "--script", path, NULL};
-    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
-    assert_int_equal(cdsh_process_spawn(argv, &opts, &f->proc, NULL), 0);
-    free(peer);
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof line - 1 && read(cdsh_process_stdout_fd(f->proc), line + n, 1) == 1 &&
-           line[n] != '\n')
-        n++;
-    line[n] = '\0';
-    json_t *ready = json_loads(line, 0, NULL);
-    setenv("CDSH_BASE_URL", json_string_value(json_object_get(ready, "url")), 1);
-    setenv("CDSH_MODEL", "fake", 1);
-    json_decref(ready);
-    unlink(path);
-}
-
-static void fake_stop(fake *f)
-{
-    cdsh_process_close_stdin(f->proc);
-    cdsh_process_wait(f->proc, 5000, NULL, NULL, NULL);
-    cdsh_process_free(f->proc);
-    rmdir(f->dir);
-    unsetenv("CDSH_BASE_URL");
-}
 
 static void run_streams_the_reply_and_json_lists_events(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    fake f;
-    fake_start(&f, "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo\"}],\"finish_reason\":\"stop\"},"
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo\"}],\"finish_reason\":\"stop\"},"
                    "{\"text\":\"second\",\"finish_reason\":\"stop\"}]");
     char *out = NULL, *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "run", "hi", NULL), 0);
@@ -85,7 +47,7 @@ static void run_streams_the_reply_and_json_lists_events(void **state)
     json_decref(end);
     free(out);
     free(err);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
     cdsh_test_home_free(home);
 }
 
@@ -113,8 +75,8 @@ static void chat_reads_lines_and_handles_commands(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    fake f;
-    fake_start(&f, "[{\"text\":\"pong\",\"finish_reason\":\"stop\"}]");
+    cdsh_test_fake f;
+    cdsh_test_fake_start(&f, "[{\"text\":\"pong\",\"finish_reason\":\"stop\"}]");
     char *out = NULL;
     assert_int_equal(cdsh_test_run_cdsh("ping\n/session\n/bogus\n/exit\nnot sent\n", &out, NULL,
                                         "chat", NULL),
@@ -125,7 +87,7 @@ static void chat_reads_lines_and_handles_commands(void **state)
     assert_non_null(sid);
     assert_non_null(strstr(out, "\ns-")); /* /session printed the id */
     free(out);
-    fake_stop(&f);
+    cdsh_test_fake_stop(&f);
     cdsh_test_home_free(home);
 }
 

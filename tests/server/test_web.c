@@ -5,6 +5,8 @@
  * its HTTP codes, the route table and the remote-bind refusal. */
 #include "support/testkit.h"
 
+#include "support/fake_peer.h"
+
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +15,6 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "base/process.h"
 #include "base/strbuf.h"
 #include "server/api.h"
 #include "server/rpc_gateway.h"
@@ -30,30 +31,9 @@ typedef struct srv {
     cdsh_api *api;
     char base[64];
     char auth[128];
-    cdsh_process *fake;
+    cdsh_test_fake fake;
+    bool has_fake;
 } srv;
-
-static void fake_start(srv *s, const char *script)
-{
-    char path[256];
-    snprintf(path, sizeof path, "%s/script.json", s->home);
-    cdsh_test_write_file(path, script);
-    char *peer = cdsh_test_peer_path_dup("fake_model");
-    const char *argv[] = {peer, "--script", path, NULL};
-    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
-    assert_int_equal(cdsh_process_spawn(argv, &opts, &s->fake, NULL), 0);
-    free(peer);
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof line - 1 && read(cdsh_process_stdout_fd(s->fake), line + n, 1) == 1 &&
-           line[n] != '\n')
-        n++;
-    line[n] = '\0';
-    json_t *ready = json_loads(line, 0, NULL);
-    setenv("CDSH_BASE_URL", json_string_value(json_object_get(ready, "url")), 1);
-    setenv("CDSH_MODEL", "fake", 1);
-    json_decref(ready);
-}
 
 static int echo_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
                     json_t **result, cdsh_error *err)
@@ -73,8 +53,10 @@ static void srv_open(srv *s, size_t max_body, const char *script)
     unsetenv("DEEPSEEK_API_KEY");
     unsetenv("CDSH_API_KEY");
     unsetenv("CDSH_BASE_URL");
-    if (script)
-        fake_start(s, script);
+    if (script) {
+        cdsh_test_fake_start(&s->fake, script);
+        s->has_fake = true;
+    }
     s->host = cdsh_host_new();
     cdsh_error err;
     cdsh_disposer_t d;
@@ -98,12 +80,8 @@ static void srv_close(srv *s)
     cdsh_agent_free(s->agent);
     cdsh_session_store_close(s->store);
     cdsh_host_free(s->host);
-    if (s->fake) {
-        cdsh_process_close_stdin(s->fake);
-        cdsh_process_wait(s->fake, 5000, NULL, NULL, NULL);
-        cdsh_process_free(s->fake);
-        unsetenv("CDSH_BASE_URL");
-    }
+    if (s->has_fake)
+        cdsh_test_fake_stop(&s->fake);
     cdsh_test_home_free(s->home);
 }
 
