@@ -467,7 +467,9 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
                       loaded.repaired);
 
     t.turn = json_integer_value(json_object_get(loaded.session, "lastTurn")) + 1;
-    rc = log_event(&t, "turn/start", json_object(), NULL, err);
+    json_t *start = json_object();
+    rc = log_event(&t, "turn/start", start, NULL, err);
+    json_decref(start);
     if (rc)
         goto cleanup;
     emit(&t, "turn/start", NULL);
