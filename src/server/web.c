@@ -338,6 +338,17 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **state_pt
     }
 }
 
+/* libmicrohttpd's own messages (malformed requests...) go to the cdsh log,
+ * not the terminal. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    cdsh_log_debug("web", "%s", msg);
+}
+
 static void healthz(void *arg, const cdsh_web_request *req, cdsh_web_response *res)
 {
     (void)arg;
@@ -389,7 +400,8 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     web->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, handle, web, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, request_done, web, MHD_OPTION_END);
+        (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, request_done, web,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!web->daemon) {
         cdsh_web_stop(web);
         return cdsh_error_set(err, CDSH_EIO, "LISTEN_FAILED",
