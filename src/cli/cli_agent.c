@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -63,6 +64,35 @@ char *cdsh_cli_session_pick(const char *sub, cdsh_cli_agent *a, const char *id,
     if (cdsh_session_store_create(a->store, &spec, &sid, &err) != 0)
         fprintf(stderr, "cdsh %s: %s: %s\n", sub, err.code, err.message);
     return sid;
+}
+
+int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*usage)(FILE *),
+                                cdsh_cli_session_opts *o)
+{
+    static const struct option longopts[] = {
+        {"session", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+        {"profile", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': o->session = optarg; break;
+        case 'p': o->profile = optarg; break;
+        case 'j':
+            if (!allow_json) {
+                usage(stderr);
+                return 2;
+            }
+            o->json = 1;
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    return -1;
 }
 
 /* ---- printing ------------------------------------------------------------------ */

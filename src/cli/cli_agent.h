@@ -28,6 +28,18 @@ void cdsh_cli_agent_close(cdsh_cli_agent *a);
 char *cdsh_cli_session_pick(const char *sub, cdsh_cli_agent *a, const char *id,
                             const char *title_hint);
 
+/* Options of run, exec and chat: --session ID, --profile NAME, --json
+ * (only when allow_json), -h/--help. Positional arguments stay in argv from
+ * optind on. Returns -1 when the caller should go on, else the exit status
+ * (0 after --help, 2 on a usage error, with usage printed). */
+typedef struct cdsh_cli_session_opts {
+    const char *session;
+    const char *profile;
+    int json;
+} cdsh_cli_session_opts;
+int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*usage)(FILE *),
+                                cdsh_cli_session_opts *o);
+
 /* Event printer state for cdsh_cli_print_event. */
 typedef struct cdsh_cli_printer {
     FILE *out;         /* streamed answer text */

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <locale.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,23 +79,11 @@ static void print_model_hint(void)
 
 int cdsh_cmd_chat(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'},
-        {"profile", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *session = NULL, *profile = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's': session = optarg; break;
-        case 'p': profile = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
+    cdsh_cli_session_opts o;
+    int parsed = cdsh_cli_session_opts_parse(argc, argv, false, usage, &o);
+    if (parsed >= 0)
+        return parsed;
+    const char *session = o.session, *profile = o.profile;
     if (optind < argc) {
         fprintf(stderr, "cdsh chat: unexpected argument '%s'\n", argv[optind]);
         return 2;

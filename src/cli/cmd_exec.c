@@ -2,9 +2,9 @@
  * command for a session and records it in the session's log. */
 #include "cli/cmd_exec.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli_agent.h"
 #include "cli/cli_host.h"
@@ -27,23 +27,12 @@ static void usage(FILE *out)
 
 int cdsh_cmd_exec(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-        {"profile", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *session = NULL, *profile = NULL;
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's': session = optarg; break;
-        case 'j': json = 1; break;
-        case 'p': profile = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
+    cdsh_cli_session_opts o;
+    int parsed = cdsh_cli_session_opts_parse(argc, argv, true, usage, &o);
+    if (parsed >= 0)
+        return parsed;
+    const char *session = o.session, *profile = o.profile;
+    int json = o.json;
     if (optind != argc - 1) {
         fprintf(stderr, "cdsh exec: give exactly one command line, e.g. \"/help\"\n");
         return 2;

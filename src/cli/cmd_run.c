@@ -2,7 +2,6 @@
  * session, streamed to the terminal or printed as JSON event lines. */
 #include "cli/cmd_run.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,23 +28,12 @@ static void usage(FILE *out)
 
 int cdsh_cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-        {"profile", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *session = NULL, *profile = NULL;
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's': session = optarg; break;
-        case 'j': json = 1; break;
-        case 'p': profile = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
+    cdsh_cli_session_opts o;
+    int parsed = cdsh_cli_session_opts_parse(argc, argv, true, usage, &o);
+    if (parsed >= 0)
+        return parsed;
+    const char *session = o.session, *profile = o.profile;
+    int json = o.json;
     if (optind != argc - 1 || !*argv[optind]) {
         fprintf(stderr, "cdsh run: give exactly one non-empty prompt (quote it)\n");
         return 2;
