@@ -1,9 +1,7 @@
 /* fuzz_web_request.c — raw HTTP requests against a live in-process
- * `cdsh web` server (guards, route table, /api, /rpc, assets) over a real
- * loopback socket. "PORT" in the input becomes the server's port and
- * "TOKEN" its token, so inputs reach past the Host and token checks. Every
- * answer must be an HTTP response with a JSON body unless it is a page.
- * Global state (documented): one server for the process, started lazily. */
+ * `cdsh web` server over a real loopback socket ("PORT" and "TOKEN" in the
+ * input become the server's); every answer must be HTTP, and JSON where it
+ * says so. Global state (documented): one server per process, started lazily. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdbool.h>

@@ -1,14 +1,8 @@
-/* agent.h — the agent loop and the turn runner every front end shares: a
- * turn assembles the system prompt (base text, plugin segments, skills
- * index, visible tools), streams the model's reply, runs its tool calls
- * through the kernel's dispatch with its parallel scheduling, feeds the
- * results back and repeats until the model stops or a limit is hit. Every
- * step is recorded in the session store (before and after execution) and
- * reported as JSON events. Also runs slash commands for a session. Loop,
- * limits and event shapes: docs/agent.md.
- *
- * Thread-safety: one cdsh_agent may run turns on different sessions from
- * several threads at once; a session runs one turn at a time (its lease). */
+/* agent.h — the agent loop and the turn runner every front end shares:
+ * prompt assembly, streamed steps, tool calls through the kernel's dispatch
+ * and parallel scheduling, limits, every step recorded in the session store
+ * and reported as JSON events; also slash commands for a session.
+ * Thread-safety and details below the includes; docs/agent.md. */
 #ifndef CDSH_AGENT_AGENT_H
 #define CDSH_AGENT_AGENT_H
 
@@ -22,6 +16,14 @@
 #include "base/cancel.h"
 #include "base/err.h"
 #include "host/host.h"
+
+/* A turn assembles the system prompt (base text, plugin segments, skills
+ * index, visible tools), streams the model's reply, runs its tool calls
+ * through cdsh_dispatch_batch, feeds the results back and repeats until the
+ * model stops or a limit is hit.
+ *
+ * Thread-safety: one cdsh_agent may run turns on different sessions from
+ * several threads at once; a session runs one turn at a time (its lease). */
 
 #define CDSH_AGENT_DEFAULT_MAX_STEPS 24
 #define CDSH_AGENT_DEFAULT_MAX_TOKENS 400000

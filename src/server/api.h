@@ -1,9 +1,7 @@
-/* api.h — the web UI's HTTP API on top of web.h: sessions (create, list,
- * show, delete), sending a message (starts a turn on a background thread
- * and returns at once), cancelling a turn, running a command, status and
- * panels, and server-sent events per session and global (turn progress,
- * streamed text, tool calls and results, plugin state). Routes and event
- * shapes: docs/web.md. Thread-safe. */
+/* api.h — the web UI's HTTP API on top of web.h: sessions, turns started
+ * on background threads, cancel, commands, status, panels, and server-sent
+ * events per session and global (turn progress, streamed text, tool calls
+ * and results, plugin state). Routes and events: docs/web.md. Thread-safe. */
 #ifndef CDSH_SERVER_API_H
 #define CDSH_SERVER_API_H
 

@@ -1,16 +1,18 @@
 /* rpc_gateway.h — the HTTP binding of the kernel's RPC channels
  * (host-contracts.md §13): POST /rpc/<channel>/<endpoint> with the
- * {type:"client-request", rpcId, method, payload} envelope, answered with
- * {type:"server-response", rpcId, result}. Status codes: 200 (results,
- * envelope problems included as bad-request results), 404 (wrong method,
- * invalid or unclaimed channel/endpoint), 415 (not JSON), 400 (bad JSON),
- * 500 (handler failure), 403/401/413 from the web server's guards. */
+ * client-request / server-response envelope. Status codes below the
+ * includes and in docs/web.md. */
 #ifndef CDSH_SERVER_RPC_GATEWAY_H
 #define CDSH_SERVER_RPC_GATEWAY_H
 
 #include "base/err.h"
 #include "host/rpc.h"
 #include "server/web.h"
+
+/* Status codes: 200 (results, envelope problems included as bad-request
+ * results), 404 (wrong method, invalid or unclaimed channel/endpoint), 415
+ * (not JSON), 400 (bad JSON), 500 (handler failure), 403/401/413 from the
+ * web server's guards. */
 
 /* Routes /rpc/ on web to rpc (borrowed; must outlive the route). *route_id
  * (may be NULL) is for cdsh_web_unroute. */

@@ -1,15 +1,8 @@
-/* web.h — the HTTP server behind `cdsh web` (libmicrohttpd): binds
- * loopback (another address only with allow_remote), guards every request
- * (Host and Origin checks against DNS rebinding, the per-run access token
- * as cookie or bearer, request size limits), answers every error as JSON,
- * serves the embedded page, and routes everything else through a route
- * table that modules register into (the API and SSE in api.c, the RPC
- * gateway, MCP's endpoint...). HTTP API reference: docs/web.md.
- *
- * Thread-safety: routes may be added and removed from any thread at any
- * time (a read-write lock guards the table); handlers run on the
- * connection's own thread (one thread per connection), possibly
- * concurrently, and may block (SSE streams do). */
+/* web.h — the HTTP server behind `cdsh web` (libmicrohttpd): request
+ * guards (loopback bind, Host/Origin checks, access token, size limits),
+ * JSON errors, the embedded page, and a route table other modules register
+ * into (API, SSE, RPC gateway, MCP...). Thread-safety below the includes;
+ * HTTP reference: docs/web.md. */
 #ifndef CDSH_SERVER_WEB_H
 #define CDSH_SERVER_WEB_H
 
@@ -19,6 +12,16 @@
 #include <stdint.h>
 
 #include "base/err.h"
+
+/* Binds loopback (another address only with allow_remote); every request
+ * passes the Host and Origin checks (DNS rebinding), the per-run access
+ * token (cookie or bearer) and the body size limit, and every error is
+ * answered as JSON.
+ *
+ * Thread-safety: routes may be added and removed from any thread at any
+ * time (a read-write lock guards the table); handlers run on the
+ * connection's own thread (one thread per connection), possibly
+ * concurrently, and may block (SSE streams do). */
 
 typedef struct cdsh_web cdsh_web;
 struct MHD_Connection;
