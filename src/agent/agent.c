@@ -31,9 +31,11 @@ int cdsh_agent_new(const cdsh_agent_options *opts, cdsh_agent **out, cdsh_error 
     if (out)
         *out = NULL;
     if (!opts || !out || !opts->host || !opts->store)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "agent: host and store are required");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "agent: host and store are required");
     if (opts->max_steps < 0 || opts->max_tokens < -1)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "agent: limits must not be negative");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "agent: limits must not be negative");
     cdsh_agent *a = calloc(1, sizeof *a);
     if (!a)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -137,11 +139,11 @@ json_t *cdsh_agent_request_tools(cdsh_agent *agent)
     json_array_foreach(schemas, i, s)
     {
         json_t *params = json_object_get(s, "parameters");
-        json_array_append_new(
-            out, json_pack("{s:s, s:{s:O, s:O, s:O}}", "type", "function", "function", "name",
-                           json_object_get(s, "name"), "description",
-                           json_object_get(s, "description"), "parameters",
-                           params ? params : json_pack("{s:s}", "type", "object")));
+        json_array_append_new(out,
+                              json_pack("{s:s, s:{s:O, s:O, s:O}}", "type", "function", "function",
+                                        "name", json_object_get(s, "name"), "description",
+                                        json_object_get(s, "description"), "parameters",
+                                        params ? params : json_pack("{s:s}", "type", "object")));
     }
     json_decref(schemas);
     return out;
@@ -177,8 +179,8 @@ static void emit(turn *t, const char *type, json_t *fields)
 
 static int log_event(turn *t, const char *type, json_t *payload, int64_t *seq, cdsh_error *err)
 {
-    int rc = cdsh_session_store_append(t->agent->store, t->sid, type, t->turn, t->step, payload, seq,
-                                       err);
+    int rc = cdsh_session_store_append(t->agent->store, t->sid, type, t->turn, t->step, payload,
+                                       seq, err);
     if (rc)
         cdsh_log_error(MODULE, "session %s: cannot record %s: %s", t->sid, type,
                        err ? err->message : "");
@@ -377,7 +379,8 @@ static int step_complete(turn *t, cdsh_model_client *client, const json_t *histo
     char *system = cdsh_agent_system_prompt_dup(t->agent);
     json_t *messages = json_array();
     if (system && *system)
-        json_array_append_new(messages, json_pack("{s:s, s:s}", "role", "system", "content", system));
+        json_array_append_new(messages,
+                              json_pack("{s:s, s:s}", "role", "system", "content", system));
     json_array_extend(messages, (json_t *)history);
     free(system);
     cdsh_model_request req = {.messages = messages,
@@ -385,9 +388,9 @@ static int step_complete(turn *t, cdsh_model_client *client, const json_t *histo
                               .cancel = t->cancel,
                               .on_event = model_event,
                               .event_arg = t};
-    cdsh_log_info(MODULE, "session %s turn %lld step %d: calling the model (%zu messages, %zu tools)",
-                  t->sid, (long long)t->turn, t->step, json_array_size(messages),
-                  json_array_size(tools));
+    cdsh_log_info(
+        MODULE, "session %s turn %lld step %d: calling the model (%zu messages, %zu tools)", t->sid,
+        (long long)t->turn, t->step, json_array_size(messages), json_array_size(tools));
     int rc = cdsh_model_client_complete(client, &req, reply, err);
     json_decref(messages);
     if (rc == 0)
@@ -446,7 +449,8 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     char *last_text = NULL;
     cdsh_error merr = {0};
     const char *reason = "done";
-    turn t = {.agent = agent, .sid = session_id, .cancel = cancel, .fn = on_event, .arg = event_arg};
+    turn t = {
+        .agent = agent, .sid = session_id, .cancel = cancel, .fn = on_event, .arg = event_arg};
 
     json_t *exists = cdsh_session_store_get(agent->store, session_id, err);
     if (!exists)
@@ -523,12 +527,11 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
         json_array_append(history, msg);
         json_t *calls = json_array();
         for (size_t i = 0; i < reply.n_tool_calls; i++)
-            json_array_append_new(calls, json_pack("{s:s, s:s, s:s}", "id",
-                                                   reply.tool_calls[i].id, "name",
-                                                   reply.tool_calls[i].name, "arguments",
-                                                   reply.tool_calls[i].arguments
-                                                       ? reply.tool_calls[i].arguments
-                                                       : ""));
+            json_array_append_new(
+                calls,
+                json_pack("{s:s, s:s, s:s}", "id", reply.tool_calls[i].id, "name",
+                          reply.tool_calls[i].name, "arguments",
+                          reply.tool_calls[i].arguments ? reply.tool_calls[i].arguments : ""));
         emit(&t, "assistant/message",
              json_pack("{s:I, s:s, s:s?, s:o, s:o, s:s?}", "seq", (json_int_t)seq, "text",
                        reply.text ? reply.text : "", "reasoning", reply.reasoning, "toolCalls",
@@ -640,7 +643,8 @@ int cdsh_agent_exec_command(cdsh_agent *agent, const char *session_id, const cha
             return err ? err->rc : CDSH_ENOTFOUND;
         json_decref(s);
     }
-    turn t = {.agent = agent, .sid = session_id ? session_id : "", .fn = on_event, .arg = event_arg};
+    turn t = {
+        .agent = agent, .sid = session_id ? session_id : "", .fn = on_event, .arg = event_arg};
     cdsh_commands *cmds = cdsh_host_commands(agent->host);
     cdsh_command_outcome oc = {0};
     cdsh_error cerr = {0};
@@ -664,7 +668,8 @@ int cdsh_agent_exec_command(cdsh_agent *agent, const char *session_id, const cha
     int rc = 0;
     if (session_id) {
         int64_t seq = 0;
-        rc = cdsh_session_store_append(agent->store, session_id, "command/run", 0, 0, run, &seq, err);
+        rc = cdsh_session_store_append(agent->store, session_id, "command/run", 0, 0, run, &seq,
+                                       err);
         if (rc == 0)
             json_object_set_new(done, "sourceEventSeq", json_integer(seq));
         if (rc == 0)

@@ -28,7 +28,7 @@
 #define CDSH_AGENT_DEFAULT_MAX_STEPS 24
 #define CDSH_AGENT_DEFAULT_MAX_TOKENS 400000
 #define CDSH_AGENT_DEFAULT_PROMPT                                                                  \
-    "You are cdsh, a helpful assistant running inside a local agent harness. Use the tools "      \
+    "You are cdsh, a helpful assistant running inside a local agent harness. Use the tools "       \
     "when they help; answer concisely."
 
 typedef struct cdsh_agent cdsh_agent;
@@ -52,11 +52,11 @@ typedef void (*cdsh_agent_event_fn)(void *arg, const json_t *event);
 /* How a turn ended. */
 typedef struct cdsh_agent_outcome {
     int64_t turn;
-    int steps;             /* model calls made */
-    char reason[16];       /* done|cancelled|step-limit|token-limit|error */
-    char code[64];         /* for error: the model client's code (e.g. MISSING_CREDENTIAL) */
+    int steps;       /* model calls made */
+    char reason[16]; /* done|cancelled|step-limit|token-limit|error */
+    char code[64];   /* for error: the model client's code (e.g. MISSING_CREDENTIAL) */
     cdsh_model_usage usage;
-    char *text;            /* the last assistant text (owned; may be NULL) */
+    char *text; /* the last assistant text (owned; may be NULL) */
 } cdsh_agent_outcome;
 
 void cdsh_agent_outcome_deinit(cdsh_agent_outcome *out);

@@ -70,8 +70,10 @@ int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*u
                                 cdsh_cli_session_opts *o)
 {
     static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-        {"profile", required_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+        {"session", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"profile", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);

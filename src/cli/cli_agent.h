@@ -42,11 +42,11 @@ int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*u
 
 /* Event printer state for cdsh_cli_print_event. */
 typedef struct cdsh_cli_printer {
-    FILE *out;         /* streamed answer text */
-    FILE *info;        /* tool calls, notices, reasoning */
-    bool json;         /* print every event as one JSON line on out instead */
-    bool color;        /* ANSI dim/bold for info lines */
-    int mode;          /* internal: 0 nothing open, 1 text, 2 reasoning */
+    FILE *out;  /* streamed answer text */
+    FILE *info; /* tool calls, notices, reasoning */
+    bool json;  /* print every event as one JSON line on out instead */
+    bool color; /* ANSI dim/bold for info lines */
+    int mode;   /* internal: 0 nothing open, 1 text, 2 reasoning */
 } cdsh_cli_printer;
 
 /* A cdsh_agent_event_fn: arg is a cdsh_cli_printer. */

@@ -15,14 +15,13 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh chat [--session ID] [--profile NAME]\n"
-            "\n"
-            "Chats with the model in the terminal. Lines starting with / are commands:\n"
-            "  /help  list commands     /new  start a new session    /session  show its id\n"
-            "  /exit  quit (also Ctrl-D, or Ctrl-C twice at the prompt)\n"
-            "and every slash command the enabled plugins register. Ctrl-C while the model\n"
-            "is answering cancels that turn.\n");
+    fprintf(out, "Usage: cdsh chat [--session ID] [--profile NAME]\n"
+                 "\n"
+                 "Chats with the model in the terminal. Lines starting with / are commands:\n"
+                 "  /help  list commands     /new  start a new session    /session  show its id\n"
+                 "  /exit  quit (also Ctrl-D, or Ctrl-C twice at the prompt)\n"
+                 "and every slash command the enabled plugins register. Ctrl-C while the model\n"
+                 "is answering cancels that turn.\n");
 }
 
 /* One line from the person: readline on a terminal, fgets otherwise.
@@ -58,8 +57,8 @@ static void print_help(cdsh_cli_agent *a)
     if (json_array_size(list))
         printf("Plugin commands:\n");
     json_array_foreach(list, i, c)
-    printf("  /%-12s %s\n", json_string_value(json_object_get(c, "name")),
-           json_string_value(json_object_get(c, "description")));
+        printf("  /%-12s %s\n", json_string_value(json_object_get(c, "name")),
+               json_string_value(json_object_get(c, "description")));
     json_decref(list);
 }
 
@@ -150,8 +149,8 @@ int cdsh_cmd_chat(int argc, char **argv)
             cdsh_cli_sigint_set_turn(tok);
             cdsh_agent_outcome out;
             cdsh_error err = {0};
-            int rc = cdsh_agent_run_turn(a.agent, sid, text, tok, cdsh_cli_print_event, &pr, &out,
-                                         &err);
+            int rc =
+                cdsh_agent_run_turn(a.agent, sid, text, tok, cdsh_cli_print_event, &pr, &out, &err);
             cdsh_cli_sigint_set_turn(NULL);
             cdsh_cancel_free(tok);
             if (rc)

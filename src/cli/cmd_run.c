@@ -10,20 +10,19 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh run \"<prompt>\" [--session ID] [--json] [--profile NAME]\n"
-            "\n"
-            "Runs one agent turn: sends the prompt, streams the reply, runs the tools the\n"
-            "model calls, and stops when the model is done or a limit is hit.\n"
-            "\n"
-            "Options:\n"
-            "  --session ID    continue this session (default: a new one)\n"
-            "  --json          print every event as one JSON line on stdout\n"
-            "  --profile NAME  plugin profile (default \"default\")\n"
-            "  -h, --help      show this help\n"
-            "\n"
-            "Exit status: 0 done, 1 error (model or store), 2 usage, 3 step or token\n"
-            "limit hit, 130 cancelled (Ctrl-C).\n");
+    fprintf(out, "Usage: cdsh run \"<prompt>\" [--session ID] [--json] [--profile NAME]\n"
+                 "\n"
+                 "Runs one agent turn: sends the prompt, streams the reply, runs the tools the\n"
+                 "model calls, and stops when the model is done or a limit is hit.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --session ID    continue this session (default: a new one)\n"
+                 "  --json          print every event as one JSON line on stdout\n"
+                 "  --profile NAME  plugin profile (default \"default\")\n"
+                 "  -h, --help      show this help\n"
+                 "\n"
+                 "Exit status: 0 done, 1 error (model or store), 2 usage, 3 step or token\n"
+                 "limit hit, 130 cancelled (Ctrl-C).\n");
 }
 
 int cdsh_cmd_run(int argc, char **argv)
@@ -49,7 +48,8 @@ int cdsh_cmd_run(int argc, char **argv)
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     cdsh_cli_sigint_start(false);
     cdsh_cli_sigint_set_turn(tok);
-    cdsh_cli_printer pr = {.out = stdout, .info = stderr, .json = json, .color = !json && isatty(2)};
+    cdsh_cli_printer pr = {
+        .out = stdout, .info = stderr, .json = json, .color = !json && isatty(2)};
     cdsh_agent_outcome out;
     cdsh_error err = {0};
     int rc = cdsh_agent_run_turn(a.agent, sid, prompt, tok, cdsh_cli_print_event, &pr, &out, &err);

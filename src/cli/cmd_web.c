@@ -21,24 +21,23 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh web [--host 127.0.0.1] [--port 0] [--no-open] [--allow-remote]\n"
-            "                [--token T] [--profile NAME] [--json]\n"
-            "\n"
-            "Starts the local web UI, its HTTP API, server-sent events and the RPC gateway,\n"
-            "and prints the URL to open. The URL carries a one-time access token that the\n"
-            "page turns into a cookie; every API request needs it. Stops on Ctrl-C.\n"
-            "\n"
-            "Options:\n"
-            "  --host ADDR     IPv4 address to listen on (default 127.0.0.1)\n"
-            "  --port N        port (default 0: a free port)\n"
-            "  --no-open       do not try to open a browser\n"
-            "  --allow-remote  allow a non-loopback --host (anyone with the token can run\n"
-            "                  tools, so only on networks you trust)\n"
-            "  --token T       use this access token instead of a random one\n"
-            "  --profile NAME  plugin profile (default \"default\")\n"
-            "  --json          print {\"url\",\"port\",\"token\"} as one JSON line\n"
-            "  -h, --help      show this help\n");
+    fprintf(out, "Usage: cdsh web [--host 127.0.0.1] [--port 0] [--no-open] [--allow-remote]\n"
+                 "                [--token T] [--profile NAME] [--json]\n"
+                 "\n"
+                 "Starts the local web UI, its HTTP API, server-sent events and the RPC gateway,\n"
+                 "and prints the URL to open. The URL carries a one-time access token that the\n"
+                 "page turns into a cookie; every API request needs it. Stops on Ctrl-C.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --host ADDR     IPv4 address to listen on (default 127.0.0.1)\n"
+                 "  --port N        port (default 0: a free port)\n"
+                 "  --no-open       do not try to open a browser\n"
+                 "  --allow-remote  allow a non-loopback --host (anyone with the token can run\n"
+                 "                  tools, so only on networks you trust)\n"
+                 "  --token T       use this access token instead of a random one\n"
+                 "  --profile NAME  plugin profile (default \"default\")\n"
+                 "  --json          print {\"url\",\"port\",\"token\"} as one JSON line\n"
+                 "  -h, --help      show this help\n");
 }
 
 /* Opens url with xdg-open when a graphical session is around; never waits. */
@@ -64,10 +63,14 @@ static void open_browser(const char *url)
 int cdsh_cmd_web(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"host", required_argument, NULL, 'H'},   {"port", required_argument, NULL, 'p'},
-        {"no-open", no_argument, NULL, 'n'},      {"allow-remote", no_argument, NULL, 'r'},
-        {"token", required_argument, NULL, 't'},  {"profile", required_argument, NULL, 'P'},
-        {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+        {"host", required_argument, NULL, 'H'},
+        {"port", required_argument, NULL, 'p'},
+        {"no-open", no_argument, NULL, 'n'},
+        {"allow-remote", no_argument, NULL, 'r'},
+        {"token", required_argument, NULL, 't'},
+        {"profile", required_argument, NULL, 'P'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     cdsh_web_options opts = {0};

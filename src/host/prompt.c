@@ -228,11 +228,10 @@ json_t *cdsh_prompt_segments(cdsh_prompt *p, const cdsh_scope *scope)
         char *rendered = s->render ? s->render(s->ud, scope) : NULL;
         const char *text = s->render ? rendered : s->text;
         if (text && *text)
-            json_array_append_new(arr, json_pack("{s:s, s:i, s:o, s:s}", "id", s->id, "order",
-                                                 s->order, "scope",
-                                                 s->scope ? json_string(cdsh_scope_id(s->scope))
-                                                          : json_null(),
-                                                 "text", text));
+            json_array_append_new(
+                arr, json_pack("{s:s, s:i, s:o, s:s}", "id", s->id, "order", s->order, "scope",
+                               s->scope ? json_string(cdsh_scope_id(s->scope)) : json_null(),
+                               "text", text));
         free(rendered);
         segment_unref(p, s);
     }

@@ -22,11 +22,11 @@ typedef struct cdsh_plugin_ctx cdsh_plugin_ctx;
 typedef char *(*cdsh_prompt_render_fn)(void *ud, const cdsh_scope *scope);
 
 typedef struct cdsh_prompt_segment_def {
-    const char *id;    /* [A-Za-z0-9_.:/-]{1,64}, unique within its layer */
-    int order;         /* smaller first; equal orders keep registration order.
-                          Conventions: 0-99 identity, 100-199 plugin rules,
-                          200-299 context/state, 300+ late reminders */
-    const char *text;  /* static text (copied), or NULL when render is given */
+    const char *id;   /* [A-Za-z0-9_.:/-]{1,64}, unique within its layer */
+    int order;        /* smaller first; equal orders keep registration order.
+                         Conventions: 0-99 identity, 100-199 plugin rules,
+                         200-299 context/state, 300+ late reminders */
+    const char *text; /* static text (copied), or NULL when render is given */
     cdsh_prompt_render_fn render;
     void *ud;
     void (*free_ud)(void *ud); /* runs once the segment is disposed and not rendering */

@@ -95,8 +95,8 @@ static void *turn_main(void *arg)
     running *r = arg;
     cdsh_error err = {0};
     cdsh_agent_outcome out;
-    int rc = cdsh_agent_run_turn(r->api->agent, r->sid, r->text, r->tok, publish_event, r, &out,
-                                 &err);
+    int rc =
+        cdsh_agent_run_turn(r->api->agent, r->sid, r->text, r->tok, publish_event, r, &out, &err);
     if (rc) {
         json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "turn/error", "sessionId", r->sid,
                                "code", err.code, "message", err.message);
@@ -168,17 +168,18 @@ static void list_sessions(cdsh_api *api, const cdsh_web_request *req, cdsh_web_r
         return;
     }
     cdsh_error err = {0};
-    json_t *list = cdsh_session_store_list(cdsh_agent_store(api->agent), offset, limit, &total, &err);
+    json_t *list =
+        cdsh_session_store_list(cdsh_agent_store(api->agent), offset, limit, &total, &err);
     if (!list) {
         reply_err(res, &err);
         return;
     }
     size_t i;
     json_t *s;
-    json_array_foreach(list, i, s)
-    json_object_set_new(s, "running",
-                        json_boolean(is_running(api, json_string_value(json_object_get(s, "id")))));
-    cdsh_web_reply_json(res, 200, json_pack("{s:o, s:I}", "sessions", list, "total", (json_int_t)total));
+    json_array_foreach(list, i, s) json_object_set_new(
+        s, "running", json_boolean(is_running(api, json_string_value(json_object_get(s, "id")))));
+    cdsh_web_reply_json(res, 200,
+                        json_pack("{s:o, s:I}", "sessions", list, "total", (json_int_t)total));
 }
 
 static void create_session(cdsh_api *api, const cdsh_web_request *req, cdsh_web_response *res)
@@ -335,8 +336,8 @@ static json_t *panels_json(cdsh_api *api)
         snprintf(name, sizeof name, "%.*s", (int)(n - 11), p + 8);
         cdsh_plugin *pl = cdsh_host_plugin_find(host, name);
         bool active = pl && cdsh_plugin_state_get(pl) == CDSH_PLUGIN_ACTIVE;
-        json_array_append_new(out, json_pack("{s:s, s:s, s:b}", "plugin", name, "module", p,
-                                             "active", active));
+        json_array_append_new(
+            out, json_pack("{s:s, s:s, s:b}", "plugin", name, "module", p, "active", active));
     }
     return out;
 }

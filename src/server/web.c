@@ -253,8 +253,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
             char want[128];
             snprintf(want, sizeof want, "http://%s", host);
             if (strcmp(origin, want) != 0)
-                return send_error(conn, 403, "BAD_ORIGIN",
-                                  "cross-origin requests are not allowed");
+                return send_error(conn, 403, "BAD_ORIGIN", "cross-origin requests are not allowed");
         }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > web->max_body) {
@@ -312,8 +311,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                           "missing or wrong access token: open the URL that `cdsh web` printed");
     cdsh_web_request req = {.method = method,
                             .path = url,
-                            .tail = (copy.flags & CDSH_WEB_ROUTE_PREFIX) ? url + strlen(copy.path)
-                                                                         : "",
+                            .tail =
+                                (copy.flags & CDSH_WEB_ROUTE_PREFIX) ? url + strlen(copy.path) : "",
                             .body = st->body.data,
                             .body_len = st->body.len,
                             .conn = conn};
@@ -400,8 +399,8 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     web->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, handle, web, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, request_done, web,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, request_done, web, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, NULL, MHD_OPTION_END);
     if (!web->daemon) {
         cdsh_web_stop(web);
         return cdsh_error_set(err, CDSH_EIO, "LISTEN_FAILED",
@@ -449,7 +448,8 @@ int cdsh_web_route(cdsh_web *web, const char *method, const char *path, unsigned
     r->arg = arg;
     pthread_rwlock_wrlock(&web->lock);
     for (route *o = web->routes; o; o = o->next) {
-        bool same_method = (!o->method && !method) || (o->method && method && strcmp(o->method, method) == 0);
+        bool same_method =
+            (!o->method && !method) || (o->method && method && strcmp(o->method, method) == 0);
         if (same_method && strcmp(o->path, path) == 0 &&
             (o->flags & CDSH_WEB_ROUTE_PREFIX) == (flags & CDSH_WEB_ROUTE_PREFIX)) {
             pthread_rwlock_unlock(&web->lock);

@@ -39,10 +39,10 @@ typedef struct cdsh_web_options {
 
 /* What a handler sees. All pointers are borrowed for the call. */
 typedef struct cdsh_web_request {
-    const char *method;     /* "GET", "POST", ... */
-    const char *path;       /* URL path without the query */
-    const char *tail;       /* for prefix routes: the path after the prefix ("" if none) */
-    const char *body;       /* NUL-terminated (may hold NULs); "" when empty */
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* URL path without the query */
+    const char *tail;   /* for prefix routes: the path after the prefix ("" if none) */
+    const char *body;   /* NUL-terminated (may hold NULs); "" when empty */
     size_t body_len;
     struct MHD_Connection *conn; /* for cdsh_web_header / cdsh_web_query */
 } cdsh_web_request;
@@ -50,16 +50,15 @@ typedef struct cdsh_web_request {
 /* What a handler fills. Exactly one of json, body or raw is used (raw
  * first, then json, then body). Everything set here is taken over. */
 typedef struct cdsh_web_response {
-    unsigned status;           /* 0: 200 */
-    json_t *json;              /* sent compact as application/json */
-    char *body;                /* malloc'd raw body */
+    unsigned status; /* 0: 200 */
+    json_t *json;    /* sent compact as application/json */
+    char *body;      /* malloc'd raw body */
     size_t body_len;
-    const char *content_type;  /* static string for body */
-    struct MHD_Response *raw;  /* a ready response (streams); destroyed after queueing */
+    const char *content_type; /* static string for body */
+    struct MHD_Response *raw; /* a ready response (streams); destroyed after queueing */
 } cdsh_web_response;
 
-typedef void (*cdsh_web_handler_fn)(void *arg, const cdsh_web_request *req,
-                                    cdsh_web_response *res);
+typedef void (*cdsh_web_handler_fn)(void *arg, const cdsh_web_request *req, cdsh_web_response *res);
 
 enum {
     CDSH_WEB_ROUTE_PREFIX = 1u << 0, /* path is a prefix ending in '/'; req->tail is the rest */

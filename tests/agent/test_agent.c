@@ -175,23 +175,25 @@ static void multi_step_tool_use_feeds_results_back(void **state)
 {
     (void)state;
     cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "["
-                   "{\"chunks\":[{\"text\":\"Let me check.\"},"
-                   " {\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"sleep\","
-                   "  \"arguments\":\"{\\\"ms\\\":1,\\\"tag\\\":\\\"first\\\"}\"}}],"
-                   " \"finish_reason\":\"tool_calls\","
-                   " \"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,\"total_tokens\":15}},"
-                   "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"c2\",\"name\":\"sleep\","
-                   "  \"arguments\":\"{\\\"ms\\\":1,\\\"tag\\\":\\\"second\\\"}\"}}],"
-                   " \"finish_reason\":\"tool_calls\"},"
-                   "{\"chunks\":[{\"text\":\"All \"},{\"text\":\"done.\"}],\"finish_reason\":\"stop\","
-                   " \"usage\":{\"prompt_tokens\":20,\"completion_tokens\":2,\"total_tokens\":22}}]");
+    cdsh_test_fake_start(
+        &f, "["
+            "{\"chunks\":[{\"text\":\"Let me check.\"},"
+            " {\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"sleep\","
+            "  \"arguments\":\"{\\\"ms\\\":1,\\\"tag\\\":\\\"first\\\"}\"}}],"
+            " \"finish_reason\":\"tool_calls\","
+            " \"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,\"total_tokens\":15}},"
+            "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"c2\",\"name\":\"sleep\","
+            "  \"arguments\":\"{\\\"ms\\\":1,\\\"tag\\\":\\\"second\\\"}\"}}],"
+            " \"finish_reason\":\"tool_calls\"},"
+            "{\"chunks\":[{\"text\":\"All \"},{\"text\":\"done.\"}],\"finish_reason\":\"stop\","
+            " \"usage\":{\"prompt_tokens\":20,\"completion_tokens\":2,\"total_tokens\":22}}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
     cdsh_error err;
     assert_int_equal(
-        cdsh_agent_run_turn(e.agent, e.sid, "please sleep twice", NULL, on_event, &e, &out, &err), 0);
+        cdsh_agent_run_turn(e.agent, e.sid, "please sleep twice", NULL, on_event, &e, &out, &err),
+        0);
     assert_string_equal(out.reason, "done");
     assert_int_equal(out.steps, 3);
     assert_int_equal(out.turn, 1);
@@ -233,12 +235,15 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
     (void)state;
     cdsh_test_fake f;
     cdsh_test_fake_start(&f, "["
-                   "{\"tool_calls\":["
-                   " {\"index\":0,\"id\":\"a\",\"name\":\"sleep\",\"arguments\":\"{\\\"ms\\\":400,\\\"tag\\\":\\\"A\\\"}\"},"
-                   " {\"index\":1,\"id\":\"b\",\"name\":\"sleep\",\"arguments\":\"{\\\"ms\\\":200,\\\"tag\\\":\\\"B\\\"}\"},"
-                   " {\"index\":2,\"id\":\"c\",\"name\":\"sleep\",\"arguments\":\"{\\\"ms\\\":1,\\\"tag\\\":\\\"C\\\"}\"}],"
-                   " \"finish_reason\":\"tool_calls\"},"
-                   "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
+                             "{\"tool_calls\":["
+                             " {\"index\":0,\"id\":\"a\",\"name\":\"sleep\",\"arguments\":\"{"
+                             "\\\"ms\\\":400,\\\"tag\\\":\\\"A\\\"}\"},"
+                             " {\"index\":1,\"id\":\"b\",\"name\":\"sleep\",\"arguments\":\"{"
+                             "\\\"ms\\\":200,\\\"tag\\\":\\\"B\\\"}\"},"
+                             " {\"index\":2,\"id\":\"c\",\"name\":\"sleep\",\"arguments\":\"{"
+                             "\\\"ms\\\":1,\\\"tag\\\":\\\"C\\\"}\"}],"
+                             " \"finish_reason\":\"tool_calls\"},"
+                             "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
@@ -281,13 +286,15 @@ static void step_limit_stops_with_a_notice(void **state)
 {
     (void)state;
     cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
-                   "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\"}]");
+    cdsh_test_fake_start(
+        &f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
+            "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\"}]");
     env e;
     env_open(&e, 2, 0);
     cdsh_agent_outcome out;
     cdsh_error err;
-    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "loop", NULL, on_event, &e, &out, &err), 0);
+    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "loop", NULL, on_event, &e, &out, &err),
+                     0);
     assert_string_equal(out.reason, "step-limit");
     assert_int_equal(out.steps, 2);
     json_t *bodies = cdsh_test_fake_bodies(&f);
@@ -296,13 +303,15 @@ static void step_limit_stops_with_a_notice(void **state)
     json_t *evs = cdsh_session_store_events(e.store, e.sid, 0, 100, NULL, &err);
     json_t *n = json_array_get(evs, json_array_size(evs) - 2);
     assert_string_equal(json_string_value(json_object_get(n, "type")), "notice");
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(n, "payload"), "code")), "STEP_LIMIT");
-    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(n, "payload"), "text")),
-                           "after 2 model steps"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(n, "payload"), "code")),
+                        "STEP_LIMIT");
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(n, "payload"), "text")),
+               "after 2 model steps"));
     json_t *end = json_array_get(evs, json_array_size(evs) - 1);
     assert_string_equal(
-        json_string_value(json_object_get(json_object_get(end, "payload"), "reason")), "step-limit");
+        json_string_value(json_object_get(json_object_get(end, "payload"), "reason")),
+        "step-limit");
     json_decref(evs);
     /* A balanced log: the next turn starts cleanly. */
     json_t *s = cdsh_session_store_get(e.store, e.sid, &err);
@@ -317,14 +326,16 @@ static void token_limit_stops_with_a_notice(void **state)
 {
     (void)state;
     cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
-                   "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\","
-                   "\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":10,\"total_tokens\":50}}]");
+    cdsh_test_fake_start(
+        &f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
+            "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\","
+            "\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":10,\"total_tokens\":50}}]");
     env e;
     env_open(&e, 0, 120);
     cdsh_agent_outcome out;
     cdsh_error err;
-    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "loop", NULL, on_event, &e, &out, &err), 0);
+    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "loop", NULL, on_event, &e, &out, &err),
+                     0);
     assert_string_equal(out.reason, "token-limit");
     assert_int_equal(out.steps, 3);
     assert_int_equal(out.usage.total_tokens, 150);
@@ -391,8 +402,9 @@ static void cancel_ends_the_turn_and_aborts_the_tool(void **state)
     {
         json_t *p = json_object_get(ev, "payload");
         if (strcmp(json_string_value(json_object_get(ev, "type")), "tool/result") == 0)
-            aborted = strcmp(json_string_value(json_object_get(json_object_get(p, "error"), "code")),
-                             "ABORTED") == 0;
+            aborted =
+                strcmp(json_string_value(json_object_get(json_object_get(p, "error"), "code")),
+                       "ABORTED") == 0;
     }
     assert_true(aborted);
     assert_string_equal(log_types(&e), "turn/start user/message assistant/message tool/call "
@@ -453,7 +465,8 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
     char script[1024];
     snprintf(script, sizeof script,
              "[{\"match\":{\"last_user_contains\":\"block\"},\"tool_calls\":["
-             "{\"index\":0,\"id\":\"k1\",\"name\":\"block\",\"arguments\":\"{\\\"marker\\\":\\\"%s\\\"}\"},"
+             "{\"index\":0,\"id\":\"k1\",\"name\":\"block\",\"arguments\":\"{\\\"marker\\\":\\\"%"
+             "s\\\"}\"},"
              "{\"index\":1,\"id\":\"k2\",\"name\":\"block\",\"arguments\":\"{}\"}],"
              "\"finish_reason\":\"tool_calls\"},"
              "{\"text\":\"recovered\",\"finish_reason\":\"stop\"}]",
@@ -488,8 +501,8 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
     json_t *bodies = cdsh_test_fake_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     assert_int_equal(json_array_size(msgs), 6); /* system user asst tool tool user */
-    assert_non_null(strstr(json_string_value(json_object_get(json_array_get(msgs, 3), "content")),
-                           "Error:"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_array_get(msgs, 3), "content")), "Error:"));
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 5), "content")),
                         "again");
     json_decref(bodies);
@@ -509,8 +522,8 @@ static void deferred_contexts_become_user_messages_after_results(void **state)
     (void)state;
     cdsh_test_fake f;
     cdsh_test_fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
-                   "\"arguments\":\"\"}],\"finish_reason\":\"tool_calls\"},"
-                   "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
+                             "\"arguments\":\"\"}],\"finish_reason\":\"tool_calls\"},"
+                             "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
@@ -532,10 +545,11 @@ static void bad_tool_arguments_are_an_invalid_args_result(void **state)
 {
     (void)state;
     cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
-                   "\"arguments\":\"{not json\"},{\"index\":1,\"id\":\"u\",\"name\":\"nope\","
-                   "\"arguments\":\"{}\"}],\"finish_reason\":\"tool_calls\"},"
-                   "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
+    cdsh_test_fake_start(&f,
+                         "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
+                         "\"arguments\":\"{not json\"},{\"index\":1,\"id\":\"u\",\"name\":\"nope\","
+                         "\"arguments\":\"{}\"}],\"finish_reason\":\"tool_calls\"},"
+                         "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
@@ -583,8 +597,8 @@ static void commands_run_and_are_logged(void **state)
     assert_string_equal(json_string_value(json_object_get(res, "text")), "echo: hi");
     json_decref(res);
     assert_string_equal(log_types(&e), "command/run command/done");
-    assert_int_equal(
-        cdsh_agent_exec_command(e.agent, e.sid, "/nope", NULL, NULL, NULL, &res, &err), 0);
+    assert_int_equal(cdsh_agent_exec_command(e.agent, e.sid, "/nope", NULL, NULL, NULL, &res, &err),
+                     0);
     assert_string_equal(json_string_value(json_object_get(res, "code")), "unknown-command");
     assert_string_equal(json_string_value(json_object_get(res, "text")),
                         "unknown command \"/nope\"; available commands: /echo");
@@ -611,7 +625,8 @@ static void prompt_segments_are_ordered_into_the_system_prompt(void **state)
     cdsh_disposer_t d1, d2;
     cdsh_error err;
     cdsh_prompt_segment_def late = {.id = "late", .order = 300, .text = "LATE"};
-    cdsh_prompt_segment_def early = {.id = "early", .order = 10, .render = seg_render, .ud = "EARLY"};
+    cdsh_prompt_segment_def early = {
+        .id = "early", .order = 10, .render = seg_render, .ud = "EARLY"};
     assert_int_equal(cdsh_prompt_register(p, NULL, &late, &d1, &err), 0);
     assert_int_equal(cdsh_prompt_register(p, NULL, &early, &d2, &err), 0);
     char *sys = cdsh_agent_system_prompt_dup(e.agent);

@@ -11,14 +11,14 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static void run_streams_the_reply_and_json_lists_events(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
     cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo\"}],\"finish_reason\":\"stop\"},"
-                   "{\"text\":\"second\",\"finish_reason\":\"stop\"}]");
+    cdsh_test_fake_start(
+        &f, "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo\"}],\"finish_reason\":\"stop\"},"
+            "{\"text\":\"second\",\"finish_reason\":\"stop\"}]");
     char *out = NULL, *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "run", "hi", NULL), 0);
     assert_string_equal(out, "Hello\n");
@@ -27,9 +27,8 @@ static void run_streams_the_reply_and_json_lists_events(void **state)
     assert_int_equal(sscanf(strstr(err, "(session ") + 9, "%63[^,]", sid), 1);
     free(out);
     free(err);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "run", "--json", "--session", sid,
-                                        "more", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "run", "--json", "--session", sid, "more", NULL), 0);
     /* One JSON object per line, ending with turn/end of turn 2. */
     char *last = NULL;
     int lines = 0;
@@ -60,7 +59,8 @@ static void run_without_a_model_says_how_to_set_one(void **state)
     unsetenv("CDSH_API_KEY");
     char *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "run", "hi", NULL), 1);
-    assert_non_null(strstr(err, "[MISSING_CREDENTIAL] No model is configured: set DEEPSEEK_API_KEY"));
+    assert_non_null(
+        strstr(err, "[MISSING_CREDENTIAL] No model is configured: set DEEPSEEK_API_KEY"));
     free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "run", NULL), 2);
     free(err);
@@ -78,9 +78,9 @@ static void chat_reads_lines_and_handles_commands(void **state)
     cdsh_test_fake f;
     cdsh_test_fake_start(&f, "[{\"text\":\"pong\",\"finish_reason\":\"stop\"}]");
     char *out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh("ping\n/session\n/bogus\n/exit\nnot sent\n", &out, NULL,
-                                        "chat", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh("ping\n/session\n/bogus\n/exit\nnot sent\n", &out, NULL, "chat", NULL),
+        0);
     assert_non_null(strstr(out, "\npong\n"));
     assert_non_null(strstr(out, "unknown command \"/bogus\""));
     char *sid = strstr(out, "session s-");

@@ -59,8 +59,8 @@ static void nearer_layer_shadows_and_render_sees_the_scope(void **state)
     cdsh_error err;
     cdsh_prompt_segment_def g = {.id = "rules", .order = 1, .text = "global rules"};
     cdsh_prompt_segment_def s = {.id = "rules", .order = 1, .text = "coder rules"};
-    cdsh_prompt_segment_def r = {.id = "who", .order = 2, .render = render_scope,
-                                 .free_ud = count_free};
+    cdsh_prompt_segment_def r = {
+        .id = "who", .order = 2, .render = render_scope, .free_ud = count_free};
     assert_int_equal(cdsh_prompt_register(p, NULL, &g, &d[0], &err), 0);
     assert_int_equal(cdsh_prompt_register(p, agent, &s, &d[1], &err), 0);
     assert_int_equal(cdsh_prompt_register(p, NULL, &r, &d[2], &err), 0);
@@ -91,7 +91,8 @@ static void bad_ids_and_duplicates_are_refused(void **state)
     assert_string_equal(err.code, "INVALID_SEGMENT");
     cdsh_prompt_segment_def both = {.id = "x", .text = "x", .render = render_scope};
     assert_int_equal(cdsh_prompt_register(p, NULL, &both, &d, &err), CDSH_EINVAL);
-    assert_string_equal(err.message, "prompt segment \"x\" must give exactly one of text or render");
+    assert_string_equal(err.message,
+                        "prompt segment \"x\" must give exactly one of text or render");
     cdsh_prompt_segment_def ok = {.id = "x", .text = "x"};
     assert_int_equal(cdsh_prompt_register(p, NULL, &ok, &d, &err), 0);
     cdsh_disposer_t d2;

@@ -212,8 +212,8 @@ static json_t *sse_finish(sse *x)
         if (!end)
             break;
         json_t *d = json_loadb(data + 7, (size_t)(end - data - 7), 0, NULL);
-        json_array_append_new(out, json_pack("{s:I, s:s, s:o}", "id", id, "event", ev, "data",
-                                             d ? d : json_null()));
+        json_array_append_new(
+            out, json_pack("{s:I, s:s, s:o}", "id", id, "event", ev, "data", d ? d : json_null()));
     }
     cdsh_strbuf_deinit(&x->data);
     return out;
@@ -240,8 +240,8 @@ static void requests_without_the_token_get_401(void **state)
     assert_int_equal(http(&s, "GET", "/", NULL, NULL, &v), 401);
     json_decref(v);
     /* The cookie works like the bearer token; /healthz is public. */
-    assert_int_equal(http(&s, "GET", "/api/sessions", H("Cookie: cdsh_token=secret-token"), NULL, &v),
-                     200);
+    assert_int_equal(
+        http(&s, "GET", "/api/sessions", H("Cookie: cdsh_token=secret-token"), NULL, &v), 200);
     json_decref(v);
     assert_int_equal(http(&s, "GET", "/healthz", NULL, NULL, &v), 200);
     json_decref(v);
@@ -291,9 +291,9 @@ static void bad_host_or_origin_gets_403(void **state)
     assert_int_equal(http(&s, "GET", "/api/sessions", H(s.auth, "Host: 127.0.0.1:1"), NULL, &v),
                      403);
     json_decref(v);
-    assert_int_equal(
-        http(&s, "POST", "/api/sessions", H(s.auth, "Origin: http://evil.example", JSON_CT), "{}", &v),
-        403);
+    assert_int_equal(http(&s, "POST", "/api/sessions",
+                          H(s.auth, "Origin: http://evil.example", JSON_CT), "{}", &v),
+                     403);
     assert_string_equal(err_code(v), "BAD_ORIGIN");
     json_decref(v);
     snprintf(origin, sizeof origin, "Origin: http://127.0.0.1:%u", cdsh_web_port(s.web));
@@ -346,13 +346,12 @@ static void rpc_gateway_follows_the_envelope_contract(void **state)
     assert_int_equal(http(&s, "POST", "/rpc/echo/a", H(s.auth, JSON_CT),
                           "{\"type\":\"client-request\",\"rpcId\":\"r2\",\"method\":\"b\"}", &v),
                      200);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(v, "result"), "error"),
-                                          "code")),
-        "bad-request");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "result"), "error"), "code")),
+                        "bad-request");
     json_decref(v);
-    assert_int_equal(http(&s, "POST", "/rpc/echo/a", H(s.auth, "Content-Type: text/plain"), "{}", &v),
-                     415);
+    assert_int_equal(
+        http(&s, "POST", "/rpc/echo/a", H(s.auth, "Content-Type: text/plain"), "{}", &v), 415);
     json_decref(v);
     assert_int_equal(http(&s, "POST", "/rpc/echo/a", H(s.auth, JSON_CT), "{bad", &v), 400);
     assert_string_equal(err_code(v), "BAD_JSON");
@@ -361,21 +360,23 @@ static void rpc_gateway_follows_the_envelope_contract(void **state)
     json_decref(v);
     assert_int_equal(http(&s, "POST", "/rpc/echo/..", H(s.auth, JSON_CT), "{}", &v), 404);
     json_decref(v);
-    assert_int_equal(http(&s, "POST", "/rpc/nobody/x", H(s.auth, JSON_CT),
-                          "{\"type\":\"client-request\",\"rpcId\":\"r3\",\"method\":\"x\",\"payload\":null}", &v),
-                     404);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(v, "result"), "error"),
-                                          "code")),
-        "not-found");
+    assert_int_equal(
+        http(&s, "POST", "/rpc/nobody/x", H(s.auth, JSON_CT),
+             "{\"type\":\"client-request\",\"rpcId\":\"r3\",\"method\":\"x\",\"payload\":null}",
+             &v),
+        404);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "result"), "error"), "code")),
+                        "not-found");
     json_decref(v);
-    assert_int_equal(http(&s, "POST", "/rpc/echo/boom", H(s.auth, JSON_CT),
-                          "{\"type\":\"client-request\",\"rpcId\":\"r4\",\"method\":\"boom\",\"payload\":1}", &v),
-                     500);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(v, "result"), "error"),
-                                          "message")),
-        "handler failure: it broke");
+    assert_int_equal(
+        http(&s, "POST", "/rpc/echo/boom", H(s.auth, JSON_CT),
+             "{\"type\":\"client-request\",\"rpcId\":\"r4\",\"method\":\"boom\",\"payload\":1}",
+             &v),
+        500);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "result"), "error"), "message")),
+                        "handler failure: it broke");
     json_decref(v);
     srv_close(&s);
 }
@@ -437,8 +438,8 @@ static void a_turn_streams_its_events_in_order(void **state)
     assert_string_equal(err_code(v), "SESSION_BUSY");
     json_decref(v);
     json_t *evs = sse_finish(&x);
-    const char *want[] = {"turn/start", "user/message", "step/start", "text/delta", "text/delta",
-                          "text/delta", "assistant/message", "turn/end"};
+    const char *want[] = {"turn/start", "user/message", "step/start",        "text/delta",
+                          "text/delta", "text/delta",   "assistant/message", "turn/end"};
     assert_int_equal(json_array_size(evs), 8);
     json_int_t prev = 0;
     char text[64] = "";
@@ -469,7 +470,8 @@ static void cancel_stops_a_running_turn(void **state)
 {
     (void)state;
     srv s;
-    srv_open(&s, 0, "[{\"chunks\":[{\"text\":\"slow\"},{\"stall_ms\":8000},{\"text\":\"never\"}]}]");
+    srv_open(&s, 0,
+             "[{\"chunks\":[{\"text\":\"slow\"},{\"stall_ms\":8000},{\"text\":\"never\"}]}]");
     char *id = create_session(&s);
     char path[128];
     snprintf(path, sizeof path, "/api/sessions/%s/events", id);
@@ -506,7 +508,8 @@ static void plugin_state_events_reach_the_streams(void **state)
     sse g;
     sse_start(&g, &s, "/api/events", "\"n\":2");
     cdsh_events *bus = cdsh_host_events(s.host);
-    json_t *p1 = json_pack("{s:s, s:s, s:{s:i}}", "plugin", "xiangqi", "sessionId", id, "state", "n", 1);
+    json_t *p1 =
+        json_pack("{s:s, s:s, s:{s:i}}", "plugin", "xiangqi", "sessionId", id, "state", "n", 1);
     json_t *p0 = json_pack("{s:s, s:{s:i}}", "plugin", "xiangqi", "state", "n", 2);
     cdsh_events_emit(bus, "plugin/state", NULL, false, p1);
     cdsh_events_emit(bus, "plugin/state", NULL, false, p0);
@@ -552,12 +555,11 @@ static void modules_add_and_remove_routes(void **state)
     srv_open(&s, 0, NULL);
     int id;
     cdsh_error err;
-    assert_int_equal(cdsh_web_route(s.web, "POST", "/mcp/", CDSH_WEB_ROUTE_PREFIX, custom, NULL,
-                                    &id, &err),
-                     0);
-    assert_int_equal(cdsh_web_route(s.web, "POST", "/mcp/", CDSH_WEB_ROUTE_PREFIX, custom, NULL,
-                                    NULL, &err),
-                     CDSH_EEXIST);
+    assert_int_equal(
+        cdsh_web_route(s.web, "POST", "/mcp/", CDSH_WEB_ROUTE_PREFIX, custom, NULL, &id, &err), 0);
+    assert_int_equal(
+        cdsh_web_route(s.web, "POST", "/mcp/", CDSH_WEB_ROUTE_PREFIX, custom, NULL, NULL, &err),
+        CDSH_EEXIST);
     assert_string_equal(err.code, "ROUTE_EXISTS");
     json_t *v;
     assert_int_equal(http(&s, "POST", "/mcp/x/y", H(s.auth), "", &v), 200);
