@@ -126,12 +126,14 @@ static void list(json_t *id, json_t *params)
     const char *cursor = json_string_value(json_object_get(params, "cursor"));
     size_t off = cursor ? (size_t)atoi(cursor) : 0;
     json_t *pg = json_array();
-    for (size_t i = off; i < json_array_size(t) && i < off + (size_t)page; i++)
+    bool stuck = strcmp(mode, "same-cursor") == 0;
+    for (size_t i = off; !(stuck && cursor) && i < json_array_size(t) && i < off + (size_t)page;
+         i++)
         json_array_append(pg, json_array_get(t, i));
     json_t *r = json_pack("{s:o}", "tools", pg);
     if (off + (size_t)page < json_array_size(t) || strcmp(mode, "same-cursor") == 0) {
         char c[16];
-        snprintf(c, sizeof c, "%zu", strcmp(mode, "same-cursor") == 0 ? 0 : off + (size_t)page);
+        snprintf(c, sizeof c, "%zu", stuck ? 7 : off + (size_t)page);
         json_object_set_new(r, "nextCursor", json_string(c));
     }
     json_decref(t);
