@@ -716,8 +716,9 @@ int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(port);
-    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                     MHD_USE_ERROR_LOG,
+    /* No MHD_USE_ERROR_LOG: clients that stop reading an SSE answer once they
+     * have their response are normal, not errors worth printing. */
+    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
                                  0, NULL, NULL, standalone, h, MHD_OPTION_SOCK_ADDR, &addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, completed, h,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
