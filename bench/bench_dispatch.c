@@ -59,8 +59,10 @@ int main(int argc, char **argv)
     cdsh_tools *tools = cdsh_tools_new(bus);
     json_t *params = json_pack("{s:s}", "type", "object");
     json_t *output = json_pack("{s:s}", "type", "boolean");
-    cdsh_tool_def trivial = {.name = "trivial", .description = "returns true",
-                             .parameters = params, .output_schema = output,
+    cdsh_tool_def trivial = {.name = "trivial",
+                             .description = "returns true",
+                             .parameters = params,
+                             .output_schema = output,
                              .execute = body_trivial};
     cdsh_tool_def outer = trivial;
     outer.name = "two_steps";

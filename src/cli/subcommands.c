@@ -3,12 +3,21 @@
 
 #include <string.h>
 
+#include "cli/cmd_commands.h"
+#include "cli/cmd_config.h"
 #include "cli/cmd_mcp.h"
+#include "cli/cmd_skills.h"
+#include "cli/cmd_tools.h"
 #include "cli/cmd_web.h"
 #include "cli/cmd_xiangqi.h"
 
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
+    {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
+     cdsh_cmd_config},
     {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server", cdsh_cmd_mcp},
+    {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
+    {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
     {"xiangqi", "xiangqi (Chinese chess) engine tools: perft", cdsh_cmd_xiangqi},
     {NULL, NULL, NULL},

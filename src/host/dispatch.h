@@ -51,7 +51,10 @@ struct cdsh_tool_exec {
     unsigned depth;               /* 0 for top-level calls */
     cdsh_cancel *cancel;          /* the token to observe; NULL when the caller gave
                                      none (every cdsh_cancel_* call accepts NULL) */
-    const json_t *args;           /* validated, lossless snapshot; never mutate */
+    const json_t *args;           /* validated, lossless snapshot; never mutate. NULL
+                                     only where finalize_content sees a call whose
+                                     arguments could not be snapshotted, or one
+                                     refused by the nesting limit */
     cdsh_tools *tools;            /* the registry running the call */
     struct cdsh__exec_priv *priv; /* pipeline state: deferred contexts, flags */
 };
@@ -100,8 +103,11 @@ int cdsh_dispatch_fail(const cdsh_tool_exec *exec, const char *name, const char 
                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Ferries a user-message context to the agent loop: it is appended to the
- * result's additionalContexts (after contexts already there, in call order).
- * CDSH_ENOMEM on allocation failure. Thread-safe. */
+ * result's additionalContexts (before contexts a wrapper added, in call
+ * order). CDSH_EINVAL for NULL or text that is not valid UTF-8, CDSH_ENOMEM
+ * on allocation failure. They are kept on failures too (a timed-out call
+ * carries what its body deferred before the deadline); what a detached body
+ * defers after its caller moved on is lost. Thread-safe. */
 int cdsh_dispatch_defer_context(const cdsh_tool_exec *exec, const char *user_message);
 
 /* Marks a successful result as concluding the agent's turn. */

@@ -137,9 +137,9 @@ json_t *cdsh_toolresult_to_json(const cdsh_toolresult *res)
     if (res->is_error) {
         json_t *error = json_pack("{s:s}", "message", res->error_message ? res->error_message : "");
         if (error && res->error_name && res->error_code)
-            bad |= json_object_set_new(error, "info",
-                                       json_pack("{s:s, s:s}", "name", res->error_name, "code",
-                                                 res->error_code));
+            bad |= json_object_set_new(
+                error, "info",
+                json_pack("{s:s, s:s}", "name", res->error_name, "code", res->error_code));
         bad |= json_object_set_new(out, "error", error);
     } else {
         bad |= json_object_set(out, "value", res->value ? res->value : json_null());

@@ -30,14 +30,14 @@
  * a failure's content is normally [{type:"text",text:"Error: <message>"}]. */
 typedef struct cdsh_toolresult {
     bool is_error;
-    bool concludes_turn;         /* success only: the body called conclude_turn */
-    json_t *value;               /* execution-local; never logged or replayed */
-    json_t *content;             /* array; what the model and the log see */
-    char *error_message;         /* failure only */
-    char *error_name;            /* info.name, e.g. "ToolNotFoundError"; may be NULL */
-    char *error_code;            /* info.code, e.g. "UNKNOWN_TOOL"; may be NULL */
-    json_t *meta;                /* presentation meta (top-level calls only); may be NULL */
-    json_t *additional_contexts; /* array of strings deferred by the body; may be NULL */
+    bool concludes_turn;                /* success only: the body called conclude_turn */
+    json_t *value;                      /* execution-local; never logged or replayed */
+    json_t *content;                    /* array; what the model and the log see */
+    char *error_message;                /* failure only */
+    char *error_name;                   /* info.name, e.g. "ToolNotFoundError"; may be NULL */
+    char *error_code;                   /* info.code, e.g. "UNKNOWN_TOOL"; may be NULL */
+    json_t *meta;                       /* presentation meta (top-level calls only); may be NULL */
+    json_t *additional_contexts;        /* array of strings deferred by the body; may be NULL */
     struct cdsh__toolresult_priv *priv; /* refcount and pipeline flags */
 } cdsh_toolresult;
 
@@ -49,8 +49,7 @@ cdsh_toolresult *cdsh_toolresult_new_value_steal(json_t *value);
 /* New failure result with content [{type:"text",text:"Error: <message>"}].
  * name and code may be NULL (no info); message NULL means "tool failed".
  * NULL on ENOMEM. */
-cdsh_toolresult *cdsh_toolresult_new_error(const char *name, const char *code,
-                                           const char *message);
+cdsh_toolresult *cdsh_toolresult_new_error(const char *name, const char *code, const char *message);
 
 /* printf-style variant of cdsh_toolresult_new_error. */
 cdsh_toolresult *cdsh_toolresult_new_errorf(const char *name, const char *code, const char *fmt,

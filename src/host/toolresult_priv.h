@@ -12,7 +12,7 @@
 struct cdsh__toolresult_priv {
     atomic_int refs;
     bool frozen;
-    bool final; /* a pipeline failure that skips post-execute (wrapper failure) */
+    bool final;                /* a pipeline failure that skips post-execute (wrapper failure) */
     const void *canonical_for; /* the exec whose pipeline validated and rendered it */
 };
 

@@ -14,6 +14,7 @@
 
 #include "base/json.h"
 #include "base/schema.h"
+#include "base/strbuf.h"
 #include "host/tools_priv.h"
 
 #define RUN_CODE "run_code"
@@ -27,7 +28,7 @@ typedef struct mask {
 } mask;
 
 typedef struct layer {
-    cdsh_scope *scope; /* referenced; NULL = global */
+    cdsh_scope *scope;  /* referenced; NULL = global */
     cdsh__tool **items; /* registration order */
     size_t n, cap;
     cdsh__tool **slots; /* open addressing by name, rebuilt on change */
@@ -379,8 +380,7 @@ static void view_clear(view *v)
 }
 
 /* inherited (pre-restriction) and visible lists for scope; caller holds the lock. */
-static int view_build(const cdsh_tools *t, const cdsh_scope *scope, view *inherited,
-                      view *visible)
+static int view_build(const cdsh_tools *t, const cdsh_scope *scope, view *inherited, view *visible)
 {
     layer *chain[CHAIN_MAX];
     size_t n = scope ? chain_layers(t, scope, chain) : 0;
@@ -625,9 +625,10 @@ int cdsh_tools_register(cdsh_tools *t, cdsh_scope *scope, const cdsh_tool_def *d
     *out = (cdsh_disposer_t){0};
     const char *name = def->name;
     if (!valid_name(name))
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_NAME",
-                              "tool name \"%s\" is invalid: use 1-64 characters from A-Z a-z 0-9 _ -",
-                              name ? name : "");
+        return cdsh_error_set(
+            err, CDSH_EINVAL, "BAD_TOOL_NAME",
+            "tool name \"%s\" is invalid: use 1-64 characters from A-Z a-z 0-9 _ -",
+            name ? name : "");
     if (strcmp(name, RUN_CODE) == 0)
         return cdsh_error_set(err, CDSH_EINVAL, "RESERVED_TOOL",
                               "tool name \"run_code\" is reserved for the Code Mode presentation "
@@ -639,9 +640,9 @@ int cdsh_tools_register(cdsh_tools *t, cdsh_scope *scope, const cdsh_tool_def *d
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF",
                               "tool \"%s\" must declare a description", name);
     if (!def->output_schema)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF",
-                              "tool \"%s\" must declare output { schema, render, presentationMeta? }",
-                              name);
+        return cdsh_error_set(
+            err, CDSH_EINVAL, "BAD_TOOL_DEF",
+            "tool \"%s\" must declare output { schema, render, presentationMeta? }", name);
     if (def->timeout_ms < 0)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF",
                               "tool \"%s\" timeoutMs must be a positive finite number", name);
@@ -798,19 +799,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Appends `s` to a growing message buffer (truncating at the end). */
-static void buf_add(char *buf, size_t cap, size_t *len, const char *s)
-{
-    size_t n = strlen(s);
-    if (*len + 1 >= cap)
-        return;
-    if (n > cap - *len - 1)
-        n = cap - *len - 1;
-    memcpy(buf + *len, s, n);
-    *len += n;
-    buf[*len] = '\0';
-}
-
 int cdsh_tools_restrict(cdsh_tools *t, cdsh_scope *scope, const char *const *allow,
                         const char *const *deny, cdsh_disposer_t *out, cdsh_error *err)
 {
@@ -857,41 +845,40 @@ int cdsh_tools_restrict(cdsh_tools *t, cdsh_scope *scope, const char *const *all
         goto nomem;
     }
     /* Check names against the restrictable (inherited) names, as DSH does. */
-    char unknown[768] = "";
-    size_t ulen = 0, nunknown = 0;
+    cdsh_strbuf unknown, known;
+    cdsh_strbuf_init(&unknown);
+    cdsh_strbuf_init(&known);
+    size_t nunknown = 0;
     for (size_t i = 0; i < nallow + ndeny; i++) {
         const char *n = i < nallow ? allow[i] : deny[i - nallow];
-        if (json_object_get(inherited.index, n))
-            continue;
-        buf_add(unknown, sizeof unknown, &ulen, nunknown ? ", \"" : "\"");
-        buf_add(unknown, sizeof unknown, &ulen, n);
-        buf_add(unknown, sizeof unknown, &ulen, "\"");
-        nunknown++;
+        if (!json_object_get(inherited.index, n))
+            cdsh_strbuf_appendf(&unknown, "%s\"%s\"", nunknown++ ? ", " : "", n);
     }
     if (nunknown) {
-        const char **known = calloc(inherited.n ? inherited.n : 1, sizeof *known);
-        char list[1024] = "";
-        size_t klen = 0;
-        for (size_t i = 0; known && i < inherited.n; i++)
-            known[i] = inherited.items[i]->name;
-        if (known)
-            qsort(known, inherited.n, sizeof *known, cmp_str);
-        for (size_t i = 0; known && i < inherited.n; i++) {
-            if (i)
-                buf_add(list, sizeof list, &klen, ", ");
-            buf_add(list, sizeof list, &klen, known[i]);
-        }
-        free(known);
+        const char **names = calloc(inherited.n ? inherited.n : 1, sizeof *names);
+        for (size_t i = 0; names && i < inherited.n; i++)
+            names[i] = inherited.items[i]->name;
+        if (names)
+            qsort(names, inherited.n, sizeof *names, cmp_str);
+        for (size_t i = 0; names && i < inherited.n; i++)
+            cdsh_strbuf_appendf(&known, "%s%s", i ? ", " : "", names[i]);
+        free(names);
         view_clear(&inherited);
         view_clear(&visible);
         pthread_rwlock_unlock(&t->lock);
         mask_free(m);
         free(tk);
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_RESTRICTION",
-                              "tools.restrict() names unknown global tool%s %s; known global "
-                              "tools: %s",
-                              nunknown > 1 ? "s" : "", unknown, klen ? list : "(none)");
+        int rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_RESTRICTION",
+                                "tools.restrict() names unknown global tool%s %s; known global "
+                                "tools: %s",
+                                nunknown > 1 ? "s" : "", unknown.data,
+                                known.len ? known.data : "(none)");
+        cdsh_strbuf_deinit(&unknown);
+        cdsh_strbuf_deinit(&known);
+        return rc;
     }
+    cdsh_strbuf_deinit(&unknown);
+    cdsh_strbuf_deinit(&known);
     view_clear(&inherited);
     view_clear(&visible);
     layer *l = layer_get_or_add(t, scope);
@@ -1036,27 +1023,26 @@ int cdsh_tools_set_approval(cdsh_tools *t, const cdsh_approval_service *service,
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
                               "approval: a service needs a request function and a disposer");
     *out = (cdsh_disposer_t){0};
-    ticket *tk = NULL;
-    if (service) {
-        tk = calloc(1, sizeof *tk);
-        if (!tk)
-            return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    }
-    pthread_rwlock_wrlock(&t->lock);
-    if (service) {
-        t->has_approval = true;
-        t->approval = *service;
-        t->approval_id = t->next_approval_id++;
-        tk->tools = t;
-        tk->approval_id = t->approval_id;
-    } else {
+    if (!service) {
+        pthread_rwlock_wrlock(&t->lock);
         t->has_approval = false;
         t->approval_id = 0;
         memset(&t->approval, 0, sizeof t->approval);
+        pthread_rwlock_unlock(&t->lock);
+        return 0;
     }
+    ticket *tk = calloc(1, sizeof *tk);
+    if (!tk)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    tk->tools = t;
+    pthread_rwlock_wrlock(&t->lock);
+    t->has_approval = true;
+    t->approval = *service;
+    t->approval_id = t->next_approval_id++;
+    tk->approval_id = t->approval_id;
     pthread_rwlock_unlock(&t->lock);
-    if (tk)
-        *out = (cdsh_disposer_t){dispose_approval, tk};
+    out->fn = dispose_approval;
+    out->arg = tk;
     return 0;
 }
 
@@ -1190,10 +1176,10 @@ json_t *cdsh_tools_get(cdsh_tools *t, const cdsh_scope *scope, const char *name)
     cdsh__tool *tool = cdsh__tools_resolve(t, scope, name);
     if (!tool)
         return NULL;
-    json_t *out = json_pack("{s:s, s:s, s:O, s:O, s:o}", "name", tool->name, "description",
-                            tool->description, "parameters", tool->parameters, "outputSchema",
-                            tool->output_schema, "layer",
-                            tool->scope ? json_string(cdsh_scope_id(tool->scope)) : json_null());
+    json_t *out =
+        json_pack("{s:s, s:s, s:O, s:O, s:o}", "name", tool->name, "description", tool->description,
+                  "parameters", tool->parameters, "outputSchema", tool->output_schema, "layer",
+                  tool->scope ? json_string(cdsh_scope_id(tool->scope)) : json_null());
     if (out) {
         json_t *copy = json_deep_copy(out);
         json_decref(out);

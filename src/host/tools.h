@@ -14,7 +14,9 @@
  * back into the registry. Every registration returns an exact disposer;
  * disposing is thread-safe and may race with calls in flight: a call that
  * already resolved a tool or snapshotted the hooks finishes with them, and a
- * registration's `free_ud` runs only when nothing uses it any more. */
+ * registration's `free_ud` runs only when nothing uses it any more (on
+ * whichever thread drops the last use: the disposer's, a caller's, or a
+ * detached body's). */
 #ifndef CDSH_HOST_TOOLS_H
 #define CDSH_HOST_TOOLS_H
 
@@ -64,21 +66,22 @@ typedef json_t *(*cdsh_tool_finalize_fn)(void *ud, const cdsh_tool_exec *exec,
                                          const cdsh_toolresult *res);
 
 typedef struct cdsh_tool_def {
-    const char *name;          /* [A-Za-z0-9_-]{1,64}; "run_code" is reserved */
-    const char *description;   /* model-visible; required (may be "") */
-    const json_t *parameters;  /* JSON Schema (subset) of an object; NULL = {"type":"object"} */
+    const char *name;            /* [A-Za-z0-9_-]{1,64}; "run_code" is reserved */
+    const char *description;     /* model-visible; required (may be "") */
+    const json_t *parameters;    /* JSON Schema (subset) of an object; NULL = {"type":"object"} */
     const json_t *output_schema; /* required: every successful value must satisfy it */
-    cdsh_tool_body_fn execute; /* required */
-    cdsh_tool_render_fn render; /* NULL: one text block — a string value as is,
-                                   anything else as compact JSON */
-    cdsh_tool_meta_fn presentation_meta;      /* optional */
-    cdsh_tool_safe_fn is_concurrency_safe;    /* optional; absent = exclusive */
-    cdsh_tool_finalize_fn finalize_content;   /* optional */
-    int64_t timeout_ms;        /* 0 = none; otherwise must be > 0 (enforced by the
-                                  built-in timeout policy, see dispatch.h) */
-    void *ud;                  /* passed to every callback above */
-    void (*free_ud)(void *ud); /* optional; runs once the tool is disposed AND no
-                                  call (including a detached timed-out body) uses it */
+    cdsh_tool_body_fn execute;   /* required */
+    /* NULL: one text block, a string value as is and anything else as compact JSON. */
+    cdsh_tool_render_fn render;
+    cdsh_tool_meta_fn presentation_meta;    /* optional */
+    cdsh_tool_safe_fn is_concurrency_safe;  /* optional; absent = exclusive */
+    cdsh_tool_finalize_fn finalize_content; /* optional */
+    /* 0 = none; otherwise > 0, enforced by the built-in timeout policy (dispatch.h). */
+    int64_t timeout_ms;
+    void *ud; /* passed to every callback above */
+    /* Optional; runs once the tool is disposed AND no call (including a
+     * detached timed-out body) uses it any more. */
+    void (*free_ud)(void *ud);
 } cdsh_tool_def;
 
 /* Handy predicate for tools that are always safe to run in parallel. */
@@ -185,9 +188,8 @@ typedef enum cdsh_tools_verdict {
 typedef cdsh_tools_verdict (*cdsh_tools_pre_fn)(void *ud, const cdsh_tool_exec *exec,
                                                 char **reason);
 
-int cdsh_tools_on_pre_execute(cdsh_tools *tools, cdsh_scope *scope, cdsh_tools_pre_fn fn,
-                              void *ud, void (*free_ud)(void *), cdsh_disposer_t *out,
-                              cdsh_error *err);
+int cdsh_tools_on_pre_execute(cdsh_tools *tools, cdsh_scope *scope, cdsh_tools_pre_fn fn, void *ud,
+                              void (*free_ud)(void *), cdsh_disposer_t *out, cdsh_error *err);
 
 /* Post-execute decision, filled by the hook (all pointers owned by the
  * decision and consumed by the registry). Default: accept unchanged. */
@@ -204,8 +206,8 @@ typedef struct cdsh_tools_post {
 /* Post-execute: hooks run in order, each seeing the result as rewritten by
  * the previous ones; a block ends the chain. Setting both content and value,
  * or a value on a failure, turns the result into an error. */
-typedef void (*cdsh_tools_post_fn)(void *ud, const cdsh_tool_exec *exec,
-                                   const cdsh_toolresult *res, cdsh_tools_post *decision);
+typedef void (*cdsh_tools_post_fn)(void *ud, const cdsh_tool_exec *exec, const cdsh_toolresult *res,
+                                   cdsh_tools_post *decision);
 
 int cdsh_tools_on_post_execute(cdsh_tools *tools, cdsh_scope *scope, cdsh_tools_post_fn fn,
                                void *ud, void (*free_ud)(void *), cdsh_disposer_t *out,
@@ -223,9 +225,8 @@ typedef struct cdsh_dispatch_next cdsh_dispatch_next;
 typedef cdsh_toolresult *(*cdsh_tools_around_fn)(void *ud, const cdsh_tool_exec *exec,
                                                  cdsh_dispatch_next *next);
 
-int cdsh_tools_on_execute(cdsh_tools *tools, cdsh_scope *scope, cdsh_tools_around_fn fn,
-                          void *ud, void (*free_ud)(void *), cdsh_disposer_t *out,
-                          cdsh_error *err);
+int cdsh_tools_on_execute(cdsh_tools *tools, cdsh_scope *scope, cdsh_tools_around_fn fn, void *ud,
+                          void (*free_ud)(void *), cdsh_disposer_t *out, cdsh_error *err);
 
 /* ---- approval service (optional) ------------------------------------------- */
 

@@ -27,8 +27,8 @@ typedef struct cdsh__tool {
     int64_t timeout_ms;
     void *ud;
     void (*free_ud)(void *);
-    cdsh_tools *tools;  /* the registry (not referenced) */
-    cdsh_scope *scope;  /* the layer it lives in (referenced; NULL = global) */
+    cdsh_tools *tools; /* the registry (not referenced) */
+    cdsh_scope *scope; /* the layer it lives in (referenced; NULL = global) */
     bool live;
 } cdsh__tool;
 
@@ -58,8 +58,8 @@ typedef struct cdsh__hookset {
 
 /* What a call takes from the registry in one read-locked step. */
 typedef struct cdsh__snapshot {
-    cdsh__tool *tool;       /* referenced; NULL when not visible */
-    cdsh__hookset *hooks;   /* referenced; never NULL */
+    cdsh__tool *tool;     /* referenced; NULL when not visible */
+    cdsh__hookset *hooks; /* referenced; never NULL */
     bool has_approval;
     cdsh_approval_service approval;
     unsigned max_depth;

@@ -88,16 +88,15 @@ static json_t *finalize_trace(void *ud, const cdsh_tool_exec *exec, const cdsh_t
 static void add_pre(fx *f, cdsh_scope *scope, pre_rule *rule)
 {
     cdsh_disposer_t d;
-    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, scope, pre_hook, rule, NULL, &d, NULL),
-                     0);
+    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, scope, pre_hook, rule, NULL, &d, NULL), 0);
     fx_keep(f, d);
 }
 
 static void add_guard(fx *f, cdsh_scope *scope, const char *reason)
 {
     cdsh_disposer_t d;
-    assert_int_equal(
-        cdsh_tools_guard(f->tools, scope, guard_hook, (void *)reason, NULL, &d, NULL), 0);
+    assert_int_equal(cdsh_tools_guard(f->tools, scope, guard_hook, (void *)reason, NULL, &d, NULL),
+                     0);
     fx_keep(f, d);
 }
 
@@ -124,8 +123,7 @@ static void add_approval(fx *f, approver *a)
 }
 
 static atomic_int g_heard;
-static void count_event(void *arg, const char *name, const cdsh_scope *scope,
-                        const json_t *payload)
+static void count_event(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     (void)arg;
     (void)name;
@@ -228,7 +226,8 @@ static void render_failure_is_invalid_tool_output(void **state)
     def.render = render_fails;
     fx_add(f, NULL, &def);
     cdsh_toolresult *res = fx_call(f, NULL, "broken", NULL);
-    assert_error(res, "INVALID_TOOL_OUTPUT", "tool \"broken\" output.render failed: cannot draw this");
+    assert_error(res, "INVALID_TOOL_OUTPUT",
+                 "tool \"broken\" output.render failed: cannot draw this");
     assert_string_equal(res->error_name, "ToolOutputError");
     cdsh_toolresult_free(res);
     json_decref(v);
@@ -751,8 +750,7 @@ static void wrapper_authored_invalid_value_is_invalid_tool_output(void **state)
     json_decref(bad);
 }
 
-static cdsh_toolresult *around_null(void *ud, const cdsh_tool_exec *exec,
-                                    cdsh_dispatch_next *next)
+static cdsh_toolresult *around_null(void *ud, const cdsh_tool_exec *exec, cdsh_dispatch_next *next)
 {
     (void)ud;
     (void)exec;
@@ -772,8 +770,7 @@ static void wrapper_failure_is_final_and_bypasses_post_execute(void **state)
     cdsh_toolresult_free(res);
 }
 
-static cdsh_toolresult *around_twice(void *ud, const cdsh_tool_exec *exec,
-                                     cdsh_dispatch_next *next)
+static cdsh_toolresult *around_twice(void *ud, const cdsh_tool_exec *exec, cdsh_dispatch_next *next)
 {
     (void)ud;
     (void)exec;
@@ -791,8 +788,7 @@ static void wrapper_cannot_run_the_body_twice(void **state)
     add_around(f, NULL, around_twice, NULL);
     cdsh_toolresult *res = fx_call(f, NULL, "echo", "{\"text\":\"once\"}");
     assert_string_equal(vstr(res), "once");
-    assert_string_equal(trace_of(f),
-                        "body around-dispatch wrapper called next() twice result");
+    assert_string_equal(trace_of(f), "body around-dispatch wrapper called next() twice result");
     cdsh_toolresult_free(res);
 }
 
@@ -1342,13 +1338,14 @@ static void timed_out_body_sees_reason_timeout(void **state)
     cdsh_toolresult_free(res);
 }
 
-/* ---- nested dispatch -------------------------------------------------------------------------- */
+/* ---- nested dispatch --------------------------------------------------------------------------
+ */
 
 typedef struct nest_plan {
-    const char *step;      /* tool to call */
-    const char *call_id;   /* NULL = derived */
-    char seen[512];        /* what the body observed */
-    bool shared;           /* used by several threads at once: record nothing */
+    const char *step;    /* tool to call */
+    const char *call_id; /* NULL = derived */
+    char seen[512];      /* what the body observed */
+    bool shared;         /* used by several threads at once: record nothing */
 } nest_plan;
 
 static int body_nest(void *ud, const cdsh_tool_exec *exec, json_t **value)
@@ -1413,8 +1410,7 @@ static void nested_call_id_can_be_chosen(void **state)
     fx_add(f, NULL, &inner);
     cdsh_toolresult *res = fx_call(f, NULL, "outer", NULL);
     json_t *step = json_object_get(res->value, "step");
-    assert_string_equal(json_string_value(json_object_get(step, "callId")),
-                        "call-1:pdf.analyze:1");
+    assert_string_equal(json_string_value(json_object_get(step, "callId")), "call-1:pdf.analyze:1");
     cdsh_toolresult_free(res);
 }
 
@@ -1467,8 +1463,7 @@ static int body_recurse(void *ud, const cdsh_tool_exec *exec, json_t **value)
     (void)ud;
     cdsh_toolresult *inner = cdsh_dispatch_nested(exec, NULL, "recurse", NULL);
     if (inner->is_error) {
-        *value = json_pack("{s:s, s:i}", "error", inner->error_message, "depth",
-                           (int)exec->depth);
+        *value = json_pack("{s:s, s:i}", "error", inner->error_message, "depth", (int)exec->depth);
     } else {
         *value = json_incref(inner->value);
     }
@@ -1489,10 +1484,9 @@ static void nesting_deeper_than_the_limit_fails_clearly(void **state)
     cdsh_toolresult_free(res);
     /* The refused call was published with its code. */
     json_t *p = fx_event(f, "tools/result", 0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(p, "error"), "info"),
-                                          "code")),
-        "TOOL_DEPTH_EXCEEDED");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(p, "error"), "info"), "code")),
+                        "TOOL_DEPTH_EXCEEDED");
     assert_int_equal(json_integer_value(json_object_get(p, "depth")), 4);
 }
 
@@ -1518,15 +1512,15 @@ static void cancelled_caller_cancels_its_nested_calls(void **state)
     /* The outer call itself ends ABORTED (the body had started). */
     assert_error(res, "ABORTED", "tool call aborted");
     json_t *nested = fx_event(f, "tools/result", 0);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(nested, "error"), "info"),
-                                          "code")),
-        "ABORTED_BEFORE_DISPATCH");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(nested, "error"), "info"), "code")),
+                        "ABORTED_BEFORE_DISPATCH");
     cdsh_toolresult_free(res);
     cdsh_cancel_free(tok);
 }
 
-/* ---- batch scheduling --------------------------------------------------------------------------- */
+/* ---- batch scheduling ---------------------------------------------------------------------------
+ */
 
 static atomic_int g_running, g_peak;
 
@@ -1628,7 +1622,6 @@ static void batch_reports_results_for_unknown_and_invalid_calls(void **state)
     cdsh_toolresult_free(out[1]);
 }
 
-
 /* ---- hook lifetimes and re-resolution ------------------------------------------------- */
 
 typedef struct restrict_in_pre {
@@ -1671,18 +1664,15 @@ static void disposed_hooks_stop_running_and_release_their_state(void **state)
     atomic_store(&g_heard, 0);
     static pre_rule deny = {CDSH_TOOLS_DENY, "blocked", NULL};
     cdsh_disposer_t pre, guard, post, around;
-    assert_int_equal(cdsh_tools_on_pre_execute(f->tools, NULL, pre_hook, &deny, release_count,
-                                               &pre, NULL),
+    assert_int_equal(
+        cdsh_tools_on_pre_execute(f->tools, NULL, pre_hook, &deny, release_count, &pre, NULL), 0);
+    assert_int_equal(cdsh_tools_guard(f->tools, NULL, guard_hook, "g", release_count, &guard, NULL),
                      0);
-    assert_int_equal(cdsh_tools_guard(f->tools, NULL, guard_hook, "g", release_count, &guard,
-                                      NULL),
-                     0);
-    assert_int_equal(cdsh_tools_on_post_execute(f->tools, NULL, post_accept, NULL, release_count,
-                                                &post, NULL),
-                     0);
-    assert_int_equal(cdsh_tools_on_execute(f->tools, NULL, around_hook, NULL, release_count,
-                                           &around, NULL),
-                     0);
+    assert_int_equal(
+        cdsh_tools_on_post_execute(f->tools, NULL, post_accept, NULL, release_count, &post, NULL),
+        0);
+    assert_int_equal(
+        cdsh_tools_on_execute(f->tools, NULL, around_hook, NULL, release_count, &around, NULL), 0);
     cdsh_toolresult *res = fx_call(f, NULL, "echo", NULL);
     assert_error(res, NULL, "blocked");
     cdsh_toolresult_free(res);
@@ -1798,7 +1788,8 @@ static void concurrent_nested_calls_with_hooks_are_consistent(void **state)
     cdsh_scope_unref(agent);
 }
 
-/* ---- toolresult helpers --------------------------------------------------------------------------- */
+/* ---- toolresult helpers
+ * --------------------------------------------------------------------------- */
 
 static void error_constructors_build_model_text(void **state)
 {

@@ -24,8 +24,9 @@ static void schemas_show_exactly_name_description_parameters(void **state)
 static void register_refuses_names_outside_provider_rule(void **state)
 {
     fx *f = *state;
-    const char *bad[] = {"", "a b", "tool.name", "ünïcode", "x/y",
-                         "a2345678901234567890123456789012345678901234567890123456789012345"};
+    const char *bad[] = {
+        "",        "a b", "tool.name",
+        "ünïcode", "x/y", "a2345678901234567890123456789012345678901234567890123456789012345"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cdsh_tool_def def = fx_def(bad[i], body_echo, NULL);
         cdsh_disposer_t d;
@@ -724,8 +725,7 @@ static void listener_of_another_agent_hears_changes(void **state)
     cdsh_scope *a = cdsh_scope_new("a", NULL), *b = cdsh_scope_new("b", NULL);
     atomic_store(&g_scoped_heard, 0);
     cdsh_disposer_t d;
-    assert_int_equal(cdsh_events_on(f->bus, "tools/change", b, scoped_listener, NULL, &d, NULL),
-                     0);
+    assert_int_equal(cdsh_events_on(f->bus, "tools/change", b, scoped_listener, NULL, &d, NULL), 0);
     fx_add_echo(f, a, "s");
     assert_int_equal(atomic_load(&g_scoped_heard), 1);
     cdsh_disposer_run(&d);

@@ -55,9 +55,9 @@ static void trace(const char *what)
 static void fx_on_event(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     fx *f = arg;
-    json_t *rec = json_pack("{s:s, s:o, s:O}", "event", name, "scope",
-                            scope ? json_string(cdsh_scope_id(scope)) : json_null(), "payload",
-                            payload);
+    json_t *rec =
+        json_pack("{s:s, s:o, s:O}", "event", name, "scope",
+                  scope ? json_string(cdsh_scope_id(scope)) : json_null(), "payload", payload);
     pthread_mutex_lock(&f->lock);
     json_array_append_new(f->events, rec);
     pthread_mutex_unlock(&f->lock);
