@@ -107,6 +107,10 @@ int main(void)
     snprintf(src, sizeof src, "%s", __FILE__); /* CMake passes absolute source paths */
     snprintf(script, sizeof script, "%s/tests/e2e/sdk_echo_server.mjs", dirname(dirname(src)));
 
+    /* A throwaway state directory, so the served cdsh never reads ~/.cdsh. */
+    char home[] = "/tmp/cdsh-bench-mcp-XXXXXX";
+    if (!getenv("CDSH_HOME") && mkdtemp(home))
+        setenv("CDSH_HOME", home, 1);
     printf("MCP tools/call over stdio, echo tool, %d sequential calls + %d x %d concurrent\n",
            SEQ_CALLS, THREADS, PAR_CALLS);
     const char *cdsh_argv[] = {cdsh, "mcp", "--fixture", NULL};

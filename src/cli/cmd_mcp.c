@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "cli/cli_host.h"
 #include "cli/cmd_mcp_fixture.h"
 #include "proto/mcp/mcp.h"
 #include "proto/mcp/mcp_bridge.h"
@@ -160,7 +161,7 @@ static int serve(int argc, char **argv)
         {"fixture", no_argument, NULL, 'f'},     {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
-    const char *glob = NULL, *token = NULL;
+    const char *glob = NULL, *token = NULL, *profile_name = NULL;
     bool http = false, fixture = false, json = false;
     uint16_t port = 0;
     int c;
@@ -168,7 +169,7 @@ static int serve(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'g': glob = optarg; break;
-        case 'P': break; /* profiles select plugins; the plugin host wires them in */
+        case 'P': profile_name = optarg; break;
         case 'H':
             if (!parse_port(optarg, &port)) {
                 fprintf(stderr, "cdsh mcp: --http wants a port from 0 to 65535, got '%s'\n",
@@ -198,18 +199,25 @@ static int serve(int argc, char **argv)
 
     int status = 1;
     cdsh_error err = {0};
-    cdsh_events *bus = cdsh_events_new();
-    cdsh_tools *tools = cdsh_tools_new(bus);
+    cdsh_host *host = NULL;
+    cdsh_profile *profile = NULL;
+    cdsh_events *bus = NULL;
+    cdsh_tools *tools = NULL;
     cdsh_disposer_t fx[CDSH_CLI_MCP_FIXTURE_N] = {{0}};
     cdsh_mcp_export *ex = NULL;
     cdsh_mcp_server *server = NULL;
     cdsh_mcp_http *h = NULL;
     pthread_t sig_thr;
     bool sig_started = false;
-    if (!sc.stop || !bus || !tools) {
+    if (!sc.stop) {
         fprintf(stderr, "cdsh mcp: out of memory\n");
         goto out;
     }
+    /* The tools of the profile's plugins; warnings go to stderr, never stdout. */
+    if (cdsh_cli_host_open("mcp", profile_name, &host, &profile) != 0)
+        goto out;
+    bus = cdsh_host_events(host);
+    tools = cdsh_host_tools(host);
     if (fixture && cdsh_cli_mcp_fixture_register(tools, fx, &err) != 0) {
         fprintf(stderr, "cdsh mcp: %s\n", err.message);
         goto out;
@@ -257,8 +265,8 @@ out:
     cdsh_mcp_export_free(ex);
     for (size_t i = 0; i < CDSH_CLI_MCP_FIXTURE_N; i++)
         cdsh_disposer_run(&fx[i]);
-    cdsh_tools_free(tools);
-    cdsh_events_free(bus);
+    cdsh_host_free(host);
+    cdsh_profile_free(profile);
     if (sig_started) {
         /* Wake the signal thread if no signal came. */
         pthread_kill(sig_thr, SIGTERM);

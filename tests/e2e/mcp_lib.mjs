@@ -6,6 +6,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+
+// Never touch the developer's ~/.cdsh: every cdsh these tests start gets a
+// fresh state directory unless the caller chose one.
+if (!process.env.CDSH_HOME) process.env.CDSH_HOME = mkdtempSync(resolve(tmpdir(), 'cdsh-e2e-home-'));
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const bin = (name) => resolve(here, '..', 'node_modules', '.bin', name);
