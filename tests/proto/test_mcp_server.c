@@ -19,6 +19,7 @@
 #include "proto/mcp/mcp_client.h"
 #include "proto/mcp/mcp_server.h"
 #include "server/mcp_http.h"
+#include "server/web.h"
 
 /* ---- a kernel with a few tools -------------------------------------------- */
 
@@ -542,6 +543,33 @@ static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
     kernel_deinit(&k);
 }
 
+static void web_serves_mcp_at_slash_mcp_behind_its_token(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, NULL, NULL);
+    cdsh_web_options wo = {.port = 0, .token = "webtok", .mcp = h};
+    cdsh_web *web = NULL;
+    assert_int_equal(cdsh_web_start(&wo, &web, NULL), 0);
+    char url[80];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", cdsh_web_port(web));
+    cdsh_mcp_client_opts o = {.name = "web", .url = url};
+    cdsh_mcp_client *cl = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), CDSH_EIO);
+    assert_non_null(strstr(err.message, "HTTP 401"));
+    o.bearer_token = "webtok";
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), 0);
+    json_t *tools = cdsh_mcp_client_tools_dup(cl);
+    assert_int_equal(json_array_size(tools), 4);
+    json_decref(tools);
+    cdsh_mcp_client_free(cl);
+    cdsh_web_stop(web);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
 static void cdsh_client_talks_to_cdsh_mcp_over_stdio(void **state)
 {
     (void)state;
@@ -577,6 +605,7 @@ int main(void)
         cmocka_unit_test(registry_changes_send_list_changed_and_glob_filters),
         cmocka_unit_test(stateless_requests_are_served_without_initialize),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_server_over_http),
+        cmocka_unit_test(web_serves_mcp_at_slash_mcp_behind_its_token),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_mcp_over_stdio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
