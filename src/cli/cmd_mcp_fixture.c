@@ -50,29 +50,40 @@ int cdsh_cli_mcp_fixture_register(cdsh_tools *tools, cdsh_disposer_t out[CDSH_CL
     json_t *echo_in = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", "text",
                                 "type", "string", "required", "text");
     json_t *str_out = json_pack("{s:s}", "type", "string");
-    json_t *add_in = json_pack("{s:s,s:{s:{s:s},s:{s:s}},s:[s,s]}", "type", "object",
-                               "properties", "a", "type", "number", "b", "type", "number",
-                               "required", "a", "b");
+    json_t *add_in = json_pack("{s:s,s:{s:{s:s},s:{s:s}},s:[s,s]}", "type", "object", "properties",
+                               "a", "type", "number", "b", "type", "number", "required", "a", "b");
     json_t *add_out = json_pack("{s:s,s:{s:{s:s}},s:[s]}", "type", "object", "properties", "sum",
                                 "type", "number", "required", "sum");
     json_t *empty_in = json_pack("{s:s}", "type", "object");
-    json_t *sleep_in = json_pack("{s:s,s:{s:{s:s,s:i,s:i}},s:[s]}", "type", "object",
-                                 "properties", "ms", "type", "integer", "minimum", 0, "maximum",
-                                 600000, "required", "ms");
-    json_t *sleep_out = json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "slept",
-                                  "type", "integer");
+    json_t *sleep_in =
+        json_pack("{s:s,s:{s:{s:s,s:i,s:i}},s:[s]}", "type", "object", "properties", "ms", "type",
+                  "integer", "minimum", 0, "maximum", 600000, "required", "ms");
+    json_t *sleep_out =
+        json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "slept", "type", "integer");
     const cdsh_tool_def defs[CDSH_CLI_MCP_FIXTURE_N] = {
-        {.name = "echo", .description = "Echoes the text back (fixture).", .parameters = echo_in,
-         .output_schema = str_out, .execute = echo_body,
+        {.name = "echo",
+         .description = "Echoes the text back (fixture).",
+         .parameters = echo_in,
+         .output_schema = str_out,
+         .execute = echo_body,
          .is_concurrency_safe = cdsh_tools_always_safe},
-        {.name = "add", .description = "Adds two numbers a and b (fixture).", .parameters = add_in,
-         .output_schema = add_out, .execute = add_body,
+        {.name = "add",
+         .description = "Adds two numbers a and b (fixture).",
+         .parameters = add_in,
+         .output_schema = add_out,
+         .execute = add_body,
          .is_concurrency_safe = cdsh_tools_always_safe},
-        {.name = "fail", .description = "Always fails (fixture).", .parameters = empty_in,
-         .output_schema = str_out, .execute = fail_body,
+        {.name = "fail",
+         .description = "Always fails (fixture).",
+         .parameters = empty_in,
+         .output_schema = str_out,
+         .execute = fail_body,
          .is_concurrency_safe = cdsh_tools_always_safe},
-        {.name = "sleep", .description = "Sleeps ms milliseconds; cancellable (fixture).",
-         .parameters = sleep_in, .output_schema = sleep_out, .execute = sleep_body,
+        {.name = "sleep",
+         .description = "Sleeps ms milliseconds; cancellable (fixture).",
+         .parameters = sleep_in,
+         .output_schema = sleep_out,
+         .execute = sleep_body,
          .is_concurrency_safe = cdsh_tools_always_safe},
     };
     int rc = 0;

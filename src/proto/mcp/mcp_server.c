@@ -278,8 +278,8 @@ static void do_discover(cdsh_mcp_session *ss, reply *r)
         json_array_append_new(versions, json_string(cdsh_mcp_legacy_versions[i]));
     json_array_append_new(versions, json_string(CDSH_MCP_V2026_07_28));
     r->result = json_pack("{s:s,s:o,s:o,s:i,s:s,s:{s:{s:s,s:s}}}", "resultType", "complete",
-                          "supportedVersions", versions, "capabilities", capabilities(), "ttlMs",
-                          0, "cacheScope", "private", "_meta", "io.modelcontextprotocol/serverInfo",
+                          "supportedVersions", versions, "capabilities", capabilities(), "ttlMs", 0,
+                          "cacheScope", "private", "_meta", "io.modelcontextprotocol/serverInfo",
                           "name", s->name, "version", s->version);
     if (r->result && s->instructions)
         json_object_set_new(r->result, "instructions", json_string(s->instructions));
@@ -342,8 +342,7 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
         return;
     }
     if (args && !json_is_object(args) && !json_is_null(args)) {
-        fail(r, CDSH_JSONRPC_INVALID_PARAMS, "tools/call arguments of %s must be an object",
-             name);
+        fail(r, CDSH_JSONRPC_INVALID_PARAMS, "tools/call arguments of %s must be an object", name);
         return;
     }
     inflight f = {.id = id ? json_deep_copy(id) : NULL, .cancel = cdsh_cancel_new(cancel)};
@@ -369,8 +368,8 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
     if (closing) {
         fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "MCP session is closing%s", NULL);
     } else {
-        cdsh_mcp_call_ctx ctx = {.cancel = f.cancel, .session = ss, .session_ud = ss->ud,
-                                 .priv = &priv};
+        cdsh_mcp_call_ctx ctx = {
+            .cancel = f.cancel, .session = ss, .session_ud = ss->ud, .priv = &priv};
         json_t *empty = json_object();
         cdsh_error err = {0};
         int rc = s->p.call_tool(s->p.ud, &ctx, name, json_is_object(args) ? args : empty,
@@ -381,7 +380,8 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
         else if (rc == CDSH_EINVAL)
             fail(r, CDSH_JSONRPC_INVALID_PARAMS, "%s", err.message);
         else if (rc != 0)
-            fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "%s", err.message[0] ? err.message : "tool failed");
+            fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "%s",
+                 err.message[0] ? err.message : "tool failed");
         pthread_mutex_lock(&ss->lock);
         for (inflight **p = &ss->calls; *p; p = &(*p)->next)
             if (*p == &f) {
@@ -406,8 +406,8 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
     *emsg = NULL;
     *edata = NULL;
     *ecode = 0;
-    const char *mver = json_string_value(
-        json_object_get(json_object_get(params, "_meta"), META_VERSION));
+    const char *mver =
+        json_string_value(json_object_get(json_object_get(params, "_meta"), META_VERSION));
     bool modern = false;
     if (mver) {
         if (!cdsh_mcp_version_is_modern(mver) && !cdsh_mcp_version_known(mver)) {
@@ -431,8 +431,9 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
     else if (!has_version && !modern &&
              (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
               strcmp(method, "logging/setLevel") == 0))
-        fail(&r, CDSH_JSONRPC_INVALID_REQUEST, "the session is not initialized: send initialize "
-                                               "first%s",
+        fail(&r, CDSH_JSONRPC_INVALID_REQUEST,
+             "the session is not initialized: send initialize "
+             "first%s",
              NULL);
     else if (strcmp(method, "tools/list") == 0)
         do_list(ss, params, &r);
@@ -485,11 +486,10 @@ static void answer(stdio_srv *st, cdsh_jsonrpc_request *req)
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
     char *msg = NULL;
-    int rc = cdsh_mcp_session_request(st->session, cdsh_jsonrpc_request_id(req),
-                                      cdsh_jsonrpc_request_method(req),
-                                      cdsh_jsonrpc_request_params(req),
-                                      cdsh_jsonrpc_request_cancel_get(req), &result, &code, &msg,
-                                      &edata);
+    int rc = cdsh_mcp_session_request(
+        st->session, cdsh_jsonrpc_request_id(req), cdsh_jsonrpc_request_method(req),
+        cdsh_jsonrpc_request_params(req), cdsh_jsonrpc_request_cancel_get(req), &result, &code,
+        &msg, &edata);
     if (rc != 0)
         cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory", NULL, NULL);
     else if (result)
