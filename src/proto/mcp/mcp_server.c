@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/jsonrpc.h"
 #include "base/log.h"
 #include "proto/mcp/mcp.h"
@@ -473,6 +474,7 @@ typedef struct stdio_srv {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int workers;
+    uint64_t handled; /* messages that reached stdio_handler */
 } stdio_srv;
 
 static void stdio_send(void *arg, const char *method, json_t *params)
@@ -524,6 +526,9 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     (void)peer;
     stdio_srv *st = arg;
     const char *method = cdsh_jsonrpc_request_method(req);
+    pthread_mutex_lock(&st->lock);
+    st->handled++;
+    pthread_mutex_unlock(&st->lock);
     if (cdsh_jsonrpc_request_is_notification(req)) {
         cdsh_mcp_session_notification(st->session, method, cdsh_jsonrpc_request_params(req));
         return;
@@ -553,6 +558,28 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     pthread_attr_destroy(&attr);
 }
 
+/* The client closed its side: requests it sent before EOF still get their
+ * answers (`printf '...' | cdsh mcp` works for initialize, tools/list, ...).
+ * Tool calls still running are cancelled by the peer (a client that closes
+ * stdin has left) and answer with their aborted result. Waits for the
+ * dispatcher to drain what was read (at most 2 s) and for the calls to
+ * return, unless stop fires. */
+static void finish_after_eof(stdio_srv *st, cdsh_cancel *stop)
+{
+    int64_t drain_deadline = cdsh_clock_mono_ms() + 2000;
+    for (;;) {
+        cdsh_jsonrpc_stats stats;
+        cdsh_jsonrpc_stats_get(st->peer, &stats);
+        uint64_t expected = stats.frames_in - stats.malformed - stats.oversize - stats.invalid;
+        pthread_mutex_lock(&st->lock);
+        bool drained = st->handled >= expected || cdsh_clock_mono_ms() > drain_deadline;
+        bool idle = drained && st->workers == 0;
+        pthread_mutex_unlock(&st->lock);
+        if (idle || cdsh_cancel_wait(stop, 10))
+            return;
+    }
+}
+
 int cdsh_mcp_serve_fds(cdsh_mcp_server *server, int rfd, int wfd, cdsh_cancel *stop,
                        cdsh_error *err)
 {
@@ -576,6 +603,8 @@ int cdsh_mcp_serve_fds(cdsh_mcp_server *server, int rfd, int wfd, cdsh_cancel *s
         goto out;
     while (!cdsh_jsonrpc_is_closed(st.peer) && !cdsh_cancel_wait(stop, 100))
         ;
+    if (!cdsh_cancel_is_fired(stop))
+        finish_after_eof(&st, stop);
 out:
     if (st.session)
         session_unlink(st.session);
