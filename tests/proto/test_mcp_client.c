@@ -189,7 +189,7 @@ static void cancelled_call_returns_promptly_and_tells_the_server(void **state)
     pthread_join(t, NULL);
     /* The peer logs the notifications/cancelled it received. */
     char *log = NULL;
-    for (int i = 0; i < 100 && !(log && strstr(log, "cancelled")); i++) {
+    for (int i = 0; i < 500 && !(log && strstr(log, "cancelled")); i++) {
         free(log);
         usleep(20000);
         log = cdsh_test_read_file(logpath, NULL);
@@ -381,7 +381,7 @@ static void list_changed_triggers_a_relist(void **state)
     assert_int_equal(connect_peer(NULL, &o, &cl, NULL), 0);
     json_t *r = call_ok(cl, "change", NULL);
     json_decref(r);
-    for (int i = 0; i < 200 && read_count(&e, &e.changed) == 0; i++)
+    for (int i = 0; i < 1500 && read_count(&e, &e.changed) == 0; i++)
         usleep(10000);
     assert_int_equal(read_count(&e, &e.changed), 1);
     json_t *tools = cdsh_mcp_client_tools_dup(cl);
@@ -405,7 +405,7 @@ static void lost_server_is_reconnected_with_backoff(void **state)
     assert_int_equal(connect_peer(NULL, &o, &cl, NULL), 0);
     json_t *res = NULL;
     assert_int_equal(cdsh_mcp_client_call(cl, "die", NULL, NULL, &res, NULL), CDSH_ECLOSED);
-    for (int i = 0; i < 300 && read_count(&e, &e.reconnected) == 0; i++)
+    for (int i = 0; i < 1500 && read_count(&e, &e.reconnected) == 0; i++)
         usleep(10000);
     assert_int_equal(read_count(&e, &e.disconnected), 1);
     assert_int_equal(read_count(&e, &e.reconnected), 1);
@@ -444,7 +444,7 @@ static void reconnect_gives_up_after_the_attempt_budget(void **state)
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, NULL), 0);
     json_t *res = NULL;
     assert_int_equal(cdsh_mcp_client_call(cl, "die", NULL, NULL, &res, NULL), CDSH_ECLOSED);
-    for (int i = 0; i < 500 && read_count(&e, &e.gave_up) == 0; i++)
+    for (int i = 0; i < 1500 && read_count(&e, &e.gave_up) == 0; i++)
         usleep(10000);
     assert_int_equal(read_count(&e, &e.gave_up), 1);
     assert_int_equal(read_count(&e, &e.reconnected), 0);

@@ -324,10 +324,10 @@ static int stdio_closed_error(conn *c, const char *method, cdsh_error *err)
 {
     cdsh_process_status st;
     char desc[96] = "closed its output";
-    if (cdsh_process_wait(c->proc, 500, NULL, &st, NULL) == 0)
+    if (cdsh_process_wait(c->proc, 2000, NULL, &st, NULL) == 0)
         cdsh_process_status_describe(&st, desc, sizeof desc);
     /* Give the drain a moment to read the child's last words (joined later). */
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < 100; i++) {
         pthread_mutex_lock(&c->tail_lock);
         bool done = c->drain_done || !c->err_started;
         pthread_mutex_unlock(&c->tail_lock);
