@@ -479,6 +479,13 @@ static void count_progress(void *arg, double progress, double total, const char 
     (*(int *)arg)++;
 }
 
+static void count_changes(void *arg, cdsh_mcp_client *cl, cdsh_mcp_client_event ev)
+{
+    (void)cl;
+    if (ev == CDSH_MCP_EVENT_TOOLS_CHANGED)
+        __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
 static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
 {
     (void)state;
@@ -496,9 +503,20 @@ static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), CDSH_EIO);
     assert_non_null(strstr(err.message, "HTTP 401"));
     o.bearer_token = "s3cret";
+    int changed = 0;
+    o.on_event = count_changes;
+    o.event_arg = &changed;
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), 0);
     json_t *tools = cdsh_mcp_client_tools_dup(cl);
     assert_int_equal(json_array_size(tools), 4); /* two pages of two */
+    json_decref(tools);
+    /* list_changed reaches the client over its GET stream; it re-lists. */
+    reg(&k, 4, "late", echo_body, "{\"type\":\"object\"}", "{\"type\":\"string\"}");
+    for (int i = 0; i < 1000 && __atomic_load_n(&changed, __ATOMIC_SEQ_CST) == 0; i++)
+        usleep(10000);
+    assert_true(__atomic_load_n(&changed, __ATOMIC_SEQ_CST) >= 1);
+    tools = cdsh_mcp_client_tools_dup(cl);
+    assert_int_equal(json_array_size(tools), 5);
     json_decref(tools);
     json_t *args = json_pack("{s:i,s:i}", "a", 1, "b", 2);
     json_t *res = NULL;
