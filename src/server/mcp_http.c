@@ -41,6 +41,7 @@ struct hsession {
     pthread_mutex_t lock; /* streams, get */
     stream *streams;
     stream *get;
+    bool pending_changed; /* list_changed seen while no GET stream was open */
     hsession *next;
 };
 
@@ -188,6 +189,8 @@ static void hs_send(void *arg, const char *method, json_t *params)
     }
     if (target)
         stream_push(target, text, false);
+    else if (strcmp(method, "notifications/tools/list_changed") == 0)
+        hs->pending_changed = true; /* delivered when the client opens its GET stream */
     pthread_mutex_unlock(&hs->lock);
     free(text);
 }
@@ -573,6 +576,11 @@ static enum MHD_Result do_get(cdsh_mcp_http *h, struct MHD_Connection *conn)
     }
     st->refs = 2; /* response + session */
     hs->get = st;
+    if (hs->pending_changed) {
+        hs->pending_changed = false;
+        stream_push(st, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}",
+                    false);
+    }
     pthread_mutex_unlock(&hs->lock);
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
