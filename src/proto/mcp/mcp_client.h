@@ -91,6 +91,10 @@ json_t *cdsh_mcp_client_tools_dup(cdsh_mcp_client *client);
  * pages (CDSH_EPROTO "BAD_TOOLS"). */
 int cdsh_mcp_client_refresh_tools(cdsh_mcp_client *client, cdsh_cancel *cancel, cdsh_error *err);
 
+/* Progress callback: runs on the connection's dispatcher thread (stdio) or
+ * the request's thread (HTTP), while the call is pending. Over stdio,
+ * notifications sent just before the result may be dropped: the result
+ * completes the call first. total < 0 when the server sent none. */
 typedef void (*cdsh_mcp_progress_fn)(void *arg, double progress, double total, const char *message);
 
 typedef struct cdsh_mcp_call_opts {
