@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli_agent.h"
+#include "proto/mcp/mcp_bridge.h"
 #include "server/api.h"
 #include "server/rpc_gateway.h"
 #include "server/web.h"
@@ -115,6 +116,19 @@ int cdsh_cmd_web(int argc, char **argv)
     cdsh_cli_agent a;
     if (cdsh_cli_agent_open("web", profile, &a))
         return 1;
+    /* MCP at /mcp: the tools of the profile's plugins (the same host the
+     * chat uses), behind the web token (the server checks it first). */
+    cdsh_mcp_export *ex =
+        cdsh_mcp_export_new(cdsh_host_tools(a.host), cdsh_host_events(a.host), NULL, NULL);
+    cdsh_mcp_server *mcp_server = NULL;
+    if (ex) {
+        cdsh_mcp_provider prov;
+        cdsh_mcp_export_provider(ex, &prov);
+        if ((mcp_server = cdsh_mcp_server_new(&prov, NULL, NULL)))
+            opts.mcp = cdsh_mcp_http_new(mcp_server, NULL, NULL);
+        cdsh_mcp_export_attach(ex, mcp_server);
+    }
+
     cdsh_web *web = NULL;
     cdsh_api *api = NULL;
     cdsh_error err = {0};
@@ -144,6 +158,11 @@ done:
     cdsh_api_shutdown(api);
     cdsh_web_stop(web);
     cdsh_api_free(api);
+    cdsh_mcp_http_free(opts.mcp);
+    if (ex)
+        cdsh_mcp_export_attach(ex, NULL);
+    cdsh_mcp_server_free(mcp_server);
+    cdsh_mcp_export_free(ex);
     cdsh_cli_agent_close(&a);
     return status;
 }

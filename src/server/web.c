@@ -31,6 +31,7 @@ typedef struct route {
 
 struct cdsh_web {
     struct MHD_Daemon *daemon;
+    cdsh_mcp_http *mcp;
     uint16_t port;
     char host[64]; /* the bound address as text */
     bool loopback;
@@ -45,21 +46,15 @@ struct cdsh_web {
 typedef struct req_state {
     cdsh_strbuf body;
     bool too_big;
+    bool mcp;        /* handed to the MCP transport, which keeps its own state: */
+    void *mcp_state; /* its *req_state, released by cdsh_mcp_http_completed */
 } req_state;
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-/* Constant-time comparison so the token cannot be probed byte by byte. */
-static int token_equal(const char *a, const char *b)
-{
-    if (!a || !b)
-        return 0;
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = (unsigned char)(la != lb);
-    for (size_t i = 0; i < la && i < lb; i++)
-        diff |= (unsigned char)(a[i] ^ b[i]);
-    return diff == 0;
-}
+/* Constant-time comparison so the token cannot be probed byte by byte
+ * (shared with the MCP endpoint, mcp_http.c). */
+#define token_equal cdsh__server_token_equal
 
 static bool host_allowed(const cdsh_web *web, const char *host)
 {
@@ -266,8 +261,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
             return MHD_NO;
         cdsh_strbuf_init(&st->body);
         *state_ptr = st;
-        return MHD_YES;
+        st->mcp = web->mcp && strcmp(url, "/mcp") == 0;
+        if (!st->mcp)
+            return MHD_YES;
+        /* MCP clients authenticate with the bearer token (or ?token=). */
+        const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+        const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
+        if (!token_equal(a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : NULL, web->token) &&
+            !token_equal(q, web->token))
+            return send_error(conn, 401, "UNAUTHORIZED",
+                              "missing or wrong access token: send Authorization: Bearer <token>");
     }
+    if (st->mcp)
+        return cdsh_mcp_http_handle(web->mcp, conn, method, upload, upload_size, &st->mcp_state);
     if (*upload_size) {
         if (!st->too_big && st->body.len + *upload_size > web->max_body)
             st->too_big = true;
@@ -331,6 +337,8 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **state_pt
     (void)toe;
     req_state *st = *state_ptr;
     if (st) {
+        if (st->mcp)
+            cdsh_mcp_http_completed(&st->mcp_state);
         cdsh_strbuf_deinit(&st->body);
         free(st);
         *state_ptr = NULL;
@@ -389,6 +397,7 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     snprintf(web->host, sizeof web->host, "%s", host);
     web->loopback = loopback;
     web->max_body = o.max_body ? o.max_body : CDSH_WEB_DEFAULT_MAX_BODY;
+    web->mcp = o.mcp; /* set before the daemon's threads read it */
     if (o.token) {
         strcpy(web->token, o.token);
     } else if (cdsh_random_hex(web->token, sizeof web->token, 24) != 0) {
@@ -409,6 +418,8 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(web->daemon, MHD_DAEMON_INFO_BIND_PORT);
     web->port = info ? info->port : 0;
+    if (web->mcp)
+        cdsh_mcp_http_set_port(web->mcp, web->port);
     *out = web;
     return 0;
 }

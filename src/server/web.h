@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "server/mcp_http.h"
 
 /* Binds loopback (another address only with allow_remote); every request
  * passes the Host and Origin checks (DNS rebinding), the per-run access
@@ -30,11 +31,13 @@ struct MHD_Response;
 #define CDSH_WEB_DEFAULT_MAX_BODY (1024 * 1024)
 
 typedef struct cdsh_web_options {
-    const char *host;  /* IPv4 address to bind; NULL: "127.0.0.1" ("localhost" allowed) */
-    uint16_t port;     /* 0: let the kernel pick a free port */
-    const char *token; /* NULL: a fresh random token (48 hex digits) */
-    bool allow_remote; /* required to bind an address outside 127.0.0.0/8 */
-    size_t max_body;   /* request body limit in bytes; 0: CDSH_WEB_DEFAULT_MAX_BODY */
+    const char *host;   /* IPv4 address to bind; NULL: "127.0.0.1" ("localhost" allowed) */
+    uint16_t port;      /* 0: let the kernel pick a free port */
+    const char *token;  /* NULL: a fresh random token (48 hex digits) */
+    bool allow_remote;  /* required to bind an address outside 127.0.0.0/8 */
+    size_t max_body;    /* request body limit in bytes; 0: CDSH_WEB_DEFAULT_MAX_BODY */
+    cdsh_mcp_http *mcp; /* optional: MCP Streamable HTTP at /mcp behind the same guards
+                           and token (bearer or ?token=); borrowed, must outlive the server */
 } cdsh_web_options;
 
 /* What a handler sees. All pointers are borrowed for the call. */

@@ -4,7 +4,7 @@
  * a process killed mid-turn repaired on the next turn, and slash commands. */
 #include "support/testkit.h"
 
-#include "support/fake_peer.h"
+#include "support/model_env.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -174,8 +174,8 @@ static char *log_types(env *e)
 static void multi_step_tool_use_feeds_results_back(void **state)
 {
     (void)state;
-    cdsh_test_fake f;
-    cdsh_test_fake_start(
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
         &f, "["
             "{\"chunks\":[{\"text\":\"Let me check.\"},"
             " {\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"sleep\","
@@ -206,7 +206,7 @@ static void multi_step_tool_use_feeds_results_back(void **state)
                         "turn/start user/message assistant/message tool/call tool/result "
                         "assistant/message tool/call tool/result assistant/message turn/end");
     /* The third request carries the system prompt, both results and the calls. */
-    json_t *bodies = cdsh_test_fake_bodies(&f);
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
     assert_int_equal(json_array_size(bodies), 3);
     json_t *msgs = json_object_get(json_array_get(bodies, 2), "messages");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "role")),
@@ -227,14 +227,14 @@ static void multi_step_tool_use_feeds_results_back(void **state)
     assert_string_equal(json_string_value(json_object_get(last, "reason")), "done");
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
 {
     (void)state;
-    cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "["
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, "["
                              "{\"tool_calls\":["
                              " {\"index\":0,\"id\":\"a\",\"name\":\"sleep\",\"arguments\":\"{"
                              "\\\"ms\\\":400,\\\"tag\\\":\\\"A\\\"}\"},"
@@ -270,7 +270,7 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
             assert_true(json_is_true(json_object_get(ev, "parallel")));
     }
     assert_int_equal(k, 3);
-    json_t *bodies = cdsh_test_fake_bodies(&f);
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 3), "content")),
                         "{\"tag\":\"A\"}");
@@ -279,14 +279,14 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
     json_decref(bodies);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static void step_limit_stops_with_a_notice(void **state)
 {
     (void)state;
-    cdsh_test_fake f;
-    cdsh_test_fake_start(
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
         &f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
             "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\"}]");
     env e;
@@ -297,7 +297,7 @@ static void step_limit_stops_with_a_notice(void **state)
                      0);
     assert_string_equal(out.reason, "step-limit");
     assert_int_equal(out.steps, 2);
-    json_t *bodies = cdsh_test_fake_bodies(&f);
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
     assert_int_equal(json_array_size(bodies), 2);
     json_decref(bodies);
     json_t *evs = cdsh_session_store_events(e.store, e.sid, 0, 100, NULL, &err);
@@ -319,14 +319,14 @@ static void step_limit_stops_with_a_notice(void **state)
     json_decref(s);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static void token_limit_stops_with_a_notice(void **state)
 {
     (void)state;
-    cdsh_test_fake f;
-    cdsh_test_fake_start(
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
         &f, "[{\"repeat\":true,\"tool_calls\":[{\"index\":0,\"id\":\"x\",\"name\":\"sleep\","
             "\"arguments\":\"{\\\"ms\\\":1}\"}],\"finish_reason\":\"tool_calls\","
             "\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":10,\"total_tokens\":50}}]");
@@ -354,7 +354,7 @@ static void token_limit_stops_with_a_notice(void **state)
     assert_true(seen);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 typedef struct canceller {
@@ -383,8 +383,8 @@ static void cancel_ends_the_turn_and_aborts_the_tool(void **state)
              "[{\"tool_calls\":[{\"index\":0,\"id\":\"k\",\"name\":\"block\","
              "\"arguments\":\"{\\\"marker\\\":\\\"%s\\\"}\"}],\"finish_reason\":\"tool_calls\"}]",
              c.marker);
-    cdsh_test_fake f;
-    cdsh_test_fake_start(&f, script);
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, script);
     c.tok = cdsh_cancel_new(NULL);
     pthread_t th;
     pthread_create(&th, NULL, cancel_when_started, &c);
@@ -413,7 +413,7 @@ static void cancel_ends_the_turn_and_aborts_the_tool(void **state)
     cdsh_cancel_free(c.tok);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static void busy_session_is_refused(void **state)
@@ -471,8 +471,8 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
              "\"finish_reason\":\"tool_calls\"},"
              "{\"text\":\"recovered\",\"finish_reason\":\"stop\"}]",
              marker);
-    cdsh_test_fake f;
-    cdsh_test_fake_start(&f, script);
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, script);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -498,7 +498,7 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
                         "tool/result notice turn/end turn/start user/message assistant/message "
                         "turn/end");
     /* The model saw both calls answered: k1 started (outcome unknown), k2 not. */
-    json_t *bodies = cdsh_test_fake_bodies(&f);
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     assert_int_equal(json_array_size(msgs), 6); /* system user asst tool tool user */
     assert_non_null(
@@ -514,14 +514,14 @@ static void a_crash_mid_turn_is_repaired_on_the_next_turn(void **state)
     json_decref(evs);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static void deferred_contexts_become_user_messages_after_results(void **state)
 {
     (void)state;
-    cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
                              "\"arguments\":\"\"}],\"finish_reason\":\"tool_calls\"},"
                              "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
@@ -529,7 +529,7 @@ static void deferred_contexts_become_user_messages_after_results(void **state)
     cdsh_agent_outcome out;
     cdsh_error err;
     assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "go", NULL, on_event, &e, &out, &err), 0);
-    json_t *bodies = cdsh_test_fake_bodies(&f);
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
     json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
     assert_string_equal(json_string_value(json_object_get(last, "role")), "user");
@@ -538,14 +538,14 @@ static void deferred_contexts_become_user_messages_after_results(void **state)
     json_decref(bodies);
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static void bad_tool_arguments_are_an_invalid_args_result(void **state)
 {
     (void)state;
-    cdsh_test_fake f;
-    cdsh_test_fake_start(&f,
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f,
                          "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
                          "\"arguments\":\"{not json\"},{\"index\":1,\"id\":\"u\",\"name\":\"nope\","
                          "\"arguments\":\"{}\"}],\"finish_reason\":\"tool_calls\"},"
@@ -568,7 +568,7 @@ static void bad_tool_arguments_are_an_invalid_args_result(void **state)
     assert_string_equal(codes[1], "UNKNOWN_TOOL");
     cdsh_agent_outcome_deinit(&out);
     env_close(&e);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
 }
 
 static int echo_cmd(void *arg, const cdsh_command_invocation *inv, cdsh_command_result *out,

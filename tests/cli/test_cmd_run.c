@@ -3,7 +3,7 @@
  * sessions continued by id, exit statuses and usage errors. */
 #include "support/testkit.h"
 
-#include "support/fake_peer.h"
+#include "support/model_env.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -15,8 +15,8 @@ static void run_streams_the_reply_and_json_lists_events(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    cdsh_test_fake f;
-    cdsh_test_fake_start(
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
         &f, "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo\"}],\"finish_reason\":\"stop\"},"
             "{\"text\":\"second\",\"finish_reason\":\"stop\"}]");
     char *out = NULL, *err = NULL;
@@ -46,7 +46,7 @@ static void run_streams_the_reply_and_json_lists_events(void **state)
     json_decref(end);
     free(out);
     free(err);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
     cdsh_test_home_free(home);
 }
 
@@ -75,8 +75,8 @@ static void chat_reads_lines_and_handles_commands(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    cdsh_test_fake f;
-    cdsh_test_fake_start(&f, "[{\"text\":\"pong\",\"finish_reason\":\"stop\"}]");
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, "[{\"text\":\"pong\",\"finish_reason\":\"stop\"}]");
     char *out = NULL;
     assert_int_equal(
         cdsh_test_run_cdsh("ping\n/session\n/bogus\n/exit\nnot sent\n", &out, NULL, "chat", NULL),
@@ -87,7 +87,7 @@ static void chat_reads_lines_and_handles_commands(void **state)
     assert_non_null(sid);
     assert_non_null(strstr(out, "\ns-")); /* /session printed the id */
     free(out);
-    cdsh_test_fake_stop(&f);
+    cdsh_test_model_env_stop(&f);
     cdsh_test_home_free(home);
 }
 

@@ -5,7 +5,7 @@
  * its HTTP codes, the route table and the remote-bind refusal. */
 #include "support/testkit.h"
 
-#include "support/fake_peer.h"
+#include "support/model_env.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -31,7 +31,7 @@ typedef struct srv {
     cdsh_api *api;
     char base[64];
     char auth[128];
-    cdsh_test_fake fake;
+    cdsh_test_fake_model fake;
     bool has_fake;
 } srv;
 
@@ -54,7 +54,7 @@ static void srv_open(srv *s, size_t max_body, const char *script)
     unsetenv("CDSH_API_KEY");
     unsetenv("CDSH_BASE_URL");
     if (script) {
-        cdsh_test_fake_start(&s->fake, script);
+        cdsh_test_model_env_start(&s->fake, script);
         s->has_fake = true;
     }
     s->host = cdsh_host_new();
@@ -81,7 +81,7 @@ static void srv_close(srv *s)
     cdsh_session_store_close(s->store);
     cdsh_host_free(s->host);
     if (s->has_fake)
-        cdsh_test_fake_stop(&s->fake);
+        cdsh_test_model_env_stop(&s->fake);
     cdsh_test_home_free(s->home);
 }
 
