@@ -78,7 +78,7 @@ int cdsh_xq_score_mate(int score)
     if (score >= CDSH_XQ_MATE_BOUND)
         return (CDSH_XQ_MATE - score + 1) / 2;
     if (score <= -CDSH_XQ_MATE_BOUND)
-        return -((CDSH_XQ_MATE + score) / 2);
+        return -((CDSH_XQ_MATE + score + 1) / 2);
     return 0;
 }
 
@@ -834,7 +834,7 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
     if (eng->lim.searchmoves && eng->lim.nsearchmoves > 0 && nroot < eng->lim.nsearchmoves)
         return cdsh_error_set(err, CDSH_EINVAL, "SEARCHMOVES",
                               "a search move is not legal in this position");
-    atomic_store(&eng->stop, 0);
+    atomic_store(&eng->stop, eng->lim.cancel && cdsh_cancel_is_fired(eng->lim.cancel));
     if (nroot == 0) {
         result->score = -CDSH_XQ_MATE;
         result->mate = 0;
