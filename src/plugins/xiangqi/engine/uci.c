@@ -396,13 +396,14 @@ int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_erro
     rc = cdsh_xq_engine_new(NULL, &s.eng, err);
     if (rc)
         goto cleanup;
-    while (fgets(line, LINE_MAX_LEN, in)) {
+    int quit = 0;
+    while (!quit && fgets(line, LINE_MAX_LEN, in)) {
         const int nt = split(line, tok);
         if (nt == 0)
             continue;
         const char *c = tok[0];
         if (!strcmp(c, "quit")) {
-            break;
+            quit = 1;
         } else if (!strcmp(c, "uci") || !strcmp(c, "ucci")) {
             cmd_id(&s);
         } else if (!strcmp(c, "isready")) {
@@ -442,7 +443,9 @@ int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_erro
             complain(&s, "unknown command %s", c);
         }
     }
-    wait_search(&s, 1);
+    /* quit stops the search; at end of input a finite search is finished
+     * first, so `printf 'position ...\ngo depth 8\n' | cdsh xiangqi uci` works */
+    wait_search(&s, quit || s.lim.infinite);
     if (dialect == CDSH_XQ_DIALECT_UCCI)
         say(&s, "bye");
 cleanup:

@@ -20,8 +20,9 @@ typedef enum cdsh_xq_dialect {
 #define CDSH_XQ_ENGINE_NAME "cdsh-xiangqi"
 #define CDSH_XQ_ENGINE_AUTHOR "cdsh"
 
-/* Runs the protocol until `quit` or end of input (a search still running
- * is stopped and its best move written first). Returns 0, or CDSH_ENOMEM
+/* Runs the protocol until `quit` or end of input. `quit` stops a running
+ * search (its best move is still written); at end of input a finite search
+ * (depth, nodes, time) runs to its end and an infinite one is stopped. Returns 0, or CDSH_ENOMEM
  * when the engine cannot be created. Malformed commands are answered with
  * `info string error: ...` (UCI) or `info message error: ...` (UCCI) and
  * otherwise ignored, as GUIs expect. */
