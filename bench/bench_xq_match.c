@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/process.h"
 #include "plugins/xiangqi/engine/bench.h"
 #include "plugins/xiangqi/engine/movegen.h"
 #include "plugins/xiangqi/engine/rules.h"
 #include "plugins/xiangqi/engine/search.h"
+#include "xq_client.h"
 
 typedef struct opts {
     int games;
@@ -39,124 +39,6 @@ typedef struct opts {
     int adjudicate;
     int quiet;
 } opts;
-
-typedef struct opp {
-    cdsh_process *proc;
-    int in, out;
-    char buf[1 << 16];
-    size_t len;
-    char name[128];
-    int ranks1;
-} opp;
-
-static int opp_send(opp *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int opp_send(opp *o, const char *fmt, ...)
-{
-    char line[65536];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0 || n >= (int)sizeof line - 1)
-        return -1;
-    line[n++] = '\n';
-    for (int off = 0; off < n;) {
-        ssize_t w = write(o->in, line + off, (size_t)(n - off));
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        off += (int)w;
-    }
-    return 0;
-}
-
-/* Next line (without newline) into out; -1 on EOF or after timeout_ms. */
-static int opp_line(opp *o, char *out, size_t cap, int timeout_ms)
-{
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        char *nl = memchr(o->buf, '\n', o->len);
-        if (nl) {
-            size_t l = (size_t)(nl - o->buf);
-            snprintf(out, cap, "%.*s", (int)l, o->buf);
-            memmove(o->buf, nl + 1, o->len - l - 1);
-            o->len -= l + 1;
-            size_t ol = strlen(out);
-            if (ol && out[ol - 1] == '\r')
-                out[ol - 1] = '\0';
-            return 0;
-        }
-        struct timespec t1;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        int left = timeout_ms - (int)((t1.tv_sec - t0.tv_sec) * 1000 +
-                                      (t1.tv_nsec - t0.tv_nsec) / 1000000);
-        if (left <= 0 || o->len >= sizeof o->buf)
-            return -1;
-        struct pollfd p = {.fd = o->out, .events = POLLIN};
-        if (poll(&p, 1, left) <= 0)
-            continue;
-        ssize_t n = read(o->out, o->buf + o->len, sizeof o->buf - o->len);
-        if (n <= 0)
-            return -1;
-        o->len += (size_t)n;
-    }
-}
-
-static int opp_expect(opp *o, const char *prefix, int timeout_ms)
-{
-    char line[8192];
-    while (opp_line(o, line, sizeof line, timeout_ms) == 0) {
-        if (strncmp(line, "id name ", 8) == 0)
-            snprintf(o->name, sizeof o->name, "%.100s", line + 8);
-        if (strncmp(line, prefix, strlen(prefix)) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-static int opp_start(opp *o, const opts *op)
-{
-    const char *argv[] = {op->engine, NULL};
-    cdsh_process_opts po = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE,
-                            .stderr_mode = CDSH_PROCESS_NULL};
-    cdsh_error err = {0};
-    memset(o, 0, sizeof *o);
-    if (cdsh_process_spawn(argv, &po, &o->proc, &err) != 0) {
-        fprintf(stderr, "cannot start %s: %s\n", op->engine, err.message);
-        return -1;
-    }
-    o->in = cdsh_process_stdin_fd(o->proc);
-    o->out = cdsh_process_stdout_fd(o->proc);
-    snprintf(o->name, sizeof o->name, "%.100s", op->engine);
-    if (op->ucci) {
-        opp_send(o, "ucci");
-        if (opp_expect(o, "ucciok", 10000))
-            return -1;
-        opp_send(o, "setoption usemillisec true");
-    } else {
-        opp_send(o, "uci");
-        if (opp_expect(o, "uciok", 10000))
-            return -1;
-        opp_send(o, "setoption name UCI_Variant value xiangqi");
-    }
-    o->ranks1 = op->ranks1 >= 0 ? op->ranks1 : (!op->ucci && strstr(o->name, "Fairy-Stockfish"));
-    opp_send(o, "isready");
-    return opp_expect(o, "readyok", 10000);
-}
-
-static void opp_stop(opp *o)
-{
-    if (!o->proc)
-        return;
-    opp_send(o, "quit");
-    cdsh_process_status st;
-    if (cdsh_process_wait(o->proc, 2000, NULL, &st, NULL) != 0)
-        cdsh_process_terminate(o->proc, 500, NULL, NULL);
-    cdsh_process_free(o->proc);
-    o->proc = NULL;
-}
 
 /* ICCS <-> the engine's coordinates (FSF plain UCI numbers ranks 1-10). */
 static void to_engine(const opp *o, const char *iccs, char *out)
@@ -335,19 +217,6 @@ static res_t play_game(const opts *op, cdsh_xq_engine *eng, opp *o, const char *
     return res;
 }
 
-static const char *find_fsf(void)
-{
-    const char *env = getenv("CDSH_FAIRY_STOCKFISH");
-    if (env && access(env, X_OK) == 0)
-        return env;
-    static const char *paths[] = {"/usr/games/fairy-stockfish", "/usr/bin/fairy-stockfish",
-                                  "/usr/local/bin/fairy-stockfish"};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        if (access(paths[i], X_OK) == 0)
-            return paths[i];
-    return NULL;
-}
-
 static void elo(int w, int d, int l, double *e, double *lo, double *hi)
 {
     const double n = w + d + l;
@@ -416,7 +285,7 @@ int main(int argc, char **argv)
     if (cdsh_xq_engine_new(&eo, &eng, NULL) != 0)
         return 1;
     static opp o;
-    if (opp_start(&o, &op) != 0) {
+    if (opp_start(&o, op.engine, op.ucci, op.ranks1) != 0) {
         printf("xiangqi match: cannot talk to %s\n", op.engine);
         opp_stop(&o);
         cdsh_xq_engine_free(eng);
@@ -453,7 +322,7 @@ int main(int argc, char **argv)
                    r == R_WIN ? "win " : r == R_DRAW ? "draw" : "loss", why, plies, w, d, l);
         if (!o.proc || cdsh_process_wait(o.proc, 0, NULL, NULL, NULL) == 0) {
             opp_stop(&o);
-            if (opp_start(&o, &op) != 0)
+            if (opp_start(&o, op.engine, op.ucci, op.ranks1) != 0)
                 break;
         }
     }
