@@ -60,7 +60,7 @@ static int from_engine(const opp *o, const char *txt, char *out)
     int r1, r2;
     if (sscanf(txt, "%c%d%c%d", &f1, &r1, &f2, &r2) != 4 || r1 < 1 || r1 > 10 || r2 < 1 || r2 > 10)
         return -1;
-    snprintf(out, 16, "%c%d%c%d", f1, r1 - 1, f2, r2 - 1);
+    snprintf(out, 16, "%c%u%c%u", f1, (unsigned char)(r1 - 1), f2, (unsigned char)(r2 - 1));
     return 0;
 }
 

@@ -26,8 +26,8 @@ typedef struct opp {
     int ranks1;
 } opp;
 
-static int opp_send(opp *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int opp_send(opp *o, const char *fmt, ...)
+static inline int opp_send(opp *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline int opp_send(opp *o, const char *fmt, ...)
 {
     char line[65536];
     va_list ap;
@@ -49,7 +49,7 @@ static int opp_send(opp *o, const char *fmt, ...)
 }
 
 /* Next line (without newline) into out; -1 on EOF or after timeout_ms. */
-static int opp_line(opp *o, char *out, size_t cap, int timeout_ms)
+static inline int opp_line(opp *o, char *out, size_t cap, int timeout_ms)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -81,7 +81,7 @@ static int opp_line(opp *o, char *out, size_t cap, int timeout_ms)
     }
 }
 
-static int opp_expect(opp *o, const char *prefix, int timeout_ms)
+static inline int opp_expect(opp *o, const char *prefix, int timeout_ms)
 {
     char line[8192];
     while (opp_line(o, line, sizeof line, timeout_ms) == 0) {
@@ -93,7 +93,7 @@ static int opp_expect(opp *o, const char *prefix, int timeout_ms)
     return -1;
 }
 
-static int opp_start(opp *o, const char *engine, int ucci, int ranks1)
+static inline int opp_start(opp *o, const char *engine, int ucci, int ranks1)
 {
     const char *argv[] = {engine, NULL};
     cdsh_process_opts po = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE,
@@ -123,7 +123,7 @@ static int opp_start(opp *o, const char *engine, int ucci, int ranks1)
     return opp_expect(o, "readyok", 10000);
 }
 
-static void opp_stop(opp *o)
+static inline void opp_stop(opp *o)
 {
     if (!o->proc)
         return;
@@ -135,7 +135,7 @@ static void opp_stop(opp *o)
     o->proc = NULL;
 }
 
-static const char *find_fsf(void)
+static inline const char *find_fsf(void)
 {
     const char *env = getenv("CDSH_FAIRY_STOCKFISH");
     if (env && access(env, X_OK) == 0)

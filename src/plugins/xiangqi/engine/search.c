@@ -327,17 +327,33 @@ static int has_pieces(const cdsh_xq_pos *pos, int side)
 
 /* ---- quiescence ---- */
 
-static int qsearch(thread_data *th, int alpha, int beta, int ply)
+/* Counts the node, polls the limits and tracks the selective depth;
+ * 1 when the search must unwind. */
+static int enter_node(thread_data *th, int ply)
 {
-    cdsh_xq_engine *eng = th->eng;
-    cdsh_xq_pos *pos = &th->pos;
     atomic_store_explicit(&th->nodes, atomic_load_explicit(&th->nodes, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     check_limits(th);
     if (stopped(th))
-        return 0;
+        return 1;
     if (ply > th->seldepth)
         th->seldepth = ply;
+    return 0;
+}
+
+/* Does a stored bound decide the node? */
+static int tt_cuts(const cdsh_xq_tt_hit *hit, int s, int alpha, int beta)
+{
+    return hit->bound == CDSH_XQ_BOUND_EXACT || (hit->bound == CDSH_XQ_BOUND_LOWER && s >= beta) ||
+           (hit->bound == CDSH_XQ_BOUND_UPPER && s <= alpha);
+}
+
+static int qsearch(thread_data *th, int alpha, int beta, int ply)
+{
+    cdsh_xq_engine *eng = th->eng;
+    cdsh_xq_pos *pos = &th->pos;
+    if (enter_node(th, ply))
+        return 0;
     const int in_check = cdsh_xq_in_check(pos);
     if (ply >= MAX_PLY - 1)
         return in_check ? 0 : cdsh_xq_eval(pos, &eng->eval);
@@ -348,9 +364,7 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply)
     int tt_eval = NEG_INF;
     if (cdsh_xq_tt_probe(eng->tt, key, &hit)) {
         const int s = tt_to_score(hit.score, ply);
-        if (!pv_node && (hit.bound == CDSH_XQ_BOUND_EXACT ||
-                         (hit.bound == CDSH_XQ_BOUND_LOWER && s >= beta) ||
-                         (hit.bound == CDSH_XQ_BOUND_UPPER && s <= alpha)))
+        if (!pv_node && tt_cuts(&hit, s, alpha, beta))
             return s;
         ttm = hit.move;
         tt_eval = hit.eval;
@@ -430,13 +444,8 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     th->pv_len[ply] = ply;
     if (depth <= 0)
         return qsearch(th, alpha, beta, ply);
-    atomic_store_explicit(&th->nodes, atomic_load_explicit(&th->nodes, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    check_limits(th);
-    if (stopped(th))
+    if (enter_node(th, ply))
         return 0;
-    if (ply > th->seldepth)
-        th->seldepth = ply;
     const int in_check = cdsh_xq_in_check(pos);
     if (!root) {
         switch (cdsh_xq_repetition(pos, 1)) {
@@ -466,10 +475,7 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     if (cdsh_xq_tt_probe(eng->tt, key, &hit)) {
         tt_hit = 1;
         const int s = tt_to_score(hit.score, ply);
-        if (!pv_node && !root && hit.depth >= depth &&
-            (hit.bound == CDSH_XQ_BOUND_EXACT ||
-             (hit.bound == CDSH_XQ_BOUND_LOWER && s >= beta) ||
-             (hit.bound == CDSH_XQ_BOUND_UPPER && s <= alpha)))
+        if (!pv_node && !root && hit.depth >= depth && tt_cuts(&hit, s, alpha, beta))
             return s;
         if (hit.move && cdsh_xq_is_pseudo_legal(pos, hit.move))
             ttm = hit.move;
