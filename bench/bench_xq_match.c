@@ -145,7 +145,7 @@ static res_t play_game(const opts *op, cdsh_xq_engine *eng, opp *o, const char *
         g.moves[g.n++] = m;
     }
     cdsh_xq_engine_clear(eng);
-    opp_send(o, o->ranks1 || strstr(o->name, "cdsh") ? "ucinewgame" : "isready");
+    opp_send(o, op->ucci ? "isready" : "ucinewgame");
     res_t res = R_DRAW;
     int streak_win = 0, streak_loss = 0;
     for (;;) {

@@ -95,7 +95,17 @@ static inline int opp_expect(opp *o, const char *prefix, int timeout_ms)
 
 static inline int opp_start(opp *o, const char *engine, int ucci, int ranks1)
 {
-    const char *argv[] = {engine, NULL};
+    /* "path arg..." (split on spaces), e.g. "build/cdsh xiangqi uci" */
+    char cmd[1024];
+    const char *argv[16];
+    int argc = 0;
+    snprintf(cmd, sizeof cmd, "%s", engine);
+    for (char *save = NULL, *t = strtok_r(cmd, " ", &save); t && argc < 15;
+         t = strtok_r(NULL, " ", &save))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    if (argc == 0)
+        return -1;
     cdsh_process_opts po = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE,
                             .stderr_mode = CDSH_PROCESS_NULL};
     cdsh_error err = {0};
