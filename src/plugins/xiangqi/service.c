@@ -606,6 +606,10 @@ int cdsh_xq_service_mark_failed(cdsh_xq_service *svc, const char *key, const cha
     if (!g)
         return err ? err->rc : CDSH_EINVAL;
     pthread_rwlock_wrlock(&g->lock);
+    if (g->over || !g->model || !cdsh__xq_game_opponent_to_move(g)) {
+        pthread_rwlock_unlock(&g->lock);
+        return 0;
+    }
     g->pending = CDSH__XQ_PENDING_FAILED;
     snprintf(g->msg_code, sizeof g->msg_code, "%s", code);
     snprintf(g->msg_tone, sizeof g->msg_tone, "error");

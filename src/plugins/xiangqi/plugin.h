@@ -1,0 +1,55 @@
+/* plugin.h — the xiangqi plugin (`xiangqi`): its descriptor for the built-in
+ * table, and the state its thin wrappers (tools.c, commands.c, rpc.c,
+ * opponent.c) share. Tools act for the opponent, the command and the RPC
+ * channel for the person; all of them call service.h. Guide: docs/xiangqi.md. */
+#ifndef CDSH_XQ_PLUGIN_H
+#define CDSH_XQ_PLUGIN_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "host/plugins.h"
+#include "plugins/xiangqi/game.h"
+#include "plugins/xiangqi/service.h"
+
+extern const cdsh_plugin_def cdsh_xq_plugin;
+
+/* The RPC channel (registered only when the "connection" service exists). */
+#define CDSH_XQ_RPC_CHANNEL "/xiangqi-mate"
+/* The playbook skill's name. */
+#define CDSH_XQ_SKILL "xiangqi-mate-playbook"
+/* Event emitted (unfiltered) after every change: {sessionId, revision, state}. */
+#define CDSH_XQ_EVENT "xiangqi/state"
+
+typedef struct cdsh__xq_opponent cdsh__xq_opponent;
+
+/* Shared, reference-counted: tools keep it alive while a call may run. */
+typedef struct cdsh__xq_plugin {
+    atomic_int refs;
+    cdsh_host *host;
+    cdsh_xq_service *svc;
+    json_t *config; /* the complete config (own copy) */
+    char *home_sessions_db; /* NULL: $CDSH_HOME/sessions.db */
+    pthread_mutex_t mu;     /* session store handle */
+    void *sessions;         /* cdsh_session_store *, opened on first admission */
+    cdsh__xq_opponent *opponent;
+} cdsh__xq_plugin;
+
+cdsh__xq_plugin *cdsh__xq_plugin_ref(cdsh__xq_plugin *p);
+void cdsh__xq_plugin_unref(void *p); /* void * so it can be a free_ud */
+
+/* The game key for a scope: the nearest id on the chain that is a valid
+ * key (session scopes are named by their session id); "default" for the
+ * global scope. */
+void cdsh__xq_key_from_scope(const cdsh_scope *scope, char out[CDSH__XQ_KEY_MAX + 1]);
+
+/* Registration helpers (each registers through ctx, so unloading undoes it). */
+int cdsh__xq_tools_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
+int cdsh__xq_command_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
+int cdsh__xq_rpc_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
+
+/* Text of a refusal for people: errorZh, then the legal moves. Owned. */
+char *cdsh__xq_refusal_text_dup(const json_t *refusal);
+
+#endif
