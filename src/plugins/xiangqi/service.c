@@ -800,8 +800,6 @@ json_t *cdsh_xq_service_review(cdsh_xq_service *svc, const char *key, const char
         int mover_delta = side == CDSH_XQ_RED ? delta : -delta;
         int is_turn = abs(delta) >= svc->o.turning_cp;
         const char *kind = mover_delta < 0 ? "失误" : "好棋";
-        if (is_turn && ((prev >= 100 && sc <= -100) || (prev <= -100 && sc >= 100)))
-            kind = "形势逆转";
         char cap[2] = {plies[i].captured, 0};
         json_array_append_new(curve, json_pack("{s:i,s:i}", "ply", i + 1, "score", sc));
         json_array_append_new(
