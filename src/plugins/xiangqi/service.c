@@ -406,7 +406,7 @@ json_t *cdsh_xq_service_new_game(cdsh_xq_service *svc, const char *key,
         return r;
     }
     apply_new_opts(svc, g, opts);
-    int after = opponent_turn(svc, g, 0, err);
+    int after = opponent_turn(svc, g, opts && opts->actor == CDSH_XQ_ACTOR_OPPONENT, err);
     return finish(svc, g, after, NULL, err);
 }
 

@@ -89,6 +89,7 @@ json_t *cdsh_xq_service_board(cdsh_xq_service *svc, const char *key, bool includ
 typedef struct cdsh_xq_new_opts {
     const char *side, *opponent, *fen;
     int max_plies;
+    cdsh_xq_actor actor; /* the model itself (a tool) never starts the model runner */
 } cdsh_xq_new_opts;
 json_t *cdsh_xq_service_new_game(cdsh_xq_service *svc, const char *key,
                                  const cdsh_xq_new_opts *opts, cdsh_error *err);

@@ -151,7 +151,8 @@ static int new_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
     cdsh_error e = {0};
     cdsh_xq_new_opts o = {.side = arg_str(exec, "side"),
                           .opponent = arg_str(exec, "opponent"),
-                          .max_plies = arg_int(exec, "maxPlies", 0)};
+                          .max_plies = arg_int(exec, "maxPlies", 0),
+                          .actor = CDSH_XQ_ACTOR_OPPONENT};
     return done(exec, cdsh_xq_service_new_game(p->svc, key, &o, &e), &e, value);
 }
 
