@@ -28,7 +28,8 @@ static const xq_sub subs[] = {
     {"uci", "speak UCI (Pikafish dialect) on stdin/stdout for GUIs and match runners",
      cdsh_cmd_xiangqi_uci},
     {"ucci", "speak UCCI (ElephantEye's protocol) on stdin/stdout", cdsh_cmd_xiangqi_ucci},
-    {"play", "play a game in the terminal against the local engine or the model", cdsh_cmd_xiangqi_play},
+    {"play", "play a game in the terminal against the local engine or the model",
+     cdsh_cmd_xiangqi_play},
     {NULL, NULL, NULL},
 };
 

@@ -152,7 +152,8 @@ static void print_review(const json_t *v)
     json_t *m;
     json_array_foreach(json_object_get(v, "moves"), i, m)
     {
-        printf("  %3lld. %-8s %s  %+5lld%s\n", (long long)json_integer_value(json_object_get(m, "ply")),
+        printf("  %3lld. %-8s %s  %+5lld%s\n",
+               (long long)json_integer_value(json_object_get(m, "ply")),
                json_string_value(json_object_get(m, "zh")),
                json_string_value(json_object_get(m, "iccs")),
                (long long)json_integer_value(json_object_get(m, "score")),

@@ -136,8 +136,8 @@ static json_t *settle(fixture *f)
 }
 
 #define MOVE_CALL(id, mv)                                                                          \
-    "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"" id "\",\"name\":\"xiangqi_move\","       \
-    "\"arguments\":\"{\\\"move\\\":\\\"" mv "\\\"}\"}}],\"finish_reason\":\"tool_calls\","          \
+    "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"" id "\",\"name\":\"xiangqi_move\","        \
+    "\"arguments\":\"{\\\"move\\\":\\\"" mv "\\\"}\"}}],\"finish_reason\":\"tool_calls\","         \
     "\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120}}"
 
 static const char *second_iccs(const json_t *v)
@@ -253,8 +253,8 @@ static void a_spent_budget_falls_back_with_ai_budget(void **state)
     assert_int_equal(json_array_size(json_object_get(v, "history")), 2);
     assert_string_equal(json_string_value(json_object_get(json_object_get(v, "message"), "code")),
                         "ai.budget");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "usage"), "totalTokens")),
-                     500);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(v, "usage"), "totalTokens")), 500);
     json_decref(v);
     /* the next turn does not even ask the model */
     json_decref(command(&f, "/xiangqi move h0g2"));

@@ -13,9 +13,9 @@ static int setup(void **state)
     (void)state;
     home = cdsh_test_home_new();
     char *out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "set", "xiangqi.engine.depth",
-                                        "1", NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, NULL, "config", "set", "xiangqi.engine.depth", "1", NULL),
+        0);
     free(out);
     return 0;
 }
@@ -48,7 +48,7 @@ static void plays_a_move_and_draws_the_board(void **state)
     assert_non_null(strstr(out, "2  ・炮・・炮・・・・\n")); /* the cannon went to e2 */
     assert_int_equal(count(out, "ａｂｃｄｅｆｇｈｉ"), 2);
     assert_non_null(strstr(out, "BAD_NOTATION") ? strstr(out, "BAD_NOTATION")
-                                                 : strstr(out, "ILLEGAL_MOVE"));
+                                                : strstr(out, "ILLEGAL_MOVE"));
     assert_non_null(strstr(out, "当前可走的合法着法"));
     free(out);
     free(err);

@@ -36,6 +36,11 @@ static void on_state(void *arg, const char *name, const cdsh_scope *scope, const
     (void)name;
     (void)scope;
     fixture *f = arg;
+    assert_string_equal(json_string_value(json_object_get(payload, "plugin")), "xiangqi");
+    assert_string_equal(json_string_value(json_object_get(payload, "sessionId")), f->sid);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(payload, "state"),
+                                                        "revision")),
+                     json_integer_value(json_object_get(payload, "revision")));
     f->events++;
     f->last_event_revision = json_integer_value(json_object_get(payload, "revision"));
 }
@@ -46,9 +51,9 @@ static int setup(void **state)
     f->home = cdsh_test_home_new();
     char dir[600];
     snprintf(dir, sizeof dir, "%s/xq", f->home);
-    f->config = json_pack("{s:s,s:{s:i,s:i,s:i},s:{s:i},s:{s:i}}", "storageDir", dir, "engine",
-                          "depth", 1, "movetimeMs", 100, "hashMb", 1, "hint", "depth", 2, "review",
-                          "depth", 1);
+    f->config =
+        json_pack("{s:s,s:{s:i,s:i,s:i},s:{s:i},s:{s:i}}", "storageDir", dir, "engine", "depth", 1,
+                  "movetimeMs", 100, "hashMb", 1, "hint", "depth", 2, "review", "depth", 1);
     cdsh_session_store *s = NULL;
     cdsh_error err;
     assert_int_equal(cdsh_session_store_open(NULL, &s, &err), 0);
@@ -57,9 +62,8 @@ static int setup(void **state)
     cdsh_session_store_close(s);
     f->host = cdsh_host_new();
     cdsh_disposer_t d;
-    assert_int_equal(cdsh_events_on(cdsh_host_events(f->host), CDSH_XQ_EVENT, NULL, on_state, f,
-                                    &d, &err),
-                     0);
+    assert_int_equal(
+        cdsh_events_on(cdsh_host_events(f->host), CDSH_XQ_EVENT, NULL, on_state, f, &d, &err), 0);
     assert_int_equal(cdsh_plugin_load(f->host, &connection_stub, NULL, NULL, &err), 0);
     assert_int_equal(cdsh_plugin_load(f->host, &cdsh_xq_plugin, f->config, NULL, &err), 0);
     *state = f;
@@ -252,8 +256,10 @@ static void *tool_worker(void *arg)
     cdsh_scope *scope = cdsh_scope_new(w->f->sid, NULL);
     for (int i = 0; i < 12; i++) {
         json_t *args = json_pack("{s:i}", "plies", 2);
-        cdsh_dispatch_input in = {.call_id = "t", .name = i % 2 ? "xiangqi_board" : "xiangqi_undo",
-                                  .args = i % 2 ? NULL : args, .agent = scope};
+        cdsh_dispatch_input in = {.call_id = "t",
+                                  .name = i % 2 ? "xiangqi_board" : "xiangqi_undo",
+                                  .args = i % 2 ? NULL : args,
+                                  .agent = scope};
         cdsh_toolresult *r = cdsh_dispatch_execute(cdsh_host_tools(w->f->host), &in);
         if (i % 2 == 0 && !r->is_error)
             w->ok += json_is_true(json_object_get(r->value, "ok"));

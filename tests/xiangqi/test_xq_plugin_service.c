@@ -18,8 +18,12 @@ typedef struct fixture {
 
 static cdsh_xq_service *open_service(fixture *f)
 {
-    cdsh_xq_service_opts o = {.dir = f->dir, .engine_depth = 2, .engine_movetime_ms = 200,
-                              .hint_depth = 3, .review_depth = 1, .engine_hash_mb = 1};
+    cdsh_xq_service_opts o = {.dir = f->dir,
+                              .engine_depth = 2,
+                              .engine_movetime_ms = 200,
+                              .hint_depth = 3,
+                              .review_depth = 1,
+                              .engine_hash_mb = 1};
     cdsh_xq_service *svc = NULL;
     cdsh_error err;
     assert_int_equal(cdsh_xq_service_new(&o, &svc, &err), 0);
@@ -86,8 +90,8 @@ static size_t count_targets(const json_t *v)
     size_t n = 0;
     const char *k;
     json_t *arr;
-    json_object_foreach((json_t *)json_object_get(v, "legalTargets"), k, arr)
-        n += json_array_size(arr);
+    json_object_foreach((json_t *)json_object_get(v, "legalTargets"), k, arr) n +=
+        json_array_size(arr);
     return n;
 }
 
@@ -95,10 +99,9 @@ static void projection_has_every_field_at_the_start(void **state)
 {
     fixture *f = *state;
     json_t *v = new_game(f, "r", "local");
-    static const char *const keys[] = {"ok",      "revision", "fen",     "turn",
-                                       "hero",    "phase",    "pending", "status",
-                                       "board",   "legalTargets", "lastMove", "history",
-                                       "opponent", "usage",   "clock",   "message"};
+    static const char *const keys[] = {
+        "ok",    "revision",     "fen",      "turn",    "hero",     "phase", "pending", "status",
+        "board", "legalTargets", "lastMove", "history", "opponent", "usage", "clock",   "message"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_non_null(json_object_get(v, keys[i]));
     assert_string_equal(str(v, "fen"),
@@ -224,7 +227,9 @@ static void bad_moves_are_refused_with_their_own_codes(void **state)
     json_decref(new_game(f, "r", "local"));
     struct {
         const char *text, *code;
-    } cases[] = {{"h2h8", "ILLEGAL_MOVE"}, {"zz", "BAD_NOTATION"}, {"车一进九", "ILLEGAL_MOVE"},
+    } cases[] = {{"h2h8", "ILLEGAL_MOVE"},
+                 {"zz", "BAD_NOTATION"},
+                 {"车一进九", "ILLEGAL_MOVE"},
                  {"e0e2", "ILLEGAL_MOVE"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *v = move(f, CDSH_XQ_ACTOR_HERO, cases[i].text);
@@ -312,8 +317,8 @@ static void review_marks_a_hanging_chariot_as_a_turning_point(void **state)
 {
     fixture *f = *state;
     /* Red to move; its chariot on a0 can take a loose black chariot on a9 */
-    cdsh_xq_new_opts o = {.side = "r", .opponent = "local",
-                          .fen = "r2akab2/9/9/9/9/9/4P4/9/9/R2AKAB2 w - - 0 1"};
+    cdsh_xq_new_opts o = {
+        .side = "r", .opponent = "local", .fen = "r2akab2/9/9/9/9/9/4P4/9/9/R2AKAB2 w - - 0 1"};
     cdsh_error err;
     json_decref(cdsh_xq_service_new_game(f->svc, "s-test", &o, &err));
     json_t *v = move(f, CDSH_XQ_ACTOR_HERO, "a0a1"); /* ignores it: black takes a1 */
@@ -476,8 +481,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(three_move_forms_are_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(opponent_cannot_move_for_the_person, setup, teardown),
-        cmocka_unit_test_setup_teardown(person_cannot_move_while_the_model_thinks, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(person_cannot_move_while_the_model_thinks, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_moves_are_refused_with_their_own_codes, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(undo_takes_back_two_plies_and_lists_them, setup, teardown),

@@ -25,9 +25,9 @@ static int setup(void **state)
     f->home = cdsh_test_home_new();
     char dir[600];
     snprintf(dir, sizeof dir, "%s/xq", f->home);
-    f->config = json_pack("{s:s,s:{s:i,s:i,s:i},s:{s:i},s:{s:i}}", "storageDir", dir, "engine",
-                          "depth", 2, "movetimeMs", 200, "hashMb", 1, "hint", "depth", 3, "review",
-                          "depth", 1);
+    f->config =
+        json_pack("{s:s,s:{s:i,s:i,s:i},s:{s:i},s:{s:i}}", "storageDir", dir, "engine", "depth", 2,
+                  "movetimeMs", 200, "hashMb", 1, "hint", "depth", 3, "review", "depth", 1);
     f->host = cdsh_host_new();
     cdsh_error err;
     assert_int_equal(cdsh_plugin_load(f->host, &cdsh_xq_plugin, f->config, &f->plugin, &err), 0);
@@ -186,10 +186,9 @@ static void bad_tool_arguments_are_refused_by_the_schema(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cdsh_toolresult *r = call(f, bad[i][0], bad[i][1]);
         json_t *j = cdsh_toolresult_to_json(r);
-        assert_string_equal(
-            json_string_value(json_object_get(
-                json_object_get(json_object_get(j, "error"), "info"), "code")),
-            "INVALID_ARGS");
+        assert_string_equal(json_string_value(json_object_get(
+                                json_object_get(json_object_get(j, "error"), "info"), "code")),
+                            "INVALID_ARGS");
         json_decref(j);
         cdsh_toolresult_free(r);
     }
@@ -292,10 +291,9 @@ static void resign_is_not_a_tool(void **state)
     fixture *f = *state;
     cdsh_toolresult *r = call(f, "xiangqi_resign", "{}");
     json_t *j = cdsh_toolresult_to_json(r);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(json_object_get(j, "error"), "info"),
-                                          "code")),
-        "UNKNOWN_TOOL");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(j, "error"), "info"), "code")),
+                        "UNKNOWN_TOOL");
     json_decref(j);
     cdsh_toolresult_free(r);
     json_t *names = cdsh_tools_names(cdsh_host_tools(f->host), NULL);

@@ -10,7 +10,7 @@
 #include "base/strbuf.h"
 #include "plugins/xiangqi/plugin.h"
 
-#define USAGE                                                                                      \
+#define USAGE                                                                                              \
     "用法：/xiangqi new [r|b] [local|model] | state | move <着法> | undo [步数] | hint [个数] | " \
     "resign | review [turning|all] | export"
 
@@ -39,8 +39,8 @@ static int reply(json_t *v, const cdsh_error *e, cdsh_command_result *out, cdsh_
     return rc;
 }
 
-static int xiangqi_command(void *arg, const cdsh_command_invocation *inv,
-                           cdsh_command_result *out, cdsh_error *err)
+static int xiangqi_command(void *arg, const cdsh_command_invocation *inv, cdsh_command_result *out,
+                           cdsh_error *err)
 {
     cdsh__xq_plugin *p = arg;
     char key[CDSH__XQ_KEY_MAX + 1];

@@ -195,8 +195,8 @@ json_t *cdsh__xq_game_legal_json(const cdsh__xq_game *g)
 {
     json_t *arr = json_array();
     for (int i = 0; arr && i < g->nlegal; i++)
-        if (json_array_append_new(arr, json_pack("{s:s,s:s}", "iccs", g->legal[i].iccs, "zh",
-                                                 g->legal[i].zh)) != 0) {
+        if (json_array_append_new(
+                arr, json_pack("{s:s,s:s}", "iccs", g->legal[i].iccs, "zh", g->legal[i].zh)) != 0) {
             json_decref(arr);
             return NULL;
         }
@@ -230,9 +230,8 @@ static json_t *projection(cdsh__xq_game *g)
     }
     for (int i = 0; i < g->nplies; i++) {
         char cap[2] = {g->plies[i].captured, 0};
-        if (json_array_append_new(history, json_pack("{s:s,s:s,s:s}", "zh", g->plies[i].zh,
-                                                     "iccs", g->plies[i].iccs, "captured",
-                                                     cap)) != 0)
+        if (json_array_append_new(history, json_pack("{s:s,s:s,s:s}", "zh", g->plies[i].zh, "iccs",
+                                                     g->plies[i].iccs, "captured", cap)) != 0)
             goto fail;
     }
     json_t *last = json_null();
@@ -244,26 +243,26 @@ static json_t *projection(cdsh__xq_game *g)
     const char *pending = g->pending == CDSH__XQ_PENDING_THINKING ? "ai-thinking"
                           : g->pending == CDSH__XQ_PENDING_FAILED ? "ai-failed"
                                                                   : NULL;
-    json_t *msg = g->msg_code[0]
-                      ? json_pack("{s:s,s:s}", "code", g->msg_code, "tone", g->msg_tone)
-                      : json_null();
+    json_t *msg = g->msg_code[0] ? json_pack("{s:s,s:s}", "code", g->msg_code, "tone", g->msg_tone)
+                                 : json_null();
     json_t *opp = json_pack("{s:s,s:o,s:o,s:s}", "kind", g->model ? "model" : "local", "provider",
                             g->model ? nullable_str(g->provider) : json_null(), "model",
                             g->model ? nullable_str(g->model_name) : json_null(), "label",
                             g->model ? "当前会话模型" : "本地引擎");
-    json_t *p = json_pack(
-        "{s:b,s:I,s:s,s:s,s:s,s:s,s:o,s:{s:s,s:o,s:s},s:o,s:o,s:o,s:o,s:o,"
-        "s:{s:I,s:I,s:I,s:I},s:{s:I,s:I},s:o}",
-        "ok", 1, "revision", (json_int_t)g->revision, "fen", fen, "turn",
-        side_code(cdsh_xq_side_to_move(g->pos)), "hero", side_code(g->hero), "phase",
-        g->over ? "over" : "playing", "pending", pending ? json_string(pending) : json_null(),
-        "status", "state", g->state, "winner",
-        g->winner >= 0 ? json_string(side_code(g->winner)) : json_null(), "reasonZh",
-        g->reason_zh, "board", board, "legalTargets", targets, "lastMove", last, "history",
-        history, "opponent", opp, "usage", "inputTokens", (json_int_t)g->in_tok, "outputTokens",
-        (json_int_t)g->out_tok, "totalTokens", (json_int_t)g->tot_tok, "calls",
-        (json_int_t)g->calls, "clock", "red", (json_int_t)(g->clock_ms[0] / 1000), "black",
-        (json_int_t)(g->clock_ms[1] / 1000), "message", msg);
+    json_t *p =
+        json_pack("{s:b,s:I,s:s,s:s,s:s,s:s,s:o,s:{s:s,s:o,s:s},s:b,s:o,s:o,s:o,s:o,s:o,"
+                  "s:{s:I,s:I,s:I,s:I},s:{s:I,s:I},s:o}",
+                  "ok", 1, "revision", (json_int_t)g->revision, "fen", fen, "turn",
+                  side_code(cdsh_xq_side_to_move(g->pos)), "hero", side_code(g->hero), "phase",
+                  g->over ? "over" : "playing", "pending",
+                  pending ? json_string(pending) : json_null(), "status", "state", g->state,
+                  "winner", g->winner >= 0 ? json_string(side_code(g->winner)) : json_null(),
+                  "reasonZh", g->reason_zh, "inCheck", cdsh_xq_in_check(g->pos) != 0, "board",
+                  board, "legalTargets", targets, "lastMove", last, "history", history, "opponent",
+                  opp, "usage", "inputTokens", (json_int_t)g->in_tok, "outputTokens",
+                  (json_int_t)g->out_tok, "totalTokens", (json_int_t)g->tot_tok, "calls",
+                  (json_int_t)g->calls, "clock", "red", (json_int_t)(g->clock_ms[0] / 1000),
+                  "black", (json_int_t)(g->clock_ms[1] / 1000), "message", msg);
     return p; /* json_pack "o" steals even on failure */
 fail:
     json_decref(board);
@@ -294,14 +293,14 @@ int cdsh__xq_game_save(cdsh__xq_game *g, cdsh_error *err)
     json_t *doc = json_pack(
         "{s:i,s:s,s:I,s:s,s:o,s:s,s:{s:s,s:o,s:o},s:i,s:i,s:s,s:s,s:{s:I,s:I,s:I,s:I},"
         "s:{s:I,s:I},s:o,s:i}",
-        "version", 1, "key", g->key, "revision", (json_int_t)g->revision, "startFen",
-        g->start_fen, "moves", moves ? moves : json_array(), "hero", side_code(g->hero),
-        "opponent", "kind", g->model ? "model" : "local", "provider", nullable_str(g->provider),
-        "model", nullable_str(g->model_name), "maxPlies", g->max_plies, "pending", g->pending,
-        "messageCode", g->msg_code, "messageTone", g->msg_tone, "usage", "inputTokens",
-        (json_int_t)g->in_tok, "outputTokens", (json_int_t)g->out_tok, "totalTokens",
-        (json_int_t)g->tot_tok, "calls", (json_int_t)g->calls, "clockMs", "red",
-        (json_int_t)g->clock_ms[0], "black", (json_int_t)g->clock_ms[1], "resigned",
+        "version", 1, "key", g->key, "revision", (json_int_t)g->revision, "startFen", g->start_fen,
+        "moves", moves ? moves : json_array(), "hero", side_code(g->hero), "opponent", "kind",
+        g->model ? "model" : "local", "provider", nullable_str(g->provider), "model",
+        nullable_str(g->model_name), "maxPlies", g->max_plies, "pending", g->pending, "messageCode",
+        g->msg_code, "messageTone", g->msg_tone, "usage", "inputTokens", (json_int_t)g->in_tok,
+        "outputTokens", (json_int_t)g->out_tok, "totalTokens", (json_int_t)g->tot_tok, "calls",
+        (json_int_t)g->calls, "clockMs", "red", (json_int_t)g->clock_ms[0], "black",
+        (json_int_t)g->clock_ms[1], "resigned",
         g->resigned >= 0 ? json_string(side_code(g->resigned)) : json_null(), "invalidMoves",
         g->invalid);
     char *text = doc ? cdsh_json_dump_pretty_dup(doc) : NULL;

@@ -206,40 +206,39 @@ static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *to
         cdsh_model_reply reply;
         int rc = cdsh_model_client_complete(client, &req, &reply, &err);
         if (rc != 0) {
-            end = cdsh_cancel_is_fired(o->stop)   ? END_STOPPED
-                  : cdsh_cancel_is_fired(tok)     ? END_TIMEOUT
-                  : rc == CDSH_ETIMEDOUT          ? END_TIMEOUT
-                                                  : END_ERROR;
+            end = cdsh_cancel_is_fired(o->stop) ? END_STOPPED
+                  : cdsh_cancel_is_fired(tok)   ? END_TIMEOUT
+                  : rc == CDSH_ETIMEDOUT        ? END_TIMEOUT
+                                                : END_ERROR;
             break;
         }
-        cdsh_xq_service_add_usage(p->svc, key, reply.usage.input_tokens,
-                                  reply.usage.output_tokens, reply.usage.total_tokens, &err);
+        cdsh_xq_service_add_usage(p->svc, key, reply.usage.input_tokens, reply.usage.output_tokens,
+                                  reply.usage.total_tokens, &err);
         json_array_append_new(messages, cdsh_model_reply_to_message(&reply));
         for (size_t i = 0; i < reply.n_tool_calls; i++) {
             const cdsh_model_tool_call *c = &reply.tool_calls[i];
             cdsh_error perr;
-            json_t *args = cdsh_json_parse(c->arguments ? c->arguments : "{}",
-                                           strlen(c->arguments ? c->arguments : "{}"), 1 << 20,
-                                           &perr);
+            json_t *args =
+                cdsh_json_parse(c->arguments ? c->arguments : "{}",
+                                strlen(c->arguments ? c->arguments : "{}"), 1 << 20, &perr);
             if (!json_is_object(args)) {
                 json_decref(args);
                 args = json_object();
             }
-            cdsh_dispatch_input in = {.call_id = c->id, .name = c->name, .args = args,
-                                      .agent = scope, .cancel = tok};
+            cdsh_dispatch_input in = {
+                .call_id = c->id, .name = c->name, .args = args, .agent = scope, .cancel = tok};
             cdsh_toolresult *res = cdsh_dispatch_execute(tools, &in);
             char *text = res ? cdsh_toolresult_text_dup(res) : NULL;
             cdsh_toolresult_free(res);
             json_decref(args);
-            json_array_append_new(messages, json_pack("{s:s,s:s,s:s}", "role", "tool",
-                                                      "tool_call_id", c->id, "content",
-                                                      text ? text : "Error: tool failed"));
+            json_array_append_new(messages,
+                                  json_pack("{s:s,s:s,s:s}", "role", "tool", "tool_call_id", c->id,
+                                            "content", text ? text : "Error: tool failed"));
             free(text);
         }
         if (reply.n_tool_calls == 0)
-            json_array_append_new(messages,
-                                  json_pack("{s:s,s:s}", "role", "user", "content",
-                                            "请调用 xiangqi_move 走一步。"));
+            json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content",
+                                                      "请调用 xiangqi_move 走一步。"));
         cdsh_model_reply_deinit(&reply);
         if (cdsh_xq_service_turn_info(p->svc, key, &info, &err) != 0 || !info.model_to_move) {
             end = END_MOVED;
@@ -283,20 +282,13 @@ static void run_turn(turn *t)
     cdsh_error err;
     switch (end) {
     case END_MOVED:
-    case END_STOPPED:
-        break;
-    case END_TIMEOUT:
-        cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.timeout", &err);
-        break;
-    case END_BUDGET:
-        cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.budget", &err);
-        break;
+    case END_STOPPED: break;
+    case END_TIMEOUT: cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.timeout", &err); break;
+    case END_BUDGET: cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.budget", &err); break;
     case END_INVALID:
         cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.fallback.local", &err);
         break;
-    case END_ERROR:
-        cdsh_xq_service_mark_failed(o->p->svc, t->key, "ai.error", &err);
-        break;
+    case END_ERROR: cdsh_xq_service_mark_failed(o->p->svc, t->key, "ai.error", &err); break;
     }
 }
 

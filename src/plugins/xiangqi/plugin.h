@@ -19,8 +19,10 @@ extern const cdsh_plugin_def cdsh_xq_plugin;
 #define CDSH_XQ_RPC_CHANNEL "/xiangqi-mate"
 /* The playbook skill's name. */
 #define CDSH_XQ_SKILL "xiangqi-mate-playbook"
-/* Event emitted (unfiltered) after every change: {sessionId, revision, state}. */
-#define CDSH_XQ_EVENT "xiangqi/state"
+/* Event emitted (unfiltered) after every change, {plugin:"xiangqi", sessionId,
+ * revision, state: the projection}; the web server forwards "plugin/state" to
+ * the session's server-sent events, so a panel sees each move at once. */
+#define CDSH_XQ_EVENT "plugin/state"
 
 typedef struct cdsh__xq_opponent cdsh__xq_opponent;
 
@@ -29,7 +31,7 @@ typedef struct cdsh__xq_plugin {
     atomic_int refs;
     cdsh_host *host;
     cdsh_xq_service *svc;
-    json_t *config; /* the complete config (own copy) */
+    json_t *config;         /* the complete config (own copy) */
     char *home_sessions_db; /* NULL: $CDSH_HOME/sessions.db */
     pthread_mutex_t mu;     /* session store handle */
     void *sessions;         /* cdsh_session_store *, opened on first admission */

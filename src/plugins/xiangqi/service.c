@@ -64,7 +64,7 @@ int cdsh_xq_service_new(const cdsh_xq_service_opts *opts, cdsh_xq_service **out,
         s->o.default_hero = 'r';
     snprintf(s->default_opponent, sizeof s->default_opponent, "%s",
              s->o.default_opponent && strcmp(s->o.default_opponent, "model") == 0 ? "model"
-                                                                                   : "local");
+                                                                                  : "local");
     if (s->o.max_plies <= 0 || s->o.max_plies >= CDSH_XQ_MAX_PLY)
         s->o.max_plies = 300;
     if (s->o.engine_depth <= 0)
@@ -158,8 +158,8 @@ static void apply_new_opts(cdsh_xq_service *svc, cdsh__xq_game *g, const cdsh_xq
     free(g->model_name);
     g->provider = svc->provider ? strdup(svc->provider) : NULL;
     g->model_name = svc->model_name ? strdup(svc->model_name) : NULL;
-    g->max_plies = o && o->max_plies > 0 && o->max_plies < CDSH_XQ_MAX_PLY ? o->max_plies
-                                                                          : svc->o.max_plies;
+    g->max_plies =
+        o && o->max_plies > 0 && o->max_plies < CDSH_XQ_MAX_PLY ? o->max_plies : svc->o.max_plies;
 }
 
 /* Finds or loads the game (creating a default one when no file exists). */
@@ -217,8 +217,8 @@ static cdsh__xq_game *get_game(cdsh_xq_service *svc, const char *key, cdsh_error
 static json_t *refusal(const cdsh__xq_game *g, const char *code, const char *zh, const char *en)
 {
     json_t *legal = cdsh__xq_game_legal_json(g);
-    return json_pack("{s:b,s:s,s:s,s:s,s:I,s:o}", "ok", 0, "error", code, "errorZh", zh,
-                     "message", en, "revision", (json_int_t)g->revision, "legalMoves",
+    return json_pack("{s:b,s:s,s:s,s:s,s:I,s:o}", "ok", 0, "error", code, "errorZh", zh, "message",
+                     en, "revision", (json_int_t)g->revision, "legalMoves",
                      legal ? legal : json_array());
 }
 
@@ -437,9 +437,9 @@ static int parse_move(cdsh__xq_game *g, const char *text, int from, int to, cdsh
             return -1;
         }
         char iccs[6];
-        cdsh_xq_move_to_iccs(cdsh_xq_move_make(cdsh_xq_square_from_index90(from),
-                                               cdsh_xq_square_from_index90(to)),
-                             iccs);
+        cdsh_xq_move_to_iccs(
+            cdsh_xq_move_make(cdsh_xq_square_from_index90(from), cdsh_xq_square_from_index90(to)),
+            iccs);
         cdsh_xq_notation_error ne;
         if (cdsh_xq_parse_any(g->pos, iccs, m, &ne) == 0)
             return 0;
@@ -452,7 +452,7 @@ static int parse_move(cdsh__xq_game *g, const char *text, int from, int to, cdsh
         return 0;
     const char *code = strcmp(ne.err.code, "NOTATION_SYNTAX") == 0      ? "BAD_NOTATION"
                        : strcmp(ne.err.code, "NOTATION_AMBIGUOUS") == 0 ? "AMBIGUOUS_MOVE"
-                                                                         : "ILLEGAL_MOVE";
+                                                                        : "ILLEGAL_MOVE";
     *refused = refusal(g, code, ne.zh[0] ? ne.zh : "着法无效", ne.err.message);
     return -1;
 }
@@ -499,8 +499,8 @@ json_t *cdsh_xq_service_move(cdsh_xq_service *svc, const char *key, cdsh_xq_acto
     return finish(svc, g, after, extra, err);
 }
 
-json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_actor actor,
-                             int plies, cdsh_error *err)
+json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_actor actor, int plies,
+                             cdsh_error *err)
 {
     cdsh__xq_game *g = get_game(svc, key, err);
     if (!g)
@@ -509,7 +509,8 @@ json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_acto
         plies = 2;
     pthread_rwlock_wrlock(&g->lock);
     if (g->nplies == 0) {
-        json_t *r = refusal(g, "NOTHING_TO_UNDO", "没有可以悔的棋", "there is no move to take back");
+        json_t *r =
+            refusal(g, "NOTHING_TO_UNDO", "没有可以悔的棋", "there is no move to take back");
         pthread_rwlock_unlock(&g->lock);
         return r;
     }
@@ -517,15 +518,15 @@ json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_acto
     cdsh__xq_ply u;
     for (int i = 0; i < plies && cdsh__xq_game_unplay(g, &u) == 0; i++) {
         char cap[2] = {u.captured, 0};
-        json_array_append_new(undone,
-                              json_pack("{s:s,s:s,s:s}", "iccs", u.iccs, "zh", u.zh, "captured", cap));
+        json_array_append_new(
+            undone, json_pack("{s:s,s:s,s:s}", "iccs", u.iccs, "zh", u.zh, "captured", cap));
     }
     /* the person gets the move back */
     if (actor == CDSH_XQ_ACTOR_HERO && cdsh__xq_game_opponent_to_move(g) &&
         cdsh__xq_game_unplay(g, &u) == 0) {
         char cap[2] = {u.captured, 0};
-        json_array_append_new(undone,
-                              json_pack("{s:s,s:s,s:s}", "iccs", u.iccs, "zh", u.zh, "captured", cap));
+        json_array_append_new(
+            undone, json_pack("{s:s,s:s,s:s}", "iccs", u.iccs, "zh", u.zh, "captured", cap));
     }
     g->resigned = -1;
     g->pending = CDSH__XQ_PENDING_NONE;
@@ -714,11 +715,11 @@ json_t *cdsh_xq_service_hint(cdsh_xq_service *svc, const char *key, int count, i
             cdsh_xq_move_to_iccs(l->pv[0], a);
             cdsh_xq_move_to_chinese(g->pos, l->pv[0], z, sizeof z);
             json_array_append_new(
-                cands, json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:o}", "iccs", a, "zh", z,
-                                 "from", cdsh_xq_square_index90(cdsh_xq_move_from(l->pv[0])),
-                                 "to", cdsh_xq_square_index90(cdsh_xq_move_to(l->pv[0])),
-                                 "score", l->score, "mate", l->mate, "depth", l->depth, "pv", pv,
-                                 "pvZh", zhs));
+                cands,
+                json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:o}", "iccs", a, "zh", z, "from",
+                          cdsh_xq_square_index90(cdsh_xq_move_from(l->pv[0])), "to",
+                          cdsh_xq_square_index90(cdsh_xq_move_to(l->pv[0])), "score", l->score,
+                          "mate", l->mate, "depth", l->depth, "pv", pv, "pvZh", zhs));
         }
         if (rc == 0 && res->nlines > 0) {
             char a[6];
@@ -802,17 +803,15 @@ json_t *cdsh_xq_service_review(cdsh_xq_service *svc, const char *key, const char
         const char *kind = mover_delta < 0 ? "失误" : "好棋";
         char cap[2] = {plies[i].captured, 0};
         json_array_append_new(curve, json_pack("{s:i,s:i}", "ply", i + 1, "score", sc));
-        json_array_append_new(
-            moves, json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:b}", "ply", i + 1, "side",
-                             side == CDSH_XQ_RED ? "r" : "b", "iccs", plies[i].iccs, "zh",
-                             plies[i].zh, "captured", cap, "score", sc, "delta", delta,
-                             "turning", is_turn));
+        json_array_append_new(moves, json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:b}", "ply", i + 1,
+                                               "side", side == CDSH_XQ_RED ? "r" : "b", "iccs",
+                                               plies[i].iccs, "zh", plies[i].zh, "captured", cap,
+                                               "score", sc, "delta", delta, "turning", is_turn));
         if (is_turn)
-            json_array_append_new(turning,
-                                  json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:s}", "ply", i + 1, "side",
-                                            side == CDSH_XQ_RED ? "r" : "b", "iccs",
-                                            plies[i].iccs, "zh", plies[i].zh, "score", sc,
-                                            "delta", delta, "kindZh", kind));
+            json_array_append_new(turning, json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:s}", "ply", i + 1,
+                                                     "side", side == CDSH_XQ_RED ? "r" : "b",
+                                                     "iccs", plies[i].iccs, "zh", plies[i].zh,
+                                                     "score", sc, "delta", delta, "kindZh", kind));
         prev = sc;
     }
     pthread_mutex_unlock(&svc->engine_mu);
@@ -872,8 +871,8 @@ json_t *cdsh_xq_service_export(cdsh_xq_service *svc, const char *key, cdsh_error
     }
     cdsh_strbuf_appendf(&sb, "%s\n", result);
     char *pgn = cdsh_strbuf_take(&sb, NULL);
-    json_t *out = pgn ? json_pack("{s:s,s:s,s:s}", "fen", fen, "startFen", g->start_fen, "pgn", pgn)
-                      : NULL;
+    json_t *out =
+        pgn ? json_pack("{s:s,s:s,s:s}", "fen", fen, "startFen", g->start_fen, "pgn", pgn) : NULL;
     free(pgn);
     pthread_rwlock_unlock(&g->lock);
     if (!out)

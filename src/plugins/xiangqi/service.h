@@ -16,6 +16,7 @@
  *   {ok:true, revision, fen, turn:"r"|"b", hero:"r"|"b", phase:"playing"|"over",
  *    pending:null|"ai-thinking"|"ai-failed",
  *    status:{state, winner:null|"r"|"b", reasonZh},
+ *    inCheck (the side to move is in check; a cdsh addition for the panel),
  *    board:[90 strings: FEN letter or "" ; index (9-rank)*9+file, 0 = a9],
  *    legalTargets:{"<from>":[to...]},  (side to move; {} when the game is over)
  *    lastMove:null|{from,to,iccs,zh}, history:[{zh,iccs,captured}],
@@ -42,16 +43,16 @@ typedef enum cdsh_xq_actor { CDSH_XQ_ACTOR_HERO = 0, CDSH_XQ_ACTOR_OPPONENT = 1 
 typedef int (*cdsh_xq_model_runner_fn)(void *ud, const char *key);
 
 typedef struct cdsh_xq_service_opts {
-    const char *dir;         /* storage directory; NULL: $CDSH_HOME/xiangqi */
-    char default_hero;       /* 'r' or 'b'; 0 = 'r' */
-    const char *default_opponent; /* "local" | "model"; NULL = "local" */
-    int max_plies;           /* default game length limit; 0 = 300 */
-    int engine_depth;        /* local opponent: depth limit; 0 = 5 */
-    int64_t engine_movetime_ms; /* local opponent: time per move; 0 = 1000 */
-    int engine_hash_mb;      /* 0 = 16 */
-    int hint_count, hint_depth; /* defaults for hint; 0 = 3, 6 */
-    int review_depth;        /* search depth per ply of the curve; 0 = 2 */
-    int turning_cp;          /* a swing this large is a turning point; 0 = 150 */
+    const char *dir;                         /* storage directory; NULL: $CDSH_HOME/xiangqi */
+    char default_hero;                       /* 'r' or 'b'; 0 = 'r' */
+    const char *default_opponent;            /* "local" | "model"; NULL = "local" */
+    int max_plies;                           /* default game length limit; 0 = 300 */
+    int engine_depth;                        /* local opponent: depth limit; 0 = 5 */
+    int64_t engine_movetime_ms;              /* local opponent: time per move; 0 = 1000 */
+    int engine_hash_mb;                      /* 0 = 16 */
+    int hint_count, hint_depth;              /* defaults for hint; 0 = 3, 6 */
+    int review_depth;                        /* search depth per ply of the curve; 0 = 2 */
+    int turning_cp;                          /* a swing this large is a turning point; 0 = 150 */
     const char *model_provider, *model_name; /* shown in opponent{} for model games */
 } cdsh_xq_service_opts;
 
@@ -103,8 +104,8 @@ json_t *cdsh_xq_service_move(cdsh_xq_service *svc, const char *key, cdsh_xq_acto
 /* Takes back `plies` (>= 1) plies; adds undone:[{iccs,zh,captured}] (last
  * first). A person's undo that would leave the opponent to move is extended
  * by one ply when possible, so the person is to move again. */
-json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_actor actor,
-                             int plies, cdsh_error *err);
+json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_actor actor, int plies,
+                             cdsh_error *err);
 /* Local engine candidates, never the model: adds candidates:[{iccs,zh,score,
  * mate,pv:[iccs],pvZh:[zh]}] and evaluation {score, depth, bestIccs}.
  * count <= 0 / depth <= 0: defaults. */
@@ -135,9 +136,9 @@ int cdsh_xq_service_add_usage(cdsh_xq_service *svc, const char *key, int64_t inp
                               int64_t output_tokens, int64_t total_tokens, cdsh_error *err);
 /* Snapshot for the runner: is the model to move, and counters. */
 typedef struct cdsh_xq_turn_info {
-    bool model_to_move;     /* opponent kind model, game on, opponent's turn */
+    bool model_to_move; /* opponent kind model, game on, opponent's turn */
     int64_t revision;
-    int invalid_moves;      /* refused opponent moves since its last good one */
+    int invalid_moves;           /* refused opponent moves since its last good one */
     int64_t calls, total_tokens; /* usage of this game */
     char fen[128];
 } cdsh_xq_turn_info;

@@ -18,49 +18,114 @@
 #define BOOL "{\"type\":\"boolean\"}"
 #define SIDE "{\"type\":\"string\",\"enum\":[\"r\",\"b\"]}"
 #define MOVE_ITEM                                                                                  \
-    "{\"type\":\"object\",\"properties\":{\"iccs\":" STR ",\"zh\":" STR "},"                      \
+    "{\"type\":\"object\",\"properties\":{\"iccs\":" STR ",\"zh\":" STR "},"                       \
     "\"required\":[\"iccs\",\"zh\"],\"additionalProperties\":false}"
 
-#define PROJECTION_PROPS                                                                           \
-    "\"ok\":" BOOL ",\"revision\":{\"type\":\"integer\",\"minimum\":1},\"fen\":" STR               \
-    ",\"turn\":" SIDE ",\"hero\":" SIDE                                                            \
-    ",\"phase\":{\"type\":\"string\",\"enum\":[\"playing\",\"over\"]},"                           \
-    "\"pending\":" NULLABLE("{\"type\":\"string\",\"enum\":[\"ai-thinking\",\"ai-failed\"]}") ","  \
-    "\"status\":{\"type\":\"object\",\"properties\":{\"state\":" STR                              \
-    ",\"winner\":" NULLABLE(SIDE) ",\"reasonZh\":" STR "},\"required\":[\"state\",\"winner\","     \
-                                  "\"reasonZh\"],\"additionalProperties\":false},"               \
-    "\"board\":{\"type\":\"array\",\"items\":" STR ",\"minItems\":90,\"maxItems\":90},"           \
-    "\"legalTargets\":{\"type\":\"object\",\"additionalProperties\":true},"                       \
-    "\"lastMove\":" NULLABLE(                                                                      \
-        "{\"type\":\"object\",\"properties\":{\"from\":" INT ",\"to\":" INT ",\"iccs\":" STR       \
-        ",\"zh\":" STR "},\"required\":[\"from\",\"to\",\"iccs\",\"zh\"],"                         \
-        "\"additionalProperties\":false}") ","                                                     \
-    "\"history\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"zh\":" STR   \
-    ",\"iccs\":" STR ",\"captured\":" STR "},\"required\":[\"zh\",\"iccs\",\"captured\"],"         \
-    "\"additionalProperties\":false}},"                                                            \
-    "\"opponent\":{\"type\":\"object\",\"properties\":{\"kind\":{\"type\":\"string\",\"enum\":"    \
-    "[\"model\",\"local\"]},\"provider\":" NULLABLE(STR) ",\"model\":" NULLABLE(STR)               \
-    ",\"label\":" STR "},\"required\":[\"kind\",\"provider\",\"model\",\"label\"],"                \
-    "\"additionalProperties\":false},"                                                             \
-    "\"usage\":{\"type\":\"object\",\"properties\":{\"inputTokens\":" INT                         \
-    ",\"outputTokens\":" INT ",\"totalTokens\":" INT ",\"calls\":" INT "},"                        \
-    "\"required\":[\"inputTokens\",\"outputTokens\",\"totalTokens\",\"calls\"],"                   \
-    "\"additionalProperties\":false},"                                                             \
-    "\"clock\":{\"type\":\"object\",\"properties\":{\"red\":" INT ",\"black\":" INT "},"           \
-    "\"required\":[\"red\",\"black\"],\"additionalProperties\":false},"                            \
-    "\"message\":" NULLABLE(                                                                       \
-        "{\"type\":\"object\",\"properties\":{\"code\":" STR ",\"tone\":{\"type\":\"string\","     \
-        "\"enum\":[\"info\",\"warn\",\"error\"]}},\"required\":[\"code\",\"tone\"],"               \
-        "\"additionalProperties\":false}")
+#define PROJECTION_PROPS                                                                                                                                                                        \
+    "\"ok\":" BOOL ",\"revision\":{\"type\":\"integer\",\"minimum\":1},\"fen\":" STR                                                                                                            \
+    ",\"turn\":" SIDE ",\"hero\":" SIDE                                                                                                                                                         \
+    ",\"phase\":{\"type\":\"string\",\"enum\":[\"playing\",\"over\"]},"                                                                                                                         \
+    "\"pending\":" NULLABLE(                                                                                                                                                                    \
+        "{\"type\":\"string\",\"enum\":[\"ai-thinking\",\"ai-failed\"]}") ","                                                                                                                   \
+                                                                          "\"status\":{\"type\":"                                                                                               \
+                                                                          "\"object\","                                                                                                         \
+                                                                          "\"properties\":{"                                                                                                    \
+                                                                          "\"state\":" STR                                                                                                      \
+                                                                          ",\"winner\":" NULLABLE(                                                                                              \
+                                                                              SIDE) ",\"reasonZh"                                                                                               \
+                                                                                    "\":" STR                                                                                                   \
+                                                                                    "},"                                                                                                        \
+                                                                                    "\"required\""                                                                                              \
+                                                                                    ":[\"state\","                                                                                              \
+                                                                                    "\"winner\","                                                                                               \
+                                                                                    "\"reasonZh\""                                                                                              \
+                                                                                    "],"                                                                                                        \
+                                                                                    "\"additional"                                                                                              \
+                                                                                    "Properties\""                                                                                              \
+                                                                                    ":false},"                                                                                                  \
+                                                                                    "\"inCheck\""                                                                                               \
+                                                                                    ":" BOOL ","                                                                                                \
+                                                                                    "\"board\":{"                                                                                               \
+                                                                                    "\"type\":"                                                                                                 \
+                                                                                    "\"array\","                                                                                                \
+                                                                                    "\"items\""                                                                                                 \
+                                                                                    ":" STR                                                                                                     \
+                                                                                    ",\"minItems"                                                                                               \
+                                                                                    "\":90,"                                                                                                    \
+                                                                                    "\"maxItems\""                                                                                              \
+                                                                                    ":90},"                                                                                                     \
+                                                                                    "\"legalTarge"                                                                                              \
+                                                                                    "ts\":{"                                                                                                    \
+                                                                                    "\"type\":"                                                                                                 \
+                                                                                    "\"object\","                                                                                               \
+                                                                                    "\"additional"                                                                                              \
+                                                                                    "Properties\""                                                                                              \
+                                                                                    ":true},"                                                                                                   \
+                                                                                    "\"lastMove\""                                                                                              \
+                                                                                    ":" NULLABLE(                                                                                               \
+                                                                                        "{\"type"                                                                                               \
+                                                                                        "\":"                                                                                                   \
+                                                                                        "\"object"                                                                                              \
+                                                                                        "\","                                                                                                   \
+                                                                                        "\"proper"                                                                                              \
+                                                                                        "ties\":{"                                                                                              \
+                                                                                        "\"from\""                                                                                              \
+                                                                                        ":" INT                                                                                                 \
+                                                                                        ",\"to\""                                                                                               \
+                                                                                        ":" INT                                                                                                 \
+                                                                                        ",\"iccs"                                                                                               \
+                                                                                        "\":" STR                                                                                               \
+                                                                                        ",\"zh\""                                                                                               \
+                                                                                        ":" STR                                                                                                 \
+                                                                                        "},"                                                                                                    \
+                                                                                        "\"requir"                                                                                              \
+                                                                                        "ed\":["                                                                                                \
+                                                                                        "\"from\""                                                                                              \
+                                                                                        ",\"to\","                                                                                              \
+                                                                                        "\"iccs\""                                                                                              \
+                                                                                        ",\"zh\"]"                                                                                              \
+                                                                                        ","                                                                                                     \
+                                                                                        "\"additi"                                                                                              \
+                                                                                        "onalProp"                                                                                              \
+                                                                                        "erties\""                                                                                              \
+                                                                                        ":false}") ","                                                                                          \
+                                                                                                   "\"history\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"zh\":" STR \
+                                                                                                   ",\"iccs\":" STR                                                                             \
+                                                                                                   ",\"captured\":" STR                                                                         \
+                                                                                                   "},\"required\":[\"zh\",\"iccs\",\"captured\"],"                                             \
+                                                                                                   "\"additionalProperties\":false}},"                                                          \
+                                                                                                   "\"opponent\":{\"type\":\"object\",\"properties\":{\"kind\":{\"type\":\"string\",\"enum\":"  \
+                                                                                                   "[\"model\",\"local\"]},\"provider\":" NULLABLE(STR) ",\"model\":" NULLABLE(                 \
+                                                                                                       STR) ",\"label\":" STR                                                                   \
+                                                                                                            "},\"required\":[\"kind\",\"provider\",\"model\",\"label\"],"                       \
+                                                                                                            "\"additionalProperties\":false},"                                                  \
+                                                                                                            "\"usage\":{\"type\":\"object\",\"properties\":{\"inputTokens\":" INT               \
+                                                                                                            ",\"outputTokens\":" INT                                                            \
+                                                                                                            ",\"totalTokens\":" INT                                                             \
+                                                                                                            ",\"calls\":" INT                                                                   \
+                                                                                                            "},"                                                                                \
+                                                                                                            "\"required\":[\"inputTokens\",\"outputTokens\",\"totalTokens\",\"calls\"],"        \
+                                                                                                            "\"additionalProperties\":false},"                                                  \
+                                                                                                            "\"clock\":{\"type\":\"object\",\"properties\":{\"red\":" INT                       \
+                                                                                                            ",\"black\":" INT                                                                   \
+                                                                                                            "},"                                                                                \
+                                                                                                            "\"required\":[\"red\",\"black\"],\"additionalProperties\":false},"                 \
+                                                                                                            "\"message\":" NULLABLE(                                                            \
+                                                                                                                "{\"type\":\"object\",\"properties\":{\"code\":" STR                            \
+                                                                                                                ",\"tone\":{\"type\":\"string\","                                               \
+                                                                                                                "\"enum\":[\"info\",\"warn\",\"error\"]}},\"required\":[\"code\",\"tone\"],"    \
+                                                                                                                "\"additionalProperties\":false}")
 
 #define PROJECTION_REQUIRED                                                                        \
-    "\"ok\",\"revision\",\"fen\",\"turn\",\"hero\",\"phase\",\"pending\",\"status\",\"board\","    \
+    "\"ok\",\"revision\",\"fen\",\"turn\",\"hero\",\"phase\",\"pending\",\"status\",\"inCheck\","  \
+    "\"board\","                                                                                   \
     "\"legalTargets\",\"lastMove\",\"history\",\"opponent\",\"usage\",\"clock\",\"message\""
 
 #define REFUSAL                                                                                    \
     "{\"type\":\"object\",\"properties\":{\"ok\":" BOOL ",\"error\":" STR ",\"errorZh\":" STR      \
-    ",\"message\":" STR ",\"revision\":" INT ",\"legalMoves\":{\"type\":\"array\",\"items\":"      \
-    MOVE_ITEM "}},\"required\":[\"ok\",\"error\",\"errorZh\",\"message\",\"revision\","            \
+    ",\"message\":" STR ",\"revision\":" INT                                                       \
+    ",\"legalMoves\":{\"type\":\"array\",\"items\":" MOVE_ITEM                                     \
+    "}},\"required\":[\"ok\",\"error\",\"errorZh\",\"message\",\"revision\","                      \
     "\"legalMoves\"],\"additionalProperties\":false}"
 
 /* {oneOf:[projection + extra props (extra_req required), refusal]} */
@@ -69,10 +134,9 @@ static json_t *output_schema(const char *extra_props, const char *extra_req)
     char *text = NULL;
     if (asprintf(&text,
                  "{\"oneOf\":[{\"type\":\"object\",\"properties\":{" PROJECTION_PROPS "%s%s},"
-                 "\"required\":[" PROJECTION_REQUIRED "%s%s],\"additionalProperties\":false},"
-                 REFUSAL "]}",
-                 extra_props[0] ? "," : "", extra_props, extra_req[0] ? "," : "",
-                 extra_req) < 0)
+                 "\"required\":[" PROJECTION_REQUIRED
+                 "%s%s],\"additionalProperties\":false}," REFUSAL "]}",
+                 extra_props[0] ? "," : "", extra_props, extra_req[0] ? "," : "", extra_req) < 0)
         return NULL;
     json_t *s = json_loads(text, 0, NULL);
     free(text);
@@ -180,9 +244,8 @@ static int move_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
         from = (int)json_integer_value(json_object_get(mv, "from"));
         to = (int)json_integer_value(json_object_get(mv, "to"));
     }
-    return done(exec,
-                cdsh_xq_service_move(p->svc, key, CDSH_XQ_ACTOR_OPPONENT, text, from, to, &e), &e,
-                value);
+    return done(exec, cdsh_xq_service_move(p->svc, key, CDSH_XQ_ACTOR_OPPONENT, text, from, to, &e),
+                &e, value);
 }
 
 static int undo_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
@@ -190,10 +253,10 @@ static int undo_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
     cdsh__xq_plugin *p = ud;
     KEY(exec);
     cdsh_error e = {0};
-    return done(exec,
-                cdsh_xq_service_undo(p->svc, key, CDSH_XQ_ACTOR_OPPONENT,
-                                     arg_int(exec, "plies", 2), &e),
-                &e, value);
+    return done(
+        exec,
+        cdsh_xq_service_undo(p->svc, key, CDSH_XQ_ACTOR_OPPONENT, arg_int(exec, "plies", 2), &e),
+        &e, value);
 }
 
 static int hint_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
@@ -201,10 +264,10 @@ static int hint_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
     cdsh__xq_plugin *p = ud;
     KEY(exec);
     cdsh_error e = {0};
-    return done(exec,
-                cdsh_xq_service_hint(p->svc, key, arg_int(exec, "count", 0),
-                                     arg_int(exec, "depth", 0), &e),
-                &e, value);
+    return done(
+        exec,
+        cdsh_xq_service_hint(p->svc, key, arg_int(exec, "count", 0), arg_int(exec, "depth", 0), &e),
+        &e, value);
 }
 
 static int review_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
@@ -274,7 +337,8 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
         json_t *h;
         json_array_foreach(hist, i, h)
         {
-            cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "", json_string_value(json_object_get(h, "zh")));
+            cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "",
+                                json_string_value(json_object_get(h, "zh")));
         }
         cdsh_strbuf_append_char(sb, '\n');
     }
@@ -332,7 +396,9 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
                                 json_string_value(json_object_get(m, "iccs")),
                                 (long long)json_integer_value(json_object_get(m, "score")),
                                 (long long)json_integer_value(json_object_get(m, "delta")),
-                                kind ? kind : json_is_true(json_object_get(m, "turning")) ? "★" : "");
+                                kind                                          ? kind
+                                : json_is_true(json_object_get(m, "turning")) ? "★"
+                                                                              : "");
         }
     }
     json_t *undone = json_object_get(v, "undone");
@@ -342,7 +408,8 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
         json_t *u;
         json_array_foreach(undone, i, u)
         {
-            cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "", json_string_value(json_object_get(u, "zh")));
+            cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "",
+                                json_string_value(json_object_get(u, "zh")));
         }
         cdsh_strbuf_append_char(sb, '\n');
     }
@@ -382,7 +449,8 @@ static const xq_tool tools[] = {
     {"xiangqi_board",
      "Read the current xiangqi game: FEN, an ASCII board, the legal moves (ICCS and Chinese), "
      "the evaluation and the move list. Changes nothing.",
-     "{\"type\":\"object\",\"properties\":{\"includeMoves\":{\"type\":\"boolean\",\"default\":true},"
+     "{\"type\":\"object\",\"properties\":{\"includeMoves\":{\"type\":\"boolean\",\"default\":true}"
+     ","
      "\"includeEval\":{\"type\":\"boolean\",\"default\":false},"
      "\"ascii\":{\"type\":\"boolean\",\"default\":true}},\"additionalProperties\":false}",
      "\"ascii\":" STR ",\"legalMoves\":{\"type\":\"array\",\"items\":" MOVE_ITEM "},"
@@ -421,11 +489,13 @@ static const xq_tool tools[] = {
     {"xiangqi_review",
      "Review the game: the move list, the turning points and an evaluation per ply (Red's view). "
      "highlight 'turning' lists the turning points, 'all' every move.",
-     "{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"string\",\"enum\":[\"turning\","
+     "{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"string\",\"enum\":["
+     "\"turning\","
      "\"all\"],\"default\":\"turning\"}},\"additionalProperties\":false}",
      "\"highlight\":{\"type\":\"string\",\"enum\":[\"turning\",\"all\"]},\"moves\":{\"type\":"
-     "\"array\",\"items\":" REVIEW_MOVE "},\"turningPoints\":{\"type\":\"array\",\"items\":"
-     TURNING_POINT "},\"curve\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+     "\"array\",\"items\":" REVIEW_MOVE
+     "},\"turningPoints\":{\"type\":\"array\",\"items\":" TURNING_POINT
+     "},\"curve\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
      "{\"ply\":" INT ",\"score\":" INT "},\"required\":[\"ply\",\"score\"],"
      "\"additionalProperties\":false}}",
      "\"highlight\",\"moves\",\"turningPoints\",\"curve\"", review_body, false},
