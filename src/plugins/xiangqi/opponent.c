@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "agent/model_client.h"
-#include "agent/session_store.h"
 #include "base/cancel.h"
 #include "base/json.h"
 #include "host/dispatch.h"
@@ -121,19 +120,7 @@ static int resolve_model(cdsh__xq_plugin *p, const char *key, cdsh_model_config 
 {
     cdsh_model_config session;
     cdsh_model_config_init(&session);
-    pthread_mutex_lock(&p->mu);
-    if (!p->sessions) {
-        cdsh_session_store *s = NULL;
-        cdsh_error e;
-        if (cdsh_session_store_open(p->home_sessions_db, &s, &e) == 0)
-            p->sessions = s;
-    }
-    json_t *rec = NULL;
-    if (p->sessions) {
-        cdsh_error e;
-        rec = cdsh_session_store_get(p->sessions, key, &e);
-    }
-    pthread_mutex_unlock(&p->mu);
+    json_t *rec = cdsh__xq_plugin_session_get(p, key);
     const char *model = json_string_value(json_object_get(rec, "model"));
     const char *url = json_string_value(json_object_get(rec, "baseUrl"));
     if (model)

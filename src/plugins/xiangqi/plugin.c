@@ -92,6 +92,22 @@ void cdsh__xq_plugin_unref(void *ptr)
     free(p);
 }
 
+json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id)
+{
+    cdsh_error e;
+    json_t *s = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (!p->sessions) {
+        cdsh_session_store *store = NULL;
+        if (cdsh_session_store_open(p->home_sessions_db, &store, &e) == 0)
+            p->sessions = store;
+    }
+    if (p->sessions && cdsh_xq_service_key_valid(id))
+        s = cdsh_session_store_get(p->sessions, id, &e);
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
 void cdsh__xq_key_from_scope(const cdsh_scope *scope, char out[CDSH__XQ_KEY_MAX + 1])
 {
     for (const cdsh_scope *s = scope; s; s = cdsh_scope_parent(s))

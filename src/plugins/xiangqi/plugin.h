@@ -51,6 +51,10 @@ int cdsh__xq_tools_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error
 int cdsh__xq_command_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
 int cdsh__xq_rpc_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
 
+/* The stored session `id` (owned JSON), or NULL when it does not exist or
+ * the store cannot be opened (opened on first use, $CDSH_HOME/sessions.db). */
+json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id);
+
 /* Text of a refusal for people: errorZh, then the legal moves. Owned. */
 char *cdsh__xq_refusal_text_dup(const json_t *refusal);
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/session_store.h"
 #include "plugins/xiangqi/plugin.h"
 
 static json_t *bad_request(const char *fmt, const char *a)
@@ -26,17 +25,7 @@ static int admit(cdsh__xq_plugin *p, const json_t *payload, const char **sid, js
         *result = cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "payload.sessionId is required", NULL);
         return -1;
     }
-    cdsh_error e = {0};
-    json_t *s = NULL;
-    pthread_mutex_lock(&p->mu);
-    if (!p->sessions) {
-        cdsh_session_store *store = NULL;
-        if (cdsh_session_store_open(p->home_sessions_db, &store, &e) == 0)
-            p->sessions = store;
-    }
-    if (p->sessions && cdsh_xq_service_key_valid(*sid))
-        s = cdsh_session_store_get(p->sessions, *sid, &e);
-    pthread_mutex_unlock(&p->mu);
+    json_t *s = cdsh__xq_plugin_session_get(p, *sid);
     if (!s) {
         char msg[256];
         snprintf(msg, sizeof msg, "no session \"%.100s\"", *sid);

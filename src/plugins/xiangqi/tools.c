@@ -33,8 +33,7 @@
                                                                           "\"state\":" STR                                                                                                      \
                                                                           ",\"winner\":" NULLABLE(                                                                                              \
                                                                               SIDE) ",\"reasonZh"                                                                                               \
-                                                                                    "\":" STR                                                                                                   \
-                                                                                    "},"                                                                                                        \
+                                                                                    "\":" STR "},"                                                                                              \
                                                                                     "\"required\""                                                                                              \
                                                                                     ":[\"state\","                                                                                              \
                                                                                     "\"winner\","                                                                                               \
@@ -281,6 +280,20 @@ static int review_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
 
 /* ---- render ------------------------------------------------------------------- */
 
+/* "a3a4 兵九进一, ..." */
+static void append_moves(cdsh_strbuf *sb, const json_t *moves)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(moves, i, m)
+    {
+        cdsh_strbuf_appendf(sb, "%s%s %s", i ? ", " : "",
+                            json_string_value(json_object_get(m, "iccs")),
+                            json_string_value(json_object_get(m, "zh")));
+    }
+    cdsh_strbuf_append_char(sb, '\n');
+}
+
 char *cdsh__xq_refusal_text_dup(const json_t *v)
 {
     cdsh_strbuf sb;
@@ -290,15 +303,7 @@ char *cdsh__xq_refusal_text_dup(const json_t *v)
                         json_string_value(json_object_get(v, "errorZh")),
                         json_string_value(json_object_get(v, "message")));
     cdsh_strbuf_appendf(&sb, "当前可走的合法着法（%zu）：", json_array_size(legal));
-    size_t i;
-    json_t *m;
-    json_array_foreach(legal, i, m)
-    {
-        cdsh_strbuf_appendf(&sb, "%s%s %s", i ? ", " : "",
-                            json_string_value(json_object_get(m, "iccs")),
-                            json_string_value(json_object_get(m, "zh")));
-    }
-    cdsh_strbuf_append_char(&sb, '\n');
+    append_moves(&sb, legal);
     return cdsh_strbuf_take(&sb, NULL);
 }
 
@@ -345,15 +350,7 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
     json_t *legal = json_object_get(v, "legalMoves");
     if (legal) {
         cdsh_strbuf_appendf(sb, "合法着法（%zu）：", json_array_size(legal));
-        size_t i;
-        json_t *m;
-        json_array_foreach(legal, i, m)
-        {
-            cdsh_strbuf_appendf(sb, "%s%s %s", i ? ", " : "",
-                                json_string_value(json_object_get(m, "iccs")),
-                                json_string_value(json_object_get(m, "zh")));
-        }
-        cdsh_strbuf_append_char(sb, '\n');
+        append_moves(sb, legal);
     }
     json_t *ev = json_object_get(v, "evaluation");
     if (json_is_object(ev))
