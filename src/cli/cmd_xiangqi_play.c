@@ -21,7 +21,7 @@ static void usage(FILE *out)
             "\n"
             "Plays xiangqi in the terminal against the local engine (or the session model\n"
             "with --opponent model). Type moves in ICCS (h2e2) or Chinese (炮二平五), or:\n"
-            "undo, hint, review, export, resign, board, quit.\n"
+            "undo, hint, review, export, resign, fallback, board, quit.\n"
             "\n"
             "Options:\n"
             "  --side r|b          your side (default: the plugin's defaultSide)\n"
@@ -51,6 +51,20 @@ static const char *glyph(char c)
     case 'p': return "卒";
     default: return "・";
     }
+}
+
+static const char *message_zh(const char *code)
+{
+    static const char *const map[][2] = {
+        {"ai.timeout", "模型超时，已由本地引擎代走"},
+        {"ai.budget", "模型额度已用完，已由本地引擎代走"},
+        {"ai.fallback.local", "已由本地引擎代走"},
+        {"ai.error", "模型出错"},
+    };
+    for (size_t i = 0; code && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(map[i][0], code) == 0)
+            return map[i][1];
+    return code ? code : "";
 }
 
 /* Every cell is two columns wide (CJK glyph or full-width dot), so the grid
@@ -88,8 +102,11 @@ static void draw(const json_t *v)
                json_string_value(json_object_get(last, "iccs")));
     json_t *msg = json_object_get(v, "message");
     if (json_is_object(msg))
-        printf(" · %s", json_string_value(json_object_get(msg, "code")));
+        printf(" · %s", message_zh(json_string_value(json_object_get(msg, "code"))));
     printf("\n");
+    const char *pending = json_string_value(json_object_get(v, "pending"));
+    if (pending && strcmp(pending, "ai-failed") == 0)
+        printf("模型未能走子：输入 fallback 由本地引擎代走。\n");
 }
 
 /* Runs one /xiangqi line. Returns the projection (owned) or NULL after
@@ -215,7 +232,8 @@ int cdsh_cmd_xiangqi_play(int argc, char **argv)
         if (!strcmp(in, "quit") || !strcmp(in, "exit") || !strcmp(in, "q"))
             break;
         int is_word = !strcmp(in, "undo") || !strcmp(in, "hint") || !strcmp(in, "resign") ||
-                      !strcmp(in, "review") || !strcmp(in, "export") || !strcmp(in, "board");
+                      !strcmp(in, "review") || !strcmp(in, "export") || !strcmp(in, "board") ||
+                      !strcmp(in, "fallback");
         if (!strcmp(in, "export")) {
             cdsh_command_outcome out;
             if (cdsh_commands_execute(cdsh_host_commands(host), scope, "/xiangqi export", NULL,

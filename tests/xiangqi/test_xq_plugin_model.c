@@ -269,6 +269,28 @@ static void a_spent_budget_falls_back_with_ai_budget(void **state)
     stop(&f);
 }
 
+static void a_model_error_waits_for_the_person_to_fall_back(void **state)
+{
+    (void)state;
+    fixture f;
+    start(&f, "[{\"status\":400,\"error\":{\"message\":\"bad request\"}}]", 10000, 100000, 3);
+    json_decref(command(&f, "/xiangqi new r model"));
+    json_decref(command(&f, "/xiangqi move h2e2"));
+    json_t *v = settle(&f);
+    assert_string_equal(json_string_value(json_object_get(v, "pending")), "ai-failed");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "message"), "code")),
+                        "ai.error");
+    assert_string_equal(json_string_value(json_object_get(v, "turn")), "b");
+    json_decref(v);
+    v = command(&f, "/xiangqi fallback");
+    assert_true(json_is_null(json_object_get(v, "pending")));
+    assert_string_equal(json_string_value(json_object_get(v, "turn")), "r");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "message"), "code")),
+                        "ai.fallback.local");
+    json_decref(v);
+    stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +299,7 @@ int main(void)
         cmocka_unit_test(repeated_invalid_moves_fall_back_to_the_engine),
         cmocka_unit_test(a_stalled_model_times_out_to_the_engine),
         cmocka_unit_test(a_spent_budget_falls_back_with_ai_budget),
+        cmocka_unit_test(a_model_error_waits_for_the_person_to_fall_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 
 #define USAGE                                                                                              \
     "用法：/xiangqi new [r|b] [local|model] | state | move <着法> | undo [步数] | hint [个数] | " \
-    "resign | review [turning|all] | export"
+    "resign | review [turning|all] | export | fallback"
 
 static int set(cdsh_command_result *out, cdsh_command_kind kind, const char *text, cdsh_error *err)
 {
@@ -90,6 +90,8 @@ static int xiangqi_command(void *arg, const cdsh_command_invocation *inv, cdsh_c
                      out, err);
     if (strcmp(sub, "resign") == 0)
         return reply(cdsh_xq_service_resign(p->svc, key, &e), &e, out, err);
+    if (strcmp(sub, "fallback") == 0)
+        return reply(cdsh_xq_service_fallback(p->svc, key, &e), &e, out, err);
     if (strcmp(sub, "review") == 0)
         return reply(cdsh_xq_service_review(p->svc, key, rest && *rest ? rest : NULL, &e), &e, out,
                      err);

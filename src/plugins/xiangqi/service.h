@@ -112,9 +112,10 @@ json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_acto
 json_t *cdsh_xq_service_hint(cdsh_xq_service *svc, const char *key, int count, int depth,
                              cdsh_error *err);
 /* Review: adds highlight, moves:[{ply,side,iccs,zh,captured,score,delta,
- * turning}] (all plies for "all", turning points only for "turning"),
- * turningPoints:[{ply,side,iccs,zh,score,delta,kindZh}] and curve:[{ply,
- * score}] (Red's view, ply 0 = start). highlight NULL: "turning". */
+ * turning}] (every ply), turningPoints:[{ply,side,iccs,zh,score,delta,
+ * kindZh}] (|delta| >= turning_cp; kindZh 失误 or 好棋 from the mover's view)
+ * and curve:[{ply,score}] (Red's view, ply 0 = start). highlight (NULL:
+ * "turning") says what renderers emphasise: the turning points or all moves. */
 json_t *cdsh_xq_service_review(cdsh_xq_service *svc, const char *key, const char *highlight,
                                cdsh_error *err);
 /* The person resigns: the game ends, the opponent wins. */
