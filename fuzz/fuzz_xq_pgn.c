@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "plugins/xiangqi/engine/position.h"
-#include "plugins/xiangqi/service.h"
+#include "plugins/xiangqi/pgn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,9 +1,8 @@
 /* test_xq_plugin_panel.c — browser test of the board panel: a small HTTP
- * server (libmicrohttpd) serves web/xiangqi/, the /rpc/xiangqi-mate gateway
- * and the session's plugin/state events as SSE; tests/xiangqi/panel_cdp.js
- * drives Chromium over the DevTools protocol: click a piece and a target,
- * see the engine reply, see an out-of-band change arrive by events, undo,
- * hint arrows, review chart. Skipped without node or Chromium. */
+ * server serves web/xiangqi/, /rpc/xiangqi-mate and plugin/state as SSE;
+ * panel_cdp.js drives Chromium over the DevTools protocol (click to move,
+ * engine reply, an outside change arriving by events, undo, hint arrows,
+ * review chart). Skipped without node or Chromium. */
 #include "support/testkit.h"
 
 #include <jansson.h>

@@ -38,9 +38,9 @@ static void on_state(void *arg, const char *name, const cdsh_scope *scope, const
     fixture *f = arg;
     assert_string_equal(json_string_value(json_object_get(payload, "plugin")), "xiangqi");
     assert_string_equal(json_string_value(json_object_get(payload, "sessionId")), f->sid);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(payload, "state"),
-                                                        "revision")),
-                     json_integer_value(json_object_get(payload, "revision")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(payload, "state"), "revision")),
+        json_integer_value(json_object_get(payload, "revision")));
     f->events++;
     f->last_event_revision = json_integer_value(json_object_get(payload, "revision"));
 }

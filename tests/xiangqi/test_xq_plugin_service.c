@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/xiangqi/pgn.h"
 #include "plugins/xiangqi/service.h"
 
 typedef struct fixture {

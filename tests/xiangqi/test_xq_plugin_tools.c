@@ -10,6 +10,7 @@
 
 #include "host/dispatch.h"
 #include "host/host.h"
+#include "plugins/xiangqi/pgn.h"
 #include "plugins/xiangqi/plugin.h"
 
 typedef struct fixture {

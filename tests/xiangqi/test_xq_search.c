@@ -365,7 +365,8 @@ static void cancel_token_ends_a_search(void **state)
 {
     (void)state;
     cdsh_cancel *c = cdsh_cancel_new(NULL);
-    bg b = {.eng = engine(2), .pos = pos_from(cdsh_xq_bench_fens[3]),
+    bg b = {.eng = engine(2),
+            .pos = pos_from(cdsh_xq_bench_fens[3]),
             .lim = {.infinite = 1, .cancel = c}};
     pthread_mutex_init(&b.mu, NULL);
     pthread_t t;

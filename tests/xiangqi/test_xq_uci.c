@@ -240,9 +240,9 @@ static void ucci_handshake_banmoves_and_bye(void **state)
     assert_true(last_line(out, "info depth 3 ", line, sizeof line));
     int d;
     long long score, t, nodes;
-    assert_int_equal(sscanf(line, "info depth %d score %lld time %lld nodes %lld pv", &d, &score,
-                            &t, &nodes),
-                     4);
+    assert_int_equal(
+        sscanf(line, "info depth %d score %lld time %lld nodes %lld pv", &d, &score, &t, &nodes),
+        4);
     assert_bestmove_legal(out, CDSH_XQ_START_FEN, NULL, 0);
     assert_null(strstr(out, "bestmove h2e2"));
     assert_null(strstr(out, "bestmove b2e2"));
@@ -279,7 +279,8 @@ typedef struct live {
 static void live_start(live *l, const char *dialect)
 {
     const char *argv[] = {CDSH_BINARY, "xiangqi", dialect, NULL};
-    cdsh_process_opts o = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE,
+    cdsh_process_opts o = {.stdin_mode = CDSH_PROCESS_PIPE,
+                           .stdout_mode = CDSH_PROCESS_PIPE,
                            .stderr_mode = CDSH_PROCESS_NULL};
     cdsh_error err = {0};
     if (cdsh_process_spawn(argv, &o, &l->proc, &err) != 0)

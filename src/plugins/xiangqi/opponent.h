@@ -1,9 +1,8 @@
-/* opponent.h — the model as xiangqi opponent (layer-internal): when a model
- * opponent is to move, a thread runs a short agent turn against the session's
- * model with the xiangqi tools (dispatched through the kernel, scope = the
- * session id), and falls back to the local engine on timeout (ai.timeout),
- * budget (ai.budget) or repeated invalid moves (ai.fallback.local).
- * Thread-safe: start may be called from any thread; stop joins every turn. */
+/* opponent.h — the model as xiangqi opponent (layer-internal): a thread per
+ * turn runs the session's model with the xiangqi tools (kernel dispatch,
+ * scope = session id) and falls back to the local engine on timeout, budget
+ * or repeated invalid moves (docs/xiangqi.md). Thread-safe: start from any
+ * thread; stop joins every turn. */
 #ifndef CDSH_XQ_OPPONENT_H
 #define CDSH_XQ_OPPONENT_H
 

@@ -1,12 +1,13 @@
 /* pgn.c — reading back the xiangqi PGN that export writes (XQ PGN with
  * [Format "ICCS"]): tags, an optional [FEN], ICCS moves, comments, result. */
+#include "plugins/xiangqi/pgn.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/xiangqi/engine/movegen.h"
 #include "plugins/xiangqi/engine/position.h"
-#include "plugins/xiangqi/service.h"
 
 static int bad(cdsh_error *err, const char *what, const char *tok)
 {

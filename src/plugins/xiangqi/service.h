@@ -152,14 +152,7 @@ int cdsh_xq_service_mark_failed(cdsh_xq_service *svc, const char *key, const cha
 /* ---- export ---------------------------------------------------------------- */
 
 /* {fen, startFen, pgn}: the PGN has [Format "ICCS"], moves like H2-E2 and
- * the Chinese notation of each move as a {comment}. */
+ * the Chinese notation of each move as a {comment}; pgn.h reads it back. */
 json_t *cdsh_xq_service_export(cdsh_xq_service *svc, const char *key, cdsh_error *err);
-
-/* Parses a PGN as written by export (and the usual XQ PGN: optional [FEN],
- * ICCS moves "H2-E2" or "h2e2", move numbers, {comments}, result) and
- * replays it. *start_fen (owned) and *final_fen (owned) are filled and
- * *moves (owned array of ICCS strings). CDSH_EINVAL "BAD_PGN" otherwise. */
-int cdsh_xq_pgn_load(const char *pgn, char **start_fen, char **final_fen, json_t **moves,
-                     cdsh_error *err);
 
 #endif
