@@ -12,6 +12,7 @@
 
 #include "cli/cli_host.h"
 #include "host/host.h"
+#include "plugins/xiangqi/plugin.h"
 
 static void usage(FILE *out)
 {
@@ -210,6 +211,13 @@ int cdsh_cmd_xiangqi_play(int argc, char **argv)
     cdsh_profile *profile = NULL;
     if (cdsh_cli_host_open("xiangqi play", profile_name, &host, &profile))
         return 1;
+    /* the plugin is opt-in for sessions; this command is its own front end */
+    if (!cdsh_host_plugin_find(host, cdsh_xq_plugin.name)) {
+        cdsh_error err;
+        if (cdsh_plugin_load(host, &cdsh_xq_plugin, cdsh_profile_config(profile, "xiangqi"), NULL,
+                             &err) != 0)
+            fprintf(stderr, "cdsh xiangqi play: %s\n", err.message);
+    }
     cdsh_scope *scope = cdsh_scope_new(game, NULL);
     char line[600];
     if (resume)

@@ -107,7 +107,8 @@ static void unknown_plugin_or_key_is_reported(void **state)
     (void)state;
     char *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "nope.x", "1", NULL), 1);
-    assert_string_equal(err, "cdsh config: unknown plugin \"nope\"; plugins: skills, xiangqi\n");
+    assert_string_equal(err,
+                        "cdsh config: unknown plugin \"nope\"; plugins: skills, xiangqi, facade\n");
     free(err);
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.depth", "1", NULL), 1);
@@ -147,12 +148,12 @@ static void disable_and_enable_are_saved_and_listed(void **state)
     assert_non_null(strstr(out, "skills (disabled)"));
     free(out);
     cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", NULL);
-    assert_null(strstr(out, "skill ")); /* the tool went with it */
+    assert_string_equal(out, "0 tools, 0 schema bytes in total\n"); /* the tool went with it */
     free(out);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "enable", "skills", NULL), 0);
     free(out);
     cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", NULL);
-    assert_int_equal(strncmp(out, "skill ", 6), 0); /* the tool is back */
+    assert_non_null(strstr(out, "1 tool, "));
     free(out);
 }
 
@@ -194,7 +195,7 @@ static void broken_profile_is_reported_with_its_path(void **state)
     free(out);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", NULL), 0);
     assert_non_null(strstr(err, "cdsh tools: warning: invalid config:"));
-    assert_null(strstr(out, "skill ")); /* the plugin did not load */
+    assert_string_equal(out, "0 tools, 0 schema bytes in total\n"); /* the plugin did not load */
     free(out);
     free(err);
     cdsh_test_write_file(file, "plugins: [\n");

@@ -12,17 +12,7 @@
 
 static int setup(void **state)
 {
-    char *home = cdsh_test_home_new();
-    *state = home;
-    /* these checks describe the skills plugin alone: keep the xiangqi plugin out */
-    char *dir = NULL, *file = NULL;
-    assert_true(asprintf(&dir, "%s/profiles", home) > 0);
-    assert_true(asprintf(&file, "%s/default.yaml", dir) > 0);
-    char *mk[] = {"/bin/mkdir", "-p", dir, NULL};
-    cdsh_test_run(mk, NULL, NULL, NULL, 5000);
-    cdsh_test_write_file(file, "plugins:\n  xiangqi:\n    enabled: false\n");
-    free(dir);
-    free(file);
+    *state = cdsh_test_home_new();
     return 0;
 }
 

@@ -203,6 +203,6 @@ const cdsh_plugin_def cdsh_xq_plugin = {
                    "six tools, /xiangqi, the /xiangqi-mate panel channel",
     .optional = optional_services,
     .config_schema = config_schema,
-    .enabled_by_default = true,
+    .enabled_by_default = false, /* opt-in: six tool schemas in every prompt otherwise */
     .apply = xq_apply,
 };
