@@ -3,6 +3,7 @@
  * one that keeps playing illegal moves, one that stalls (ai.timeout) and one
  * that spends its budget (ai.budget). */
 #include "support/testkit.h"
+#include "support/fake_model.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -10,80 +11,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/process.h"
 #include "host/host.h"
 #include "plugins/xiangqi/plugin.h"
 
-typedef struct fake {
-    cdsh_process *proc;
-    char url[128];
-    char dir[64];
-    char record[128];
-} fake;
-
-static void fake_start(fake *f, const char *script)
-{
-    memset(f, 0, sizeof *f);
-    strcpy(f->dir, "/tmp/cdsh-xqfake-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    char script_path[128];
-    snprintf(script_path, sizeof script_path, "%s/script.json", f->dir);
-    snprintf(f->record, sizeof f->record, "%s/requests.jsonl", f->dir);
-    cdsh_test_write_file(script_path, script);
-    char *peer = cdsh_test_peer_path_dup("fake_model");
-    const char *argv[] = {peer, "--script", script_path, "--record", f->record, NULL};
-    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
-    cdsh_error err;
-    assert_int_equal(cdsh_process_spawn(argv, &opts, &f->proc, &err), 0);
-    free(peer);
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t r = read(cdsh_process_stdout_fd(f->proc), line + n, 1);
-        if (r <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    json_t *ready = json_loads(line, 0, NULL);
-    assert_non_null(ready);
-    snprintf(f->url, sizeof f->url, "%s", json_string_value(json_object_get(ready, "url")));
-    json_decref(ready);
-}
-
-static void fake_stop(fake *f)
-{
-    cdsh_process_close_stdin(f->proc);
-    cdsh_process_status status;
-    cdsh_process_wait(f->proc, 10000, NULL, &status, NULL);
-    cdsh_process_free(f->proc);
-    char path[160];
-    unlink(f->record);
-    snprintf(path, sizeof path, "%s/script.json", f->dir);
-    unlink(path);
-    rmdir(f->dir);
-}
-
-static json_t *fake_requests(fake *f)
-{
-    json_t *arr = json_array();
-    char *text = cdsh_test_read_file(f->record, NULL);
-    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
-        json_array_append_new(arr, json_loads(line, 0, NULL));
-    free(text);
-    return arr;
-}
-
 typedef struct fixture {
     char *home;
-    fake fk;
+    cdsh_test_fake_model fk;
     cdsh_host *host;
 } fixture;
 
 static void start(fixture *f, const char *script, int timeout_ms, int max_tokens, int max_invalid)
 {
     f->home = cdsh_test_home_new();
-    fake_start(&f->fk, script);
+    cdsh_test_fake_model_start(&f->fk, script, NULL);
     setenv("CDSH_BASE_URL", f->fk.url, 1);
     setenv("CDSH_MODEL", "fake-chat", 1);
     char dir[600];
@@ -101,7 +41,7 @@ static void start(fixture *f, const char *script, int timeout_ms, int max_tokens
 static void stop(fixture *f)
 {
     cdsh_host_free(f->host);
-    fake_stop(&f->fk);
+    cdsh_test_fake_model_stop(&f->fk);
     unsetenv("CDSH_BASE_URL");
     unsetenv("CDSH_MODEL");
     cdsh_test_home_free(f->home);
@@ -168,7 +108,7 @@ static void model_plays_a_legal_move(void **state)
     assert_string_equal(json_string_value(json_object_get(opp, "model")), "fake-chat");
     json_decref(v);
     /* the request offered the xiangqi tools */
-    json_t *reqs = fake_requests(&f.fk);
+    json_t *reqs = cdsh_test_fake_model_requests(&f.fk);
     assert_int_equal(json_array_size(reqs), 1);
     char *body = json_dumps(json_object_get(json_array_get(reqs, 0), "body"), 0);
     assert_non_null(strstr(body, "xiangqi_move"));
@@ -190,7 +130,7 @@ static void model_corrects_an_illegal_move_from_the_legal_list(void **state)
     assert_true(json_is_null(json_object_get(v, "message")));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "usage"), "calls")), 2);
     json_decref(v);
-    json_t *reqs = fake_requests(&f.fk);
+    json_t *reqs = cdsh_test_fake_model_requests(&f.fk);
     assert_int_equal(json_array_size(reqs), 2);
     char *body = json_dumps(json_object_get(json_array_get(reqs, 1), "body"), 0);
     /* the refusal card with the legal moves went back to the model */
@@ -263,7 +203,7 @@ static void a_spent_budget_falls_back_with_ai_budget(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(v, "message"), "code")),
                         "ai.budget");
     json_decref(v);
-    json_t *reqs = fake_requests(&f.fk);
+    json_t *reqs = cdsh_test_fake_model_requests(&f.fk);
     assert_int_equal(json_array_size(reqs), 1);
     json_decref(reqs);
     stop(&f);
