@@ -88,7 +88,6 @@ void cdsh__xq_plugin_unref(void *ptr)
         cdsh_session_store_close(p->sessions);
     pthread_mutex_destroy(&p->mu);
     json_decref(p->config);
-    free(p->home_sessions_db);
     free(p);
 }
 
@@ -99,7 +98,7 @@ json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id)
     pthread_mutex_lock(&p->mu);
     if (!p->sessions) {
         cdsh_session_store *store = NULL;
-        if (cdsh_session_store_open(p->home_sessions_db, &store, &e) == 0)
+        if (cdsh_session_store_open(NULL, &store, &e) == 0)
             p->sessions = store;
     }
     if (p->sessions && cdsh_xq_service_key_valid(id))

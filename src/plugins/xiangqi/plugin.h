@@ -31,10 +31,9 @@ typedef struct cdsh__xq_plugin {
     atomic_int refs;
     cdsh_host *host;
     cdsh_xq_service *svc;
-    json_t *config;         /* the complete config (own copy) */
-    char *home_sessions_db; /* NULL: $CDSH_HOME/sessions.db */
-    pthread_mutex_t mu;     /* session store handle */
-    void *sessions;         /* cdsh_session_store *, opened on first admission */
+    json_t *config;     /* the complete config (own copy) */
+    pthread_mutex_t mu; /* session store handle */
+    void *sessions;     /* cdsh_session_store * ($CDSH_HOME/sessions.db), opened on first use */
     cdsh__xq_opponent *opponent;
 } cdsh__xq_plugin;
 

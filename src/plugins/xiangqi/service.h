@@ -1,8 +1,8 @@
-/* service.h — the xiangqi game service: one game per key (a session id),
- * persisted as an atomic JSON file under $CDSH_HOME/xiangqi/, with the one
- * implementation of every operation (new, state, move, undo, hint, review,
- * resign, fallback, export) that the tools, the /xiangqi command, the RPC
- * channel and `cdsh xiangqi play` wrap. Thread-safe (see below). */
+/* service.h — the xiangqi game service: one game per key (a session id), kept
+ * as an atomic JSON file under $CDSH_HOME/xiangqi/; the one implementation of
+ * new/state/move/undo/hint/review/resign/fallback/export that the tools, the
+ * /xiangqi command, the RPC channel and `cdsh xiangqi play` wrap. Thread-safe:
+ * per-game read-write locks (changes serialised and saved first, reads parallel). */
 #ifndef CDSH_XQ_SERVICE_H
 #define CDSH_XQ_SERVICE_H
 
