@@ -126,7 +126,23 @@ static void sessions_are_admitted_only_when_they_exist(void **state)
     assert_int_equal(json_array_size(json_object_get(v, "board")), 90);
     assert_string_equal(json_string_value(json_object_get(v, "fen")),
                         "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1");
+    json_int_t rev = json_integer_value(json_object_get(v, "revision"));
     json_decref(r);
+    /* a tool call without a session scope plays the game the person last opened */
+    cdsh_dispatch_input in = {.call_id = "c", .name = "xiangqi_board"};
+    cdsh_toolresult *t = cdsh_dispatch_execute(cdsh_host_tools(f->host), &in);
+    assert_false(t->is_error);
+    assert_int_equal(json_integer_value(json_object_get(t->value, "revision")), rev);
+    cdsh_toolresult_free(t);
+    json_decref(rpc(f, "new", "{\"side\":\"b\"}"));
+    cdsh_command_outcome out;
+    assert_int_equal(cdsh_commands_execute(cdsh_host_commands(f->host), NULL, "/xiangqi state",
+                                           NULL, NULL, &out, NULL),
+                     1);
+    json_t *st = json_loads(out.text, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(st, "hero")), "b");
+    json_decref(st);
+    cdsh_commands_outcome_clear(&out);
     r = rpc(f, "dance", NULL);
     assert_string_equal(err_code(r), "not-found");
     json_decref(r);

@@ -44,7 +44,7 @@ static int xiangqi_command(void *arg, const cdsh_command_invocation *inv, cdsh_c
 {
     cdsh__xq_plugin *p = arg;
     char key[CDSH__XQ_KEY_MAX + 1];
-    cdsh__xq_key_from_scope(inv->agent, key);
+    cdsh__xq_key_from_scope(p, inv->agent, key);
     char line[512];
     snprintf(line, sizeof line, "%s", inv->raw_input ? inv->raw_input : "");
     char *save = NULL;

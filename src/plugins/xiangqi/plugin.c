@@ -107,14 +107,24 @@ json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id)
     return s;
 }
 
-void cdsh__xq_key_from_scope(const cdsh_scope *scope, char out[CDSH__XQ_KEY_MAX + 1])
+void cdsh__xq_plugin_touch(cdsh__xq_plugin *p, const char *key)
+{
+    pthread_mutex_lock(&p->mu);
+    snprintf(p->last_key, sizeof p->last_key, "%s", key);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void cdsh__xq_key_from_scope(cdsh__xq_plugin *p, const cdsh_scope *scope,
+                             char out[CDSH__XQ_KEY_MAX + 1])
 {
     for (const cdsh_scope *s = scope; s; s = cdsh_scope_parent(s))
         if (cdsh_xq_service_key_valid(cdsh_scope_id(s))) {
             snprintf(out, CDSH__XQ_KEY_MAX + 1, "%s", cdsh_scope_id(s));
             return;
         }
-    snprintf(out, CDSH__XQ_KEY_MAX + 1, "default");
+    pthread_mutex_lock(&p->mu);
+    snprintf(out, CDSH__XQ_KEY_MAX + 1, "%s", p->last_key[0] ? p->last_key : "default");
+    pthread_mutex_unlock(&p->mu);
 }
 
 static void on_change(void *ud, const char *key, const json_t *projection)

@@ -34,6 +34,7 @@ typedef struct cdsh__xq_plugin {
     json_t *config;     /* the complete config (own copy) */
     pthread_mutex_t mu; /* session store handle */
     void *sessions;     /* cdsh_session_store * ($CDSH_HOME/sessions.db), opened on first use */
+    char last_key[CDSH__XQ_KEY_MAX + 1]; /* under mu; "" = none */
     cdsh__xq_opponent *opponent;
 } cdsh__xq_plugin;
 
@@ -41,9 +42,14 @@ cdsh__xq_plugin *cdsh__xq_plugin_ref(cdsh__xq_plugin *p);
 void cdsh__xq_plugin_unref(void *p); /* void * so it can be a free_ud */
 
 /* The game key for a scope: the nearest id on the chain that is a valid
- * key (session scopes are named by their session id); "default" for the
- * global scope. */
-void cdsh__xq_key_from_scope(const cdsh_scope *scope, char out[CDSH__XQ_KEY_MAX + 1]);
+ * key (session scopes are named by their session id). For the global scope
+ * (front ends whose tool calls and commands carry no session scope) it is
+ * the session a person last reached through the RPC channel, else
+ * "default". */
+void cdsh__xq_key_from_scope(cdsh__xq_plugin *p, const cdsh_scope *scope,
+                             char out[CDSH__XQ_KEY_MAX + 1]);
+/* Records the session a person just used (RPC admission). */
+void cdsh__xq_plugin_touch(cdsh__xq_plugin *p, const char *key);
 
 /* Registration helpers (each registers through ctx, so unloading undoes it). */
 int cdsh__xq_tools_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);

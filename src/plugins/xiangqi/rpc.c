@@ -34,6 +34,7 @@ static int admit(cdsh__xq_plugin *p, const json_t *payload, const char **sid, js
         return -1;
     }
     json_decref(s);
+    cdsh__xq_plugin_touch(p, *sid);
     return 0;
 }
 

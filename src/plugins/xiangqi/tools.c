@@ -180,7 +180,7 @@ static int service_failed(const cdsh_tool_exec *exec, const cdsh_error *e)
 
 #define KEY(exec)                                                                                  \
     char key[CDSH__XQ_KEY_MAX + 1];                                                                \
-    cdsh__xq_key_from_scope((exec)->agent, key)
+    cdsh__xq_key_from_scope(p, (exec)->agent, key)
 
 static int done(const cdsh_tool_exec *exec, json_t *v, const cdsh_error *e, json_t **value)
 {
