@@ -348,7 +348,7 @@ static int tt_cuts(const cdsh_xq_tt_hit *hit, int s, int alpha, int beta)
            (hit->bound == CDSH_XQ_BOUND_UPPER && s <= alpha);
 }
 
-static int qsearch(thread_data *th, int alpha, int beta, int ply)
+static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
 {
     cdsh_xq_engine *eng = th->eng;
     cdsh_xq_pos *pos = &th->pos;
@@ -399,7 +399,7 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply)
                 continue;
         }
         cdsh_xq_make_move(pos, m);
-        const int v = -qsearch(th, -beta, -alpha, ply + 1);
+        const int v = -qsearch(th, -beta, -alpha, ply + 1, 0);
         cdsh_xq_unmake_move(pos);
         if (stopped(th))
             return 0;
@@ -415,6 +415,31 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply)
     }
     if (in_check && !legal)
         return -(CDSH_XQ_MATE - ply);
+    /* at the first quiescence ply, quiet moves that give check too */
+    if (checks && !in_check && best < beta) {
+        const int nq = cdsh_xq_gen_quiets(pos, mv);
+        for (int i = 0; i < nq && best < beta; i++) {
+            const cdsh_xq_move_t m = mv[i];
+            if (!cdsh_xq_is_legal(pos, m))
+                continue;
+            cdsh_xq_make_move(pos, m);
+            if (!cdsh_xq_in_check(pos)) {
+                cdsh_xq_unmake_move(pos);
+                continue;
+            }
+            const int v = -qsearch(th, -beta, -alpha, ply + 1, 0);
+            cdsh_xq_unmake_move(pos);
+            if (stopped(th))
+                return 0;
+            if (v > best) {
+                best = v;
+                if (v > alpha) {
+                    best_move = m;
+                    alpha = v < beta ? v : alpha;
+                }
+            }
+        }
+    }
     cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply),
                      in_check ? 0 : stand, 0,
                      best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
@@ -443,7 +468,7 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     const int root = ply == 0;
     th->pv_len[ply] = ply;
     if (depth <= 0)
-        return qsearch(th, alpha, beta, ply);
+        return qsearch(th, alpha, beta, ply, 1);
     if (enter_node(th, ply))
         return 0;
     const int in_check = cdsh_xq_in_check(pos);
