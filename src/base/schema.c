@@ -3,6 +3,10 @@
  * It does not parse JSON text or decide what is lossless; see json.h. */
 #include "base/schema.h"
 
+#include "base/json.h"
+#include "base/strbuf.h"
+#include "base/utf8.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <math.h>
@@ -17,245 +21,50 @@
 #define MAX_DEPTH 256                /* schema nesting; validation recursion is bounded by it */
 #define PATTERN_MATCH_LIMIT 1000000u /* PCRE2 backtracking budget per match */
 
-/* ---- small growable string ----------------------------------------------- */
-
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} strbuf;
-
-static bool sb_reserve(strbuf *b, size_t extra)
+/* A zero-initialised cdsh_strbuf has data == NULL until its first append. */
+static const char *sb_str(const cdsh_strbuf *b)
 {
-    if (b->oom)
-        return false;
-    if (b->len + extra + 1 <= b->cap)
-        return true;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-        b->oom = true;
-        return false;
-    }
-    b->s = s;
-    b->cap = cap;
-    return true;
-}
-
-static void sb_putn(strbuf *b, const char *s, size_t n)
-{
-    if (!sb_reserve(b, n))
-        return;
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_puts(strbuf *b, const char *s)
-{
-    sb_putn(b, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 0))) static void sb_vprintf(strbuf *b, const char *fmt, va_list ap)
-{
-    va_list again;
-    va_copy(again, ap);
-    char small[64];
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    if (n >= 0 && (size_t)n < sizeof small)
-        sb_putn(b, small, (size_t)n);
-    else if (n >= 0 && sb_reserve(b, (size_t)n)) {
-        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
-        b->len += (size_t)n;
-    }
-    va_end(again);
-}
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(strbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sb_vprintf(b, fmt, ap);
-    va_end(ap);
-}
-
-/* Restores a path to an earlier length (the push/pop of path segments). */
-static void sb_truncate(strbuf *b, size_t len)
-{
-    if (b->oom || !b->s)
-        return;
-    b->len = len;
-    b->s[len] = '\0';
-}
-
-static const char *sb_str(const strbuf *b)
-{
-    return b->s ? b->s : "";
+    return b->data ? b->data : "";
 }
 
 /* ---- JavaScript-compatible printing (JSON.stringify of scalars) ---------- */
 
-/* Number::toString as JavaScript prints a double: shortest round-trip digits,
- * plain notation for 1e-7 <= |x| < 1e21, otherwise "1e+21" / "1.5e-7". */
-static void js_put_double(strbuf *b, double d)
+/* Number::toString as JavaScript prints a double (-0 prints as 0). */
+static void js_put_double(cdsh_strbuf *b, double d)
 {
-    if (d == 0) {
-        sb_puts(b, "0"); /* JavaScript prints -0 as 0 too */
-        return;
-    }
-    char tmp[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
-        if (strtod(tmp, NULL) == d)
-            break;
-    }
-    const char *p = tmp;
-    if (*p == '-') {
-        sb_puts(b, "-");
-        p++;
-    }
-    char digits[24];
-    size_t k = 0;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9' && k < sizeof digits - 1)
-            digits[k++] = *p;
-    while (k > 1 && digits[k - 1] == '0')
-        k--;
-    digits[k] = '\0';
-    long n = (*p == 'e' ? strtol(p + 1, NULL, 10) : 0) + 1; /* decimal point position */
-    if ((long)k <= n && n <= 21) {
-        sb_putn(b, digits, k);
-        for (long i = (long)k; i < n; i++)
-            sb_puts(b, "0");
-    } else if (0 < n && n <= 21) {
-        sb_putn(b, digits, (size_t)n);
-        sb_puts(b, ".");
-        sb_puts(b, digits + n);
-    } else if (-6 < n && n <= 0) {
-        sb_puts(b, "0.");
-        for (long i = 0; i < -n; i++)
-            sb_puts(b, "0");
-        sb_puts(b, digits);
-    } else {
-        sb_putn(b, digits, 1);
-        if (k > 1) {
-            sb_puts(b, ".");
-            sb_puts(b, digits + 1);
-        }
-        sb_printf(b, "e%c%ld", n - 1 < 0 ? '-' : '+', labs(n - 1));
-    }
+    char tmp[CDSH_JSON_DOUBLE_MAX];
+    size_t n = cdsh_json_format_double(d, false, tmp);
+    cdsh_strbuf_append(b, tmp, n);
 }
 
-static void js_put_number(strbuf *b, const json_t *v)
+static void js_put_number(cdsh_strbuf *b, const json_t *v)
 {
     if (json_is_integer(v))
-        sb_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        cdsh_strbuf_appendf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     else
         js_put_double(b, json_real_value(v));
 }
 
-static void js_put_string(strbuf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    sb_puts(b, "\"");
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            if (c < 0x20) {
-                memcpy(u, "\\u00", 4);
-                u[4] = hex[c >> 4];
-                u[5] = hex[c & 15];
-                u[6] = '\0';
-                esc = u;
-            }
-        }
-        if (!esc)
-            continue;
-        sb_putn(b, s + run, i - run);
-        sb_puts(b, esc);
-        run = i + 1;
-    }
-    sb_putn(b, s + run, n - run);
-    sb_puts(b, "\"");
-}
-
 /* JSON.stringify of a scalar or an array of scalars (all enum/const can be). */
-static void js_put_json(strbuf *b, const json_t *v)
+static void js_put_json(cdsh_strbuf *b, const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_STRING: js_put_string(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_STRING: cdsh_strbuf_append_json_string(b, json_string_value(v), json_string_length(v)); break;
     case JSON_INTEGER:
     case JSON_REAL: js_put_number(b, v); break;
-    case JSON_TRUE: sb_puts(b, "true"); break;
-    case JSON_FALSE: sb_puts(b, "false"); break;
+    case JSON_TRUE: cdsh_strbuf_append_str(b, "true"); break;
+    case JSON_FALSE: cdsh_strbuf_append_str(b, "false"); break;
     case JSON_ARRAY:
-        sb_puts(b, "[");
+        cdsh_strbuf_append_str(b, "[");
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
-                sb_puts(b, ",");
+                cdsh_strbuf_append_str(b, ",");
             js_put_json(b, json_array_get(v, i));
         }
-        sb_puts(b, "]");
+        cdsh_strbuf_append_str(b, "]");
         break;
-    default: sb_puts(b, "null"); break;
+    default: cdsh_strbuf_append_str(b, "null"); break;
     }
-}
-
-/* ---- UTF-8 ---------------------------------------------------------------- */
-
-/* Code points in s[0..n), or -1 if it is not valid UTF-8 (overlongs,
- * surrogates and values above U+10FFFF are invalid). */
-static long utf8_count(const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    long count = 0;
-    while (p < end) {
-        unsigned c = *p;
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            p++;
-            count++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            len = 2;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            cp = c & 0x07;
-        } else {
-            return -1;
-        }
-        if ((size_t)(end - p) < len)
-            return -1;
-        for (size_t i = 1; i < len; i++) {
-            if ((p[i] & 0xC0) != 0x80)
-                return -1;
-            cp = (cp << 6) | (p[i] & 0x3F);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-            (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return -1;
-        p += len;
-        count++;
-    }
-    return count;
 }
 
 /* ---- compiled tree -------------------------------------------------------- */
@@ -326,22 +135,22 @@ static void node_free(node *n)
 /* ---- schema check + build ------------------------------------------------- */
 
 typedef struct cctx {
-    strbuf path;
+    cdsh_strbuf path;
     json_t *violations;
     bool oom;
 } cctx;
 
 /* Appends a message as a JSON string; invalid UTF-8 (from keys inserted with
  * jansson's _nocheck setters) is replaced by '?' so the array stays valid. */
-static bool push_message(json_t *arr, strbuf *msg)
+static bool push_message(json_t *arr, cdsh_strbuf *msg)
 {
-    if (msg->oom || !arr)
+    if (msg->failed || !arr)
         return false;
     json_t *s = json_stringn(sb_str(msg), msg->len);
     if (!s) {
         for (size_t i = 0; i < msg->len; i++)
-            if ((unsigned char)msg->s[i] >= 0x80 || msg->s[i] == '\0')
-                msg->s[i] = '?';
+            if ((unsigned char)msg->data[i] >= 0x80 || msg->data[i] == '\0')
+                msg->data[i] = '?';
         s = json_stringn(sb_str(msg), msg->len);
     }
     return s && json_array_append_new(arr, s) == 0;
@@ -349,14 +158,14 @@ static bool push_message(json_t *arr, strbuf *msg)
 
 __attribute__((format(printf, 2, 3))) static void refuse(cctx *c, const char *fmt, ...)
 {
-    strbuf msg = {0};
+    cdsh_strbuf msg = {0};
     va_list ap;
     va_start(ap, fmt);
-    sb_vprintf(&msg, fmt, ap);
+    cdsh_strbuf_vappendf(&msg, fmt, ap);
     va_end(ap);
     if (!push_message(c->violations, &msg))
         c->oom = true;
-    free(msg.s);
+    cdsh_strbuf_deinit(&msg);
 }
 
 typedef struct keyword {
@@ -411,37 +220,6 @@ static bool is_annotation(const char *key)
         if (!strcmp(key, ANNOTATIONS[i]))
             return true;
     return false;
-}
-
-/* cdsh's lossless rule (json.h): strings valid UTF-8 without NUL, finite
- * numbers, nesting at most 512. Annotations are checked with it. */
-static bool lossless(const json_t *v, int depth)
-{
-    if (depth > 512)
-        return false;
-    switch (json_typeof(v)) {
-    case JSON_STRING: {
-        size_t n = json_string_length(v);
-        return utf8_count(json_string_value(v), n) >= 0 && !memchr(json_string_value(v), 0, n);
-    }
-    case JSON_REAL: return isfinite(json_real_value(v));
-    case JSON_ARRAY:
-        for (size_t i = 0; i < json_array_size(v); i++)
-            if (!lossless(json_array_get(v, i), depth + 1))
-                return false;
-        return true;
-    case JSON_OBJECT: {
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)v, key, val)
-        {
-            if (utf8_count(key, strlen(key)) < 0 || !lossless(val, depth + 1))
-                return false;
-        }
-        return true;
-    }
-    default: return true;
-    }
 }
 
 /* DSH's isJsonNumber: finite and not negative zero. */
@@ -510,7 +288,7 @@ static void check_annotations(cctx *c, const json_t *js, bool root)
         if (is_constraint(key))
             continue;
         if (is_annotation(key)) {
-            if (!lossless(val, 0))
+            if (cdsh_json_check_lossless(val, NULL, NULL) != 0)
                 refuse(c, "%s.%s annotation must be lossless JSON data", p, key);
             continue;
         }
@@ -549,10 +327,10 @@ static void check_oneof(cctx *c, const json_t *js, node *n, int depth)
         }
         size_t mark = c->path.len;
         for (size_t i = 0; i < json_array_size(branches); i++) {
-            sb_printf(&c->path, ".oneOf[%zu]", i);
+            cdsh_strbuf_appendf(&c->path, ".oneOf[%zu]", i);
             n->branches[n->nbranches++] =
                 check_node(c, json_array_get(branches, i), depth + 1, false);
-            sb_truncate(&c->path, mark);
+            cdsh_strbuf_truncate(&c->path, mark);
         }
     }
     p = sb_str(&c->path);
@@ -578,10 +356,10 @@ static void check_object(cctx *c, const json_t *js, node *n, int depth)
         json_t *val;
         json_object_foreach(props, key, val)
         {
-            sb_printf(&c->path, ".properties.%s", key);
+            cdsh_strbuf_appendf(&c->path, ".properties.%s", key);
             n->props[n->nprops].key = key;
             n->props[n->nprops++].schema = check_node(c, val, depth + 1, false);
-            sb_truncate(&c->path, mark);
+            cdsh_strbuf_truncate(&c->path, mark);
         }
     }
     const char *p = sb_str(&c->path);
@@ -756,9 +534,9 @@ static node *check_node(cctx *c, const json_t *js, int depth, bool root)
     case K_ARRAY:
         if (json_object_get(js, "items")) {
             size_t mark = c->path.len;
-            sb_puts(&c->path, ".items");
+            cdsh_strbuf_append_str(&c->path, ".items");
             n->items = check_node(c, json_object_get(js, "items"), depth + 1, false);
-            sb_truncate(&c->path, mark);
+            cdsh_strbuf_truncate(&c->path, mark);
         }
         check_count_kw(c, js, "minItems", HAS_MINITEMS, &n->min_items, n);
         check_count_kw(c, js, "maxItems", HAS_MAXITEMS, &n->max_items, n);
@@ -800,9 +578,9 @@ int cdsh_schema_compile_at(const json_t *schema, const char *root, cdsh_schema *
     if (!s->json || !c.violations || !s->mctx)
         goto fail;
     pcre2_set_match_limit(s->mctx, PATTERN_MATCH_LIMIT);
-    sb_puts(&c.path, root ? root : "schema");
+    cdsh_strbuf_append_str(&c.path, root ? root : "schema");
     s->root = check_node(&c, s->json, 0, true);
-    if (c.oom || c.path.oom || !s->root)
+    if (c.oom || c.path.failed || !s->root)
         goto fail;
     if (json_array_size(c.violations) > 0) {
         char *joined = cdsh_schema_violations_join_dup(c.violations);
@@ -817,14 +595,14 @@ int cdsh_schema_compile_at(const json_t *schema, const char *root, cdsh_schema *
         goto fail_quiet;
     }
     json_decref(c.violations);
-    free(c.path.s);
+    cdsh_strbuf_deinit(&c.path);
     *out = s;
     return 0;
 fail:
     cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory compiling a JSON schema");
 fail_quiet:
     json_decref(c.violations);
-    free(c.path.s);
+    cdsh_strbuf_deinit(&c.path);
     cdsh_schema_free(s);
     return rc;
 }
@@ -854,7 +632,7 @@ const json_t *cdsh_schema_json(const cdsh_schema *schema)
 
 typedef struct vctx {
     const cdsh_schema *schema;
-    strbuf path;          /* empty only at DSH's implicit root */
+    cdsh_strbuf path;          /* empty only at DSH's implicit root */
     json_t *out;          /* NULL while counting (inside oneOf) */
     pcre2_match_data *md; /* created on the first pattern match of this call */
     bool oom;
@@ -867,18 +645,18 @@ static const char *shown_path(const vctx *c)
 
 /* Records one violation `"<path>" <what>` (what is already formatted). In
  * counting mode nothing is formatted. Returns 1, the number recorded. */
-static size_t violate(vctx *c, const strbuf *what)
+static size_t violate(vctx *c, const cdsh_strbuf *what)
 {
     if (!c->out)
         return 1;
-    strbuf msg = {0};
-    sb_puts(&msg, "\"");
-    sb_puts(&msg, shown_path(c));
-    sb_puts(&msg, "\" ");
-    sb_putn(&msg, sb_str(what), what->len);
-    if (what->oom || !push_message(c->out, &msg))
+    cdsh_strbuf msg = {0};
+    cdsh_strbuf_append_str(&msg, "\"");
+    cdsh_strbuf_append_str(&msg, shown_path(c));
+    cdsh_strbuf_append_str(&msg, "\" ");
+    cdsh_strbuf_append(&msg, sb_str(what), what->len);
+    if (what->failed || !push_message(c->out, &msg))
         c->oom = true;
-    free(msg.s);
+    cdsh_strbuf_deinit(&msg);
     return 1;
 }
 
@@ -886,21 +664,21 @@ __attribute__((format(printf, 2, 3))) static size_t violatef(vctx *c, const char
 {
     if (!c->out)
         return 1;
-    strbuf w = {0};
+    cdsh_strbuf w = {0};
     va_list ap;
     va_start(ap, fmt);
-    sb_vprintf(&w, fmt, ap);
+    cdsh_strbuf_vappendf(&w, fmt, ap);
     va_end(ap);
     violate(c, &w);
-    free(w.s);
+    cdsh_strbuf_deinit(&w);
     return 1;
 }
 
 static void push_key(vctx *c, const char *key)
 {
     if (c->path.len)
-        sb_puts(&c->path, ".");
-    sb_puts(&c->path, key);
+        cdsh_strbuf_append_str(&c->path, ".");
+    cdsh_strbuf_append_str(&c->path, key);
 }
 
 static size_t check_value(vctx *c, const node *n, const json_t *v);
@@ -932,13 +710,13 @@ static size_t check_object_value(vctx *c, const node *n, const json_t *v)
             continue;
         if (!c->out)
             return 1;
-        strbuf msg = {0};
+        cdsh_strbuf msg = {0};
         push_key(c, n->required[i]);
-        sb_printf(&msg, "missing required property \"%s\"", sb_str(&c->path));
-        sb_truncate(&c->path, mark);
+        cdsh_strbuf_appendf(&msg, "missing required property \"%s\"", sb_str(&c->path));
+        cdsh_strbuf_truncate(&c->path, mark);
         if (!push_message(c->out, &msg))
             c->oom = true;
-        free(msg.s);
+        cdsh_strbuf_deinit(&msg);
         count++;
     }
     for (size_t i = 0; i < n->nprops; i++) {
@@ -947,7 +725,7 @@ static size_t check_object_value(vctx *c, const node *n, const json_t *v)
             continue;
         push_key(c, n->props[i].key);
         count += check_value(c, n->props[i].schema, child);
-        sb_truncate(&c->path, mark);
+        cdsh_strbuf_truncate(&c->path, mark);
         if (count && !c->out)
             return count;
     }
@@ -962,7 +740,7 @@ static size_t check_object_value(vctx *c, const node *n, const json_t *v)
                 return 1;
             push_key(c, key);
             count += violatef(c, "is not a declared property (additionalProperties: false)");
-            sb_truncate(&c->path, mark);
+            cdsh_strbuf_truncate(&c->path, mark);
         }
     }
     return count;
@@ -985,9 +763,9 @@ static size_t check_array_value(vctx *c, const node *n, const json_t *v)
         return count;
     size_t mark = c->path.len;
     for (size_t i = 0; i < size; i++) {
-        sb_printf(&c->path, "[%zu]", i);
+        cdsh_strbuf_appendf(&c->path, "[%zu]", i);
         count += check_value(c, n->items, json_array_get(v, i));
-        sb_truncate(&c->path, mark);
+        cdsh_strbuf_truncate(&c->path, mark);
         if (count && !c->out)
             return count;
     }
@@ -997,16 +775,16 @@ static size_t check_array_value(vctx *c, const node *n, const json_t *v)
 /* enum, then const: the first failure is the only one reported (as DSH). */
 static size_t check_literal(vctx *c, const node *n, const json_t *v)
 {
-    strbuf w = {0};
+    cdsh_strbuf w = {0};
     if (n->enum_values && !enum_contains(n->enum_values, v)) {
-        sb_puts(&w, "must be one of ");
+        cdsh_strbuf_append_str(&w, "must be one of ");
         js_put_json(&w, n->enum_values);
     } else if (n->const_value && !scalar_equal(n->const_value, v)) {
-        sb_puts(&w, "must be ");
+        cdsh_strbuf_append_str(&w, "must be ");
         js_put_json(&w, n->const_value);
     }
-    size_t r = (w.len || w.oom) ? violate(c, &w) : 0;
-    free(w.s);
+    size_t r = (w.len || w.failed) ? violate(c, &w) : 0;
+    cdsh_strbuf_deinit(&w);
     return r;
 }
 
@@ -1014,11 +792,11 @@ static size_t bound(vctx *c, const char *op, double limit)
 {
     if (!c->out)
         return 1;
-    strbuf w = {0};
-    sb_printf(&w, "must be %s ", op);
+    cdsh_strbuf w = {0};
+    cdsh_strbuf_appendf(&w, "must be %s ", op);
     js_put_double(&w, limit);
     violate(c, &w);
-    free(w.s);
+    cdsh_strbuf_deinit(&w);
     return 1;
 }
 
@@ -1049,13 +827,13 @@ static size_t pattern_violation(vctx *c, const node *n, const char *detail)
 {
     if (!c->out)
         return 1;
-    strbuf w = {0};
-    sb_puts(&w, "must match pattern ");
+    cdsh_strbuf w = {0};
+    cdsh_strbuf_append_str(&w, "must match pattern ");
     js_put_json(&w, n->pattern);
     if (detail)
-        sb_printf(&w, " (pattern match failed: %s)", detail);
+        cdsh_strbuf_appendf(&w, " (pattern match failed: %s)", detail);
     violate(c, &w);
-    free(w.s);
+    cdsh_strbuf_deinit(&w);
     return 1;
 }
 
@@ -1068,13 +846,13 @@ static size_t check_string_value(vctx *c, const node *n, const json_t *v)
         return count;
     const char *s = json_string_value(v);
     size_t bytes = json_string_length(v);
-    long cps = utf8_count(s, bytes);
-    if (cps < 0)
+    if (!cdsh_utf8_valid(s, bytes))
         return violatef(c, "must be a lossless JSON value");
-    if ((n->flags & HAS_MINLENGTH) && (size_t)cps < n->min_length)
+    size_t cps = cdsh_utf8_count(s, bytes);
+    if ((n->flags & HAS_MINLENGTH) && cps < n->min_length)
         count += violatef(c, "must be at least %zu character%s", n->min_length,
                           n->min_length == 1 ? "" : "s");
-    if ((n->flags & HAS_MAXLENGTH) && (size_t)cps > n->max_length)
+    if ((n->flags & HAS_MAXLENGTH) && cps > n->max_length)
         count += violatef(c, "must be at most %zu character%s", n->max_length,
                           n->max_length == 1 ? "" : "s");
     if (!n->re || (count && !c->out))
@@ -1131,11 +909,11 @@ int cdsh_schema_validate(const cdsh_schema *schema, const json_t *value, const c
     vctx c = {.schema = schema, .out = violations ? json_array() : NULL};
     if (violations && !c.out)
         return CDSH_ENOMEM;
-    sb_puts(&c.path, root ? root : "value");
+    cdsh_strbuf_append_str(&c.path, root ? root : "value");
     size_t count = value ? check_value(&c, schema->root, value)
                          : violatef(&c, "must be a lossless JSON value");
     int rc = 0;
-    if (c.oom || c.path.oom)
+    if (c.oom || c.path.failed)
         rc = CDSH_ENOMEM;
     else if (count)
         rc = CDSH_EINVAL;
@@ -1144,7 +922,7 @@ int cdsh_schema_validate(const cdsh_schema *schema, const json_t *value, const c
         c.out = NULL;
     }
     json_decref(c.out);
-    free(c.path.s);
+    cdsh_strbuf_deinit(&c.path);
     if (c.md)
         pcre2_match_data_free(c.md);
     return rc;
@@ -1152,21 +930,17 @@ int cdsh_schema_validate(const cdsh_schema *schema, const json_t *value, const c
 
 char *cdsh_schema_violations_join_dup(const json_t *violations)
 {
-    strbuf b = {0};
-    sb_puts(&b, "");
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
     bool first = true;
     for (size_t i = 0; i < json_array_size(violations); i++) {
         const json_t *v = json_array_get(violations, i);
         if (!json_is_string(v))
             continue;
         if (!first)
-            sb_puts(&b, "; ");
-        sb_putn(&b, json_string_value(v), json_string_length(v));
+            cdsh_strbuf_append_str(&b, "; ");
+        cdsh_strbuf_append(&b, json_string_value(v), json_string_length(v));
         first = false;
     }
-    if (b.oom) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    return cdsh_strbuf_take(&b, NULL); /* NULL if an append ran out of memory */
 }
