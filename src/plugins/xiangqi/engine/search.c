@@ -380,10 +380,17 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     }
     cdsh_xq_move_t mv[CDSH_XQ_MAX_MOVES];
     int sc[CDSH_XQ_MAX_MOVES];
-    const int n = in_check ? cdsh_xq_gen_pseudo(pos, mv) : cdsh_xq_gen_captures(pos, mv);
+    int n = in_check ? cdsh_xq_gen_pseudo(pos, mv) : cdsh_xq_gen_captures(pos, mv);
     if (ttm && !in_check && !pos->board[cdsh_xq_move_to(ttm)])
         ttm = CDSH_XQ_MOVE_NONE;
     score_moves(th, mv, sc, n, ttm, ply);
+    /* at the first quiescence ply, quiet moves that give check too (last) */
+    if (checks && !in_check) {
+        const int nq = cdsh_xq_gen_quiets(pos, mv + n);
+        for (int i = n; i < n + nq; i++)
+            sc[i] = -(1 << 28);
+        n += nq;
+    }
     int legal = 0;
     cdsh_xq_move_t best_move = CDSH_XQ_MOVE_NONE;
     for (int i = 0; i < n; i++) {
@@ -391,7 +398,8 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
         if (!cdsh_xq_is_legal(pos, m))
             continue;
         legal++;
-        if (!in_check) {
+        const int quiet = !pos->board[cdsh_xq_move_to(m)];
+        if (!in_check && !quiet) {
             if (sc[i] < 0) /* losing capture */
                 continue;
             const int gain = cdsh_xq_piece_value(type_at(pos, cdsh_xq_move_to(m)));
@@ -399,6 +407,10 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
                 continue;
         }
         cdsh_xq_make_move(pos, m);
+        if (!in_check && quiet && !cdsh_xq_in_check(pos)) {
+            cdsh_xq_unmake_move(pos);
+            continue;
+        }
         const int v = -qsearch(th, -beta, -alpha, ply + 1, 0);
         cdsh_xq_unmake_move(pos);
         if (stopped(th))
@@ -415,31 +427,6 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     }
     if (in_check && !legal)
         return -(CDSH_XQ_MATE - ply);
-    /* at the first quiescence ply, quiet moves that give check too */
-    if (checks && !in_check && best < beta) {
-        const int nq = cdsh_xq_gen_quiets(pos, mv);
-        for (int i = 0; i < nq && best < beta; i++) {
-            const cdsh_xq_move_t m = mv[i];
-            if (!cdsh_xq_is_legal(pos, m))
-                continue;
-            cdsh_xq_make_move(pos, m);
-            if (!cdsh_xq_in_check(pos)) {
-                cdsh_xq_unmake_move(pos);
-                continue;
-            }
-            const int v = -qsearch(th, -beta, -alpha, ply + 1, 0);
-            cdsh_xq_unmake_move(pos);
-            if (stopped(th))
-                return 0;
-            if (v > best) {
-                best = v;
-                if (v > alpha) {
-                    best_move = m;
-                    alpha = v < beta ? v : alpha;
-                }
-            }
-        }
-    }
     cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply),
                      in_check ? 0 : stand, 0,
                      best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
