@@ -1,9 +1,8 @@
-/* test_xq_search.c — the xiangqi search and evaluation: mates in 1, 2 and 3
- * found at the distance an exhaustive solver proves, stalemate scored as a
- * win for the side that delivers it, perpetual check scored as a loss for
- * the checker, reproducible node counts, multi-PV ordering, node limits,
- * stop and cancel from another thread, two engines at once, lazy SMP, the
- * transposition table and the evaluation's colour/mirror symmetry. */
+/* test_xq_search.c — search and evaluation: mates in 1-3 at the distance an
+ * exhaustive solver proves, stalemate and perpetual check scored right,
+ * reproducible node counts, multi-PV, limits, stop/cancel from another
+ * thread, two engines at once, lazy SMP, the hash table, eval symmetry and
+ * the bench/opening tables. */
 #include "support/testkit.h"
 
 #include <pthread.h>

@@ -1,9 +1,8 @@
-/* search.c — iterative deepening PVS over the xiangqi engine: aspiration
- * windows, transposition table, quiescence, null move (guarded, verified at
- * depth), reverse futility, futility and late-move pruning, late-move
- * reductions, killers and history, check extensions, mate-distance pruning,
- * repetition with perpetual check, multi-PV, time management and lazy SMP.
- * All mutable state lives in the engine and its per-thread records. */
+/* search.c — iterative deepening PVS: aspiration windows, hash table,
+ * quiescence with checks, guarded null move, futility/late-move pruning,
+ * LMR, killers/history, check extensions, repetition with perpetual check,
+ * multi-PV, time management and lazy SMP. All mutable state lives in the
+ * engine and its per-thread records. */
 #include "plugins/xiangqi/engine/search.h"
 
 #include <math.h>
