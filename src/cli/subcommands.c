@@ -7,6 +7,8 @@
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
 #include "cli/cmd_sessions.h"
+#include "cli/cmd_facade.h"
+#include "cli/cmd_profile.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
 #include "cli/cmd_tavern.h"
@@ -20,6 +22,10 @@ const cdsh_subcommand cdsh_subcommands[] = {
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
+    {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
+     cdsh_cmd_facade},
+    {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
+     cdsh_cmd_profile},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
     {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
     {"tavern", "import, inspect and export role-play cards, lorebooks, presets, personas, regex",
