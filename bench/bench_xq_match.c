@@ -1,14 +1,8 @@
-/* bench_xq_match.c — match runner: cdsh's xiangqi engine (in-process)
- * against any UCI or UCCI engine (default: Debian's fairy-stockfish in UCCI
- * mode), from balanced opening lines with colours swapped, at a fixed time
- * or node count per move, adjudicated by cdsh's rules (mate and stalemate
- * lose, perpetual check loses, repetition / 120-ply rule / bare material /
- * a ply cap draw; optionally a score both engines agree on). Prints W/D/L,
- * the score and an Elo difference with a 95% interval.
- * With no arguments (as `make bench` runs it): 10 games at 50 ms per move.
- * Flags: --games N --movetime MS --nodes N (both engines) --self-nodes N
- * --opp-nodes N --depth N --engine PATH --protocol ucci|uci --uci-ranks 0|1
- * --threads N --hash MB --max-plies N --no-adjudicate --quiet. */
+/* bench_xq_match.c — match runner: cdsh (in-process) vs any UCI/UCCI engine
+ * (default fairy-stockfish, UCCI) from opening lines, both colours, fixed
+ * time or nodes, adjudicated by cdsh's rules; prints W/L/D, score and Elo
+ * with a 95% interval. No arguments (`make bench`): 10 games at 50 ms.
+ * `--help` lists the flags. */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -232,10 +226,21 @@ static void elo(int w, int d, int l, double *e, double *lo, double *hi)
 
 static void usage(void)
 {
-    printf("Usage: bench_xq_match [--games N] [--movetime MS | --nodes N | --depth N]\n"
-           "                      [--self-nodes N] [--opp-nodes N] [--engine PATH]\n"
-           "                      [--protocol ucci|uci] [--uci-ranks 0|1] [--threads N]\n"
-           "                      [--hash MB] [--max-plies N] [--no-adjudicate] [--quiet]\n");
+    printf("Usage: bench_xq_match [options]\n"
+           "  --games N          games to play (default 10; openings cycle, colours alternate)\n"
+           "  --movetime MS      time per move for both engines (default 50)\n"
+           "  --nodes N          nodes per move for both engines\n"
+           "  --self-nodes N     nodes per move for cdsh only (load-independent)\n"
+           "  --opp-nodes N      nodes per move for the opponent only\n"
+           "  --depth N          fixed depth for both engines\n"
+           "  --engine CMD       opponent command, arguments split on spaces\n"
+           "                     (default: fairy-stockfish; e.g. \"build/cdsh xiangqi uci\")\n"
+           "  --protocol P       ucci (default) or uci\n"
+           "  --uci-ranks 0|1    UCI ranks numbered 1-10 (default: on for Fairy-Stockfish)\n"
+           "  --threads N, --hash MB   cdsh's threads and hash\n"
+           "  --max-plies N      draw after N plies (default 400)\n"
+           "  --no-adjudicate    play every game to the rules' end\n"
+           "  --quiet            no per-game lines\n");
 }
 
 int main(int argc, char **argv)

@@ -1,11 +1,8 @@
-/* bench_xq_search.c — xiangqi search speed: the bench positions searched to
- * a fixed depth (total nodes = the search signature, time, nps) and for a
- * fixed time per position (depth reached, nps), side by side with Debian's
- * fairy-stockfish (UCCI mode, same positions, `go depth N` / `go movetime
- * MS`) when it is installed. Depths are not comparable between engines
- * (different pruning); time-to-depth and nps are what the columns show.
- * Environment: CDSH_FAIRY_STOCKFISH (binary), CDSH_BENCH_XQ_DEPTH (default
- * 10), CDSH_BENCH_XQ_MOVETIME (ms per position, default 500). */
+/* bench_xq_search.c — search speed on the bench positions: fixed depth
+ * (total nodes = signature, time, nps) and fixed time (depth, nps), side by
+ * side with fairy-stockfish (UCCI, `go depth` / `go movetime`) when
+ * installed. Env: CDSH_FAIRY_STOCKFISH, CDSH_BENCH_XQ_DEPTH (10),
+ * CDSH_BENCH_XQ_MOVETIME (500 ms). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

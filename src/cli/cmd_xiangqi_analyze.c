@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "plugins/xiangqi/engine/movegen.h"
+#include "plugins/xiangqi/engine/notation.h"
 #include "plugins/xiangqi/engine/search.h"
 
 #define DEFAULT_DEPTH 10
@@ -47,40 +48,33 @@ static int parse_num(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-/* Writes the line's moves in Chinese notation into buf (space separated);
- * falls back to ICCS for a move the notation cannot name. */
-static void line_chinese(const cdsh_xq_pos *root, const cdsh_xq_line *l, char *buf, size_t cap)
+/* Writes the line's moves into buf, space separated: ICCS, or Chinese
+ * notation (zh = 1; a move the notation cannot name falls back to ICCS). */
+static void line_text(const cdsh_xq_pos *root, const cdsh_xq_line *l, int zh, char *buf,
+                      size_t cap)
 {
-    cdsh_xq_pos *p = malloc(sizeof *p);
+    cdsh_xq_pos *p = zh ? malloc(sizeof *p) : NULL;
     size_t n = 0;
     buf[0] = '\0';
-    if (!p)
+    if (zh && !p)
         return;
-    *p = *root;
-    for (int i = 0; i < l->pv_len && cdsh_xq_ply(p) < CDSH_XQ_MAX_PLY; i++) {
-        char mv[64];
-        cdsh_xq_move_to_iccs(l->pv[i], mv);
+    if (p)
+        *p = *root;
+    for (int i = 0; i < l->pv_len; i++) {
+        char mv[CDSH_XQ_ZH_MAX > 8 ? CDSH_XQ_ZH_MAX : 8];
+        if (!p || cdsh_xq_move_to_chinese(p, l->pv[i], mv, sizeof mv) != 0)
+            cdsh_xq_move_to_iccs(l->pv[i], mv);
         int w = snprintf(buf + n, cap - n, "%s%s", n ? " " : "", mv);
         if (w < 0 || (size_t)w >= cap - n)
             break;
         n += (size_t)w;
-        cdsh_xq_make_move(p, l->pv[i]);
+        if (p) {
+            if (cdsh_xq_ply(p) >= CDSH_XQ_MAX_PLY)
+                break;
+            cdsh_xq_make_move(p, l->pv[i]);
+        }
     }
     free(p);
-}
-
-static void line_iccs(const cdsh_xq_line *l, char *buf, size_t cap)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < l->pv_len; i++) {
-        char mv[6];
-        cdsh_xq_move_to_iccs(l->pv[i], mv);
-        int w = snprintf(buf + n, cap - n, "%s%s", n ? " " : "", mv);
-        if (w < 0 || (size_t)w >= cap - n)
-            break;
-        n += (size_t)w;
-    }
 }
 
 int cdsh_cmd_xiangqi_analyze(int argc, char **argv)
@@ -152,12 +146,12 @@ int cdsh_cmd_xiangqi_analyze(int argc, char **argv)
     }
     char fen_out[CDSH_XQ_FEN_MAX];
     cdsh_xq_pos_fen(pos, fen_out);
-    static char iccs[CDSH_XQ_PV_MAX * 6 + 1], zh[CDSH_XQ_PV_MAX * 64 + 1];
+    static char iccs[CDSH_XQ_PV_MAX * 6 + 1], zh[CDSH_XQ_PV_MAX * (CDSH_XQ_ZH_MAX + 1) + 1];
     if (json) {
         json_t *lines = json_array();
         for (int i = 0; i < r.nlines; i++) {
-            line_iccs(&r.lines[i], iccs, sizeof iccs);
-            line_chinese(pos, &r.lines[i], zh, sizeof zh);
+            line_text(pos, &r.lines[i], 0, iccs, sizeof iccs);
+            line_text(pos, &r.lines[i], 1, zh, sizeof zh);
             json_array_append_new(lines, json_pack("{s:i, s:i, s:i, s:s, s:s}", "rank", i + 1,
                                                    "score", r.lines[i].score, "mate",
                                                    r.lines[i].mate, "pv", iccs, "pv_zh", zh));
@@ -187,8 +181,8 @@ int cdsh_cmd_xiangqi_analyze(int argc, char **argv)
             snprintf(score, sizeof score, "mate %d", l->mate);
         else
             snprintf(score, sizeof score, "%+d cp", l->score);
-        line_iccs(l, iccs, sizeof iccs);
-        line_chinese(pos, l, zh, sizeof zh);
+        line_text(pos, l, 0, iccs, sizeof iccs);
+        line_text(pos, l, 1, zh, sizeof zh);
         printf("%d. %-10s %s\n   %s\n", i + 1, score, iccs, zh);
     }
     rc = 0;

@@ -1,9 +1,8 @@
-/* test_xq_search.c — the xiangqi search and evaluation: mates in 1, 2 and 3
- * found at the distance an exhaustive solver proves, stalemate scored as a
- * win for the side that delivers it, perpetual check scored as a loss for
- * the checker, reproducible node counts, multi-PV ordering, node limits,
- * stop and cancel from another thread, two engines at once, lazy SMP, the
- * transposition table and the evaluation's colour/mirror symmetry. */
+/* test_xq_search.c — search and evaluation: mates in 1-3 at the distance an
+ * exhaustive solver proves, stalemate and perpetual check scored right,
+ * reproducible node counts, multi-PV, limits, stop/cancel from another
+ * thread, two engines at once, lazy SMP, the hash table, eval symmetry and
+ * the bench/opening tables. */
 #include "support/testkit.h"
 
 #include <pthread.h>
@@ -535,6 +534,28 @@ static void transposition_table_stores_and_finds(void **state)
     cdsh_xq_tt_free(tt);
 }
 
+static void bench_positions_and_openings_are_legal(void **state)
+{
+    (void)state;
+    for (int i = 0; i < cdsh_xq_bench_count; i++) {
+        cdsh_xq_pos *pos = pos_from(cdsh_xq_bench_fens[i]);
+        assert_true(cdsh_xq_has_legal_move(pos));
+        cdsh_xq_pos_free(pos);
+    }
+    assert_true(cdsh_xq_openings_count >= 50);
+    for (int i = 0; i < cdsh_xq_openings_count; i++) {
+        cdsh_xq_pos *pos = pos_from(CDSH_XQ_START_FEN);
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", cdsh_xq_openings[i]);
+        for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+            play(pos, t);
+        /* each line is distinct */
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(cdsh_xq_openings[i], cdsh_xq_openings[j]);
+        cdsh_xq_pos_free(pos);
+    }
+}
+
 static void mate_moves_follow_the_score(void **state)
 {
     (void)state;
@@ -567,6 +588,7 @@ int main(void)
         cmocka_unit_test(evaluation_is_colour_and_mirror_symmetric),
         cmocka_unit_test(evaluation_sees_material),
         cmocka_unit_test(transposition_table_stores_and_finds),
+        cmocka_unit_test(bench_positions_and_openings_are_legal),
         cmocka_unit_test(mate_moves_follow_the_score),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

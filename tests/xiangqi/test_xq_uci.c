@@ -1,9 +1,8 @@
-/* test_xq_uci.c — the UCI and UCCI front ends driven through pipes: the
- * built `cdsh xiangqi uci|ucci` (batch input, and a live process that is
- * stopped during `go infinite` and told to quit mid-search) and the
- * protocol loop in-process over pipe streams. Checks the handshakes, info
- * line formats, legal best moves, MultiPV, mate scores, banmoves, no-move
- * answers and error replies. No wall-clock assertions. */
+/* test_xq_uci.c — UCI and UCCI driven through pipes: the built `cdsh
+ * xiangqi uci|ucci` (batch, and a live process stopped during go infinite
+ * and quit mid-search) and the loop in-process over pipe streams; checks
+ * handshakes, info formats, legal best moves, MultiPV, mate scores,
+ * banmoves, no-move answers and error replies (no wall-clock asserts). */
 #include "support/testkit.h"
 
 #include <errno.h>

@@ -77,11 +77,13 @@ static void eval_side(const cdsh_xq_pos *pos, const cdsh_xq_eval_tables *t, int 
         st->mg += t->psq_mg[pc][sq];
         st->eg += t->psq_eg[pc][sq];
     }
-    /* chariots */
-    for (int i = 7; i <= 8; i++) {
+    /* chariots and cannons: points reached by sliding, plus the capture
+     * (a cannon captures over exactly one screen) */
+    for (int i = 7; i <= 10; i++) {
         const int f = w[i];
         if (!f)
             continue;
+        const int cannon = i >= 9;
         int n = 0;
         for (int j = 0; j < 4; j++) {
             int x = f + orth[j];
@@ -89,32 +91,20 @@ static void eval_side(const cdsh_xq_pos *pos, const cdsh_xq_eval_tables *t, int 
                 n++;
                 x += orth[j];
             }
-            n += (b[x] & opp) != 0;
-        }
-        st->mob_mg += (n - p->mob_base_chariot) * p->mob_chariot_mg;
-        st->mob_eg += (n - p->mob_base_chariot) * p->mob_chariot_eg;
-    }
-    /* cannons */
-    for (int i = 9; i <= 10; i++) {
-        const int f = w[i];
-        if (!f)
-            continue;
-        int n = 0;
-        for (int j = 0; j < 4; j++) {
-            int x = f + orth[j];
-            while (!b[x]) {
-                n++;
+            if (cannon && b[x] != XQ_OFF) {
                 x += orth[j];
+                while (!b[x])
+                    x += orth[j];
             }
-            if (b[x] == XQ_OFF)
-                continue;
-            x += orth[j];
-            while (!b[x])
-                x += orth[j];
             n += (b[x] & opp) != 0;
         }
-        st->mob_mg += (n - p->mob_base_cannon) * p->mob_cannon_mg;
-        st->mob_eg += (n - p->mob_base_cannon) * p->mob_cannon_eg;
+        if (cannon) {
+            st->mob_mg += (n - p->mob_base_cannon) * p->mob_cannon_mg;
+            st->mob_eg += (n - p->mob_base_cannon) * p->mob_cannon_eg;
+        } else {
+            st->mob_mg += (n - p->mob_base_chariot) * p->mob_chariot_mg;
+            st->mob_eg += (n - p->mob_base_chariot) * p->mob_chariot_eg;
+        }
     }
     /* horses */
     static const int tg[4][2] = {{33, 31}, {-31, -33}, {18, -14}, {14, -18}};

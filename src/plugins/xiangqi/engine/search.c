@@ -1,9 +1,8 @@
-/* search.c — iterative deepening PVS over the xiangqi engine: aspiration
- * windows, transposition table, quiescence, null move (guarded, verified at
- * depth), reverse futility, futility and late-move pruning, late-move
- * reductions, killers and history, check extensions, mate-distance pruning,
- * repetition with perpetual check, multi-PV, time management and lazy SMP.
- * All mutable state lives in the engine and its per-thread records. */
+/* search.c — iterative deepening PVS: aspiration windows, hash table,
+ * quiescence with checks, guarded null move, futility/late-move pruning,
+ * LMR, killers/history, check extensions, repetition with perpetual check,
+ * multi-PV, time management and lazy SMP. All mutable state lives in the
+ * engine and its per-thread records. */
 #include "plugins/xiangqi/engine/search.h"
 
 #include <math.h>
@@ -348,7 +347,7 @@ static int tt_cuts(const cdsh_xq_tt_hit *hit, int s, int alpha, int beta)
            (hit->bound == CDSH_XQ_BOUND_UPPER && s <= alpha);
 }
 
-static int qsearch(thread_data *th, int alpha, int beta, int ply)
+static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
 {
     cdsh_xq_engine *eng = th->eng;
     cdsh_xq_pos *pos = &th->pos;
@@ -380,10 +379,17 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply)
     }
     cdsh_xq_move_t mv[CDSH_XQ_MAX_MOVES];
     int sc[CDSH_XQ_MAX_MOVES];
-    const int n = in_check ? cdsh_xq_gen_pseudo(pos, mv) : cdsh_xq_gen_captures(pos, mv);
+    int n = in_check ? cdsh_xq_gen_pseudo(pos, mv) : cdsh_xq_gen_captures(pos, mv);
     if (ttm && !in_check && !pos->board[cdsh_xq_move_to(ttm)])
         ttm = CDSH_XQ_MOVE_NONE;
     score_moves(th, mv, sc, n, ttm, ply);
+    /* at the first quiescence ply, quiet moves that give check too (last) */
+    if (checks && !in_check) {
+        const int nq = cdsh_xq_gen_quiets(pos, mv + n);
+        for (int i = n; i < n + nq; i++)
+            sc[i] = -(1 << 28);
+        n += nq;
+    }
     int legal = 0;
     cdsh_xq_move_t best_move = CDSH_XQ_MOVE_NONE;
     for (int i = 0; i < n; i++) {
@@ -391,7 +397,8 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply)
         if (!cdsh_xq_is_legal(pos, m))
             continue;
         legal++;
-        if (!in_check) {
+        const int quiet = !pos->board[cdsh_xq_move_to(m)];
+        if (!in_check && !quiet) {
             if (sc[i] < 0) /* losing capture */
                 continue;
             const int gain = cdsh_xq_piece_value(type_at(pos, cdsh_xq_move_to(m)));
@@ -399,7 +406,11 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply)
                 continue;
         }
         cdsh_xq_make_move(pos, m);
-        const int v = -qsearch(th, -beta, -alpha, ply + 1);
+        if (!in_check && quiet && !cdsh_xq_in_check(pos)) {
+            cdsh_xq_unmake_move(pos);
+            continue;
+        }
+        const int v = -qsearch(th, -beta, -alpha, ply + 1, 0);
         cdsh_xq_unmake_move(pos);
         if (stopped(th))
             return 0;
@@ -443,7 +454,7 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     const int root = ply == 0;
     th->pv_len[ply] = ply;
     if (depth <= 0)
-        return qsearch(th, alpha, beta, ply);
+        return qsearch(th, alpha, beta, ply, 1);
     if (enter_node(th, ply))
         return 0;
     const int in_check = cdsh_xq_in_check(pos);

@@ -1,16 +1,8 @@
-/* search.h — the xiangqi search: iterative deepening PVS with aspiration
- * windows, transposition table, quiescence (captures; all evasions in
- * check), null move with a material guard and verification, late-move
- * reductions, killer/history ordering, check extensions, mate scores,
- * repetition (perpetual check loses) and multi-PV; limits by depth, nodes,
- * move time or clock + increment; stop on demand; lazy-SMP threads.
- *
- * An engine (cdsh_xq_engine) owns everything a search mutates: its hash
- * table, its helper threads' tables and the stop flag. Two engines never
- * share state, so two games in one process search independently.
- * Thread-safety: one search at a time per engine (cdsh_xq_search blocks the
- * caller); cdsh_xq_engine_stop may be called from any thread at any time;
- * set_hash/set_threads/clear only while no search runs. */
+/* search.h — the xiangqi search engine (iterative deepening PVS, hash,
+ * quiescence, pruning, multi-PV, limits, lazy SMP; design in
+ * docs/xiangqi-engine.md). An engine owns all state a search mutates, so two
+ * engines never interfere. Thread-safety: one search at a time per engine;
+ * engine_stop from any thread; set_hash/set_threads/clear only when idle. */
 #ifndef CDSH_XQ_SEARCH_H
 #define CDSH_XQ_SEARCH_H
 

@@ -1,9 +1,8 @@
-/* tt.h — the transposition table: clusters of four 16-byte entries, each
- * stored as (key ^ data, data) so threads may read and write it without
- * locks (a torn entry fails the key check and is ignored). Size in MB is set
- * at creation and may be changed between searches.
- * Thread-safety: probe/store from any number of threads at once; resize,
- * clear and free only while no search runs. */
+/* tt.h — the transposition table: clusters of four 16-byte entries stored
+ * as (key ^ data, data), so threads share it without locks (a torn entry
+ * fails the key check). Size in MB set at creation, changeable between
+ * searches. Thread-safety: probe/store from any number of threads at once;
+ * resize, clear and free only while no search runs. */
 #ifndef CDSH_XQ_TT_H
 #define CDSH_XQ_TT_H
 

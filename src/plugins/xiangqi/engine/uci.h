@@ -1,10 +1,8 @@
-/* uci.h — the engine's text protocols over streams: UCI as Pikafish speaks
- * it and ElephantEye's UCCI. One loop reads commands from `in` in the
- * calling thread; searches run on a worker thread that writes info lines
- * and the best move to `out`, so `stop`, `isready` and `quit` are answered
- * while it thinks. Used by `cdsh xiangqi uci|ucci` and by tests through
- * pipes. Thread-safety: one call per stream pair; each call owns its engine,
- * so several sessions may run in one process. */
+/* uci.h — UCI (Pikafish's dialect) and UCCI (ElephantEye's) over streams:
+ * commands are read on the calling thread, searches run on a worker that
+ * writes info lines and the best move, so stop/isready/quit are answered
+ * while it thinks. Thread-safety: one call per stream pair; each call owns
+ * its engine, so several sessions may run in one process. */
 #ifndef CDSH_XQ_UCI_H
 #define CDSH_XQ_UCI_H
 
