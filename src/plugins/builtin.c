@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "host/skilltool.h"
+#include "plugins/mcpimport/plugin.h"
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
+    &cdsh_mcpimport_plugin,
     NULL,
 };
 

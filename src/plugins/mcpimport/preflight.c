@@ -57,6 +57,9 @@ static void check_stdio(json_t *ir, const cdsh_mcpimport_probe *probe)
                    strcmp(b, "npx") == 0   ? "install Node.js"
                    : strcmp(b, "uvx") == 0 ? "install uv (https://docs.astral.sh/uv/)"
                                            : "install Docker");
+        else if (strchr(cmd, '\\') || (cmd[0] && cmd[1] == ':'))
+            reason(ir, "blocked", "COMMAND_NOT_FOUND",
+                   "command \"%s\" is a Windows path; it does not exist on this machine", cmd);
         else if (strchr(cmd, '/'))
             reason(ir, "blocked", "COMMAND_NOT_FOUND", "command \"%s\" does not exist or is not "
                                                        "executable",
