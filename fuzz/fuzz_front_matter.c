@@ -38,9 +38,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const char *sources[] = {"claude", "codex"};
     for (int k = 0; k < 2; k++) {
-        json_t *c = json_pack("{s:{s:s, s:s, s:s}, s:s, s:s}", "provenance", "source", sources[k],
-                              "file", "/f.md", "scope", "user", "stem", "Fuzz Cmd", "namespace",
-                              "p");
+        json_t *c =
+            json_pack("{s:{s:s, s:s, s:s}, s:s, s:s}", "provenance", "source", sources[k], "file",
+                      "/f.md", "scope", "user", "stem", "Fuzz Cmd", "namespace", "p");
         json_t *ir = cdsh_mcpimport_command_from_markdown(c, copy, strlen(copy));
         if (ir) {
             if (!cdsh_commands_name_valid(json_string_value(json_object_get(ir, "name"))))

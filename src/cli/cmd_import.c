@@ -24,28 +24,29 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage:\n"
-            "  cdsh import scan [ROOT OPTIONS] [--json]\n"
-            "      find Claude Code and Codex MCP servers, commands and prompts, judge each\n"
-            "      (ok / warn / blocked, with reasons) and print the report; registers nothing\n"
-            "  cdsh import enable (NAME... | --all-ok) [ROOT OPTIONS] [--profile P]\n"
-            "      record servers (NAME) and commands (/NAME) in the profile; they are\n"
-            "      registered when cdsh starts. Blocked ones are refused with the reason.\n"
-            "  cdsh import disable (NAME... | --all) [--profile P]\n"
-            "      remove them from the profile (nothing of them is left registered)\n"
-            "  cdsh import list [--profile P] [--json]\n"
-            "      what the profile enables\n"
-            "\n"
-            "Root options:\n"
-            "  --root DIR          a project directory (.mcp.json, .claude/commands; ~/.claude.json\n"
-            "                      local scope); repeatable; default: the current directory\n"
-            "  --claude-dir DIR    Claude Code config dir (default $CLAUDE_CONFIG_DIR or ~/.claude)\n"
-            "  --codex-home DIR    Codex home (default $CODEX_HOME or ~/.codex)\n"
-            "  --keyring-allow VAR may read VAR from the keyring (secret-tool); repeatable\n"
-            "\n"
-            "Secret values are never printed: reports say only where a value came from.\n"
-            "See docs/import.md.\n");
+    fprintf(
+        out,
+        "Usage:\n"
+        "  cdsh import scan [ROOT OPTIONS] [--json]\n"
+        "      find Claude Code and Codex MCP servers, commands and prompts, judge each\n"
+        "      (ok / warn / blocked, with reasons) and print the report; registers nothing\n"
+        "  cdsh import enable (NAME... | --all-ok) [ROOT OPTIONS] [--profile P]\n"
+        "      record servers (NAME) and commands (/NAME) in the profile; they are\n"
+        "      registered when cdsh starts. Blocked ones are refused with the reason.\n"
+        "  cdsh import disable (NAME... | --all) [--profile P]\n"
+        "      remove them from the profile (nothing of them is left registered)\n"
+        "  cdsh import list [--profile P] [--json]\n"
+        "      what the profile enables\n"
+        "\n"
+        "Root options:\n"
+        "  --root DIR          a project directory (.mcp.json, .claude/commands; ~/.claude.json\n"
+        "                      local scope); repeatable; default: the current directory\n"
+        "  --claude-dir DIR    Claude Code config dir (default $CLAUDE_CONFIG_DIR or ~/.claude)\n"
+        "  --codex-home DIR    Codex home (default $CODEX_HOME or ~/.codex)\n"
+        "  --keyring-allow VAR may read VAR from the keyring (secret-tool); repeatable\n"
+        "\n"
+        "Secret values are never printed: reports say only where a value came from.\n"
+        "See docs/import.md.\n");
 }
 
 typedef struct opts {
@@ -61,12 +62,16 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, opts *o, const char *action)
 {
-    static const struct option longopts[] = {
-        {"root", required_argument, NULL, 'r'},       {"claude-dir", required_argument, NULL, 'c'},
-        {"codex-home", required_argument, NULL, 'x'}, {"keyring-allow", required_argument, NULL, 'k'},
-        {"profile", required_argument, NULL, 'p'},    {"json", no_argument, NULL, 'j'},
-        {"all-ok", no_argument, NULL, 'A'},           {"all", no_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"root", required_argument, NULL, 'r'},
+                                             {"claude-dir", required_argument, NULL, 'c'},
+                                             {"codex-home", required_argument, NULL, 'x'},
+                                             {"keyring-allow", required_argument, NULL, 'k'},
+                                             {"profile", required_argument, NULL, 'p'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"all-ok", no_argument, NULL, 'A'},
+                                             {"all", no_argument, NULL, 'a'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     memset(o, 0, sizeof *o);
     optind = 1;
     opterr = 0;
@@ -105,8 +110,7 @@ static int parse(int argc, char **argv, opts *o, const char *action)
     }
     for (int i = optind; i < argc; i++) {
         if (argv[i][0] == '-') {
-            fprintf(stderr, "cdsh import %s: options go before names (\"%s\")\n", action,
-                    argv[i]);
+            fprintf(stderr, "cdsh import %s: options go before names (\"%s\")\n", action, argv[i]);
             return 2;
         }
         if (o->nnames < MAXV)
@@ -135,10 +139,10 @@ static int run_scan(const opts *o, const json_t *cfg, cdsh_mcpimport_scan *scan)
         if (na < 2 * MAXV && json_is_string(v))
             allow[na++] = json_string_value(v);
     }
-    const char *cd = o->claude_dir ? o->claude_dir
-                                   : json_string_value(json_object_get(cfg, "claudeDir"));
-    const char *ch = o->codex_home ? o->codex_home
-                                   : json_string_value(json_object_get(cfg, "codexHome"));
+    const char *cd =
+        o->claude_dir ? o->claude_dir : json_string_value(json_object_get(cfg, "claudeDir"));
+    const char *ch =
+        o->codex_home ? o->codex_home : json_string_value(json_object_get(cfg, "codexHome"));
     cdsh_mcpimport_rootset set;
     cdsh_error err = {0};
     if (cdsh_mcpimport_rootset_init(&set, cd, ch, roots, &err) != 0) {
@@ -169,8 +173,8 @@ static int do_scan(const opts *o)
     cdsh_profile_free(profile);
     if (rc)
         return rc;
-    json_t *report = cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets,
-                                               scan.notes);
+    json_t *report =
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
     if (o->json)
         cdsh_cli_print_json(stdout, report);
     else {
@@ -236,8 +240,8 @@ static int save(cdsh_profile *profile, json_t *servers, json_t *commands, json_t
         rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "codexHome",
                                      json_string(o->codex_home), &err);
     if (!rc && o->nallow) {
-        json_t *allow = cfg_list(cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME),
-                                 "keyringAllow");
+        json_t *allow =
+            cfg_list(cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME), "keyringAllow");
         for (int i = 0; i < o->nallow; i++)
             if (!list_has(allow, o->allow[i]))
                 json_array_append_new(allow, json_string(o->allow[i]));
@@ -410,10 +414,10 @@ static int do_list(const opts *o)
     if (cdsh_cli_profile_open("import", o->profile, NULL, &profile))
         return 1;
     const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
-    json_t *doc = json_pack("{s:b, s:o, s:o}", "enabled",
-                            cdsh_profile_enabled(profile, CDSH_MCPIMPORT_PLUGIN_NAME) == 1,
-                            "servers", cfg_list(cfg, "servers"), "commands",
-                            cfg_list(cfg, "commands"));
+    json_t *doc =
+        json_pack("{s:b, s:o, s:o}", "enabled",
+                  cdsh_profile_enabled(profile, CDSH_MCPIMPORT_PLUGIN_NAME) == 1, "servers",
+                  cfg_list(cfg, "servers"), "commands", cfg_list(cfg, "commands"));
     if (o->json)
         cdsh_cli_print_json(stdout, doc);
     else {

@@ -159,8 +159,8 @@ static void malformed_front_matter_gives_clear_warnings(void **state)
     const char *bad = "---\ndescription: a: b: [\nmodel: haiku\n---\nbody";
     assert_int_equal(cdsh_mcpimport_frontmatter_parse(bad, strlen(bad), &meta, &off, w), 0);
     assert_string_equal(bad + off, "body");
-    assert_non_null(strstr(json_string_value(json_array_get(w, 0)),
-                           "front matter is not valid YAML ("));
+    assert_non_null(
+        strstr(json_string_value(json_array_get(w, 0)), "front matter is not valid YAML ("));
     assert_non_null(strstr(json_string_value(json_array_get(w, 0)), "); read as key: value lines"));
     assert_string_equal(s(meta, "model"), "haiku");
     json_decref(meta);

@@ -56,9 +56,9 @@ static void flat_stdio_sample_gives_exact_ir(void **state)
 {
     (void)state;
     json_t *notes;
-    json_t *s = run(cand(load_json(SAMPLES "claude-mcp.flat-stdio.context7.json"), "json",
-                         "claude", "/plug"),
-                    &notes);
+    json_t *s = run(
+        cand(load_json(SAMPLES "claude-mcp.flat-stdio.context7.json"), "json", "claude", "/plug"),
+        &notes);
     assert_int_equal(json_array_size(s), 1);
     assert_json_eq(json_array_get(s, 0),
                    "{\"name\":\"context7\",\"transport\":\"stdio\",\"url\":null,\"headers\":{},"
@@ -74,8 +74,8 @@ static void wrapped_http_sample_maps_names_and_warns_on_unknown_keys(void **stat
 {
     (void)state;
     json_t *notes;
-    json_t *s = run(cand(load_json(SAMPLES "claude-mcp.wrapped-http.employment-legal.json"),
-                         "json", "claude", NULL),
+    json_t *s = run(cand(load_json(SAMPLES "claude-mcp.wrapped-http.employment-legal.json"), "json",
+                         "claude", NULL),
                     &notes);
     assert_int_equal(json_array_size(s), 2);
     json_t *gd = json_array_get(s, 1);
@@ -108,8 +108,7 @@ static void codex_sample_keeps_types_and_warns_on_each_loss(void **state)
     json_t *kb = json_array_get(s, 1);
     assert_string_equal(json_string_value(json_object_get(kb, "name")), "kingbase-demo-db");
     assert_int_equal(json_integer_value(json_object_get(kb, "startupTimeoutMs")), 120000);
-    assert_string_equal(json_string_value(json_array_get(json_object_get(kb, "args"), 8)),
-                        "54322");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(kb, "args"), 8)), "54322");
     assert_json_eq(json_object_get(kb, "warnings"),
                    "[\"\\\"type\\\" is not a Codex key (transport follows command/url); "
                    "ignored\",\"args[8] is a number (54322), not a string; passed as the string "
@@ -128,9 +127,9 @@ static void codex_sample_keeps_types_and_warns_on_each_loss(void **state)
 static void plugin_root_is_substituted_and_relative_commands_resolved(void **state)
 {
     (void)state;
-    json_t *doc = json_pack("{s:{s:s, s:[s], s:{s:s}}}", "srv", "command", "./bin/server", "args",
-                            "${CLAUDE_PLUGIN_ROOT}/cfg.json", "env", "TOKEN",
-                            "${MY_TOKEN:-fallback}");
+    json_t *doc =
+        json_pack("{s:{s:s, s:[s], s:{s:s}}}", "srv", "command", "./bin/server", "args",
+                  "${CLAUDE_PLUGIN_ROOT}/cfg.json", "env", "TOKEN", "${MY_TOKEN:-fallback}");
     json_t *notes;
     json_t *s = run(cand(doc, "json", "claude", "/opt/plug"), &notes);
     json_t *ir = json_array_get(s, 0);
@@ -196,9 +195,9 @@ static void array_and_vscode_dialects_are_read(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(s, 1), "name")), "b");
     assert_json_eq(notes, "[\"entry 2 of the server array is not an object; ignored\"]");
     json_decref(s), json_decref(notes);
-    s = run(cand(json_pack("{s:{s:{s:s}}}", "servers", "v", "command", "z"), "json", "claude",
-                 NULL),
-            &notes);
+    s = run(
+        cand(json_pack("{s:{s:{s:s}}}", "servers", "v", "command", "z"), "json", "claude", NULL),
+        &notes);
     assert_int_equal(json_array_size(s), 1);
     assert_json_eq(notes, "[\"VS Code dialect (\\\"servers\\\") read best effort\"]");
     json_decref(s), json_decref(notes);

@@ -51,8 +51,8 @@ static void destroy(fx *f)
 static json_t *config(fx *f)
 {
     return json_pack("{s:[s, s, s], s:[s], s:[s], s:s, s:s}", "servers", "peer", "gone", "missing",
-                     "commands", "greet", "projects", f->proj, "claudeDir", f->claude,
-                     "codexHome", f->codex);
+                     "commands", "greet", "projects", f->proj, "claudeDir", f->claude, "codexHome",
+                     f->codex);
 }
 
 static void enabled_command_runs_with_placeholders_and_unloads(void **state)
@@ -67,9 +67,9 @@ static void enabled_command_runs_with_placeholders_and_unloads(void **state)
     assert_int_equal(cdsh_plugin_load(host, &cdsh_mcpimport_plugin, cfg, &pl, NULL), 0);
     assert_int_equal(cdsh_plugin_state_get(pl), CDSH_PLUGIN_ACTIVE);
     cdsh_command_outcome out = {0};
-    assert_int_equal(cdsh_commands_execute(cdsh_host_commands(host), NULL, "/greet Ann", NULL,
-                                           NULL, &out, NULL),
-                     1);
+    assert_int_equal(
+        cdsh_commands_execute(cdsh_host_commands(host), NULL, "/greet Ann", NULL, NULL, &out, NULL),
+        1);
     assert_int_equal(out.kind, CDSH_COMMAND_SUCCESS);
     assert_string_equal(out.text, "Greet Ann warmly.\n");
     cdsh_commands_outcome_clear(&out);

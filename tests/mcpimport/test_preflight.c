@@ -63,8 +63,7 @@ static void machine_checks_block_with_the_reason(void **state)
     static const char *const path[] = {"node", "docker", NULL};
     fake f = {path, false};
     cdsh_mcpimport_probe probe = {found, docker, &f};
-    json_t *servers = json_pack("[o, o, o, o, o]",
-                                server("ok", NULL, "/a", "stdio", "node", NULL),
+    json_t *servers = json_pack("[o, o, o, o, o]", server("ok", NULL, "/a", "stdio", "node", NULL),
                                 server("gone", NULL, "/a", "stdio", "nope", NULL),
                                 server("npxsrv", NULL, "/a", "stdio", "npx", NULL),
                                 server("dock", NULL, "/a", "stdio", "docker", NULL),
@@ -88,11 +87,11 @@ static void machine_checks_block_with_the_reason(void **state)
 static void transports_and_urls_are_checked(void **state)
 {
     (void)state;
-    json_t *servers = json_pack("[o, o, o, o]", server("sse", NULL, "/a", NULL, NULL, NULL),
-                                server("bad", NULL, "/a", "streamable-http", NULL, "ftp://x/y"),
-                                server("good", NULL, "/a", "streamable-http", NULL,
-                                       "https://mcp.example.com/mcp"),
-                                server("ref", NULL, "/a", "streamable-http", NULL, "${MCP_URL}"));
+    json_t *servers = json_pack(
+        "[o, o, o, o]", server("sse", NULL, "/a", NULL, NULL, NULL),
+        server("bad", NULL, "/a", "streamable-http", NULL, "ftp://x/y"),
+        server("good", NULL, "/a", "streamable-http", NULL, "https://mcp.example.com/mcp"),
+        server("ref", NULL, "/a", "streamable-http", NULL, "${MCP_URL}"));
     cdsh_mcpimport_preflight(servers, NULL, NULL);
     assert_reason(json_array_get(servers, 0), 0, "blocked", "UNSUPPORTED_TRANSPORT",
                   "no supported transport (DSH's client speaks stdio and streamable-http)");
@@ -112,9 +111,9 @@ static void secrets_are_judged_by_where_they_came_from(void **state)
                                         "fallback", "field", "env.A", "resolvedFrom", "env"));
     json_array_append_new(un, json_pack("{s:s, s:s, s:n, s:s, s:n}", "kind", "header", "envVar",
                                         "B", "fallback", "field", "headers.X", "resolvedFrom"));
-    json_array_append_new(un, json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind", "env", "envVar", "C",
-                                        "fallback", "d", "field", "env.C", "resolvedFrom",
-                                        "default"));
+    json_array_append_new(un,
+                          json_pack("{s:s, s:s, s:s, s:s, s:s}", "kind", "env", "envVar", "C",
+                                    "fallback", "d", "field", "env.C", "resolvedFrom", "default"));
     json_array_append_new(un, json_pack("{s:s, s:s, s:n, s:s, s:b}", "kind", "header", "envVar",
                                         "D", "fallback", "field", "headers.Y", "optional", 1));
     json_t *servers = json_pack("[o]", ir);

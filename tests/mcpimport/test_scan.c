@@ -89,16 +89,18 @@ static void build(fx *f)
     copy(f, "claude-mcp.wrapped-http.employment-legal.json",
          "claude/plugins/cache/community/legal/1.0/.mcp.json");
     char cj[2048];
-    snprintf(cj, sizeof cj,
-             "{\"numStartups\":3,\"mcpServers\":{\"context7\":{\"command\":\"npx\",\"args\":[\"-y\","
-             "\"@upstash/context7-mcp\"]}},\"projects\":{\"%s/proj\":{\"mcpServers\":{"
-             "\"secret-api\":{\"type\":\"http\",\"url\":\"https://api.example.com/mcp\","
-             "\"headers\":{\"Authorization\":\"Bearer ${SCAN_TEST_TOKEN}\"}},"
-             "\"kr\":{\"command\":\"node\",\"env\":{\"K\":\"${KR_VAR}\"}}}}}}",
-             f->home);
+    snprintf(
+        cj, sizeof cj,
+        "{\"numStartups\":3,\"mcpServers\":{\"context7\":{\"command\":\"npx\",\"args\":[\"-y\","
+        "\"@upstash/context7-mcp\"]}},\"projects\":{\"%s/proj\":{\"mcpServers\":{"
+        "\"secret-api\":{\"type\":\"http\",\"url\":\"https://api.example.com/mcp\","
+        "\"headers\":{\"Authorization\":\"Bearer ${SCAN_TEST_TOKEN}\"}},"
+        "\"kr\":{\"command\":\"node\",\"env\":{\"K\":\"${KR_VAR}\"}}}}}}",
+        f->home);
     put(f, "claude/.claude.json", cj);
-    put(f, "proj/.mcp.json", "{\"mcpServers\":{\"dock\":{\"command\":\"docker\",\"args\":[\"run\","
-                             "\"img\"]}}}");
+    put(f, "proj/.mcp.json",
+        "{\"mcpServers\":{\"dock\":{\"command\":\"docker\",\"args\":[\"run\","
+        "\"img\"]}}}");
     put(f, "proj/.claude/commands/hello.md", "Say hello to $ARGUMENTS\n");
     copy(f, "codex-config.codex2dsh-fixture.toml", "codex/config.toml");
     put(f, "codex/prompts/review.md", "---\ndescription: Review\n---\nReview #$1\n");
@@ -137,8 +139,7 @@ static void run_scan(fx *f, cdsh_mcpimport_scan *scan)
     const char *projects[] = {proj, NULL};
     cdsh_mcpimport_roots roots = {claude, cjson, codex, projects};
     static fake fk;
-    snprintf(fk.srv, sizeof fk.srv, "%s/claude/plugins/cache/community/tools/2.0/bin/srv",
-             f->home);
+    snprintf(fk.srv, sizeof fk.srv, "%s/claude/plugins/cache/community/tools/2.0/bin/srv", f->home);
     cdsh_mcpimport_probe probe = {found, docker_down, &fk};
     const char *allow[] = {"KR_VAR", NULL};
     cdsh_mcpimport_secret_opts so = {allow, tool};
@@ -197,9 +198,8 @@ static void fixture_tree_gives_expected_verdicts_in_precedence_order(void **stat
     snprintf(want, sizeof want, "%s/claude/plugins/cache/community/tools/2.0/c.json", f.home);
     assert_string_equal(json_string_value(json_array_get(json_object_get(local, "args"), 0)), want);
     json_t *sa = json_array_get(scan.servers, 0);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(sa, "provenance"),
-                                                          "scope")),
-                        "local");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sa, "provenance"), "scope")), "local");
     assert_int_equal(json_array_size(scan.assets), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(scan.assets, 0), "kind")),
                         "agent");
@@ -223,8 +223,8 @@ static void secrets_resolve_from_env_and_keyring_but_never_reach_the_report(void
                         "keyring");
     assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "KR_VAR"), KEYRING_SECRET);
     assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "SCAN_TEST_TOKEN"), ENV_SECRET);
-    json_t *report = cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets,
-                                               scan.notes);
+    json_t *report =
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
     char *json = json_dumps(report, 0), *text = cdsh_mcpimport_report_text_dup(report);
     assert_null(strstr(json, ENV_SECRET));
     assert_null(strstr(json, KEYRING_SECRET));
@@ -249,8 +249,8 @@ static void notes_name_what_is_not_imported(void **state)
     put(&f, "claude/plugins/cache/official/context7/unknown/.mcp.json", "{not json");
     cdsh_mcpimport_scan scan;
     run_scan(&f, &scan);
-    json_t *report = cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets,
-                                               scan.notes);
+    json_t *report =
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
     char *text = cdsh_mcpimport_report_text_dup(report);
     assert_non_null(strstr(text, "    - \"hooks\" is not imported\n"));
     assert_non_null(strstr(text, "unknown/.mcp.json is not valid JSON: invalid JSON at line 1"));
@@ -275,9 +275,9 @@ static void cli_enable_records_choice_and_refuses_blocked(void **state)
     snprintf(codex, sizeof codex, "%s/codex", f.home);
     snprintf(proj, sizeof proj, "%s/proj", f.home);
     char *out = NULL, *err = NULL;
-    int rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "--claude-dir", claude,
-                                "--codex-home", codex, "--root", proj, "/hello", "secret-api",
-                                NULL);
+    int rc =
+        cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "--claude-dir", claude,
+                           "--codex-home", codex, "--root", proj, "/hello", "secret-api", NULL);
     assert_int_equal(rc, 0);
     assert_string_equal(out, "enabled command /hello\nenabled server secret-api\nprofile "
                              "\"default\": plugin \"import\" enabled; registered when cdsh "

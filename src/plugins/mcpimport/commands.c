@@ -30,17 +30,6 @@ char *cdsh_mcpimport_command_name_dup(const char *ns, const char *stem)
     return cdsh_strbuf_take(&b, NULL);
 }
 
-static void warnf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(json_t *arr, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    json_array_append_new(arr, json_string(buf));
-}
-
 static void add_unique(json_t *arr, const char *s)
 {
     size_t i;
@@ -195,9 +184,8 @@ static void scan_unsupported(const char *body, json_t *unsupported)
         if (p[0] == '!' && p[1] == '`') {
             const char *e = strchr(p + 2, '`');
             if (e) {
-                json_array_append_new(unsupported,
-                                      json_pack("{s:s, s:s%}", "feature", "shell", "text", p + 2,
-                                                (size_t)(e - p - 2)));
+                json_array_append_new(unsupported, json_pack("{s:s, s:s%}", "feature", "shell",
+                                                             "text", p + 2, (size_t)(e - p - 2)));
                 p = e;
             }
         } else if (p[0] == '@' && (p == body || isspace((unsigned char)p[-1]))) {
@@ -218,11 +206,13 @@ static void scan_unsupported(const char *body, json_t *unsupported)
     }
 }
 
-static const char *const claude_known[] = {"description",  "argument-hint", "arguments",
-                                           "allowed-tools", "model", "disable-model-invocation",
+static const char *const claude_known[] = {"description", "argument-hint",
+                                           "arguments",   "allowed-tools",
+                                           "model",       "disable-model-invocation",
                                            NULL};
-static const char *const claude_ignored[] = {"disallowed-tools", "disallowedTools", "effort",
-                                             "shell", "name", "version", "user-invocable", NULL};
+static const char *const claude_ignored[] = {
+    "disallowed-tools", "disallowedTools", "effort", "shell", "name",
+    "version",          "user-invocable",  NULL};
 
 static bool in_list(const char *const *l, const char *k)
 {
@@ -287,17 +277,20 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
                   : in_list(claude_known, k))
             continue;
         if (!codex && in_list(claude_ignored, k))
-            warnf(warnings, "front matter \"%s\" has no cdsh equivalent; ignored", k);
+            cdsh__mcpimport_warnf(warnings, "front matter \"%s\" has no cdsh equivalent; ignored",
+                                  k);
         else
-            warnf(warnings, "unknown front matter key \"%s\" ignored", k);
+            cdsh__mcpimport_warnf(warnings, "unknown front matter key \"%s\" ignored", k);
     }
     if (json_array_size(allowed))
-        warnf(warnings, "allowed-tools is Claude-only metadata; cdsh does not restrict tools "
-                        "while this command runs");
+        cdsh__mcpimport_warnf(warnings,
+                              "allowed-tools is Claude-only metadata; cdsh does not restrict tools "
+                              "while this command runs");
     if (model)
-        warnf(warnings, "model \"%s\" is not applied; the session's model is used", model);
+        cdsh__mcpimport_warnf(warnings, "model \"%s\" is not applied; the session's model is used",
+                              model);
     if (strcmp(name, original) != 0)
-        warnf(warnings, "name \"%s\" mapped to \"%s\"", original, name);
+        cdsh__mcpimport_warnf(warnings, "name \"%s\" mapped to \"%s\"", original, name);
     json_t *found = json_array(), *unsupported = json_array();
     bool has0 = false, has_pos = false;
     scan_placeholders(body, codex, named, found, &has0, &has_pos);
@@ -309,32 +302,35 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
         style = "claude";
         if (has_pos && !has0 && json_array_size(named) == 0) {
             style = "claude-1based";
-            warnf(warnings, "uses $1.. without $0: expanded from $1 as older Claude Code did "
-                            "(current Claude Code counts from $0)");
+            cdsh__mcpimport_warnf(warnings,
+                                  "uses $1.. without $0: expanded from $1 as older Claude Code did "
+                                  "(current Claude Code counts from $0)");
         }
     }
     if (strstr(body, "${CLAUDE_SKILL_DIR}") || strstr(body, "${CLAUDE_SESSION_ID}") ||
         (!root && strstr(body, "${CLAUDE_PLUGIN_ROOT}")))
-        warnf(warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
-                        "written");
+        cdsh__mcpimport_warnf(
+            warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
+                      "written");
     size_t i;
     json_array_foreach(unsupported, i, v)
     {
         const char *f = json_string_value(json_object_get(v, "feature"));
-        warnf(warnings, "%s \"%s\" is not supported: %s", strcmp(f, "shell") == 0 ? "!`cmd`" : "@file",
-              json_string_value(json_object_get(v, "text")),
-              strcmp(f, "shell") == 0 ? "the command is not run; the text stays in the prompt"
-                                      : "the file is not included; the text stays in the prompt");
+        cdsh__mcpimport_warnf(warnings, "%s \"%s\" is not supported: %s",
+                              strcmp(f, "shell") == 0 ? "!`cmd`" : "@file",
+                              json_string_value(json_object_get(v, "text")),
+                              strcmp(f, "shell") == 0
+                                  ? "the command is not run; the text stays in the prompt"
+                                  : "the file is not included; the text stays in the prompt");
     }
-    json_t *ir = json_pack("{s:s, s:s, s:s, s:s?, s:s, s:o, s:s, s:o, s:o, s:s?, s:b, s:s, s:s?, "
-                           "s:O, s:o, s:o}",
-                           "name", name, "originalName", original, "description", description,
-                           "argumentHint", hint, "prompt", body, "arguments", found,
-                           "placeholderStyle", style, "namedArguments", named, "allowedTools",
-                           allowed, "model", model, "disableModelInvocation", dmi, "source",
-                           source ? source : "claude", "file",
-                           json_string_value(json_object_get(prov, "file")), "provenance", prov,
-                           "warnings", warnings, "unsupported", unsupported);
+    json_t *ir = json_pack(
+        "{s:s, s:s, s:s, s:s?, s:s, s:o, s:s, s:o, s:o, s:s?, s:b, s:s, s:s?, "
+        "s:O, s:o, s:o}",
+        "name", name, "originalName", original, "description", description, "argumentHint", hint,
+        "prompt", body, "arguments", found, "placeholderStyle", style, "namedArguments", named,
+        "allowedTools", allowed, "model", model, "disableModelInvocation", dmi, "source",
+        source ? source : "claude", "file", json_string_value(json_object_get(prov, "file")),
+        "provenance", prov, "warnings", warnings, "unsupported", unsupported);
     free(body), free(name), free(description), free(hint), free(model);
     json_decref(meta);
     return ir;
@@ -541,7 +537,8 @@ int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char
             json_array_foreach(named, idx, nm)
             {
                 const char *t = json_string_value(nm);
-                if (strlen(t) == (size_t)(q - p - 1) && strncmp(t, p + 1, (size_t)(q - p - 1)) == 0) {
+                if (strlen(t) == (size_t)(q - p - 1) &&
+                    strncmp(t, p + 1, (size_t)(q - p - 1)) == 0) {
                     json_t *v = json_array_get(positional, idx);
                     if (v)
                         cdsh_strbuf_append_str(&b, json_string_value(v));

@@ -27,8 +27,8 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
 
 /* Report entry (owned) for agents/NAME.md or skills/<n>/SKILL.md:
  * {kind: "agent"|"skill", name, description, provenance, status, reason, warnings}. */
-json_t *cdsh_mcpimport_asset_from_markdown(const json_t *cand, const char *kind,
-                                           const char *text, size_t len);
+json_t *cdsh_mcpimport_asset_from_markdown(const json_t *cand, const char *kind, const char *text,
+                                           size_t len);
 
 /* The prompt for one run of command IR `cmd` with the person's raw input:
  * $ARGUMENTS / {{args}} = the input trimmed; positional $N (Claude: from $0,

@@ -171,8 +171,9 @@ static void component_paths(walk *w, const json_t *v, const char *root, const ch
     if (json_is_string(v)) {
         char *p = join(root, json_string_value(v));
         if (!p || !cdsh_fs_path_is_inside(root, p))
-            note(w, prov("claude", manifest, scope, plugin), "%s path \"%s\" leaves the plugin "
-                                                             "directory; ignored",
+            note(w, prov("claude", manifest, scope, plugin),
+                 "%s path \"%s\" leaves the plugin "
+                 "directory; ignored",
                  kind, json_string_value(v));
         else if (strcmp(kind, "skill") == 0)
             skills_dir(w, p, "claude", scope, plugin, root);
@@ -235,7 +236,8 @@ static void manifest_servers(walk *w, const json_t *v, const char *root, const c
 static void plugin_dir(walk *w, const char *root, const char *id, const char *scope)
 {
     char *mpath = join(root, ".claude-plugin/plugin.json");
-    json_t *manifest = is_file(mpath) ? read_json(w, mpath, prov("claude", mpath, scope, id)) : NULL;
+    json_t *manifest =
+        is_file(mpath) ? read_json(w, mpath, prov("claude", mpath, scope, id)) : NULL;
     char name[256];
     const char *mn = json_string_value(json_object_get(manifest, "name"));
     snprintf(name, sizeof name, "%.*s", (int)strcspn(mn ? mn : id, "@"), mn ? mn : id);
@@ -257,9 +259,9 @@ static void plugin_dir(walk *w, const char *root, const char *id, const char *sc
         component_paths(w, json_object_get(manifest, "skills"), root, "skill", id, name, scope,
                         mpath);
     json_decref(def);
-    static const char *const not_imported[] = {"hooks", "lspServers", "outputStyles", "themes",
-                                               "workflows", "monitors", "channels", "settings",
-                                               "userConfig", NULL};
+    static const char *const not_imported[] = {
+        "hooks",    "lspServers", "outputStyles", "themes",     "workflows",
+        "monitors", "channels",   "settings",     "userConfig", NULL};
     for (const char *const *k = not_imported; *k; k++)
         if (json_object_get(manifest, *k))
             note(w, prov("claude", mpath, scope, id), "\"%s\" is not imported", *k);
@@ -294,8 +296,8 @@ static void claude_plugins(walk *w, const char *claude_dir)
             if (!scope)
                 scope = "user";
             if (!path || !is_dir(path))
-                note(w, prov("claude", reg, scope, id), "plugin %s: install path %s is missing",
-                     id, path ? path : "(none)");
+                note(w, prov("claude", reg, scope, id), "plugin %s: install path %s is missing", id,
+                     path ? path : "(none)");
             else
                 plugin_dir(w, path, id, scope);
         }

@@ -61,8 +61,8 @@ static json_t *loose_parse(const char *p, const char *end)
     return o;
 }
 
-int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta,
-                                     size_t *body_off, json_t *warnings)
+int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta, size_t *body_off,
+                                     json_t *warnings)
 {
     *meta = NULL;
     *body_off = 0;
@@ -103,8 +103,8 @@ int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta
                                 : json_object();
     if (!v) {
         char msg[CDSH_ERROR_MESSAGE_MAX + 128];
-        snprintf(msg, sizeof msg,
-                 "front matter is not valid YAML (%s); read as key: value lines", e.message);
+        snprintf(msg, sizeof msg, "front matter is not valid YAML (%s); read as key: value lines",
+                 e.message);
         json_array_append_new(warnings, json_string(msg));
         v = loose_parse(yaml, yaml_end);
     } else if (json_is_null(v)) {

@@ -18,7 +18,7 @@
  *   "front matter is not a mapping; ignored"
  *   "front matter contains a NUL byte; ignored"
  * Returns 0, or CDSH_ENOMEM. */
-int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta,
-                                     size_t *body_off, json_t *warnings);
+int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta, size_t *body_off,
+                                     json_t *warnings);
 
 #endif

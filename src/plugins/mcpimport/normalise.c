@@ -23,17 +23,6 @@ typedef struct norm {
     const char *data; /* plugin data dir, or NULL */
 } norm;
 
-static void warnf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(json_t *arr, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    json_array_append_new(arr, json_string(buf));
-}
-
 char *cdsh_mcpimport_server_name_dup(const char *raw)
 {
     size_t n = raw ? strlen(raw) : 0;
@@ -55,8 +44,7 @@ char *cdsh_mcpimport_server_name_dup(const char *raw)
 /* ${CLAUDE_PLUGIN_ROOT} / ${CLAUDE_PLUGIN_DATA} substitution (plugins only). */
 static char *plugin_subst_dup(const norm *n, const char *s)
 {
-    char *a = n->root ? cdsh_mcpimport_vars_subst_dup(s, "CLAUDE_PLUGIN_ROOT", n->root)
-                      : strdup(s);
+    char *a = n->root ? cdsh_mcpimport_vars_subst_dup(s, "CLAUDE_PLUGIN_ROOT", n->root) : strdup(s);
     if (!a || !n->data)
         return a;
     char *b = cdsh_mcpimport_vars_subst_dup(a, "CLAUDE_PLUGIN_DATA", n->data);
@@ -73,14 +61,15 @@ static json_t *text_value(norm *n, const char *s, const char *kind, const char *
         return NULL;
     if (n->codex) {
         if (strstr(v, "${"))
-            warnf(n->warnings,
-                  "%s contains \"${\": Codex passes it literally (no expansion); so does cdsh",
-                  field);
+            cdsh__mcpimport_warnf(
+                n->warnings,
+                "%s contains \"${\": Codex passes it literally (no expansion); so does cdsh",
+                field);
     } else {
         cdsh_mcpimport_vars_scan(v, kind, field, n->unresolved);
         if (strstr(v, "${CLAUDE_PLUGIN_ROOT}") || strstr(v, "${CLAUDE_PLUGIN_DATA}"))
-            warnf(n->warnings, "%s uses a plugin variable outside a plugin; left unresolved",
-                  field);
+            cdsh__mcpimport_warnf(
+                n->warnings, "%s uses a plugin variable outside a plugin; left unresolved", field);
     }
     json_t *out = json_string(v);
     free(v);
@@ -101,12 +90,14 @@ static json_t *scalar_text(norm *n, const json_t *v, const char *kind, const cha
     else if (json_is_boolean(v))
         snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : "false");
     else {
-        warnf(n->warnings, "%s is %s, not a string; dropped", field,
-              json_is_null(v) ? "null" : json_is_array(v) ? "an array" : "an object");
+        cdsh__mcpimport_warnf(n->warnings, "%s is %s, not a string; dropped", field,
+                              json_is_null(v)    ? "null"
+                              : json_is_array(v) ? "an array"
+                                                 : "an object");
         return NULL;
     }
-    warnf(n->warnings, "%s is a %s (%s), not a string; passed as the string \"%s\"", field,
-          json_is_boolean(v) ? "boolean" : "number", buf, buf);
+    cdsh__mcpimport_warnf(n->warnings, "%s is a %s (%s), not a string; passed as the string \"%s\"",
+                          field, json_is_boolean(v) ? "boolean" : "number", buf, buf);
     (void)what;
     return json_string(buf);
 }
@@ -114,7 +105,7 @@ static json_t *scalar_text(norm *n, const json_t *v, const char *kind, const cha
 static void set_args(norm *n, const json_t *v)
 {
     if (!json_is_array(v)) {
-        warnf(n->warnings, "args is not an array; ignored");
+        cdsh__mcpimport_warnf(n->warnings, "args is not an array; ignored");
         return;
     }
     json_t *args = json_object_get(n->ir, "args");
@@ -133,7 +124,7 @@ static void set_args(norm *n, const json_t *v)
 static void set_map(norm *n, const char *key, const char *kind, const json_t *v)
 {
     if (!json_is_object(v)) {
-        warnf(n->warnings, "%s is not an object; ignored", key);
+        cdsh__mcpimport_warnf(n->warnings, "%s is not an object; ignored", key);
         return;
     }
     json_t *dst = json_object_get(n->ir, key);
@@ -152,7 +143,7 @@ static void set_map(norm *n, const char *key, const char *kind, const json_t *v)
 static void set_text(norm *n, const char *key, const char *kind, const json_t *v)
 {
     if (!json_is_string(v)) {
-        warnf(n->warnings, "%s is not a string; ignored", key);
+        cdsh__mcpimport_warnf(n->warnings, "%s is not a string; ignored", key);
         return;
     }
     json_t *s = text_value(n, json_string_value(v), kind, key);
@@ -163,7 +154,7 @@ static void set_text(norm *n, const char *key, const char *kind, const json_t *v
 static void set_string_list(norm *n, const char *key, const char *src_key, const json_t *v)
 {
     if (!json_is_array(v)) {
-        warnf(n->warnings, "%s is not an array of strings; ignored", src_key);
+        cdsh__mcpimport_warnf(n->warnings, "%s is not an array of strings; ignored", src_key);
         return;
     }
     json_t *list = json_array();
@@ -174,7 +165,7 @@ static void set_string_list(norm *n, const char *key, const char *src_key, const
         if (json_is_string(a))
             json_array_append(list, a);
         else
-            warnf(n->warnings, "%s[%zu] is not a string; dropped", src_key, i);
+            cdsh__mcpimport_warnf(n->warnings, "%s[%zu] is not a string; dropped", src_key, i);
     }
     json_object_set_new(n->ir, key, list);
 }
@@ -183,10 +174,11 @@ static void set_timeout(norm *n, const char *key, const char *src_key, const jso
                         double scale)
 {
     if (!json_is_number(v) || json_number_value(v) <= 0 || !isfinite(json_number_value(v))) {
-        warnf(n->warnings, "%s is not a positive number; ignored", src_key);
+        cdsh__mcpimport_warnf(n->warnings, "%s is not a positive number; ignored", src_key);
         return;
     }
-    json_object_set_new(n->ir, key, json_integer((json_int_t)llround(json_number_value(v) * scale)));
+    json_object_set_new(n->ir, key,
+                        json_integer((json_int_t)llround(json_number_value(v) * scale)));
 }
 
 /* Resolves a relative command path against the plugin directory. */
@@ -196,10 +188,11 @@ static void resolve_command(norm *n)
     if (!cmd || cmd[0] == '/' || !strchr(cmd, '/'))
         return;
     if (!n->root) {
-        warnf(n->warnings,
-              "command \"%s\" is a relative path outside a plugin; it is resolved against the "
-              "working directory at start",
-              cmd);
+        cdsh__mcpimport_warnf(
+            n->warnings,
+            "command \"%s\" is a relative path outside a plugin; it is resolved against the "
+            "working directory at start",
+            cmd);
         return;
     }
     char *abs = cdsh_fs_path_join_dup(n->root, cmd);
@@ -220,8 +213,9 @@ static json_t *new_ir(const char *raw, const json_t *prov)
                            "cwd", "toolCallTimeoutMs", "startupTimeoutMs", "enabledTools",
                            "disabledTools", "unresolved", "warnings", "provenance", p);
     if (strcmp(name, raw) != 0)
-        warnf(json_object_get(ir, "warnings"),
-              "server name \"%s\" is not a valid DSH server name; mapped to \"%s\"", raw, name);
+        cdsh__mcpimport_warnf(json_object_get(ir, "warnings"),
+                              "server name \"%s\" is not a valid DSH server name; mapped to \"%s\"",
+                              raw, name);
     free(name);
     return ir;
 }
@@ -233,18 +227,21 @@ static void claude_server(norm *n, const json_t *obj)
     if (!type || (t && strcmp(t, "stdio") == 0)) {
         if (!json_object_get(obj, "command") && json_object_get(obj, "url")) {
             json_object_set_new(n->ir, "transport", json_string("streamable-http"));
-            warnf(n->warnings, "url without \"type\" (Claude Code would treat it as a broken "
-                               "stdio server); assumed streamable-http");
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "url without \"type\" (Claude Code would treat it as a broken "
+                                  "stdio server); assumed streamable-http");
         } else
             json_object_set_new(n->ir, "transport", json_string("stdio"));
     } else if (t && (strcmp(t, "http") == 0 || strcmp(t, "streamable-http") == 0))
         json_object_set_new(n->ir, "transport", json_string("streamable-http"));
     else if (t && strcmp(t, "sse") == 0)
-        warnf(n->warnings, "transport \"sse\" (deprecated HTTP+SSE) is not supported by DSH's "
-                           "MCP client (stdio and streamable-http only)");
+        cdsh__mcpimport_warnf(n->warnings,
+                              "transport \"sse\" (deprecated HTTP+SSE) is not supported by DSH's "
+                              "MCP client (stdio and streamable-http only)");
     else
-        warnf(n->warnings, "transport \"%s\" is not supported (stdio and streamable-http only)",
-              t ? t : "?");
+        cdsh__mcpimport_warnf(n->warnings,
+                              "transport \"%s\" is not supported (stdio and streamable-http only)",
+                              t ? t : "?");
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)obj, k, v)
@@ -260,35 +257,44 @@ static void claude_server(norm *n, const json_t *obj)
         else if (strcmp(k, "url") == 0 || strcmp(k, "httpUrl") == 0) {
             set_text(n, "url", "url", v);
             if (strcmp(k, "httpUrl") == 0)
-                warnf(n->warnings, "\"httpUrl\" (another host's spelling) read as url");
+                cdsh__mcpimport_warnf(n->warnings,
+                                      "\"httpUrl\" (another host's spelling) read as url");
         } else if (strcmp(k, "headers") == 0)
             set_map(n, "headers", "header", v);
         else if (strcmp(k, "timeout") == 0)
             set_timeout(n, "toolCallTimeoutMs", k, v, 1.0);
         else if (strcmp(k, "cwd") == 0) {
             set_text(n, "cwd", "cwd", v);
-            warnf(n->warnings, "\"cwd\" is not in Claude Code's schema (Claude ignores it); "
-                               "cdsh uses it as the working directory");
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "\"cwd\" is not in Claude Code's schema (Claude ignores it); "
+                                  "cdsh uses it as the working directory");
         } else if (strcmp(k, "oauth") == 0)
-            warnf(n->warnings, "OAuth (\"oauth\") is not supported: DSH's client sends static "
-                               "headers only");
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "OAuth (\"oauth\") is not supported: DSH's client sends static "
+                                  "headers only");
         else if (strcmp(k, "headersHelper") == 0)
-            warnf(n->warnings, "\"headersHelper\" (a command printing headers) is not supported; "
-                               "put the headers in the config instead");
+            cdsh__mcpimport_warnf(
+                n->warnings, "\"headersHelper\" (a command printing headers) is not supported; "
+                             "put the headers in the config instead");
         else if (strcmp(k, "tools") == 0 || strcmp(k, "toolPermissions") == 0)
-            warnf(n->warnings, "per-tool permission policies (\"%s\") are not imported", k);
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "per-tool permission policies (\"%s\") are not imported", k);
         else if (strcmp(k, "alwaysLoad") == 0 || strcmp(k, "discoveryCache") == 0)
-            warnf(n->warnings, "\"%s\" has no cdsh equivalent; ignored", k);
+            cdsh__mcpimport_warnf(n->warnings, "\"%s\" has no cdsh equivalent; ignored", k);
         else
-            warnf(n->warnings, "unknown key \"%s\" ignored", k);
+            cdsh__mcpimport_warnf(n->warnings, "unknown key \"%s\" ignored", k);
     }
 }
 
 static bool is_ignored_codex_key(const char *k)
 {
-    static const char *const keys[] = {"required", "default_tools_approval_mode", "tools",
-                                       "supports_parallel_tool_calls", "omit_tools_from",
-                                       "environment_id", NULL};
+    static const char *const keys[] = {"required",
+                                       "default_tools_approval_mode",
+                                       "tools",
+                                       "supports_parallel_tool_calls",
+                                       "omit_tools_from",
+                                       "environment_id",
+                                       NULL};
     for (const char *const *p = keys; *p; p++)
         if (strcmp(*p, k) == 0)
             return true;
@@ -298,7 +304,7 @@ static bool is_ignored_codex_key(const char *k)
 static void codex_env_vars(norm *n, const json_t *v)
 {
     if (!json_is_array(v)) {
-        warnf(n->warnings, "env_vars is not an array; ignored");
+        cdsh__mcpimport_warnf(n->warnings, "env_vars is not an array; ignored");
         return;
     }
     json_t *env = json_object_get(n->ir, "env");
@@ -314,7 +320,8 @@ static void codex_env_vars(norm *n, const json_t *v)
                 src = json_string_value(json_object_get(e, "source"));
         }
         if (!name || strcmp(src, "local") != 0) {
-            warnf(n->warnings, "env_vars[%zu] is not a local variable name; ignored", i);
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "env_vars[%zu] is not a local variable name; ignored", i);
             continue;
         }
         char ref[300], field[300];
@@ -337,7 +344,8 @@ static void header_ref(norm *n, const char *header, const char *prefix, const ch
                        bool optional)
 {
     if (!var || !*var) {
-        warnf(n->warnings, "header \"%s\": the variable name is empty; ignored", header);
+        cdsh__mcpimport_warnf(n->warnings, "header \"%s\": the variable name is empty; ignored",
+                              header);
         return;
     }
     char val[400], field[300];
@@ -360,14 +368,16 @@ static void codex_server(norm *n, const json_t *obj)
     bool has_cmd = json_object_get(obj, "command") != NULL;
     bool has_url = json_object_get(obj, "url") != NULL;
     if (has_cmd && has_url)
-        warnf(n->warnings, "both command and url: Codex refuses this (\"url is not supported "
-                           "for stdio\")");
+        cdsh__mcpimport_warnf(n->warnings,
+                              "both command and url: Codex refuses this (\"url is not supported "
+                              "for stdio\")");
     else if (has_cmd)
         json_object_set_new(n->ir, "transport", json_string("stdio"));
     else if (has_url)
         json_object_set_new(n->ir, "transport", json_string("streamable-http"));
     else
-        warnf(n->warnings, "neither command nor url: Codex refuses this (\"invalid transport\")");
+        cdsh__mcpimport_warnf(
+            n->warnings, "neither command nor url: Codex refuses this (\"invalid transport\")");
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)obj, k, v)
@@ -407,27 +417,33 @@ static void codex_server(norm *n, const json_t *obj)
             set_string_list(n, "disabledTools", k, v);
         else if (strcmp(k, "enabled") == 0) {
             if (json_is_false(v))
-                warnf(n->warnings, "disabled in the Codex config (enabled = false)");
+                cdsh__mcpimport_warnf(n->warnings,
+                                      "disabled in the Codex config (enabled = false)");
         } else if (strcmp(k, "http_headers_helper") == 0)
-            warnf(n->warnings, "\"http_headers_helper\" (a command printing headers) is not "
-                               "supported; put the headers in the config instead");
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "\"http_headers_helper\" (a command printing headers) is not "
+                                  "supported; put the headers in the config instead");
         else if (strcmp(k, "auth") == 0 || strcmp(k, "oauth") == 0 || strcmp(k, "scopes") == 0 ||
                  strcmp(k, "oauth_resource") == 0)
-            warnf(n->warnings, "OAuth (\"%s\") is not supported: DSH's client sends static "
-                               "headers only",
-                  k);
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "OAuth (\"%s\") is not supported: DSH's client sends static "
+                                  "headers only",
+                                  k);
         else if (strcmp(k, "bearer_token") == 0)
-            warnf(n->warnings, "a literal \"bearer_token\" is refused by Codex; ignored (use "
-                               "bearer_token_env_var)");
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "a literal \"bearer_token\" is refused by Codex; ignored (use "
+                                  "bearer_token_env_var)");
         else if (strcmp(k, "type") == 0)
-            warnf(n->warnings, "\"type\" is not a Codex key (transport follows command/url); "
-                               "ignored");
+            cdsh__mcpimport_warnf(n->warnings,
+                                  "\"type\" is not a Codex key (transport follows command/url); "
+                                  "ignored");
         else if (strcmp(k, "name") == 0)
-            warnf(n->warnings, "legacy \"name\" key ignored (the table name is the server name)");
+            cdsh__mcpimport_warnf(
+                n->warnings, "legacy \"name\" key ignored (the table name is the server name)");
         else if (is_ignored_codex_key(k))
-            warnf(n->warnings, "\"%s\" has no cdsh equivalent; ignored", k);
+            cdsh__mcpimport_warnf(n->warnings, "\"%s\" has no cdsh equivalent; ignored", k);
         else
-            warnf(n->warnings, "unknown key \"%s\" ignored", k);
+            cdsh__mcpimport_warnf(n->warnings, "unknown key \"%s\" ignored", k);
     }
 }
 
@@ -448,7 +464,7 @@ static int add_server(const json_t *cand, bool codex, const char *raw, const jso
     resolve_command(&n);
     const char *tr = json_string_value(json_object_get(n.ir, "transport"));
     if (tr && strcmp(tr, "stdio") == 0 && json_object_size(json_object_get(n.ir, "headers")))
-        warnf(n.warnings, "headers are ignored for a stdio server");
+        cdsh__mcpimport_warnf(n.warnings, "headers are ignored for a stdio server");
     json_array_append_new(servers, n.ir);
     return 1;
 }
@@ -470,7 +486,8 @@ static int add_map(const json_t *cand, const json_t *map, json_t *servers, json_
         if (looks_like_server(v))
             count += add_server(cand, false, k, v, servers);
         else
-            warnf(notes, "%s\"%s\" is not a server (no command, url or type); ignored", where, k);
+            cdsh__mcpimport_warnf(
+                notes, "%s\"%s\" is not a server (no command, url or type); ignored", where, k);
     }
     return count;
 }
@@ -486,7 +503,7 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
         if (!t)
             return 0;
         if (!json_is_object(t)) {
-            warnf(notes, "mcp_servers is not a table; ignored");
+            cdsh__mcpimport_warnf(notes, "mcp_servers is not a table; ignored");
             return 0;
         }
         int count = 0;
@@ -497,7 +514,7 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
             if (json_is_object(v))
                 count += add_server(cand, true, k, v, servers);
             else
-                warnf(notes, "mcp_servers.%s is not a table; ignored", k);
+                cdsh__mcpimport_warnf(notes, "mcp_servers.%s is not a table; ignored", k);
         }
         return count;
     }
@@ -516,12 +533,13 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
             } else if (json_is_object(e))
                 count += add_map(cand, e, servers, notes, "");
             else
-                warnf(notes, "entry %zu of the server array is not an object; ignored", i);
+                cdsh__mcpimport_warnf(notes,
+                                      "entry %zu of the server array is not an object; ignored", i);
         }
         return count;
     }
     if (!json_is_object(doc)) {
-        warnf(notes, "the document is not an object or array of servers; ignored");
+        cdsh__mcpimport_warnf(notes, "the document is not an object or array of servers; ignored");
         return 0;
     }
     const json_t *wrapped = json_object_get(doc, "mcpServers");
@@ -529,12 +547,12 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
     if (!wrapped && json_is_object(json_object_get(doc, "servers"))) {
         wrapped = json_object_get(doc, "servers");
         wrap_key = "servers";
-        warnf(notes, "VS Code dialect (\"servers\") read best effort");
+        cdsh__mcpimport_warnf(notes, "VS Code dialect (\"servers\") read best effort");
     }
     if (!wrapped)
         return add_map(cand, doc, servers, notes, "top-level key ");
     if (!json_is_object(wrapped)) {
-        warnf(notes, "%s is not an object; ignored", wrap_key);
+        cdsh__mcpimport_warnf(notes, "%s is not an object; ignored", wrap_key);
         return 0;
     }
     const char *k;
@@ -542,7 +560,7 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
     json_object_foreach((json_t *)doc, k, v)
     {
         if (strcmp(k, wrap_key) != 0)
-            warnf(notes, "top-level key \"%s\" ignored", k);
+            cdsh__mcpimport_warnf(notes, "top-level key \"%s\" ignored", k);
     }
     return add_map(cand, wrapped, servers, notes, "");
 }

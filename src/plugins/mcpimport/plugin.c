@@ -51,10 +51,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     cdsh_mcpimport_scan *scan = calloc(1, sizeof *scan);
     int rc = scan ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     if (rc == 0)
-        rc = cdsh_mcpimport_rootset_init(
-            &set, json_string_value(json_object_get(config, "claudeDir")),
-            json_string_value(json_object_get(config, "codexHome")),
-            (const char *const *)projects, err);
+        rc = cdsh_mcpimport_rootset_init(&set,
+                                         json_string_value(json_object_get(config, "claudeDir")),
+                                         json_string_value(json_object_get(config, "codexHome")),
+                                         (const char *const *)projects, err);
     if (rc != 0) {
         free(scan);
         cdsh_mcpimport_strv_free(projects), cdsh_mcpimport_strv_free(allow);

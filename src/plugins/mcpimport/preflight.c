@@ -15,9 +15,9 @@ static void reason(json_t *ir, const char *level, const char *code, const char *
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    json_array_append_new(json_object_get(ir, "reasons"),
-                          json_pack("{s:s, s:s, s:s}", "level", level, "code", code, "message",
-                                    buf));
+    json_array_append_new(
+        json_object_get(ir, "reasons"),
+        json_pack("{s:s, s:s, s:s}", "level", level, "code", code, "message", buf));
 }
 
 static const char *str(const json_t *o, const char *k)
@@ -61,8 +61,9 @@ static void check_stdio(json_t *ir, const cdsh_mcpimport_probe *probe)
             reason(ir, "blocked", "COMMAND_NOT_FOUND",
                    "command \"%s\" is a Windows path; it does not exist on this machine", cmd);
         else if (strchr(cmd, '/'))
-            reason(ir, "blocked", "COMMAND_NOT_FOUND", "command \"%s\" does not exist or is not "
-                                                       "executable",
+            reason(ir, "blocked", "COMMAND_NOT_FOUND",
+                   "command \"%s\" does not exist or is not "
+                   "executable",
                    cmd);
         else
             reason(ir, "blocked", "COMMAND_NOT_FOUND", "command \"%s\" is not on PATH", cmd);
@@ -134,8 +135,7 @@ static const char *raw_name(const json_t *ir, const char *orig_key)
 }
 
 /* Collisions: the first of a name wins, later ones are blocked. */
-static void check_names(json_t *list, const char *orig_key, const char *dup_code,
-                        const char *what)
+static void check_names(json_t *list, const char *orig_key, const char *dup_code, const char *what)
 {
     size_t i, j;
     json_t *a, *b;
@@ -153,8 +153,9 @@ static void check_names(json_t *list, const char *orig_key, const char *dup_code
                        "\"%s\" and \"%s\" (%s) both become %s \"%s\"", raw_name(a, orig_key),
                        raw_name(b, orig_key), wb, what, str(a, "name"));
             else {
-                reason(a, "blocked", dup_code, "%s \"%s\" is also defined in %s, which takes "
-                                               "precedence",
+                reason(a, "blocked", dup_code,
+                       "%s \"%s\" is also defined in %s, which takes "
+                       "precedence",
                        what, str(a, "name"), wb);
                 reason(b, "warn", dup_code, "%s \"%s\" is also defined in %s (shadowed)", what,
                        str(a, "name"), wa);
@@ -164,8 +165,7 @@ static void check_names(json_t *list, const char *orig_key, const char *dup_code
     }
 }
 
-void cdsh_mcpimport_preflight(json_t *servers, json_t *commands,
-                              const cdsh_mcpimport_probe *probe)
+void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe)
 {
     size_t i;
     json_t *ir;
@@ -194,8 +194,8 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands,
         json_array_foreach(json_object_get(ir, "warnings"), k, w)
         {
             const char *m = json_string_value(w);
-            reason(ir, "warn", strncmp(m, "disabled in", 11) == 0 ? "DISABLED_IN_SOURCE"
-                                                                  : "SEMANTIC_LOSS",
+            reason(ir, "warn",
+                   strncmp(m, "disabled in", 11) == 0 ? "DISABLED_IN_SOURCE" : "SEMANTIC_LOSS",
                    "%s", m);
         }
         finish(ir);

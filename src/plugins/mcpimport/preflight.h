@@ -29,8 +29,7 @@ typedef struct cdsh_mcpimport_probe {
  * A secret reference counts as resolved when its "resolvedFrom" is "env" or
  * "keyring" (secrets.c sets it); "default" gives DEFAULT_USED. probe may be
  * NULL (no machine checks). */
-void cdsh_mcpimport_preflight(json_t *servers, json_t *commands,
-                              const cdsh_mcpimport_probe *probe);
+void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe);
 
 /* "ok", "warn" or "blocked" of one judged IR ("ok" when not judged). */
 const char *cdsh_mcpimport_verdict(const json_t *ir);

@@ -128,8 +128,8 @@ int cdsh_mcpimport_register_server(cdsh_plugin_ctx *ctx, const json_t *ir,
         goto done;
     }
     pthread_mutex_init(&l->mu, NULL);
-    cdsh_mcp_client_opts o = {.name = name, .reconnect = true, .on_event = on_event,
-                              .event_arg = l};
+    cdsh_mcp_client_opts o = {
+        .name = name, .reconnect = true, .on_event = on_event, .event_arg = l};
     const json_t *t = json_object_get(ir, "toolCallTimeoutMs");
     o.call_timeout_ms = json_is_integer(t) ? json_integer_value(t) : 0;
     t = json_object_get(ir, "startupTimeoutMs");

@@ -193,9 +193,9 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
             const char *t = str(x, "transport");
             cdsh_strbuf_appendf(&b, "    %-8s %s  (%s: %s)\n", str(x, "verdict"), str(x, "name"),
                                 t ? t : "unsupported",
-                                str(x, "command")  ? str(x, "command")
-                                : str(x, "url") ? str(x, "url")
-                                                   : "-");
+                                str(x, "command") ? str(x, "command")
+                                : str(x, "url")   ? str(x, "url")
+                                                  : "-");
             where_text(&b, x);
             reasons_text(&b, x);
         }

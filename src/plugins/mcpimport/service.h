@@ -32,10 +32,10 @@ void cdsh_mcpimport_rootset_deinit(cdsh_mcpimport_rootset *set);
 cdsh_mcpimport_roots cdsh_mcpimport_rootset_view(const cdsh_mcpimport_rootset *set);
 
 typedef struct cdsh_mcpimport_scan {
-    json_t *servers;  /* judged server IR */
-    json_t *commands; /* judged command IR */
-    json_t *assets;   /* agents and skills (not imported) */
-    json_t *notes;    /* file-level notes */
+    json_t *servers;                 /* judged server IR */
+    json_t *commands;                /* judged command IR */
+    json_t *assets;                  /* agents and skills (not imported) */
+    json_t *notes;                   /* file-level notes */
     cdsh_mcpimport_secrets *secrets; /* values for register; never serialised */
 } cdsh_mcpimport_scan;
 

@@ -3,6 +3,8 @@
 #include "plugins/mcpimport/vars.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +12,7 @@
 
 /* Parses a reference at s ("${..."). On success fills the name span, the
  * fallback span (flen = -1 when absent) and returns the length consumed. */
-static size_t parse_ref(const char *s, const char **name, size_t *nlen, const char **fb,
-                        long *flen)
+static size_t parse_ref(const char *s, const char **name, size_t *nlen, const char **fb, long *flen)
 {
     if (s[0] != '$' || s[1] != '{')
         return 0;
@@ -119,4 +120,14 @@ char *cdsh_mcpimport_vars_subst_dup(const char *s, const char *name, const char 
         }
     }
     return cdsh_strbuf_take(&b, NULL);
+}
+
+void cdsh__mcpimport_warnf(json_t *arr, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(arr, json_string(buf));
 }

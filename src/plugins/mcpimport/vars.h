@@ -26,4 +26,8 @@ char *cdsh_mcpimport_vars_expand_dup(const char *s, cdsh_mcpimport_lookup_fn loo
 /* Owned copy of s with `${name}` (exactly, no default form) replaced by value. */
 char *cdsh_mcpimport_vars_subst_dup(const char *s, const char *name, const char *value);
 
+/* Layer-internal (normalise.c, commands.c): appends a formatted message
+ * (cut to 511 bytes) to the JSON array `arr`. */
+void cdsh__mcpimport_warnf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif
