@@ -85,9 +85,10 @@ static int measure(const char *label, const char *const *argv, figures *f)
     double secs = (double)(cdsh_clock_mono_ns() - t0) / 1e9;
     f->calls_per_s = THREADS * PAR_CALLS / secs;
     cdsh_mcp_client_free(cl);
-    printf("%-10s latency p50 %8.1f us  p99 %8.1f us  mean %8.1f us   throughput (%d threads) %9.0f "
-           "calls/s\n",
-           label, f->p50_us, f->p99_us, f->mean_us, THREADS, f->calls_per_s);
+    printf(
+        "%-10s latency p50 %8.1f us  p99 %8.1f us  mean %8.1f us   throughput (%d threads) %9.0f "
+        "calls/s\n",
+        label, f->p50_us, f->p99_us, f->mean_us, THREADS, f->calls_per_s);
     fflush(stdout);
     return 0;
 }

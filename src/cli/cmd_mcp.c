@@ -303,11 +303,16 @@ static void print_tools_text(const json_t *tools)
 static int client_cmd(int argc, char **argv, bool is_call)
 {
     static const struct option longopts[] = {
-        {"server", required_argument, NULL, 's'}, {"url", required_argument, NULL, 'u'},
-        {"name", required_argument, NULL, 'n'},   {"env", required_argument, NULL, 'e'},
-        {"header", required_argument, NULL, 'H'}, {"bearer", required_argument, NULL, 'b'},
-        {"timeout", required_argument, NULL, 'T'}, {"progress", no_argument, NULL, 'p'},
-        {"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+        {"server", required_argument, NULL, 's'},
+        {"url", required_argument, NULL, 'u'},
+        {"name", required_argument, NULL, 'n'},
+        {"env", required_argument, NULL, 'e'},
+        {"header", required_argument, NULL, 'H'},
+        {"bearer", required_argument, NULL, 'b'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"progress", no_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *server_cmd = NULL, *url = NULL, *name = "server", *bearer = NULL;
@@ -361,7 +366,10 @@ static int client_cmd(int argc, char **argv, bool is_call)
             free(k);
             break;
         }
-        case 'h': usage(stdout); status = 0; goto out;
+        case 'h':
+            usage(stdout);
+            status = 0;
+            goto out;
         default: usage(stderr); goto out;
         }
     }
@@ -372,7 +380,8 @@ static int client_cmd(int argc, char **argv, bool is_call)
     const char *tool = NULL;
     if (is_call) {
         if (optind >= argc) {
-            fprintf(stderr, "cdsh mcp call: which tool? (cdsh mcp call --server ... TOOL '{...}')\n");
+            fprintf(stderr,
+                    "cdsh mcp call: which tool? (cdsh mcp call --server ... TOOL '{...}')\n");
             goto out;
         }
         tool = argv[optind++];

@@ -6,9 +6,11 @@
 
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
+#include "cli/cmd_facade.h"
 #include "cli/cmd_import.h"
-#include "cli/cmd_sessions.h"
 #include "cli/cmd_mcp.h"
+#include "cli/cmd_profile.h"
+#include "cli/cmd_sessions.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
 #include "cli/cmd_tavern.h"
@@ -22,9 +24,14 @@ const cdsh_subcommand cdsh_subcommands[] = {
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
+    {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
+     cdsh_cmd_facade},
     {"import", "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
      cdsh_cmd_import},
-    {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server", cdsh_cmd_mcp},
+    {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server",
+     cdsh_cmd_mcp},
+    {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
+     cdsh_cmd_profile},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
     {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
     {"tavern", "import, inspect and export role-play cards, lorebooks, presets, personas, regex",

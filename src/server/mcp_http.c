@@ -41,6 +41,7 @@ struct hsession {
     pthread_mutex_t lock; /* streams, get */
     stream *streams;
     stream *get;
+    bool pending_changed; /* list_changed seen while no GET stream was open */
     hsession *next;
 };
 
@@ -188,6 +189,8 @@ static void hs_send(void *arg, const char *method, json_t *params)
     }
     if (target)
         stream_push(target, text, false);
+    else if (strcmp(method, "notifications/tools/list_changed") == 0)
+        hs->pending_changed = true; /* delivered when the client opens its GET stream */
     pthread_mutex_unlock(&hs->lock);
     free(text);
 }
@@ -286,9 +289,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 static enum MHD_Result reply_rpc_error(struct MHD_Connection *conn, unsigned status,
                                        const json_t *id, int64_t code, const char *message)
 {
-    json_t *e = json_pack("{s:s,s:O,s:{s:I,s:s}}", "jsonrpc", "2.0", "id",
-                          id ? (json_t *)id : json_null(), "error", "code", (json_int_t)code,
-                          "message", message);
+    json_t *e =
+        json_pack("{s:s,s:O,s:{s:I,s:s}}", "jsonrpc", "2.0", "id", id ? (json_t *)id : json_null(),
+                  "error", "code", (json_int_t)code, "message", message);
     char *text = e ? cdsh_json_dump_compact_dup(e) : NULL;
     json_decref(e);
     enum MHD_Result ret = reply(conn, status, "application/json", text ? text : "{}", NULL);
@@ -309,7 +312,7 @@ static json_t *response_msg(const json_t *id, json_t *result, int64_t code, cons
 
 /* ---- checks ------------------------------------------------------------------------ */
 
-static bool token_equal(const char *a, const char *b)
+bool cdsh__server_token_equal(const char *a, const char *b)
 {
     if (!a || !b)
         return false;
@@ -361,8 +364,8 @@ static void *call_worker(void *arg)
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
     char *msg = NULL;
-    if (cdsh_mcp_session_request(j->hs->ss, j->id, j->method, j->params, NULL, &result, &code,
-                                 &msg, &edata) != 0) {
+    if (cdsh_mcp_session_request(j->hs->ss, j->id, j->method, j->params, NULL, &result, &code, &msg,
+                                 &edata) != 0) {
         code = CDSH_JSONRPC_INTERNAL_ERROR;
         msg = strdup("out of memory");
     }
@@ -391,8 +394,7 @@ static void *call_worker(void *arg)
     return NULL;
 }
 
-static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs,
-                                   const cdsh_mcp_msg *m)
+static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m)
 {
     char key[80] = "";
     token_key(json_object_get(json_object_get(m->params, "_meta"), "progressToken"), key,
@@ -451,9 +453,9 @@ static enum MHD_Result post_sync(struct MHD_Connection *conn, hsession *hs, cons
         return reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
     json_t *resp = response_msg(m->id, result, code, msg, edata);
     char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
-    enum MHD_Result ret = text ? reply(conn, 200, "application/json", text, session_header)
-                               : reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR,
-                                                 "out of memory");
+    enum MHD_Result ret =
+        text ? reply(conn, 200, "application/json", text, session_header)
+             : reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
     free(text);
     json_decref(resp);
     json_decref(result);
@@ -498,7 +500,8 @@ static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, po
         ret = post_sync(conn, hs, &m, hs->id);
         goto out;
     }
-    if (m.kind == CDSH_MCP_MSG_REQUEST && !sid && (is_modern(&m) || strcmp(m.method, "server/discover") == 0)) {
+    if (m.kind == CDSH_MCP_MSG_REQUEST && !sid &&
+        (is_modern(&m) || strcmp(m.method, "server/discover") == 0)) {
         pthread_mutex_lock(&h->lock);
         hs = h->stateless;
         hs->refs++;
@@ -532,24 +535,33 @@ out:
 
 /* ---- GET / DELETE ----------------------------------------------------------------------- */
 
+/* The session named by Mcp-Session-Id (a reference), or NULL with the 400 /
+ * 404 answer queued in *ret. */
+static hsession *session_of(cdsh_mcp_http *h, struct MHD_Connection *conn, enum MHD_Result *ret)
+{
+    const char *sid = header(conn, "Mcp-Session-Id");
+    hsession *hs = sid ? hs_find(h, sid) : NULL;
+    if (!sid)
+        *ret = reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
+                               "Bad Request: Mcp-Session-Id header is required");
+    else if (!hs)
+        *ret = reply_rpc_error(conn, 404, NULL, CDSH_JSONRPC_INVALID_REQUEST, "Session not found");
+    return hs;
+}
+
 static enum MHD_Result do_get(cdsh_mcp_http *h, struct MHD_Connection *conn)
 {
     const char *accept = header(conn, "Accept");
     if (!accept || !strstr(accept, "text/event-stream"))
         return reply(conn, 406, "text/plain", "GET needs Accept: text/event-stream\n", NULL);
-    const char *sid = header(conn, "Mcp-Session-Id");
-    if (!sid)
-        return reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
-                               "Bad Request: Mcp-Session-Id header is required");
-    hsession *hs = hs_find(h, sid);
-    if (!hs)
-        return reply_rpc_error(conn, 404, NULL, CDSH_JSONRPC_INVALID_REQUEST, "Session not found");
     enum MHD_Result ret;
+    hsession *hs = session_of(h, conn, &ret);
+    if (!hs)
+        return ret;
     stream *st = stream_new(NULL);
-    struct MHD_Response *r =
-        st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
-                                               stream_response_free)
-           : NULL;
+    struct MHD_Response *r = st ? MHD_create_response_from_callback(
+                                      MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_response_free)
+                                : NULL;
     if (!r) {
         if (st)
             stream_unref(st);
@@ -564,6 +576,11 @@ static enum MHD_Result do_get(cdsh_mcp_http *h, struct MHD_Connection *conn)
     }
     st->refs = 2; /* response + session */
     hs->get = st;
+    if (hs->pending_changed) {
+        hs->pending_changed = false;
+        stream_push(st, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}",
+                    false);
+    }
     pthread_mutex_unlock(&hs->lock);
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
@@ -577,13 +594,10 @@ out:
 
 static enum MHD_Result do_delete(cdsh_mcp_http *h, struct MHD_Connection *conn)
 {
-    const char *sid = header(conn, "Mcp-Session-Id");
-    if (!sid)
-        return reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
-                               "Bad Request: Mcp-Session-Id header is required");
-    hsession *hs = hs_find(h, sid);
+    enum MHD_Result ret;
+    hsession *hs = session_of(h, conn, &ret);
     if (!hs)
-        return reply_rpc_error(conn, 404, NULL, CDSH_JSONRPC_INVALID_REQUEST, "Session not found");
+        return ret;
     hs_end(h, hs);
     hs_unref(hs);
     return reply(conn, 200, "text/plain", "", NULL);
@@ -592,8 +606,8 @@ static enum MHD_Result do_delete(cdsh_mcp_http *h, struct MHD_Connection *conn)
 /* ---- entry points ------------------------------------------------------------------------- */
 
 enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *conn,
-                                     const char *method, const char *upload,
-                                     size_t *upload_size, void **req_state)
+                                     const char *method, const char *upload, size_t *upload_size,
+                                     void **req_state)
 {
     post_buf *rs = *req_state;
     if (!rs) {
@@ -620,7 +634,7 @@ enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *co
         const char *auth = header(conn, "Authorization");
         const char *bearer = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
         const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-        if (!token_equal(bearer, h->token) && !token_equal(q, h->token))
+        if (!cdsh__server_token_equal(bearer, h->token) && !cdsh__server_token_equal(q, h->token))
             return reply(conn, 401, "text/plain",
                          "missing or wrong access token: send Authorization: Bearer <token>\n",
                          NULL);
@@ -718,8 +732,8 @@ int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
     addr.sin_port = htons(port);
     /* No MHD_USE_ERROR_LOG: clients that stop reading an SSE answer once they
      * have their response are normal, not errors worth printing. */
-    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-                                 0, NULL, NULL, standalone, h, MHD_OPTION_SOCK_ADDR, &addr,
+    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                                 NULL, NULL, standalone, h, MHD_OPTION_SOCK_ADDR, &addr,
                                  MHD_OPTION_NOTIFY_COMPLETED, completed, h,
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
     if (!h->daemon)

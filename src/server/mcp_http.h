@@ -10,6 +10,7 @@
 #define CDSH_SERVER_MCP_HTTP_H
 
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -34,8 +35,8 @@ void cdsh_mcp_http_free(cdsh_mcp_http *h);
  * MHD's arguments through unchanged; *req_state must start NULL and be
  * released by cdsh_mcp_http_completed from MHD_OPTION_NOTIFY_COMPLETED. */
 enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *conn,
-                                     const char *method, const char *upload,
-                                     size_t *upload_size, void **req_state);
+                                     const char *method, const char *upload, size_t *upload_size,
+                                     void **req_state);
 void cdsh_mcp_http_completed(void **req_state);
 
 /* Standalone: listens on 127.0.0.1:port (0 = pick one) and serves /mcp.
@@ -45,5 +46,9 @@ uint16_t cdsh_mcp_http_port(const cdsh_mcp_http *h);
 
 /* Sets the port used for Host/Origin checks (when another daemon listens). */
 void cdsh_mcp_http_set_port(cdsh_mcp_http *h, uint16_t port);
+
+/* Layer-internal: constant-time token comparison (false when either is NULL),
+ * shared with web.c. */
+bool cdsh__server_token_equal(const char *a, const char *b);
 
 #endif

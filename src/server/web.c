@@ -22,17 +22,9 @@ struct cdsh_web {
     cdsh_mcp_http *mcp;
 };
 
-/* Constant-time comparison so the token cannot be probed byte by byte. */
-static int token_equal(const char *a, const char *b)
-{
-    if (!a || !b)
-        return 0;
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = (unsigned char)(la != lb);
-    for (size_t i = 0; i < la && i < lb; i++)
-        diff |= (unsigned char)(a[i] ^ b[i]);
-    return diff == 0;
-}
+/* Constant-time comparison so the token cannot be probed byte by byte
+ * (shared with the MCP endpoint, mcp_http.c). */
+#define token_equal cdsh__server_token_equal
 
 static int host_allowed(const cdsh_web *web, const char *host)
 {
@@ -73,7 +65,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         if (!token_equal(a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : NULL, web->token) &&
             !token_equal(q, web->token))
             return reply_text(conn, MHD_HTTP_UNAUTHORIZED,
-                              "missing or wrong access token: send Authorization: Bearer <token>\n");
+                              "missing or wrong access token: send Authorization: Bearer "
+                              "<token>\n");
         return cdsh_mcp_http_handle(web->mcp, conn, method, upload, upload_size, req_state);
     }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)

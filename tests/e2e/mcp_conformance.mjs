@@ -1,7 +1,7 @@
 // mcp_conformance.mjs — the official @modelcontextprotocol/conformance server
 // scenarios that apply to cdsh (no resources, prompts, completions, sampling or
-// elicitation; its tool scenarios need the conformance fixture's own tool
-// names) against `cdsh mcp --fixture --http`. Runs on Node 20 through the
+// elicitation; the tool scenarios call the fixture's test_* tools) against
+// `cdsh mcp --fixture --http`. Runs on Node 20 through the
 // fs.globSync shim in conformance-shim/.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +11,8 @@ import { assert, cdsh, here, startProcess, stop, runTests } from './mcp_lib.mjs'
 
 const conformance = join(here, '..', 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'logging-set-level',
-  'dns-rebinding-protection', 'server-sse-multiple-streams'];
+  'dns-rebinding-protection', 'server-sse-multiple-streams', 'tools-call-simple-text',
+  'tools-call-error', 'tools-call-image'];
 
 const srv = await startProcess(cdsh, ['mcp', '--fixture', '--http', '0', '--json'], { ready: (o) => o.includes('"url"') });
 const { url } = JSON.parse(srv.output().trim().split('\n')[0]);

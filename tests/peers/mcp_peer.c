@@ -90,16 +90,16 @@ static json_t *tool(const char *name, const char *desc)
 static json_t *all_tools(void)
 {
     json_t *t = json_array();
-    json_array_append_new(t, json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s}},s:[s]}}", "name", "echo",
-                                       "description", "Echoes text", "inputSchema", "type",
-                                       "object", "properties", "text", "type", "string",
-                                       "required", "text"));
+    json_array_append_new(t,
+                          json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s}},s:[s]}}", "name", "echo",
+                                    "description", "Echoes text", "inputSchema", "type", "object",
+                                    "properties", "text", "type", "string", "required", "text"));
     json_array_append_new(t, tool("slow", "Sleeps ms milliseconds with progress"));
     json_array_append_new(t, tool("fail", "Always fails"));
     json_t *st = tool("structured", "Returns structured content");
-    json_object_set_new(st, "outputSchema",
-                        json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "sum",
-                                  "type", "number"));
+    json_object_set_new(
+        st, "outputSchema",
+        json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "sum", "type", "number"));
     json_array_append_new(t, st);
     json_array_append_new(t, tool("env", "Prints the environment"));
     json_array_append_new(t, tool("die", "Exits mid-call"));
@@ -155,9 +155,9 @@ static void slow(json_t *id, json_t *params)
             if (method && strcmp(method, "notifications/cancelled") == 0 &&
                 json_equal(json_object_get(json_object_get(m, "params"), "requestId"), id)) {
                 if (log_file) {
-                    fprintf(log_file, "cancelled %s\n",
-                            json_string_value(json_object_get(json_object_get(m, "params"),
-                                                              "reason")));
+                    fprintf(
+                        log_file, "cancelled %s\n",
+                        json_string_value(json_object_get(json_object_get(m, "params"), "reason")));
                     fflush(log_file);
                 }
                 json_decref(m);
@@ -210,8 +210,8 @@ static void call(json_t *id, json_t *params)
         free(big);
     } else if (strcmp(name, "change") == 0) {
         changed = true;
-        send_json(json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method",
-                            "notifications/tools/list_changed"));
+        send_json(
+            json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", "notifications/tools/list_changed"));
         result(id, text_result("changed", 0));
     } else {
         rpc_error(id, -32602, "Unknown tool");

@@ -34,9 +34,8 @@ static void classify_recognises_the_four_message_kinds(void **state)
     (void)state;
     cdsh_mcp_msg m;
     json_t *v = NULL;
-    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}", &m,
-                                   NULL, &v),
-                     0);
+    assert_int_equal(
+        classify_text("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}", &m, NULL, &v), 0);
     assert_int_equal(m.kind, CDSH_MCP_MSG_REQUEST);
     assert_string_equal(m.method, "tools/list");
     assert_int_equal(json_integer_value(m.id), 7);
@@ -46,8 +45,8 @@ static void classify_recognises_the_four_message_kinds(void **state)
                      0);
     assert_int_equal(m.kind, CDSH_MCP_MSG_NOTIFICATION);
     json_decref(v);
-    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}", &m, NULL, &v),
-                     0);
+    assert_int_equal(
+        classify_text("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}", &m, NULL, &v), 0);
     assert_int_equal(m.kind, CDSH_MCP_MSG_RESULT);
     json_decref(v);
     assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
@@ -243,8 +242,8 @@ static void content_projection_matches_dsh(void **state)
     (void)state;
     json_t *c = json_pack("[{s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s},{s:s}]", "type", "text",
                           "text", "hello", "type", "resource_link", "name", "doc", "uri",
-                          "file:///doc", "type", "image", "mimeType", "image/png", "data", "AA==",
-                          "type", "resource_link", "uri", "x:", "type", "weird");
+                          "file:///doc", "type", "image", "mimeType", "image/png", "data",
+                          "AA==", "type", "resource_link", "uri", "x:", "type", "weird");
     char *t = cdsh_mcp_content_text_dup(c, "tool");
     assert_string_equal(t, "hello\nResource link: doc (file:///doc)\n[image unavailable: "
                            "image/png; raw image data remains available to programmatic "

@@ -66,8 +66,11 @@ static void reg(kernel *k, int slot, const char *name, cdsh_tool_body_fn fn, con
                 const char *out)
 {
     json_t *pin = json_loads(in, 0, NULL), *pout = json_loads(out, 0, NULL);
-    cdsh_tool_def def = {.name = name, .description = name, .parameters = pin,
-                         .output_schema = pout, .execute = fn,
+    cdsh_tool_def def = {.name = name,
+                         .description = name,
+                         .parameters = pin,
+                         .output_schema = pout,
+                         .execute = fn,
                          .is_concurrency_safe = cdsh_tools_always_safe};
     cdsh_error err = {0};
     if (cdsh_tools_register(k->tools, NULL, &def, &k->d[slot], &err) != 0)
@@ -82,7 +85,8 @@ static void kernel_init(kernel *k, const char *glob, size_t page)
     k->bus = cdsh_events_new();
     k->tools = cdsh_tools_new(k->bus);
     reg(k, 0, "echo", echo_body,
-        "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}",
+        "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":["
+        "\"text\"]}",
         "{\"type\":\"string\"}");
     reg(k, 1, "sum", sum_body,
         "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":"
@@ -217,9 +221,8 @@ static void raw_init(raw *r)
                            "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
     json_t *res = json_object_get(m, "result");
     assert_string_equal(json_string_value(json_object_get(res, "protocolVersion")), "2025-06-18");
-    assert_true(json_is_true(
-        json_object_get(json_object_get(json_object_get(res, "capabilities"), "tools"),
-                        "listChanged")));
+    assert_true(json_is_true(json_object_get(
+        json_object_get(json_object_get(res, "capabilities"), "tools"), "listChanged")));
     assert_string_equal(json_string_value(json_object_get(res, "instructions")), "test server");
     json_decref(m);
     raw_send(r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
@@ -270,9 +273,9 @@ static void unknown_initialize_version_gets_the_latest(void **state)
     raw_open(&r, &k);
     json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
                             "\"protocolVersion\":\"2030-01-01\",\"capabilities\":{}}}");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "result"),
-                                                          "protocolVersion")),
-                        "2025-11-25");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion")),
+        "2025-11-25");
     json_decref(m);
     raw_close(&r);
     kernel_deinit(&k);
@@ -297,9 +300,10 @@ static void tools_list_is_paged_with_opaque_cursors(void **state)
     assert_null(json_object_get(json_array_get(json_object_get(res, "tools"), 0),
                                 "outputSchema")); /* echo returns a string */
     char line[256];
-    snprintf(line, sizeof line,
-             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"cursor\":\"%s\"}}",
-             cursor);
+    snprintf(
+        line, sizeof line,
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"cursor\":\"%s\"}}",
+        cursor);
     json_decref(m);
     m = raw_rpc(&r, line);
     res = json_object_get(m, "result");
@@ -326,9 +330,8 @@ static void tools_call_maps_results_errors_and_structured_content(void **state)
     json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
                             "{\"name\":\"sum\",\"arguments\":{\"a\":2,\"b\":40}}}");
     json_t *res = json_object_get(m, "result");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(res, "structuredContent"),
-                                                        "sum")),
-                     42);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res, "structuredContent"), "sum")), 42);
     assert_string_equal(json_string_value(json_object_get(
                             json_array_get(json_object_get(res, "content"), 0), "text")),
                         "{\"sum\":42}");
@@ -374,9 +377,8 @@ static void cancellation_stops_the_tool_and_progress_flows(void **state)
     /* Heartbeat progress arrives while the tool runs. */
     json_t *n = raw_recv(&r);
     assert_string_equal(json_string_value(json_object_get(n, "method")), "notifications/progress");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(n, "params"),
-                                                          "progressToken")),
-                        "pt");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(n, "params"), "progressToken")), "pt");
     json_decref(n);
     raw_send(&r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
                  "{\"requestId\":\"w1\",\"reason\":\"stop\"}}");
@@ -431,9 +433,8 @@ static void stateless_requests_are_served_without_initialize(void **state)
     m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                     "\"echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"io.modelcontextprotocol/"
                     "protocolVersion\":\"2026-07-28\"}}}");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(m, "result"),
-                                                          "resultType")),
-                        "complete");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(m, "result"), "resultType")), "complete");
     json_decref(m);
     m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":"
                     "{\"io.modelcontextprotocol/protocolVersion\":\"2031-01-01\"}}}");
@@ -478,6 +479,13 @@ static void count_progress(void *arg, double progress, double total, const char 
     (*(int *)arg)++;
 }
 
+static void count_changes(void *arg, cdsh_mcp_client *cl, cdsh_mcp_client_event ev)
+{
+    (void)cl;
+    if (ev == CDSH_MCP_EVENT_TOOLS_CHANGED)
+        __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
 static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
 {
     (void)state;
@@ -495,22 +503,32 @@ static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), CDSH_EIO);
     assert_non_null(strstr(err.message, "HTTP 401"));
     o.bearer_token = "s3cret";
+    int changed = 0;
+    o.on_event = count_changes;
+    o.event_arg = &changed;
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), 0);
     json_t *tools = cdsh_mcp_client_tools_dup(cl);
     assert_int_equal(json_array_size(tools), 4); /* two pages of two */
     json_decref(tools);
+    /* list_changed reaches the client over its GET stream; it re-lists. */
+    reg(&k, 4, "late", echo_body, "{\"type\":\"object\"}", "{\"type\":\"string\"}");
+    for (int i = 0; i < 1000 && __atomic_load_n(&changed, __ATOMIC_SEQ_CST) == 0; i++)
+        usleep(10000);
+    assert_true(__atomic_load_n(&changed, __ATOMIC_SEQ_CST) >= 1);
+    tools = cdsh_mcp_client_tools_dup(cl);
+    assert_int_equal(json_array_size(tools), 5);
+    json_decref(tools);
     json_t *args = json_pack("{s:i,s:i}", "a", 1, "b", 2);
     json_t *res = NULL;
     assert_int_equal(cdsh_mcp_client_call(cl, "sum", args, NULL, &res, &err), 0);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(res, "structuredContent"),
-                                                        "sum")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res, "structuredContent"), "sum")), 3);
     json_decref(res);
     json_decref(args);
     /* Progress arrives over the SSE answer; the timeout cancels the call. */
     int count = 0;
-    cdsh_mcp_call_opts co = {.timeout_ms = 450, .on_progress = count_progress,
-                             .progress_arg = &count};
+    cdsh_mcp_call_opts co = {
+        .timeout_ms = 450, .on_progress = count_progress, .progress_arg = &count};
     int64_t start = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_mcp_client_call(cl, "wait", NULL, &co, &res, &err), CDSH_ETIMEDOUT);
     assert_true(cdsh_clock_mono_ms() - start < 3000);

@@ -63,7 +63,8 @@ static bool id_ok(const json_t *id)
 int cdsh_mcp_msg_classify(const json_t *msg, cdsh_mcp_msg *out, cdsh_error *err)
 {
     if (!out)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "cdsh_mcp_msg_classify: out is NULL");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "cdsh_mcp_msg_classify: out is NULL");
     memset(out, 0, sizeof *out);
     if (json_is_array(msg))
         return cdsh_error_set(err, CDSH_EUNSUPPORTED, "BATCH",
@@ -109,7 +110,8 @@ int cdsh_mcp_msg_classify(const json_t *msg, cdsh_mcp_msg *out, cdsh_error *err)
         return bad_msg(err, "\"id\" must be a string, an integer or null");
     if (!json_is_object(error) || !json_is_integer(json_object_get(error, "code")) ||
         !json_is_string(json_object_get(error, "message")))
-        return bad_msg(err, "\"error\" must be an object with an integer code and a string message");
+        return bad_msg(err,
+                       "\"error\" must be an object with an integer code and a string message");
     out->kind = CDSH_MCP_MSG_ERROR;
     out->id = id;
     out->error_code = json_integer_value(json_object_get(error, "code"));
@@ -121,7 +123,8 @@ int cdsh_mcp_msg_parse(const char *text, size_t len, json_t **json, cdsh_mcp_msg
                        cdsh_error *err)
 {
     if (!text || !json || !out)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "cdsh_mcp_msg_parse: NULL argument");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "cdsh_mcp_msg_parse: NULL argument");
     *json = NULL;
     cdsh_error perr = {0};
     json_t *v = cdsh_json_parse(text, len, CDSH_MCP_MAX_MESSAGE, &perr);
@@ -177,8 +180,8 @@ int cdsh_mcp_tool_check(const json_t *tool, cdsh_error *err)
 
 bool cdsh_mcp_tool_requires_task(const json_t *tool)
 {
-    const char *ts = json_string_value(
-        json_object_get(json_object_get(tool, "execution"), "taskSupport"));
+    const char *ts =
+        json_string_value(json_object_get(json_object_get(tool, "execution"), "taskSupport"));
     return ts && strcmp(ts, "required") == 0;
 }
 
@@ -415,8 +418,7 @@ static long env_find(char **env, size_t n, const char *name, size_t nlen)
     return -1;
 }
 
-char **cdsh_mcp_child_env_new(const char *const *parent, const json_t *server_env,
-                              cdsh_error *err)
+char **cdsh_mcp_child_env_new(const char *const *parent, const json_t *server_env, cdsh_error *err)
 {
     if (!parent)
         parent = (const char *const *)environ;

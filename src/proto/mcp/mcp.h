@@ -41,11 +41,11 @@ const char *cdsh_mcp_negotiate(const char *requested);
 
 /* ---- error codes (JSON-RPC standard ones are in base/jsonrpc.h) ---------- */
 enum {
-    CDSH_MCP_RESOURCE_NOT_FOUND = -32002,    /* <= 2025-11-25 */
-    CDSH_MCP_URL_ELICITATION = -32042,       /* 2025-11-25 */
-    CDSH_MCP_HEADER_MISMATCH = -32020,       /* 2026-07-28 */
-    CDSH_MCP_MISSING_CLIENT_CAP = -32021,    /* 2026-07-28 */
-    CDSH_MCP_UNSUPPORTED_VERSION = -32022,   /* 2026-07-28, data {supported, requested} */
+    CDSH_MCP_RESOURCE_NOT_FOUND = -32002,  /* <= 2025-11-25 */
+    CDSH_MCP_URL_ELICITATION = -32042,     /* 2025-11-25 */
+    CDSH_MCP_HEADER_MISMATCH = -32020,     /* 2026-07-28 */
+    CDSH_MCP_MISSING_CLIENT_CAP = -32021,  /* 2026-07-28 */
+    CDSH_MCP_UNSUPPORTED_VERSION = -32022, /* 2026-07-28, data {supported, requested} */
 };
 
 /* Caps and defaults shared by both sides. */
@@ -141,8 +141,7 @@ bool cdsh_mcp_env_name_scrubbed(const char *name);
  * `server_env` (an object of strings, borrowed, may be NULL) set on top.
  * Owned NULL-terminated array of owned strings; free with
  * cdsh_mcp_env_free. NULL on ENOMEM or a non-string value (err filled). */
-char **cdsh_mcp_child_env_new(const char *const *parent, const json_t *server_env,
-                              cdsh_error *err);
+char **cdsh_mcp_child_env_new(const char *const *parent, const json_t *server_env, cdsh_error *err);
 void cdsh_mcp_env_free(char **env);
 
 /* ---- notifications --------------------------------------------------------- */

@@ -150,10 +150,15 @@ static int ex_call(void *ud, const cdsh_mcp_call_ctx *ctx, const char *name, con
     snprintf(call_id, sizeof call_id, "%s:mcp-%llu", scope ? cdsh_scope_id(scope) : "mcp",
              (unsigned long long)n);
     cdsh_dispatch_input in = {
-        .call_id = call_id, .name = name, .args = args, .agent = scope, .cancel = ctx->cancel,
+        .call_id = call_id,
+        .name = name,
+        .args = args,
+        .agent = scope,
+        .cancel = ctx->cancel,
     };
-    cdsh_toolresult *res = cdsh_mcp_call_wants_progress(ctx) ? run_with_heartbeat(ex, ctx, &in)
-                                                             : cdsh_dispatch_execute(ex->tools, &in);
+    cdsh_toolresult *res = cdsh_mcp_call_wants_progress(ctx)
+                               ? run_with_heartbeat(ex, ctx, &in)
+                               : cdsh_dispatch_execute(ex->tools, &in);
     if (!res)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     json_t *r = json_object();
@@ -467,7 +472,8 @@ int cdsh_mcp_import_new(cdsh_mcp_client *client, cdsh_tools *tools,
                         const cdsh_mcp_import_opts *opts, cdsh_mcp_import **out, cdsh_error *err)
 {
     if (!client || !tools || !out)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "cdsh_mcp_import_new: NULL argument");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "cdsh_mcp_import_new: NULL argument");
     *out = NULL;
     cdsh_mcp_import *imp = calloc(1, sizeof *imp);
     if (!imp)

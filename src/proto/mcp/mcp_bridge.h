@@ -22,9 +22,9 @@
 typedef struct cdsh_mcp_export cdsh_mcp_export;
 
 typedef struct cdsh_mcp_export_opts {
-    const char *tools_glob;     /* fnmatch pattern over tool names; NULL = all */
-    cdsh_scope *parent_scope;   /* parent of each session's scope; NULL = global view */
-    int64_t progress_every_ms;  /* heartbeat progress while a call runs; 0 = 1000 */
+    const char *tools_glob;    /* fnmatch pattern over tool names; NULL = all */
+    cdsh_scope *parent_scope;  /* parent of each session's scope; NULL = global view */
+    int64_t progress_every_ms; /* heartbeat progress while a call runs; 0 = 1000 */
 } cdsh_mcp_export_opts;
 
 /* tools and bus are borrowed and must outlive the export; bus may be NULL
@@ -62,8 +62,7 @@ typedef struct cdsh_mcp_import_opts {
  * back every tool of this server (CDSH_EEXIST, code "TOOL_EXISTS"). The
  * client must outlive the import. */
 int cdsh_mcp_import_new(cdsh_mcp_client *client, cdsh_tools *tools,
-                        const cdsh_mcp_import_opts *opts, cdsh_mcp_import **out,
-                        cdsh_error *err);
+                        const cdsh_mcp_import_opts *opts, cdsh_mcp_import **out, cdsh_error *err);
 
 /* Re-registers from the client's current list (old generation kept on failure). */
 int cdsh_mcp_import_sync(cdsh_mcp_import *imp, cdsh_error *err);

@@ -309,8 +309,8 @@ static int stdio_open(conn *c, cdsh_error *err)
                                &cfg, err);
     if (!c->peer)
         return err ? err->rc : CDSH_ENOMEM;
-    static const char *const notes[] = {"notifications/progress", "notifications/tools/list_changed",
-                                        "notifications/message"};
+    static const char *const notes[] = {
+        "notifications/progress", "notifications/tools/list_changed", "notifications/message"};
     for (size_t i = 0; i < sizeof notes / sizeof *notes; i++)
         if ((rc = cdsh_jsonrpc_handle(c->peer, notes[i], stdio_notification, c, err)) != 0)
             return rc;
@@ -324,10 +324,10 @@ static int stdio_closed_error(conn *c, const char *method, cdsh_error *err)
 {
     cdsh_process_status st;
     char desc[96] = "closed its output";
-    if (cdsh_process_wait(c->proc, 500, NULL, &st, NULL) == 0)
+    if (cdsh_process_wait(c->proc, 2000, NULL, &st, NULL) == 0)
         cdsh_process_status_describe(&st, desc, sizeof desc);
     /* Give the drain a moment to read the child's last words (joined later). */
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < 100; i++) {
         pthread_mutex_lock(&c->tail_lock);
         bool done = c->drain_done || !c->err_started;
         pthread_mutex_unlock(&c->tail_lock);
@@ -384,11 +384,11 @@ static int http_post_msg(conn *c, json_t *msg, http_ctx *ctx, cdsh_error *err);
 /* A server → client request arriving over SSE: answer ping, refuse the rest. */
 static void http_answer(conn *c, const json_t *id, const char *method)
 {
-    json_t *resp = strcmp(method, "ping") == 0
-                       ? json_pack("{s:s,s:O,s:{}}", "jsonrpc", "2.0", "id", id, "result")
-                       : json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id, "error",
-                                   "code", CDSH_JSONRPC_METHOD_NOT_FOUND, "message",
-                                   "Method not found");
+    json_t *resp =
+        strcmp(method, "ping") == 0
+            ? json_pack("{s:s,s:O,s:{}}", "jsonrpc", "2.0", "id", id, "result")
+            : json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id, "error", "code",
+                        CDSH_JSONRPC_METHOD_NOT_FOUND, "message", "Method not found");
     if (!resp)
         return;
     http_ctx sub = {.c = c, .max = 1 << 20};
@@ -581,9 +581,9 @@ static int http_post_msg(conn *c, json_t *msg, http_ctx *ctx, cdsh_error *err)
         goto out;
     }
     if (status == 404 && c->session_id) {
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "SESSION_EXPIRED",
-                            "MCP server \"%s\" no longer knows session %s", cl->name,
-                            c->session_id);
+        rc =
+            cdsh_error_set(err, CDSH_ECLOSED, "SESSION_EXPIRED",
+                           "MCP server \"%s\" no longer knows session %s", cl->name, c->session_id);
         goto out;
     }
     if (status < 200 || status >= 300) {
@@ -599,9 +599,9 @@ static int http_post_msg(conn *c, json_t *msg, http_ctx *ctx, cdsh_error *err)
         cdsh_mcp_msg m;
         cdsh_error perr = {0};
         if (cdsh_mcp_msg_parse(ctx->body.data, ctx->body.len, &v, &m, &perr) != 0) {
-            rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE",
-                                "MCP server \"%s\" sent a bad response: %s", cl->name,
-                                perr.message);
+            rc =
+                cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE",
+                               "MCP server \"%s\" sent a bad response: %s", cl->name, perr.message);
             goto out;
         }
         if ((m.kind == CDSH_MCP_MSG_RESULT || m.kind == CDSH_MCP_MSG_ERROR) &&
@@ -945,8 +945,8 @@ static int list_all(cdsh_mcp_client *cl, conn *c, int64_t timeout_ms, cdsh_cance
             const char *nm = json_string_value(json_object_get(t, "name"));
             if (json_object_get(seen, nm)) {
                 rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_TOOLS",
-                                    "MCP server \"%s\" listed tool \"%s\" more than once",
-                                    cl->name, nm);
+                                    "MCP server \"%s\" listed tool \"%s\" more than once", cl->name,
+                                    nm);
                 json_decref(res);
                 goto out;
             }
@@ -1097,7 +1097,8 @@ int cdsh_mcp_client_connect(const cdsh_mcp_client_opts *opts, cdsh_mcp_client **
     if ((opts->argv == NULL) == (opts->url == NULL) || (opts->argv && !opts->argv[0]))
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
                               "MCP server \"%s\": give either a command or a URL", opts->name);
-    if (opts->url && strncmp(opts->url, "http://", 7) != 0 && strncmp(opts->url, "https://", 8) != 0)
+    if (opts->url && strncmp(opts->url, "http://", 7) != 0 &&
+        strncmp(opts->url, "https://", 8) != 0)
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_URL",
                               "MCP server \"%s\": URL must start with http:// or https://",
                               opts->name);
@@ -1137,9 +1138,10 @@ int cdsh_mcp_client_connect(const cdsh_mcp_client_opts *opts, cdsh_mcp_client **
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
     cl->init_timeout_ms = opts->init_timeout_ms > 0 ? opts->init_timeout_ms : 30000;
-    cl->call_timeout_ms = opts->call_timeout_ms > 0 ? opts->call_timeout_ms : CDSH_MCP_CALL_TIMEOUT_MS;
-    cl->max_instr = opts->max_instruction_bytes ? opts->max_instruction_bytes
-                                                : CDSH_MCP_MAX_INSTRUCTIONS;
+    cl->call_timeout_ms =
+        opts->call_timeout_ms > 0 ? opts->call_timeout_ms : CDSH_MCP_CALL_TIMEOUT_MS;
+    cl->max_instr =
+        opts->max_instruction_bytes ? opts->max_instruction_bytes : CDSH_MCP_MAX_INSTRUCTIONS;
     cl->max_message = opts->max_message ? opts->max_message : CDSH_MCP_MAX_MESSAGE;
     cl->stderr_inherit = opts->stderr_inherit;
     cl->reconnect = opts->reconnect;
@@ -1275,7 +1277,8 @@ int cdsh_mcp_client_call(cdsh_mcp_client *cl, const char *tool, const json_t *ar
                          const cdsh_mcp_call_opts *opts, json_t **result, cdsh_error *err)
 {
     if (!cl || !tool || !result)
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "cdsh_mcp_client_call: NULL argument");
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "cdsh_mcp_client_call: NULL argument");
     *result = NULL;
     cdsh_mcp_call_opts none = {0};
     if (!opts)
@@ -1319,11 +1322,13 @@ int cdsh_mcp_client_call(cdsh_mcp_client *cl, const char *tool, const json_t *ar
         pthread_mutex_unlock(&cl->plock);
     }
     if (rc == CDSH_ETIMEDOUT)
-        cdsh_error_set(err, rc, "TIMEOUT", "MCP tool \"%s\" on server \"%s\" timed out after %lld ms",
-                       tool, cl->name, (long long)timeout);
+        cdsh_error_set(err, rc, "TIMEOUT",
+                       "MCP tool \"%s\" on server \"%s\" timed out after %lld ms", tool, cl->name,
+                       (long long)timeout);
     else if (rc == CDSH_EPROTO && rerr.message)
-        cdsh_error_set(err, rc, "RPC_ERROR", "MCP server \"%s\" refused tools/call %s: %s (code %lld)",
-                       cl->name, tool, rerr.message, (long long)rerr.code);
+        cdsh_error_set(err, rc, "RPC_ERROR",
+                       "MCP server \"%s\" refused tools/call %s: %s (code %lld)", cl->name, tool,
+                       rerr.message, (long long)rerr.code);
     if (rc == CDSH_ECLOSED && c->http)
         conn_lost(c);
     cdsh_jsonrpc_remote_error_clear(&rerr);
@@ -1340,9 +1345,8 @@ int cdsh_mcp_client_call(cdsh_mcp_client *cl, const char *tool, const json_t *ar
     }
     if (legacy) {
         /* Old-style result without content: one text block with its JSON. */
-        char *text = cdsh_json_dump_compact_dup(json_object_get(res, "toolResult")
-                                                    ? json_object_get(res, "toolResult")
-                                                    : res);
+        char *text = cdsh_json_dump_compact_dup(
+            json_object_get(res, "toolResult") ? json_object_get(res, "toolResult") : res);
         json_t *fixed = cdsh_mcp_text_result_new(text ? text : "", NULL, false);
         free(text);
         json_decref(res);

@@ -36,19 +36,19 @@ typedef void (*cdsh_mcp_client_event_fn)(void *arg, cdsh_mcp_client *client,
 /* Everything is borrowed for the duration of cdsh_mcp_client_connect only
  * (copied). Exactly one of argv and url. */
 typedef struct cdsh_mcp_client_opts {
-    const char *name;         /* server name (messages, public tool names); required */
-    const char *const *argv;  /* stdio: command and arguments, NULL-terminated */
-    const json_t *env;        /* stdio: object of strings set on top of the scrubbed env */
-    const char *cwd;          /* stdio: NULL = inherit */
-    const char *url;          /* Streamable HTTP endpoint */
-    const json_t *headers;    /* http: object of strings, sent on every request */
-    const char *bearer_token; /* http: sent as "Authorization: Bearer <token>" */
-    int64_t init_timeout_ms;  /* initialize + first tools/list; 0 = 30000 */
-    int64_t call_timeout_ms;  /* default per-call timeout; 0 = 60000 */
+    const char *name;             /* server name (messages, public tool names); required */
+    const char *const *argv;      /* stdio: command and arguments, NULL-terminated */
+    const json_t *env;            /* stdio: object of strings set on top of the scrubbed env */
+    const char *cwd;              /* stdio: NULL = inherit */
+    const char *url;              /* Streamable HTTP endpoint */
+    const json_t *headers;        /* http: object of strings, sent on every request */
+    const char *bearer_token;     /* http: sent as "Authorization: Bearer <token>" */
+    int64_t init_timeout_ms;      /* initialize + first tools/list; 0 = 30000 */
+    int64_t call_timeout_ms;      /* default per-call timeout; 0 = 60000 */
     size_t max_instruction_bytes; /* 0 = 32768; a server over it is refused */
-    size_t max_message;       /* longest accepted frame; 0 = 16 MiB */
-    bool stderr_inherit;      /* stdio: the child's stderr goes to ours (else kept as a tail) */
-    bool reconnect;           /* reconnect after a lost connection */
+    size_t max_message;           /* longest accepted frame; 0 = 16 MiB */
+    bool stderr_inherit;          /* stdio: the child's stderr goes to ours (else kept as a tail) */
+    bool reconnect;               /* reconnect after a lost connection */
     int64_t reconnect_initial_ms; /* 0 = 500 */
     int64_t reconnect_max_ms;     /* 0 = 30000 */
     int reconnect_max_attempts;   /* 0 = 10 */
@@ -91,12 +91,15 @@ json_t *cdsh_mcp_client_tools_dup(cdsh_mcp_client *client);
  * pages (CDSH_EPROTO "BAD_TOOLS"). */
 int cdsh_mcp_client_refresh_tools(cdsh_mcp_client *client, cdsh_cancel *cancel, cdsh_error *err);
 
-typedef void (*cdsh_mcp_progress_fn)(void *arg, double progress, double total,
-                                     const char *message);
+/* Progress callback: runs on the connection's dispatcher thread (stdio) or
+ * the request's thread (HTTP), while the call is pending. Over stdio,
+ * notifications sent just before the result may be dropped: the result
+ * completes the call first. total < 0 when the server sent none. */
+typedef void (*cdsh_mcp_progress_fn)(void *arg, double progress, double total, const char *message);
 
 typedef struct cdsh_mcp_call_opts {
-    int64_t timeout_ms;          /* 0 = the client's default; < 0 = none */
-    cdsh_cancel *cancel;         /* may be NULL */
+    int64_t timeout_ms;               /* 0 = the client's default; < 0 = none */
+    cdsh_cancel *cancel;              /* may be NULL */
     cdsh_mcp_progress_fn on_progress; /* non-NULL: a progressToken is sent */
     void *progress_arg;
 } cdsh_mcp_call_opts;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/jsonrpc.h"
 #include "base/log.h"
 #include "proto/mcp/mcp.h"
@@ -278,8 +279,8 @@ static void do_discover(cdsh_mcp_session *ss, reply *r)
         json_array_append_new(versions, json_string(cdsh_mcp_legacy_versions[i]));
     json_array_append_new(versions, json_string(CDSH_MCP_V2026_07_28));
     r->result = json_pack("{s:s,s:o,s:o,s:i,s:s,s:{s:{s:s,s:s}}}", "resultType", "complete",
-                          "supportedVersions", versions, "capabilities", capabilities(), "ttlMs",
-                          0, "cacheScope", "private", "_meta", "io.modelcontextprotocol/serverInfo",
+                          "supportedVersions", versions, "capabilities", capabilities(), "ttlMs", 0,
+                          "cacheScope", "private", "_meta", "io.modelcontextprotocol/serverInfo",
                           "name", s->name, "version", s->version);
     if (r->result && s->instructions)
         json_object_set_new(r->result, "instructions", json_string(s->instructions));
@@ -342,8 +343,7 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
         return;
     }
     if (args && !json_is_object(args) && !json_is_null(args)) {
-        fail(r, CDSH_JSONRPC_INVALID_PARAMS, "tools/call arguments of %s must be an object",
-             name);
+        fail(r, CDSH_JSONRPC_INVALID_PARAMS, "tools/call arguments of %s must be an object", name);
         return;
     }
     inflight f = {.id = id ? json_deep_copy(id) : NULL, .cancel = cdsh_cancel_new(cancel)};
@@ -369,8 +369,8 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
     if (closing) {
         fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "MCP session is closing%s", NULL);
     } else {
-        cdsh_mcp_call_ctx ctx = {.cancel = f.cancel, .session = ss, .session_ud = ss->ud,
-                                 .priv = &priv};
+        cdsh_mcp_call_ctx ctx = {
+            .cancel = f.cancel, .session = ss, .session_ud = ss->ud, .priv = &priv};
         json_t *empty = json_object();
         cdsh_error err = {0};
         int rc = s->p.call_tool(s->p.ud, &ctx, name, json_is_object(args) ? args : empty,
@@ -381,7 +381,8 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
         else if (rc == CDSH_EINVAL)
             fail(r, CDSH_JSONRPC_INVALID_PARAMS, "%s", err.message);
         else if (rc != 0)
-            fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "%s", err.message[0] ? err.message : "tool failed");
+            fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "%s",
+                 err.message[0] ? err.message : "tool failed");
         pthread_mutex_lock(&ss->lock);
         for (inflight **p = &ss->calls; *p; p = &(*p)->next)
             if (*p == &f) {
@@ -406,8 +407,8 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
     *emsg = NULL;
     *edata = NULL;
     *ecode = 0;
-    const char *mver = json_string_value(
-        json_object_get(json_object_get(params, "_meta"), META_VERSION));
+    const char *mver =
+        json_string_value(json_object_get(json_object_get(params, "_meta"), META_VERSION));
     bool modern = false;
     if (mver) {
         if (!cdsh_mcp_version_is_modern(mver) && !cdsh_mcp_version_known(mver)) {
@@ -431,8 +432,9 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
     else if (!has_version && !modern &&
              (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
               strcmp(method, "logging/setLevel") == 0))
-        fail(&r, CDSH_JSONRPC_INVALID_REQUEST, "the session is not initialized: send initialize "
-                                               "first%s",
+        fail(&r, CDSH_JSONRPC_INVALID_REQUEST,
+             "the session is not initialized: send initialize "
+             "first%s",
              NULL);
     else if (strcmp(method, "tools/list") == 0)
         do_list(ss, params, &r);
@@ -472,6 +474,7 @@ typedef struct stdio_srv {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int workers;
+    uint64_t handled; /* messages that reached stdio_handler */
 } stdio_srv;
 
 static void stdio_send(void *arg, const char *method, json_t *params)
@@ -485,11 +488,10 @@ static void answer(stdio_srv *st, cdsh_jsonrpc_request *req)
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
     char *msg = NULL;
-    int rc = cdsh_mcp_session_request(st->session, cdsh_jsonrpc_request_id(req),
-                                      cdsh_jsonrpc_request_method(req),
-                                      cdsh_jsonrpc_request_params(req),
-                                      cdsh_jsonrpc_request_cancel_get(req), &result, &code, &msg,
-                                      &edata);
+    int rc = cdsh_mcp_session_request(
+        st->session, cdsh_jsonrpc_request_id(req), cdsh_jsonrpc_request_method(req),
+        cdsh_jsonrpc_request_params(req), cdsh_jsonrpc_request_cancel_get(req), &result, &code,
+        &msg, &edata);
     if (rc != 0)
         cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory", NULL, NULL);
     else if (result)
@@ -524,6 +526,9 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     (void)peer;
     stdio_srv *st = arg;
     const char *method = cdsh_jsonrpc_request_method(req);
+    pthread_mutex_lock(&st->lock);
+    st->handled++;
+    pthread_mutex_unlock(&st->lock);
     if (cdsh_jsonrpc_request_is_notification(req)) {
         cdsh_mcp_session_notification(st->session, method, cdsh_jsonrpc_request_params(req));
         return;
@@ -553,6 +558,28 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     pthread_attr_destroy(&attr);
 }
 
+/* The client closed its side: requests it sent before EOF still get their
+ * answers (`printf '...' | cdsh mcp` works for initialize, tools/list, ...).
+ * Tool calls still running are cancelled by the peer (a client that closes
+ * stdin has left) and answer with their aborted result. Waits for the
+ * dispatcher to drain what was read (at most 2 s) and for the calls to
+ * return, unless stop fires. */
+static void finish_after_eof(stdio_srv *st, cdsh_cancel *stop)
+{
+    int64_t drain_deadline = cdsh_clock_mono_ms() + 2000;
+    for (;;) {
+        cdsh_jsonrpc_stats stats;
+        cdsh_jsonrpc_stats_get(st->peer, &stats);
+        uint64_t expected = stats.frames_in - stats.malformed - stats.oversize - stats.invalid;
+        pthread_mutex_lock(&st->lock);
+        bool drained = st->handled >= expected || cdsh_clock_mono_ms() > drain_deadline;
+        bool idle = drained && st->workers == 0;
+        pthread_mutex_unlock(&st->lock);
+        if (idle || cdsh_cancel_wait(stop, 10))
+            return;
+    }
+}
+
 int cdsh_mcp_serve_fds(cdsh_mcp_server *server, int rfd, int wfd, cdsh_cancel *stop,
                        cdsh_error *err)
 {
@@ -576,6 +603,8 @@ int cdsh_mcp_serve_fds(cdsh_mcp_server *server, int rfd, int wfd, cdsh_cancel *s
         goto out;
     while (!cdsh_jsonrpc_is_closed(st.peer) && !cdsh_cancel_wait(stop, 100))
         ;
+    if (!cdsh_cancel_is_fired(stop))
+        finish_after_eof(&st, stop);
 out:
     if (st.session)
         session_unlink(st.session);

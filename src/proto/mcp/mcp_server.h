@@ -24,9 +24,9 @@ typedef struct cdsh_mcp_call_ctx cdsh_mcp_call_ctx;
 
 /* What a tool body sees of its MCP call. */
 struct cdsh_mcp_call_ctx {
-    cdsh_cancel *cancel;        /* fires on notifications/cancelled or disconnect */
-    cdsh_mcp_session *session;  /* the calling session */
-    void *session_ud;           /* the provider's per-session state */
+    cdsh_cancel *cancel;       /* fires on notifications/cancelled or disconnect */
+    cdsh_mcp_session *session; /* the calling session */
+    void *session_ud;          /* the provider's per-session state */
     struct cdsh__mcp_call *priv;
 };
 
