@@ -128,6 +128,39 @@ static void enabled_server_tools_are_filtered_called_and_removed_on_unload(void 
     destroy(&f);
 }
 
+static void per_call_timeout_comes_from_the_imported_config(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    char path[1200], text[1024];
+    snprintf(path, sizeof path, "%s/config.toml", f.codex);
+    snprintf(text, sizeof text,
+             "[mcp_servers.peer]\ncommand = \"%s\"\nenabled_tools = [\"slow\"]\n"
+             "tool_timeout_sec = 0.3\n",
+             f.peer);
+    cdsh_test_write_file(path, text);
+    cdsh_host *host = cdsh_host_new();
+    json_t *cfg = json_pack("{s:[s], s:s, s:s}", "servers", "peer", "claudeDir", f.claude,
+                            "codexHome", f.codex);
+    cdsh_plugin *pl = NULL;
+    assert_int_equal(cdsh_plugin_load(host, &cdsh_mcpimport_plugin, cfg, &pl, NULL), 0);
+    json_t *args = json_pack("{s:i}", "ms", 5000);
+    cdsh_dispatch_input in = {.call_id = "t1", .name = "mcp__peer__slow", .args = args};
+    cdsh_toolresult *res = cdsh_dispatch_execute(cdsh_host_tools(host), &in);
+    json_t *j = cdsh_toolresult_to_json(res);
+    char *dump = json_dumps(j, 0);
+    assert_non_null(
+        strstr(dump, "MCP tool \\\"slow\\\" on server \\\"peer\\\" timed out after 300 ms"));
+    free(dump);
+    json_decref(j);
+    cdsh_toolresult_free(res);
+    json_decref(args);
+    cdsh_host_free(host);
+    json_decref(cfg);
+    destroy(&f);
+}
+
 static void nothing_enabled_registers_nothing(void **state)
 {
     (void)state;
@@ -145,6 +178,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(enabled_command_runs_with_placeholders_and_unloads),
         cmocka_unit_test(enabled_server_tools_are_filtered_called_and_removed_on_unload),
+        cmocka_unit_test(per_call_timeout_comes_from_the_imported_config),
         cmocka_unit_test(nothing_enabled_registers_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
