@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cmd_chat.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
+#include "cli/cmd_exec.h"
+#include "cli/cmd_run.h"
 #include "cli/cmd_facade.h"
 #include "cli/cmd_import.h"
 #include "cli/cmd_mcp.h"
@@ -20,9 +23,15 @@
 /* Order does not matter: --help sorts by name. Branches add lines here
  * concurrently, so .gitattributes merges this file with the union driver. */
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"chat", "chat with the model in the terminal (streamed, /commands, Ctrl-C cancels)",
+     cdsh_cmd_chat},
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
+    {"exec", "run a slash command for a session: cdsh exec \"/cmd args\" --session ID",
+     cdsh_cmd_exec},
+    {"run", "run one agent turn headless: cdsh run \"<prompt>\" [--session ID] [--json]",
+     cdsh_cmd_run},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
     {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
      cdsh_cmd_facade},
