@@ -14,7 +14,7 @@ static int is_wide(unsigned cp)
            (cp >= 0x20000 && cp <= 0x3FFFF);
 }
 
-size_t cdsh_tavern_tokens_count(const char *s, size_t n)
+void cdsh_tavern_tokens_add(cdsh_tavern_tokens_tally *t, const char *s, size_t n)
 {
     size_t wide = 0, other = 0, i = 0;
     while (i < n) {
@@ -37,8 +37,21 @@ size_t cdsh_tavern_tokens_count(const char *s, size_t n)
             other++;
         i += len;
     }
+    t->wide += wide;
+    t->other += other;
+}
+
+size_t cdsh_tavern_tokens_total(const cdsh_tavern_tokens_tally *t)
+{
     /* ceil(other / 3.35) in integers: (other * 100 + 334) / 335. */
-    return wide + (other * 100 + 334) / 335;
+    return t->wide + (t->other * 100 + 334) / 335;
+}
+
+size_t cdsh_tavern_tokens_count(const char *s, size_t n)
+{
+    cdsh_tavern_tokens_tally t = {0, 0};
+    cdsh_tavern_tokens_add(&t, s, n);
+    return cdsh_tavern_tokens_total(&t);
 }
 
 size_t cdsh_tavern_tokens_count_str(const char *s)

@@ -12,4 +12,13 @@ size_t cdsh_tavern_tokens_count(const char *s, size_t n);
 /* Same for a NUL-terminated string (NULL counts 0). */
 size_t cdsh_tavern_tokens_count_str(const char *s);
 
+/* Incremental counting: add pieces, read the estimate of their
+ * concatenation (exact, since the estimate only depends on the counts). */
+typedef struct cdsh_tavern_tokens_tally {
+    size_t wide, other;
+} cdsh_tavern_tokens_tally;
+
+void cdsh_tavern_tokens_add(cdsh_tavern_tokens_tally *t, const char *s, size_t n);
+size_t cdsh_tavern_tokens_total(const cdsh_tavern_tokens_tally *t);
+
 #endif

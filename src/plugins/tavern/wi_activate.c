@@ -1,0 +1,1568 @@
+/* wi_activate.c — world-info activation as SillyTavern's checkWorldInfo does
+ * it (see wi_activate.h). Entries are read once into C structs; the scan
+ * loop, groups, probability and budget work on those. Output strings and the
+ * trigger log are built as JSON at the end. Prompt assembly is elsewhere. */
+#include "plugins/tavern/wi_activate.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "base/utf8.h"
+#include "plugins/tavern/jsregex.h"
+#include "plugins/tavern/seed.h"
+#include "plugins/tavern/tokens.h"
+
+#define MAX_SCAN_DEPTH 1000
+#define DEFAULT_DEPTH 4
+#define DEFAULT_WEIGHT 100
+
+enum { ST_NONE = 0, ST_INITIAL = 1, ST_RECURSION = 2, ST_MIN_ACTIVATIONS = 3 };
+enum { POS_BEFORE, POS_AFTER, POS_AN_TOP, POS_AN_BOTTOM, POS_DEPTH, POS_EM_TOP, POS_EM_BOTTOM,
+       POS_OUTLET };
+
+typedef struct wi_entry {
+    const json_t *src;
+    const char *book;
+    json_int_t uid;
+    char *id; /* "book.uid" */
+    const char *comment;
+    char *content; /* decorators stripped; macro-expanded when activated */
+    const json_t *keys, *keys2;
+    int logic, order, position, depth, role, weight;
+    int delay_rec; /* delayUntilRecursion level, 0 = off */
+    int scan_depth, case_sens, whole, scoring; /* -1: use the global setting */
+    int sticky, cooldown, delay;
+    double probability;
+    bool selective, constant, disable, exclude_rec, prevent_rec, use_prob, group_override;
+    bool ignore_budget, dec_activate, dec_dont, has_match_flags;
+    char **groups;
+    size_t ngroups;
+    const char *group_raw, *outlet;
+    uint32_t hash;
+    size_t index;
+    /* Run state. */
+    bool is_sticky, is_cooldown, is_delay;
+    bool activated, failed_prob, truncated, turn_local;
+    char reason[160];
+} wi_entry;
+
+typedef struct scan_cache {
+    int depth;
+    char *raw, *low;
+} scan_cache;
+
+typedef struct run {
+    const cdsh_tavern_wi_input *in;
+    const cdsh_tavern_wi_settings *s;
+    wi_entry *e;
+    size_t n;
+    char **msgs; /* newest first, "Name: text", trimmed */
+    size_t nmsgs;
+    cdsh_strbuf recurse; /* joined recursion buffer (each piece prefixed by JOINER) */
+    bool has_recurse;
+    int skew;
+    scan_cache *cache;
+    size_t ncache;
+    json_t *re_cache; /* key text -> index into res */
+    cdsh_tavern_jsre **res;
+    size_t nres;
+    cdsh_tavern_rng rng;
+    json_t *timed; /* the state worked on */
+    wi_entry **activated; /* activation order */
+    size_t nactivated;
+} run;
+
+void cdsh_tavern_wi_settings_default(cdsh_tavern_wi_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->scan_depth = 2;
+    s->context_percent = 25;
+    s->max_context = 128000;
+    s->token_budget = 8192;
+    s->recursive = true;
+    s->include_names = true;
+    s->character_strategy = CDSH_TAVERN_WI_CHARACTER_FIRST;
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static int jint(const json_t *o, const char *k, int dflt)
+{
+    json_t *v = json_object_get(o, k);
+    if (json_is_integer(v))
+        return (int)json_integer_value(v);
+    if (json_is_real(v))
+        return (int)json_real_value(v);
+    if (json_is_string(v) && *json_string_value(v)) {
+        char *end;
+        long l = strtol(json_string_value(v), &end, 10);
+        return *end ? dflt : (int)l;
+    }
+    return dflt;
+}
+
+/* A tri-state boolean: -1 when null/absent. */
+static int jtri(const json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+static bool jbool(const json_t *o, const char *k) { return json_is_true(json_object_get(o, k)); }
+
+static void reason(wi_entry *e, bool fired, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void reason(wi_entry *e, bool fired, const char *fmt, ...)
+{
+    (void)fired;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->reason, sizeof e->reason, fmt, ap);
+    va_end(ap);
+}
+
+/* Unicode simple lowercase for the common alphabets (ASCII, Latin-1,
+ * Latin Extended-A, Greek, Cyrillic); other code points are kept. */
+static uint32_t lower_cp(uint32_t c)
+{
+    if (c < 0x80)
+        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+    if ((c >= 0xC0 && c <= 0xDE && c != 0xD7))
+        return c + 32;
+    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x138 && c != 0x149 && c != 0x17F) {
+        bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
+        if (odd_upper)
+            return (c & 1) ? c + 1 : c;
+        return (c & 1) ? c : c + 1;
+    }
+    if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
+        return c + 32;
+    if (c >= 0x410 && c <= 0x42F)
+        return c + 32;
+    if (c >= 0x400 && c <= 0x40F)
+        return c + 80;
+    return c;
+}
+
+static char *lower_dup(const char *s, size_t n)
+{
+    char *out = malloc(n * 2 + 1), *w = out;
+    if (!out)
+        return NULL;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char b = (unsigned char)s[i];
+        if (b < 0x80) {
+            *w++ = (char)((b >= 'A' && b <= 'Z') ? b + 32 : b);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t len;
+        if (cdsh_utf8_decode(s + i, n - i, &cp, &len) < 0) {
+            size_t k = len ? len : 1;
+            memcpy(w, s + i, k);
+            w += k;
+            i += k;
+            continue;
+        }
+        w += cdsh_utf8_encode(lower_cp(cp), w);
+        i += len;
+    }
+    *w = 0;
+    return out;
+}
+
+static bool is_word(unsigned char c) { return isalnum(c) || c == '_'; }
+
+/* (?:^|\W)(needle)(?:$|\W) with JavaScript's ASCII \W. */
+static bool whole_word_find(const char *hay, size_t hn, const char *needle, size_t nn)
+{
+    if (!nn)
+        return true;
+    const char *p = hay, *end = hay + hn;
+    while (p < end) {
+        const char *hit = memmem(p, (size_t)(end - p), needle, nn);
+        if (!hit)
+            return false;
+        bool left = hit == hay || !is_word((unsigned char)hit[-1]);
+        bool right = hit + nn == end || !is_word((unsigned char)hit[nn]);
+        if (left && right)
+            return true;
+        p = hit + 1;
+    }
+    return false;
+}
+
+/* ---- entries ----------------------------------------------------------- */
+
+static void split_groups(wi_entry *e)
+{
+    const char *g = e->group_raw;
+    if (!g || !*g)
+        return;
+    /* Groups are comma-separated; ", " and "," both separate (ST: /,\s*​/). */
+    char *copy = strdup(g);
+    if (!copy)
+        return;
+    for (char *tok = copy, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) {
+            *next++ = 0;
+            while (*next && isspace((unsigned char)*next))
+                next++;
+        }
+        if (!*tok)
+            continue;
+        char **gs = realloc(e->groups, (e->ngroups + 1) * sizeof *gs);
+        if (!gs)
+            break;
+        e->groups = gs;
+        e->groups[e->ngroups++] = strdup(tok);
+    }
+    free(copy);
+}
+
+/* parseDecorators: leading lines starting with "@@" are decorators ("@@@"
+ * escapes one); the content starts at the first other line. */
+static char *strip_decorators(const char *content, wi_entry *e)
+{
+    if (strncmp(content, "@@", 2))
+        return strdup(content);
+    const char *line = content;
+    bool fallback = false;
+    while (*line) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (strncmp(line, "@@", 2))
+            return strdup(line);
+        if (!strncmp(line, "@@@", 3) && !fallback) {
+            /* escaped: skipped */
+        } else {
+            const char *d = !strncmp(line, "@@@", 3) ? line + 1 : line;
+            if (!strncmp(d, "@@activate", 10)) {
+                e->dec_activate = true;
+                fallback = false;
+            } else if (!strncmp(d, "@@dont_activate", 15)) {
+                e->dec_dont = true;
+                fallback = false;
+            } else {
+                fallback = true;
+            }
+        }
+        (void)len;
+        if (!nl)
+            return strdup("");
+        line = nl + 1;
+    }
+    return strdup("");
+}
+
+static uint32_t entry_hash(const json_t *src, const char *book)
+{
+    uint32_t h = cdsh_tavern_seed_fnv1a_str(CDSH_TAVERN_FNV_BASIS, book);
+    char *dump = json_dumps(src, JSON_COMPACT | JSON_SORT_KEYS);
+    h = cdsh_tavern_seed_fnv1a_str(h, dump);
+    free(dump);
+    return h;
+}
+
+static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t index)
+{
+    memset(e, 0, sizeof *e);
+    e->src = src;
+    e->book = book;
+    json_t *uid = json_object_get(src, "uid");
+    e->uid = json_is_integer(uid) ? json_integer_value(uid) : (json_int_t)index;
+    size_t il = strlen(book) + 24;
+    if (!(e->id = malloc(il)))
+        return CDSH_ENOMEM;
+    snprintf(e->id, il, "%s.%lld", book, (long long)e->uid);
+    e->comment = jstr(src, "comment");
+    if (!(e->content = strip_decorators(jstr(src, "content"), e)))
+        return CDSH_ENOMEM;
+    e->keys = json_object_get(src, "key");
+    e->keys2 = json_object_get(src, "keysecondary");
+    e->logic = jint(src, "selectiveLogic", 0);
+    e->order = jint(src, "order", 100);
+    e->position = jint(src, "position", 0);
+    e->depth = jint(src, "depth", DEFAULT_DEPTH);
+    e->role = jint(src, "role", 0);
+    e->weight = jint(src, "groupWeight", DEFAULT_WEIGHT);
+    json_t *dr = json_object_get(src, "delayUntilRecursion");
+    e->delay_rec = json_is_true(dr) ? 1 : json_is_number(dr) ? (int)json_number_value(dr) : 0;
+    e->scan_depth = json_is_number(json_object_get(src, "scanDepth")) ? jint(src, "scanDepth", -1)
+                                                                       : -1;
+    e->case_sens = jtri(src, "caseSensitive");
+    e->whole = jtri(src, "matchWholeWords");
+    e->scoring = jtri(src, "useGroupScoring");
+    e->sticky = jint(src, "sticky", 0);
+    e->cooldown = jint(src, "cooldown", 0);
+    e->delay = jint(src, "delay", 0);
+    json_t *pr = json_object_get(src, "probability");
+    e->probability = json_is_number(pr) ? json_number_value(pr) : 100;
+    e->selective = json_object_get(src, "selective") ? jbool(src, "selective") : true;
+    e->constant = jbool(src, "constant");
+    e->disable = jbool(src, "disable");
+    e->exclude_rec = jbool(src, "excludeRecursion");
+    e->prevent_rec = jbool(src, "preventRecursion");
+    e->use_prob = json_object_get(src, "useProbability") ? jbool(src, "useProbability") : true;
+    e->group_override = jbool(src, "groupOverride");
+    e->ignore_budget = jbool(src, "ignoreBudget");
+    e->group_raw = jstr(src, "group");
+    e->outlet = jstr(src, "outletName");
+    static const char *const MF[] = {"matchPersonaDescription", "matchCharacterDescription",
+                                     "matchCharacterPersonality", "matchCharacterDepthPrompt",
+                                     "matchScenario", "matchCreatorNotes"};
+    for (size_t i = 0; i < 6; i++)
+        e->has_match_flags |= jbool(src, MF[i]);
+    e->hash = entry_hash(src, book);
+    e->index = index;
+    split_groups(e);
+    snprintf(e->reason, sizeof e->reason, "not matched");
+    return 0;
+}
+
+static void free_entry(wi_entry *e)
+{
+    free(e->id);
+    free(e->content);
+    for (size_t i = 0; i < e->ngroups; i++)
+        free(e->groups[i]);
+    free(e->groups);
+}
+
+/* ---- sources ----------------------------------------------------------- */
+
+typedef struct srcbuf {
+    const json_t **entries;
+    const char **books;
+    size_t n, cap;
+} srcbuf;
+
+static int src_push(srcbuf *b, const json_t *ent, const char *book)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        const json_t **e = realloc(b->entries, cap * sizeof *e);
+        if (!e)
+            return CDSH_ENOMEM;
+        b->entries = e;
+        const char **k = realloc(b->books, cap * sizeof *k);
+        if (!k)
+            return CDSH_ENOMEM;
+        b->books = k;
+        b->cap = cap;
+    }
+    b->entries[b->n] = ent;
+    b->books[b->n++] = book;
+    return 0;
+}
+
+static const char *book_name(const json_t *book, char *buf, size_t bn, const char *fallback,
+                             size_t i)
+{
+    const char *nm = json_string_value(json_object_get(book, "name"));
+    if (nm && *nm)
+        return nm;
+    snprintf(buf, bn, "%s%zu", fallback, i);
+    return buf;
+}
+
+typedef struct book_ref {
+    const json_t *book;
+    char name[160];
+} book_ref;
+
+/* Entries of one list of books, each sorted by order descending (stable). */
+static int add_books(srcbuf *b, book_ref *books, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++) {
+        const json_t *entries = json_object_get(books[i].book, "entries");
+        if (json_is_object(entries)) {
+            const char *k;
+            json_t *v;
+            json_object_foreach((json_t *)entries, k, v)
+            {
+                if (json_is_object(v) && src_push(b, v, books[i].name) < 0)
+                    return CDSH_ENOMEM;
+            }
+        } else if (json_is_array(entries)) {
+            size_t j;
+            json_t *v;
+            json_array_foreach(entries, j, v)
+            {
+                if (json_is_object(v) && src_push(b, v, books[i].name) < 0)
+                    return CDSH_ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
+typedef struct sortitem {
+    const json_t *ent;
+    const char *book;
+    size_t seq;
+    int order;
+} sortitem;
+
+static int cmp_order_desc(const void *a, const void *b)
+{
+    const sortitem *x = a, *y = b;
+    if (x->order != y->order)
+        return y->order - x->order;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts b[from..) by order descending, stable. */
+static void sort_range(srcbuf *b, size_t from)
+{
+    size_t n = b->n - from;
+    if (n < 2)
+        return;
+    sortitem *it = malloc(n * sizeof *it);
+    if (!it)
+        return;
+    for (size_t i = 0; i < n; i++)
+        it[i] = (sortitem){b->entries[from + i], b->books[from + i], i,
+                           jint(b->entries[from + i], "order", 100)};
+    qsort(it, n, sizeof *it, cmp_order_desc);
+    for (size_t i = 0; i < n; i++) {
+        b->entries[from + i] = it[i].ent;
+        b->books[from + i] = it[i].book;
+    }
+    free(it);
+}
+
+static bool name_taken(book_ref *all, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(all[i].name, name))
+            return true;
+    return false;
+}
+
+/* getSortedEntries: chat book, persona book, then global + character books
+ * combined by strategy. A book name already loaded is not loaded again. */
+static int collect(const cdsh_tavern_wi_input *in, srcbuf *b, book_ref **refs_out)
+{
+    size_t ng = json_array_size(in->global_books), nc = json_array_size(in->character_books);
+    book_ref *refs = calloc(ng + nc + 2, sizeof *refs);
+    if (!refs)
+        return CDSH_ENOMEM;
+    *refs_out = refs;
+    size_t nr = 0;
+    book_ref *chat = NULL, *persona = NULL, *glob, *chr;
+    size_t nglob = 0, nchr = 0;
+    char buf[160];
+    /* Global books win over the same name elsewhere; register them first. */
+    glob = refs;
+    for (size_t i = 0; i < ng; i++) {
+        const json_t *bk = json_array_get(in->global_books, i);
+        const char *nm = book_name(bk, buf, sizeof buf, "global", i);
+        if (name_taken(refs, nr, nm))
+            continue;
+        refs[nr].book = bk;
+        snprintf(refs[nr].name, sizeof refs[nr].name, "%s", nm);
+        nr++, nglob++;
+    }
+    if (in->chat_book) {
+        const char *nm = book_name(in->chat_book, buf, sizeof buf, "chat", 0);
+        if (!name_taken(refs, nr, nm)) {
+            chat = &refs[nr];
+            chat->book = in->chat_book;
+            snprintf(chat->name, sizeof chat->name, "%s", nm);
+            nr++;
+        }
+    }
+    if (in->persona_book) {
+        const char *nm = book_name(in->persona_book, buf, sizeof buf, "persona", 0);
+        if (!name_taken(refs, nr, nm)) {
+            persona = &refs[nr];
+            persona->book = in->persona_book;
+            snprintf(persona->name, sizeof persona->name, "%s", nm);
+            nr++;
+        }
+    }
+    chr = &refs[nr];
+    for (size_t i = 0; i < nc; i++) {
+        const json_t *bk = json_array_get(in->character_books, i);
+        const char *nm = book_name(bk, buf, sizeof buf, "character", i);
+        if (name_taken(refs, nr, nm))
+            continue;
+        refs[nr].book = bk;
+        snprintf(refs[nr].name, sizeof refs[nr].name, "%s", nm);
+        nr++, nchr++;
+    }
+    int rc = 0;
+    size_t mark = b->n;
+    if (chat && (rc = add_books(b, chat, 1)) < 0)
+        return rc;
+    sort_range(b, mark);
+    mark = b->n;
+    if (persona && (rc = add_books(b, persona, 1)) < 0)
+        return rc;
+    sort_range(b, mark);
+    mark = b->n;
+    switch (in->settings.character_strategy) {
+    case CDSH_TAVERN_WI_CHARACTER_FIRST:
+        if ((rc = add_books(b, chr, nchr)) < 0)
+            return rc;
+        sort_range(b, mark);
+        mark = b->n;
+        if ((rc = add_books(b, glob, nglob)) < 0)
+            return rc;
+        sort_range(b, mark);
+        break;
+    case CDSH_TAVERN_WI_GLOBAL_FIRST:
+        if ((rc = add_books(b, glob, nglob)) < 0)
+            return rc;
+        sort_range(b, mark);
+        mark = b->n;
+        if ((rc = add_books(b, chr, nchr)) < 0)
+            return rc;
+        sort_range(b, mark);
+        break;
+    default: /* evenly */
+        if ((rc = add_books(b, glob, nglob)) < 0 || (rc = add_books(b, chr, nchr)) < 0)
+            return rc;
+        sort_range(b, mark);
+        break;
+    }
+    return 0;
+}
+
+/* ---- scan buffer -------------------------------------------------------- */
+
+static void append_global_scan(const run *r, const wi_entry *e, cdsh_strbuf *sb)
+{
+    static const char *const MF[][2] = {{"matchPersonaDescription", "personaDescription"},
+                                        {"matchCharacterDescription", "characterDescription"},
+                                        {"matchCharacterPersonality", "characterPersonality"},
+                                        {"matchCharacterDepthPrompt", "characterDepthPrompt"},
+                                        {"matchScenario", "scenario"},
+                                        {"matchCreatorNotes", "creatorNotes"}};
+    for (size_t i = 0; i < 6; i++) {
+        const char *v = jstr(r->in->scan_data, MF[i][1]);
+        if (jbool(e->src, MF[i][0]) && *v) {
+            cdsh_strbuf_append_str(sb, "\n\x01");
+            cdsh_strbuf_append_str(sb, v);
+        }
+    }
+}
+
+/* WorldInfoBuffer.get: messages up to depth joined with "\n\x01" and
+ * prefixed "\x01", then wi_entry-selected scan data, inject, recursion. */
+static char *build_scan(const run *r, const wi_entry *e, int depth, int state)
+{
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    cdsh_strbuf_append_char(&sb, '\x01');
+    if (depth > MAX_SCAN_DEPTH)
+        depth = MAX_SCAN_DEPTH;
+    for (int i = 0; i < depth && (size_t)i < r->nmsgs; i++) {
+        if (i)
+            cdsh_strbuf_append_str(&sb, "\n\x01");
+        cdsh_strbuf_append_str(&sb, r->msgs[i]);
+    }
+    if (e && e->has_match_flags)
+        append_global_scan(r, e, &sb);
+    for (size_t i = 0; i < r->in->n_inject; i++) {
+        cdsh_strbuf_append_str(&sb, "\n\x01");
+        cdsh_strbuf_append_str(&sb, r->in->inject[i]);
+    }
+    if (r->has_recurse && state != ST_MIN_ACTIVATIONS)
+        cdsh_strbuf_append(&sb, r->recurse.data, r->recurse.len);
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+static int entry_depth(const run *r, const wi_entry *e)
+{
+    return e->scan_depth >= 0 ? e->scan_depth : r->s->scan_depth + r->skew;
+}
+
+/* The scan text for an wi_entry (raw and lowercased), cached per depth for
+ * entries without per-wi_entry scan data. Borrowed, or owned via *own. */
+static int scan_text(run *r, const wi_entry *e, int state, const char **raw, const char **low,
+                     char **own_raw, char **own_low)
+{
+    int depth = entry_depth(r, e);
+    *own_raw = *own_low = NULL;
+    if (e->has_match_flags) {
+        *own_raw = build_scan(r, e, depth, state);
+        *own_low = *own_raw ? lower_dup(*own_raw, strlen(*own_raw)) : NULL;
+        *raw = *own_raw;
+        *low = *own_low;
+        return *own_raw && *own_low ? 0 : CDSH_ENOMEM;
+    }
+    for (size_t i = 0; i < r->ncache; i++)
+        if (r->cache[i].depth == depth) {
+            *raw = r->cache[i].raw;
+            *low = r->cache[i].low;
+            return 0;
+        }
+    scan_cache *c = realloc(r->cache, (r->ncache + 1) * sizeof *c);
+    if (!c)
+        return CDSH_ENOMEM;
+    r->cache = c;
+    scan_cache *n = &c[r->ncache];
+    n->depth = depth;
+    n->raw = build_scan(r, NULL, depth, state);
+    n->low = n->raw ? lower_dup(n->raw, strlen(n->raw)) : NULL;
+    if (!n->raw || !n->low) {
+        free(n->raw);
+        free(n->low);
+        return CDSH_ENOMEM;
+    }
+    r->ncache++;
+    *raw = n->raw;
+    *low = n->low;
+    return 0;
+}
+
+static void cache_clear(run *r)
+{
+    for (size_t i = 0; i < r->ncache; i++) {
+        free(r->cache[i].raw);
+        free(r->cache[i].low);
+    }
+    r->ncache = 0;
+}
+
+/* ---- key matching ------------------------------------------------------- */
+
+static cdsh_tavern_jsre *regex_key(run *r, const char *key, bool *bad)
+{
+    *bad = false;
+    json_t *idx = json_object_get(r->re_cache, key);
+    if (idx) {
+        json_int_t i = json_integer_value(idx);
+        *bad = i < 0;
+        return i < 0 ? NULL : r->res[i];
+    }
+    char *pat = NULL, *flags = NULL;
+    cdsh_tavern_jsre *re = NULL;
+    if (!cdsh_tavern_jsre_split_literal(key, &pat, &flags))
+        return NULL;
+    cdsh_tavern_jsre_compile(pat, flags, &re, NULL);
+    free(pat);
+    free(flags);
+    if (!re) {
+        json_object_set_new(r->re_cache, key, json_integer(-1));
+        *bad = true;
+        return NULL;
+    }
+    cdsh_tavern_jsre **res = realloc(r->res, (r->nres + 1) * sizeof *res);
+    if (!res) {
+        cdsh_tavern_jsre_free(re);
+        *bad = true;
+        return NULL;
+    }
+    r->res = res;
+    res[r->nres] = re;
+    json_object_set_new(r->re_cache, key, json_integer((json_int_t)r->nres));
+    r->nres++;
+    return re;
+}
+
+/* matchKeys for one key (already macro-substituted and trimmed). */
+static bool match_key(run *r, const wi_entry *e, const char *raw, const char *low, const char *key)
+{
+    if (key[0] == '/') {
+        bool bad;
+        cdsh_tavern_jsre *re = regex_key(r, key, &bad);
+        if (re)
+            return cdsh_tavern_jsre_test(re, raw, strlen(raw), 0, NULL) == 1;
+        if (bad)
+            return false;
+    }
+    bool cs = e->case_sens >= 0 ? e->case_sens : r->s->case_sensitive;
+    bool whole = e->whole >= 0 ? e->whole : r->s->match_whole_words;
+    const char *hay = cs ? raw : low;
+    char *lk = cs ? NULL : lower_dup(key, strlen(key));
+    const char *needle = cs ? key : lk;
+    bool hit = false;
+    if (needle) {
+        size_t nn = strlen(needle), hn = strlen(hay);
+        bool multi = false;
+        for (const char *p = needle; *p; p++)
+            if (isspace((unsigned char)*p))
+                multi = true;
+        if (whole && !multi)
+            hit = whole_word_find(hay, hn, needle, nn);
+        else
+            hit = memmem(hay, hn, needle, nn) != NULL;
+    }
+    free(lk);
+    return hit;
+}
+
+/* Substitutes macros in a key (only when it has any) and trims it. Owned. */
+static char *prep_key(run *r, const char *k)
+{
+    char *s = (r->in->macros && (strstr(k, "{{") || strchr(k, '<')))
+                  ? cdsh_tavern_macros_expand_dup(k, r->in->macros)
+                  : strdup(k);
+    if (!s)
+        return NULL;
+    char *a = s;
+    while (isspace((unsigned char)*a))
+        a++;
+    size_t l = strlen(a);
+    while (l && isspace((unsigned char)a[l - 1]))
+        l--;
+    memmove(s, a, l);
+    s[l] = 0;
+    return s;
+}
+
+static bool key_matches(run *r, const wi_entry *e, const char *raw, const char *low, const char *k)
+{
+    char *key = prep_key(r, k);
+    bool hit = key && *key && match_key(r, e, raw, low, key);
+    free(key);
+    return hit;
+}
+
+/* ---- timed effects ------------------------------------------------------ */
+
+static wi_entry *find_by_hash(run *r, json_t *hash)
+{
+    if (!json_is_integer(hash))
+        return NULL;
+    uint32_t h = (uint32_t)json_integer_value(hash);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->e[i].hash == h)
+            return &r->e[i];
+    return NULL;
+}
+
+static json_t *effect_new(const run *r, const wi_entry *e, int len, bool prot)
+{
+    return json_pack("{s:I, s:I, s:I, s:b}", "hash", (json_int_t)e->hash, "start",
+                     (json_int_t)r->in->n_messages, "end",
+                     (json_int_t)(r->in->n_messages + (size_t)len), "protected", prot);
+}
+
+static json_t *timed_map(json_t *timed, const char *type)
+{
+    json_t *m = json_object_get(timed, type);
+    if (!json_is_object(m)) {
+        m = json_object();
+        json_object_set_new(timed, type, m);
+    }
+    return m;
+}
+
+static void check_timed_type(run *r, const char *type)
+{
+    json_t *m = timed_map(r->timed, type);
+    bool sticky = !strcmp(type, "sticky");
+    size_t chat = r->in->n_messages;
+    void *it = json_object_iter(m);
+    while (it) {
+        const char *key = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it);
+        void *next = json_object_iter_next(m, it);
+        if (!json_is_object(v)) {
+            json_object_del(m, key);
+            it = next;
+            continue;
+        }
+        double start = json_number_value(json_object_get(v, "start"));
+        double end = json_number_value(json_object_get(v, "end"));
+        bool prot = json_is_true(json_object_get(v, "protected"));
+        wi_entry *e = find_by_hash(r, json_object_get(v, "hash"));
+        int len = e ? (sticky ? e->sticky : e->cooldown) : 0;
+        if ((double)chat <= start && !prot) {
+            json_object_del(m, key); /* the chat did not advance (swipe / regenerate) */
+        } else if (!e) {
+            if ((double)chat >= end)
+                json_object_del(m, key);
+        } else if (!len) {
+            json_object_del(m, key);
+        } else if ((double)chat >= end) {
+            json_object_del(m, key);
+            if (sticky && e->cooldown) {
+                /* Sticky ended: a protected cooldown starts now. */
+                json_object_set_new(timed_map(r->timed, "cooldown"), e->id,
+                                    effect_new(r, e, e->cooldown, true));
+                e->is_cooldown = true;
+            }
+        } else if (sticky) {
+            e->is_sticky = true;
+        } else {
+            e->is_cooldown = true;
+        }
+        it = next;
+    }
+}
+
+static void check_timed(run *r)
+{
+    check_timed_type(r, "sticky");
+    check_timed_type(r, "cooldown");
+    for (size_t i = 0; i < r->n; i++)
+        if (r->e[i].delay && r->in->n_messages < (size_t)r->e[i].delay)
+            r->e[i].is_delay = true;
+}
+
+static void set_timed(run *r)
+{
+    for (size_t i = 0; i < r->nactivated; i++) {
+        wi_entry *e = r->activated[i];
+        if (e->sticky && !json_object_get(timed_map(r->timed, "sticky"), e->id))
+            json_object_set_new(timed_map(r->timed, "sticky"), e->id,
+                                effect_new(r, e, e->sticky, false));
+        if (e->cooldown && !json_object_get(timed_map(r->timed, "cooldown"), e->id))
+            json_object_set_new(timed_map(r->timed, "cooldown"), e->id,
+                                effect_new(r, e, e->cooldown, false));
+    }
+}
+
+/* ---- the scan loop ------------------------------------------------------ */
+
+static bool char_filtered(const run *r, const wi_entry *e)
+{
+    json_t *cf = json_object_get(e->src, "characterFilter");
+    if (!json_is_object(cf))
+        return false;
+    bool exclude = jbool(cf, "isExclude");
+    json_t *names = json_object_get(cf, "names"), *tags = json_object_get(cf, "tags");
+    if (json_array_size(names)) {
+        bool inc = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(names, i, v)
+        {
+            if (r->in->char_filename && !strcmp(json_string_value(v) ? json_string_value(v) : "",
+                                                r->in->char_filename))
+                inc = true;
+        }
+        if (exclude ? inc : !inc)
+            return true;
+    }
+    if (json_array_size(tags) && json_is_array(r->in->char_tags)) {
+        bool inc = false;
+        size_t i, j;
+        json_t *v, *w;
+        json_array_foreach(tags, i, v)
+        {
+            json_array_foreach(r->in->char_tags, j, w)
+            {
+                if (json_equal(v, w))
+                    inc = true;
+            }
+        }
+        if (exclude ? inc : !inc)
+            return true;
+    }
+    return false;
+}
+
+static bool forced(const run *r, const wi_entry *e)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(r->in->forced, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), e->id))
+            return true;
+    }
+    return false;
+}
+
+static const char *const LOGIC_NAMES[] = {"AND_ANY", "NOT_ALL", "NOT_ANY", "AND_ALL"};
+
+/* Decides whether e activates in this pass. */
+static bool consider(run *r, wi_entry *e, int state, int level)
+{
+    if (e->disable) {
+        reason(e, false, "disabled");
+        return false;
+    }
+    if (char_filtered(r, e)) {
+        reason(e, false, "filtered out by character filter");
+        return false;
+    }
+    if (e->is_delay) {
+        reason(e, false, "suppressed by delay (%d messages)", e->delay);
+        return false;
+    }
+    if (e->is_cooldown && !e->is_sticky) {
+        reason(e, false, "suppressed by cooldown");
+        return false;
+    }
+    if (state != ST_RECURSION && e->delay_rec && !e->is_sticky) {
+        reason(e, false, "delayed until recursion");
+        return false;
+    }
+    if (state == ST_RECURSION && e->delay_rec > level && !e->is_sticky) {
+        reason(e, false, "delayed until recursion level %d (now %d)", e->delay_rec, level);
+        return false;
+    }
+    if (state == ST_RECURSION && r->s->recursive && e->exclude_rec && !e->is_sticky) {
+        reason(e, false, "excluded from recursion");
+        return false;
+    }
+    if (e->dec_activate) {
+        reason(e, true, "activated by @@activate");
+        return true;
+    }
+    if (e->dec_dont) {
+        reason(e, false, "suppressed by @@dont_activate");
+        return false;
+    }
+    if (forced(r, e)) {
+        reason(e, true, "externally activated");
+        return true;
+    }
+    if (e->constant) {
+        reason(e, true, "constant");
+        return true;
+    }
+    if (e->is_sticky) {
+        reason(e, true, "sticky");
+        return true;
+    }
+    if (!json_array_size(e->keys)) {
+        reason(e, false, "no primary keys");
+        return false;
+    }
+    const char *raw, *low;
+    char *oraw, *olow;
+    if (scan_text(r, e, state, &raw, &low, &oraw, &olow) < 0)
+        return false;
+    const char *primary = NULL;
+    size_t i;
+    json_t *k;
+    json_array_foreach(e->keys, i, k)
+    {
+        if (json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k))) {
+            primary = json_string_value(k);
+            break;
+        }
+    }
+    bool ok = false;
+    if (!primary) {
+        reason(e, false, "no primary key matched");
+    } else if (!e->selective || !json_array_size(e->keys2)) {
+        reason(e, true, "primary key '%.60s'", primary);
+        ok = true;
+    } else {
+        int logic = e->logic >= 0 && e->logic <= 3 ? e->logic : 0;
+        bool any = false, all = true;
+        json_array_foreach(e->keys2, i, k)
+        {
+            bool hit = json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k));
+            any |= hit;
+            all &= hit;
+            if (logic == CDSH_TAVERN_LOGIC_AND_ANY && hit)
+                break;
+            if (logic == CDSH_TAVERN_LOGIC_NOT_ALL && !hit)
+                break;
+        }
+        ok = (logic == CDSH_TAVERN_LOGIC_AND_ANY && any) ||
+             (logic == CDSH_TAVERN_LOGIC_NOT_ALL && !all) ||
+             (logic == CDSH_TAVERN_LOGIC_NOT_ANY && !any) ||
+             (logic == CDSH_TAVERN_LOGIC_AND_ALL && all);
+        if (ok)
+            reason(e, true, "primary key '%.60s' and secondary keys (%s)", primary,
+                   LOGIC_NAMES[logic]);
+        else
+            reason(e, false, "primary key '%.60s' matched but secondary keys failed %s", primary,
+                   LOGIC_NAMES[logic]);
+    }
+    free(oraw);
+    free(olow);
+    return ok;
+}
+
+static int score(run *r, const wi_entry *e, int state)
+{
+    const char *raw, *low;
+    char *oraw, *olow;
+    if (!json_array_size(e->keys) || scan_text(r, e, state, &raw, &low, &oraw, &olow) < 0)
+        return 0;
+    int p = 0, s2 = 0;
+    size_t i;
+    json_t *k;
+    json_array_foreach(e->keys, i, k) p += json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k));
+    size_t n2 = json_array_size(e->keys2);
+    json_array_foreach(e->keys2, i, k) s2 += json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k));
+    free(oraw);
+    free(olow);
+    if (n2) {
+        if (e->logic == CDSH_TAVERN_LOGIC_AND_ANY)
+            return p + s2;
+        if (e->logic == CDSH_TAVERN_LOGIC_AND_ALL)
+            return (size_t)s2 == n2 ? p + s2 : p;
+    }
+    return p;
+}
+
+static bool in_group(const wi_entry *e, const char *g)
+{
+    for (size_t i = 0; i < e->ngroups; i++)
+        if (!strcmp(e->groups[i], g))
+            return true;
+    return false;
+}
+
+/* filterByInclusionGroups over cand[0..*n) (entries with alive = true). */
+static void inclusion_groups(run *r, wi_entry **cand, bool *alive, size_t n, int state)
+{
+    /* Distinct group names in order of first appearance. */
+    const char **names = NULL;
+    size_t nn = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t g = 0; g < cand[i]->ngroups; g++) {
+            bool seen = false;
+            for (size_t j = 0; j < nn; j++)
+                seen |= !strcmp(names[j], cand[i]->groups[g]);
+            if (seen)
+                continue;
+            const char **nm = realloc(names, (nn + 1) * sizeof *nm);
+            if (!nm)
+                goto done;
+            names = nm;
+            names[nn++] = cand[i]->groups[g];
+        }
+    if (!nn)
+        goto done;
+    bool *has_sticky = calloc(nn, sizeof *has_sticky);
+    if (!has_sticky)
+        goto done;
+    /* (a) timed effects: sticky members win; cooldown / delay members go. */
+    for (size_t g = 0; g < nn; g++) {
+        bool any = false;
+        for (size_t i = 0; i < n; i++)
+            any |= alive[i] && in_group(cand[i], names[g]) && cand[i]->is_sticky;
+        has_sticky[g] = any;
+        for (size_t i = 0; i < n; i++) {
+            if (!alive[i] || !in_group(cand[i], names[g]))
+                continue;
+            if ((any && !cand[i]->is_sticky) || cand[i]->is_cooldown || cand[i]->is_delay) {
+                alive[i] = false;
+                reason(cand[i], false, "non-sticky loser of inclusion group '%.40s'", names[g]);
+            }
+        }
+    }
+    /* (b) group scoring. */
+    for (size_t g = 0; g < nn; g++) {
+        if (has_sticky[g])
+            continue;
+        bool enabled = r->s->use_group_scoring;
+        for (size_t i = 0; i < n; i++)
+            enabled |= alive[i] && in_group(cand[i], names[g]) && cand[i]->scoring == 1;
+        if (!enabled)
+            continue;
+        int *sc = calloc(n, sizeof *sc), max = 0;
+        if (!sc)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (alive[i] && in_group(cand[i], names[g])) {
+                sc[i] = score(r, cand[i], state);
+                if (sc[i] > max)
+                    max = sc[i];
+            }
+        for (size_t i = 0; i < n; i++) {
+            if (!alive[i] || !in_group(cand[i], names[g]))
+                continue;
+            bool scored = cand[i]->scoring >= 0 ? cand[i]->scoring : r->s->use_group_scoring;
+            if (scored && sc[i] < max) {
+                alive[i] = false;
+                reason(cand[i], false, "scored %d < %d in inclusion group '%.40s'", sc[i], max,
+                       names[g]);
+            }
+        }
+        free(sc);
+    }
+    /* (c)–(f) per group. */
+    for (size_t g = 0; g < nn; g++) {
+        if (has_sticky[g])
+            continue;
+        bool already = false;
+        for (size_t a = 0; a < r->nactivated; a++)
+            already |= in_group(r->activated[a], names[g]);
+        size_t members = 0;
+        for (size_t i = 0; i < n; i++)
+            members += alive[i] && in_group(cand[i], names[g]);
+        if (already) {
+            for (size_t i = 0; i < n; i++)
+                if (alive[i] && in_group(cand[i], names[g])) {
+                    alive[i] = false;
+                    reason(cand[i], false, "inclusion group '%.40s' already activated", names[g]);
+                }
+            continue;
+        }
+        if (members <= 1)
+            continue;
+        wi_entry *winner = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (alive[i] && in_group(cand[i], names[g]) && cand[i]->group_override &&
+                (!winner || cand[i]->order > winner->order))
+                winner = cand[i];
+        bool by_override = winner != NULL;
+        if (!winner) {
+            double total = 0;
+            for (size_t i = 0; i < n; i++)
+                if (alive[i] && in_group(cand[i], names[g]))
+                    total += cand[i]->weight;
+            double roll = cdsh_tavern_rng_next(&r->rng) * total, cur = 0;
+            for (size_t i = 0; i < n && !winner; i++)
+                if (alive[i] && in_group(cand[i], names[g])) {
+                    cur += cand[i]->weight;
+                    if (roll <= cur)
+                        winner = cand[i];
+                }
+        }
+        if (!winner)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (alive[i] && in_group(cand[i], names[g]) && cand[i] != winner) {
+                alive[i] = false;
+                reason(cand[i], false, "lost inclusion group '%.40s' to %s", names[g], winner->id);
+            }
+        (void)by_override;
+    }
+    free(has_sticky);
+done:
+    free(names);
+}
+
+static int cmp_candidates(const void *a, const void *b)
+{
+    const wi_entry *x = *(wi_entry *const *)a, *y = *(wi_entry *const *)b;
+    if (x->is_sticky != y->is_sticky)
+        return y->is_sticky - x->is_sticky;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int compute_budget(const cdsh_tavern_wi_settings *s)
+{
+    if (s->token_budget > 0)
+        return s->token_budget;
+    long b = lround((double)s->context_percent * (double)s->max_context / 100.0);
+    if (b < 1)
+        b = 1;
+    if (s->budget_cap > 0 && b > s->budget_cap)
+        b = s->budget_cap;
+    return (int)b;
+}
+
+static char *expand_content(run *r, wi_entry *e)
+{
+    if (!r->in->macros)
+        return strdup(e->content);
+    uint32_t before = r->in->macros->flags;
+    r->in->macros->flags = 0;
+    char *s = cdsh_tavern_macros_expand_dup(e->content, r->in->macros);
+    e->turn_local = (r->in->macros->flags & CDSH_TAVERN_MACRO_TURN_LOCAL) != 0;
+    r->in->macros->flags |= before;
+    return s;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *tokens_out)
+{
+    /* Delay-until-recursion levels, ascending; the first is preset. */
+    int *levels = calloc(r->n + 1, sizeof *levels);
+    wi_entry **cand = calloc(r->n + 1, sizeof *cand);
+    bool *alive = calloc(r->n + 1, sizeof *alive);
+    if (!levels || !cand || !alive) {
+        free(levels);
+        free(cand);
+        free(alive);
+        return CDSH_ENOMEM;
+    }
+    size_t nl = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        int l = r->e[i].delay_rec;
+        bool seen = false;
+        for (size_t j = 0; j < nl; j++)
+            seen |= levels[j] == l;
+        if (l && !seen)
+            levels[nl++] = l;
+    }
+    qsort(levels, nl, sizeof *levels, cmp_int);
+    size_t li = 0;
+    int level = nl ? levels[li++] : 0;
+    int state = ST_INITIAL, count = 0;
+    bool overflow = false;
+    cdsh_strbuf all_text; /* allActivatedText: recursion texts, newest first */
+    cdsh_strbuf_init(&all_text);
+    while (state) {
+        if (r->s->max_recursion_steps && r->s->max_recursion_steps <= count)
+            break;
+        count++;
+        cache_clear(r);
+        int next = ST_NONE;
+        size_t nc = 0;
+        for (size_t i = 0; i < r->n; i++) {
+            wi_entry *e = &r->e[i];
+            if (e->failed_prob || e->activated)
+                continue;
+            if (consider(r, e, state, level))
+                cand[nc++] = e;
+        }
+        qsort(cand, nc, sizeof *cand, cmp_candidates);
+        for (size_t i = 0; i < nc; i++)
+            alive[i] = true;
+        inclusion_groups(r, cand, alive, nc, state);
+        size_t base = cdsh_tavern_tokens_count(all_text.data, all_text.len);
+        cdsh_tavern_tokens_tally pass = {0, 0};
+        size_t first_new = r->nactivated;
+        for (size_t i = 0; i < nc; i++) {
+            wi_entry *e = cand[i];
+            if (!alive[i])
+                continue;
+            if (overflow && !e->ignore_budget) {
+                e->truncated = true;
+                reason(e, false, "budget overflow (%d tokens)", budget);
+                continue;
+            }
+            if (e->use_prob && e->probability != 100 && !e->is_sticky) {
+                double roll = cdsh_tavern_rng_next(&r->rng) * 100.0;
+                if (!(roll <= e->probability)) {
+                    e->failed_prob = true;
+                    reason(e, false, "failed probability %g%% (rolled %.1f)", e->probability, roll);
+                    continue;
+                }
+            }
+            char *content = expand_content(r, e);
+            if (!content)
+                return CDSH_ENOMEM;
+            free(e->content);
+            e->content = content;
+            cdsh_tavern_tokens_add(&pass, content, strlen(content));
+            cdsh_tavern_tokens_add(&pass, "\n", 1);
+            if (!e->ignore_budget && base + cdsh_tavern_tokens_total(&pass) >= (size_t)budget) {
+                overflow = true;
+                e->truncated = true;
+                reason(e, false, "budget overflow (%d tokens)", budget);
+                bool later_ignore = false;
+                for (size_t j = i + 1; j < nc; j++)
+                    later_ignore |= alive[j] && cand[j]->ignore_budget;
+                if (!later_ignore) {
+                    for (size_t j = i + 1; j < nc; j++)
+                        if (alive[j]) {
+                            cand[j]->truncated = true;
+                            reason(cand[j], false, "budget overflow (%d tokens)", budget);
+                        }
+                    break;
+                }
+                continue;
+            }
+            e->activated = true;
+            r->activated[r->nactivated++] = e;
+        }
+        /* Recursion text: this pass's activations that allow recursion. */
+        cdsh_strbuf text;
+        cdsh_strbuf_init(&text);
+        size_t for_rec = 0;
+        for (size_t a = first_new; a < r->nactivated; a++) {
+            wi_entry *e = r->activated[a];
+            if (e->prevent_rec)
+                continue;
+            if (for_rec++)
+                cdsh_strbuf_append_char(&text, '\n');
+            cdsh_strbuf_append_str(&text, e->content);
+        }
+        if (r->s->recursive && !overflow && for_rec)
+            next = ST_RECURSION;
+        if (r->s->recursive && !overflow && state == ST_MIN_ACTIVATIONS && r->has_recurse)
+            next = ST_RECURSION;
+        bool min_unmet = r->s->min_activations > 0 &&
+                         r->nactivated < (size_t)r->s->min_activations;
+        if (!next && !overflow && min_unmet) {
+            int depth = r->s->scan_depth + r->skew;
+            bool over = (r->s->min_activations_depth_max > 0 &&
+                         depth > r->s->min_activations_depth_max) ||
+                        (size_t)depth > r->in->n_messages;
+            if (!over) {
+                next = ST_MIN_ACTIVATIONS;
+                r->skew++;
+            }
+        }
+        if (!next && li < nl) {
+            next = ST_RECURSION;
+            level = levels[li++];
+        }
+        state = next;
+        if (state && text.len) {
+            cdsh_strbuf_append_str(&r->recurse, "\n\x01");
+            cdsh_strbuf_append(&r->recurse, text.data, text.len);
+            r->has_recurse = true;
+            /* allActivatedText = text + "\n" + allActivatedText */
+            cdsh_strbuf nt;
+            cdsh_strbuf_init(&nt);
+            cdsh_strbuf_append(&nt, text.data, text.len);
+            cdsh_strbuf_append_char(&nt, '\n');
+            cdsh_strbuf_append(&nt, all_text.data, all_text.len);
+            cdsh_strbuf_deinit(&all_text);
+            all_text = nt;
+        }
+        cdsh_strbuf_deinit(&text);
+    }
+    size_t used = 0;
+    for (size_t a = 0; a < r->nactivated; a++)
+        used += cdsh_tavern_tokens_count_str(r->activated[a]->content);
+    *tokens_out = used;
+    *overflow_out = overflow;
+    *loops_out = count;
+    cdsh_strbuf_deinit(&all_text);
+    free(levels);
+    free(cand);
+    free(alive);
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static int cmp_order_entries(const void *a, const void *b)
+{
+    const wi_entry *x = *(wi_entry *const *)a, *y = *(wi_entry *const *)b;
+    return y->order - x->order; /* stability comes from the seq tie-break below */
+}
+
+typedef struct ordered {
+    wi_entry *e;
+    size_t seq;
+} ordered;
+
+static int cmp_ordered(const void *a, const void *b)
+{
+    const ordered *x = a, *y = b;
+    int c = cmp_order_entries(&x->e, &y->e);
+    if (c)
+        return c;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool standing_safe(const wi_entry *e)
+{
+    return e->constant && !e->turn_local && !cdsh_tavern_macros_turn_local(e->content) &&
+           (!e->use_prob || e->probability >= 100) && !e->ngroups && !e->sticky &&
+           !e->cooldown && !e->delay && !e->delay_rec && e->position != POS_AN_TOP &&
+           e->position != POS_AN_BOTTOM && e->position != POS_OUTLET;
+}
+
+static void join_prepend(json_t *obj, const char *key, const char *content)
+{
+    json_t *cur = json_object_get(obj, key);
+    if (!cur) {
+        json_object_set_new(obj, key, json_string(content));
+        return;
+    }
+    size_t n = strlen(content) + json_string_length(cur) + 2;
+    char *s = malloc(n);
+    if (!s)
+        return;
+    snprintf(s, n, "%s\n%s", content, json_string_value(cur));
+    json_object_set_new(obj, key, json_string(s));
+    free(s);
+}
+
+static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t tokens)
+{
+    json_t *out = json_object();
+    json_t *strs = json_object(); /* before / after accumulators */
+    json_t *examples = json_array(), *an_top = json_array(), *an_bottom = json_array();
+    json_t *depth = json_array(), *outlets = json_object(), *activated = json_array();
+    ordered *o = calloc(r->nactivated + 1, sizeof *o);
+    for (size_t i = 0; o && i < r->nactivated; i++)
+        o[i] = (ordered){r->activated[i], i};
+    if (o)
+        qsort(o, r->nactivated, sizeof *o, cmp_ordered);
+    for (size_t i = 0; o && i < r->nactivated; i++) {
+        wi_entry *e = o[i].e;
+        char *content = NULL;
+        int rdepth = e->position == POS_DEPTH ? e->depth : -1;
+        if (r->in->regex)
+            cdsh_tavern_rxset_apply(r->in->regex, e->content, "prompt", "assemble", NULL, rdepth,
+                                    r->in->macros, &content, NULL, NULL);
+        if (!content)
+            content = strdup(e->content);
+        if (!content || !*content) {
+            free(content);
+            continue;
+        }
+        /* Iterating by order descending and prepending gives ascending lists. */
+        switch (e->position) {
+        case POS_BEFORE: join_prepend(strs, "before", content); break;
+        case POS_AFTER: join_prepend(strs, "after", content); break;
+        case POS_EM_TOP:
+        case POS_EM_BOTTOM:
+            json_array_insert_new(examples, 0,
+                                  json_pack("{s:s, s:s}", "position",
+                                            e->position == POS_EM_TOP ? "before" : "after",
+                                            "content", content));
+            break;
+        case POS_AN_TOP: json_array_insert_new(an_top, 0, json_string(content)); break;
+        case POS_AN_BOTTOM: json_array_insert_new(an_bottom, 0, json_string(content)); break;
+        case POS_DEPTH: {
+            size_t k;
+            json_t *g, *found = NULL;
+            json_array_foreach(depth, k, g)
+            {
+                if (json_integer_value(json_object_get(g, "depth")) == e->depth &&
+                    json_integer_value(json_object_get(g, "role")) == e->role)
+                    found = g;
+            }
+            if (found)
+                join_prepend(found, "content", content);
+            else
+                json_array_append_new(depth, json_pack("{s:i, s:i, s:s}", "depth", e->depth,
+                                                       "role", e->role, "content", content));
+            break;
+        }
+        case POS_OUTLET:
+            if (*e->outlet)
+                join_prepend(outlets, e->outlet, content);
+            break;
+        default: break;
+        }
+        free(content);
+    }
+    free(o);
+    for (size_t i = 0; i < r->nactivated; i++) {
+        wi_entry *e = r->activated[i];
+        json_array_append_new(
+            activated,
+            json_pack("{s:s, s:I, s:s, s:i, s:i, s:i, s:i, s:s, s:I, s:b, s:b}", "book", e->book,
+                      "uid", (json_int_t)e->uid, "comment", e->comment, "position", e->position,
+                      "order", e->order, "depth", e->depth, "role", e->role, "content", e->content,
+                      "tokens", (json_int_t)cdsh_tavern_tokens_count_str(e->content), "turnLocal",
+                      e->turn_local || cdsh_tavern_macros_turn_local(e->content), "standingSafe",
+                      standing_safe(e)));
+    }
+    json_t *truncated = json_array(), *log = json_array();
+    for (size_t i = 0; i < r->n; i++) {
+        wi_entry *e = &r->e[i];
+        if (e->truncated && !e->activated)
+            json_array_append_new(truncated, json_pack("{s:s, s:I, s:s}", "book", e->book, "uid",
+                                                       (json_int_t)e->uid, "comment", e->comment));
+        json_array_append_new(log, json_pack("{s:s, s:I, s:s, s:b, s:s}", "book", e->book, "uid",
+                                             (json_int_t)e->uid, "comment", e->comment, "fired",
+                                             e->activated, "reason", e->reason));
+    }
+    json_object_set_new(out, "before", json_string(jstr(strs, "before")));
+    json_object_set_new(out, "after", json_string(jstr(strs, "after")));
+    json_decref(strs);
+    json_object_set_new(out, "examples", examples);
+    json_object_set_new(out, "anTop", an_top);
+    json_object_set_new(out, "anBottom", an_bottom);
+    json_object_set_new(out, "depth", depth);
+    json_object_set_new(out, "outlets", outlets);
+    json_object_set_new(out, "activated", activated);
+    json_object_set_new(out, "truncated", truncated);
+    json_object_set_new(out, "log", log);
+    json_object_set_new(out, "budget", json_integer(budget));
+    json_object_set_new(out, "tokens", json_integer((json_int_t)tokens));
+    json_object_set_new(out, "overflow", json_boolean(overflow));
+    json_object_set_new(out, "loops", json_integer(loops));
+    return out;
+}
+
+/* ---- entry point -------------------------------------------------------- */
+
+static char *format_message(const cdsh_tavern_wi_message *m, bool names)
+{
+    const char *t = m->text ? m->text : "";
+    while (isspace((unsigned char)*t))
+        t++;
+    size_t l = strlen(t);
+    while (l && isspace((unsigned char)t[l - 1]))
+        l--;
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    if (names && m->name && *m->name) {
+        cdsh_strbuf_append_str(&sb, m->name);
+        cdsh_strbuf_append_str(&sb, ": ");
+    }
+    cdsh_strbuf_append(&sb, t, l);
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_error *err)
+{
+    if (!in || !out || (in->n_messages && !in->messages) || (in->n_inject && !in->inject))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "wi_activate: bad arguments");
+    *out = NULL;
+    run r = {.in = in, .s = &in->settings};
+    srcbuf b = {0};
+    book_ref *refs = NULL;
+    int rc = 0;
+    cdsh_strbuf_init(&r.recurse);
+    cdsh_tavern_rng_init(&r.rng, in->seed);
+    r.re_cache = json_object();
+    r.timed = in->timed ? (in->dry_run ? json_deep_copy(in->timed) : json_incref(in->timed))
+                        : json_object();
+    if (!r.re_cache || !r.timed || (rc = collect(in, &b, &refs)) < 0)
+        goto nomem;
+    r.e = calloc(b.n + 1, sizeof *r.e);
+    r.activated = calloc(b.n + 1, sizeof *r.activated);
+    r.msgs = calloc(in->n_messages + 1, sizeof *r.msgs);
+    if (!r.e || !r.activated || !r.msgs)
+        goto nomem;
+    for (size_t i = 0; i < b.n; i++, r.n++)
+        if (load_entry(&r.e[i], b.entries[i], b.books[i], i) < 0) {
+            r.n++;
+            goto nomem;
+        }
+    for (size_t i = 0; i < in->n_messages; i++, r.nmsgs++)
+        if (!(r.msgs[i] = format_message(&in->messages[in->n_messages - 1 - i],
+                                         in->settings.include_names)))
+            goto nomem;
+    check_timed(&r);
+    int budget = compute_budget(&in->settings);
+    bool overflow = false;
+    int loops = 0;
+    size_t tokens = 0;
+    if (r.n && (rc = scan(&r, budget, &overflow, &loops, &tokens)) < 0)
+        goto nomem;
+    set_timed(&r);
+    *out = build_output(&r, budget, overflow, loops, tokens);
+    if (!*out)
+        goto nomem;
+    rc = 0;
+    goto cleanup;
+nomem:
+    rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+cleanup:
+    cache_clear(&r);
+    free(r.cache);
+    for (size_t i = 0; i < r.n; i++)
+        free_entry(&r.e[i]);
+    free(r.e);
+    free(r.activated);
+    for (size_t i = 0; i < r.nmsgs; i++)
+        free(r.msgs[i]);
+    free(r.msgs);
+    for (size_t i = 0; i < r.nres; i++)
+        cdsh_tavern_jsre_free(r.res[i]);
+    free(r.res);
+    json_decref(r.re_cache);
+    json_decref(r.timed);
+    cdsh_strbuf_deinit(&r.recurse);
+    free(b.entries);
+    free(b.books);
+    free(refs);
+    return rc;
+}
