@@ -205,7 +205,7 @@ int cdsh_tavern_jsre_test(const cdsh_tavern_jsre *re, const char *s, size_t n, i
 static size_t utf8_step(const char *s, size_t n, size_t i)
 {
     if (i >= n)
-        return 1;
+        return i + 1;
     i++;
     while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
         i++;
