@@ -301,6 +301,7 @@ static json_t *run_wi(asm_ctx *a, const char *an_text)
         .timed = in->timed,
         .dry_run = in->dry_run,
         .seed = in->seed,
+        .no_log = !in->trigger_log,
         .char_filename = a->char_name,
     };
     const char *inject[1] = {an_text};
@@ -453,6 +454,20 @@ static char *examples_text(const char *mes, const json_t *wi_examples)
     return cdsh_strbuf_take(&sb, NULL);
 }
 
+typedef struct ordered_ref {
+    json_t *e;
+    int order;
+    size_t seq;
+} ordered_ref;
+
+static int cmp_ref(const void *x, const void *y)
+{
+    const ordered_ref *a = x, *b = y;
+    if (a->order != b->order)
+        return a->order < b->order ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
 static char *standing_key(const asm_ctx *a)
 {
     const cdsh_tavern_assemble_input *in = a->in;
@@ -562,19 +577,18 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         json_t *act = json_object_get(wi, "activated");
         size_t i;
         json_t *e;
-        /* Output order: ascending `order` (higher closer to the chat). */
+        /* Output order: ascending `order` (higher closer to the chat), stable. */
+        size_t na = json_array_size(act);
+        ordered_ref *refs = calloc(na + 1, sizeof *refs);
         json_t *sorted = json_array();
-        json_array_foreach(act, i, e) json_array_append(sorted, e);
-        for (size_t x = 1; x < json_array_size(sorted); x++)
-            for (size_t y = x; y > 0; y--) {
-                json_t *p = json_array_get(sorted, y - 1), *q = json_array_get(sorted, y);
-                if (json_integer_value(json_object_get(p, "order")) <=
-                    json_integer_value(json_object_get(q, "order")))
-                    break;
-                json_incref(p);
-                json_array_set(sorted, y - 1, q);
-                json_array_set_new(sorted, y, p);
-            }
+        if (refs) {
+            json_array_foreach(act, i, e) refs[i] = (ordered_ref){
+                e, (int)json_integer_value(json_object_get(e, "order")), i};
+            qsort(refs, na, sizeof *refs, cmp_ref);
+            for (size_t k = 0; k < na; k++)
+                json_array_append(sorted, refs[k].e);
+            free(refs);
+        }
         json_array_foreach(sorted, i, e)
         {
             int pos = (int)json_integer_value(json_object_get(e, "position"));

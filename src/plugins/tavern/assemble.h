@@ -60,6 +60,7 @@ typedef struct cdsh_tavern_assemble_input {
     json_t *timed;            /* story timed-effect state (mutated unless dry_run) */
     json_t *vars_local, *vars_global; /* story variables (mutated by macros) */
     bool dry_run;
+    bool trigger_log;         /* include the world-info trigger log (preview) */
     const char *revision;     /* asset revision fingerprint (joined tags); part of the pin key */
 } cdsh_tavern_assemble_input;
 

@@ -551,25 +551,30 @@ static bool eval(xp *x, const char *b, size_t n, size_t offset, cdsh_strbuf *out
     return false;
 }
 
-/* Legacy angle-bracket tokens, case-insensitive. */
+/* Legacy angle-bracket tokens, case-insensitive. Copies runs between '<'. */
 static void legacy(const char *s, const cdsh_tavern_macro_env *e, cdsh_strbuf *out)
 {
     static const char *const TOK[] = {"<USER>", "<BOT>", "<CHAR>", "<CHARIFNOTGROUP>", "<GROUP>"};
     const char *grp = e->group ? e->group : e->chr;
     const char *val[] = {e->user, e->chr, e->chr, grp, grp};
     while (*s) {
-        if (*s == '<') {
-            size_t k;
-            for (k = 0; k < 5; k++)
-                if (!strncasecmp(s, TOK[k], strlen(TOK[k])))
-                    break;
-            if (k < 5) {
-                cdsh_strbuf_append_str(out, nz(val[k]));
-                s += strlen(TOK[k]);
-                continue;
-            }
+        const char *lt = strchr(s, '<');
+        if (!lt) {
+            cdsh_strbuf_append_str(out, s);
+            return;
         }
-        cdsh_strbuf_append_char(out, *s++);
+        cdsh_strbuf_append(out, s, (size_t)(lt - s));
+        s = lt;
+        size_t k;
+        for (k = 0; k < 5; k++)
+            if (!strncasecmp(s, TOK[k], strlen(TOK[k])))
+                break;
+        if (k < 5) {
+            cdsh_strbuf_append_str(out, nz(val[k]));
+            s += strlen(TOK[k]);
+        } else {
+            cdsh_strbuf_append_char(out, *s++);
+        }
     }
 }
 
@@ -580,9 +585,9 @@ static bool trim_pass(cdsh_strbuf *sb)
     bool any = false;
     for (;;) {
         hit = NULL;
-        for (size_t i = 0; i + 8 <= sb->len; i++)
-            if (!strncasecmp(sb->data + i, "{{trim}}", 8)) {
-                hit = sb->data + i;
+        for (const char *p = strstr(sb->data, "{{"); p; p = strstr(p + 2, "{{"))
+            if (!strncasecmp(p, "{{trim}}", 8)) {
+                hit = p;
                 break;
             }
         if (!hit)
@@ -733,6 +738,8 @@ char *cdsh_tavern_macros_expand_dup(const char *text, cdsh_tavern_macro_env *env
 {
     if (!text || !env)
         return NULL;
+    if (!strchr(text, '<') && !strstr(text, "{{"))
+        return strdup(text); /* nothing to expand: the common case */
     xp x = {.env = env, .raw = text};
     json_t *scratch_l = NULL, *scratch_g = NULL;
     x.local = env->vars_local ? env->vars_local : (scratch_l = json_object());

@@ -24,6 +24,8 @@ enum { ST_NONE = 0, ST_INITIAL = 1, ST_RECURSION = 2, ST_MIN_ACTIVATIONS = 3 };
 enum { POS_BEFORE, POS_AFTER, POS_AN_TOP, POS_AN_BOTTOM, POS_DEPTH, POS_EM_TOP, POS_EM_BOTTOM,
        POS_OUTLET };
 
+typedef struct pkey pkey;
+
 typedef struct wi_entry {
     const json_t *src;
     const char *book;
@@ -42,6 +44,10 @@ typedef struct wi_entry {
     char **groups;
     size_t ngroups;
     const char *group_raw, *outlet;
+    const json_t *char_filter;
+    pkey *pk[2];
+    size_t npk[2];
+    bool pk_ready, pk_dynamic;
     uint32_t hash;
     size_t index;
     /* Run state. */
@@ -50,9 +56,16 @@ typedef struct wi_entry {
     char reason[160];
 } wi_entry;
 
+/* The haystack of one scan, raw and lowercased. */
+typedef struct hay {
+    const char *raw, *low;
+    size_t n, nl;
+} hay;
+
 typedef struct scan_cache {
     int depth;
     char *raw, *low;
+    hay h;
 } scan_cache;
 
 typedef struct run {
@@ -109,13 +122,6 @@ static int jint(const json_t *o, const char *k, int dflt)
         return *end ? dflt : (int)l;
     }
     return dflt;
-}
-
-/* A tri-state boolean: -1 when null/absent. */
-static int jtri(const json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
 static bool jbool(const json_t *o, const char *k) { return json_is_true(json_object_get(o, k)); }
@@ -185,16 +191,16 @@ static char *lower_dup(const char *s, size_t n)
 static bool is_word(unsigned char c) { return isalnum(c) || c == '_'; }
 
 /* (?:^|\W)(needle)(?:$|\W) with JavaScript's ASCII \W. */
-static bool whole_word_find(const char *hay, size_t hn, const char *needle, size_t nn)
+static bool whole_word_find(const char *text, size_t hn, const char *needle, size_t nn)
 {
     if (!nn)
         return true;
-    const char *p = hay, *end = hay + hn;
+    const char *p = text, *end = text + hn;
     while (p < end) {
         const char *hit = memmem(p, (size_t)(end - p), needle, nn);
         if (!hit)
             return false;
-        bool left = hit == hay || !is_word((unsigned char)hit[-1]);
+        bool left = hit == text || !is_word((unsigned char)hit[-1]);
         bool right = hit + nn == end || !is_word((unsigned char)hit[nn]);
         if (left && right)
             return true;
@@ -267,73 +273,184 @@ static char *strip_decorators(const char *content, wi_entry *e)
     return strdup("");
 }
 
-static uint32_t entry_hash(const json_t *src, const char *book)
+enum {
+    F_UID, F_COMMENT, F_CONTENT, F_KEY, F_KEY2, F_STICKY, F_COOLDOWN, F_DELAY, F_ORDER,
+    F_POSITION, /* the fields above feed the hash, in this order */
+    F_LOGIC, F_DEPTH, F_ROLE, F_WEIGHT, F_DELAY_REC, F_SCAN_DEPTH, F_CASE, F_WHOLE, F_SCORING,
+    F_PROBABILITY, F_SELECTIVE, F_CONSTANT, F_DISABLE, F_EXCLUDE_REC, F_PREVENT_REC, F_USE_PROB,
+    F_GROUP_OVERRIDE, F_IGNORE_BUDGET, F_GROUP, F_OUTLET, F_CHAR_FILTER, F_MATCH_FLAG, F_COUNT
+};
+
+/* Entry field names, sorted for bsearch. */
+static const struct field_name {
+    const char *name;
+    int id;
+} FIELD_NAMES[] = {
+    {"caseSensitive", F_CASE},
+    {"characterFilter", F_CHAR_FILTER},
+    {"comment", F_COMMENT},
+    {"constant", F_CONSTANT},
+    {"content", F_CONTENT},
+    {"cooldown", F_COOLDOWN},
+    {"delay", F_DELAY},
+    {"delayUntilRecursion", F_DELAY_REC},
+    {"depth", F_DEPTH},
+    {"disable", F_DISABLE},
+    {"excludeRecursion", F_EXCLUDE_REC},
+    {"group", F_GROUP},
+    {"groupOverride", F_GROUP_OVERRIDE},
+    {"groupWeight", F_WEIGHT},
+    {"ignoreBudget", F_IGNORE_BUDGET},
+    {"key", F_KEY},
+    {"keysecondary", F_KEY2},
+    {"matchCharacterDepthPrompt", F_MATCH_FLAG},
+    {"matchCharacterDescription", F_MATCH_FLAG},
+    {"matchCharacterPersonality", F_MATCH_FLAG},
+    {"matchCreatorNotes", F_MATCH_FLAG},
+    {"matchPersonaDescription", F_MATCH_FLAG},
+    {"matchScenario", F_MATCH_FLAG},
+    {"matchWholeWords", F_WHOLE},
+    {"order", F_ORDER},
+    {"outletName", F_OUTLET},
+    {"position", F_POSITION},
+    {"preventRecursion", F_PREVENT_REC},
+    {"probability", F_PROBABILITY},
+    {"role", F_ROLE},
+    {"scanDepth", F_SCAN_DEPTH},
+    {"selective", F_SELECTIVE},
+    {"selectiveLogic", F_LOGIC},
+    {"sticky", F_STICKY},
+    {"uid", F_UID},
+    {"useGroupScoring", F_SCORING},
+    {"useProbability", F_USE_PROB},
+};
+
+static int cmp_field(const void *k, const void *e)
+{
+    return strcmp(k, ((const struct field_name *)e)->name);
+}
+
+static int vint(const json_t *v, int dflt)
+{
+    if (json_is_integer(v))
+        return (int)json_integer_value(v);
+    if (json_is_real(v))
+        return (int)json_real_value(v);
+    if (json_is_string(v) && *json_string_value(v)) {
+        char *end;
+        long l = strtol(json_string_value(v), &end, 10);
+        return *end ? dflt : (int)l;
+    }
+    return dflt;
+}
+
+static int vtri(const json_t *v) { return json_is_boolean(v) ? json_is_true(v) : -1; }
+
+static const char *vstr(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s ? s : "";
+}
+
+/* The content hash timed effects are keyed on: the fields that define the
+ * entry, in a fixed order (ST hashes the whole entry JSON; a hand-picked
+ * set avoids serialising a thousand entries every turn). */
+static uint32_t entry_hash(const json_t *const *f, const char *book)
 {
     uint32_t h = cdsh_tavern_seed_fnv1a_str(CDSH_TAVERN_FNV_BASIS, book);
-    char *dump = json_dumps(src, JSON_COMPACT | JSON_SORT_KEYS);
-    h = cdsh_tavern_seed_fnv1a_str(h, dump);
-    free(dump);
+    for (int i = 0; i <= F_POSITION; i++) {
+        const json_t *v = f[i];
+        h = cdsh_tavern_seed_fnv1a(h, "|", 1);
+        if (json_is_string(v)) {
+            h = cdsh_tavern_seed_fnv1a(h, json_string_value(v), json_string_length(v));
+        } else if (json_is_integer(v)) {
+            json_int_t x = json_integer_value(v);
+            h = cdsh_tavern_seed_fnv1a(h, &x, sizeof x);
+        } else if (json_is_array(v)) {
+            size_t k;
+            json_t *it;
+            json_array_foreach(v, k, it)
+            {
+                h = cdsh_tavern_seed_fnv1a(h, ",", 1);
+                if (json_is_string(it))
+                    h = cdsh_tavern_seed_fnv1a(h, json_string_value(it), json_string_length(it));
+            }
+        }
+    }
     return h;
 }
 
+/* Reads an entry in one pass over its keys (lookups by name would hash
+ * every field name of every entry on every turn). */
 static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t index)
 {
     memset(e, 0, sizeof *e);
+    const json_t *f[F_COUNT] = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v)
+    {
+        const struct field_name *fn =
+            bsearch(k, FIELD_NAMES, sizeof FIELD_NAMES / sizeof FIELD_NAMES[0],
+                    sizeof FIELD_NAMES[0], cmp_field);
+        if (!fn)
+            continue;
+        if (fn->id == F_MATCH_FLAG)
+            e->has_match_flags |= json_is_true(v);
+        else
+            f[fn->id] = v;
+    }
     e->src = src;
     e->book = book;
-    json_t *uid = json_object_get(src, "uid");
-    e->uid = json_is_integer(uid) ? json_integer_value(uid) : (json_int_t)index;
+    e->uid = json_is_integer(f[F_UID]) ? json_integer_value(f[F_UID]) : (json_int_t)index;
     size_t il = strlen(book) + 24;
     if (!(e->id = malloc(il)))
         return CDSH_ENOMEM;
     snprintf(e->id, il, "%s.%lld", book, (long long)e->uid);
-    e->comment = jstr(src, "comment");
-    if (!(e->content = strip_decorators(jstr(src, "content"), e)))
+    e->comment = vstr(f[F_COMMENT]);
+    if (!(e->content = strip_decorators(vstr(f[F_CONTENT]), e)))
         return CDSH_ENOMEM;
-    e->keys = json_object_get(src, "key");
-    e->keys2 = json_object_get(src, "keysecondary");
-    e->logic = jint(src, "selectiveLogic", 0);
-    e->order = jint(src, "order", 100);
-    e->position = jint(src, "position", 0);
-    e->depth = jint(src, "depth", DEFAULT_DEPTH);
-    e->role = jint(src, "role", 0);
-    e->weight = jint(src, "groupWeight", DEFAULT_WEIGHT);
-    json_t *dr = json_object_get(src, "delayUntilRecursion");
+    e->keys = f[F_KEY];
+    e->keys2 = f[F_KEY2];
+    e->logic = vint(f[F_LOGIC], 0);
+    e->order = vint(f[F_ORDER], 100);
+    e->position = vint(f[F_POSITION], 0);
+    e->depth = vint(f[F_DEPTH], DEFAULT_DEPTH);
+    e->role = vint(f[F_ROLE], 0);
+    e->weight = vint(f[F_WEIGHT], DEFAULT_WEIGHT);
+    const json_t *dr = f[F_DELAY_REC];
     e->delay_rec = json_is_true(dr) ? 1 : json_is_number(dr) ? (int)json_number_value(dr) : 0;
-    e->scan_depth = json_is_number(json_object_get(src, "scanDepth")) ? jint(src, "scanDepth", -1)
-                                                                       : -1;
-    e->case_sens = jtri(src, "caseSensitive");
-    e->whole = jtri(src, "matchWholeWords");
-    e->scoring = jtri(src, "useGroupScoring");
-    e->sticky = jint(src, "sticky", 0);
-    e->cooldown = jint(src, "cooldown", 0);
-    e->delay = jint(src, "delay", 0);
-    json_t *pr = json_object_get(src, "probability");
-    e->probability = json_is_number(pr) ? json_number_value(pr) : 100;
-    e->selective = json_object_get(src, "selective") ? jbool(src, "selective") : true;
-    e->constant = jbool(src, "constant");
-    e->disable = jbool(src, "disable");
-    e->exclude_rec = jbool(src, "excludeRecursion");
-    e->prevent_rec = jbool(src, "preventRecursion");
-    e->use_prob = json_object_get(src, "useProbability") ? jbool(src, "useProbability") : true;
-    e->group_override = jbool(src, "groupOverride");
-    e->ignore_budget = jbool(src, "ignoreBudget");
-    e->group_raw = jstr(src, "group");
-    e->outlet = jstr(src, "outletName");
-    static const char *const MF[] = {"matchPersonaDescription", "matchCharacterDescription",
-                                     "matchCharacterPersonality", "matchCharacterDepthPrompt",
-                                     "matchScenario", "matchCreatorNotes"};
-    for (size_t i = 0; i < 6; i++)
-        e->has_match_flags |= jbool(src, MF[i]);
-    e->hash = entry_hash(src, book);
+    e->scan_depth = json_is_number(f[F_SCAN_DEPTH]) ? vint(f[F_SCAN_DEPTH], -1) : -1;
+    e->case_sens = vtri(f[F_CASE]);
+    e->whole = vtri(f[F_WHOLE]);
+    e->scoring = vtri(f[F_SCORING]);
+    e->sticky = vint(f[F_STICKY], 0);
+    e->cooldown = vint(f[F_COOLDOWN], 0);
+    e->delay = vint(f[F_DELAY], 0);
+    e->probability = json_is_number(f[F_PROBABILITY]) ? json_number_value(f[F_PROBABILITY]) : 100;
+    e->selective = f[F_SELECTIVE] ? json_is_true(f[F_SELECTIVE]) : true;
+    e->constant = json_is_true(f[F_CONSTANT]);
+    e->disable = json_is_true(f[F_DISABLE]);
+    e->exclude_rec = json_is_true(f[F_EXCLUDE_REC]);
+    e->prevent_rec = json_is_true(f[F_PREVENT_REC]);
+    e->use_prob = f[F_USE_PROB] ? json_is_true(f[F_USE_PROB]) : true;
+    e->group_override = json_is_true(f[F_GROUP_OVERRIDE]);
+    e->ignore_budget = json_is_true(f[F_IGNORE_BUDGET]);
+    e->group_raw = vstr(f[F_GROUP]);
+    e->outlet = vstr(f[F_OUTLET]);
+    e->char_filter = json_is_object(f[F_CHAR_FILTER]) ? f[F_CHAR_FILTER] : NULL;
+    e->hash = entry_hash(f, book);
     e->index = index;
     split_groups(e);
     snprintf(e->reason, sizeof e->reason, "not matched");
     return 0;
 }
 
+static void free_keys(wi_entry *e);
+
 static void free_entry(wi_entry *e)
 {
+    free_keys(e);
     free(e->id);
     free(e->content);
     for (size_t i = 0; i < e->ngroups; i++)
@@ -562,7 +679,7 @@ static void append_global_scan(const run *r, const wi_entry *e, cdsh_strbuf *sb)
 }
 
 /* WorldInfoBuffer.get: messages up to depth joined with "\n\x01" and
- * prefixed "\x01", then wi_entry-selected scan data, inject, recursion. */
+ * prefixed "\x01", then entry-selected scan data, inject, recursion. */
 static char *build_scan(const run *r, const wi_entry *e, int depth, int state)
 {
     cdsh_strbuf sb;
@@ -591,24 +708,23 @@ static int entry_depth(const run *r, const wi_entry *e)
     return e->scan_depth >= 0 ? e->scan_depth : r->s->scan_depth + r->skew;
 }
 
-/* The scan text for an wi_entry (raw and lowercased), cached per depth for
- * entries without per-wi_entry scan data. Borrowed, or owned via *own. */
-static int scan_text(run *r, const wi_entry *e, int state, const char **raw, const char **low,
-                     char **own_raw, char **own_low)
+/* The scan text for an entry (raw and lowercased), cached per depth for
+ * entries without per-entry scan data. Borrowed, or owned via *own. */
+static int scan_text(run *r, const wi_entry *e, int state, hay *h, char **own_raw, char **own_low)
 {
     int depth = entry_depth(r, e);
     *own_raw = *own_low = NULL;
     if (e->has_match_flags) {
         *own_raw = build_scan(r, e, depth, state);
         *own_low = *own_raw ? lower_dup(*own_raw, strlen(*own_raw)) : NULL;
-        *raw = *own_raw;
-        *low = *own_low;
-        return *own_raw && *own_low ? 0 : CDSH_ENOMEM;
+        if (!*own_raw || !*own_low)
+            return CDSH_ENOMEM;
+        *h = (hay){*own_raw, *own_low, strlen(*own_raw), strlen(*own_low)};
+        return 0;
     }
     for (size_t i = 0; i < r->ncache; i++)
         if (r->cache[i].depth == depth) {
-            *raw = r->cache[i].raw;
-            *low = r->cache[i].low;
+            *h = r->cache[i].h;
             return 0;
         }
     scan_cache *c = realloc(r->cache, (r->ncache + 1) * sizeof *c);
@@ -624,9 +740,9 @@ static int scan_text(run *r, const wi_entry *e, int state, const char **raw, con
         free(n->low);
         return CDSH_ENOMEM;
     }
+    n->h = (hay){n->raw, n->low, strlen(n->raw), strlen(n->low)};
     r->ncache++;
-    *raw = n->raw;
-    *low = n->low;
+    *h = n->h;
     return 0;
 }
 
@@ -675,46 +791,28 @@ static cdsh_tavern_jsre *regex_key(run *r, const char *key, bool *bad)
     return re;
 }
 
-/* matchKeys for one key (already macro-substituted and trimmed). */
-static bool match_key(run *r, const wi_entry *e, const char *raw, const char *low, const char *key)
+/* A key after macro substitution and trimming, with its lowercase form. */
+struct pkey {
+    char *key, *low;
+    size_t n, nl;
+    bool multi; /* contains whitespace: whole-word matching falls back to substring */
+};
+
+static void pkey_free(pkey *k)
 {
-    if (key[0] == '/') {
-        bool bad;
-        cdsh_tavern_jsre *re = regex_key(r, key, &bad);
-        if (re)
-            return cdsh_tavern_jsre_test(re, raw, strlen(raw), 0, NULL) == 1;
-        if (bad)
-            return false;
-    }
-    bool cs = e->case_sens >= 0 ? e->case_sens : r->s->case_sensitive;
-    bool whole = e->whole >= 0 ? e->whole : r->s->match_whole_words;
-    const char *hay = cs ? raw : low;
-    char *lk = cs ? NULL : lower_dup(key, strlen(key));
-    const char *needle = cs ? key : lk;
-    bool hit = false;
-    if (needle) {
-        size_t nn = strlen(needle), hn = strlen(hay);
-        bool multi = false;
-        for (const char *p = needle; *p; p++)
-            if (isspace((unsigned char)*p))
-                multi = true;
-        if (whole && !multi)
-            hit = whole_word_find(hay, hn, needle, nn);
-        else
-            hit = memmem(hay, hn, needle, nn) != NULL;
-    }
-    free(lk);
-    return hit;
+    free(k->key);
+    free(k->low);
 }
 
-/* Substitutes macros in a key (only when it has any) and trims it. Owned. */
-static char *prep_key(run *r, const char *k)
+/* Substitutes macros in a key (only when it has any) and trims it. */
+static int pkey_init(run *r, const char *k, pkey *out)
 {
+    memset(out, 0, sizeof *out);
     char *s = (r->in->macros && (strstr(k, "{{") || strchr(k, '<')))
                   ? cdsh_tavern_macros_expand_dup(k, r->in->macros)
                   : strdup(k);
     if (!s)
-        return NULL;
+        return CDSH_ENOMEM;
     char *a = s;
     while (isspace((unsigned char)*a))
         a++;
@@ -723,14 +821,96 @@ static char *prep_key(run *r, const char *k)
         l--;
     memmove(s, a, l);
     s[l] = 0;
-    return s;
+    out->key = s;
+    out->n = l;
+    out->low = lower_dup(s, l);
+    if (!out->low) {
+        free(s);
+        return CDSH_ENOMEM;
+    }
+    out->nl = strlen(out->low);
+    for (const char *p = s; *p; p++)
+        out->multi |= isspace((unsigned char)*p) != 0;
+    return 0;
 }
 
-static bool key_matches(run *r, const wi_entry *e, const char *raw, const char *low, const char *k)
+static bool has_macro(const char *k) { return strstr(k, "{{") || strchr(k, '<'); }
+
+/* Prepared keys of an entry (list 0 primary, 1 secondary), built once per
+ * call; entries whose keys hold macros are prepared on every use instead. */
+static int prepare_keys(run *r, wi_entry *e)
 {
-    char *key = prep_key(r, k);
-    bool hit = key && *key && match_key(r, e, raw, low, key);
-    free(key);
+    if (e->pk_ready)
+        return 0;
+    const json_t *lists[2] = {e->keys, e->keys2};
+    for (int l = 0; l < 2; l++) {
+        size_t n = json_array_size(lists[l]);
+        e->pk[l] = calloc(n + 1, sizeof *e->pk[l]);
+        if (!e->pk[l])
+            return CDSH_ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+            const char *k = json_string_value(json_array_get(lists[l], i));
+            if (!k)
+                continue;
+            if (has_macro(k))
+                e->pk_dynamic = true;
+            if (pkey_init(r, k, &e->pk[l][e->npk[l]]) < 0)
+                return CDSH_ENOMEM;
+            e->npk[l]++;
+        }
+    }
+    e->pk_ready = true;
+    return 0;
+}
+
+static void free_keys(wi_entry *e)
+{
+    for (int l = 0; l < 2; l++) {
+        for (size_t i = 0; i < e->npk[l]; i++)
+            pkey_free(&e->pk[l][i]);
+        free(e->pk[l]);
+        e->pk[l] = NULL;
+        e->npk[l] = 0;
+    }
+    e->pk_ready = false;
+}
+
+/* matchKeys for one prepared key. */
+static bool match_key(run *r, const wi_entry *e, const hay *h, const pkey *k)
+{
+    if (!k->n)
+        return false;
+    if (k->key[0] == '/') {
+        bool bad;
+        cdsh_tavern_jsre *re = regex_key(r, k->key, &bad);
+        if (re)
+            return cdsh_tavern_jsre_test(re, h->raw, h->n, 0, NULL) == 1;
+        if (bad)
+            return false;
+    }
+    bool cs = e->case_sens >= 0 ? e->case_sens : r->s->case_sensitive;
+    bool whole = e->whole >= 0 ? e->whole : r->s->match_whole_words;
+    const char *hs = cs ? h->raw : h->low;
+    size_t hn = cs ? h->n : h->nl;
+    const char *needle = cs ? k->key : k->low;
+    size_t nn = cs ? k->n : k->nl;
+    if (whole && !k->multi)
+        return whole_word_find(hs, hn, needle, nn);
+    return memmem(hs, hn, needle, nn) != NULL;
+}
+
+/* Does key i of list l match? (Macro keys are re-expanded each time.) */
+static bool key_hit(run *r, wi_entry *e, int l, size_t i, const hay *h)
+{
+    if (!e->pk_dynamic)
+        return match_key(r, e, h, &e->pk[l][i]);
+    const json_t *list = l ? e->keys2 : e->keys;
+    const char *k = json_string_value(json_array_get(list, i));
+    pkey pk;
+    if (!k || pkey_init(r, k, &pk) < 0)
+        return false;
+    bool hit = match_key(r, e, h, &pk);
+    pkey_free(&pk);
     return hit;
 }
 
@@ -834,8 +1014,8 @@ static void set_timed(run *r)
 
 static bool char_filtered(const run *r, const wi_entry *e)
 {
-    json_t *cf = json_object_get(e->src, "characterFilter");
-    if (!json_is_object(cf))
+    const json_t *cf = e->char_filter;
+    if (!cf)
         return false;
     bool exclude = jbool(cf, "isExclude");
     json_t *names = json_object_get(cf, "names"), *tags = json_object_get(cf, "tags");
@@ -939,32 +1119,27 @@ static bool consider(run *r, wi_entry *e, int state, int level)
         reason(e, false, "no primary keys");
         return false;
     }
-    const char *raw, *low;
+    hay h;
     char *oraw, *olow;
-    if (scan_text(r, e, state, &raw, &low, &oraw, &olow) < 0)
+    if (prepare_keys(r, e) < 0 || scan_text(r, e, state, &h, &oraw, &olow) < 0)
         return false;
     const char *primary = NULL;
-    size_t i;
-    json_t *k;
-    json_array_foreach(e->keys, i, k)
-    {
-        if (json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k))) {
-            primary = json_string_value(k);
+    for (size_t i = 0; i < e->npk[0]; i++)
+        if (key_hit(r, e, 0, i, &h)) {
+            primary = e->pk[0][i].key;
             break;
         }
-    }
     bool ok = false;
     if (!primary) {
         reason(e, false, "no primary key matched");
-    } else if (!e->selective || !json_array_size(e->keys2)) {
+    } else if (!e->selective || !e->npk[1]) {
         reason(e, true, "primary key '%.60s'", primary);
         ok = true;
     } else {
         int logic = e->logic >= 0 && e->logic <= 3 ? e->logic : 0;
         bool any = false, all = true;
-        json_array_foreach(e->keys2, i, k)
-        {
-            bool hit = json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k));
+        for (size_t i = 0; i < e->npk[1]; i++) {
+            bool hit = key_hit(r, e, 1, i, &h);
             any |= hit;
             all &= hit;
             if (logic == CDSH_TAVERN_LOGIC_AND_ANY && hit)
@@ -988,18 +1163,19 @@ static bool consider(run *r, wi_entry *e, int state, int level)
     return ok;
 }
 
-static int score(run *r, const wi_entry *e, int state)
+static int score(run *r, wi_entry *e, int state)
 {
-    const char *raw, *low;
+    hay h;
     char *oraw, *olow;
-    if (!json_array_size(e->keys) || scan_text(r, e, state, &raw, &low, &oraw, &olow) < 0)
+    if (!json_array_size(e->keys) || prepare_keys(r, e) < 0 ||
+        scan_text(r, e, state, &h, &oraw, &olow) < 0)
         return 0;
     int p = 0, s2 = 0;
-    size_t i;
-    json_t *k;
-    json_array_foreach(e->keys, i, k) p += json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k));
-    size_t n2 = json_array_size(e->keys2);
-    json_array_foreach(e->keys2, i, k) s2 += json_is_string(k) && key_matches(r, e, raw, low, json_string_value(k));
+    for (size_t i = 0; i < e->npk[0]; i++)
+        p += key_hit(r, e, 0, i, &h);
+    size_t n2 = e->npk[1];
+    for (size_t i = 0; i < n2; i++)
+        s2 += key_hit(r, e, 1, i, &h);
     free(oraw);
     free(olow);
     if (n2) {
@@ -1363,108 +1539,169 @@ static bool standing_safe(const wi_entry *e)
            e->position != POS_AN_BOTTOM && e->position != POS_OUTLET;
 }
 
-static void join_prepend(json_t *obj, const char *key, const char *content)
+/* Sets key to an already valid UTF-8 string (contents come from JSON). */
+static void set_str(json_t *obj, const char *key, const char *v)
 {
-    json_t *cur = json_object_get(obj, key);
-    if (!cur) {
-        json_object_set_new(obj, key, json_string(content));
-        return;
-    }
-    size_t n = strlen(content) + json_string_length(cur) + 2;
-    char *s = malloc(n);
-    if (!s)
-        return;
-    snprintf(s, n, "%s\n%s", content, json_string_value(cur));
-    json_object_set_new(obj, key, json_string(s));
-    free(s);
+    json_object_set_new_nocheck(obj, key, json_stringn_nocheck(v, strlen(v)));
 }
 
-static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t tokens)
+static void join_piece(cdsh_strbuf *sb, const char *content)
+{
+    if (sb->len)
+        cdsh_strbuf_append_char(sb, '\n');
+    cdsh_strbuf_append_str(sb, content);
+}
+
+typedef struct outgroup {
+    int depth, role;
+    const char *outlet;
+    cdsh_strbuf text;
+} outgroup;
+
+static outgroup *group_for(outgroup **gs, size_t *n, int depth, int role, const char *outlet)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*gs)[i].depth == depth && (*gs)[i].role == role &&
+            ((!outlet && !(*gs)[i].outlet) || (outlet && (*gs)[i].outlet && !strcmp(outlet, (*gs)[i].outlet))))
+            return &(*gs)[i];
+    outgroup *g = realloc(*gs, (*n + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    *gs = g;
+    g[*n] = (outgroup){depth, role, outlet, {0}};
+    cdsh_strbuf_init(&g[*n].text);
+    return &g[(*n)++];
+}
+
+static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t tokens,
+                            bool want_log)
 {
     json_t *out = json_object();
-    json_t *strs = json_object(); /* before / after accumulators */
     json_t *examples = json_array(), *an_top = json_array(), *an_bottom = json_array();
     json_t *depth = json_array(), *outlets = json_object(), *activated = json_array();
-    ordered *o = calloc(r->nactivated + 1, sizeof *o);
-    for (size_t i = 0; o && i < r->nactivated; i++)
+    size_t n = r->nactivated;
+    ordered *o = calloc(n + 1, sizeof *o);
+    char **content = calloc(n + 1, sizeof *content);
+    outgroup *groups = NULL;
+    size_t ngroups = 0;
+    cdsh_strbuf before, after;
+    cdsh_strbuf_init(&before);
+    cdsh_strbuf_init(&after);
+    if (!o || !content)
+        n = 0;
+    for (size_t i = 0; i < n; i++)
         o[i] = (ordered){r->activated[i], i};
-    if (o)
-        qsort(o, r->nactivated, sizeof *o, cmp_ordered);
-    for (size_t i = 0; o && i < r->nactivated; i++) {
+    qsort(o, n, sizeof *o, cmp_ordered);
+    /* Sorted by order descending; SillyTavern then unshifts each entry, so
+     * the lists end up ascending with ties reversed: walk backwards. Depth
+     * and outlet groups are created in the descending walk's order. */
+    for (size_t i = 0; i < n; i++) {
         wi_entry *e = o[i].e;
-        char *content = NULL;
         int rdepth = e->position == POS_DEPTH ? e->depth : -1;
         if (r->in->regex)
             cdsh_tavern_rxset_apply(r->in->regex, e->content, "prompt", "assemble", NULL, rdepth,
-                                    r->in->macros, &content, NULL, NULL);
-        if (!content)
-            content = strdup(e->content);
-        if (!content || !*content) {
-            free(content);
+                                    r->in->macros, &content[i], NULL, NULL);
+        if (!content[i])
+            content[i] = strdup(e->content);
+        if (!content[i] || !*content[i])
             continue;
-        }
-        /* Iterating by order descending and prepending gives ascending lists. */
+        if (e->position == POS_DEPTH)
+            group_for(&groups, &ngroups, e->depth, e->role, NULL);
+        else if (e->position == POS_OUTLET && *e->outlet)
+            group_for(&groups, &ngroups, -1, -1, e->outlet);
+    }
+    for (size_t i = n; i-- > 0;) {
+        wi_entry *e = o[i].e;
+        const char *c = content[i];
+        if (!c || !*c)
+            continue;
+        outgroup *g;
         switch (e->position) {
-        case POS_BEFORE: join_prepend(strs, "before", content); break;
-        case POS_AFTER: join_prepend(strs, "after", content); break;
+        case POS_BEFORE: join_piece(&before, c); break;
+        case POS_AFTER: join_piece(&after, c); break;
         case POS_EM_TOP:
-        case POS_EM_BOTTOM:
-            json_array_insert_new(examples, 0,
-                                  json_pack("{s:s, s:s}", "position",
-                                            e->position == POS_EM_TOP ? "before" : "after",
-                                            "content", content));
-            break;
-        case POS_AN_TOP: json_array_insert_new(an_top, 0, json_string(content)); break;
-        case POS_AN_BOTTOM: json_array_insert_new(an_bottom, 0, json_string(content)); break;
-        case POS_DEPTH: {
-            size_t k;
-            json_t *g, *found = NULL;
-            json_array_foreach(depth, k, g)
-            {
-                if (json_integer_value(json_object_get(g, "depth")) == e->depth &&
-                    json_integer_value(json_object_get(g, "role")) == e->role)
-                    found = g;
-            }
-            if (found)
-                join_prepend(found, "content", content);
-            else
-                json_array_append_new(depth, json_pack("{s:i, s:i, s:s}", "depth", e->depth,
-                                                       "role", e->role, "content", content));
+        case POS_EM_BOTTOM: {
+            json_t *x = json_object();
+            set_str(x, "position", e->position == POS_EM_TOP ? "before" : "after");
+            set_str(x, "content", c);
+            json_array_append_new(examples, x);
             break;
         }
+        case POS_AN_TOP: json_array_append_new(an_top, json_stringn_nocheck(c, strlen(c))); break;
+        case POS_AN_BOTTOM:
+            json_array_append_new(an_bottom, json_stringn_nocheck(c, strlen(c)));
+            break;
+        case POS_DEPTH:
+            if ((g = group_for(&groups, &ngroups, e->depth, e->role, NULL)))
+                join_piece(&g->text, c);
+            break;
         case POS_OUTLET:
-            if (*e->outlet)
-                join_prepend(outlets, e->outlet, content);
+            if (*e->outlet && (g = group_for(&groups, &ngroups, -1, -1, e->outlet)))
+                join_piece(&g->text, c);
             break;
         default: break;
         }
-        free(content);
     }
+    for (size_t i = 0; i < ngroups; i++) {
+        if (groups[i].outlet) {
+            set_str(outlets, groups[i].outlet, groups[i].text.data);
+        } else {
+            json_t *x = json_object();
+            json_object_set_new_nocheck(x, "depth", json_integer(groups[i].depth));
+            json_object_set_new_nocheck(x, "role", json_integer(groups[i].role));
+            set_str(x, "content", groups[i].text.data);
+            json_array_append_new(depth, x);
+        }
+        cdsh_strbuf_deinit(&groups[i].text);
+    }
+    free(groups);
+    for (size_t i = 0; i < n; i++)
+        free(content[i]);
+    free(content);
     free(o);
     for (size_t i = 0; i < r->nactivated; i++) {
         wi_entry *e = r->activated[i];
-        json_array_append_new(
-            activated,
-            json_pack("{s:s, s:I, s:s, s:i, s:i, s:i, s:i, s:s, s:I, s:b, s:b}", "book", e->book,
-                      "uid", (json_int_t)e->uid, "comment", e->comment, "position", e->position,
-                      "order", e->order, "depth", e->depth, "role", e->role, "content", e->content,
-                      "tokens", (json_int_t)cdsh_tavern_tokens_count_str(e->content), "turnLocal",
-                      e->turn_local || cdsh_tavern_macros_turn_local(e->content), "standingSafe",
-                      standing_safe(e)));
+        json_t *x = json_object();
+        set_str(x, "book", e->book);
+        json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
+        set_str(x, "comment", e->comment);
+        json_object_set_new_nocheck(x, "position", json_integer(e->position));
+        json_object_set_new_nocheck(x, "order", json_integer(e->order));
+        json_object_set_new_nocheck(x, "depth", json_integer(e->depth));
+        json_object_set_new_nocheck(x, "role", json_integer(e->role));
+        set_str(x, "content", e->content);
+        json_object_set_new_nocheck(x, "tokens",
+                                    json_integer((json_int_t)cdsh_tavern_tokens_count_str(e->content)));
+        json_object_set_new_nocheck(x, "turnLocal",
+                                    json_boolean(e->turn_local ||
+                                                 cdsh_tavern_macros_turn_local(e->content)));
+        json_object_set_new_nocheck(x, "standingSafe", json_boolean(standing_safe(e)));
+        json_array_append_new(activated, x);
     }
-    json_t *truncated = json_array(), *log = json_array();
+    json_t *truncated = json_array(), *log = want_log ? json_array() : json_null();
     for (size_t i = 0; i < r->n; i++) {
         wi_entry *e = &r->e[i];
-        if (e->truncated && !e->activated)
-            json_array_append_new(truncated, json_pack("{s:s, s:I, s:s}", "book", e->book, "uid",
-                                                       (json_int_t)e->uid, "comment", e->comment));
-        json_array_append_new(log, json_pack("{s:s, s:I, s:s, s:b, s:s}", "book", e->book, "uid",
-                                             (json_int_t)e->uid, "comment", e->comment, "fired",
-                                             e->activated, "reason", e->reason));
+        if (e->truncated && !e->activated) {
+            json_t *x = json_object();
+            set_str(x, "book", e->book);
+            json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
+            set_str(x, "comment", e->comment);
+            json_array_append_new(truncated, x);
+        }
+        if (!want_log)
+            continue;
+        json_t *x = json_object();
+        set_str(x, "book", e->book);
+        json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
+        set_str(x, "comment", e->comment);
+        json_object_set_new_nocheck(x, "fired", json_boolean(e->activated));
+        json_object_set_new_nocheck(x, "reason", json_string(e->reason));
+        json_array_append_new(log, x);
     }
-    json_object_set_new(out, "before", json_string(jstr(strs, "before")));
-    json_object_set_new(out, "after", json_string(jstr(strs, "after")));
-    json_decref(strs);
+    json_object_set_new(out, "before", json_stringn(before.data, before.len));
+    json_object_set_new(out, "after", json_stringn(after.data, after.len));
+    cdsh_strbuf_deinit(&before);
+    cdsh_strbuf_deinit(&after);
     json_object_set_new(out, "examples", examples);
     json_object_set_new(out, "anTop", an_top);
     json_object_set_new(out, "anBottom", an_bottom);
@@ -1538,7 +1775,7 @@ int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_e
     if (r.n && (rc = scan(&r, budget, &overflow, &loops, &tokens)) < 0)
         goto nomem;
     set_timed(&r);
-    *out = build_output(&r, budget, overflow, loops, tokens);
+    *out = build_output(&r, budget, overflow, loops, tokens, !in->no_log);
     if (!*out)
         goto nomem;
     rc = 0;

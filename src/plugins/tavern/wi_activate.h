@@ -74,6 +74,7 @@ typedef struct cdsh_tavern_wi_input {
     json_t *timed;                 /* story state {sticky:{}, cooldown:{}}; may be NULL */
     bool dry_run;                  /* evaluate timed effects on a copy; `timed` untouched */
     uint32_t seed;                 /* probability rolls and group picks */
+    bool no_log;                   /* skip the trigger log (live turns); "log" is null then */
 } cdsh_tavern_wi_input;
 
 /* Runs activation. *out (owned):
