@@ -30,9 +30,10 @@ typedef struct wi_entry {
     const json_t *src;
     const char *book;
     json_int_t uid;
-    char *id; /* "book.uid" */
+    char id[192]; /* "book.uid" (book names are at most 159 bytes) */
     const char *comment;
     char *content; /* decorators stripped; macro-expanded when activated */
+    bool content_owned;
     const json_t *keys, *keys2;
     int logic, order, position, depth, role, weight;
     int delay_rec; /* delayUntilRecursion level, 0 = off */
@@ -403,13 +404,33 @@ static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t i
     e->src = src;
     e->book = book;
     e->uid = json_is_integer(f[F_UID]) ? json_integer_value(f[F_UID]) : (json_int_t)index;
-    size_t il = strlen(book) + 24;
-    if (!(e->id = malloc(il)))
-        return CDSH_ENOMEM;
-    snprintf(e->id, il, "%s.%lld", book, (long long)e->uid);
+    {
+        /* "book.uid" without snprintf: this runs for every entry of every turn. */
+        size_t bl = strlen(book);
+        char digits[24];
+        size_t nd = 0;
+        unsigned long long u = e->uid < 0 ? (unsigned long long)(-e->uid) : (unsigned long long)e->uid;
+        do {
+            digits[nd++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (e->uid < 0)
+            digits[nd++] = '-';
+        memcpy(e->id, book, bl);
+        e->id[bl] = '.';
+        for (size_t q = 0; q < nd; q++)
+            e->id[bl + 1 + q] = digits[nd - 1 - q];
+        e->id[bl + 1 + nd] = 0;
+    }
     e->comment = vstr(f[F_COMMENT]);
-    if (!(e->content = strip_decorators(vstr(f[F_CONTENT]), e)))
-        return CDSH_ENOMEM;
+    const char *raw_content = vstr(f[F_CONTENT]);
+    if (!strncmp(raw_content, "@@", 2)) {
+        if (!(e->content = strip_decorators(raw_content, e)))
+            return CDSH_ENOMEM;
+        e->content_owned = true;
+    } else {
+        e->content = (char *)raw_content; /* borrowed from the book until expanded */
+    }
     e->keys = f[F_KEY];
     e->keys2 = f[F_KEY2];
     e->logic = vint(f[F_LOGIC], 0);
@@ -442,7 +463,7 @@ static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t i
     e->hash = entry_hash(f, book);
     e->index = index;
     split_groups(e);
-    snprintf(e->reason, sizeof e->reason, "not matched");
+    strcpy(e->reason, "not matched");
     return 0;
 }
 
@@ -451,8 +472,8 @@ static void free_keys(wi_entry *e);
 static void free_entry(wi_entry *e)
 {
     free_keys(e);
-    free(e->id);
-    free(e->content);
+    if (e->content_owned)
+        free(e->content);
     for (size_t i = 0; i < e->ngroups; i++)
         free(e->groups[i]);
     free(e->groups);
@@ -1424,8 +1445,10 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
             char *content = expand_content(r, e);
             if (!content)
                 return CDSH_ENOMEM;
-            free(e->content);
+            if (e->content_owned)
+                free(e->content);
             e->content = content;
+            e->content_owned = true;
             cdsh_tavern_tokens_add(&pass, content, strlen(content));
             cdsh_tavern_tokens_add(&pass, "\n", 1);
             if (!e->ignore_budget && base + cdsh_tavern_tokens_total(&pass) >= (size_t)budget) {
