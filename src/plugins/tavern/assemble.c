@@ -864,7 +864,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
             if (cdsh_tavern_template_has_tags(dstr(p, "content")))
                 continue;
             x = expand(&a, dstr(p, "content"), false, NULL);
-        } else {
+        } else if (strcmp(id, "nsfw") && strcmp(id, "enhanceDefinitions")) {
+            /* nsfw / enhanceDefinitions are ordinary prompts a preset may lack. */
             json_array_append_new(a.notes, json_sprintf("unknown marker '%s' left empty", id));
         }
         push_msg(a.messages, role, x, id);
