@@ -100,6 +100,8 @@ int cdsh_tavern_template_compile(const char *src, size_t len, char **js_out, cds
     if (len > CDSH_TAVERN_TEMPLATE_MAX_SOURCE)
         return cdsh_error_set(err, CDSH_ETOOBIG, "TEMPLATE_TOO_BIG",
                               "template is larger than %u bytes", CDSH_TAVERN_TEMPLATE_MAX_SOURCE);
+    if (memchr(src, 0, len))
+        return cdsh_error_set(err, CDSH_EINVAL, "TEMPLATE_SYNTAX", "template contains a NUL byte");
     cdsh_strbuf js;
     cdsh_strbuf_init(&js);
     cdsh_strbuf_append_str(&js, "var __out=[],__n=0;\n"

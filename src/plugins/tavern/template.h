@@ -33,7 +33,7 @@ bool cdsh_tavern_template_has_tags(const char *text);
 
 /* Compiles EJS source to a JavaScript function body that returns the
  * output string. Owned result. Errors: TEMPLATE_SYNTAX (unclosed tag, with
- * the line number), TEMPLATE_TOO_BIG. Pure. */
+ * the line number; a NUL byte), TEMPLATE_TOO_BIG. Pure. */
 int cdsh_tavern_template_compile(const char *src, size_t len, char **js, cdsh_error *err);
 
 /* Renders src. ctx (borrowed, may be NULL):
