@@ -269,6 +269,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             .vars_global = vg,
             .dry_run = true,
             .trigger_log = true,
+            .run_templates = true,
             .revision = tag,
         };
         cdsh_tavern_wi_settings_default(&in.wi);

@@ -333,6 +333,62 @@ static void state_stores_keep_story_state(void **state)
     cdsh_test_home_free(home);
 }
 
+static void templates_render_in_the_worker_and_commit_only_on_success(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    json_t *prompts = json_object_get(f.preset, "prompts");
+    json_t *order = json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
+    json_array_append_new(prompts, json_pack("{s:s, s:s, s:s}", "identifier", "tpl", "role", "system",
+                                             "content", "<% incvar('n') %>Count <%= getvar('n') %> for {{user}}"));
+    json_array_append_new(order, json_pack("{s:s, s:b}", "identifier", "tpl", "enabled", 1));
+    json_t *local = json_object(), *global = json_object();
+    f.in.vars_local = local;
+    f.in.vars_global = global;
+    cdsh_tavern_template_limits lim;
+    cdsh_tavern_template_limits_default(&lim);
+    lim.wall_ms = 20000;
+    f.in.template_limits = &lim;
+    /* Off: left out with a note. */
+    json_t *plan = assemble(&f);
+    assert_null(strstr(S(plan, "turn"), "Count"));
+    assert_string_equal(json_string_value(json_array_get(json_object_get(plan, "notes"), 0)),
+                        "prompt 'tpl' holds a template and was left out (templates are off)");
+    json_decref(plan);
+    /* On: rendered once, turn-local, macros expanded after, variables committed. */
+    f.in.run_templates = true;
+    plan = assemble(&f);
+    assert_non_null(strstr(S(plan, "turn"), "Count 1 for Ann"));
+    assert_null(strstr(S(plan, "standing"), "Count"));
+    size_t i;
+    json_t *m;
+    int seen = 0;
+    json_array_foreach(json_object_get(plan, "messages"), i, m)
+        seen += !strcmp(json_string_value(json_object_get(m, "content")), "Count 1 for Ann");
+    assert_int_equal(seen, 1);
+    assert_int_equal(json_integer_value(json_object_get(local, "n")), 1);
+    json_decref(plan);
+    /* Dry run (preview): rendered but nothing written. */
+    f.in.dry_run = true;
+    plan = assemble(&f);
+    assert_non_null(strstr(S(plan, "turn"), "Count 2 for Ann"));
+    assert_int_equal(json_integer_value(json_object_get(local, "n")), 1);
+    json_decref(plan);
+    /* A failing template commits nothing and is reported. */
+    f.in.dry_run = false;
+    json_object_set_new(json_array_get(prompts, json_array_size(prompts) - 1), "content",
+                        json_string("<% setvar('n', 99); throw new Error('nope') %>"));
+    plan = assemble(&f);
+    assert_int_equal(json_integer_value(json_object_get(local, "n")), 1);
+    assert_non_null(strstr(json_string_value(json_array_get(json_object_get(plan, "notes"), 0)),
+                           "template failed (TEMPLATE_ERROR)"));
+    json_decref(plan);
+    json_decref(local);
+    json_decref(global);
+    fx_free(&f);
+}
+
 static void bad_arguments_are_refused(void **state)
 {
     (void)state;
@@ -356,6 +412,7 @@ int main(void)
         cmocka_unit_test(plan_is_frozen_for_the_turn),
         cmocka_unit_test(lorebook_edit_repins_standing),
         cmocka_unit_test(state_stores_keep_story_state),
+        cmocka_unit_test(templates_render_in_the_worker_and_commit_only_on_success),
         cmocka_unit_test(bad_arguments_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,6 +39,8 @@ typedef struct asm_ctx {
     const char *char_name, *user_name;
     cdsh_tavern_rxset *rx;
     json_t *notes, *regex_failures, *unknown;
+    json_t *rendered; /* prompt id -> template output (or null when it failed) */
+    json_t *wi;       /* the activation result (for templates) */
     cdsh_strbuf standing, turn;
     json_t *messages;
 } asm_ctx;
@@ -272,7 +274,7 @@ static json_t *character_books(asm_ctx *a)
     return books;
 }
 
-static json_t *run_wi(asm_ctx *a, const char *an_text)
+static json_t *run_wi(asm_ctx *a)
 {
     const cdsh_tavern_assemble_input *in = a->in;
     cdsh_tavern_wi_message *msgs = calloc(in->n_chat + 1, sizeof *msgs);
@@ -304,8 +306,6 @@ static json_t *run_wi(asm_ctx *a, const char *an_text)
         .no_log = !in->trigger_log,
         .char_filename = a->char_name,
     };
-    const char *inject[1] = {an_text};
-    (void)inject;
     json_t *scan = json_pack("{s:s, s:s, s:s, s:s}", "personaDescription",
                              dstr(in->persona, "description"), "characterDescription",
                              dstr(a->data, "description"), "characterPersonality",
@@ -454,6 +454,62 @@ static char *examples_text(const char *mes, const json_t *wi_examples)
     return cdsh_strbuf_take(&sb, NULL);
 }
 
+/* Renders a template prompt once per plan in the worker; NULL (with a note)
+ * when templates are off or the render failed. Borrowed result. */
+static const char *render_template(asm_ctx *a, const char *id, const char *raw)
+{
+    json_t *done = json_object_get(a->rendered, id);
+    if (done)
+        return json_string_value(done);
+    if (!a->in->run_templates) {
+        json_array_append_new(a->notes, json_sprintf("prompt '%s' holds a template and was left "
+                                                     "out (templates are off)",
+                                                     id));
+        json_object_set_new(a->rendered, id, json_null());
+        return NULL;
+    }
+    json_t *active = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(a->wi, "activated"), i, e)
+        json_array_append_new(active, json_pack("{s:O, s:O, s:O, s:O}", "book",
+                                                json_object_get(e, "book"), "uid",
+                                                json_object_get(e, "uid"), "comment",
+                                                json_object_get(e, "comment"), "content",
+                                                json_object_get(e, "content")));
+    json_t *ctx = json_pack("{s:{s:O?, s:O?, s:{}}, s:{s:s, s:s}, s:I, s:I, s:{s:o}}", "vars",
+                            "global", a->in->vars_global, "local", a->in->vars_local, "message",
+                            "macros", "char", a->char_name, "user", a->user_name, "now",
+                            (json_int_t)a->in->now_ms, "seed", (json_int_t)a->in->seed, "wi",
+                            "active", active);
+    json_t *res = NULL;
+    cdsh_error err = {0};
+    bool write = !a->in->dry_run;
+    if (!ctx || cdsh_tavern_template_render(raw, ctx, write, a->in->template_limits, &res, &err) < 0) {
+        json_array_append_new(a->notes, json_sprintf("prompt '%s' template failed (%s): %s", id,
+                                                     err.code, err.message));
+        json_object_set_new(a->rendered, id, json_null());
+        json_decref(ctx);
+        return NULL;
+    }
+    json_decref(ctx);
+    json_t *vars = json_object_get(res, "vars");
+    if (write && json_is_true(json_object_get(res, "changed"))) {
+        /* Committed only after a successful render (seed invariant 6). */
+        if (a->in->vars_local && json_is_object(json_object_get(vars, "local"))) {
+            json_object_clear(a->in->vars_local);
+            json_object_update(a->in->vars_local, json_object_get(vars, "local"));
+        }
+        if (a->in->vars_global && json_is_object(json_object_get(vars, "global"))) {
+            json_object_clear(a->in->vars_global);
+            json_object_update(a->in->vars_global, json_object_get(vars, "global"));
+        }
+    }
+    json_object_set(a->rendered, id, json_object_get(res, "output"));
+    json_decref(res);
+    return json_string_value(json_object_get(a->rendered, id));
+}
+
 typedef struct ordered_ref {
     json_t *e;
     int order;
@@ -514,6 +570,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     a.regex_failures = json_array();
     a.unknown = json_array();
     a.messages = json_array();
+    a.rendered = json_object();
     a.data = json_object_get(in->card, "data");
     const char *nick = dstr(a.data, "nickname");
     a.char_name = *nick ? nick : dstr(in->card, "name");
@@ -563,9 +620,10 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     };
     if ((rc = build_history(&a, &h)) < 0)
         goto nomem;
-    wi = run_wi(&a, in->author_note);
+    wi = run_wi(&a);
     if (!wi)
         goto nomem;
+    a.wi = wi;
 
     /* World info split: standing-safe entries vs the turn (budgeted). */
     cdsh_strbuf wi_standing, wi_turn;
@@ -689,8 +747,11 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         a.env.original = orig;
         bool turn_local = false;
         if (cdsh_tavern_template_has_tags(raw)) {
-            json_array_append_new(a.notes, json_sprintf("prompt '%s' holds a template and was "
-                                                        "left out of the live prompt", id));
+            const char *r = render_template(&a, id, raw);
+            char *x = r ? expand(&a, r, false, NULL) : NULL;
+            section(&turn_extra, NULL, x); /* templates are per turn */
+            free(x);
+            a.env.original = NULL;
             continue;
         }
         char *x = expand(&a, raw, false, &turn_local);
@@ -861,9 +922,13 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
             x = expand(&a, t, false, NULL);
             a.env.original = NULL;
         } else if (p) {
-            if (cdsh_tavern_template_has_tags(dstr(p, "content")))
-                continue;
-            x = expand(&a, dstr(p, "content"), false, NULL);
+            const char *c = dstr(p, "content");
+            if (cdsh_tavern_template_has_tags(c)) {
+                c = render_template(&a, id, c);
+                if (!c)
+                    continue;
+            }
+            x = expand(&a, c, false, NULL);
         } else if (strcmp(id, "nsfw") && strcmp(id, "enhanceDefinitions")) {
             /* nsfw / enhanceDefinitions are ordinary prompts a preset may lack. */
             json_array_append_new(a.notes, json_sprintf("unknown marker '%s' left empty", id));
@@ -917,6 +982,7 @@ cleanup:
     json_decref(a.regex_failures);
     json_decref(a.unknown);
     json_decref(a.messages);
+    json_decref(a.rendered);
     json_decref(wi);
     json_decref(order);
     json_decref(budgets);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "plugins/tavern/template.h"
 #include "plugins/tavern/wi_activate.h"
 
 /* Bumped whenever the standing discipline text or its layout changes. */
@@ -61,6 +62,11 @@ typedef struct cdsh_tavern_assemble_input {
     json_t *vars_local, *vars_global; /* story variables (mutated by macros) */
     bool dry_run;
     bool trigger_log;         /* include the world-info trigger log (preview) */
+    /* Evaluate EJS templates in preset prompts in the sandboxed worker
+     * (false: such prompts are left out with a note). Rendered text is
+     * turn-local; variable writes are applied unless dry_run. */
+    bool run_templates;
+    const cdsh_tavern_template_limits *template_limits; /* NULL: defaults */
     const char *revision;     /* asset revision fingerprint (joined tags); part of the pin key */
 } cdsh_tavern_assemble_input;
 

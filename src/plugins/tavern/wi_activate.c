@@ -110,20 +110,9 @@ static const char *jstr(const json_t *o, const char *k)
     return s ? s : "";
 }
 
-static int jint(const json_t *o, const char *k, int dflt)
-{
-    json_t *v = json_object_get(o, k);
-    if (json_is_integer(v))
-        return (int)json_integer_value(v);
-    if (json_is_real(v))
-        return (int)json_real_value(v);
-    if (json_is_string(v) && *json_string_value(v)) {
-        char *end;
-        long l = strtol(json_string_value(v), &end, 10);
-        return *end ? dflt : (int)l;
-    }
-    return dflt;
-}
+static int vint(const json_t *v, int dflt);
+
+static int jint(const json_t *o, const char *k, int dflt) { return vint(json_object_get(o, k), dflt); }
 
 static bool jbool(const json_t *o, const char *k) { return json_is_true(json_object_get(o, k)); }
 
