@@ -81,7 +81,7 @@ static void compiler_reports_unclosed_tags_with_line(void **state)
     (void)state;
     char *js = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_template_compile("ok\nstill\n<% oops", 17, &js, &err),
+    assert_int_equal(cdsh_tavern_template_compile("ok\nstill\n<% oops", 16, &js, &err),
                      CDSH_EINVAL);
     assert_string_equal(err.code, "TEMPLATE_SYNTAX");
     assert_non_null(strstr(err.message, "line 3"));

@@ -431,12 +431,13 @@ static void worker_main(int fd, const char *js, size_t heap, size_t max_input, s
     }
     /* Reply: {"ok":true,"output":...,"changed":bool,"vars":...}. */
     duk_push_global_object(ctx);
-    duk_get_prop_string(ctx, -1, "__vars");
-    const char *vars = duk_json_encode(ctx, -1);
-    size_t vlen = vars ? strlen(vars) : 0;
-    duk_pop(ctx);
     duk_get_prop_string(ctx, -1, "__changed");
     bool changed = duk_to_boolean(ctx, -1);
+    duk_pop(ctx);
+    duk_get_prop_string(ctx, -1, "__vars");
+    /* The encoded string lives on the value stack: nothing is popped below. */
+    const char *vars = duk_json_encode(ctx, -1);
+    size_t vlen = vars ? strlen(vars) : 0;
     if (vlen > max_output) {
         reply_error("TEMPLATE_OUTPUT_TOO_BIG", "template variables are larger than the limit");
         _exit(2);
