@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "plugins/tavern/card.h"
+#include "plugins/tavern/lorebook.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/preset.h"
 
@@ -389,6 +390,32 @@ static void templates_render_in_the_worker_and_commit_only_on_success(void **sta
     fx_free(&f);
 }
 
+static void outlets_fill_outlet_macros_in_the_turn(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    json_t *raw = json_loads("{\"name\":\"Sky\",\"entries\":{\"0\":{\"uid\":0,\"key\":[\"moon\"],"
+                             "\"content\":\"The moon is red.\",\"position\":7,\"outletName\":\"sky\"}}}",
+                             0, NULL);
+    json_t *globals = json_array();
+    json_array_append_new(globals, cdsh_tavern_lorebook_normalize_dup(raw, NULL));
+    json_decref(raw);
+    f.in.global_books = globals;
+    json_t *prompts = json_object_get(f.preset, "prompts");
+    json_t *order = json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
+    json_array_append_new(prompts, json_pack("{s:s, s:s, s:s}", "identifier", "sky", "role", "system",
+                                             "content", "Sky: {{outlet::sky}}"));
+    json_array_append_new(order, json_pack("{s:s, s:b}", "identifier", "sky", "enabled", 1));
+    msg(&f, "user", "Look at the moon.", false);
+    json_t *plan = assemble(&f);
+    assert_non_null(strstr(S(plan, "turn"), "Sky: The moon is red."));
+    assert_null(strstr(S(plan, "standing"), "Sky:"));
+    json_decref(plan);
+    json_decref(globals);
+    fx_free(&f);
+}
+
 static void bad_arguments_are_refused(void **state)
 {
     (void)state;
@@ -413,6 +440,7 @@ int main(void)
         cmocka_unit_test(lorebook_edit_repins_standing),
         cmocka_unit_test(state_stores_keep_story_state),
         cmocka_unit_test(templates_render_in_the_worker_and_commit_only_on_success),
+        cmocka_unit_test(outlets_fill_outlet_macros_in_the_turn),
         cmocka_unit_test(bad_arguments_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -624,6 +624,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     if (!wi)
         goto nomem;
     a.wi = wi;
+    /* Outlet entries fill {{outlet::name}} wherever it appears from here on. */
+    a.env.outlets = json_object_get(wi, "outlets");
 
     /* World info split: standing-safe entries vs the turn (budgeted). */
     cdsh_strbuf wi_standing, wi_turn;

@@ -2,7 +2,8 @@
  * The worker is a fork of the calling process: it drops descriptors and
  * resources, evaluates one template and exits. The parent enforces the
  * wall clock and the output bound and never trusts the child's reply
- * beyond parsing it as bounded JSON. */
+ * beyond parsing it as bounded JSON. The one global (g_reply_fd) is only
+ * ever set and read inside a worker process, which runs a single thread. */
 #include "plugins/tavern/template.h"
 
 #include <duktape.h>
