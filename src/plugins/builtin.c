@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "host/skilltool.h"
+#include "plugins/facade/plugin.h"
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
+    &cdsh_facade_plugin, /* last: profile capabilities are declared over the others' tools */
     NULL,
 };
 
