@@ -1389,7 +1389,7 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
     qsort(levels, nl, sizeof *levels, cmp_int);
     size_t li = 0;
     int level = nl ? levels[li++] : 0;
-    int state = ST_INITIAL, count = 0;
+    int state = ST_INITIAL, count = 0, rc = 0;
     bool overflow = false;
     cdsh_strbuf all_text; /* allActivatedText: recursion texts, newest first */
     cdsh_strbuf_init(&all_text);
@@ -1432,8 +1432,11 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
                 }
             }
             char *content = expand_content(r, e);
-            if (!content)
-                return CDSH_ENOMEM;
+            if (!content) {
+                rc = CDSH_ENOMEM;
+                state = ST_NONE;
+                break;
+            }
             if (e->content_owned)
                 free(e->content);
             e->content = content;
@@ -1476,6 +1479,10 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
             next = ST_RECURSION;
         if (r->s->recursive && !overflow && state == ST_MIN_ACTIVATIONS && r->has_recurse)
             next = ST_RECURSION;
+        if (rc < 0) {
+            cdsh_strbuf_deinit(&text);
+            break;
+        }
         bool min_unmet = r->s->min_activations > 0 &&
                          r->nactivated < (size_t)r->s->min_activations;
         if (!next && !overflow && min_unmet) {
@@ -1518,7 +1525,7 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
     free(levels);
     free(cand);
     free(alive);
-    return 0;
+    return rc;
 }
 
 /* ---- output ------------------------------------------------------------- */
