@@ -18,6 +18,7 @@
 #include "proto/mcp/mcp_bridge.h"
 #include "server/api.h"
 #include "server/rpc_gateway.h"
+#include "server/connection.h"
 #include "server/web.h"
 
 static void usage(FILE *out)
@@ -116,6 +117,11 @@ int cdsh_cmd_web(int argc, char **argv)
     cdsh_cli_agent a;
     if (cdsh_cli_agent_open("web", profile, &a))
         return 1;
+    /* Browsers reach the RPC channels from here on: plugins that register
+     * panel channels only with a live connection (xiangqi §4.2) reload now. */
+    cdsh_error cerr = {0};
+    if (cdsh_plugin_load(a.host, &cdsh_web_connection_plugin, NULL, NULL, &cerr) != 0)
+        fprintf(stderr, "cdsh web: warning: %s\n", cerr.message);
     /* MCP at /mcp: the tools of the profile's plugins (the same host the
      * chat uses), behind the web token (the server checks it first). */
     cdsh_mcp_export *ex =
