@@ -404,15 +404,16 @@ int cdsh__tavern_story_snapshot(cdsh_tavern_story *s, const char *dest, cdsh_err
 {
     if (access(dest, F_OK) == 0)
         return cdsh_error_set(err, CDSH_EEXIST, "STORY_EXISTS", "%s already exists", dest);
-    sqlite3 *d = NULL;
+    sqlite3 *d = NULL, *reader = NULL;
     pthread_mutex_lock(&s->mu);
-    /* The write lock keeps every other handle and process out while we copy. */
+    /* The write lock keeps every other handle and process from writing while a
+     * second connection (a writer cannot be a backup source) copies. */
     int rc = begin(s->db, err);
     if (rc < 0)
         goto cleanup;
-    if ((rc = open_db(dest, true, &d, err)) < 0)
+    if ((rc = open_db(s->path, false, &reader, err)) < 0 || (rc = open_db(dest, true, &d, err)) < 0)
         goto cleanup;
-    sqlite3_backup *b = sqlite3_backup_init(d, "main", s->db, "main");
+    sqlite3_backup *b = sqlite3_backup_init(d, "main", reader, "main");
     if (!b) {
         rc = db_fail(d, err, "snapshot");
         goto cleanup;
@@ -426,6 +427,8 @@ int cdsh__tavern_story_snapshot(cdsh_tavern_story *s, const char *dest, cdsh_err
 cleanup:
     rollback(s->db);
     pthread_mutex_unlock(&s->mu);
+    if (reader)
+        sqlite3_close(reader);
     if (d)
         sqlite3_close(d);
     if (rc < 0)
