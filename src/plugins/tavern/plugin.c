@@ -1,0 +1,65 @@
+/* plugin.c — the tavern plugin's apply: service, tools, RPC channel and
+ * the provided service, all owned by the plugin context. Off by default:
+ * a profile (or the role-play preset) enables it, so ordinary agents never
+ * see the tavern tools. */
+#include "plugins/tavern/plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/session_store.h"
+#include "plugins/tavern/rpc.h"
+#include "plugins/tavern/service.h"
+#include "plugins/tavern/tools.h"
+
+typedef struct state {
+    cdsh_tavern_service *svc;
+    cdsh_session_store *sessions;
+} state;
+
+static void state_free(void *arg)
+{
+    state *st = arg;
+    cdsh_tavern_service_free(st->svc);
+    cdsh_session_store_close(st->sessions);
+    free(st);
+}
+
+static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    const char *root = json_string_value(json_object_get(config, "root"));
+    state *st = calloc(1, sizeof *st);
+    if (!st)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    int rc = 0;
+    if (json_is_true(json_object_get(config, "branches")))
+        rc = cdsh_session_store_open(NULL, &st->sessions, err);
+    if (rc == 0)
+        rc = cdsh_tavern_service_new(root && *root ? root : NULL, st->sessions, &st->svc, err);
+    if (rc < 0) {
+        state_free(st);
+        return rc;
+    }
+    /* Adopted first so it is freed last, after the tools and channel are gone. */
+    if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err)) < 0)
+        return rc;
+    if ((rc = cdsh_tavern_tools_register(ctx, st->svc, err)) < 0)
+        return rc;
+    if ((rc = cdsh_tavern_rpc_register(ctx, st->svc, err)) < 0)
+        return rc;
+    return cdsh_ctx_provide(ctx, CDSH_TAVERN_SERVICE, st->svc, err);
+}
+
+static const char *const requires_[] = {NULL};
+
+const cdsh_plugin_def cdsh_tavern_plugin = {
+    .name = CDSH_TAVERN_PLUGIN,
+    .description = "tavern role-play: stories, floors, branches, memory, world state, tools, /tavern",
+    .requires = requires_,
+    .config_schema = "{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\","
+                     "\"default\":\"\",\"description\":\"tavern data directory (empty: "
+                     "$CDSH_HOME/tavern)\"},\"branches\":{\"type\":\"boolean\",\"default\":true,"
+                     "\"description\":\"open the host session store for branch operations\"}}}",
+    .enabled_by_default = false,
+    .apply = apply,
+};
