@@ -318,7 +318,7 @@ static json_t *greetings(const json_t *record)
 /* ---- branches on host sessions ------------------------------------------------- */
 
 typedef struct turn_info {
-    int64_t start_seq, end_seq, last_reply_seq, last_reply_step, last_turn;
+    int64_t start_seq, end_seq, last_reply_seq, last_turn;
     char *user_text;
 } turn_info;
 
@@ -349,7 +349,6 @@ static int find_turn(cdsh_tavern_service *svc, const char *session, int64_t turn
                 ti->end_seq = seq;
             else if (strcmp(type, "assistant/message") == 0) {
                 ti->last_reply_seq = seq;
-                ti->last_reply_step = json_integer_value(json_object_get(e, "step"));
             } else if (strcmp(type, "user/message") == 0 && !ti->user_text)
                 ti->user_text = strdup(s_get(json_object_get(e, "payload"), "text")
                                            ? s_get(json_object_get(e, "payload"), "text")
@@ -365,9 +364,34 @@ typedef struct fork_ud {
     const char *source;
     int64_t upto;
     const char *title;
-    int64_t edit_turn, edit_step;
-    const char *edit_text;
+    int64_t edit_turn;
+    const char *edit_text, *edit_user; /* editAssistantMessage: the turn is re-logged */
 } fork_ud;
+
+/* Appends turn `turn` as user text + the edited reply (tool calls of the
+ * original turn are not carried over; documented). */
+static int relog_turn(fork_ud *f, const char *child, cdsh_error *err)
+{
+    json_t *start = json_object(), *user = json_pack("{s:s}", "text", f->edit_user);
+    json_t *msg = json_pack("{s:s,s:s}", "text", f->edit_text, "finishReason", "stop");
+    json_t *end = json_pack("{s:s}", "reason", "done");
+    int rc = cdsh_session_store_append(f->svc->sessions, child, "turn/start", f->edit_turn, 0,
+                                       start, NULL, err);
+    if (rc == 0)
+        rc = cdsh_session_store_append(f->svc->sessions, child, "user/message", f->edit_turn, 0,
+                                       user, NULL, err);
+    if (rc == 0)
+        rc = cdsh_session_store_append(f->svc->sessions, child, "assistant/message", f->edit_turn,
+                                       1, msg, NULL, err);
+    if (rc == 0)
+        rc = cdsh_session_store_append(f->svc->sessions, child, "turn/end", f->edit_turn, 0, end,
+                                       NULL, err);
+    json_decref(start);
+    json_decref(user);
+    json_decref(msg);
+    json_decref(end);
+    return rc;
+}
 
 static int fork_child(void *ud, char **child, cdsh_error *err)
 {
@@ -381,24 +405,13 @@ static int fork_child(void *ud, char **child, cdsh_error *err)
                                   s_get(src, "baseUrl"), s_get(src, "agent"), NULL};
         rc = cdsh_session_store_create(f->svc->sessions, &spec, child, err);
         json_decref(src);
-        return rc;
+    } else {
+        rc = cdsh_session_store_fork(f->svc->sessions, f->source, f->upto, f->title, child, err);
     }
-    rc = cdsh_session_store_fork(f->svc->sessions, f->source, f->upto, f->title, child, err);
-    if (rc == 0 && f->edit_text) {
-        json_t *msg = json_pack("{s:s}", "text", f->edit_text);
-        json_t *end = json_pack("{s:s}", "reason", "done");
-        rc = cdsh_session_store_append(f->svc->sessions, *child, "assistant/message", f->edit_turn,
-                                       f->edit_step, msg, NULL, err);
-        if (rc == 0)
-            rc = cdsh_session_store_append(f->svc->sessions, *child, "turn/end", f->edit_turn, 0,
-                                           end, NULL, err);
-        json_decref(msg);
-        json_decref(end);
-        if (rc < 0) {
-            cdsh_session_store_delete(f->svc->sessions, *child, NULL);
-            free(*child);
-            *child = NULL;
-        }
+    if (rc == 0 && f->edit_text && (rc = relog_turn(f, *child, err)) < 0) {
+        cdsh_session_store_delete(f->svc->sessions, *child, NULL);
+        free(*child);
+        *child = NULL;
     }
     return rc;
 }
@@ -449,7 +462,7 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
     snprintf(title, sizeof title, "%s · %s", s_get(card, "name") ? s_get(card, "name") : "tavern",
              op);
     json_decref(card);
-    fork_ud f = {svc, sid, 0, title, 0, 0, NULL};
+    fork_ud f = {svc, sid, 0, title, 0, NULL, NULL};
     int64_t undo_from, through;
     const char *resend = NULL;
     if (strcmp(op, "rollbackToFloor") == 0) {
@@ -462,10 +475,10 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
             json_decref(binding);
             return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "turn has no reply to edit");
         }
-        f.upto = ti.last_reply_seq - 1;
+        f.upto = ti.start_seq - 1;
         f.edit_turn = turn;
-        f.edit_step = ti.last_reply_step;
         f.edit_text = text;
+        f.edit_user = ti.user_text ? ti.user_text : "";
         undo_from = turn; /* the floor's derived facts go; no re-extraction */
         through = turn;
     } else { /* regenerate / editUserMessage */
