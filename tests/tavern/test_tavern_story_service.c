@@ -202,6 +202,8 @@ static void ui_calls_only_served_methods(void **state)
     size_t calls = 0;
     for (char *p = strstr(src, "rpc('"); p; p = strstr(p + 1, "rpc('")) {
         char name[64] = {0};
+        if (p[5] == '/')
+            continue; /* host.rpc('/tavern', method, ...) inside the wrapper */
         sscanf(p + 5, "%63[A-Za-z]", name);
         bool served = false;
         for (const char *const *m = cdsh_tavern_methods; *m; m++)
