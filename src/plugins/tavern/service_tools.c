@@ -1055,6 +1055,9 @@ int cdsh_tavern_service_tool(cdsh_tavern_service *svc, const cdsh_scope *scope, 
     else
         json_incref((json_t *)args);
     tctx c;
+    cdsh_error local = {0};
+    if (!err)
+        err = &local;
     int rc = resolve(svc, scope, !cdsh_tavern_tool_is_read(name), &c, value, err);
     if (rc == 0) {
         if (strcmp(name, "tavern_memory_search") == 0)
@@ -1074,6 +1077,11 @@ int cdsh_tavern_service_tool(cdsh_tavern_service *svc, const cdsh_scope *scope, 
     }
     if (rc > 0)
         rc = 0;
+    if (rc < 0 && !*value && strcmp(err->code, "FLOOR_NOT_OPEN") == 0) {
+        /* the turn ended between the check and the write: nothing was written */
+        *value = fail("floor-not-open", "the turn's floor closed; nothing was written");
+        rc = 0;
+    }
     tctx_free(&c);
     json_decref((json_t *)args);
     return rc;
