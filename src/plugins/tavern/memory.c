@@ -510,6 +510,15 @@ int cdsh_tavern_memory_write(cdsh_tavern_story *story, const char *floor, const 
     return rc;
 }
 
+/* The entry (owned) or not-found. */
+static int get_entry(cdsh_tavern_story *story, const char *id, json_t **cur, cdsh_error *err)
+{
+    int rc = cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_MEMORY, id, cur, err);
+    if (rc == CDSH_ENOTFOUND)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "no memory entry \"%s\"", id);
+    return rc;
+}
+
 int cdsh_tavern_memory_update(cdsh_tavern_story *story, const char *floor, const char *id,
                               const char *body, const json_t *tags, const json_t *keys,
                               bool merge, json_t **result, cdsh_error *err)
@@ -518,9 +527,7 @@ int cdsh_tavern_memory_update(cdsh_tavern_story *story, const char *floor, const
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
                               "memory update needs an id and string arrays for tags and keys");
     json_t *cur = NULL;
-    int rc = cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_MEMORY, id, &cur, err);
-    if (rc == CDSH_ENOTFOUND)
-        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "no memory entry \"%s\"", id);
+    int rc = get_entry(story, id, &cur, err);
     if (rc < 0)
         return rc;
     char *expect = cdsh_tavern_story_canon_dup(cur);
@@ -554,9 +561,7 @@ int cdsh_tavern_memory_delete(cdsh_tavern_story *story, const char *floor, const
                               cdsh_error *err)
 {
     json_t *cur = NULL;
-    int rc = cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_MEMORY, id, &cur, err);
-    if (rc == CDSH_ENOTFOUND)
-        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "no memory entry \"%s\"", id);
+    int rc = get_entry(story, id, &cur, err);
     if (rc < 0)
         return rc;
     json_decref(cur);
@@ -864,7 +869,9 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
             break;
     }
     if (rc == 0) {
-        json_t *t2 = str_set_union(json_pack("[s]", "compressed"), tags);
+        json_t *first = json_pack("[s]", "compressed");
+        json_t *t2 = str_set_union(first, tags);
+        json_decref(first);
         char ts[40];
         now_iso(ts, sizeof ts);
         json_t *summary = json_pack("{s:s,s:o,s:O,s:s,s:s,s:s,s:b}", "body", text, "tags", t2,
