@@ -4,11 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cmd_chat.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
-#include "cli/cmd_sessions.h"
+#include "cli/cmd_exec.h"
+#include "cli/cmd_run.h"
 #include "cli/cmd_facade.h"
+#include "cli/cmd_mcp.h"
 #include "cli/cmd_profile.h"
+#include "cli/cmd_sessions.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
 #include "cli/cmd_tavern.h"
@@ -18,12 +22,20 @@
 /* Order does not matter: --help sorts by name. Branches add lines here
  * concurrently, so .gitattributes merges this file with the union driver. */
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"chat", "chat with the model in the terminal (streamed, /commands, Ctrl-C cancels)",
+     cdsh_cmd_chat},
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
+    {"exec", "run a slash command for a session: cdsh exec \"/cmd args\" --session ID",
+     cdsh_cmd_exec},
+    {"run", "run one agent turn headless: cdsh run \"<prompt>\" [--session ID] [--json]",
+     cdsh_cmd_run},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
     {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
      cdsh_cmd_facade},
+    {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server",
+     cdsh_cmd_mcp},
     {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
      cdsh_cmd_profile},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
