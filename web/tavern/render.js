@@ -3,20 +3,6 @@
 // timeout (third-party patterns never run on the page's thread), then a
 // small Markdown renderer that escapes HTML first. Interactive card HTML is
 // frame.js's, never inserted into the page.
-const WORKER_SRC = `
-self.onmessage = (ev) => {
-  const { text, rules } = ev.data;
-  let out = text;
-  for (const r of rules) {
-    const m = /^\\/(.*)\\/([a-z]*)$/s.exec(r.find || '');
-    let re;
-    try { re = m ? new RegExp(m[1], m[2]) : new RegExp(r.find.replace(/[.*+?^$()|[\\]{}\\\\]/g, '\\\\$&'), 'g'); }
-    catch { continue; }
-    out = out.replace(re, r.replace ?? '');
-  }
-  self.postMessage(out);
-};`;
-
 export function displayRules(rules) {
   return (rules || []).filter((r) => r.enabled !== false &&
     (r.scopes || []).includes('output') && (r.timing || []).includes('render'));
@@ -26,11 +12,17 @@ export function applyDisplayRegex(text, rules, timeoutMs = 500) {
   const active = displayRules(rules);
   if (!active.length) return Promise.resolve(text);
   return new Promise((resolve) => {
-    const url = URL.createObjectURL(new Blob([WORKER_SRC], { type: 'text/javascript' }));
-    const w = new Worker(url);
-    const timer = setTimeout(() => { w.terminate(); URL.revokeObjectURL(url); resolve(text); }, timeoutMs);
-    w.onmessage = (ev) => { clearTimeout(timer); w.terminate(); URL.revokeObjectURL(url); resolve(String(ev.data)); };
-    w.onerror = () => { clearTimeout(timer); w.terminate(); URL.revokeObjectURL(url); resolve(text); };
+    let w;
+    try {
+      // a same-origin script file: the page's CSP allows it, blob: workers it would not
+      w = new Worker(new URL('./regex-worker.js', import.meta.url));
+    } catch {
+      resolve(text);
+      return;
+    }
+    const timer = setTimeout(() => { w.terminate(); resolve(text); }, timeoutMs);
+    w.onmessage = (ev) => { clearTimeout(timer); w.terminate(); resolve(String(ev.data)); };
+    w.onerror = () => { clearTimeout(timer); w.terminate(); resolve(text); };
     w.postMessage({ text, rules: active });
   });
 }
