@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "agent/session_store.h"
+#include "host/dispatch.h"
+#include "host/host.h"
+#include "host/rpc.h"
 #include "host/scope.h"
+#include "plugins/tavern/plugin.h"
 #include "plugins/tavern/b64.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
@@ -443,6 +447,107 @@ static void idle_summarizes_only_after_a_normal_stop(void **state)
     free(sid);
 }
 
+typedef struct fake_reply {
+    const char *finish;
+    int calls;
+    size_t seen;
+} fake_reply;
+
+static int helper(void *ud, const json_t *messages, char **finish, char **text, cdsh_error *err)
+{
+    fake_reply *r = ud;
+    (void)err;
+    r->calls++;
+    r->seen = json_array_size(messages);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(messages, 0), "role")),
+                        "system");
+    *finish = r->finish ? strdup(r->finish) : NULL;
+    *text = strdup("I draw my sword and step forward.");
+    return 0;
+}
+
+static void impersonation_is_an_explicit_helper_call(void **state)
+{
+    fx *f = *state;
+    char *sid = new_session(f);
+    play_turn(f, sid, 1, "hello", "Elara waits at the gate.");
+    json_t *env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
+    assert_string_equal(err_code(env), "helper-unavailable");
+    json_decref(env);
+    fake_reply r = {"length", 0, 0};
+    cdsh_tavern_service_set_helper(f->svc, helper, &r);
+    env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
+    assert_string_equal(err_code(env), "helper-failed");
+    json_decref(env);
+    r.finish = "stop";
+    cdsh_error err = {0};
+    json_t *before = cdsh_session_store_get(f->sessions, sid, &err);
+    env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
+    assert_string_equal(json_string_value(json_object_get(ok_value(env), "text")),
+                        "I draw my sword and step forward.");
+    json_decref(env);
+    /* system + the two logged messages + the request: history went to the model */
+    assert_int_equal(r.seen, 4);
+    json_t *after = cdsh_session_store_get(f->sessions, sid, &err);
+    /* out of band: nothing was logged in the session */
+    assert_int_equal(json_integer_value(json_object_get(after, "eventCount")),
+                     json_integer_value(json_object_get(before, "eventCount")));
+    json_decref(before);
+    json_decref(after);
+    free(sid);
+}
+
+static void the_plugin_registers_tools_channel_and_service(void **state)
+{
+    fx *f = *state;
+    cdsh_host *host = cdsh_host_new();
+    cdsh_error err = {0};
+    json_t *cfg = json_pack("{s:b}", "branches", 0);
+    cdsh_plugin *pl = NULL;
+    assert_int_equal(cdsh_plugin_load(host, &cdsh_tavern_plugin, cfg, &pl, &err), 0);
+    assert_int_equal(cdsh_plugin_state_get(pl), CDSH_PLUGIN_ACTIVE);
+    json_t *names = cdsh_tools_names(cdsh_host_tools(host), NULL);
+    for (const char *const *n = cdsh_tavern_tool_names; *n; n++) {
+        bool found = false;
+        size_t i;
+        json_t *v;
+        json_array_foreach(names, i, v) found = found || strcmp(json_string_value(v), *n) == 0;
+        if (!found)
+            fail_msg("%s is not registered", *n);
+    }
+    json_decref(names);
+    json_t *res = cdsh_rpc_call(cdsh_host_rpc(host), "/tavern", "listCharacters", NULL, NULL);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_int_equal(json_array_size(json_object_get(res, "value")), 1); /* the fixture's card */
+    json_decref(res);
+    cdsh_tavern_service *svc = cdsh_host_service(host, CDSH_TAVERN_SERVICE);
+    assert_non_null(svc);
+    /* a write tool dispatched for an agent with an open turn: the notice rides along */
+    json_t *env = call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", "s-host",
+                                                        "cardId", f->card));
+    ok_value(env);
+    json_decref(env);
+    assert_int_equal(cdsh_tavern_service_turn_begin(svc, f->scope_a, "s-host", 1, &err), 0);
+    json_t *args = json_pack("{s:s}", "body", "The host wrote this.");
+    cdsh_dispatch_input in = {.call_id = "c1", .name = "tavern_memory_write", .args = args,
+                              .agent = f->scope_a};
+    cdsh_toolresult *tr = cdsh_dispatch_execute(cdsh_host_tools(host), &in);
+    assert_non_null(tr);
+    json_t *j = cdsh_toolresult_to_json(tr);
+    char *text = json_dumps(j, 0);
+    assert_non_null(strstr(text, "Tavern 同轮写入"));
+    assert_non_null(strstr(text, "\"ok\": true"));
+    free(text);
+    json_decref(j);
+    cdsh_toolresult_free(tr);
+    json_decref(args);
+    assert_int_equal(cdsh_tavern_service_turn_end(svc, "s-host", 1, &err), 0);
+    cdsh_plugin_unload(pl);
+    assert_int_equal(cdsh_rpc_count(cdsh_host_rpc(host)), 0);
+    cdsh_host_free(host);
+    json_decref(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +559,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(branches_fork_host_sessions_and_keep_the_source, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(idle_summarizes_only_after_a_normal_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(impersonation_is_an_explicit_helper_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_plugin_registers_tools_channel_and_service, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

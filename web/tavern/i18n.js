@@ -72,6 +72,8 @@ export const dict = {
     refresh: 'Refresh',
     error: 'Error: {msg}',
     siblings: 'Variants',
+    impersonate: 'Write my line',
+    sendLine: 'Send',
   },
   zh: {
     tabLibrary: '角色',
@@ -144,6 +146,8 @@ export const dict = {
     refresh: '刷新',
     error: '错误：{msg}',
     siblings: '分支',
+    impersonate: '代写我的台词',
+    sendLine: '发送',
   },
 };
 

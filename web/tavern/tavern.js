@@ -225,6 +225,12 @@ export async function mount(root, host = standaloneHost()) {
       el('button', { text: t('continueReply'), onclick: async () => {
         const r = await rpc('continueFloor', { sessionId: sid() });
         if (host.send) await host.send(r.resend.text);
+      } }),
+      el('button', { text: t('impersonate'), onclick: async () => {
+        const r = await rpc('impersonate', { sessionId: sid() });
+        const text = await dialog({ title: t('impersonate'), input: r.text,
+          buttons: [{ label: t('sendLine'), value: true }, { label: t('cancel'), value: null }] });
+        if (text && host.send) await host.send(text);
       } }));
   }
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/model_client.h"
+#include "agent/model_config.h"
 #include "agent/session_store.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
@@ -16,6 +18,33 @@ typedef struct state {
     cdsh_tavern_service *svc;
     cdsh_session_store *sessions;
 } state;
+
+/* Impersonation through the configured model (environment / defaults, the
+ * same resolution as the agent loop): one non-tool completion. */
+static int model_helper(void *ud, const json_t *messages, char **finish_reason, char **text,
+                        cdsh_error *err)
+{
+    (void)ud;
+    cdsh_model_config cfg;
+    int rc = cdsh_model_config_resolve(NULL, NULL, &cfg, err);
+    if (rc < 0)
+        return rc;
+    cdsh_model_client *client = cdsh_model_client_new(&cfg, err);
+    cdsh_model_config_deinit(&cfg);
+    if (!client)
+        return err ? err->rc : CDSH_ENOMEM;
+    cdsh_model_request req = {.messages = messages, .max_tokens = 512,
+                              .reasoning = CDSH_MODEL_REASONING_DROP};
+    cdsh_model_reply reply = {0};
+    rc = cdsh_model_client_complete(client, &req, &reply, err);
+    if (rc == 0) {
+        *finish_reason = reply.finish_reason ? strdup(reply.finish_reason) : NULL;
+        *text = strdup(reply.text ? reply.text : "");
+    }
+    cdsh_model_reply_deinit(&reply);
+    cdsh_model_client_free(client);
+    return rc;
+}
 
 static void state_free(void *arg)
 {
@@ -40,6 +69,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         state_free(st);
         return rc;
     }
+    cdsh_tavern_service_set_helper(st->svc, model_helper, NULL);
     /* Adopted first so it is freed last, after the tools and channel are gone. */
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err)) < 0)
         return rc;

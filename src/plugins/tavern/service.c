@@ -67,6 +67,14 @@ void cdsh_tavern_service_free(cdsh_tavern_service *svc)
     free(svc);
 }
 
+void cdsh_tavern_service_set_helper(cdsh_tavern_service *svc, cdsh_tavern_helper_fn fn, void *ud)
+{
+    pthread_mutex_lock(&svc->mu);
+    svc->helper = fn;
+    svc->helper_ud = ud;
+    pthread_mutex_unlock(&svc->mu);
+}
+
 cdsh_tavern_store *cdsh_tavern_service_store_get(cdsh_tavern_service *svc)
 {
     return svc ? svc->store : NULL;
@@ -933,6 +941,57 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
     return kebab(rc, err);
 }
 
+#define IMPERSONATE_PROMPT                                                                         \
+    "Write the person's next line in this role-play, in their voice, as they would type it. "   \
+    "Output only that line, without quotes or commentary."
+
+/* Impersonation: an explicit helper call outside the role-play turn; the
+ * text is returned to the UI and never logged in the session. */
+static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_t *p,
+                         json_t **value, cdsh_error *err)
+{
+    (void)name;
+    int rc = 0;
+    const char *sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    json_t *b = NULL;
+    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
+        return rc;
+    json_decref(b);
+    pthread_mutex_lock(&svc->mu);
+    cdsh_tavern_helper_fn fn = svc->helper;
+    void *ud = svc->helper_ud;
+    pthread_mutex_unlock(&svc->mu);
+    if (!fn || !svc->sessions)
+        return cdsh_error_set(err, CDSH_EUNSUPPORTED, "helper-unavailable",
+                              "impersonation needs a model helper and the session store");
+    json_t *msgs = cdsh_session_store_messages(svc->sessions, sid, err);
+    if (!msgs)
+        return kebab(err ? err->rc : CDSH_EIO, err);
+    json_array_insert_new(msgs, 0, json_pack("{s:s,s:s}", "role", "system", "content",
+                                             IMPERSONATE_PROMPT));
+    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content",
+                                          "(Write my next line now.)"));
+    char *finish = NULL, *text = NULL;
+    rc = fn(ud, msgs, &finish, &text, err);
+    if (rc == 0 && !cdsh_tavern_memory_reply_acceptable(finish, text, false))
+        rc = cdsh_error_set(err, CDSH_EPROTO, "helper-failed",
+                            "the helper reply did not end with a normal stop (%s)",
+                            finish ? finish : "no finish");
+    else if (rc < 0) {
+        char why[CDSH_ERROR_MESSAGE_MAX];
+        snprintf(why, sizeof why, "%s", err ? err->message : "error");
+        rc = cdsh_error_set(err, rc, "helper-failed", "the helper call failed: %s", why);
+    }
+    if (rc == 0)
+        *value = json_pack("{s:s}", "text", text);
+    free(finish);
+    free(text);
+    json_decref(msgs);
+    return rc;
+}
+
 static int m_branch(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
                     cdsh_error *err)
 {
@@ -968,7 +1027,7 @@ static const method_def METHODS[] = {
     {"saveJournal", m_story},             {"getChatLorebook", m_story},
     {"saveChatLorebook", m_story},        {"previewPrompt", m_misc},
     {"getTriggerLog", m_misc},            {"getSettings", m_misc},
-    {"updateSettings", m_misc},
+    {"updateSettings", m_misc},           {"impersonate", m_impersonate},
 };
 
 #define N_METHODS (sizeof METHODS / sizeof *METHODS)
@@ -983,7 +1042,7 @@ const char *const cdsh_tavern_methods[] = {
     "editUserMessage", "editAssistantMessage", "continueFloor", "listFloors", "getMemories",
     "saveMemory", "deleteMemory", "compressMemories", "getWorldDeltas", "addWorldDelta",
     "revokeWorldDelta", "getJournal", "saveJournal", "getChatLorebook", "saveChatLorebook",
-    "previewPrompt", "getTriggerLog", "getSettings", "updateSettings", NULL,
+    "previewPrompt", "getTriggerLog", "getSettings", "updateSettings", "impersonate", NULL,
 };
 
 int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const json_t *payload,

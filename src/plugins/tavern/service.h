@@ -91,6 +91,14 @@ int cdsh_tavern_service_sampling(cdsh_tavern_service *svc, const char *session_i
  * closed turn. *did (may be NULL) says whether a summary was written. */
 typedef int (*cdsh_tavern_summarize_fn)(void *ud, const char *prompt, char **finish_reason,
                                         char **text, cdsh_error *err);
+
+/* A one-shot helper model call outside any role-play turn: messages
+ * (borrowed chat array) in, finish reason and text (owned) out. */
+typedef int (*cdsh_tavern_helper_fn)(void *ud, const json_t *messages, char **finish_reason,
+                                     char **text, cdsh_error *err);
+/* Installs the helper used by the impersonate method (fn NULL removes it).
+ * ud is borrowed and must outlive the service or the next call. */
+void cdsh_tavern_service_set_helper(cdsh_tavern_service *svc, cdsh_tavern_helper_fn fn, void *ud);
 int cdsh_tavern_service_idle(cdsh_tavern_service *svc, const char *session_id,
                              cdsh_tavern_summarize_fn summarize, void *ud, bool *did,
                              cdsh_error *err);

@@ -25,6 +25,8 @@ struct cdsh_tavern_service {
     json_t *current;  /* session → current turn number */
     json_t *log;      /* trigger log ring (array) */
     json_t *maint;    /* story → "<session>#t<turn>" of the last maintenance attempt */
+    cdsh_tavern_helper_fn helper; /* impersonation; may be NULL */
+    void *helper_ud;
 };
 
 /* Settings with defaults filled (owned). */
