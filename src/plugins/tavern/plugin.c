@@ -10,6 +10,7 @@
 #include "agent/model_client.h"
 #include "agent/model_config.h"
 #include "agent/session_store.h"
+#include "base/log.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/tools.h"
@@ -46,6 +47,26 @@ static int model_helper(void *ud, const json_t *messages, char **finish_reason, 
     return rc;
 }
 
+/* The agent loop's "agent/turn" bus event (synchronous): open the floor at
+ * turn start, commit it at turn end. */
+static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
+{
+    (void)name;
+    cdsh_tavern_service *svc = arg;
+    const char *sid = json_string_value(json_object_get(payload, "sessionId"));
+    const char *phase = json_string_value(json_object_get(payload, "phase"));
+    int64_t turn = json_integer_value(json_object_get(payload, "turn"));
+    if (!sid || !phase)
+        return;
+    cdsh_error err = {0};
+    int rc = strcmp(phase, "start") == 0 ? cdsh_tavern_service_turn_begin(svc, scope, sid, turn, &err)
+             : strcmp(phase, "end") == 0 ? cdsh_tavern_service_turn_end(svc, sid, turn, &err)
+                                         : 0;
+    if (rc < 0)
+        cdsh_log_warn("tavern", "session %s turn %lld %s: %s", sid, (long long)turn, phase,
+                      err.message);
+}
+
 static void state_free(void *arg)
 {
     state *st = arg;
@@ -76,6 +97,8 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     if ((rc = cdsh_tavern_tools_register(ctx, st->svc, err)) < 0)
         return rc;
     if ((rc = cdsh_tavern_rpc_register(ctx, st->svc, err)) < 0)
+        return rc;
+    if ((rc = cdsh_ctx_on(ctx, "agent/turn", on_turn, st->svc, err)) < 0)
         return rc;
     return cdsh_ctx_provide(ctx, CDSH_TAVERN_SERVICE, st->svc, err);
 }
