@@ -23,8 +23,8 @@ int main(void)
     if (cdsh_tavern_story_create(path, "story-b", "card", "s-b", NULL, NULL) < 0 ||
         cdsh_tavern_story_open(path, &s, NULL) < 0)
         return 1;
-    const char *words[] = {"castle", "river", "dragon", "merchant", "银月", "森林", "lantern",
-                           "queen", "bridge", "storm", "secret", "letter"};
+    const char *words[] = {"castle",  "river", "dragon", "merchant", "银月",   "森林",
+                           "lantern", "queen", "bridge", "storm",    "secret", "letter"};
     int64_t t0 = cdsh_clock_mono_ns();
     for (int i = 0; i < 500; i++) {
         char body[160];
@@ -57,8 +57,7 @@ int main(void)
     int n = 200;
     for (int i = 0; i < n; i++) {
         json_t *hits = NULL;
-        cdsh_tavern_memory_search(s, i % 2 ? "dragon secret" : "银月森林", 5, NULL, 0, &hits,
-                                  NULL);
+        cdsh_tavern_memory_search(s, i % 2 ? "dragon secret" : "银月森林", 5, NULL, 0, &hits, NULL);
         json_decref(hits);
     }
     t1 = cdsh_clock_mono_ns();

@@ -34,7 +34,9 @@ static void world_open(world *w)
     json_decref(cfg);
     assert_int_equal(cdsh_session_store_open(NULL, &w->store, &err), 0);
     w->scope = cdsh_scope_new("role-play", NULL);
-    cdsh_agent_options o = {.host = w->host, .store = w->store, .scope = w->scope,
+    cdsh_agent_options o = {.host = w->host,
+                            .store = w->store,
+                            .scope = w->scope,
                             .base_prompt = "You are the narrator."};
     assert_int_equal(cdsh_agent_new(&o, &w->agent, &err), 0);
 }
@@ -77,7 +79,7 @@ static size_t count(json_t *v_take, const char *field)
 }
 
 #define CALL(id, name, args)                                                                       \
-    "{\"tool_calls\":[{\"index\":0,\"id\":\"" id "\",\"name\":\"" name "\",\"arguments\":"        \
+    "{\"tool_calls\":[{\"index\":0,\"id\":\"" id "\",\"name\":\"" name "\",\"arguments\":"         \
     "\"" args "\"}],\"finish_reason\":\"tool_calls\"}"
 
 static void a_played_story_survives_branches_and_a_restart(void **state)
@@ -86,16 +88,61 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     char *home = cdsh_test_home_new();
     unsetenv("DEEPSEEK_API_KEY");
     unsetenv("CDSH_API_KEY");
-    const char *script =
-        "[" CALL("c1", "tavern_lore_read", "{}") ","
-        CALL("c2", "tavern_memory_write", "{\\\"body\\\":\\\"Seraphina healed the traveller.\\\"}") ","
-        CALL("c3", "tavern_worldstate_update",
-             "{\\\"type\\\":\\\"add\\\",\\\"content\\\":\\\"Night falls over Eldoria.\\\"}") ","
-        "{\"chunks\":[{\"text\":\"You wake in the glade.\"}],\"finish_reason\":\"stop\"},"
-        CALL("c4", "tavern_memory_write", "{\\\"body\\\":\\\"The traveller owes Seraphina a favour.\\\"}") ","
-        "{\"chunks\":[{\"text\":\"She smiles.\"}],\"finish_reason\":\"stop\"},"
-        CALL("c5", "tavern_memory_search", "{\\\"query\\\":\\\"traveller\\\"}") ","
-        "{\"chunks\":[{\"text\":\"A different smile.\"}],\"finish_reason\":\"stop\"}]";
+    const char
+        *
+            script = "[" CALL("c1", "tavern_lore_read",
+                              "{}") "," CALL("c2", "tavern_memory_write",
+                                             "{\\\"body\\\":\\\"Seraphina healed the "
+                                             "traveller.\\\"}") "," CALL("c3",
+                                                                         "tavern_worldstate_update",
+                                                                         "{\\\"type\\\":"
+                                                                         "\\\"add\\\","
+                                                                         "\\\"content\\\":"
+                                                                         "\\\"Night falls over "
+                                                                         "Eldoria.\\\"}") ","
+                                                                                          "{\"chunk"
+                                                                                          "s\":[{"
+                                                                                          "\"text\""
+                                                                                          ":\"You "
+                                                                                          "wake in "
+                                                                                          "the "
+                                                                                          "glade."
+                                                                                          "\"}],"
+                                                                                          "\"finish"
+                                                                                          "_reason"
+                                                                                          "\":"
+                                                                                          "\"stop\""
+                                                                                          "}," CALL(
+                                                                                              "c4",
+                                                                                              "tave"
+                                                                                              "rn_"
+                                                                                              "memo"
+                                                                                              "ry_"
+                                                                                              "writ"
+                                                                                              "e",
+                                                                                              "{\\"
+                                                                                              "\"bo"
+                                                                                              "dy\\"
+                                                                                              "\":"
+                                                                                              "\\\""
+                                                                                              "The "
+                                                                                              "trav"
+                                                                                              "elle"
+                                                                                              "r "
+                                                                                              "owes"
+                                                                                              " Ser"
+                                                                                              "aphi"
+                                                                                              "na "
+                                                                                              "a "
+                                                                                              "favo"
+                                                                                              "ur."
+                                                                                              "\\\""
+                                                                                              "}") ","
+                                                                                                   "{\"chunks\":[{\"text\":\"She smiles.\"}],\"finish_reason\":\"stop\"}," CALL(
+                                                                                                       "c5",
+                                                                                                       "tavern_memory_search",
+                                                                                                       "{\\\"query\\\":\\\"traveller\\\"}") ","
+                                                                                                                                            "{\"chunks\":[{\"text\":\"A different smile.\"}],\"finish_reason\":\"stop\"}]";
     cdsh_test_fake_model f;
     cdsh_test_model_env_start(&f, script);
     world w;
@@ -103,8 +150,8 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     size_t len = 0;
     char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
     char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *imp = rpc(&w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book",
-                                                      "import"));
+    json_t *imp =
+        rpc(&w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", "import"));
     char *card = strdup(json_string_value(json_object_get(imp, "cardId")));
     json_decref(imp);
     free(b64);
@@ -113,8 +160,8 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     char *sid = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_session_store_create(w.store, &spec, &sid, &err), 0);
-    json_decref(rpc(&w, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", sid, "cardId",
-                                                       card)));
+    json_decref(
+        rpc(&w, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", sid, "cardId", card)));
     turn(&w, sid, "Where am I?");
     turn(&w, sid, "Thank you.");
     assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
@@ -137,28 +184,27 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(br, "resend"), "text")),
                         "Thank you.");
     json_decref(br);
-    assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)),
-                           "active"),
-                     1);
+    assert_int_equal(
+        count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
     turn(&w, child, "Thank you.");
     /* edit the first reply in another branch: its facts go, nothing re-extracted */
-    json_t *ed = rpc(&w, "editAssistantMessage", json_pack("{s:s,s:i,s:s}", "sessionId", sid,
-                                                           "turn", 1, "text", "An edited scene."));
+    json_t *ed =
+        rpc(&w, "editAssistantMessage",
+            json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 1, "text", "An edited scene."));
     char *edited = strdup(json_string_value(json_object_get(ed, "childSessionId")));
     json_decref(ed);
-    assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", edited)),
-                           "active"),
-                     0);
+    assert_int_equal(
+        count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", edited)), "active"), 0);
     /* restart: a new host, store and agent over the same home */
     world_close(&w);
     world_open(&w);
     assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
                      2);
-    assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)),
-                           "active"),
-                     1);
+    assert_int_equal(
+        count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
     json_t *sib = rpc(&w, "getFloorSiblings", json_pack("{s:s}", "sessionId", child));
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(sib, "swipe"), "total")), 3);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(sib, "swipe"), "total")),
+                     3);
     json_decref(sib);
     json_t *msgs = cdsh_session_store_messages(w.store, edited, &err);
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),

@@ -118,11 +118,11 @@ static void undo_restores_model_writes_and_keeps_manual_edits(void **state)
     cdsh_error err = {0};
     assert_int_equal(cdsh_tavern_story_floor_begin(f->s, "s-A", 1, &err), 0);
     put_str(f->s, "s-A#t1", "journal.md", "model one");
-    put_str(f->s, NULL, "notes", "manual between");      /* manual, unlogged */
+    put_str(f->s, NULL, "notes", "manual between"); /* manual, unlogged */
     put_str(f->s, "s-A#t1", "fact-a", "model A");
-    put_str(f->s, NULL, "fact-a", "manual edit of A");   /* edited after the model */
+    put_str(f->s, NULL, "fact-a", "manual edit of A"); /* edited after the model */
     put_str(f->s, "s-A#t1", "fact-b", "model B");
-    put_str(f->s, NULL, "fact-b", NULL);                 /* manual delete */
+    put_str(f->s, NULL, "fact-b", NULL); /* manual delete */
     put_str(f->s, "s-A#t1", "fact-c", "model C");
     assert_int_equal(cdsh_tavern_story_floor_commit(f->s, "s-A#t1", &err), 0);
     json_t *pres = NULL;
@@ -273,9 +273,9 @@ static void two_sessions_interleaving_keep_separate_records(void **state)
     assert_int_equal(cdsh_tavern_story_floor_begin(f->s, "s-A", 1, &err), 0);
     assert_int_equal(cdsh_tavern_story_floor_begin(other, "s-B", 1, &err), 0);
     json_t *d1 = NULL, *d2 = NULL;
-    assert_int_equal(cdsh_tavern_world_add(f->s, "s-A#t1", "add", "rain", NULL, NULL, -1, NULL,
-                                           "t1", &d1, &err),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_world_add(f->s, "s-A#t1", "add", "rain", NULL, NULL, -1, NULL, "t1", &d1, &err),
+        0);
     assert_int_equal(cdsh_tavern_world_add(other, "s-B#t1", "add", "snow", NULL, NULL, -1, NULL,
                                            "t1", &d2, &err),
                      0);

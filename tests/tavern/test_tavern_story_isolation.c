@@ -142,8 +142,8 @@ static void each_binding_gets_its_own_story(void **state)
     assert_int_equal(fact_count(f, "s-one"), 1);
     assert_int_equal(fact_count(f, "s-two"), 0);
     /* rebinding to the same card keeps the story; other fields change */
-    json_t *spec = json_pack("{s:s,s:s,s:s}", "sessionId", "s-one", "cardId", f->card, "presetId",
-                             "p1");
+    json_t *spec =
+        json_pack("{s:s,s:s,s:s}", "sessionId", "s-one", "cardId", f->card, "presetId", "p1");
     json_t *out = NULL;
     assert_int_equal(cdsh_tavern_binding_set(f->b, spec, &out, &err), 0);
     assert_string_equal(json_string_value(json_object_get(out, "storyId")),
@@ -217,7 +217,8 @@ static void branch_undoes_only_the_draft(void **state)
     /* the child's story is not the parent's: the parent cannot open it */
     json_t *cb = NULL;
     assert_int_equal(cdsh_tavern_binding_get(f->b, "s-child1", &cb, &err), 0);
-    char *path = cdsh_tavern_story_path_dup(f->b, json_string_value(json_object_get(cb, "storyId")));
+    char *path =
+        cdsh_tavern_story_path_dup(f->b, json_string_value(json_object_get(cb, "storyId")));
     assert_int_equal(cdsh_tavern_story_open(path, &s, &err), 0);
     assert_string_equal(cdsh_tavern_story_session_get(s), "s-child1");
     cdsh_tavern_story_free(s);
@@ -271,9 +272,10 @@ static void corrupt_source_log_aborts_the_branch_before_the_child(void **state)
     char *path = strdup(cdsh_tavern_story_path_get(s));
     cdsh_tavern_story_free(s);
     char *cmd = NULL;
-    assert_true(asprintf(&cmd, "sqlite3 '%s' \"UPDATE log SET sum='x'\" 2>/dev/null || "
-                               "python3 -c \"import sqlite3;c=sqlite3.connect('%s');"
-                               "c.execute(\\\"UPDATE log SET sum='x'\\\");c.commit()\"",
+    assert_true(asprintf(&cmd,
+                         "sqlite3 '%s' \"UPDATE log SET sum='x'\" 2>/dev/null || "
+                         "python3 -c \"import sqlite3;c=sqlite3.connect('%s');"
+                         "c.execute(\\\"UPDATE log SET sum='x'\\\");c.commit()\"",
                          path, path) > 0);
     assert_int_equal(system(cmd), 0);
     free(cmd);

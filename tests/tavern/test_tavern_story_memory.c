@@ -120,8 +120,8 @@ static void dedupe_finds_similar_active_entries(void **state)
     cdsh_error err = {0};
     char *a = write(f->s, NULL, "The north gate is locked at dusk.", NULL);
     json_t *res = NULL;
-    assert_int_equal(cdsh_tavern_memory_write(f->s, NULL, "The north gate is locked at dusk.",
-                                              NULL, NULL, NULL, true, &res, &err),
+    assert_int_equal(cdsh_tavern_memory_write(f->s, NULL, "The north gate is locked at dusk.", NULL,
+                                              NULL, NULL, true, &res, &err),
                      0);
     assert_false(json_is_true(json_object_get(res, "ok")));
     assert_string_equal(json_string_value(json_object_get(res, "status")), "similar-found");
@@ -151,17 +151,17 @@ static void summary_only_from_a_normal_stop(void **state)
     json_t *plan = NULL;
     assert_int_equal(cdsh_tavern_memory_compress_plan(f->s, &cfg, &plan, &err), 0);
     assert_non_null(plan);
-    const char *bad[][2] = {{"length", "Elara's key"}, {NULL, "Elara's key"}, {"tool_calls", "x"},
-                            {"stop", "   "}};
+    const char *bad[][2] = {
+        {"length", "Elara's key"}, {NULL, "Elara's key"}, {"tool_calls", "x"}, {"stop", "   "}};
     for (size_t i = 0; i < 4; i++) {
-        assert_int_equal(cdsh_tavern_memory_compress_commit(f->s, plan, bad[i][0], bad[i][1],
-                                                            false, NULL, &err),
-                         CDSH_EPROTO);
+        assert_int_equal(
+            cdsh_tavern_memory_compress_commit(f->s, plan, bad[i][0], bad[i][1], false, NULL, &err),
+            CDSH_EPROTO);
         assert_string_equal(err.code, "SUMMARY_REJECTED");
     }
-    assert_int_equal(cdsh_tavern_memory_compress_commit(f->s, plan, "stop", "text", true, NULL,
-                                                        &err),
-                     CDSH_EPROTO);
+    assert_int_equal(
+        cdsh_tavern_memory_compress_commit(f->s, plan, "stop", "text", true, NULL, &err),
+        CDSH_EPROTO);
     json_t *arch = NULL;
     assert_int_equal(cdsh_tavern_memory_list(f->s, true, &arch, &err), 0);
     assert_int_equal(json_array_size(arch), 0);
@@ -183,15 +183,14 @@ static void summary_only_from_a_normal_stop(void **state)
     json_decref(hits);
     /* but dedupe only looks at active entries */
     json_t *sim = NULL;
-    assert_int_equal(cdsh_tavern_memory_similar(f->s, "Elara found a silver key.", 0.75, &sim,
-                                                &err),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_memory_similar(f->s, "Elara found a silver key.", 0.75, &sim, &err), 0);
     assert_int_equal(json_array_size(sim), 0);
     json_decref(sim);
     /* a stale plan is abandoned */
-    assert_int_equal(cdsh_tavern_memory_compress_commit(f->s, plan, "stop", "again", false, NULL,
-                                                        &err),
-                     CDSH_EBUSY);
+    assert_int_equal(
+        cdsh_tavern_memory_compress_commit(f->s, plan, "stop", "again", false, NULL, &err),
+        CDSH_EBUSY);
     assert_string_equal(err.code, "SUMMARY_STALE");
     json_decref(plan);
     free(sid);
@@ -208,14 +207,13 @@ static void undo_expands_summaries_before_undoing_facts(void **state)
     assert_int_equal(cdsh_tavern_story_floor_commit(f->s, "s-A#t1", &err), 0);
     char *b = write(f->s, NULL, "The queen rides north.", NULL);
     json_t *pend = json_pack("{s:b}", "compress", 1);
-    assert_int_equal(cdsh_tavern_story_put(f->s, NULL, "doc", CDSH_TAVERN_PENDING_DOC, pend, NULL,
-                                           &err),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_story_put(f->s, NULL, "doc", CDSH_TAVERN_PENDING_DOC, pend, NULL, &err), 0);
     json_decref(pend);
     json_t *plan = NULL;
     assert_int_equal(cdsh_tavern_memory_compress_plan(f->s, NULL, &plan, &err), 0);
-    assert_int_equal(cdsh_tavern_memory_compress_commit(f->s, plan, "stop", "Tower fell; queen north.",
-                                                        false, NULL, &err),
+    assert_int_equal(cdsh_tavern_memory_compress_commit(
+                         f->s, plan, "stop", "Tower fell; queen north.", false, NULL, &err),
                      0);
     json_decref(plan);
     const char *names[] = {"s-A#t1"};
@@ -246,9 +244,9 @@ static void update_merges_and_missing_is_not_found(void **state)
     assert_int_equal(cdsh_tavern_story_get(f->s, "memory", a, &v, &err), 0);
     assert_int_equal(json_array_size(json_object_get(v, "keys")), 2);
     json_decref(v);
-    assert_int_equal(cdsh_tavern_memory_update(f->s, NULL, "m-none", "x", NULL, NULL, true, &res,
-                                               &err),
-                     CDSH_ENOTFOUND);
+    assert_int_equal(
+        cdsh_tavern_memory_update(f->s, NULL, "m-none", "x", NULL, NULL, true, &res, &err),
+        CDSH_ENOTFOUND);
     assert_string_equal(err.code, "not-found");
     json_decref(keys);
     free(a);
@@ -259,15 +257,15 @@ static void world_deltas_validate_expire_and_render(void **state)
     fx *f = *state;
     cdsh_error err = {0};
     json_t *d = NULL;
-    assert_int_equal(cdsh_tavern_world_add(f->s, NULL, "update", "x", NULL, NULL, -1, NULL, NULL,
-                                           &d, &err),
-                     CDSH_EINVAL);
-    assert_int_equal(cdsh_tavern_world_add(f->s, NULL, "add", "x", NULL, NULL, -1, "2001-01-01",
-                                           NULL, &d, &err),
-                     CDSH_EINVAL);
-    assert_int_equal(cdsh_tavern_world_add(f->s, NULL, "add", "x", NULL, NULL, -1, "tomorrow",
-                                           NULL, &d, &err),
-                     CDSH_EINVAL);
+    assert_int_equal(
+        cdsh_tavern_world_add(f->s, NULL, "update", "x", NULL, NULL, -1, NULL, NULL, &d, &err),
+        CDSH_EINVAL);
+    assert_int_equal(
+        cdsh_tavern_world_add(f->s, NULL, "add", "x", NULL, NULL, -1, "2001-01-01", NULL, &d, &err),
+        CDSH_EINVAL);
+    assert_int_equal(
+        cdsh_tavern_world_add(f->s, NULL, "add", "x", NULL, NULL, -1, "tomorrow", NULL, &d, &err),
+        CDSH_EINVAL);
     assert_int_equal(cdsh_tavern_world_add(f->s, NULL, "add", "It is raining.", NULL, NULL, -1,
                                            NULL, NULL, &d, &err),
                      0);

@@ -101,8 +101,8 @@ static char *new_session(fx *f)
     char *id = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_session_store_create(f->sessions, &spec, &id, &err), 0);
-    json_t *env = call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", id, "cardId",
-                                                        f->card));
+    json_t *env =
+        call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", id, "cardId", f->card));
     ok_value(env);
     json_decref(env);
     return id;
@@ -129,33 +129,30 @@ static void play_turn(fx *f, const char *sid, int64_t turn, const char *user, co
 {
     cdsh_error err = {0};
     json_t *p = json_object();
-    assert_int_equal(cdsh_session_store_append(f->sessions, sid, "turn/start", turn, 0, p, NULL,
-                                               &err),
-                     0);
+    assert_int_equal(
+        cdsh_session_store_append(f->sessions, sid, "turn/start", turn, 0, p, NULL, &err), 0);
     json_decref(p);
     p = json_pack("{s:s}", "text", user);
-    assert_int_equal(cdsh_session_store_append(f->sessions, sid, "user/message", turn, 0, p, NULL,
-                                               &err),
-                     0);
+    assert_int_equal(
+        cdsh_session_store_append(f->sessions, sid, "user/message", turn, 0, p, NULL, &err), 0);
     json_decref(p);
     assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, f->scope_a, sid, turn, &err), 0);
     char *notice = NULL;
-    json_t *v = tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", fact),
-                     &notice);
+    json_t *v =
+        tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", fact), &notice);
     assert_true(json_is_true(json_object_get(v, "ok")));
     assert_non_null(notice);
     assert_non_null(strstr(notice, "【Tavern 同轮写入】"));
     free(notice);
     json_decref(v);
     p = json_pack("{s:s}", "text", "reply");
-    assert_int_equal(cdsh_session_store_append(f->sessions, sid, "assistant/message", turn, 1, p,
-                                               NULL, &err),
-                     0);
+    assert_int_equal(
+        cdsh_session_store_append(f->sessions, sid, "assistant/message", turn, 1, p, NULL, &err),
+        0);
     json_decref(p);
     p = json_pack("{s:s}", "reason", "done");
-    assert_int_equal(cdsh_session_store_append(f->sessions, sid, "turn/end", turn, 0, p, NULL,
-                                               &err),
-                     0);
+    assert_int_equal(
+        cdsh_session_store_append(f->sessions, sid, "turn/end", turn, 0, p, NULL, &err), 0);
     json_decref(p);
     assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, turn, &err), 0);
 }
@@ -191,7 +188,8 @@ static void every_method_is_served_and_validates_input(void **state)
     env = call(f, "updateSettings", json_pack("{s:{s:s}}", "patch", "memory", "x"));
     assert_string_equal(err_code(env), "settings-rejected");
     json_decref(env);
-    env = call(f, "updateSettings", json_pack("{s:{s:{s:i}}}", "patch", "memory", "retrievalTopK", 3));
+    env = call(f, "updateSettings",
+               json_pack("{s:{s:{s:i}}}", "patch", "memory", "retrievalTopK", 3));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(ok_value(env), "memory"),
                                                         "retrievalTopK")),
                      3);
@@ -248,22 +246,23 @@ static void write_tools_check_floor_turn_and_binding(void **state)
              json_pack("{s:s,s:s}", "type", "add", "content", "Fog rolls in."), NULL);
     assert_true(json_is_true(json_object_get(v, "ok")));
     json_decref(v);
-    v = tool(f, f->scope_b, "tavern_memory_update", json_pack("{s:s,s:s}", "id", "m-x", "body", "y"),
-             NULL);
+    v = tool(f, f->scope_b, "tavern_memory_update",
+             json_pack("{s:s,s:s}", "id", "m-x", "body", "y"), NULL);
     assert_string_equal(tool_code(v), "not-found");
     json_decref(v);
     /* rebinding to another card: binding-changed, nothing written anywhere */
     size_t len = 0;
     char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
     char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *env = call(f, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book",
-                                                      "discard"));
+    json_t *env =
+        call(f, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", "discard"));
     const char *card2 = json_string_value(json_object_get(ok_value(env), "cardId"));
-    json_t *e2 = call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", sid, "cardId",
-                                                       card2));
+    json_t *e2 =
+        call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", sid, "cardId", card2));
     ok_value(e2);
     json_decref(e2);
-    v = tool(f, f->scope_b, "tavern_memory_write", json_pack("{s:s}", "body", "after rebind"), NULL);
+    v = tool(f, f->scope_b, "tavern_memory_write", json_pack("{s:s}", "body", "after rebind"),
+             NULL);
     assert_string_equal(tool_code(v), "binding-changed");
     json_decref(v);
     assert_int_equal(memory_count(f, sid), 0);
@@ -277,9 +276,10 @@ static void read_tools_respect_the_path_whitelist(void **state)
 {
     fx *f = *state;
     cdsh_error err = {0};
-    const char *refused[] = {"state/wal/x.json", "../card.json", "story.json", "stories/a.md",
-                             "state/./wal/x.json", "/etc/passwd.txt", "C:/x.md", "a//b.md",
-                             "card.png", ".archive.json", "state/template.json"};
+    const char *refused[] = {
+        "state/wal/x.json",   "../card.json", "story.json", "stories/a.md", "state/./wal/x.json",
+        "/etc/passwd.txt",    "C:/x.md",      "a//b.md",    "card.png",     ".archive.json",
+        "state/template.json"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char *p = cdsh_tavern_readable_path_dup(refused[i], &err);
         if (p)
@@ -312,9 +312,8 @@ static void read_tools_respect_the_path_whitelist(void **state)
     assert_non_null(strstr(text, "The inn is full."));
     free(text);
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_asset_read", json_pack("{s:s,s:s}", "preset", "list",
-                                                           "presetIdentifier", "main"),
-             NULL);
+    v = tool(f, f->scope_a, "tavern_asset_read",
+             json_pack("{s:s,s:s}", "preset", "list", "presetIdentifier", "main"), NULL);
     assert_string_equal(tool_code(v), "invalid-args");
     json_decref(v);
     /* lore: catalog, uid and query modes over the character book and deltas */
@@ -326,15 +325,15 @@ static void read_tools_respect_the_path_whitelist(void **state)
     assert_true(json_integer_value(json_object_get(v, "tokensUsed")) <= 2500);
     json_decref(v);
     v = tool(f, f->scope_a, "tavern_lore_read", json_pack("{s:s}", "uid", uid), NULL);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(v, "entries"), 0), "uid")),
-                        uid);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(v, "entries"), 0), "uid")),
+        uid);
     json_decref(v);
     v = tool(f, f->scope_a, "tavern_lore_read", json_pack("{s:s}", "uid", "nope:none"), NULL);
     assert_string_equal(tool_code(v), "not-found");
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_lore_read", json_pack("{s:s,s:s}", "query", "inn", "source",
-                                                          "delta"),
-             NULL);
+    v = tool(f, f->scope_a, "tavern_lore_read",
+             json_pack("{s:s,s:s}", "query", "inn", "source", "delta"), NULL);
     assert_int_equal(json_array_size(json_object_get(v, "entries")), 1);
     json_decref(v);
     free(uid);
@@ -360,8 +359,8 @@ static void branches_fork_host_sessions_and_keep_the_source(void **state)
     assert_int_equal(json_integer_value(json_object_get(swipe, "total")), 2);
     json_decref(sib);
     json_decref(env);
-    env = call(f, "editAssistantMessage", json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 2,
-                                                    "text", "An edited reply."));
+    env = call(f, "editAssistantMessage",
+               json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 2, "text", "An edited reply."));
     v = ok_value(env);
     child = json_string_value(json_object_get(v, "childSessionId"));
     assert_int_equal(memory_count(f, child), 1);
@@ -376,8 +375,8 @@ static void branches_fork_host_sessions_and_keep_the_source(void **state)
     assert_null(json_object_get(v, "resend"));
     assert_int_equal(memory_count(f, json_string_value(json_object_get(v, "childSessionId"))), 1);
     json_decref(env);
-    env = call(f, "editUserMessage", json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 1,
-                                               "text", "hi there"));
+    env = call(f, "editUserMessage",
+               json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 1, "text", "hi there"));
     v = ok_value(env);
     assert_int_equal(memory_count(f, json_string_value(json_object_get(v, "childSessionId"))), 0);
     assert_string_equal(json_string_value(json_object_get(json_object_get(v, "resend"), "text")),
@@ -416,8 +415,9 @@ static int summarize(void *ud, const char *prompt, char **finish, char **text, c
 static void idle_summarizes_only_after_a_normal_stop(void **state)
 {
     fx *f = *state;
-    json_t *env = call(f, "updateSettings", json_pack("{s:{s:{s:i,s:i}}}", "patch", "memory",
-                                                      "maxEntries", 1, "compressBatch", 2));
+    json_t *env = call(
+        f, "updateSettings",
+        json_pack("{s:{s:{s:i,s:i}}}", "patch", "memory", "maxEntries", 1, "compressBatch", 2));
     ok_value(env);
     json_decref(env);
     char *sid = new_session(f);
@@ -523,14 +523,14 @@ static void the_plugin_registers_tools_channel_and_service(void **state)
     cdsh_tavern_service *svc = cdsh_host_service(host, CDSH_TAVERN_SERVICE);
     assert_non_null(svc);
     /* a write tool dispatched for an agent with an open turn: the notice rides along */
-    json_t *env = call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", "s-host",
-                                                        "cardId", f->card));
+    json_t *env = call(f, "setSessionBinding",
+                       json_pack("{s:s,s:s}", "sessionId", "s-host", "cardId", f->card));
     ok_value(env);
     json_decref(env);
     assert_int_equal(cdsh_tavern_service_turn_begin(svc, f->scope_a, "s-host", 1, &err), 0);
     json_t *args = json_pack("{s:s}", "body", "The host wrote this.");
-    cdsh_dispatch_input in = {.call_id = "c1", .name = "tavern_memory_write", .args = args,
-                              .agent = f->scope_a};
+    cdsh_dispatch_input in = {
+        .call_id = "c1", .name = "tavern_memory_write", .args = args, .agent = f->scope_a};
     cdsh_toolresult *tr = cdsh_dispatch_execute(cdsh_host_tools(host), &in);
     assert_non_null(tr);
     json_t *j = cdsh_toolresult_to_json(tr);

@@ -32,8 +32,8 @@ static size_t keys_of(const char *src, const char *lang, char keys[][64], size_t
             size_t vl = strlen(value);
             assert_true(vl > 2); /* "'," at least one character before */
             for (size_t i = 0; i < vl; i++)
-                if ((unsigned char)value[i] == 0xE4 || ((unsigned char)value[i] >= 0xE5 &&
-                                                        (unsigned char)value[i] <= 0xE9))
+                if ((unsigned char)value[i] == 0xE4 ||
+                    ((unsigned char)value[i] >= 0xE5 && (unsigned char)value[i] <= 0xE9))
                     *han_in_values = true;
             snprintf(keys[n++], 64, "%s", key);
         }

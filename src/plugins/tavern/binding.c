@@ -111,8 +111,7 @@ static void sweep(cdsh_tavern_bindings *b)
     cdsh_fs_list_free(names);
 }
 
-int cdsh_tavern_bindings_open(cdsh_tavern_store *store, cdsh_tavern_bindings **out,
-                              cdsh_error *err)
+int cdsh_tavern_bindings_open(cdsh_tavern_store *store, cdsh_tavern_bindings **out, cdsh_error *err)
 {
     if (!store || !out)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "bindings_open: missing argument");
@@ -211,9 +210,9 @@ static int put_row(cdsh_tavern_bindings *b, const json_t *binding, bool insert_o
 {
     sqlite3_stmt *st = NULL;
     char *text = json_dumps(binding, JSON_COMPACT | JSON_SORT_KEYS);
-    const char *sql = insert_only
-                          ? "INSERT INTO bindings(session,card,story,value) VALUES(?,?,?,?)"
-                          : "INSERT OR REPLACE INTO bindings(session,card,story,value) VALUES(?,?,?,?)";
+    const char *sql =
+        insert_only ? "INSERT INTO bindings(session,card,story,value) VALUES(?,?,?,?)"
+                    : "INSERT OR REPLACE INTO bindings(session,card,story,value) VALUES(?,?,?,?)";
     int rc = 0;
     if (!text || sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) {
         free(text);
@@ -239,8 +238,8 @@ static int put_row(cdsh_tavern_bindings *b, const json_t *binding, bool insert_o
 /* The card's initial state for a new story. */
 static json_t *initial_docs(cdsh_tavern_bindings *b, const char *card_id)
 {
-    json_t *docs = json_pack("{s:s,s:{s:{}}}", "journal.md", "", "assets/chat-lorebook.json",
-                             "entries");
+    json_t *docs =
+        json_pack("{s:s,s:{s:{}}}", "journal.md", "", "assets/chat-lorebook.json", "entries");
     const char *files[] = {"assets/chat-lorebook.json", "journal.md"};
     for (size_t i = 0; i < 2; i++) {
         char *rel = NULL;
@@ -268,7 +267,8 @@ int cdsh_tavern_binding_set(cdsh_tavern_bindings *b, const json_t *spec, json_t 
     json_t *books = json_object_get(spec, "lorebookIds");
     json_t *greet = json_object_get(spec, "greetingIndex");
     if (!b || !session || !*session || !card)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "binding needs sessionId and cardId");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "binding needs sessionId and cardId");
     if (!opt_string(spec, "presetId") || !opt_string(spec, "personaId") ||
         (books && !json_is_array(books)) ||
         (greet && (!json_is_integer(greet) || json_integer_value(greet) < 0)))
@@ -347,7 +347,7 @@ int cdsh_tavern_binding_clear(cdsh_tavern_bindings *b, const char *session_id, c
     int rc = 0;
     pthread_mutex_lock(&b->mu);
     if (sqlite3_prepare_v2(b->db, "DELETE FROM bindings WHERE session=?", -1, &st, NULL) !=
-            SQLITE_OK) {
+        SQLITE_OK) {
         rc = db_err(b->db, err, "clear");
     } else {
         sqlite3_bind_text(st, 1, session_id, -1, SQLITE_STATIC);
@@ -393,7 +393,8 @@ int cdsh_tavern_binding_open_story(cdsh_tavern_bindings *b, const char *session_
     int rc = cdsh_tavern_binding_get(b, session_id, &binding, err);
     if (rc < 0)
         return rc;
-    char *path = cdsh_tavern_story_path_dup(b, json_string_value(json_object_get(binding, "storyId")));
+    char *path =
+        cdsh_tavern_story_path_dup(b, json_string_value(json_object_get(binding, "storyId")));
     cdsh_tavern_story *s = NULL;
     rc = path ? cdsh_tavern_story_open(path, &s, err)
               : cdsh_error_set(err, CDSH_EPROTO, "BAD_STORY", "binding has an invalid story id");
@@ -411,8 +412,8 @@ int cdsh_tavern_binding_open_story(cdsh_tavern_bindings *b, const char *session_
     return rc;
 }
 
-int cdsh__tavern_binding_insert(cdsh_tavern_bindings *b, const json_t *binding,
-                                const char *parent, int64_t turn, cdsh_error *err)
+int cdsh__tavern_binding_insert(cdsh_tavern_bindings *b, const json_t *binding, const char *parent,
+                                int64_t turn, cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&b->mu);
@@ -475,9 +476,9 @@ int cdsh_tavern_binding_siblings(cdsh_tavern_bindings *b, const char *session_id
     /* the parent first, then its children at that turn in creation order */
     const char *root = parent ? parent : session_id;
     json_array_append_new(list, json_string(root));
-    if (sqlite3_prepare_v2(b->db,
-                           "SELECT child, turn FROM siblings WHERE parent=? ORDER BY created, child",
-                           -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(
+            b->db, "SELECT child, turn FROM siblings WHERE parent=? ORDER BY created, child", -1,
+            &st, NULL) != SQLITE_OK) {
         json_decref(list);
         rc = db_err(b->db, err, "siblings");
         goto cleanup;
@@ -495,9 +496,9 @@ int cdsh_tavern_binding_siblings(cdsh_tavern_bindings *b, const char *session_id
     json_t *v;
     json_array_foreach(list, i, v) if (strcmp(json_string_value(v), session_id) == 0) idx = i;
     if (json_array_size(list) > 1)
-        *out = json_pack("{s:I,s:I,s:I,s:o}", "turn", (json_int_t)turn, "index",
-                         (json_int_t)idx + 1, "total", (json_int_t)json_array_size(list),
-                         "siblings", list);
+        *out =
+            json_pack("{s:I,s:I,s:I,s:o}", "turn", (json_int_t)turn, "index", (json_int_t)idx + 1,
+                      "total", (json_int_t)json_array_size(list), "siblings", list);
     else
         json_decref(list);
 cleanup:

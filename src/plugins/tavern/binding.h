@@ -62,8 +62,8 @@ bool cdsh_tavern_story_id_valid(const char *story_id);
 /* Inserts a binding row for a published story (spec as stored) and, when
  * parent is non-NULL, the sibling record {parent, turn, child}. Fails with
  * SESSION_BOUND if the session already has a binding. */
-int cdsh__tavern_binding_insert(cdsh_tavern_bindings *b, const json_t *binding,
-                                const char *parent, int64_t turn, cdsh_error *err);
+int cdsh__tavern_binding_insert(cdsh_tavern_bindings *b, const json_t *binding, const char *parent,
+                                int64_t turn, cdsh_error *err);
 /* Siblings of session at its branch point: {turn, index, total,
  * siblings[]} or JSON null when the session has no branch siblings. */
 int cdsh_tavern_binding_siblings(cdsh_tavern_bindings *b, const char *session_id, json_t **out,

@@ -28,7 +28,8 @@ static json_t *child_lineage(const json_t *source, int64_t through)
     const char *src = json_string_value(json_object_get(source, "sessionId"));
     size_t i;
     json_t *l;
-    json_array_foreach(json_object_get(source, "walLineage"), i, l) {
+    json_array_foreach(json_object_get(source, "walLineage"), i, l)
+    {
         const char *ls = json_string_value(json_object_get(l, "sessionId"));
         if (ls && strcmp(ls, src) != 0)
             json_array_append(lin, l);
@@ -38,10 +39,10 @@ static json_t *child_lineage(const json_t *source, int64_t through)
     return lin;
 }
 
-int cdsh_tavern_branch(cdsh_tavern_bindings *b, const char *source_session,
-                       int64_t undo_from_turn, int64_t through_turn,
-                       const cdsh_tavern_branch_host *host, cdsh_tavern_branch_extra_fn extra,
-                       void *extra_ud, json_t **child_binding, cdsh_error *err)
+int cdsh_tavern_branch(cdsh_tavern_bindings *b, const char *source_session, int64_t undo_from_turn,
+                       int64_t through_turn, const cdsh_tavern_branch_host *host,
+                       cdsh_tavern_branch_extra_fn extra, void *extra_ud, json_t **child_binding,
+                       cdsh_error *err)
 {
     if (!b || !source_session || !host || !host->create_child || !child_binding)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "branch: missing argument");
@@ -108,8 +109,7 @@ int cdsh_tavern_branch(cdsh_tavern_bindings *b, const char *source_session,
     binding = json_deep_copy(src_binding);
     json_object_set_new(binding, "sessionId", json_string(child));
     json_object_set_new(binding, "storyId", json_string(story_id));
-    json_object_set_new(binding, "walLineage",
-                        child_lineage(src_binding, through_turn));
+    json_object_set_new(binding, "walLineage", child_lineage(src_binding, through_turn));
     rc = cdsh__tavern_binding_insert(b, binding, source_session,
                                      through_turn < 0 ? 0 : through_turn + 1, err);
 cleanup:

@@ -30,9 +30,9 @@ typedef struct cdsh_tavern_branch_host {
  * is left: no story, no binding, the child discarded; the source is
  * untouched. Fault point "publish-rename" fails the rename. */
 typedef int (*cdsh_tavern_branch_extra_fn)(void *ud, cdsh_tavern_story *draft, cdsh_error *err);
-int cdsh_tavern_branch(cdsh_tavern_bindings *b, const char *source_session,
-                       int64_t undo_from_turn, int64_t through_turn,
-                       const cdsh_tavern_branch_host *host, cdsh_tavern_branch_extra_fn extra,
-                       void *extra_ud, json_t **child_binding, cdsh_error *err);
+int cdsh_tavern_branch(cdsh_tavern_bindings *b, const char *source_session, int64_t undo_from_turn,
+                       int64_t through_turn, const cdsh_tavern_branch_host *host,
+                       cdsh_tavern_branch_extra_fn extra, void *extra_ud, json_t **child_binding,
+                       cdsh_error *err);
 
 #endif

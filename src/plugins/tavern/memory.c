@@ -145,7 +145,8 @@ static char *keys_text_dup(const json_t *keys)
     cdsh_strbuf_init(&b);
     size_t i;
     json_t *k;
-    json_array_foreach(keys, i, k) {
+    json_array_foreach(keys, i, k)
+    {
         cdsh_strbuf_append_str(&b, json_string_value(k) ? json_string_value(k) : "");
         cdsh_strbuf_append_str(&b, " ");
     }
@@ -195,7 +196,8 @@ static json_t *str_set_union(const json_t *a, const json_t *b)
     for (size_t s = 0; s < 2; s++) {
         size_t i;
         json_t *v;
-        json_array_foreach(srcs[s], i, v) {
+        json_array_foreach(srcs[s], i, v)
+        {
             if (!json_is_string(v))
                 continue;
             bool dup = false;
@@ -274,7 +276,8 @@ static int all_entries(cdsh_tavern_story *story, json_t **out, cdsh_error *err)
     json_t *map = json_object();
     size_t i;
     json_t *r;
-    json_array_foreach(rows, i, r) {
+    json_array_foreach(rows, i, r)
+    {
         json_t *v = json_object_get(r, "value");
         if (json_is_object(v) && json_is_string(json_object_get(v, "body")))
             json_object_set(map, s_get(r, "key"), v);
@@ -294,7 +297,8 @@ int cdsh_tavern_memory_list(cdsh_tavern_story *story, bool archived, json_t **ou
     json_t **v = calloc(n ? n : 1, sizeof *v);
     const char *id;
     json_t *e;
-    json_object_foreach(map, id, e) {
+    json_object_foreach(map, id, e)
+    {
         if (json_is_true(json_object_get(e, "archived")) != archived)
             continue;
         json_t *c = json_deep_copy(e);
@@ -320,7 +324,8 @@ int cdsh_tavern_memory_stats(cdsh_tavern_story *story, int *count, int *tokens, 
     int c = 0, t = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e) {
+    json_array_foreach(list, i, e)
+    {
         c++;
         t += cdsh__tavern_est_tokens(s_get(e, "body"));
     }
@@ -359,7 +364,8 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
         sets[i] = token_set(s_get(json_array_get(list, i), "body"));
         const char *t;
         json_t *v;
-        json_object_foreach(sets[i], t, v) {
+        json_object_foreach(sets[i], t, v)
+        {
             json_int_t c = json_integer_value(json_object_get(df, t));
             json_object_set_new(df, t, json_integer(c + 1));
         }
@@ -376,7 +382,8 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
             double qw = 0, dw = 0, shared = 0;
             const char *t;
             json_t *v;
-            json_object_foreach(q, t, v) {
+            json_object_foreach(q, t, v)
+            {
                 double d = (double)json_integer_value(json_object_get(df, t));
                 if (json_object_get(sets[i], t))
                     d -= 1;
@@ -385,7 +392,8 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
                 if (json_object_get(sets[i], t))
                     shared += idf;
             }
-            json_object_foreach(sets[i], t, v) {
+            json_object_foreach(sets[i], t, v)
+            {
                 double d = (double)json_integer_value(json_object_get(df, t)) - 1;
                 dw += log(1 + (N - d + 0.5) / (d + 0.5));
             }
@@ -402,7 +410,8 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
         size_t bi = (size_t)-1;
         size_t i;
         json_t *e;
-        json_array_foreach(scored, i, e) {
+        json_array_foreach(scored, i, e)
+        {
             if (json_is_true(json_object_get(e, "taken")))
                 continue;
             json_t *b = bi == (size_t)-1 ? NULL : json_array_get(scored, bi);
@@ -472,8 +481,8 @@ int cdsh_tavern_memory_write(cdsh_tavern_story *story, const char *floor, const 
             char preview[256];
             snprintf(preview, sizeof preview, "%s", s_get(top, "body"));
             *result = json_pack("{s:b,s:s,s:s,s:s,s:O,s:s}", "ok", 0, "status", "similar-found",
-                                "similarId", s_get(top, "id"), "similarBody", preview,
-                                "similarity", json_object_get(top, "similarity"), "hint",
+                                "similarId", s_get(top, "id"), "similarBody", preview, "similarity",
+                                json_object_get(top, "similarity"), "hint",
                                 "a similar memory exists: use tavern_memory_update with its id");
             json_decref(sim);
             return 0;
@@ -496,8 +505,8 @@ int cdsh_tavern_memory_write(cdsh_tavern_story *story, const char *floor, const 
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
     rc = cdsh_tavern_story_put(story, floor, CDSH_TAVERN_KIND_MEMORY, id, v, "", err);
-    bool over = count + 1 > cfg->max_entries ||
-                tokens + cdsh__tavern_est_tokens(body) > cfg->max_tokens;
+    bool over =
+        count + 1 > cfg->max_entries || tokens + cdsh__tavern_est_tokens(body) > cfg->max_tokens;
     if (rc == 0 && over)
         set_pending(story, true, NULL);
     if (rc == 0)
@@ -520,8 +529,8 @@ static int get_entry(cdsh_tavern_story *story, const char *id, json_t **cur, cds
 }
 
 int cdsh_tavern_memory_update(cdsh_tavern_story *story, const char *floor, const char *id,
-                              const char *body, const json_t *tags, const json_t *keys,
-                              bool merge, json_t **result, cdsh_error *err)
+                              const char *body, const json_t *tags, const json_t *keys, bool merge,
+                              json_t **result, cdsh_error *err)
 {
     if (!story || !id || !result || !string_array(tags) || !string_array(keys))
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
@@ -602,7 +611,8 @@ static int visible_set(const json_t *map, json_t **out, cdsh_error *err)
     json_t *queue = json_array();
     const char *id;
     json_t *e;
-    json_object_foreach((json_t *)map, id, e) {
+    json_object_foreach((json_t *)map, id, e)
+    {
         if (json_is_true(json_object_get(e, "archived")))
             continue;
         json_object_set_new(vis, id, json_true());
@@ -614,7 +624,8 @@ static int visible_set(const json_t *map, json_t **out, cdsh_error *err)
         json_t *src = summary_sources(entry);
         size_t i;
         json_t *s;
-        json_array_foreach(src, i, s) {
+        json_array_foreach(src, i, s)
+        {
             const char *sid = json_string_value(s);
             if (!sid || json_object_get(vis, sid) || !json_object_get(map, sid))
                 continue;
@@ -680,8 +691,7 @@ int cdsh_tavern_memory_search(cdsh_tavern_story *story, const char *query, int t
                                "SELECT id, -bm25(memory_fts, 0.0, 1.0, 2.0) FROM memory_fts"
                                " WHERE memory_fts MATCH ?",
                                -1, &st, NULL) != SQLITE_OK) {
-            rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "memory search: %s",
-                                sqlite3_errmsg(db));
+            rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "memory search: %s", sqlite3_errmsg(db));
         } else {
             sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
             while (sqlite3_step(st) == SQLITE_ROW) {
@@ -697,12 +707,12 @@ int cdsh_tavern_memory_search(cdsh_tavern_story *story, const char *query, int t
                     double days = (double)(now_ms - upd) / 86400000.0;
                     score *= pow(0.5, days / cfg->half_life_days);
                 }
-                json_t *h = json_pack("{s:s,s:b,s:O,s:f,s:O,s:O,s:O}", "id", id, "archived",
-                                      json_is_true(json_object_get(e, "archived")), "sourceRange",
-                                      json_object_get(e, "sourceRange"), "score", score, "tags",
-                                      json_object_get(e, "tags"), "keys",
-                                      json_object_get(e, "keys"), "body",
-                                      json_object_get(e, "body"));
+                json_t *h =
+                    json_pack("{s:s,s:b,s:O,s:f,s:O,s:O,s:O}", "id", id, "archived",
+                              json_is_true(json_object_get(e, "archived")), "sourceRange",
+                              json_object_get(e, "sourceRange"), "score", score, "tags",
+                              json_object_get(e, "tags"), "keys", json_object_get(e, "keys"),
+                              "body", json_object_get(e, "body"));
                 json_array_append_new(found, h);
             }
         }
@@ -763,8 +773,8 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
     int rc = cdsh_tavern_memory_stats(story, &count, &tokens, err);
     if (rc < 0)
         return rc;
-    bool due = cdsh_tavern_memory_pending(story) || count > cfg->max_entries ||
-               tokens > cfg->max_tokens;
+    bool due =
+        cdsh_tavern_memory_pending(story) || count > cfg->max_entries || tokens > cfg->max_tokens;
     int batch = cfg->compress_batch < 2 ? 2 : cfg->compress_batch;
     if (!due || count < 2)
         return 0;
@@ -775,10 +785,11 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
     cdsh_strbuf p;
     cdsh_strbuf_init(&p);
     cdsh_strbuf_append_str(&p, "Merge these memories into one concise memory of at most 200 "
-                           "characters. Output only the body.\n");
+                               "characters. Output only the body.\n");
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e) {
+    json_array_foreach(list, i, e)
+    {
         if ((int)i >= batch)
             break;
         json_t *v = json_deep_copy(e);
@@ -800,8 +811,8 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
 }
 
 int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *plan,
-                                       const char *finish_reason, const char *text,
-                                       bool had_error, char **id_out, cdsh_error *err)
+                                       const char *finish_reason, const char *text, bool had_error,
+                                       char **id_out, cdsh_error *err)
 {
     if (!story || !plan)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "compress_commit: missing plan");
@@ -810,7 +821,9 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
         return cdsh_error_set(err, CDSH_EPROTO, "SUMMARY_REJECTED",
                               "the summary reply did not end with a normal stop (%s); nothing "
                               "archived, retried at the next idle",
-                              had_error ? "error" : finish_reason ? finish_reason : "no finish");
+                              had_error       ? "error"
+                              : finish_reason ? finish_reason
+                                              : "no finish");
     }
     json_t *ids = json_object_get(plan, "ids"), *canon = json_object_get(plan, "canon");
     char *sid = new_id_dup();
@@ -820,13 +833,15 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
     bool plain = true;
     size_t i;
     json_t *v;
-    json_array_foreach(ids, i, v) {
+    json_array_foreach(ids, i, v)
+    {
         for (const char *c = json_string_value(v); *c; c++)
             plain = plain && (isalnum((unsigned char)*c) || *c == '-' || *c == '_');
     }
     if (plain) {
         cdsh_strbuf_append_str(&sr, "compress:");
-        json_array_foreach(ids, i, v) {
+        json_array_foreach(ids, i, v)
+        {
             if (i)
                 cdsh_strbuf_append_str(&sr, ",");
             cdsh_strbuf_append_str(&sr, json_string_value(v));
@@ -846,9 +861,10 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
         goto cleanup;
     }
     json_t *sources = json_array();
-    json_array_foreach(ids, i, v) {
-        char *cur = cdsh__tavern_story_raw_get(db, CDSH_TAVERN_KIND_MEMORY, json_string_value(v),
-                                               &rc, err);
+    json_array_foreach(ids, i, v)
+    {
+        char *cur =
+            cdsh__tavern_story_raw_get(db, CDSH_TAVERN_KIND_MEMORY, json_string_value(v), &rc, err);
         const char *want = json_string_value(json_array_get(canon, i));
         if (rc == 0 && (!cur || !want || strcmp(cur, want) != 0))
             rc = cdsh_error_set(err, CDSH_EBUSY, "SUMMARY_STALE",
@@ -874,16 +890,17 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
         json_decref(first);
         char ts[40];
         now_iso(ts, sizeof ts);
-        json_t *summary = json_pack("{s:s,s:o,s:O,s:s,s:s,s:s,s:b}", "body", text, "tags", t2,
-                                    "keys", keys, "created", ts, "updated", ts, "sourceRange",
-                                    range, "archived", 0);
+        json_t *summary =
+            json_pack("{s:s,s:o,s:O,s:s,s:s,s:s,s:b}", "body", text, "tags", t2, "keys", keys,
+                      "created", ts, "updated", ts, "sourceRange", range, "archived", 0);
         char *c = cdsh_tavern_story_canon_dup(summary);
         /* summary first, then archive: a crash in between cannot happen inside
          * one transaction, and the order documents the intent */
         rc = cdsh__tavern_story_raw_put(db, CDSH_TAVERN_KIND_MEMORY, sid, c, err);
         free(c);
         json_decref(summary);
-        json_array_foreach(sources, i, v) {
+        json_array_foreach(sources, i, v)
+        {
             if (rc < 0)
                 break;
             json_object_set_new(v, "archived", json_true());
@@ -926,7 +943,8 @@ static bool reaches(const json_t *map, const json_t *e, const char *key, int dep
     bool hit = false;
     size_t i;
     json_t *s;
-    json_array_foreach(src, i, s) {
+    json_array_foreach(src, i, s)
+    {
         const char *sid = json_string_value(s);
         if (!sid)
             continue;
@@ -949,7 +967,8 @@ static int expand_one(sqlite3 *db, json_t *map, const char *id, const char *key,
     int rc = cdsh__tavern_story_raw_put(db, CDSH_TAVERN_KIND_MEMORY, id, NULL, err);
     size_t i;
     json_t *s;
-    json_array_foreach(src, i, s) {
+    json_array_foreach(src, i, s)
+    {
         const char *sid = json_string_value(s);
         json_t *child = sid ? json_object_get(map, sid) : NULL;
         if (rc < 0 || !child)
@@ -986,13 +1005,15 @@ int cdsh__tavern_memory_expand_for(sqlite3 *db, const char *key, cdsh_error *err
     const char *id;
     json_t *e;
     json_t *todo = json_array();
-    json_object_foreach(map, id, e) {
+    json_object_foreach(map, id, e)
+    {
         if (!json_is_true(json_object_get(e, "archived")) && reaches(map, e, key, 0))
             json_array_append_new(todo, json_string(id));
     }
     size_t i;
     json_t *t;
-    json_array_foreach(todo, i, t) {
+    json_array_foreach(todo, i, t)
+    {
         if (rc == 0)
             rc = expand_one(db, map, json_string_value(t), key, err);
     }

@@ -22,13 +22,13 @@
 struct sqlite3;
 
 typedef struct cdsh_tavern_memory_cfg {
-    int max_entries;          /* 200 */
-    int max_tokens;           /* 20000 */
-    int retrieval_top_k;      /* 5 */
-    int retrieval_budget;     /* 1200 tokens */
-    double half_life_days;    /* 30; 0 = no decay */
-    double dedup_similarity;  /* 0.75; 0 disables */
-    int compress_batch;       /* 20 (min 2) */
+    int max_entries;         /* 200 */
+    int max_tokens;          /* 20000 */
+    int retrieval_top_k;     /* 5 */
+    int retrieval_budget;    /* 1200 tokens */
+    double half_life_days;   /* 30; 0 = no decay */
+    double dedup_similarity; /* 0.75; 0 disables */
+    int compress_batch;      /* 20 (min 2) */
 } cdsh_tavern_memory_cfg;
 
 /* The defaults above. */
@@ -49,15 +49,14 @@ int cdsh_tavern_memory_write(cdsh_tavern_story *story, const char *floor, const 
  * them (panel; a rewritten summary becomes a manual fact: sourceRange
  * dropped). NOT_FOUND if missing. *result {ok:true, id, updated:true}. */
 int cdsh_tavern_memory_update(cdsh_tavern_story *story, const char *floor, const char *id,
-                              const char *body, const json_t *tags, const json_t *keys,
-                              bool merge, json_t **result, cdsh_error *err);
+                              const char *body, const json_t *tags, const json_t *keys, bool merge,
+                              json_t **result, cdsh_error *err);
 int cdsh_tavern_memory_delete(cdsh_tavern_story *story, const char *floor, const char *id,
                               cdsh_error *err);
 
 /* Active entries sorted by created then id: [{id, ...value}]. archived
  * true: the archived ones instead. Owned. */
-int cdsh_tavern_memory_list(cdsh_tavern_story *story, bool archived, json_t **out,
-                            cdsh_error *err);
+int cdsh_tavern_memory_list(cdsh_tavern_story *story, bool archived, json_t **out, cdsh_error *err);
 /* count and token estimate of the active entries. */
 int cdsh_tavern_memory_stats(cdsh_tavern_story *story, int *count, int *tokens, cdsh_error *err);
 
@@ -92,8 +91,8 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
  * summary first, then archives (a crash leaves redundancy, never loss);
  * one transaction, unlogged. *id (may be NULL) gets the summary id. */
 int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *plan,
-                                       const char *finish_reason, const char *text,
-                                       bool had_error, char **id, cdsh_error *err);
+                                       const char *finish_reason, const char *text, bool had_error,
+                                       char **id, cdsh_error *err);
 /* Pending flag (survives restarts). */
 bool cdsh_tavern_memory_pending(cdsh_tavern_story *story);
 

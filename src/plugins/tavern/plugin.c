@@ -34,8 +34,8 @@ static int model_helper(void *ud, const json_t *messages, char **finish_reason, 
     cdsh_model_config_deinit(&cfg);
     if (!client)
         return err ? err->rc : CDSH_ENOMEM;
-    cdsh_model_request req = {.messages = messages, .max_tokens = 512,
-                              .reasoning = CDSH_MODEL_REASONING_DROP};
+    cdsh_model_request req = {
+        .messages = messages, .max_tokens = 512, .reasoning = CDSH_MODEL_REASONING_DROP};
     cdsh_model_reply reply = {0};
     rc = cdsh_model_client_complete(client, &req, &reply, err);
     if (rc == 0) {
@@ -59,7 +59,8 @@ static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const 
     if (!sid || !phase)
         return;
     cdsh_error err = {0};
-    int rc = strcmp(phase, "start") == 0 ? cdsh_tavern_service_turn_begin(svc, scope, sid, turn, &err)
+    int rc = strcmp(phase, "start") == 0
+                 ? cdsh_tavern_service_turn_begin(svc, scope, sid, turn, &err)
              : strcmp(phase, "end") == 0 ? cdsh_tavern_service_turn_end(svc, sid, turn, &err)
                                          : 0;
     if (rc < 0)
@@ -107,7 +108,8 @@ static const char *const requires_[] = {NULL};
 
 const cdsh_plugin_def cdsh_tavern_plugin = {
     .name = CDSH_TAVERN_PLUGIN,
-    .description = "tavern role-play: stories, floors, branches, memory, world state, tools, /tavern",
+    .description =
+        "tavern role-play: stories, floors, branches, memory, world state, tools, /tavern",
     .requires = requires_,
     .config_schema = "{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\","
                      "\"default\":\"\",\"description\":\"tavern data directory (empty: "

@@ -18,7 +18,8 @@
 
 #define SETTINGS_REL "settings.json"
 #define LOG_MAX_DEFAULT 200
-#define CONTINUE_NOTICE "【Tavern 续写】Continue your last reply from where it stopped, without repeating it."
+#define CONTINUE_NOTICE                                                                            \
+    "【Tavern 续写】Continue your last reply from where it stopped, without repeating it."
 
 /* ---- lifecycle -------------------------------------------------------------- */
 
@@ -88,12 +89,12 @@ static json_t *settings_defaults(void)
     return json_pack("{s:s,s:{s:f,s:f,s:i,s:[],s:f,s:f,s:s},s:{s:i,s:i,s:i,s:i,s:f,s:f,s:i},"
                      "s:b,s:i}",
                      "locale", "auto", "sampling", "temperature", 1.0, "topP", 1.0, "maxTokens", 0,
-                     "stop", "presencePenalty", 0.0, "frequencyPenalty", 0.0, "thinking",
-                     "enabled", "memory", "maxEntries", m.max_entries, "maxTokens", m.max_tokens,
-                     "retrievalTopK", m.retrieval_top_k, "retrievalTokenBudget",
-                     m.retrieval_budget, "halfLifeDays", m.half_life_days, "dedupSimilarity",
-                     m.dedup_similarity, "compressBatch", m.compress_batch, "interactiveCards", 1,
-                     "triggerLogMax", LOG_MAX_DEFAULT);
+                     "stop", "presencePenalty", 0.0, "frequencyPenalty", 0.0, "thinking", "enabled",
+                     "memory", "maxEntries", m.max_entries, "maxTokens", m.max_tokens,
+                     "retrievalTopK", m.retrieval_top_k, "retrievalTokenBudget", m.retrieval_budget,
+                     "halfLifeDays", m.half_life_days, "dedupSimilarity", m.dedup_similarity,
+                     "compressBatch", m.compress_batch, "interactiveCards", 1, "triggerLogMax",
+                     LOG_MAX_DEFAULT);
 }
 
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
@@ -103,7 +104,8 @@ json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
         json_is_object(stored)) {
         const char *k;
         json_t *v;
-        json_object_foreach(stored, k, v) {
+        json_object_foreach(stored, k, v)
+        {
             json_t *d = json_object_get(def, k);
             if (json_is_object(d) && json_is_object(v))
                 json_object_update_existing(d, v);
@@ -245,12 +247,18 @@ static int kebab(int rc, cdsh_error *err)
     if (rc >= 0 || !err)
         return rc;
     static const char *const map[][2] = {
-        {"CARD_NOT_FOUND", "not-found"},      {"NOT_FOUND", "not-found"},
-        {"NOT_BOUND", "not-bound"},           {"STORY_NOT_OWNED", "story-not-owned"},
-        {"REVISION_CONFLICT", "revision-conflict"}, {"INVALID_ARGS", "bad-request"},
-        {"WAL_CORRUPT", "wal-corrupt"},       {"FLOOR_SUCCESSOR", "floor-successor"},
-        {"BOOK_CHOICE_REQUIRED", "book-choice-required"}, {"SESSION_BOUND", "session-bound"},
-        {"DB_ERROR", "storage-error"},        {"NO_SESSION", "session-not-found"},
+        {"CARD_NOT_FOUND", "not-found"},
+        {"NOT_FOUND", "not-found"},
+        {"NOT_BOUND", "not-bound"},
+        {"STORY_NOT_OWNED", "story-not-owned"},
+        {"REVISION_CONFLICT", "revision-conflict"},
+        {"INVALID_ARGS", "bad-request"},
+        {"WAL_CORRUPT", "wal-corrupt"},
+        {"FLOOR_SUCCESSOR", "floor-successor"},
+        {"BOOK_CHOICE_REQUIRED", "book-choice-required"},
+        {"SESSION_BOUND", "session-bound"},
+        {"DB_ERROR", "storage-error"},
+        {"NO_SESSION", "session-not-found"},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (strcmp(err->code, map[i][0]) == 0) {
@@ -314,12 +322,12 @@ static json_t *greetings(const json_t *record)
 {
     json_t *data = json_object_get(record, "data");
     json_t *out = json_array();
-    json_array_append_new(out, json_string(s_get(data, "first_mes") ? s_get(data, "first_mes") : ""));
+    json_array_append_new(out,
+                          json_string(s_get(data, "first_mes") ? s_get(data, "first_mes") : ""));
     size_t i;
     json_t *g;
-    json_array_foreach(json_object_get(data, "alternate_greetings"), i, g)
-        if (json_is_string(g))
-            json_array_append(out, g);
+    json_array_foreach(json_object_get(data, "alternate_greetings"), i, g) if (json_is_string(g))
+        json_array_append(out, g);
     return out;
 }
 
@@ -342,7 +350,8 @@ static int find_turn(cdsh_tavern_service *svc, const char *session, int64_t turn
             return kebab(err ? err->rc : CDSH_EIO, err);
         size_t i;
         json_t *e;
-        json_array_foreach(ev, i, e) {
+        json_array_foreach(ev, i, e)
+        {
             int64_t seq = json_integer_value(json_object_get(e, "seq"));
             int64_t t = json_integer_value(json_object_get(e, "turn"));
             const char *type = s_get(e, "type");
@@ -409,8 +418,12 @@ static int fork_child(void *ud, char **child, cdsh_error *err)
         json_t *src = cdsh_session_store_get(f->svc->sessions, f->source, err);
         if (!src)
             return err ? err->rc : CDSH_EIO;
-        cdsh_session_spec spec = {f->title, s_get(src, "provider"), s_get(src, "model"),
-                                  s_get(src, "baseUrl"), s_get(src, "agent"), NULL};
+        cdsh_session_spec spec = {f->title,
+                                  s_get(src, "provider"),
+                                  s_get(src, "model"),
+                                  s_get(src, "baseUrl"),
+                                  s_get(src, "agent"),
+                                  NULL};
         rc = cdsh_session_store_create(f->svc->sessions, &spec, child, err);
         json_decref(src);
     } else {
@@ -497,18 +510,18 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
     }
     cdsh_tavern_branch_host host = {fork_child, discard_child, &f};
     json_t *child = NULL;
-    rc = kebab(cdsh_tavern_branch(svc->bindings, sid, undo_from, through, &host, NULL, NULL, &child,
-                                  err),
-               err);
+    rc = kebab(
+        cdsh_tavern_branch(svc->bindings, sid, undo_from, through, &host, NULL, NULL, &child, err),
+        err);
     if (rc == 0) {
         *value = json_pack("{s:O,s:s,s:I}", "childSessionId", json_object_get(child, "sessionId"),
                            "title", title, "turn", (json_int_t)turn);
         if (resend)
-            json_object_set_new(*value, "resend", json_pack("{s:s,s:I}", "text", resend, "turn",
-                                                            (json_int_t)turn));
-        cdsh__tavern_log(svc, "branch", json_pack("{s:s,s:s,s:O,s:I}", "op", op, "session", sid,
-                                                  "child", json_object_get(child, "sessionId"),
-                                                  "turn", (json_int_t)turn));
+            json_object_set_new(*value, "resend",
+                                json_pack("{s:s,s:I}", "text", resend, "turn", (json_int_t)turn));
+        cdsh__tavern_log(svc, "branch",
+                         json_pack("{s:s,s:s,s:O,s:I}", "op", op, "session", sid, "child",
+                                   json_object_get(child, "sessionId"), "turn", (json_int_t)turn));
     }
     json_decref(child);
     json_decref(binding);
@@ -552,15 +565,15 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
             cdsh_tavern_card_free(card);
         } else {
             const char *choice = s_get(p, "book");
-            cdsh_tavern_book_choice bc = !choice                        ? CDSH_TAVERN_BOOK_ASK
+            cdsh_tavern_book_choice bc = !choice                         ? CDSH_TAVERN_BOOK_ASK
                                          : strcmp(choice, "import") == 0 ? CDSH_TAVERN_BOOK_IMPORT
                                          : strcmp(choice, "discard") == 0
                                              ? CDSH_TAVERN_BOOK_DISCARD
                                              : (cdsh_tavern_book_choice)-1;
-            rc = (int)bc < 0 ? bad(err, "field \"%s\" must be import or discard", "book")
-                             : kebab(cdsh_tavern_store_import_card(svc->store, bytes, len, bc,
-                                                                   value, err),
-                                     err);
+            rc = (int)bc < 0
+                     ? bad(err, "field \"%s\" must be import or discard", "book")
+                     : kebab(cdsh_tavern_store_import_card(svc->store, bytes, len, bc, value, err),
+                             err);
         }
         free(bytes);
         return rc;
@@ -583,13 +596,23 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
         const char *rev = s_get(p, "expectedRevision");
         if (!json_is_object(patch))
             return bad(err, "field \"%s\" must be an object of card fields", "patch");
-        static const char *const fields[] = {
-            "description", "personality", "scenario", "first_mes", "mes_example",
-            "system_prompt", "post_history_instructions", "creator_notes", "alternate_greetings",
-            "tags", "creator", "character_version", NULL};
+        static const char *const fields[] = {"description",
+                                             "personality",
+                                             "scenario",
+                                             "first_mes",
+                                             "mes_example",
+                                             "system_prompt",
+                                             "post_history_instructions",
+                                             "creator_notes",
+                                             "alternate_greetings",
+                                             "tags",
+                                             "creator",
+                                             "character_version",
+                                             NULL};
         const char *k;
         json_t *v;
-        json_object_foreach(patch, k, v) {
+        json_object_foreach(patch, k, v)
+        {
             bool ok = strcmp(k, "name") == 0 && json_is_string(v);
             for (const char *const *f = fields; *f && !ok; f++)
                 ok = strcmp(*f, k) == 0 && (json_is_string(v) || json_is_array(v));
@@ -600,16 +623,17 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
         char *tag = NULL, *rel = NULL, *new_tag = NULL;
         if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
             return rc;
-        json_object_foreach(patch, k, v) {
+        json_object_foreach(patch, k, v)
+        {
             json_object_set(json_object_get(rec, "data"), k, v);
             if (strcmp(k, "name") == 0)
                 json_object_set(rec, "name", v);
         }
         if (asprintf(&rel, "characters/%s/card.json", card) < 0)
             rel = NULL;
-        rc = kebab(cdsh_tavern_store_put(svc->store, rel, "card", rec, rev ? rev : tag, &new_tag,
-                                         err),
-                   err);
+        rc = kebab(
+            cdsh_tavern_store_put(svc->store, rel, "card", rec, rev ? rev : tag, &new_tag, err),
+            err);
         if (rc == 0)
             *value = json_pack("{s:s,s:s}", "cardId", card, "revision", new_tag);
         free(rel);
@@ -665,7 +689,7 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
 static int m_library(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
                      cdsh_error *err)
 {
-    cdsh_tavern_kind kind = strstr(name, "Lorebook")  ? CDSH_TAVERN_LOREBOOK
+    cdsh_tavern_kind kind = strstr(name, "Lorebook") ? CDSH_TAVERN_LOREBOOK
                             : strstr(name, "Preset") ? CDSH_TAVERN_PRESET
                                                      : CDSH_TAVERN_PERSONA;
     int rc = 0;
@@ -707,8 +731,8 @@ static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p
     json_t *b = NULL;
     rc = cdsh_tavern_binding_get(svc->bindings, sid, &b, err);
     if (rc == CDSH_ENOTFOUND && strcmp(name, "getSessionBinding") == 0) {
-        *value = json_pack("{s:n,s:b,s:b}", "binding", "canSwipeGreeting", 0,
-                           "conversationStarted", 0);
+        *value =
+            json_pack("{s:n,s:b,s:b}", "binding", "canSwipeGreeting", 0, "conversationStarted", 0);
         return 0;
     }
     if ((rc = kebab(rc, err)) < 0)
@@ -724,10 +748,11 @@ static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p
     json_t *greets = greetings(rec);
     json_int_t idx = json_integer_value(json_object_get(b, "greetingIndex"));
     if (strcmp(name, "getSessionBinding") == 0) {
-        *value = json_pack("{s:O,s:O,s:b,s:b}", "binding", b, "cardName",
-                           json_object_get(rec, "name") ? json_object_get(rec, "name") : json_null(),
-                           "canSwipeGreeting", !started && json_array_size(greets) > 1,
-                           "conversationStarted", started);
+        *value =
+            json_pack("{s:O,s:O,s:b,s:b}", "binding", b, "cardName",
+                      json_object_get(rec, "name") ? json_object_get(rec, "name") : json_null(),
+                      "canSwipeGreeting", !started && json_array_size(greets) > 1,
+                      "conversationStarted", started);
     } else if (strcmp(name, "getGreetingSwipe") == 0 || strcmp(name, "swipeGreeting") == 0) {
         if (strcmp(name, "swipeGreeting") == 0) {
             json_t *ji = json_object_get(p, "index");
@@ -748,10 +773,10 @@ static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p
             }
         }
         if (rc == 0)
-            *value = json_pack("{s:I,s:I,s:O}", "index", idx, "total",
-                               (json_int_t)json_array_size(greets), "text",
-                               json_array_get(greets, (size_t)idx) ? json_array_get(greets, (size_t)idx)
-                                                                   : json_string(""));
+            *value = json_pack(
+                "{s:I,s:I,s:O}", "index", idx, "total", (json_int_t)json_array_size(greets), "text",
+                json_array_get(greets, (size_t)idx) ? json_array_get(greets, (size_t)idx)
+                                                    : json_string(""));
     } else { /* getFloorSiblings */
         json_t *sib = NULL;
         rc = kebab(cdsh_tavern_binding_siblings(svc->bindings, sid, &sib, err), err);
@@ -797,8 +822,8 @@ static int m_story(cdsh_tavern_service *svc, const char *name, const json_t *p, 
             *value = json_pack("{s:s,s:b}", "id", id, "deleted", 1);
     } else if (strcmp(name, "compressMemories") == 0) {
         json_t *v = json_pack("{s:b}", "compress", 1);
-        rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, v,
-                                   NULL, err);
+        rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, v, NULL,
+                                   err);
         json_decref(v);
         if (rc == 0)
             *value = json_pack("{s:b}", "scheduled", 1);
@@ -818,7 +843,8 @@ static int m_story(cdsh_tavern_service *svc, const char *name, const json_t *p, 
         if (rc == 0 && (rc = cdsh_tavern_world_revoke(s, NULL, id, err)) == 0)
             *value = json_pack("{s:s,s:b}", "id", id, "revoked", 1);
     } else if (strcmp(name, "getJournal") == 0 || strcmp(name, "getChatLorebook") == 0) {
-        const char *key = strcmp(name, "getJournal") == 0 ? "journal.md" : "assets/chat-lorebook.json";
+        const char *key =
+            strcmp(name, "getJournal") == 0 ? "journal.md" : "assets/chat-lorebook.json";
         json_t *v = NULL;
         rc = cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, key, &v, err);
         if (rc == CDSH_ENOTFOUND) {
@@ -867,7 +893,8 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
         json_t *cur = cdsh__tavern_settings_dup(svc), *def = settings_defaults();
         const char *k;
         json_t *v;
-        json_object_foreach(patch, k, v) {
+        json_object_foreach(patch, k, v)
+        {
             json_t *d = json_object_get(def, k);
             bool ok = d && (json_is_object(d) ? json_is_object(v)
                                               : json_typeof(d) == json_typeof(v) ||
@@ -875,7 +902,8 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
             if (ok && json_is_object(d)) {
                 const char *k2;
                 json_t *v2;
-                json_object_foreach(v, k2, v2) {
+                json_object_foreach(v, k2, v2)
+                {
                     json_t *d2 = json_object_get(d, k2);
                     ok = ok && d2 &&
                          (json_is_number(d2) ? json_is_number(v2)
@@ -894,9 +922,8 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
                 json_object_set(cur, k, v);
         }
         json_decref(def);
-        rc = kebab(cdsh_tavern_store_put(svc->store, SETTINGS_REL, "settings", cur, NULL, NULL,
-                                         err),
-                   err);
+        rc = kebab(
+            cdsh_tavern_store_put(svc->store, SETTINGS_REL, "settings", cur, NULL, NULL, err), err);
         if (rc == 0)
             *value = cur;
         else
@@ -919,8 +946,8 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
         if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
             return rc;
         json_decref(b);
-        *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text",
-                           CONTINUE_NOTICE, "source", "plugin");
+        *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text", CONTINUE_NOTICE,
+                           "source", "plugin");
         return 0;
     }
     /* previewPrompt */
@@ -929,20 +956,20 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
         return rc;
     char *turn = NULL;
     json_t *sampling = NULL;
-    rc = cdsh_tavern_service_turn_context(svc, sid, s_get(p, "text") ? s_get(p, "text") : "",
-                                          &turn, err);
+    rc = cdsh_tavern_service_turn_context(svc, sid, s_get(p, "text") ? s_get(p, "text") : "", &turn,
+                                          err);
     if (rc == 0)
         rc = cdsh_tavern_service_sampling(svc, sid, &sampling, err);
     if (rc == 0)
-        *value = json_pack("{s:n,s:s,s:o,s:s}", "standing", "turnContext", turn, "sampling",
-                           sampling, "note",
-                           "standing comes from the prompt engine (tavern:standing, order 210)");
+        *value =
+            json_pack("{s:n,s:s,s:o,s:s}", "standing", "turnContext", turn, "sampling", sampling,
+                      "note", "standing comes from the prompt engine (tavern:standing, order 210)");
     free(turn);
     return kebab(rc, err);
 }
 
 #define IMPERSONATE_PROMPT                                                                         \
-    "Write the person's next line in this role-play, in their voice, as they would type it. "   \
+    "Write the person's next line in this role-play, in their voice, as they would type it. "      \
     "Output only that line, without quotes or commentary."
 
 /* Impersonation: an explicit helper call outside the role-play turn; the
@@ -969,10 +996,10 @@ static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_
     json_t *msgs = cdsh_session_store_messages(svc->sessions, sid, err);
     if (!msgs)
         return kebab(err ? err->rc : CDSH_EIO, err);
-    json_array_insert_new(msgs, 0, json_pack("{s:s,s:s}", "role", "system", "content",
-                                             IMPERSONATE_PROMPT));
-    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content",
-                                          "(Write my next line now.)"));
+    json_array_insert_new(msgs, 0,
+                          json_pack("{s:s,s:s}", "role", "system", "content", IMPERSONATE_PROMPT));
+    json_array_append_new(
+        msgs, json_pack("{s:s,s:s}", "role", "user", "content", "(Write my next line now.)"));
     char *finish = NULL, *text = NULL;
     rc = fn(ud, msgs, &finish, &text, err);
     if (rc == 0 && !cdsh_tavern_memory_reply_acceptable(finish, text, false))
@@ -1004,45 +1031,108 @@ typedef struct method_def {
 } method_def;
 
 static const method_def METHODS[] = {
-    {"listCharacters", m_characters},     {"listArchivedCharacters", m_characters},
-    {"inspectCharacter", m_characters},   {"importCharacter", m_characters},
-    {"getCharacterDetail", m_characters}, {"saveCharacter", m_characters},
-    {"archiveCharacter", m_characters},   {"restoreCharacter", m_characters},
-    {"deleteCharacter", m_characters},    {"exportCharacter", m_characters},
-    {"listLorebooks", m_library},         {"getLorebook", m_library},
-    {"importLorebook", m_library},        {"listPresets", m_library},
-    {"getPreset", m_library},             {"importPreset", m_library},
-    {"listPersonas", m_library},          {"getPersona", m_library},
-    {"importPersona", m_library},         {"listRegexRules", m_misc},
-    {"getSessionBinding", m_binding},     {"setSessionBinding", m_binding},
-    {"clearSessionBinding", m_binding},   {"getGreetingSwipe", m_binding},
-    {"swipeGreeting", m_binding},         {"getFloorSiblings", m_binding},
-    {"regenerate", m_branch},             {"rollbackToFloor", m_branch},
-    {"editUserMessage", m_branch},        {"editAssistantMessage", m_branch},
-    {"continueFloor", m_misc},            {"listFloors", m_story},
-    {"getMemories", m_story},             {"saveMemory", m_story},
-    {"deleteMemory", m_story},            {"compressMemories", m_story},
-    {"getWorldDeltas", m_story},          {"addWorldDelta", m_story},
-    {"revokeWorldDelta", m_story},        {"getJournal", m_story},
-    {"saveJournal", m_story},             {"getChatLorebook", m_story},
-    {"saveChatLorebook", m_story},        {"previewPrompt", m_misc},
-    {"getTriggerLog", m_misc},            {"getSettings", m_misc},
-    {"updateSettings", m_misc},           {"impersonate", m_impersonate},
+    {"listCharacters", m_characters},
+    {"listArchivedCharacters", m_characters},
+    {"inspectCharacter", m_characters},
+    {"importCharacter", m_characters},
+    {"getCharacterDetail", m_characters},
+    {"saveCharacter", m_characters},
+    {"archiveCharacter", m_characters},
+    {"restoreCharacter", m_characters},
+    {"deleteCharacter", m_characters},
+    {"exportCharacter", m_characters},
+    {"listLorebooks", m_library},
+    {"getLorebook", m_library},
+    {"importLorebook", m_library},
+    {"listPresets", m_library},
+    {"getPreset", m_library},
+    {"importPreset", m_library},
+    {"listPersonas", m_library},
+    {"getPersona", m_library},
+    {"importPersona", m_library},
+    {"listRegexRules", m_misc},
+    {"getSessionBinding", m_binding},
+    {"setSessionBinding", m_binding},
+    {"clearSessionBinding", m_binding},
+    {"getGreetingSwipe", m_binding},
+    {"swipeGreeting", m_binding},
+    {"getFloorSiblings", m_binding},
+    {"regenerate", m_branch},
+    {"rollbackToFloor", m_branch},
+    {"editUserMessage", m_branch},
+    {"editAssistantMessage", m_branch},
+    {"continueFloor", m_misc},
+    {"listFloors", m_story},
+    {"getMemories", m_story},
+    {"saveMemory", m_story},
+    {"deleteMemory", m_story},
+    {"compressMemories", m_story},
+    {"getWorldDeltas", m_story},
+    {"addWorldDelta", m_story},
+    {"revokeWorldDelta", m_story},
+    {"getJournal", m_story},
+    {"saveJournal", m_story},
+    {"getChatLorebook", m_story},
+    {"saveChatLorebook", m_story},
+    {"previewPrompt", m_misc},
+    {"getTriggerLog", m_misc},
+    {"getSettings", m_misc},
+    {"updateSettings", m_misc},
+    {"impersonate", m_impersonate},
 };
 
 #define N_METHODS (sizeof METHODS / sizeof *METHODS)
 
 const char *const cdsh_tavern_methods[] = {
-    "listCharacters", "listArchivedCharacters", "inspectCharacter", "importCharacter",
-    "getCharacterDetail", "saveCharacter", "archiveCharacter", "restoreCharacter",
-    "deleteCharacter", "exportCharacter", "listLorebooks", "getLorebook", "importLorebook",
-    "listPresets", "getPreset", "importPreset", "listPersonas", "getPersona", "importPersona",
-    "listRegexRules", "getSessionBinding", "setSessionBinding", "clearSessionBinding",
-    "getGreetingSwipe", "swipeGreeting", "getFloorSiblings", "regenerate", "rollbackToFloor",
-    "editUserMessage", "editAssistantMessage", "continueFloor", "listFloors", "getMemories",
-    "saveMemory", "deleteMemory", "compressMemories", "getWorldDeltas", "addWorldDelta",
-    "revokeWorldDelta", "getJournal", "saveJournal", "getChatLorebook", "saveChatLorebook",
-    "previewPrompt", "getTriggerLog", "getSettings", "updateSettings", "impersonate", NULL,
+    "listCharacters",
+    "listArchivedCharacters",
+    "inspectCharacter",
+    "importCharacter",
+    "getCharacterDetail",
+    "saveCharacter",
+    "archiveCharacter",
+    "restoreCharacter",
+    "deleteCharacter",
+    "exportCharacter",
+    "listLorebooks",
+    "getLorebook",
+    "importLorebook",
+    "listPresets",
+    "getPreset",
+    "importPreset",
+    "listPersonas",
+    "getPersona",
+    "importPersona",
+    "listRegexRules",
+    "getSessionBinding",
+    "setSessionBinding",
+    "clearSessionBinding",
+    "getGreetingSwipe",
+    "swipeGreeting",
+    "getFloorSiblings",
+    "regenerate",
+    "rollbackToFloor",
+    "editUserMessage",
+    "editAssistantMessage",
+    "continueFloor",
+    "listFloors",
+    "getMemories",
+    "saveMemory",
+    "deleteMemory",
+    "compressMemories",
+    "getWorldDeltas",
+    "addWorldDelta",
+    "revokeWorldDelta",
+    "getJournal",
+    "saveJournal",
+    "getChatLorebook",
+    "saveChatLorebook",
+    "previewPrompt",
+    "getTriggerLog",
+    "getSettings",
+    "updateSettings",
+    "impersonate",
+    NULL,
 };
 
 int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const json_t *payload,
@@ -1055,8 +1145,8 @@ int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const
         return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "payload must be an object");
     json_t *empty = payload ? NULL : json_object();
     const json_t *p = payload ? payload : empty;
-    int rc = cdsh_error_set(err, CDSH_ENOTFOUND, "unknown-method", "no tavern method \"%s\"",
-                            method);
+    int rc =
+        cdsh_error_set(err, CDSH_ENOTFOUND, "unknown-method", "no tavern method \"%s\"", method);
     for (size_t i = 0; i < N_METHODS; i++)
         if (strcmp(METHODS[i].name, method) == 0) {
             rc = METHODS[i].fn(svc, method, p, value, err);
@@ -1095,7 +1185,8 @@ int cdsh_tavern_service_turn_context(cdsh_tavern_service *svc, const char *sessi
         int used = 0;
         size_t i;
         json_t *h;
-        json_array_foreach(hits, i, h) {
+        json_array_foreach(hits, i, h)
+        {
             const char *body = s_get(h, "body");
             int t = cdsh__tavern_est_tokens(body) + 2;
             if (used + t > cfg.retrieval_budget)
@@ -1127,15 +1218,14 @@ int cdsh_tavern_service_sampling(cdsh_tavern_service *svc, const char *session_i
     json_t *smp = json_object_get(settings, "sampling");
     json_t *b = NULL, *preset = NULL;
     (void)err;
-    if (cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 &&
-        s_get(b, "presetId"))
+    if (cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 && s_get(b, "presetId"))
         cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, s_get(b, "presetId"), &preset,
                                     NULL);
     double temp = preset ? json_number_value(json_object_get(preset, "temperature"))
                          : json_number_value(json_object_get(smp, "temperature"));
-    json_int_t max_tokens = preset ? (json_int_t)json_number_value(
-                                         json_object_get(preset, "openai_max_tokens"))
-                                   : (json_int_t)json_number_value(json_object_get(smp, "maxTokens"));
+    json_int_t max_tokens =
+        preset ? (json_int_t)json_number_value(json_object_get(preset, "openai_max_tokens"))
+               : (json_int_t)json_number_value(json_object_get(smp, "maxTokens"));
     json_t *r = json_pack("{s:f,s:I,s:O}", "temperature", temp, "maxTokens", max_tokens, "stop",
                           json_object_get(smp, "stop"));
     const char *think = s_get(smp, "thinking");
@@ -1178,7 +1268,8 @@ int cdsh_tavern_service_idle(cdsh_tavern_service *svc, const char *session_id,
     if (cdsh_tavern_story_floors(s, &floors, NULL) == 0) {
         size_t i;
         json_t *f;
-        json_array_foreach(floors, i, f) {
+        json_array_foreach(floors, i, f)
+        {
             if (json_is_true(json_object_get(f, "committed")) &&
                 !json_is_true(json_object_get(f, "rolledBack")) &&
                 strcmp(s_get(f, "session"), session_id) == 0)

@@ -22,9 +22,9 @@ struct cdsh_tavern_service {
     pthread_mutex_t mu;           /* guards turns, current, log, maint */
     cdsh__tavern_open_turn *turns;
     size_t n_turns;
-    json_t *current;  /* session → current turn number */
-    json_t *log;      /* trigger log ring (array) */
-    json_t *maint;    /* story → "<session>#t<turn>" of the last maintenance attempt */
+    json_t *current; /* session → current turn number */
+    json_t *log;     /* trigger log ring (array) */
+    json_t *maint;   /* story → "<session>#t<turn>" of the last maintenance attempt */
     cdsh_tavern_helper_fn helper; /* impersonation; may be NULL */
     void *helper_ud;
 };

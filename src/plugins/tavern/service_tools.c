@@ -22,17 +22,15 @@
 #define LORE_TOP_DEFAULT 6
 
 const char *const cdsh_tavern_tool_names[] = {
-    "tavern_memory_search",     "tavern_memory_write", "tavern_memory_update",
-    "tavern_lore_read",         "tavern_worldstate_update", "tavern_asset_list",
-    "tavern_asset_read",        NULL,
+    "tavern_memory_search",     "tavern_memory_write", "tavern_memory_update", "tavern_lore_read",
+    "tavern_worldstate_update", "tavern_asset_list",   "tavern_asset_read",    NULL,
 };
 
 bool cdsh_tavern_tool_is_read(const char *name)
 {
-    return name && (strcmp(name, "tavern_memory_search") == 0 ||
-                    strcmp(name, "tavern_lore_read") == 0 ||
-                    strcmp(name, "tavern_asset_list") == 0 ||
-                    strcmp(name, "tavern_asset_read") == 0);
+    return name &&
+           (strcmp(name, "tavern_memory_search") == 0 || strcmp(name, "tavern_lore_read") == 0 ||
+            strcmp(name, "tavern_asset_list") == 0 || strcmp(name, "tavern_asset_read") == 0);
 }
 
 static json_t *fail(const char *code, const char *msg)
@@ -188,9 +186,9 @@ static int resolve(cdsh_tavern_service *svc, const cdsh_scope *scope, bool write
         return 1;
     }
     int rc = cdsh_tavern_binding_get(svc->bindings, c->session, &c->binding, err);
-    if (rc == CDSH_ENOTFOUND || (rc == 0 && (strcmp(s_get(c->binding, "cardId"), c->card) != 0 ||
-                                             strcmp(s_get(c->binding, "storyId"), c->story_id) !=
-                                                 0))) {
+    if (rc == CDSH_ENOTFOUND ||
+        (rc == 0 && (strcmp(s_get(c->binding, "cardId"), c->card) != 0 ||
+                     strcmp(s_get(c->binding, "storyId"), c->story_id) != 0))) {
         *res = fail("binding-changed",
                     "the session was bound to another card or story since the turn began; "
                     "nothing was written");
@@ -219,8 +217,8 @@ static char *notice_dup(const char *what)
 
 /* ---- memory tools ------------------------------------------------------------ */
 
-static int tool_memory_search(cdsh_tavern_service *svc, tctx *c, const json_t *args,
-                              json_t **value, cdsh_error *err)
+static int tool_memory_search(cdsh_tavern_service *svc, tctx *c, const json_t *args, json_t **value,
+                              cdsh_error *err)
 {
     json_t *settings = cdsh__tavern_settings_dup(svc);
     cdsh_tavern_memory_cfg cfg = cdsh__tavern_memory_cfg(settings);
@@ -229,7 +227,7 @@ static int tool_memory_search(cdsh_tavern_service *svc, tctx *c, const json_t *a
     json_t *tk = json_object_get(args, "topK");
     int top = json_is_integer(tk) && json_integer_value(tk) > 0
                   ? (int)(json_integer_value(tk) > SEARCH_TOP_MAX ? SEARCH_TOP_MAX
-                                                                   : json_integer_value(tk))
+                                                                  : json_integer_value(tk))
                   : cfg.retrieval_top_k;
     if (!query || !*query) {
         *value = fail("invalid-args", "query is required");
@@ -245,18 +243,17 @@ static int tool_memory_search(cdsh_tavern_service *svc, tctx *c, const json_t *a
     json_t *h;
     int count = 0, omitted = 0;
     bool any_trunc = false;
-    json_array_foreach(hits, i, h) {
+    json_array_foreach(hits, i, h)
+    {
         char *path = NULL;
         if (asprintf(&path, "memory/%s.md", s_get(h, "id")) < 0)
             path = NULL;
-        json_t *item = json_pack("{s:O,s:s?,s:O,s:O,s:O,s:O,s:O,s:O,s:b,s:b}", "id",
-                                 json_object_get(h, "id"), "path", path, "archived",
-                                 json_object_get(h, "archived"), "sourceRange",
-                                 json_object_get(h, "sourceRange"), "score",
-                                 json_object_get(h, "score"), "tags", json_object_get(h, "tags"),
-                                 "keys", json_object_get(h, "keys"), "body",
-                                 json_object_get(h, "body"), "truncated", 0, "metadataTruncated",
-                                 0);
+        json_t *item =
+            json_pack("{s:O,s:s?,s:O,s:O,s:O,s:O,s:O,s:O,s:b,s:b}", "id", json_object_get(h, "id"),
+                      "path", path, "archived", json_object_get(h, "archived"), "sourceRange",
+                      json_object_get(h, "sourceRange"), "score", json_object_get(h, "score"),
+                      "tags", json_object_get(h, "tags"), "keys", json_object_get(h, "keys"),
+                      "body", json_object_get(h, "body"), "truncated", 0, "metadataTruncated", 0);
         free(path);
         bool t = false;
         if (fit_item(out, "results", item, "body", cfg.retrieval_budget, &t)) {
@@ -319,15 +316,15 @@ static int tool_memory_write(cdsh_tavern_service *svc, tctx *c, const json_t *ar
     if (json_is_true(json_object_get(*value, "ok"))) {
         if (notice)
             *notice = notice_dup("A memory was saved.");
-        cdsh__tavern_log(svc, "memory-write",
-                         json_pack("{s:s,s:O}", "session", c->session, "id",
-                                   json_object_get(*value, "id")));
+        cdsh__tavern_log(
+            svc, "memory-write",
+            json_pack("{s:s,s:O}", "session", c->session, "id", json_object_get(*value, "id")));
     }
     return 0;
 }
 
-static int tool_memory_update(cdsh_tavern_service *svc, tctx *c, const json_t *args,
-                              json_t **value, char **notice, cdsh_error *err)
+static int tool_memory_update(cdsh_tavern_service *svc, tctx *c, const json_t *args, json_t **value,
+                              char **notice, cdsh_error *err)
 {
     const char *id = s_get(args, "id");
     json_t *body = json_object_get(args, "body");
@@ -338,8 +335,8 @@ static int tool_memory_update(cdsh_tavern_service *svc, tctx *c, const json_t *a
     }
     cdsh_error e = {0};
     int rc = cdsh_tavern_memory_update(c->story, c->floor, id, json_string_value(body),
-                                       json_object_get(args, "tags"),
-                                       json_object_get(args, "keys"), true, value, &e);
+                                       json_object_get(args, "tags"), json_object_get(args, "keys"),
+                                       true, value, &e);
     if (rc == CDSH_ENOTFOUND) {
         *value = fail("not-found", e.message);
         return 0;
@@ -390,8 +387,8 @@ static int tool_worldstate_update(cdsh_tavern_service *svc, tctx *c, const json_
     json_decref(d);
     if (notice)
         *notice = notice_dup("The world state was updated.");
-    cdsh__tavern_log(svc, "worldstate-update", json_pack("{s:s,s:s}", "session", c->session,
-                                                         "type", type));
+    cdsh__tavern_log(svc, "worldstate-update",
+                     json_pack("{s:s,s:s}", "session", c->session, "type", type));
     return 0;
 }
 
@@ -402,15 +399,16 @@ static void add_book(json_t *all, const json_t *book, const char *source, const 
     json_t *entries = json_object_get(book, "entries");
     const char *k;
     json_t *e;
-    json_object_foreach(entries, k, e) {
+    json_object_foreach(entries, k, e)
+    {
         char *full = NULL;
         if (asprintf(&full, "%s:%s:%s", source, ref, k) < 0)
             continue;
         json_t *keys = json_object_get(e, "key");
         json_array_append_new(
             all, json_pack("{s:s,s:s,s:s,s:s,s:O,s:O,s:s,s:s,s:b,s:b,s:O}", "uid", full, "shortUid",
-                           k, "source", source, "sourceRef", ref, "key",
-                           keys ? keys : json_array(), "keysecondary",
+                           k, "source", source, "sourceRef", ref, "key", keys ? keys : json_array(),
+                           "keysecondary",
                            json_object_get(e, "keysecondary") ? json_object_get(e, "keysecondary")
                                                               : json_array(),
                            "comment", s_get(e, "comment") ? s_get(e, "comment") : "", "content",
@@ -431,11 +429,12 @@ static json_t *bound_entries(cdsh_tavern_service *svc, tctx *c, const char *only
     size_t i;
     json_t *b;
     if (!only || strcmp(only, "global") == 0) {
-        json_array_foreach(books, i, b) {
+        json_array_foreach(books, i, b)
+        {
             json_t *book = NULL;
-            if (json_is_string(b) && cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK,
-                                                                 json_string_value(b), &book,
-                                                                 NULL) == 0)
+            if (json_is_string(b) &&
+                cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, json_string_value(b),
+                                            &book, NULL) == 0)
                 add_book(all, book, "global", json_string_value(b));
             json_decref(book);
         }
@@ -459,16 +458,17 @@ static json_t *bound_entries(cdsh_tavern_service *svc, tctx *c, const char *only
     if (!only || strcmp(only, "delta") == 0) {
         json_t *d = NULL;
         if (cdsh_tavern_world_entries(c->story, 0, &d, NULL) == 0) {
-            json_array_foreach(d, i, b) {
+            json_array_foreach(d, i, b)
+            {
                 const char *uid = s_get(b, "uid");
                 json_array_append_new(
-                    all, json_pack("{s:s,s:s,s:s,s:s,s:O,s:[],s:s,s:O,s:b,s:O,s:O}", "uid", uid,
-                                   "shortUid", strrchr(uid, ':') + 1, "source", "delta",
-                                   "sourceRef", "world-delta", "key", json_object_get(b, "key"),
-                                   "keysecondary", "comment", "", "content",
-                                   json_object_get(b, "content"), "enabled", 1, "constant",
-                                   json_object_get(b, "constant"), "order",
-                                   json_object_get(b, "order")));
+                    all,
+                    json_pack("{s:s,s:s,s:s,s:s,s:O,s:[],s:s,s:O,s:b,s:O,s:O}", "uid", uid,
+                              "shortUid", strrchr(uid, ':') + 1, "source", "delta", "sourceRef",
+                              "world-delta", "key", json_object_get(b, "key"), "keysecondary",
+                              "comment", "", "content", json_object_get(b, "content"), "enabled", 1,
+                              "constant", json_object_get(b, "constant"), "order",
+                              json_object_get(b, "order")));
             }
         }
         json_decref(d);
@@ -497,13 +497,15 @@ static int lore_score(const json_t *e, const char *q)
     int best = 0;
     size_t i;
     json_t *k;
-    json_array_foreach(json_object_get(e, "key"), i, k) {
+    json_array_foreach(json_object_get(e, "key"), i, k)
+    {
         if (json_is_string(k) && strcasecmp(json_string_value(k), q) == 0)
             best = best > 80 ? best : 80;
         else if (ci_contains(json_string_value(k), q))
             best = best > 60 ? best : 60;
     }
-    json_array_foreach(json_object_get(e, "keysecondary"), i, k) {
+    json_array_foreach(json_object_get(e, "keysecondary"), i, k)
+    {
         if (ci_contains(json_string_value(k), q))
             best = best > 50 ? best : 50;
     }
@@ -548,23 +550,26 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
         top = 20;
     json_t *all = bound_entries(svc, c, source);
     json_t *out = json_pack("{s:b,s:s,s:[],s:b}", "ok", 1, "mode",
-                            uid ? "uid" : query ? "query" : "catalog", "entries", "truncated", 0);
+                            uid     ? "uid"
+                            : query ? "query"
+                                    : "catalog",
+                            "entries", "truncated", 0);
     size_t i;
     json_t *e;
     if (!uid && !query) {
         size_t n = 0;
-        json_array_foreach(all, i, e) {
+        json_array_foreach(all, i, e)
+        {
             if (n >= CATALOG_MAX)
                 break;
             bool t1, t2;
             char *comment = clip_dup(s_get(e, "comment"), 80, &t1);
             char *preview = clip_dup(s_get(e, "content"), 80, &t2);
             json_t *item = json_pack(
-                "{s:O,s:O,s:O,s:s,s:O,s:O,s:O,s:i,s:s}", "uid", json_object_get(e, "uid"),
-                "source", json_object_get(e, "source"), "sourceRef",
-                json_object_get(e, "sourceRef"), "comment", comment, "keys",
-                json_object_get(e, "key"), "enabled", json_object_get(e, "enabled"), "constant",
-                json_object_get(e, "constant"), "tokens",
+                "{s:O,s:O,s:O,s:s,s:O,s:O,s:O,s:i,s:s}", "uid", json_object_get(e, "uid"), "source",
+                json_object_get(e, "source"), "sourceRef", json_object_get(e, "sourceRef"),
+                "comment", comment, "keys", json_object_get(e, "key"), "enabled",
+                json_object_get(e, "enabled"), "constant", json_object_get(e, "constant"), "tokens",
                 cdsh__tavern_est_tokens(s_get(e, "content")), "preview", preview);
             free(comment);
             free(preview);
@@ -594,7 +599,8 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
                 }
                 const char *want = trimmed;
                 for (int level = 0; level < 3 && json_array_size(picked) == 0; level++) {
-                    json_array_foreach(all, i, e) {
+                    json_array_foreach(all, i, e)
+                    {
                         const char *full = s_get(e, "uid");
                         size_t fl = strlen(full), wl = strlen(want);
                         bool hit = level == 0   ? strcmp(full, want) == 0
@@ -610,7 +616,8 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
         } else {
             /* rank; ties by order desc */
             json_t *scored = json_array();
-            json_array_foreach(all, i, e) {
+            json_array_foreach(all, i, e)
+            {
                 int s = lore_score(e, query);
                 if (s > 0) {
                     json_t *x = json_deep_copy(e);
@@ -620,7 +627,8 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
             }
             while ((int)json_array_size(picked) < top && json_array_size(scored) > 0) {
                 size_t bi = 0;
-                json_array_foreach(scored, i, e) {
+                json_array_foreach(scored, i, e)
+                {
                     json_t *b = json_array_get(scored, bi);
                     json_int_t se = json_integer_value(json_object_get(e, "_score"));
                     json_int_t sb = json_integer_value(json_object_get(b, "_score"));
@@ -633,7 +641,8 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
             }
             json_decref(scored);
         }
-        json_array_foreach(picked, i, e) {
+        json_array_foreach(picked, i, e)
+        {
             json_t *item = content_item(e);
             bool t;
             if (!fit_item(out, "entries", item, "content", LORE_BUDGET, &t)) {
@@ -666,8 +675,9 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
     }
     pretty_tokens(out);
     json_decref(all);
-    cdsh__tavern_log(svc, "lore-read", json_pack("{s:s,s:s?,s:s?}", "session", c->session, "uid",
-                                                 uid, "query", query));
+    cdsh__tavern_log(
+        svc, "lore-read",
+        json_pack("{s:s,s:s?,s:s?}", "session", c->session, "uid", uid, "query", query));
     *value = out;
     return 0;
 }
@@ -716,8 +726,11 @@ char *cdsh_tavern_readable_path_dup(const char *path, cdsh_error *err)
     char *norm = cdsh_strbuf_take(&out, NULL);
     if (bad || !norm)
         goto refuse_free;
-    const char *denied[] = {".archive.json", "story.json", "state/template.json",
-                            "state/helper.json", "state/helper-mvu-abandon.json",
+    const char *denied[] = {".archive.json",
+                            "story.json",
+                            "state/template.json",
+                            "state/helper.json",
+                            "state/helper-mvu-abandon.json",
                             CDSH_TAVERN_PENDING_DOC};
     for (size_t i = 0; i < sizeof denied / sizeof *denied; i++)
         if (strcmp(norm, denied[i]) == 0 || has_suffix(norm, "/.archive.json"))
@@ -744,7 +757,8 @@ static char *memory_file_dup(const json_t *e)
     char *out = NULL;
     char *tags = json_dumps(json_object_get(e, "tags"), JSON_COMPACT);
     char *keys = json_dumps(json_object_get(e, "keys"), JSON_COMPACT);
-    if (asprintf(&out, "---\ncreated: %s\nupdated: %s\nsource_range: %s\ntags: %s\nkeys: %s\n---\n\n%s\n",
+    if (asprintf(&out,
+                 "---\ncreated: %s\nupdated: %s\nsource_range: %s\ntags: %s\nkeys: %s\n---\n\n%s\n",
                  s_get(e, "created"), s_get(e, "updated"),
                  s_get(e, "sourceRange") ? s_get(e, "sourceRange") : "", tags, keys,
                  s_get(e, "body")) < 0)
@@ -761,8 +775,7 @@ static char *read_path_dup(cdsh_tavern_service *svc, tctx *c, const char *norm)
     char *text = NULL;
     if (strcmp(norm, "journal.md") == 0 || strcmp(norm, "assets/chat-lorebook.json") == 0) {
         if (cdsh_tavern_story_get(c->story, CDSH_TAVERN_KIND_DOC, norm, &v, NULL) == 0)
-            text = json_is_string(v) ? strdup(json_string_value(v))
-                                     : json_dumps(v, JSON_INDENT(2));
+            text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_INDENT(2));
         json_decref(v);
         return text;
     }
@@ -772,7 +785,8 @@ static char *read_path_dup(cdsh_tavern_service *svc, tctx *c, const char *norm)
         if (cdsh_tavern_world_list(c->story, true, 0, &v, NULL) == 0) {
             size_t i;
             json_t *d;
-            json_array_foreach(v, i, d) {
+            json_array_foreach(v, i, d)
+            {
                 char *line = json_dumps(d, JSON_COMPACT);
                 cdsh_strbuf_append_str(&b, line);
                 cdsh_strbuf_append_char(&b, '\n');
@@ -815,7 +829,8 @@ static json_t *readable_files(cdsh_tavern_service *svc, tctx *c)
     if (cdsh_tavern_memory_list(c->story, false, &mem, NULL) == 0) {
         size_t i;
         json_t *e;
-        json_array_foreach(mem, i, e) {
+        json_array_foreach(mem, i, e)
+        {
             char *p = NULL;
             if (asprintf(&p, "memory/%s.md", s_get(e, "id")) > 0)
                 json_array_append_new(files, json_string(p));
@@ -845,14 +860,16 @@ static json_t *preset_catalog(cdsh_tavern_service *svc, tctx *c)
         return cat;
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(preset, "prompts"), i, p) {
-        json_array_append_new(cat, json_pack("{s:O,s:O,s:b,s:O,s:b}", "identifier",
-                                             json_object_get(p, "identifier"), "entryName",
-                                             json_object_get(p, "name") ? json_object_get(p, "name")
-                                                                        : json_string(""),
-                                             "enabled", !json_is_false(json_object_get(p, "enabled")),
-                                             "role", json_object_get(p, "role"), "marker",
-                                             json_is_true(json_object_get(p, "marker"))));
+    json_array_foreach(json_object_get(preset, "prompts"), i, p)
+    {
+        json_array_append_new(
+            cat,
+            json_pack("{s:O,s:O,s:b,s:O,s:b}", "identifier", json_object_get(p, "identifier"),
+                      "entryName",
+                      json_object_get(p, "name") ? json_object_get(p, "name") : json_string(""),
+                      "enabled", !json_is_false(json_object_get(p, "enabled")), "role",
+                      json_object_get(p, "role"), "marker",
+                      json_is_true(json_object_get(p, "marker"))));
     }
     json_decref(preset);
     return cat;
@@ -863,16 +880,17 @@ static int tool_asset_list(cdsh_tavern_service *svc, tctx *c, json_t **value)
     json_t *files = readable_files(svc, c);
     int count = 0, tokens = 0;
     cdsh_tavern_memory_stats(c->story, &count, &tokens, NULL);
-    json_t *out = json_pack("{s:b,s:[],s:{s:i,s:i},s:[],s:I,s:b,s:i,s:o,s:b,s:s}", "ok", 1,
-                            "index", "memory", "count", count, "tokens", tokens, "files",
-                            "fileCount", (json_int_t)json_array_size(files), "filesTruncated", 0,
-                            "filesOmitted", 0, "preset", preset_catalog(svc, c), "truncated", 0,
-                            "hint", "read a file with tavern_asset_read {path}");
+    json_t *out = json_pack("{s:b,s:[],s:{s:i,s:i},s:[],s:I,s:b,s:i,s:o,s:b,s:s}", "ok", 1, "index",
+                            "memory", "count", count, "tokens", tokens, "files", "fileCount",
+                            (json_int_t)json_array_size(files), "filesTruncated", 0, "filesOmitted",
+                            0, "preset", preset_catalog(svc, c), "truncated", 0, "hint",
+                            "read a file with tavern_asset_read {path}");
     size_t i;
     json_t *f;
     int omitted = 0;
     json_t *part = json_pack("{s:[]}", "files");
-    json_array_foreach(files, i, f) {
+    json_array_foreach(files, i, f)
+    {
         if (i >= FILES_MAX) {
             omitted++;
             continue;
@@ -892,7 +910,8 @@ static int tool_asset_list(cdsh_tavern_service *svc, tctx *c, json_t **value)
     json_decref(part);
     /* index: path + first line summary (≤ 60 chars) */
     json_t *ipart = json_pack("{s:[]}", "index");
-    json_array_foreach(files, i, f) {
+    json_array_foreach(files, i, f)
+    {
         char *text = read_path_dup(svc, c, json_string_value(f));
         const char *line = text ? text : "";
         if (strncmp(line, "---\n", 4) == 0) { /* skip front matter */
@@ -958,8 +977,8 @@ static int tool_asset_read(cdsh_tavern_service *svc, tctx *c, const json_t *args
             *value = fail("not-found", "no such readable file");
             return 0;
         }
-        json_t *item = json_pack("{s:s,s:s,s:s,s:b}", "kind", "file", "path", norm, "content",
-                                 text, "truncated", 0);
+        json_t *item = json_pack("{s:s,s:s,s:s,s:b}", "kind", "file", "path", norm, "content", text,
+                                 "truncated", 0);
         bool t;
         json_t *tmp = json_pack("{s:[]}", "items");
         if (fit_item(tmp, "items", item, "content", share, &t)) {
@@ -997,7 +1016,8 @@ static int tool_asset_read(cdsh_tavern_service *svc, tctx *c, const json_t *args
                                                    NULL) == 0) {
                 size_t i;
                 json_t *p;
-                json_array_foreach(json_object_get(preset_v, "prompts"), i, p) {
+                json_array_foreach(json_object_get(preset_v, "prompts"), i, p)
+                {
                     if (!s_get(p, "identifier") || strcmp(s_get(p, "identifier"), trim) != 0)
                         continue;
                     json_t *item = json_pack(

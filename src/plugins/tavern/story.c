@@ -191,11 +191,12 @@ static char *get_meta_dup(sqlite3 *db, const char *k)
 
 /* Raw object write inside a transaction; also keeps memory_fts in step. */
 int cdsh__tavern_story_raw_put(sqlite3 *db, const char *kind, const char *key, const char *canon,
-                   cdsh_error *err)
+                               cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
-    const char *sql = canon ? "INSERT OR REPLACE INTO objects(kind,key,value,updated) VALUES(?,?,?,?)"
-                            : "DELETE FROM objects WHERE kind=? AND key=?";
+    const char *sql = canon
+                          ? "INSERT OR REPLACE INTO objects(kind,key,value,updated) VALUES(?,?,?,?)"
+                          : "DELETE FROM objects WHERE kind=? AND key=?";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return db_fail(db, err, "write");
     sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
@@ -212,13 +213,14 @@ int cdsh__tavern_story_raw_put(sqlite3 *db, const char *kind, const char *key, c
 }
 
 /* Current canonical value (owned) or NULL when absent; *rc < 0 on error. */
-char *cdsh__tavern_story_raw_get(sqlite3 *db, const char *kind, const char *key, int *rc, cdsh_error *err)
+char *cdsh__tavern_story_raw_get(sqlite3 *db, const char *kind, const char *key, int *rc,
+                                 cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
     char *v = NULL;
     *rc = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM objects WHERE kind=? AND key=?", -1, &st,
-                           NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT value FROM objects WHERE kind=? AND key=?", -1, &st, NULL) !=
+        SQLITE_OK) {
         *rc = db_fail(db, err, "read");
         return NULL;
     }
@@ -259,14 +261,16 @@ int cdsh_tavern_story_create(const char *path, const char *story_id, const char 
         goto cleanup;
     char created[40];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), created, sizeof created);
-    if ((rc = set_meta(db, "version", "1", err)) < 0 || (rc = set_meta(db, "id", story_id, err)) < 0 ||
+    if ((rc = set_meta(db, "version", "1", err)) < 0 ||
+        (rc = set_meta(db, "id", story_id, err)) < 0 ||
         (rc = set_meta(db, "card", card_id, err)) < 0 ||
         (rc = set_meta(db, "session", session_id, err)) < 0 ||
         (rc = set_meta(db, "created", created, err)) < 0)
         goto cleanup;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)docs, k, v) {
+    json_object_foreach((json_t *)docs, k, v)
+    {
         char *canon = cdsh_tavern_story_canon_dup(v);
         rc = canon ? cdsh__tavern_story_raw_put(db, CDSH_TAVERN_KIND_DOC, k, canon, err)
                    : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -454,7 +458,8 @@ int cdsh_tavern_story_get(cdsh_tavern_story *s, const char *kind, const char *ke
         return cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND", "no %s \"%s\"", kind, key);
     *value = json_loads(canon, JSON_DECODE_ANY, NULL);
     free(canon);
-    return *value ? 0 : cdsh_error_set(err, CDSH_EPROTO, "BAD_STORY", "stored %s is not JSON", kind);
+    return *value ? 0
+                  : cdsh_error_set(err, CDSH_EPROTO, "BAD_STORY", "stored %s is not JSON", kind);
 }
 
 int cdsh_tavern_story_list(cdsh_tavern_story *s, const char *kind, json_t **out, cdsh_error *err)
@@ -476,8 +481,8 @@ int cdsh_tavern_story_list(cdsh_tavern_story *s, const char *kind, json_t **out,
         json_t *v = json_loads((const char *)sqlite3_column_text(st, 1), JSON_DECODE_ANY, NULL);
         if (!v)
             continue;
-        json_array_append_new(arr, json_pack("{s:s,s:o}", "key", sqlite3_column_text(st, 0),
-                                             "value", v));
+        json_array_append_new(
+            arr, json_pack("{s:s,s:o}", "key", sqlite3_column_text(st, 0), "value", v));
     }
     if (r != SQLITE_DONE)
         rc = db_fail(s->db, err, "list");
@@ -634,8 +639,8 @@ char *cdsh_tavern_floor_name_dup(const char *session_id, int64_t turn)
     return out;
 }
 
-static int run_floor_sql(cdsh_tavern_story *s, const char *sql, const char *floor,
-                         const char *want, cdsh_error *err)
+static int run_floor_sql(cdsh_tavern_story *s, const char *sql, const char *floor, const char *want,
+                         cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -771,9 +776,10 @@ static int load_recs(sqlite3 *db, const char *floor, recs *out, cdsh_error *err)
             record_sum(floor, x->seq, x->kind, x->key, x->before, x->after, want);
         if (x->seq != (int64_t)out->n || !x->kind || !x->key || !x->sum ||
             strcmp(want, x->sum) != 0 || !json_text_ok(x->before) || !json_text_ok(x->after)) {
-            rc = cdsh_error_set(err, CDSH_EPROTO, "WAL_CORRUPT",
-                                "write log of floor %s is corrupt at record %zu; nothing was undone",
-                                floor, out->n);
+            rc =
+                cdsh_error_set(err, CDSH_EPROTO, "WAL_CORRUPT",
+                               "write log of floor %s is corrupt at record %zu; nothing was undone",
+                               floor, out->n);
             break;
         }
         cdsh_hash_update(h, x->sum, strlen(x->sum));
@@ -800,8 +806,7 @@ int cdsh_tavern_story_floor_commit(cdsh_tavern_story *s, const char *floor, cdsh
         rc = cdsh_error_set(err, CDSH_EPERM, "FLOOR_NOT_OPEN", "floor %s is not open", floor);
     if (rc == 0 && (rc = load_recs(s->db, floor, &r, err)) == 0) {
         recs_free(&r);
-        rc = run_floor_sql(s,
-                           "UPDATE floors SET committed=1, committed_at=?2 WHERE name=?1", floor,
+        rc = run_floor_sql(s, "UPDATE floors SET committed=1, committed_at=?2 WHERE name=?1", floor,
                            "commit", err);
     }
     if (rc == 0)
@@ -983,8 +988,8 @@ static int preflight(sqlite3 *db, const char *const *floors, size_t n, batch_ite
             const char *hash = (const char *)sqlite3_column_text(cu, 0);
             int64_t next = sqlite3_column_int64(cu, 1);
             json_t *pres = json_loads((const char *)sqlite3_column_text(cu, 2), 0, NULL);
-            if (!hash || strcmp(hash, b[i].r.hash) != 0 || next < -1 ||
-                next >= (int64_t)b[i].r.n || !json_is_array(pres))
+            if (!hash || strcmp(hash, b[i].r.hash) != 0 || next < -1 || next >= (int64_t)b[i].r.n ||
+                !json_is_array(pres))
                 rc = cdsh_error_set(err, CDSH_EPROTO, "WAL_CORRUPT",
                                     "undo cursor of floor %s does not match its records; nothing "
                                     "was undone",
@@ -1261,8 +1266,8 @@ static int resume_undo(cdsh_tavern_story *s, cdsh_error *err)
     return rc;
 }
 
-int cdsh_tavern_story_undo_from(cdsh_tavern_story *s, const char *session_id,
-                                const json_t *lineage, int64_t from_turn, cdsh_error *err)
+int cdsh_tavern_story_undo_from(cdsh_tavern_story *s, const char *session_id, const json_t *lineage,
+                                int64_t from_turn, cdsh_error *err)
 {
     if (!s || !session_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "undo_from: missing argument");
@@ -1274,7 +1279,8 @@ int cdsh_tavern_story_undo_from(cdsh_tavern_story *s, const char *session_id,
     const char **names = calloc(cap ? cap : 1, sizeof *names);
     size_t i;
     json_t *f;
-    json_array_foreach(floors, i, f) {
+    json_array_foreach(floors, i, f)
+    {
         if (json_is_true(json_object_get(f, "rolledBack")))
             continue;
         const char *owner = json_string_value(json_object_get(f, "session"));
@@ -1284,7 +1290,8 @@ int cdsh_tavern_story_undo_from(cdsh_tavern_story *s, const char *session_id,
         bool take = strcmp(owner, session_id) == 0;
         size_t j;
         json_t *l;
-        json_array_foreach(lineage, j, l) {
+        json_array_foreach(lineage, j, l)
+        {
             const char *ls = json_string_value(json_object_get(l, "sessionId"));
             if (ls && strcmp(ls, owner) == 0 &&
                 turn <= json_integer_value(json_object_get(l, "throughTurn")))

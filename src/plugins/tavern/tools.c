@@ -60,8 +60,8 @@ static int body(void *ud, const cdsh_tool_exec *exec, json_t **value)
     tool_ud *t = ud;
     char *notice = NULL;
     cdsh_error err = {0};
-    int rc = cdsh_tavern_service_tool(t->svc, exec->agent, t->name, exec->args, value, &notice,
-                                      &err);
+    int rc =
+        cdsh_tavern_service_tool(t->svc, exec->agent, t->name, exec->args, value, &notice, &err);
     if (rc < 0)
         return cdsh_dispatch_fail(exec, "TavernError", err.code[0] ? err.code : "internal", "%s",
                                   err.message[0] ? err.message : "tavern tool failed");

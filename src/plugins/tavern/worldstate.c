@@ -49,7 +49,8 @@ int cdsh_tavern_world_add(cdsh_tavern_story *story, const char *floor, const cha
                           cdsh_error *err)
 {
     if (!story || !type || !content)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "world delta needs type and content");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "world delta needs type and content");
     if (strcmp(type, "add") != 0 && strcmp(type, "update") != 0 && strcmp(type, "invalidate") != 0)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
                               "type must be add, update or invalidate");
@@ -72,11 +73,11 @@ int cdsh_tavern_world_add(cdsh_tavern_story *story, const char *floor, const cha
     char *id = delta_id_dup();
     if (!id)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    json_t *v = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o,s:f,s:s?,s:s?,s:b}", "id", id, "ts", ts,
-                          "type", type, "ref", ref, "content", content, "keys",
-                          keys ? json_deep_copy(keys) : json_array(), "order",
-                          order < 0 ? 100.0 : order, "sourceRange", source_range, "expires",
-                          expires ? exp : NULL, "revoked", 0);
+    json_t *v =
+        json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o,s:f,s:s?,s:s?,s:b}", "id", id, "ts", ts, "type", type,
+                  "ref", ref, "content", content, "keys",
+                  keys ? json_deep_copy(keys) : json_array(), "order", order < 0 ? 100.0 : order,
+                  "sourceRange", source_range, "expires", expires ? exp : NULL, "revoked", 0);
     int rc = cdsh_tavern_story_put(story, floor, CDSH_TAVERN_KIND_DELTA, id, v, "", err);
     if (rc == 0 && out)
         *out = json_incref(v);
@@ -106,7 +107,8 @@ static int cmp_ts(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
     int c = strcmp(s_get(x, "ts") ? s_get(x, "ts") : "", s_get(y, "ts") ? s_get(y, "ts") : "");
-    return c ? c : strcmp(s_get(x, "id") ? s_get(x, "id") : "", s_get(y, "id") ? s_get(y, "id") : "");
+    return c ? c
+             : strcmp(s_get(x, "id") ? s_get(x, "id") : "", s_get(y, "id") ? s_get(y, "id") : "");
 }
 
 int cdsh_tavern_world_list(cdsh_tavern_story *story, bool all, int64_t now_ms, json_t **out,
@@ -122,13 +124,14 @@ int cdsh_tavern_world_list(cdsh_tavern_story *story, bool all, int64_t now_ms, j
     json_t **v = calloc(n ? n : 1, sizeof *v);
     size_t i;
     json_t *r;
-    json_array_foreach(rows, i, r) {
+    json_array_foreach(rows, i, r)
+    {
         json_t *d = json_object_get(r, "value");
         if (!json_is_object(d))
             continue;
         int64_t exp = 0;
-        bool expired = s_get(d, "expires") && parse_expiry(s_get(d, "expires"), &exp) == 0 &&
-                       exp < now_ms;
+        bool expired =
+            s_get(d, "expires") && parse_expiry(s_get(d, "expires"), &exp) == 0 && exp < now_ms;
         if (!all && (json_is_true(json_object_get(d, "revoked")) || expired))
             continue;
         v[k++] = d;
@@ -165,15 +168,16 @@ int cdsh_tavern_world_entries(cdsh_tavern_story *story, int64_t now_ms, json_t *
     json_t *arr = json_array();
     size_t i;
     json_t *d;
-    json_array_foreach(list, i, d) {
+    json_array_foreach(list, i, d)
+    {
         char *uid = NULL, *content = prefixed_dup(d);
         if (asprintf(&uid, "delta:world-delta:%s", s_get(d, "id")) < 0)
             uid = NULL;
-        json_array_append_new(
-            arr, json_pack("{s:s?,s:s,s:s?,s:O,s:O,s:b}", "uid", uid, "source", "delta", "content",
-                           content, "key", json_object_get(d, "keys"), "order",
-                           json_object_get(d, "order"), "constant",
-                           json_array_size(json_object_get(d, "keys")) == 0));
+        json_array_append_new(arr, json_pack("{s:s?,s:s,s:s?,s:O,s:O,s:b}", "uid", uid, "source",
+                                             "delta", "content", content, "key",
+                                             json_object_get(d, "keys"), "order",
+                                             json_object_get(d, "order"), "constant",
+                                             json_array_size(json_object_get(d, "keys")) == 0));
         free(uid);
         free(content);
     }
@@ -186,7 +190,8 @@ static bool key_hit(const json_t *keys, const char *scan)
 {
     size_t i;
     json_t *k;
-    json_array_foreach(keys, i, k) {
+    json_array_foreach(keys, i, k)
+    {
         const char *ks = json_string_value(k);
         if (!ks || !*ks || !scan)
             continue;
