@@ -88,61 +88,69 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     char *home = cdsh_test_home_new();
     unsetenv("DEEPSEEK_API_KEY");
     unsetenv("CDSH_API_KEY");
-    const char
-        *
-            script = "[" CALL("c1", "tavern_lore_read",
-                              "{}") "," CALL("c2", "tavern_memory_write",
-                                             "{\\\"body\\\":\\\"Seraphina healed the "
-                                             "traveller.\\\"}") "," CALL("c3",
-                                                                         "tavern_worldstate_update",
-                                                                         "{\\\"type\\\":"
-                                                                         "\\\"add\\\","
-                                                                         "\\\"content\\\":"
-                                                                         "\\\"Night falls over "
-                                                                         "Eldoria.\\\"}") ","
-                                                                                          "{\"chunk"
-                                                                                          "s\":[{"
-                                                                                          "\"text\""
-                                                                                          ":\"You "
-                                                                                          "wake in "
-                                                                                          "the "
-                                                                                          "glade."
-                                                                                          "\"}],"
-                                                                                          "\"finish"
-                                                                                          "_reason"
-                                                                                          "\":"
-                                                                                          "\"stop\""
-                                                                                          "}," CALL(
-                                                                                              "c4",
-                                                                                              "tave"
-                                                                                              "rn_"
-                                                                                              "memo"
-                                                                                              "ry_"
-                                                                                              "writ"
-                                                                                              "e",
-                                                                                              "{\\"
-                                                                                              "\"bo"
-                                                                                              "dy\\"
-                                                                                              "\":"
-                                                                                              "\\\""
-                                                                                              "The "
-                                                                                              "trav"
-                                                                                              "elle"
-                                                                                              "r "
-                                                                                              "owes"
-                                                                                              " Ser"
-                                                                                              "aphi"
-                                                                                              "na "
-                                                                                              "a "
-                                                                                              "favo"
-                                                                                              "ur."
-                                                                                              "\\\""
-                                                                                              "}") ","
-                                                                                                   "{\"chunks\":[{\"text\":\"She smiles.\"}],\"finish_reason\":\"stop\"}," CALL(
-                                                                                                       "c5",
-                                                                                                       "tavern_memory_search",
-                                                                                                       "{\\\"query\\\":\\\"traveller\\\"}") ","
-                                                                                                                                            "{\"chunks\":[{\"text\":\"A different smile.\"}],\"finish_reason\":\"stop\"}]";
+    const char *script = "[" CALL("c1", "tavern_lore_read", "{}") "," CALL(
+        "c2", "tavern_memory_write",
+        "{\\\"body\\\":\\\"Seraphina healed the "
+        "traveller.\\\"}") "," CALL("c3", "tavern_worldstate_update",
+                                    "{\\\"type\\\":"
+                                    "\\\"add\\\","
+                                    "\\\"content\\\":"
+                                    "\\\"Night falls over "
+                                    "Eldoria.\\\"}") ","
+                                                     "{\"chunk"
+                                                     "s\":[{"
+                                                     "\"text\""
+                                                     ":\"You "
+                                                     "wake in "
+                                                     "the "
+                                                     "glade."
+                                                     "\"}],"
+                                                     "\"finish"
+                                                     "_reason"
+                                                     "\":"
+                                                     "\"stop\""
+                                                     "}," CALL(
+                                                         "c4",
+                                                         "tave"
+                                                         "rn_"
+                                                         "memo"
+                                                         "ry_"
+                                                         "writ"
+                                                         "e",
+                                                         "{\\"
+                                                         "\"bo"
+                                                         "dy\\"
+                                                         "\":"
+                                                         "\\\""
+                                                         "The "
+                                                         "trav"
+                                                         "elle"
+                                                         "r "
+                                                         "owes"
+                                                         " Ser"
+                                                         "aphi"
+                                                         "na "
+                                                         "a "
+                                                         "favo"
+                                                         "ur."
+                                                         "\\\""
+                                                         "}") ","
+                                                              "{\"chunks\":[{\"text\":\"She "
+                                                              "smiles.\"}],\"finish_reason\":"
+                                                              "\"stop\"}," CALL("c5",
+                                                                                "tavern_memory_"
+                                                                                "search",
+                                                                                "{\\\"query\\\":"
+                                                                                "\\\"traveller\\\""
+                                                                                "}") ","
+                                                                                     "{\"chunks\":["
+                                                                                     "{\"text\":"
+                                                                                     "\"A "
+                                                                                     "different "
+                                                                                     "smile.\"}],"
+                                                                                     "\"finish_"
+                                                                                     "reason\":"
+                                                                                     "\"stop\"}]";
     cdsh_test_fake_model f;
     cdsh_test_model_env_start(&f, script);
     world w;
@@ -219,10 +227,97 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     cdsh_test_home_free(home);
 }
 
+static void summaries_at_turn_end_only_from_a_normal_stop(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    const char *script =
+        "[" CALL(
+            "c1", "tavern_memory_write",
+            "{\\\"body\\\":\\\"The bell tolls at noon.\\\"}") "," CALL("c2", "tavern_memory_write",
+                                                                       "{\\\"body\\\":\\\"A "
+                                                                       "stranger rides in from the "
+                                                                       "east.\\\"}") ","
+                                                                                     "{\"chunks\":["
+                                                                                     "{\"text\":"
+                                                                                     "\"Noon.\"}],"
+                                                                                     "\"finish_"
+                                                                                     "reason\":"
+                                                                                     "\"stop\"},"
+                                                                                     "{\"chunks\":["
+                                                                                     "{\"text\":"
+                                                                                     "\"The "
+                                                                                     "bell\"}],"
+                                                                                     "\"finish_"
+                                                                                     "reason\":"
+                                                                                     "\"length\"},"
+                                                                                     "{\"chunks\":["
+                                                                                     "{\"text\":"
+                                                                                     "\"Later.\"}],"
+                                                                                     "\"finish_"
+                                                                                     "reason\":"
+                                                                                     "\"stop\"},"
+                                                                                     "{\"chunks\":["
+                                                                                     "{\"text\":"
+                                                                                     "\"At noon a "
+                                                                                     "stranger "
+                                                                                     "came from "
+                                                                                     "the "
+                                                                                     "east.\"}],"
+                                                                                     "\"finish_"
+                                                                                     "reason\":"
+                                                                                     "\"stop\"}]";
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, script);
+    world w;
+    world_open(&w);
+    size_t len = 0;
+    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
+    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
+    json_t *imp =
+        rpc(&w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", "discard"));
+    json_t *patch = json_pack("{s:{s:{s:i}}}", "patch", "memory", "maxEntries", 1);
+    json_decref(rpc(&w, "updateSettings", patch));
+    cdsh_session_spec spec = {.title = "idle"};
+    char *sid = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_session_store_create(w.store, &spec, &sid, &err), 0);
+    json_decref(
+        rpc(&w, "setSessionBinding",
+            json_pack("{s:s,s:O}", "sessionId", sid, "cardId", json_object_get(imp, "cardId"))));
+    turn(&w, sid, "What time is it?");
+    /* the summary ended with "length": nothing archived, still pending */
+    json_t *m = rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
+    assert_int_equal(json_array_size(json_object_get(m, "active")), 2);
+    assert_int_equal(json_array_size(json_object_get(m, "archived")), 0);
+    assert_true(json_is_true(json_object_get(m, "compressPending")));
+    json_decref(m);
+    assert_int_equal(cdsh_test_fake_model_count(&f), 4);
+    turn(&w, sid, "And then?");
+    m = rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
+    assert_int_equal(json_array_size(json_object_get(m, "active")), 1);
+    assert_int_equal(json_array_size(json_object_get(m, "archived")), 2);
+    assert_false(json_is_true(json_object_get(m, "compressPending")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(m, "active"), 0), "body")),
+        "At noon a stranger came from the east.");
+    json_decref(m);
+    world_close(&w);
+    cdsh_test_model_env_stop(&f);
+    json_decref(imp);
+    free(b64);
+    free(bytes);
+    free(sid);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_played_story_survives_branches_and_a_restart),
+        cmocka_unit_test(summaries_at_turn_end_only_from_a_normal_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

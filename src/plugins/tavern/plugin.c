@@ -47,8 +47,21 @@ static int model_helper(void *ud, const json_t *messages, char **finish_reason, 
     return rc;
 }
 
+/* Idle maintenance's summary call through the same helper. */
+static int summarize(void *ud, const char *prompt, char **finish_reason, char **text,
+                     cdsh_error *err)
+{
+    json_t *msgs = json_pack("[{s:s,s:s}]", "role", "user", "content", prompt);
+    int rc = model_helper(ud, msgs, finish_reason, text, err);
+    json_decref(msgs);
+    return rc;
+}
+
 /* The agent loop's "agent/turn" bus event (synchronous): open the floor at
- * turn start, commit it at turn end. */
+ * turn start; at turn end commit it, then run idle maintenance (a summary
+ * only when compression is due, at most once per closed turn). Maintenance
+ * runs on the turn's thread after the turn is recorded; a background queue
+ * would let the turn return sooner. */
 static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     (void)name;
@@ -66,6 +79,9 @@ static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const 
     if (rc < 0)
         cdsh_log_warn("tavern", "session %s turn %lld %s: %s", sid, (long long)turn, phase,
                       err.message);
+    if (strcmp(phase, "end") == 0 &&
+        cdsh_tavern_service_idle(svc, sid, summarize, NULL, NULL, &err) < 0)
+        cdsh_log_info("tavern", "session %s: memory summary not written: %s", sid, err.message);
 }
 
 static void state_free(void *arg)
