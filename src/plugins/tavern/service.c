@@ -156,6 +156,20 @@ int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *s
     json_t *binding = NULL;
     pthread_mutex_lock(&svc->mu);
     json_object_set_new(svc->current, session_id, json_integer(turn));
+    /* Scopes are compared by address: an entry left by a turn whose end was
+     * never reported must not be matched by a new scope at the same address. */
+    for (size_t i = 0; i < svc->n_turns;) {
+        cdsh__tavern_open_turn *t = &svc->turns[i];
+        if (t->scope != scope) {
+            i++;
+            continue;
+        }
+        free(t->session);
+        free(t->card);
+        free(t->story);
+        free(t->floor);
+        svc->turns[i] = svc->turns[--svc->n_turns];
+    }
     pthread_mutex_unlock(&svc->mu);
     int rc = cdsh_tavern_binding_get(svc->bindings, session_id, &binding, NULL);
     if (rc == CDSH_ENOTFOUND)
