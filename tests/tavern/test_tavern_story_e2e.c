@@ -78,9 +78,56 @@ static size_t count(json_t *v_take, const char *field)
     return n;
 }
 
+/* Fake-model scripts, one reply per request in order (docs/fake-model.md). */
 #define CALL(id, name, args)                                                                       \
-    "{\"tool_calls\":[{\"index\":0,\"id\":\"" id "\",\"name\":\"" name "\",\"arguments\":"         \
-    "\"" args "\"}],\"finish_reason\":\"tool_calls\"}"
+    "{\"tool_calls\":[{\"index\":0,\"id\":\"" id "\",\"name\":\"" name "\",\"arguments\":\"" args  \
+    "\"}],\"finish_reason\":\"tool_calls\"}"
+#define SAY(text, finish) "{\"chunks\":[{\"text\":\"" text "\"}],\"finish_reason\":\"" finish "\"}"
+
+// clang-format off
+static const char PLAY_SCRIPT[] = "["
+    CALL("c1", "tavern_lore_read", "{}") ","
+    CALL("c2", "tavern_memory_write", "{\\\"body\\\":\\\"Seraphina healed the traveller.\\\"}") ","
+    CALL("c3", "tavern_worldstate_update",
+         "{\\\"type\\\":\\\"add\\\",\\\"content\\\":\\\"Night falls over Eldoria.\\\"}") ","
+    SAY("You wake in the glade.", "stop") ","
+    CALL("c4", "tavern_memory_write", "{\\\"body\\\":\\\"The traveller owes Seraphina a favour.\\\"}") ","
+    SAY("She smiles.", "stop") ","
+    CALL("c5", "tavern_memory_search", "{\\\"query\\\":\\\"traveller\\\"}") ","
+    SAY("A different smile.", "stop") "]";
+
+static const char IDLE_SCRIPT[] = "["
+    CALL("c1", "tavern_memory_write", "{\\\"body\\\":\\\"The bell tolls at noon.\\\"}") ","
+    CALL("c2", "tavern_memory_write", "{\\\"body\\\":\\\"A stranger rides in from the east.\\\"}") ","
+    SAY("Noon.", "stop") ","
+    SAY("The bell", "length") ","           /* the summary of turn 1: truncated */
+    SAY("Later.", "stop") ","
+    SAY("At noon a stranger came from the east.", "stop") "]"; /* the summary of turn 2 */
+// clang-format on
+
+/* Imports the sample card and binds a new session to it; *card (may be NULL)
+ * gets the card id. Returns the session id (owned). */
+static char *bound_session(world *w, const char *book, const char *title, char **card)
+{
+    size_t len = 0;
+    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
+    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
+    json_t *imp =
+        rpc(w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", book));
+    cdsh_session_spec spec = {.title = title};
+    char *sid = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_session_store_create(w->store, &spec, &sid, &err), 0);
+    json_decref(
+        rpc(w, "setSessionBinding",
+            json_pack("{s:s,s:O}", "sessionId", sid, "cardId", json_object_get(imp, "cardId"))));
+    if (card)
+        *card = strdup(json_string_value(json_object_get(imp, "cardId")));
+    json_decref(imp);
+    free(b64);
+    free(bytes);
+    return sid;
+}
 
 static void a_played_story_survives_branches_and_a_restart(void **state)
 {
@@ -88,88 +135,13 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     char *home = cdsh_test_home_new();
     unsetenv("DEEPSEEK_API_KEY");
     unsetenv("CDSH_API_KEY");
-    const char *script = "[" CALL("c1", "tavern_lore_read", "{}") "," CALL(
-        "c2", "tavern_memory_write",
-        "{\\\"body\\\":\\\"Seraphina healed the "
-        "traveller.\\\"}") "," CALL("c3", "tavern_worldstate_update",
-                                    "{\\\"type\\\":"
-                                    "\\\"add\\\","
-                                    "\\\"content\\\":"
-                                    "\\\"Night falls over "
-                                    "Eldoria.\\\"}") ","
-                                                     "{\"chunk"
-                                                     "s\":[{"
-                                                     "\"text\""
-                                                     ":\"You "
-                                                     "wake in "
-                                                     "the "
-                                                     "glade."
-                                                     "\"}],"
-                                                     "\"finish"
-                                                     "_reason"
-                                                     "\":"
-                                                     "\"stop\""
-                                                     "}," CALL(
-                                                         "c4",
-                                                         "tave"
-                                                         "rn_"
-                                                         "memo"
-                                                         "ry_"
-                                                         "writ"
-                                                         "e",
-                                                         "{\\"
-                                                         "\"bo"
-                                                         "dy\\"
-                                                         "\":"
-                                                         "\\\""
-                                                         "The "
-                                                         "trav"
-                                                         "elle"
-                                                         "r "
-                                                         "owes"
-                                                         " Ser"
-                                                         "aphi"
-                                                         "na "
-                                                         "a "
-                                                         "favo"
-                                                         "ur."
-                                                         "\\\""
-                                                         "}") ","
-                                                              "{\"chunks\":[{\"text\":\"She "
-                                                              "smiles.\"}],\"finish_reason\":"
-                                                              "\"stop\"}," CALL("c5",
-                                                                                "tavern_memory_"
-                                                                                "search",
-                                                                                "{\\\"query\\\":"
-                                                                                "\\\"traveller\\\""
-                                                                                "}") ","
-                                                                                     "{\"chunks\":["
-                                                                                     "{\"text\":"
-                                                                                     "\"A "
-                                                                                     "different "
-                                                                                     "smile.\"}],"
-                                                                                     "\"finish_"
-                                                                                     "reason\":"
-                                                                                     "\"stop\"}]";
     cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, script);
+    cdsh_test_model_env_start(&f, PLAY_SCRIPT);
     world w;
     world_open(&w);
-    size_t len = 0;
-    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *imp =
-        rpc(&w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", "import"));
-    char *card = strdup(json_string_value(json_object_get(imp, "cardId")));
-    json_decref(imp);
-    free(b64);
-    free(bytes);
-    cdsh_session_spec spec = {.title = "play"};
-    char *sid = NULL;
+    char *card = NULL;
+    char *sid = bound_session(&w, "import", "play", &card);
     cdsh_error err = {0};
-    assert_int_equal(cdsh_session_store_create(w.store, &spec, &sid, &err), 0);
-    json_decref(
-        rpc(&w, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", sid, "cardId", card)));
     turn(&w, sid, "Where am I?");
     turn(&w, sid, "Thank you.");
     assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
@@ -233,60 +205,13 @@ static void summaries_at_turn_end_only_from_a_normal_stop(void **state)
     char *home = cdsh_test_home_new();
     unsetenv("DEEPSEEK_API_KEY");
     unsetenv("CDSH_API_KEY");
-    const char *script =
-        "[" CALL(
-            "c1", "tavern_memory_write",
-            "{\\\"body\\\":\\\"The bell tolls at noon.\\\"}") "," CALL("c2", "tavern_memory_write",
-                                                                       "{\\\"body\\\":\\\"A "
-                                                                       "stranger rides in from the "
-                                                                       "east.\\\"}") ","
-                                                                                     "{\"chunks\":["
-                                                                                     "{\"text\":"
-                                                                                     "\"Noon.\"}],"
-                                                                                     "\"finish_"
-                                                                                     "reason\":"
-                                                                                     "\"stop\"},"
-                                                                                     "{\"chunks\":["
-                                                                                     "{\"text\":"
-                                                                                     "\"The "
-                                                                                     "bell\"}],"
-                                                                                     "\"finish_"
-                                                                                     "reason\":"
-                                                                                     "\"length\"},"
-                                                                                     "{\"chunks\":["
-                                                                                     "{\"text\":"
-                                                                                     "\"Later.\"}],"
-                                                                                     "\"finish_"
-                                                                                     "reason\":"
-                                                                                     "\"stop\"},"
-                                                                                     "{\"chunks\":["
-                                                                                     "{\"text\":"
-                                                                                     "\"At noon a "
-                                                                                     "stranger "
-                                                                                     "came from "
-                                                                                     "the "
-                                                                                     "east.\"}],"
-                                                                                     "\"finish_"
-                                                                                     "reason\":"
-                                                                                     "\"stop\"}]";
     cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, script);
+    cdsh_test_model_env_start(&f, IDLE_SCRIPT);
     world w;
     world_open(&w);
-    size_t len = 0;
-    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *imp =
-        rpc(&w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", "discard"));
     json_t *patch = json_pack("{s:{s:{s:i}}}", "patch", "memory", "maxEntries", 1);
     json_decref(rpc(&w, "updateSettings", patch));
-    cdsh_session_spec spec = {.title = "idle"};
-    char *sid = NULL;
-    cdsh_error err = {0};
-    assert_int_equal(cdsh_session_store_create(w.store, &spec, &sid, &err), 0);
-    json_decref(
-        rpc(&w, "setSessionBinding",
-            json_pack("{s:s,s:O}", "sessionId", sid, "cardId", json_object_get(imp, "cardId"))));
+    char *sid = bound_session(&w, "discard", "idle", NULL);
     turn(&w, sid, "What time is it?");
     /* the summary ended with "length": nothing archived, still pending */
     json_t *m = rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
@@ -306,9 +231,6 @@ static void summaries_at_turn_end_only_from_a_normal_stop(void **state)
     json_decref(m);
     world_close(&w);
     cdsh_test_model_env_stop(&f);
-    json_decref(imp);
-    free(b64);
-    free(bytes);
     free(sid);
     cdsh_test_home_free(home);
 }
