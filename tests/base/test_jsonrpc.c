@@ -841,6 +841,7 @@ static void on_cancel_note(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *
 }
 
 static atomic_int wait_saw_cancel;
+static atomic_int wait_started; /* B's "wait" handler has started its waiter */
 
 static void *wait_for_cancel(void *arg)
 {
@@ -855,6 +856,15 @@ static void on_wait(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
 {
     (void)peer;
     pthread_create((pthread_t *)arg, NULL, wait_for_cancel, cdsh_jsonrpc_request_hold(req));
+    atomic_store(&wait_started, 1);
+}
+
+static void *fire_when_wait_started(void *arg)
+{
+    while (!atomic_load(&wait_started))
+        sleep_ms(2);
+    cdsh_cancel_fire(arg, "user pressed stop");
+    return NULL;
 }
 
 static void pair_open(pair *pr, pthread_t *waiter)
@@ -916,12 +926,13 @@ static void cancel_reaches_the_other_sides_handler(void **state)
     pair pr;
     pthread_t waiter;
     atomic_store(&wait_saw_cancel, 0);
+    atomic_store(&wait_started, 0);
     pair_open(&pr, &waiter);
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
-    /* fire once the call is on the wire, so B sees a cancel notification */
-    fire_when_sent f = {.peer = pr.a, .tok = tok, .frames = 1};
+    /* fire once B's handler runs (not a guessed delay): B then surely has
+     * the request to cancel, and `waiter` is set before we join it */
     pthread_t t;
-    pthread_create(&t, NULL, fire_after_send, &f);
+    pthread_create(&t, NULL, fire_when_wait_started, tok);
     json_t *result = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_jsonrpc_call(pr.a, "wait", NULL, 60000, tok, &result, NULL, &err),
