@@ -89,12 +89,22 @@ void cdsh_agent_outcome_deinit(cdsh_agent_outcome *out)
 
 /* ---- prompt ----------------------------------------------------------------- */
 
-char *cdsh_agent_system_prompt_dup(cdsh_agent *agent)
+/* The prompt and tools a session sees are computed in its own scope, a child
+ * of the agent's scope named after the session id: registrations inherit down
+ * the chain, and plugins that keep per-session state (a game, a story) find
+ * the session by walking exec->agent up to a scope whose id is a session id. */
+static cdsh_scope *session_scope_new(cdsh_agent *agent, const char *session_id)
+{
+    return session_id && *session_id ? cdsh_scope_new(session_id, agent->scope)
+                                     : cdsh_scope_ref(agent->scope);
+}
+
+static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
 {
     cdsh_strbuf sb;
     cdsh_strbuf_init(&sb);
     cdsh_strbuf_append_str(&sb, agent->base_prompt);
-    json_t *segs = cdsh_prompt_segments(cdsh_host_prompt(agent->host), agent->scope);
+    json_t *segs = cdsh_prompt_segments(cdsh_host_prompt(agent->host), scope);
     size_t i;
     json_t *s;
     json_array_foreach(segs, i, s)
@@ -104,14 +114,14 @@ char *cdsh_agent_system_prompt_dup(cdsh_agent *agent)
         cdsh_strbuf_append_str(&sb, json_string_value(json_object_get(s, "text")));
     }
     json_decref(segs);
-    char *skills = cdsh_skills_index_dup(cdsh_host_skills(agent->host), agent->scope);
+    char *skills = cdsh_skills_index_dup(cdsh_host_skills(agent->host), scope);
     if (skills) {
         if (sb.len)
             cdsh_strbuf_append_str(&sb, "\n\n");
         cdsh_strbuf_append_str(&sb, skills);
         free(skills);
     }
-    json_t *tools = cdsh_tools_schemas(cdsh_host_tools(agent->host), agent->scope);
+    json_t *tools = cdsh_tools_schemas(cdsh_host_tools(agent->host), scope);
     if (json_array_size(tools)) {
         if (sb.len)
             cdsh_strbuf_append_str(&sb, "\n\n");
@@ -130,9 +140,9 @@ char *cdsh_agent_system_prompt_dup(cdsh_agent *agent)
     return out ? out : strdup("");
 }
 
-json_t *cdsh_agent_request_tools(cdsh_agent *agent)
+static json_t *request_tools(cdsh_agent *agent, cdsh_scope *scope)
 {
-    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(agent->host), agent->scope);
+    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(agent->host), scope);
     json_t *out = json_array();
     size_t i;
     json_t *s;
@@ -149,11 +159,22 @@ json_t *cdsh_agent_request_tools(cdsh_agent *agent)
     return out;
 }
 
+char *cdsh_agent_system_prompt_dup(cdsh_agent *agent)
+{
+    return system_prompt_dup(agent, agent->scope);
+}
+
+json_t *cdsh_agent_request_tools(cdsh_agent *agent)
+{
+    return request_tools(agent, agent->scope);
+}
+
 /* ---- one turn ----------------------------------------------------------------- */
 
 typedef struct turn {
     cdsh_agent *agent;
     const char *sid;
+    cdsh_scope *scope; /* the session's scope (see session_scope_new) */
     int64_t turn;
     int step;
     cdsh_cancel *cancel;
@@ -310,9 +331,9 @@ static int run_calls(turn *t, const cdsh_model_tool_call *calls, size_t n, bool 
         in[i] = (cdsh_dispatch_input){.call_id = calls[i].id,
                                       .name = calls[i].name,
                                       .args = args[i],
-                                      .agent = t->agent->scope,
+                                      .agent = t->scope,
                                       .cancel = t->cancel};
-        par[i] = cdsh_tools_is_parallel(tools, t->agent->scope, calls[i].name, args[i]);
+        par[i] = cdsh_tools_is_parallel(tools, t->scope, calls[i].name, args[i]);
     }
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
@@ -376,7 +397,7 @@ done:
 static int step_complete(turn *t, cdsh_model_client *client, const json_t *history,
                          const json_t *tools, cdsh_model_reply *reply, cdsh_error *err)
 {
-    char *system = cdsh_agent_system_prompt_dup(t->agent);
+    char *system = system_prompt_dup(t->agent, t->scope);
     json_t *messages = json_array();
     if (system && *system)
         json_array_append_new(messages,
@@ -456,13 +477,16 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     if (!exists)
         return err ? err->rc : CDSH_ENOTFOUND;
     json_decref(exists);
+    t.scope = session_scope_new(agent, session_id);
+    if (!t.scope)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     int rc = cdsh_session_store_lease(agent->store, session_id, agent->lease_timeout_ms, cancel,
                                       &lease, err);
     if (rc == CDSH_ETIMEDOUT)
-        return cdsh_error_set(err, CDSH_EBUSY, "SESSION_BUSY",
-                              "session %s is running a turn; wait for it or cancel it", session_id);
+        rc = cdsh_error_set(err, CDSH_EBUSY, "SESSION_BUSY",
+                            "session %s is running a turn; wait for it or cancel it", session_id);
     if (rc)
-        return rc;
+        goto cleanup;
     rc = cdsh_session_store_load(agent->store, session_id, lease, &loaded, err);
     if (rc)
         goto cleanup;
@@ -494,7 +518,7 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
                strcmp(merr.code, "MISSING_CREDENTIAL") == 0 ? missing_key_text : merr.message);
         goto end_turn;
     }
-    tools = cdsh_agent_request_tools(agent);
+    tools = request_tools(agent, t.scope);
     json_t *history = loaded.messages;
     json_array_append_new(history, json_pack("{s:s, s:s}", "role", "user", "content", text));
 
@@ -619,6 +643,7 @@ cleanup:
     cdsh_model_client_free(client);
     cdsh_session_loaded_deinit(&loaded);
     cdsh_session_lease_release(lease);
+    cdsh_scope_unref(t.scope);
     return rc;
 }
 
@@ -648,15 +673,20 @@ int cdsh_agent_exec_command(cdsh_agent *agent, const char *session_id, const cha
     cdsh_commands *cmds = cdsh_host_commands(agent->host);
     cdsh_command_outcome oc = {0};
     cdsh_error cerr = {0};
-    int handled = cdsh_commands_execute(cmds, agent->scope, line, NULL, cancel, &oc, &cerr);
+    t.scope = session_scope_new(agent, session_id);
+    if (!t.scope)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    int handled = cdsh_commands_execute(cmds, t.scope, line, NULL, cancel, &oc, &cerr);
     if (handled == 0) {
-        char *msg = cdsh_commands_unknown_message_dup(cmds, agent->scope, line);
+        char *msg = cdsh_commands_unknown_message_dup(cmds, t.scope, line);
         *result = json_pack("{s:n, s:s, s:s, s:s, s:s}", "commandId", "name", name, "kind", "error",
                             "code", "unknown-command", "text", msg ? msg : "unknown command");
         free(msg);
         emit(&t, "command/done", json_deep_copy(*result));
+        cdsh_scope_unref(t.scope);
         return 0;
     }
+    cdsh_scope_unref(t.scope); /* the handler has run; nothing below dispatches */
     const char *kind = handled > 0 && oc.kind == CDSH_COMMAND_SUCCESS ? "success" : "error";
     const char *text = handled > 0 ? oc.text : cerr.message;
     const char *args = raw ? raw + strspn(raw, " \t") : "";

@@ -10,6 +10,7 @@
 #include "cli/cmd_exec.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_facade.h"
+#include "cli/cmd_import.h"
 #include "cli/cmd_mcp.h"
 #include "cli/cmd_profile.h"
 #include "cli/cmd_sessions.h"
@@ -34,6 +35,8 @@ const cdsh_subcommand cdsh_subcommands[] = {
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
     {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
      cdsh_cmd_facade},
+    {"import", "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
+     cdsh_cmd_import},
     {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server",
      cdsh_cmd_mcp},
     {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",

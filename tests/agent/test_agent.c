@@ -56,6 +56,15 @@ static int block_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
     return 0;
 }
 
+/* Returns the id of the scope the call was dispatched in and its parent's. */
+static int whoami_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud;
+    *value = json_pack("{s:s, s:s}", "scope", cdsh_scope_id(exec->agent), "parent",
+                       cdsh_scope_id(cdsh_scope_parent(exec->agent)));
+    return 0;
+}
+
 static int ctx_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
 {
     (void)ud;
@@ -110,6 +119,7 @@ static void env_open(env *e, int max_steps, int64_t max_tokens)
     add_tool(e->host, "sleep", sleep_body, true);
     add_tool(e->host, "block", block_body, false);
     add_tool(e->host, "remember", ctx_body, false);
+    add_tool(e->host, "whoami", whoami_body, false);
     cdsh_error err;
     assert_int_equal(cdsh_session_store_open(NULL, &e->store, &err), 0);
     cdsh_agent_options o = {.host = e->host,
@@ -225,7 +235,7 @@ static void multi_step_tool_use_feeds_results_back(void **state)
                         "{\"tag\":\"first\"}");
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 5), "tool_call_id")),
                         "c2");
-    assert_int_equal(json_array_size(json_object_get(json_array_get(bodies, 0), "tools")), 3);
+    assert_int_equal(json_array_size(json_object_get(json_array_get(bodies, 0), "tools")), 4);
     json_decref(bodies);
     /* Streamed text arrived as deltas before the assistant message. */
     json_t *last = json_array_get(e.events, json_array_size(e.events) - 1);
@@ -573,6 +583,63 @@ static void bad_tool_arguments_are_an_invalid_args_result(void **state)
     cdsh_test_model_env_stop(&f);
 }
 
+/* Plugins with per-session state (a game, a story) find the session from
+ * exec->agent: tools run in a scope named after the session, below the
+ * agent's own scope, and commands run in the same scope. */
+static void tools_run_in_the_session_scope(void **state)
+{
+    (void)state;
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
+        &f, "["
+            "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"whoami\","
+            "  \"arguments\":\"{}\"}}],\"finish_reason\":\"tool_calls\"},"
+            "{\"chunks\":[{\"text\":\"ok\"}],\"finish_reason\":\"stop\"}]");
+    env e;
+    env_open(&e, 0, 0);
+    cdsh_agent_outcome out;
+    cdsh_error err;
+    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "who", NULL, on_event, &e, &out, &err),
+                     0);
+    assert_string_equal(out.reason, "done");
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
+    json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");
+    char expect[256];
+    snprintf(expect, sizeof expect, "{\"scope\":\"%s\",\"parent\":\"\"}", e.sid);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 3), "content")),
+                        expect);
+    json_decref(bodies);
+    cdsh_agent_outcome_deinit(&out);
+    env_close(&e);
+    cdsh_test_model_env_stop(&f);
+}
+
+static int scope_cmd(void *arg, const cdsh_command_invocation *inv, cdsh_command_result *out,
+                     cdsh_error *err)
+{
+    (void)arg;
+    (void)err;
+    return cdsh_command_result_set(out, CDSH_COMMAND_SUCCESS, cdsh_scope_id(inv->agent));
+}
+
+static void commands_run_in_the_session_scope(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e, 0, 0);
+    cdsh_command_def def = {.name = "where", .description = "scope id", .handler = scope_cmd};
+    cdsh_disposer_t d;
+    cdsh_error err;
+    assert_int_equal(cdsh_commands_register(cdsh_host_commands(e.host), NULL, &def, &d, &err), 0);
+    json_t *res = NULL;
+    assert_int_equal(
+        cdsh_agent_exec_command(e.agent, e.sid, "/where", NULL, NULL, NULL, &res, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(res, "text")), e.sid);
+    json_decref(res);
+    cdsh_disposer_run(&d);
+    env_close(&e);
+}
+
 static int echo_cmd(void *arg, const cdsh_command_invocation *inv, cdsh_command_result *out,
                     cdsh_error *err)
 {
@@ -653,6 +720,8 @@ int main(void)
         cmocka_unit_test(deferred_contexts_become_user_messages_after_results),
         cmocka_unit_test(bad_tool_arguments_are_an_invalid_args_result),
         cmocka_unit_test(commands_run_and_are_logged),
+        cmocka_unit_test(tools_run_in_the_session_scope),
+        cmocka_unit_test(commands_run_in_the_session_scope),
         cmocka_unit_test(prompt_segments_are_ordered_into_the_system_prompt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
