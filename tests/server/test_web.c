@@ -486,14 +486,15 @@ static void cancel_stops_a_running_turn(void **state)
     snprintf(path, sizeof path, "/api/sessions/%s/events", id);
     sse x;
     sse_start(&x, &s, path, "event: turn/end");
+    /* a second stream, subscribed before the turn starts (text deltas are
+     * live only, not replayed), ends at the first streamed text */
+    sse w;
+    sse_start(&w, &s, path, "event: text/delta");
     snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
     json_t *v;
     assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"go\"}", &v), 202);
     json_decref(v);
     /* cancel once the turn is surely running: its first text has streamed */
-    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
-    sse w;
-    sse_start(&w, &s, path, "event: text/delta");
     json_decref(sse_finish(&w));
     snprintf(path, sizeof path, "/api/sessions/%s/cancel", id);
     assert_int_equal(http(&s, "POST", path, H(s.auth), NULL, &v), 200);
