@@ -249,7 +249,8 @@ static void misbehaving_servers_fail_connect_with_clear_errors(void **state)
         {"big-instructions", CDSH_ETOOBIG, "INSTRUCTIONS_TOO_LARGE",
          "sent 39999 bytes of instructions (limit 32768)", 30000},
         {"dup-tools", CDSH_EPROTO, "BAD_TOOLS", "listed tool \"echo\" more than once", 30000},
-        {"same-cursor", CDSH_EPROTO, "BAD_TOOLS", "returned the same tools/list cursor twice", 30000},
+        {"same-cursor", CDSH_EPROTO, "BAD_TOOLS", "returned the same tools/list cursor twice",
+         30000},
         {"exit-at-start", CDSH_ECLOSED, "SERVER_EXITED", "peer: refusing to start", 30000},
         {"old-version", CDSH_EPROTO, "BAD_VERSION", "wants protocol version 1999-01-01", 30000},
     };

@@ -484,8 +484,7 @@ typedef struct progress_stop {
     cdsh_cancel *tok; /* fired at the second progress notification */
 } progress_stop;
 
-static void stop_after_two_progress(void *arg, double progress, double total,
-                                    const char *message)
+static void stop_after_two_progress(void *arg, double progress, double total, const char *message)
 {
     (void)progress, (void)total, (void)message;
     progress_stop *ps = arg;
