@@ -3,10 +3,12 @@
 
 #include <string.h>
 
+#include "cli/cmd_acp.h"
 #include "cli/cmd_web.h"
 #include "cli/cmd_xiangqi.h"
 
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"acp", "external coding agents over ACP: engines, probe, prompt, sessions", cdsh_cmd_acp},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
     {"xiangqi", "xiangqi (Chinese chess) engine tools: perft", cdsh_cmd_xiangqi},
     {NULL, NULL, NULL},
