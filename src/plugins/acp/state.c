@@ -313,8 +313,12 @@ int cdsh_acp_state_engine_update(const char *id, const json_t *patch, json_t **m
         return rc;
     rc = cdsh_acp_engine_patch(cur, patch, &m, err);
     json_decref(cur);
-    if (rc == 0)
+    if (rc == 0) {
+        /* normalize() filled in the unprobed defaults; they are not the user's. */
+        json_object_del(m, "capabilities");
+        json_object_del(m, "health");
         rc = cdsh_acp_state_engine_save(m, err);
+    }
     if (rc == 0 && merged)
         *merged = json_incref(m);
     json_decref(m);

@@ -749,8 +749,10 @@ bool cdsh_acp_conn_supports(cdsh_acp_conn *conn, const char *method)
     const json_t *caps = json_object_get(conn->init_result, "agentCapabilities");
     if (strcmp(method, "session/load") == 0)
         return json_is_true(json_object_get(caps, "loadSession"));
-    if (strcmp(method, "logout") == 0)
-        return json_is_true(json_object_get(json_object_get(caps, "auth"), "logout"));
+    if (strcmp(method, "logout") == 0) {
+        json_t *v = json_object_get(json_object_get(caps, "auth"), "logout");
+        return v && !json_is_null(v) && !json_is_false(v); /* codex-acp sends {} */
+    }
     if (strncmp(method, "session/", 8) == 0) {
         const char *k = method + 8;
         if (strcmp(k, "resume") == 0 || strcmp(k, "close") == 0 || strcmp(k, "list") == 0 ||
