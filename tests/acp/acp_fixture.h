@@ -33,7 +33,7 @@ static inline void acp_write_fixture_engine(const char *home, const char *args_j
                                             const char *extra)
 {
     char *peer = cdsh_test_peer_path_dup("acp_agent");
-    char rows[8192];
+    char rows[16384];
     snprintf(rows, sizeof rows, "[{\"id\":\"fixture\",\"command\":\"%s\",\"args\":%s%s%s}]", peer,
              args_json, extra && *extra ? "," : "", extra ? extra : "");
     acp_write_engines(home, rows);
