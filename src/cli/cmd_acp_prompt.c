@@ -34,7 +34,7 @@ static void *watch_main(void *arg)
     watch *w = arg;
     while (!w->stop) {
         if (interrupted) {
-            cdsh_cancel_fire(w->cancel, "interrupted (Ctrl-C)");
+            cdsh_cancel_fire(w->cancel, "interrupted");
             break;
         }
         usleep(50 * 1000);
@@ -237,9 +237,11 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         goto done;
     }
     cdsh_cancel *cancel = cdsh_cancel_new(NULL);
-    struct sigaction sa = {0}, old;
+    /* Ctrl-C and SIGTERM cancel the turn; the agent is then disposed, never orphaned. */
+    struct sigaction sa = {0}, old, old_term;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
+    sigaction(SIGTERM, &sa, &old_term);
     watch w = {cancel, 0};
     pthread_t wt;
     bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
@@ -249,6 +251,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     if (watching)
         pthread_join(wt, NULL);
     sigaction(SIGINT, &old, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     cdsh_acp_service_release(svc, sid, NULL);
     cdsh_cancel_free(cancel);
     if (!res) {
