@@ -127,8 +127,9 @@ static void update_persists_the_merged_row_and_refuses_read_only_fields(void **s
     row = json_pack("{s:s,s:s,s:{s:s}}", "id", "x", "command", "x", "health", "status", "ok");
     assert_int_equal(cdsh_acp_state_engine_save(row, &err), CDSH_EPERM);
     json_decref(row);
-    assert_int_equal(cdsh_acp_state_engine_update("nope", json_object(), NULL, &err),
-                     CDSH_ENOTFOUND);
+    json_t *empty = json_object();
+    assert_int_equal(cdsh_acp_state_engine_update("nope", empty, NULL, &err), CDSH_ENOTFOUND);
+    json_decref(empty);
     assert_string_equal(err.code, "UNKNOWN_ENGINE");
     free(after);
     free(text);
