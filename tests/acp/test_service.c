@@ -320,6 +320,34 @@ static void idle_engines_are_disposed_and_leave_no_process(void **state)
     assert_false(acp_pid_alive(pid));
 }
 
+static void cdsh_mcp_servers_are_offered_when_the_agent_supports_them(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    /* The fixture advertises mcp http but not sse; stdio is always allowed. */
+    json_t *mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[\"mcp\"],"
+                             "\"env\":[]},{\"type\":\"http\",\"name\":\"web\",\"url\":"
+                             "\"http://127.0.0.1:1/mcp\",\"headers\":[]},{\"type\":\"sse\","
+                             "\"name\":\"old\",\"url\":\"http://127.0.0.1:1/sse\",\"headers\":[]}]",
+                             0, NULL);
+    cdsh_acp_service_opts o = {.mcp_servers = mcp};
+    f->svc = cdsh_acp_service_new(&o, NULL);
+    json_decref(mcp);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "c", "mcp"));
+    assert_string_equal(f->r.text, "mcp: cdsh:stdio,web:http");
+    cdsh_acp_service_free(f->svc);
+    /* An engine with "mcp":"none" gets none. */
+    acp_write_fixture_engine(f->home, "[]", "\"mcp\":\"none\"");
+    mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[],\"env\":[]}]", 0, NULL);
+    o.mcp_servers = mcp;
+    f->svc = cdsh_acp_service_new(&o, NULL);
+    json_decref(mcp);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "d", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "d", "mcp"));
+    assert_string_equal(f->r.text, "mcp: -");
+}
+
 static void permission_option_mapping_follows_the_digest(void **state)
 {
     (void)state;
@@ -352,6 +380,7 @@ int main(void)
         T(cancel_from_another_thread_ends_the_turn),
         T(initial_config_options_are_applied_and_shown_verbatim),
         T(idle_engines_are_disposed_and_leave_no_process),
+        T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
         cmocka_unit_test(permission_option_mapping_follows_the_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
  * with the rest). Behaviour on start-up comes from flags; each prompt's
  * first text block is a command: hello, all-updates, permission, read P,
  * write P TEXT, stall, stall-hard, slow N, die, garbage, funds, auth,
- * ratelimit, sessions. Not a real agent: it never calls a model. */
+ * ratelimit, sessions, mcp. Not a real agent: it never calls a model. */
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +21,7 @@ static cdsh_jsonrpc_request *held; /* a stalled prompt */
 static int held_soft;
 static char current_mode[32] = "default";
 static char current_model[64] = "fake/one";
+static char mcp_names[256] = "-"; /* names of the MCP servers of the last session/new */
 
 static json_t *config_options(void)
 {
@@ -136,6 +137,18 @@ static void on_session_new(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *
     }
     char sid[64];
     snprintf(sid, sizeof sid, "fx-%d-%d", (int)getpid(), ++session_counter);
+    size_t i;
+    json_t *m;
+    mcp_names[0] = '\0';
+    json_array_foreach(json_object_get(cdsh_jsonrpc_request_params(req), "mcpServers"), i, m)
+    {
+        const char *type = json_string_value(json_object_get(m, "type"));
+        size_t len = strlen(mcp_names);
+        snprintf(mcp_names + len, sizeof mcp_names - len, "%s%s:%s", len ? "," : "",
+                 json_string_value(json_object_get(m, "name")), type ? type : "stdio");
+    }
+    if (!mcp_names[0])
+        snprintf(mcp_names, sizeof mcp_names, "-");
     json_t *r = json_pack("{s:s}", "sessionId", sid);
     add_config(r);
     cdsh_jsonrpc_respond(req, r, NULL);
@@ -369,6 +382,10 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         cdsh_jsonrpc_respond_error(req, -32603, "Rate limit exceeded, retry later (429)", NULL,
                                    NULL);
         return;
+    } else if (strcmp(cmd, "mcp") == 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "mcp: %s", mcp_names);
+        say(peer, sid, msg);
     } else if (strcmp(cmd, "sessions") == 0) {
         char msg[64];
         snprintf(msg, sizeof msg, "sessions: %d", session_counter);
