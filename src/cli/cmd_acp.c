@@ -87,8 +87,9 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
         const char *via = NULL;
         cdsh_error re = {0};
         if (cdsh_acp_engine_resolve(row, &resolved, &via, &re) == 0) {
-            json_object_set_new(row, "resolved",
-                                json_pack("{s:b,s:s,s:s}", "found", 1, "path", resolved, "via", via));
+            json_object_set_new(
+                row, "resolved",
+                json_pack("{s:b,s:s,s:s}", "found", 1, "path", resolved, "via", via));
         } else {
             json_object_set_new(row, "resolved",
                                 json_pack("{s:b,s:s}", "found", 0, "error", re.message));
@@ -115,7 +116,9 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
             const char *last = json_string_value(json_object_get(h, "lastCheckAt"));
             printf("%-16s %-8s %-9s %-26s %-8s %s\n", json_string_value(json_object_get(row, "id")),
                    json_is_true(json_object_get(row, "enabled")) ? "yes" : "no",
-                   json_string_value(json_object_get(h, "status")) ? json_string_value(json_object_get(h, "status")) : "unknown",
+                   json_string_value(json_object_get(h, "status"))
+                       ? json_string_value(json_object_get(h, "status"))
+                       : "unknown",
                    last ? last : "-", lat,
                    json_is_true(json_object_get(r, "found"))
                        ? json_string_value(json_object_get(r, "path"))
@@ -126,8 +129,11 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
         }
     }
     json_array_foreach(diags, i, row)
-        fprintf(stderr, "cdsh acp engines: %s: %s\n", json_string_value(json_object_get(row, "source")),
+    {
+        fprintf(stderr, "cdsh acp engines: %s: %s\n",
+                json_string_value(json_object_get(row, "source")),
                 json_string_value(json_object_get(row, "message")));
+    }
     json_decref(engines);
     json_decref(diags);
     return 0;

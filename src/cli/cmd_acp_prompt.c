@@ -53,13 +53,14 @@ static void print_content_text(FILE *f, const json_t *content)
     if (t)
         fputs(t, f);
     else if (json_is_object(content))
-        fprintf(f, "[%s]", json_string_value(json_object_get(content, "type"))
-                               ? json_string_value(json_object_get(content, "type"))
-                               : "content");
+        fprintf(f, "[%s]",
+                json_string_value(json_object_get(content, "type"))
+                    ? json_string_value(json_object_get(content, "type"))
+                    : "content");
 }
 
-static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind,
-                        const char *kind_name, const json_t *u)
+static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, const char *kind_name,
+                        const json_t *u)
 {
     cli_sink *s = ud;
     (void)sid;
@@ -70,8 +71,7 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind,
         print_content_text(stdout, json_object_get(u, "content"));
         fflush(stdout);
         return;
-    default:
-        break;
+    default: break;
     }
     if (s->quiet)
         return;
@@ -111,8 +111,10 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind,
     case CDSH_ACP_UPDATE_PLAN:
         fputs("[plan]\n", stderr);
         json_array_foreach(json_object_get(u, "entries"), i, e)
+        {
             fprintf(stderr, "    [%s] %s\n", json_string_value(json_object_get(e, "status")),
                     json_string_value(json_object_get(e, "content")));
+        }
         break;
     case CDSH_ACP_UPDATE_CURRENT_MODE:
         fprintf(stderr, "[mode] %s\n", json_string_value(json_object_get(u, "currentModeId")));
@@ -125,9 +127,7 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind,
     case CDSH_ACP_UPDATE_UNKNOWN:
         fprintf(stderr, "[%s] (not understood by cdsh; ignored)\n", kind_name);
         break;
-    default:
-        fprintf(stderr, "[%s]\n", kind_name);
-        break;
+    default: fprintf(stderr, "[%s]\n", kind_name); break;
     }
 }
 
@@ -137,24 +137,28 @@ static char *sink_permission(void *ud, const char *sid, const json_t *params, cd
     (void)sid;
     const json_t *tc = json_object_get(params, "toolCall");
     const char *title = json_string_value(json_object_get(tc, "title"));
-    fprintf(stderr, "\n[permission] the agent asks to run: %s\n", title ? title : "(untitled tool call)");
+    fprintf(stderr, "\n[permission] the agent asks to run: %s\n",
+            title ? title : "(untitled tool call)");
     if (s->approve) {
-        char *id = cdsh_acp_permission_option_dup(
-            params, strcmp(s->approve, "allow") == 0 ? CDSH_APPROVAL_ALLOWED_ONCE
-                                                     : CDSH_APPROVAL_REJECTED);
+        char *id = cdsh_acp_permission_option_dup(params, strcmp(s->approve, "allow") == 0
+                                                              ? CDSH_APPROVAL_ALLOWED_ONCE
+                                                              : CDSH_APPROVAL_REJECTED);
         fprintf(stderr, "[permission] answered %s by --approve %s\n", id ? id : "cancelled",
                 s->approve);
         return id;
     }
     if (!isatty(STDIN_FILENO)) {
-        fprintf(stderr, "[permission] no terminal to ask: cancelled (use --approve allow|reject)\n");
+        fprintf(stderr,
+                "[permission] no terminal to ask: cancelled (use --approve allow|reject)\n");
         return NULL;
     }
     json_t *opts = json_object_get(params, "options");
     size_t i;
     json_t *o;
     json_array_foreach(opts, i, o)
+    {
         fprintf(stderr, "  %zu) %s\n", i + 1, json_string_value(json_object_get(o, "name")));
+    }
     fprintf(stderr, "  0) cancel\nchoice: ");
     char line[64];
     if (cdsh_cancel_is_fired(cancel) || !fgets(line, sizeof line, stdin))
@@ -162,21 +166,23 @@ static char *sink_permission(void *ud, const char *sid, const json_t *params, cd
     long n = strtol(line, NULL, 10);
     if (n < 1 || (size_t)n > json_array_size(opts) || cdsh_cancel_is_fired(cancel))
         return NULL;
-    const char *id = json_string_value(json_object_get(json_array_get(opts, (size_t)n - 1), "optionId"));
+    const char *id =
+        json_string_value(json_object_get(json_array_get(opts, (size_t)n - 1), "optionId"));
     return id ? strdup(id) : NULL;
 }
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh acp prompt <engine> TEXT [--session ID] [--cwd DIR] [--approve allow|reject]\n"
-            "                        [--json] [--quiet]\n"
-            "\n"
-            "Binds the cdsh session ID (default: a new one) to <engine> and sends TEXT. The\n"
-            "reply streams to stdout; thoughts, tool calls, plans and other updates go to\n"
-            "stderr. A session's engine cannot change after its first message; sending to\n"
-            "the same --session later resumes it (session/load or session/resume).\n"
-            "Ctrl-C cancels the turn. Exit 0 on a finished turn, 1 on a failed one.\n");
+    fprintf(
+        out,
+        "Usage: cdsh acp prompt <engine> TEXT [--session ID] [--cwd DIR] [--approve allow|reject]\n"
+        "                        [--json] [--quiet]\n"
+        "\n"
+        "Binds the cdsh session ID (default: a new one) to <engine> and sends TEXT. The\n"
+        "reply streams to stdout; thoughts, tool calls, plans and other updates go to\n"
+        "stderr. A session's engine cannot change after its first message; sending to\n"
+        "the same --session later resumes it (session/load or session/resume).\n"
+        "Ctrl-C cancels the turn. Exit 0 on a finished turn, 1 on a failed one.\n");
 }
 
 int cdsh_cmd_acp_prompt(int argc, char **argv)
@@ -262,7 +268,9 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     size_t i;
     json_t *wv;
     json_array_foreach(json_object_get(res, "warnings"), i, wv)
+    {
         fprintf(stderr, "warning: %s\n", json_string_value(wv));
+    }
     if (as_json) {
         char *t = cdsh_json_dump_compact_dup(res);
         printf("\n%s\n", t ? t : "{}");

@@ -13,7 +13,10 @@ static void billing_messages_are_insufficient_funds(void **state)
     const char *v[] = {"Internal error: Upstream request failed: Insufficient account funds",
                        "session/prompt failed: Internal error (-32603): Upstream request failed: "
                        "Insufficient account funds",
-                       "insufficient_quota", "Insufficient Balance", "余额不足", "HTTP 402",
+                       "insufficient_quota",
+                       "Insufficient Balance",
+                       "余额不足",
+                       "HTTP 402",
                        "quota exceeded for this month"};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         assert_string_equal(cdsh_acp_classify_error(CDSH_EPROTO, "RPC_ERROR", v[i]),
@@ -24,8 +27,9 @@ static void the_recorded_opencode_funds_failure_is_not_a_protocol_error(void **s
 {
     (void)state;
     char *text = cdsh_test_read_file(
-        CDSH_SHARED_DIR "/reference/acp-evidence/"
-                        "probe-C_Users_29096_opencode_bin_opencode_exe-2026-10-07T07-58-20-593Z.json",
+        CDSH_SHARED_DIR
+        "/reference/acp-evidence/"
+        "probe-C_Users_29096_opencode_bin_opencode_exe-2026-10-07T07-58-20-593Z.json",
         NULL);
     if (!text)
         skip();

@@ -156,17 +156,19 @@ static void prompt_streams_every_kind_and_ignores_unknown_ones(void **state)
     assert_int_equal(prompt(f, "all-updates", NULL, NULL, &res, &err), 0);
     assert_string_equal(res.stop_reason, "end_turn");
     /* Every update sent before the answer was delivered before the call returned. */
-    const char *kinds[] = {"agent_thought_chunk", "plan", "tool_call", "tool_call_update",
-                           "current_mode_update", "session_info_update", "usage_update", "notice",
-                           "mystery_update", "agent_message_chunk"};
+    const char *kinds[] = {"agent_thought_chunk", "plan",
+                           "tool_call",           "tool_call_update",
+                           "current_mode_update", "session_info_update",
+                           "usage_update",        "notice",
+                           "mystery_update",      "agent_message_chunk"};
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         assert_non_null(json_object_get(f->r.kinds, kinds[i]));
     assert_int_equal(f->r.unknown, 1);
     assert_string_equal(f->r.text, "all done");
     assert_true(res.updates >= 10);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(res.response, "usage"),
-                                                        "inputTokens")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res.response, "usage"), "inputTokens")),
+        3);
     cdsh_acp_prompt_result_deinit(&res);
     json_t *cb = cdsh_acp_conn_callbacks_dup(f->c);
     assert_int_equal(json_integer_value(json_object_get(cb, "sessionUpdate:mystery_update")), 1);
@@ -299,9 +301,8 @@ static void config_prefers_options_and_falls_back_to_modes(void **state)
     assert_int_equal(cdsh_acp_conn_set_config(f->c, f->sid, "mode", "plan", &via, &err), 0);
     assert_string_equal(via, "set_mode");
     cfg = cdsh_acp_conn_session_config_dup(f->c, f->sid);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(cfg, "modes"),
-                                                          "currentModeId")),
-                        "plan");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(cfg, "modes"), "currentModeId")), "plan");
     json_decref(cfg);
     cdsh_acp_conn_free(f->c);
     f->c = NULL;
@@ -331,7 +332,8 @@ static void idle_gate_ends_a_stalled_turn_and_the_session_stays_usable(void **st
     cdsh_error err = {0};
     assert_int_equal(prompt(f, "stall", &po, NULL, &res, &err), CDSH_ETIMEDOUT);
     assert_string_equal(err.code, "TIMEOUT");
-    assert_string_equal(err.message, "no session/update from the engine for 1s (engine looks stuck)");
+    assert_string_equal(err.message,
+                        "no session/update from the engine for 1s (engine looks stuck)");
     assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "TIMEOUT");
     cdsh_acp_prompt_result_deinit(&res);
     /* A chatty engine is not stuck: updates every 100 ms keep the gate open. */
@@ -451,9 +453,9 @@ static void authenticate_unlocks_session_new(void **state)
     assert_int_equal(open_fixture(f, args, true, NULL), 0);
     cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h,
-                                                &f->sid, &err),
-                     CDSH_EPROTO);
+    assert_int_equal(
+        cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h, &f->sid, &err),
+        CDSH_EPROTO);
     assert_string_equal(err.message, "session/new failed: Authentication required (-32000)");
     assert_int_equal(cdsh_acp_conn_authenticate(f->c, "nope", &err), CDSH_EPROTO);
     assert_int_equal(cdsh_acp_conn_authenticate(f->c, "fixture-login", &err), 0);

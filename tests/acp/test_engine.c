@@ -37,8 +37,8 @@ static void normalize_fills_the_seed_defaults(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "cwdPolicy")), "session");
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "label"), "en")), "x");
     assert_true(json_is_null(json_object_get(json_object_get(r, "capabilities"), "fs")));
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(r, "health"), "status")), "unknown");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "health"), "status")),
+                        "unknown");
     assert_int_equal(cdsh_acp_engine_init_budget_ms(r), 30000);
     json_decref(r);
 }
@@ -46,9 +46,12 @@ static void normalize_fills_the_seed_defaults(void **state)
 static void normalize_rejects_bad_ids_and_missing_command(void **state)
 {
     (void)state;
-    const char *bad[] = {"{\"command\":\"a\"}", "{\"id\":\"\",\"command\":\"a\"}",
-                         "{\"id\":\"Bad\",\"command\":\"a\"}", "{\"id\":\"-x\",\"command\":\"a\"}",
-                         "{\"id\":\"a_b\",\"command\":\"a\"}", "{\"id\":7,\"command\":\"a\"}",
+    const char *bad[] = {"{\"command\":\"a\"}",
+                         "{\"id\":\"\",\"command\":\"a\"}",
+                         "{\"id\":\"Bad\",\"command\":\"a\"}",
+                         "{\"id\":\"-x\",\"command\":\"a\"}",
+                         "{\"id\":\"a_b\",\"command\":\"a\"}",
+                         "{\"id\":7,\"command\":\"a\"}",
                          "[1]"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cdsh_error err = {0};
@@ -79,13 +82,16 @@ static void user_rows_cannot_set_probed_capabilities_or_health(void **state)
 {
     (void)state;
     cdsh_error err = {0};
-    assert_null(norm("{\"id\":\"x\",\"command\":\"a\",\"capabilities\":{\"fs\":true}}", true, &err));
+    assert_null(
+        norm("{\"id\":\"x\",\"command\":\"a\",\"capabilities\":{\"fs\":true}}", true, &err));
     assert_int_equal(err.rc, CDSH_EPERM);
     assert_string_equal(err.code, "READ_ONLY_FIELD");
-    assert_null(norm("{\"id\":\"x\",\"command\":\"a\",\"health\":{\"status\":\"ok\"}}", true, &err));
+    assert_null(
+        norm("{\"id\":\"x\",\"command\":\"a\",\"health\":{\"status\":\"ok\"}}", true, &err));
     assert_string_equal(err.code, "READ_ONLY_FIELD");
     /* Trusted rows (builtins, runtime) carry them. */
-    json_t *r = norm("{\"id\":\"x\",\"command\":\"a\",\"health\":{\"status\":\"ok\"}}", false, &err);
+    json_t *r =
+        norm("{\"id\":\"x\",\"command\":\"a\",\"health\":{\"status\":\"ok\"}}", false, &err);
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "health"), "status")),
                         "ok");
     json_decref(r);
@@ -122,10 +128,10 @@ static void builtins_carry_the_digest_launch_details(void **state)
 {
     (void)state;
     json_t *b = cdsh_acp_engine_builtins_dup();
-    const char *ids[] = {"omp", "opencode", "commandcode", "qoder-cn", "codex-acp",
-                         "claude-code-acp", "gemini"};
-    const char *args[] = {"[\"acp\"]", "[\"acp\"]", "[\"acp\"]", "[\"--acp\"]", "[]", "[]",
-                          "[\"--acp\"]"};
+    const char *ids[] = {"omp",       "opencode",        "commandcode", "qoder-cn",
+                         "codex-acp", "claude-code-acp", "gemini"};
+    const char *args[] = {"[\"acp\"]", "[\"acp\"]", "[\"acp\"]",  "[\"--acp\"]",
+                          "[]",        "[]",        "[\"--acp\"]"};
     assert_int_equal(json_array_size(b), 7);
     for (size_t i = 0; i < 7; i++) {
         json_t *r = json_array_get(b, i);
@@ -137,8 +143,8 @@ static void builtins_carry_the_digest_launch_details(void **state)
     }
     assert_string_equal(json_string_value(json_object_get(json_array_get(b, 2), "command")),
                         "commandcode");
-    assert_non_null(json_object_get(json_object_get(json_array_get(b, 1), "commandOverrides"),
-                                    "windows"));
+    assert_non_null(
+        json_object_get(json_object_get(json_array_get(b, 1), "commandOverrides"), "windows"));
     json_decref(b);
 }
 

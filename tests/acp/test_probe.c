@@ -36,8 +36,9 @@ static void probe_writes_the_seed_record(void **state)
     assert_true(json_is_array(json_object_get(init, "authMethods")));
     assert_true(json_is_false(json_object_get(init, "coldStart")));
     json_t *m = json_object_get(rec, "methods");
-    const char *oks[] = {"initialize", "session/new", "session/set_config_option",
-                         "session/set_mode", "session/list", "session/prompt", "session/close"};
+    const char *oks[] = {"initialize",       "session/new",  "session/set_config_option",
+                         "session/set_mode", "session/list", "session/prompt",
+                         "session/close"};
     for (size_t i = 0; i < sizeof oks / sizeof *oks; i++)
         assert_string_equal(json_string_value(json_object_get(m, oks[i])), "ok");
     assert_int_equal(json_array_size(json_object_get(rec, "sessions")), 2);
@@ -91,8 +92,9 @@ static void probe_keeps_rejected_lines_and_records_failures(void **state)
     char *path = NULL;
     cdsh_acp_probe_opts o = {.prompt = "funds", .cwd = home};
     assert_int_equal(cdsh_acp_probe_run("fixture", &o, &rec, &path, NULL), 0);
-    assert_string_equal(json_string_value(json_array_get(json_object_get(rec, "dialectRejects"), 0)),
-                        "fixture agent starting (not json)");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(rec, "dialectRejects"), 0)),
+        "fixture agent starting (not json)");
     json_t *pr = json_object_get(rec, "prompt");
     assert_false(json_is_true(json_object_get(pr, "ok")));
     assert_string_equal(json_string_value(json_object_get(pr, "class")), "INSUFFICIENT_FUNDS");

@@ -23,8 +23,10 @@ static json_t *find(json_t *engines, const char *id)
     size_t i;
     json_t *r;
     json_array_foreach(engines, i, r)
+    {
         if (strcmp(json_string_value(json_object_get(r, "id")), id) == 0)
             return r;
+    }
     return NULL;
 }
 
@@ -141,8 +143,8 @@ static void runtime_health_shows_in_the_effective_rows(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    json_t *h = json_pack("{s:s,s:s,s:i,s:n}", "lastCheckAt", "2026-11-29T00:00:00.000Z",
-                          "status", "ok", "latencyMs", 12, "error");
+    json_t *h = json_pack("{s:s,s:s,s:i,s:n}", "lastCheckAt", "2026-11-29T00:00:00.000Z", "status",
+                          "ok", "latencyMs", 12, "error");
     assert_int_equal(cdsh_acp_state_runtime_record("gemini", NULL, h, NULL), 0);
     json_t *row = NULL;
     assert_int_equal(cdsh_acp_state_engine_find("gemini", &row, NULL), 0);
@@ -288,7 +290,9 @@ static void concurrent_writers_lose_no_binding(void **state)
     const char *k;
     json_t *v;
     json_object_foreach(all, k, v)
+    {
         assert_string_equal(json_string_value(json_object_get(v, "lockedEngineId")), "opencode");
+    }
     json_decref(all);
     cdsh_test_home_free(home);
 }

@@ -30,11 +30,11 @@ static json_t *config_options(void)
                      "id", "mode", "name", "Session Mode", "description",
                      "Controls how much the agent may do on its own", "category", "mode", "type",
                      "select", "currentValue", current_mode, "options", "value", "default", "name",
-                     "Default", "description", "Asks before edits", "value", "plan", "name",
-                     "Plan", "description", "Research and plan only — no edits or commands", "id",
-                     "model", "name", "Model", "category", "model", "type", "select",
-                     "currentValue", current_model, "options", "value", "fake/one", "name",
-                     "Fake One", "value", "fake/two", "name", "Fake Two");
+                     "Default", "description", "Asks before edits", "value", "plan", "name", "Plan",
+                     "description", "Research and plan only — no edits or commands", "id", "model",
+                     "name", "Model", "category", "model", "type", "select", "currentValue",
+                     current_model, "options", "value", "fake/one", "name", "Fake One", "value",
+                     "fake/two", "name", "Fake Two");
 }
 
 static json_t *modes(void)
@@ -117,7 +117,8 @@ static void on_authenticate(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request 
 {
     (void)arg;
     (void)peer;
-    const char *m = json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "methodId"));
+    const char *m =
+        json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "methodId"));
     if (!m || strcmp(m, "fixture-login") != 0) {
         cdsh_jsonrpc_respond_error(req, -32602, "Invalid params: unknown auth method", NULL, NULL);
         return;
@@ -186,8 +187,8 @@ static void on_set_config(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     (void)arg;
     json_t *params = cdsh_jsonrpc_request_params(req);
     if (strcmp(config_style, "options") != 0 && strcmp(config_style, "both") != 0) {
-        cdsh_jsonrpc_respond_error(req, -32601, "Method not found: session/set_config_option",
-                                   NULL, NULL);
+        cdsh_jsonrpc_respond_error(req, -32601, "Method not found: session/set_config_option", NULL,
+                                   NULL);
         return;
     }
     const char *id = json_string_value(json_object_get(params, "configId"));
@@ -305,20 +306,21 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
                json_pack("{s:s,s:s,s:s,s:s,s:s}", "sessionUpdate", "tool_call", "toolCallId",
                          "call-p", "title", "rm -rf build", "kind", "execute", "status",
                          "pending"));
-        json_t *p = json_pack(
-            "{s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]}", "sessionId", sid,
-            "toolCall", "toolCallId", "call-p", "title", "rm -rf build", "options", "optionId",
-            "once", "name", "Allow once", "kind", "allow_once", "optionId", "always", "name",
-            "Always allow", "kind", "allow_always", "optionId", "reject", "name", "Reject",
-            "kind", "reject_once");
+        json_t *p =
+            json_pack("{s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]}",
+                      "sessionId", sid, "toolCall", "toolCallId", "call-p", "title", "rm -rf build",
+                      "options", "optionId", "once", "name", "Allow once", "kind", "allow_once",
+                      "optionId", "always", "name", "Always allow", "kind", "allow_always",
+                      "optionId", "reject", "name", "Reject", "kind", "reject_once");
         json_t *res = NULL;
         cdsh_error e = {0};
-        int rc = cdsh_jsonrpc_call(peer, "session/request_permission", p, 30000, NULL, &res, NULL,
-                                   &e);
+        int rc =
+            cdsh_jsonrpc_call(peer, "session/request_permission", p, 30000, NULL, &res, NULL, &e);
         json_decref(p);
         json_t *o = json_object_get(res, "outcome");
         char msg[256];
-        snprintf(msg, sizeof msg, "permission: %s/%s", rc == 0 ? json_string_value(json_object_get(o, "outcome")) : "error",
+        snprintf(msg, sizeof msg, "permission: %s/%s",
+                 rc == 0 ? json_string_value(json_object_get(o, "outcome")) : "error",
                  rc == 0 && json_object_get(o, "optionId")
                      ? json_string_value(json_object_get(o, "optionId"))
                      : "-");
@@ -331,8 +333,8 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         if (!is_read && (content = strchr(path, ' ')))
             *content++ = '\0';
         json_t *p = is_read ? json_pack("{s:s,s:s}", "sessionId", sid, "path", path)
-                            : json_pack("{s:s,s:s,s:s}", "sessionId", sid, "path", path,
-                                        "content", content ? content : "");
+                            : json_pack("{s:s,s:s,s:s}", "sessionId", sid, "path", path, "content",
+                                        content ? content : "");
         json_t *res = NULL;
         cdsh_jsonrpc_remote_error rerr = {0};
         int rc = cdsh_jsonrpc_call(peer, is_read ? "fs/read_text_file" : "fs/write_text_file", p,
@@ -370,8 +372,8 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         raw_line("[1,2,3]\n");
         say(peer, sid, "PONG");
     } else if (strcmp(cmd, "funds") == 0) {
-        json_t *d = json_pack("{s:s}", "details",
-                              "Upstream request failed: Insufficient account funds");
+        json_t *d =
+            json_pack("{s:s}", "details", "Upstream request failed: Insufficient account funds");
         cdsh_jsonrpc_respond_error(req, -32603, "Internal error", d, NULL);
         json_decref(d);
         return;

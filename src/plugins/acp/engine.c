@@ -151,8 +151,8 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     if (!id[0])
         return invalid(err, "INVALID_ENGINE", "engine id is required%s", "");
     if (!id_ok(id))
-        return invalid(err, "INVALID_ENGINE",
-                       "engine id \"%s\" must match ^[a-z0-9][a-z0-9-]*$", id);
+        return invalid(err, "INVALID_ENGINE", "engine id \"%s\" must match ^[a-z0-9][a-z0-9-]*$",
+                       id);
     const char *command = json_string_value(json_object_get(row, "command"));
     if (!command || !*command)
         return invalid(err, "INVALID_ENGINE", "engine \"%s\": command is required", id);
@@ -171,8 +171,8 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     json_object_set_new(r, "icon", json_string(icon ? icon : id));
     json_object_set_new(r, "command", json_string(command));
     const char *resolved = json_string_value(json_object_get(row, "resolvedCommand"));
-    json_object_set_new(r, "resolvedCommand", resolved && *resolved ? json_string(resolved)
-                                                                    : json_null());
+    json_object_set_new(r, "resolvedCommand",
+                        resolved && *resolved ? json_string(resolved) : json_null());
     json_t *ov = json_object();
     const char *k;
     json_t *v;
@@ -204,12 +204,12 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     const char *probe = json_string_value(json_object_get(ib, "coldProbe"));
     json_object_set_new(
         r, "initBudget",
-        json_pack("{s:I,s:I,s:s}", "steadySecs",
-                  (json_int_t)coerce_int(json_object_get(ib, "steadySecs"),
-                                         CDSH_ACP_INIT_STEADY_SECS),
-                  "coldSecs",
-                  (json_int_t)coerce_int(json_object_get(ib, "coldSecs"), CDSH_ACP_INIT_COLD_SECS),
-                  "coldProbe", probe && strcmp(probe, "npx-cache") == 0 ? "npx-cache" : "none"));
+        json_pack(
+            "{s:I,s:I,s:s}", "steadySecs",
+            (json_int_t)coerce_int(json_object_get(ib, "steadySecs"), CDSH_ACP_INIT_STEADY_SECS),
+            "coldSecs",
+            (json_int_t)coerce_int(json_object_get(ib, "coldSecs"), CDSH_ACP_INIT_COLD_SECS),
+            "coldProbe", probe && strcmp(probe, "npx-cache") == 0 ? "npx-cache" : "none"));
     json_object_set_new(r, "dialect", json_string("canonical"));
     json_t *ico = json_array();
     size_t i;
@@ -233,26 +233,29 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
         json_object_set_new(r, "mcp", json_string("inherit"));
     else
         json_object_set_new(r, "mcp", json_string("none"));
-    json_t *pt = json_object_get(row, "promptTimeoutMs"), *it = json_object_get(row, "idleTimeoutMs");
+    json_t *pt = json_object_get(row, "promptTimeoutMs"),
+           *it = json_object_get(row, "idleTimeoutMs");
     json_object_set_new(r, "promptTimeoutMs",
                         json_integer(coerce_int(pt, CDSH_ACP_PROMPT_TIMEOUT_MS)));
     json_object_set_new(r, "idleTimeoutMs", json_integer(coerce_int(it, CDSH_ACP_IDLE_TIMEOUT_MS)));
     json_object_set_new(r, "disposeGraceMs",
                         json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
                                                 CDSH_ACP_DISPOSE_GRACE_MS)));
-    json_object_set_new(r, "idleDisposeMs",
-                        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"),
-                                                CDSH_ACP_IDLE_DISPOSE_MS)));
-    json_object_set_new(r, "enabled", json_boolean(!json_is_false(json_object_get(row, "enabled"))));
-    json_object_set_new(r, "sortOrder", json_integer(coerce_int(json_object_get(row, "sortOrder"),
-                                                                CDSH_ACP_SORT_ORDER)));
+    json_object_set_new(
+        r, "idleDisposeMs",
+        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
+    json_object_set_new(r, "enabled",
+                        json_boolean(!json_is_false(json_object_get(row, "enabled"))));
+    json_object_set_new(
+        r, "sortOrder",
+        json_integer(coerce_int(json_object_get(row, "sortOrder"), CDSH_ACP_SORT_ORDER)));
     /* Probed / runtime fields: carried through only for trusted rows. */
     json_t *caps = from_user ? NULL : json_object_get(row, "capabilities");
     json_object_set_new(r, "capabilities",
-                        json_is_object(caps) ? json_deep_copy(caps)
-                                             : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs",
-                                                         "terminal", "permissionRequests",
-                                                         "configOptions", "models", "modes"));
+                        json_is_object(caps)
+                            ? json_deep_copy(caps)
+                            : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs", "terminal",
+                                        "permissionRequests", "configOptions", "models", "modes"));
     json_t *health = from_user ? NULL : json_object_get(row, "health");
     json_object_set_new(r, "health",
                         json_is_object(health)
@@ -283,12 +286,25 @@ json_t *cdsh_acp_engine_builtins_dup(void)
 int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **merged,
                           cdsh_error *err)
 {
-    static const char *const plain[] = {
-        "args",          "resolvedCommand",  "commandOverrides", "fallbackPaths",
-        "cwdPolicy",     "cwd",              "enabled",          "sortOrder",
-        "initBudget",    "initialConfigOptions", "disposeGraceMs", "idleDisposeMs",
-        "label",         "description",      "icon",             "command",
-        "dialect",       "mcp",              NULL};
+    static const char *const plain[] = {"args",
+                                        "resolvedCommand",
+                                        "commandOverrides",
+                                        "fallbackPaths",
+                                        "cwdPolicy",
+                                        "cwd",
+                                        "enabled",
+                                        "sortOrder",
+                                        "initBudget",
+                                        "initialConfigOptions",
+                                        "disposeGraceMs",
+                                        "idleDisposeMs",
+                                        "label",
+                                        "description",
+                                        "icon",
+                                        "command",
+                                        "dialect",
+                                        "mcp",
+                                        NULL};
     if (!json_is_object(current) || !json_is_object(patch) || !merged)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "a patch must be a JSON object");
     *merged = NULL;
@@ -340,8 +356,8 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
             if (strcmp(*p, k) == 0)
                 known = true;
         if (!known) {
-            rc = cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_FIELD", "unknown engine field \"%s\"",
-                                k);
+            rc =
+                cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_FIELD", "unknown engine field \"%s\"", k);
             goto done;
         }
         json_object_set(row, k, v);
@@ -400,9 +416,9 @@ int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via
     *resolved = NULL;
     cdsh_strbuf tried;
     cdsh_strbuf_init(&tried);
-    const char *cand[2] = {json_string_value(json_object_get(row, "resolvedCommand")),
-                           json_string_value(json_object_get(json_object_get(row, "commandOverrides"),
-                                                             PLATFORM))};
+    const char *cand[2] = {
+        json_string_value(json_object_get(row, "resolvedCommand")),
+        json_string_value(json_object_get(json_object_get(row, "commandOverrides"), PLATFORM))};
     const char *names[2] = {"resolvedCommand", "commandOverrides"};
     for (int i = 0; i < 2; i++) {
         if (!cand[i] || !*cand[i])
@@ -451,9 +467,8 @@ int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via
     }
     int rc = cdsh_error_set(err, CDSH_ENOTFOUND, "COMMAND_NOT_FOUND",
                             "engine \"%s\": command \"%s\" not found on PATH%s%s",
-                            json_string_value(json_object_get(row, "id")),
-                            command ? command : "?", tried.len ? "; also tried " : "",
-                            tried.len ? tried.data : "");
+                            json_string_value(json_object_get(row, "id")), command ? command : "?",
+                            tried.len ? "; also tried " : "", tried.len ? tried.data : "");
     cdsh_strbuf_deinit(&tried);
     return rc;
 }
@@ -509,8 +524,10 @@ char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
         return NULL;
     v[n++] = strdup(resolved ? resolved : json_string_value(json_object_get(row, "command")));
     json_array_foreach(args, i, a)
+    {
         if (json_is_string(a))
             v[n++] = strdup(json_string_value(a));
+    }
     return v;
 }
 

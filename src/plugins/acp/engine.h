@@ -54,8 +54,7 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
  * is owned, *via (may be NULL) is "resolvedCommand", "commandOverrides",
  * "fallbackPaths" or "PATH". CDSH_ENOTFOUND (code "COMMAND_NOT_FOUND")
  * naming every candidate tried. */
-int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via,
-                            cdsh_error *err);
+int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via, cdsh_error *err);
 
 /* Expands ${VAR}, %VAR% and a leading "~/" in a path template (owned). */
 char *cdsh_acp_engine_expand_path_dup(const char *tmpl);

@@ -52,8 +52,8 @@ static char *probe_permission(void *ud, const json_t *params, cdsh_cancel *cance
     return NULL;
 }
 
-static const char *method_status(int rc, const cdsh_jsonrpc_remote_error *rerr,
-                                 const cdsh_error *e, char *buf, size_t size)
+static const char *method_status(int rc, const cdsh_jsonrpc_remote_error *rerr, const cdsh_error *e,
+                                 char *buf, size_t size)
 {
     if (rc == 0)
         return "ok";
@@ -69,7 +69,8 @@ static void try_method(cdsh_acp_conn *c, json_t *methods, const char *method, js
     cdsh_jsonrpc_remote_error rerr = {0};
     cdsh_error e = {0};
     int rc = cdsh_acp_conn_request(c, method, params, 30000, NULL, NULL, &rerr, &e);
-    json_object_set_new(methods, method, json_string(method_status(rc, &rerr, &e, buf, sizeof buf)));
+    json_object_set_new(methods, method,
+                        json_string(method_status(rc, &rerr, &e, buf, sizeof buf)));
     cdsh_jsonrpc_remote_error_clear(&rerr);
 }
 
@@ -135,7 +136,8 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     argv = cdsh_acp_engine_argv_dup(row, resolved);
     env = cdsh_acp_engine_env_dup(row);
     const char *fixed = json_string_value(json_object_get(row, "cwd"));
-    bool use_fixed = fixed && strcmp(json_string_value(json_object_get(row, "cwdPolicy")), "fixed") == 0;
+    bool use_fixed =
+        fixed && strcmp(json_string_value(json_object_get(row, "cwdPolicy")), "fixed") == 0;
     int64_t budget = cdsh_acp_engine_init_budget_ms(row);
     cdsh_acp_conn_opts co = {.name = engine_id,
                              .argv = (const char *const *)argv,
@@ -143,43 +145,44 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
                              .cwd = use_fixed ? fixed : cwd,
                              .init_timeout_ms = budget,
                              .request_timeout_ms = 120000,
-                             .dispose_grace_ms = json_integer_value(json_object_get(row, "disposeGraceMs")),
+                             .dispose_grace_ms =
+                                 json_integer_value(json_object_get(row, "disposeGraceMs")),
                              .fs_read = true,
                              .fs_write = false,
                              .record = true};
     rc = cdsh_acp_conn_open(&co, &c, &e);
     json_object_set_new(rec, "initBudgetMs", json_integer(budget));
     if (rc < 0) {
-        bool spawned = strcmp(e.code, "COMMAND_NOT_FOUND") != 0 && strcmp(e.code, "EXEC_FAILED") != 0 &&
-                       strcmp(e.code, "CWD_NOT_FOUND") != 0;
+        bool spawned = strcmp(e.code, "COMMAND_NOT_FOUND") != 0 &&
+                       strcmp(e.code, "EXEC_FAILED") != 0 && strcmp(e.code, "CWD_NOT_FOUND") != 0;
         json_object_set_new(rec, "spawn", json_pack("{s:b}", "ok", spawned));
         json_object_set_new(rec, "initialize", json_pack("{s:b,s:s}", "ok", 0, "error", e.message));
-        json_object_set_new(methods, "initialize",
-                            json_sprintf("error: %s", e.message));
+        json_object_set_new(methods, "initialize", json_sprintf("error: %s", e.message));
         json_object_set_new(health, "error", json_string(e.message));
         goto finish;
     }
     const json_t *init = cdsh_acp_conn_init_result_get(c);
     int64_t lat = cdsh_acp_conn_init_latency_ms(c);
     char *tail = cdsh_acp_conn_stderr_tail_dup(c);
-    json_object_set_new(rec, "spawn", json_pack("{s:b,s:i,s:s}", "ok", 1, "pid", cdsh_acp_conn_pid(c),
-                                                "stderrExcerpt", tail ? tail : ""));
+    json_object_set_new(rec, "spawn",
+                        json_pack("{s:b,s:i,s:s}", "ok", 1, "pid", cdsh_acp_conn_pid(c),
+                                  "stderrExcerpt", tail ? tail : ""));
     free(tail);
     json_object_set_new(
         rec, "initialize",
-        json_pack("{s:b,s:I,s:b,s:O,s:O,s:O,s:O}", "ok", 1, "latencyMs", (json_int_t)lat,
-                  "coldStart", strcmp(json_string_value(json_object_get(
-                                          json_object_get(row, "initBudget"), "coldProbe")),
-                                      "none") != 0,
-                  "protocolVersion", json_object_get(init, "protocolVersion"), "agentInfo",
-                  json_object_get(init, "agentInfo") ? json_object_get(init, "agentInfo") : json_null(),
-                  "authMethods",
-                  json_object_get(init, "authMethods") ? json_object_get(init, "authMethods")
-                                                      : json_null(),
-                  "capabilities",
-                  json_object_get(init, "agentCapabilities")
-                      ? json_object_get(init, "agentCapabilities")
-                      : json_null()));
+        json_pack(
+            "{s:b,s:I,s:b,s:O,s:O,s:O,s:O}", "ok", 1, "latencyMs", (json_int_t)lat, "coldStart",
+            strcmp(
+                json_string_value(json_object_get(json_object_get(row, "initBudget"), "coldProbe")),
+                "none") != 0,
+            "protocolVersion", json_object_get(init, "protocolVersion"), "agentInfo",
+            json_object_get(init, "agentInfo") ? json_object_get(init, "agentInfo") : json_null(),
+            "authMethods",
+            json_object_get(init, "authMethods") ? json_object_get(init, "authMethods")
+                                                 : json_null(),
+            "capabilities",
+            json_object_get(init, "agentCapabilities") ? json_object_get(init, "agentCapabilities")
+                                                       : json_null()));
     json_object_set_new(methods, "initialize", json_string("ok"));
     json_object_set_new(health, "latencyMs", json_integer(lat));
     json_object_set_new(health, "status", json_string("degraded"));
@@ -197,8 +200,9 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     first_session = cdsh_acp_conn_session_config_dup(c, sid);
     json_array_append_new(json_object_get(rec, "sessions"),
                           json_pack("{s:i,s:b,s:s,s:O,s:O}", "index", 0, "ok", 1, "sessionId", sid,
-                                    "configOptions", json_object_get(first_session, "configOptions"),
-                                    "modes", json_object_get(first_session, "modes")));
+                                    "configOptions",
+                                    json_object_get(first_session, "configOptions"), "modes",
+                                    json_object_get(first_session, "modes")));
     /* Multiplexing (R3): a second session on the same process. */
     if (cdsh_acp_conn_session_open(c, CDSH_ACP_OPEN_NEW, NULL, cwd, NULL, &h, &sid2, &e) == 0)
         json_array_append_new(json_object_get(rec, "sessions"),
@@ -209,8 +213,9 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     /* Config: setting the current value again is harmless and proves the path. */
     json_t *opt0 = json_array_get(json_object_get(first_session, "configOptions"), 0);
     if (json_is_string(json_object_get(opt0, "currentValue"))) {
-        json_t *p = json_pack("{s:s,s:O,s:O}", "sessionId", sid, "configId", json_object_get(opt0, "id"),
-                              "value", json_object_get(opt0, "currentValue"));
+        json_t *p =
+            json_pack("{s:s,s:O,s:O}", "sessionId", sid, "configId", json_object_get(opt0, "id"),
+                      "value", json_object_get(opt0, "currentValue"));
         try_method(c, methods, "session/set_config_option", p);
         json_decref(p);
     } else {
@@ -218,7 +223,8 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     }
     json_t *modes = json_object_get(first_session, "modes");
     if (json_is_string(json_object_get(modes, "currentModeId"))) {
-        json_t *p = json_pack("{s:s,s:O}", "sessionId", sid, "modeId", json_object_get(modes, "currentModeId"));
+        json_t *p = json_pack("{s:s,s:O}", "sessionId", sid, "modeId",
+                              json_object_get(modes, "currentModeId"));
         try_method(c, methods, "session/set_mode", p);
         json_decref(p);
     } else {
@@ -278,7 +284,9 @@ after_sessions:;
     free(tail);
 finish:
     cdsh_acp_conn_free(c);
-    json_object_set_new(rec, "ok", json_boolean(strcmp(json_string_value(json_object_get(health, "status")), "ok") == 0));
+    json_object_set_new(
+        rec, "ok",
+        json_boolean(strcmp(json_string_value(json_object_get(health, "status")), "ok") == 0));
     json_object_set(rec, "health", health);
     json_object_set_new(rec, "totalMs", json_integer(cdsh_clock_mono_ms() - t0));
     json_t *red = cdsh_redact_json_dup(rec);

@@ -21,8 +21,8 @@ typedef struct pool_engine {
     char *id;
     json_t *row;
     cdsh_acp_conn *conn;
-    int busy;            /* operations in flight using conn */
-    int64_t idle_since;  /* mono ms when the last session left; 0 while used */
+    int busy;           /* operations in flight using conn */
+    int64_t idle_since; /* mono ms when the last session left; 0 while used */
     struct pool_engine *next;
 } pool_engine;
 
@@ -30,7 +30,7 @@ struct live_session {
     char *cdsh_id;
     char *acp_id;
     pool_engine *engine;
-    bool dead;      /* released: kept until the engine's process goes */
+    bool dead; /* released: kept until the engine's process goes */
     bool prompting;
     const cdsh_acp_turn_sink *sink; /* set for the duration of a prompt / open */
     cdsh_acp_service *svc;
@@ -193,8 +193,8 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_e
     if (opts) {
         svc->no_fs = opts->no_fs;
         svc->record = opts->record;
-        svc->mcp_servers = json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers)
-                                                            : NULL;
+        svc->mcp_servers =
+            json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
     }
     if (pthread_create(&svc->reaper, NULL, reaper_main, svc) != 0) {
         cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot start the engine reaper thread");
@@ -254,8 +254,8 @@ static void engine_put(cdsh_acp_service *svc, pool_engine *e)
 
 /* The running process of an engine (spawned if needed), marked busy;
  * release with engine_put. cwd is where a new process starts. */
-static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
-                      pool_engine **out, cdsh_error *err)
+static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd, pool_engine **out,
+                      cdsh_error *err)
 {
     const char *id = json_string_value(json_object_get(row, "id"));
     pthread_mutex_lock(&svc->spawn_mu);
@@ -284,7 +284,8 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         goto done;
     }
     const char *fixed = json_string_value(json_object_get(row, "cwd"));
-    bool use_fixed = fixed && strcmp(json_string_value(json_object_get(row, "cwdPolicy")), "fixed") == 0;
+    bool use_fixed =
+        fixed && strcmp(json_string_value(json_object_get(row, "cwdPolicy")), "fixed") == 0;
     cdsh_acp_conn_opts co = {
         .name = id,
         .argv = (const char *const *)argv,
@@ -333,8 +334,8 @@ done:
 
 /* ---- sessions ---------------------------------------------------------------------- */
 
-int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id,
-                          const char *engine_id, const char *cwd, cdsh_error *err)
+int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id, const char *engine_id,
+                          const char *cwd, cdsh_error *err)
 {
     if (!svc || !cdsh_session_id || !engine_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "bind needs a session and engine");
@@ -365,9 +366,9 @@ static json_t *mcp_for(cdsh_acp_service *svc, const json_t *row, cdsh_acp_conn *
                       ? svc->mcp_servers
                       : NULL;
     json_t *out = json_array();
-    const json_t *caps = json_object_get(
-        json_object_get(cdsh_acp_conn_init_result_get(conn), "agentCapabilities"),
-        "mcpCapabilities");
+    const json_t *caps =
+        json_object_get(json_object_get(cdsh_acp_conn_init_result_get(conn), "agentCapabilities"),
+                        "mcpCapabilities");
     size_t i;
     json_t *s;
     json_array_foreach(src, i, s)
@@ -482,8 +483,9 @@ static int session_ensure(cdsh_acp_service *svc, const char *cdsh_id,
         const char *cid = json_string_value(json_object_get(o, "configId"));
         const char *val = json_string_value(json_object_get(o, "value"));
         if (cdsh_acp_conn_set_config(e->conn, sid, cid, val, NULL, &ce) < 0)
-            json_array_append_new(warnings, json_sprintf("initial config option %s=%s not applied: %s",
-                                                         cid, val, ce.message));
+            json_array_append_new(
+                warnings,
+                json_sprintf("initial config option %s=%s not applied: %s", cid, val, ce.message));
     }
     *out = ls;
 done:
@@ -659,8 +661,7 @@ int cdsh_acp_service_set_config(cdsh_acp_service *svc, const char *cdsh_session_
     return rc;
 }
 
-int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id,
-                             cdsh_error *err)
+int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id, cdsh_error *err)
 {
     if (!svc || !cdsh_session_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "release needs a session");

@@ -53,8 +53,8 @@ void cdsh_acp_service_free(cdsh_acp_service *svc);
 /* Binds (or rebinds before the first message) a cdsh session to an engine
  * with its working directory (absolute; NULL keeps the current one). The
  * engine must exist. Errors: UNKNOWN_ENGINE, ENGINE_LOCKED (CDSH_EPERM). */
-int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id,
-                          const char *engine_id, const char *cwd, cdsh_error *err);
+int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id, const char *engine_id,
+                          const char *cwd, cdsh_error *err);
 
 /* Sends one user message to the bound engine and waits for the turn's end.
  * Always returns an owned result object (NULL only on ENOMEM):
@@ -91,8 +91,7 @@ int cdsh_acp_service_set_config(cdsh_acp_service *svc, const char *cdsh_session_
 /* Closes the live ACP session (session/close when advertised); the binding
  * stays so a later prompt resumes it. The engine process is disposed
  * idleDisposeMs after its last session went. */
-int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id,
-                             cdsh_error *err);
+int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id, cdsh_error *err);
 
 /* authenticate {methodId} on the engine's process (spawning it if needed). */
 int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,

@@ -182,8 +182,8 @@ static int cmp_rows(const void *a, const void *b)
 
 static void diag(json_t *diags, const char *source, const char *message)
 {
-    json_array_append_new(diags, json_pack("{s:s,s:s,s:s}", "level", "error", "source", source,
-                                           "message", message));
+    json_array_append_new(
+        diags, json_pack("{s:s,s:s,s:s}", "level", "error", "source", source, "message", message));
 }
 
 int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_error *err)
@@ -196,7 +196,9 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     size_t i;
     json_t *row;
     json_array_foreach(builtins, i, row)
+    {
         json_object_set(byid, json_string_value(json_object_get(row, "id")), row);
+    }
     json_decref(builtins);
     cdsh_error e = {0};
     json_t *user = NULL;
@@ -347,8 +349,8 @@ static int edit_runtime(json_t *doc, void *arg, cdsh_error *err)
     return 1;
 }
 
-int cdsh_acp_state_runtime_record(const char *id, const json_t *capabilities,
-                                  const json_t *health, cdsh_error *err)
+int cdsh_acp_state_runtime_record(const char *id, const json_t *capabilities, const json_t *health,
+                                  cdsh_error *err)
 {
     if (!id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
@@ -481,8 +483,8 @@ static int session_op(session_arg *a, cdsh_error *err)
     return doc_update(DOC_SESSIONS, edit_session, a, err);
 }
 
-int cdsh_acp_state_session_bind(const char *cdsh_session_id, const char *engine_id,
-                                const char *cwd, cdsh_error *err)
+int cdsh_acp_state_session_bind(const char *cdsh_session_id, const char *engine_id, const char *cwd,
+                                cdsh_error *err)
 {
     if (!engine_id || !*engine_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");

@@ -40,8 +40,8 @@ int cdsh_acp_state_engine_update(const char *id, const json_t *patch, json_t **m
 
 /* Records probed capabilities (may be NULL: unchanged) and health (may be
  * NULL) for an engine in runtime.json. */
-int cdsh_acp_state_runtime_record(const char *id, const json_t *capabilities,
-                                  const json_t *health, cdsh_error *err);
+int cdsh_acp_state_runtime_record(const char *id, const json_t *capabilities, const json_t *health,
+                                  cdsh_error *err);
 
 /* The entry of a cdsh session (owned copy). CDSH_ENOTFOUND, code
  * "UNBOUND_SESSION". An entry whose engineId differs from the engine it was
@@ -53,8 +53,8 @@ int cdsh_acp_state_session_get(const char *cdsh_session_id, json_t **entry, cdsh
  * rebinds it. Rebinding to another engine after the first message fails
  * with CDSH_EPERM, code "ENGINE_LOCKED"; rebinding before it drops the old
  * acpSessionId. Same engine: only cwd is updated when given. */
-int cdsh_acp_state_session_bind(const char *cdsh_session_id, const char *engine_id,
-                                const char *cwd, cdsh_error *err);
+int cdsh_acp_state_session_bind(const char *cdsh_session_id, const char *engine_id, const char *cwd,
+                                cdsh_error *err);
 
 /* Records the ACP session id (NULL clears it) and refreshes lastUsedAt. */
 int cdsh_acp_state_session_set_acp(const char *cdsh_session_id, const char *acp_session_id,

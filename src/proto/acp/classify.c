@@ -37,14 +37,24 @@ static bool any_sub(const char *text, const char *const *needles)
 
 const char *cdsh_acp_classify_error(int rc, const char *err_code, const char *message)
 {
-    static const char *const funds[] = {"insufficient funds", "insufficient account funds",
-                                        "insufficient_quota", "insufficient balance",
-                                        "insufficient_balance", "quota exceeded", "余额不足",
-                                        "payment required", NULL};
-    static const char *const rate[] = {"rate limit", "rate_limit", "ratelimit",
-                                       "too many requests", NULL};
-    static const char *const auth[] = {"unauthor", "not logged in", "authentication",
-                                       "invalid api key", "invalid_api_key", "api key", NULL};
+    static const char *const funds[] = {"insufficient funds",
+                                        "insufficient account funds",
+                                        "insufficient_quota",
+                                        "insufficient balance",
+                                        "insufficient_balance",
+                                        "quota exceeded",
+                                        "余额不足",
+                                        "payment required",
+                                        NULL};
+    static const char *const rate[] = {"rate limit", "rate_limit", "ratelimit", "too many requests",
+                                       NULL};
+    static const char *const auth[] = {"unauthor",
+                                       "not logged in",
+                                       "authentication",
+                                       "invalid api key",
+                                       "invalid_api_key",
+                                       "api key",
+                                       NULL};
     const char *m = message ? message : "";
     if (any_sub(m, funds) || has_word(m, "402"))
         return "INSUFFICIENT_FUNDS";
@@ -54,7 +64,8 @@ const char *cdsh_acp_classify_error(int rc, const char *err_code, const char *me
         return "UNAUTHORIZED";
     if (rc == CDSH_ETIMEDOUT || has_sub(m, "timed out") || has_sub(m, "timeout"))
         return "TIMEOUT";
-    if (rc == CDSH_ECLOSED || (rc == CDSH_EPROTO && err_code && strcmp(err_code, "BAD_RESPONSE") == 0) ||
+    if (rc == CDSH_ECLOSED ||
+        (rc == CDSH_EPROTO && err_code && strcmp(err_code, "BAD_RESPONSE") == 0) ||
         has_word(m, "-32700") || has_word(m, "-32600") || has_word(m, "-32602"))
         return "PROTOCOL";
     return "UNKNOWN";

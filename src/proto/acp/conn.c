@@ -155,8 +155,8 @@ static void tee_line(cdsh_acp_conn *c, const char *line, size_t len)
     json_error_t jerr;
     json_t *v = json_loadb(line, len, 0, &jerr);
     bool ok = v && json_is_object(v);
-    bool notification = ok && json_is_string(json_object_get(v, "method")) &&
-                        !json_object_get(v, "id");
+    bool notification =
+        ok && json_is_string(json_object_get(v, "method")) && !json_object_get(v, "id");
     json_decref(v);
     pthread_mutex_lock(&c->mu);
     if (notification)
@@ -164,12 +164,12 @@ static void tee_line(cdsh_acp_conn *c, const char *line, size_t len)
     if (c->record && json_array_size(c->raw_lines) < RAW_LINES_MAX)
         json_array_append_new(c->raw_lines, json_stringn_nocheck(line, len));
     if (!ok && json_array_size(c->rejects) < REJECTS_MAX)
-        json_array_append_new(c->rejects,
-                              json_stringn_nocheck(line, len < REJECT_LINE_MAX ? len : REJECT_LINE_MAX));
+        json_array_append_new(
+            c->rejects, json_stringn_nocheck(line, len < REJECT_LINE_MAX ? len : REJECT_LINE_MAX));
     pthread_mutex_unlock(&c->mu);
     if (!ok)
-        cdsh_log_write(CDSH_LOG_DEBUG, "acp", "%s: line rejected by the parser (%zu bytes)", c->name,
-                       len);
+        cdsh_log_write(CDSH_LOG_DEBUG, "acp", "%s: line rejected by the parser (%zu bytes)",
+                       c->name, len);
 }
 
 static void write_all(int fd, const char *p, size_t n)
@@ -428,7 +428,8 @@ static void on_permission(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
         free(option);
         respond_cancelled(req);
     } else {
-        json_t *r = json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected", "optionId", option);
+        json_t *r =
+            json_pack("{s:{s:s,s:s}}", "outcome", "outcome", "selected", "optionId", option);
         cdsh_jsonrpc_respond(req, r, NULL);
         json_decref(r);
         free(option);
@@ -450,15 +451,15 @@ static char *fs_path(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **
     }
     if (!path || !*path) {
         session_put(c, s);
-        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS, "Invalid params: path required",
-                                   NULL, NULL);
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: path required", NULL, NULL);
         return NULL;
     }
     char *full = cdsh_fs_path_join_dup(s->cwd, path);
     if (!full || !cdsh_fs_path_is_inside(s->cwd, full)) {
         char msg[600];
-        snprintf(msg, sizeof msg, "Permission denied: %.256s is outside the session directory %.256s",
-                 path, s->cwd);
+        snprintf(msg, sizeof msg,
+                 "Permission denied: %.256s is outside the session directory %.256s", path, s->cwd);
         cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS, msg, NULL, NULL);
         free(full);
         session_put(c, s);
@@ -678,11 +679,10 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     c->tee_started = true;
     if ((rc = cdsh_jsonrpc_start(c->rpc, err)) < 0)
         goto fail;
-    json_t *params = json_pack("{s:i,s:{s:{s:b,s:b},s:b},s:{s:s,s:s,s:s}}", "protocolVersion",
-                               CDSH_ACP_PROTOCOL_VERSION, "clientCapabilities", "fs",
-                               "readTextFile", opts->fs_read, "writeTextFile", opts->fs_write,
-                               "terminal", 0, "clientInfo", "name", "cdsh", "title", "cdsh",
-                               "version", CDSH_VERSION);
+    json_t *params = json_pack(
+        "{s:i,s:{s:{s:b,s:b},s:b},s:{s:s,s:s,s:s}}", "protocolVersion", CDSH_ACP_PROTOCOL_VERSION,
+        "clientCapabilities", "fs", "readTextFile", opts->fs_read, "writeTextFile", opts->fs_write,
+        "terminal", 0, "clientInfo", "name", "cdsh", "title", "cdsh", "version", CDSH_VERSION);
     int64_t t0 = cdsh_clock_mono_ms();
     rc = cdsh_acp_conn_request(c, "initialize", params,
                                opts->init_timeout_ms > 0 ? opts->init_timeout_ms : 30000, NULL,
@@ -699,10 +699,10 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     }
     if (json_integer_value(json_object_get(c->init_result, "protocolVersion")) !=
         CDSH_ACP_PROTOCOL_VERSION) {
-        rc = cdsh_error_set(err, CDSH_EUNSUPPORTED, "PROTOCOL_VERSION",
-                            "%s speaks ACP protocol version %lld; cdsh speaks 1", c->name,
-                            (long long)json_integer_value(
-                                json_object_get(c->init_result, "protocolVersion")));
+        rc = cdsh_error_set(
+            err, CDSH_EUNSUPPORTED, "PROTOCOL_VERSION",
+            "%s speaks ACP protocol version %lld; cdsh speaks 1", c->name,
+            (long long)json_integer_value(json_object_get(c->init_result, "protocolVersion")));
         goto fail;
     }
     *out = c;
@@ -818,8 +818,8 @@ static void session_unregister(cdsh_acp_conn *c, const char *id)
         session_free(dead);
 }
 
-int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode,
-                               const char *session_id, const char *cwd, json_t *mcp_servers,
+int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, const char *session_id,
+                               const char *cwd, json_t *mcp_servers,
                                const cdsh_acp_session_handlers *handlers, char **out_session_id,
                                cdsh_error *err)
 {
@@ -831,8 +831,8 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode,
     const char *method = mode == CDSH_ACP_OPEN_NEW    ? "session/new"
                          : mode == CDSH_ACP_OPEN_LOAD ? "session/load"
                                                       : "session/resume";
-    json_t *params = json_pack("{s:s,s:O}", "cwd", cwd, "mcpServers",
-                               mcp_servers ? mcp_servers : json_array());
+    json_t *params =
+        json_pack("{s:s,s:O}", "cwd", cwd, "mcpServers", mcp_servers ? mcp_servers : json_array());
     if (!mcp_servers)
         json_decref(json_object_get(params, "mcpServers")); /* O took a second reference */
     if (mode != CDSH_ACP_OPEN_NEW) {
@@ -846,8 +846,9 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode,
     json_t *res = NULL;
     int rc = cdsh_acp_conn_request(conn, method, params, 0, NULL, &res, NULL, err);
     json_decref(params);
-    const char *sid = mode == CDSH_ACP_OPEN_NEW ? json_string_value(json_object_get(res, "sessionId"))
-                                                : session_id;
+    const char *sid = mode == CDSH_ACP_OPEN_NEW
+                          ? json_string_value(json_object_get(res, "sessionId"))
+                          : session_id;
     if (rc == 0 && (!json_is_object(res) || !sid || !*sid))
         rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE", "%s: %s answered without a sessionId",
                             conn->name, method);
@@ -948,11 +949,11 @@ int cdsh_acp_conn_set_config(cdsh_acp_conn *conn, const char *session_id, const 
     pthread_mutex_lock(&conn->mu);
     bool mode_ok = s->modes && (strcmp(config_id, "mode") == 0 || has_mode(s->modes, value));
     pthread_mutex_unlock(&conn->mu);
-    json_t *params = json_pack("{s:s,s:s,s:s}", "sessionId", session_id, "configId", config_id,
-                               "value", value);
+    json_t *params =
+        json_pack("{s:s,s:s,s:s}", "sessionId", session_id, "configId", config_id, "value", value);
     json_t *res = NULL;
-    int rc = cdsh_acp_conn_request(conn, "session/set_config_option", params, 0, NULL, &res, NULL,
-                                   err);
+    int rc =
+        cdsh_acp_conn_request(conn, "session/set_config_option", params, 0, NULL, &res, NULL, err);
     json_decref(params);
     if (rc == 0) {
         if (via)
@@ -1072,8 +1073,8 @@ int cdsh_acp_conn_prompt(cdsh_acp_conn *conn, const char *session_id, json_t *pr
     prompt_wait w = {.c = conn};
     json_t *params = json_pack("{s:s,s:O}", "sessionId", session_id, "prompt", prompt);
     uint64_t call_id = 0;
-    int rc = cdsh_jsonrpc_call_async(conn->rpc, "session/prompt", params, -1, NULL, prompt_done,
-                                     &w, &call_id, err);
+    int rc = cdsh_jsonrpc_call_async(conn->rpc, "session/prompt", params, -1, NULL, prompt_done, &w,
+                                     &call_id, err);
     json_decref(params);
     if (rc < 0) {
         pthread_mutex_lock(&conn->mu);
@@ -1188,7 +1189,8 @@ int cdsh_acp_conn_cancel(cdsh_acp_conn *conn, const char *session_id)
     return 0;
 }
 
-/* ---- evidence --------------------------------------------------------------------------------- */
+/* ---- evidence ---------------------------------------------------------------------------------
+ */
 
 json_t *cdsh_acp_conn_raw_lines_dup(cdsh_acp_conn *conn)
 {

@@ -61,16 +61,16 @@ typedef void (*cdsh_acp_update_fn)(void *ud, cdsh_acp_update_kind kind, const ch
 typedef char *(*cdsh_acp_permission_fn)(void *ud, const json_t *params, cdsh_cancel *cancel);
 
 typedef struct cdsh_acp_conn_opts {
-    const char *name;               /* for messages, e.g. the engine id */
-    const char *const *argv;        /* argv[0] path or PATH name */
-    const char *const *env_set;     /* "NAME=value" added to the scrubbed env */
-    const char *const *env_allow;   /* secret-looking names to keep from the parent */
-    const char *cwd;                /* the process's working directory */
-    int64_t init_timeout_ms;        /* initialize budget (<= 0: 30000) */
-    int64_t request_timeout_ms;     /* other requests (<= 0: 300000) */
-    int64_t dispose_grace_ms;       /* SIGTERM → SIGKILL (<= 0: 6000) */
-    bool fs_read, fs_write;         /* advertise and serve fs read/write_text_file */
-    bool record;                    /* keep raw incoming lines for evidence */
+    const char *name;             /* for messages, e.g. the engine id */
+    const char *const *argv;      /* argv[0] path or PATH name */
+    const char *const *env_set;   /* "NAME=value" added to the scrubbed env */
+    const char *const *env_allow; /* secret-looking names to keep from the parent */
+    const char *cwd;              /* the process's working directory */
+    int64_t init_timeout_ms;      /* initialize budget (<= 0: 30000) */
+    int64_t request_timeout_ms;   /* other requests (<= 0: 300000) */
+    int64_t dispose_grace_ms;     /* SIGTERM → SIGKILL (<= 0: 6000) */
+    bool fs_read, fs_write;       /* advertise and serve fs read/write_text_file */
+    bool record;                  /* keep raw incoming lines for evidence */
 } cdsh_acp_conn_opts;
 
 /* Spawns the agent and sends initialize within init_timeout_ms. On failure
@@ -123,8 +123,8 @@ typedef struct cdsh_acp_session_handlers {
  * installed before the request goes out (load replays history through
  * them). *out_session_id (owned) is the ACP session id. The response's
  * modes / configOptions are kept (see _session_config_dup). */
-int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode,
-                               const char *session_id, const char *cwd, json_t *mcp_servers,
+int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, const char *session_id,
+                               const char *cwd, json_t *mcp_servers,
                                const cdsh_acp_session_handlers *handlers, char **out_session_id,
                                cdsh_error *err);
 
@@ -158,7 +158,7 @@ typedef struct cdsh_acp_prompt_result {
     char stop_reason[32]; /* end_turn, max_tokens, max_turn_requests, refusal, cancelled */
     json_t *response;     /* owned raw result (usage, _meta), or NULL */
     int64_t latency_ms;
-    uint64_t updates;     /* session/update notifications seen during the turn */
+    uint64_t updates; /* session/update notifications seen during the turn */
 } cdsh_acp_prompt_result;
 
 void cdsh_acp_prompt_result_deinit(cdsh_acp_prompt_result *res);
