@@ -626,15 +626,23 @@ int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id)
     return 0;
 }
 
-json_t *cdsh_acp_service_config_dup(cdsh_acp_service *svc, const char *cdsh_session_id)
+/* The live session of a cdsh session with its engine marked busy (release
+ * with engine_put), or NULL. */
+static live_session *live_acquire(cdsh_acp_service *svc, const char *cdsh_session_id)
 {
-    if (!svc || !cdsh_session_id)
-        return NULL;
     pthread_mutex_lock(&svc->mu);
     live_session *ls = live_find(svc, cdsh_session_id);
     if (ls)
         ls->engine->busy++;
     pthread_mutex_unlock(&svc->mu);
+    return ls;
+}
+
+json_t *cdsh_acp_service_config_dup(cdsh_acp_service *svc, const char *cdsh_session_id)
+{
+    if (!svc || !cdsh_session_id)
+        return NULL;
+    live_session *ls = live_acquire(svc, cdsh_session_id);
     if (!ls)
         return NULL;
     json_t *r = cdsh_acp_conn_session_config_dup(ls->engine->conn, ls->acp_id);
@@ -648,11 +656,7 @@ int cdsh_acp_service_set_config(cdsh_acp_service *svc, const char *cdsh_session_
 {
     if (!svc || !cdsh_session_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "set_config needs a session");
-    pthread_mutex_lock(&svc->mu);
-    live_session *ls = live_find(svc, cdsh_session_id);
-    if (ls)
-        ls->engine->busy++;
-    pthread_mutex_unlock(&svc->mu);
+    live_session *ls = live_acquire(svc, cdsh_session_id);
     if (!ls)
         return cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_OPEN",
                               "session \"%s\" has no open ACP session", cdsh_session_id);

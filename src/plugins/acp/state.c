@@ -100,25 +100,44 @@ static int doc_read(const char *path, doc_kind kind, json_t **out, cdsh_error *e
 
 typedef int (*doc_edit_fn)(json_t *doc, void *arg, cdsh_error *err);
 
-/* Locked read-modify-write. edit returns 1 to write, 0 to leave the file. */
-static int doc_update(doc_kind kind, doc_edit_fn edit, void *arg, cdsh_error *err)
+/* Opens a document's lock (kind of lock as given) and returns its path
+ * (owned) in *path. */
+static int doc_lock(doc_kind kind, cdsh_fs_lock_kind lk, char **path, cdsh_fs_lock **lock,
+                    cdsh_error *err)
 {
-    char *dir = NULL, *path = NULL, *lockpath = NULL, *text = NULL;
-    cdsh_fs_lock *lock = NULL;
-    json_t *doc = NULL;
+    char *dir = NULL, *lockpath = NULL;
+    *path = NULL;
     int rc = cdsh_acp_state_dir_dup(&dir, err);
     if (rc < 0)
         return rc;
-    path = cdsh_fs_path_join_dup(dir, doc_file(kind));
-    lockpath = path ? malloc(strlen(path) + 6) : NULL;
+    char *p = cdsh_fs_path_join_dup(dir, doc_file(kind));
+    lockpath = p ? malloc(strlen(p) + 6) : NULL;
     if (!lockpath) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto done;
     }
-    sprintf(lockpath, "%s.lock", path);
-    rc = cdsh_fs_lock_open(lockpath, CDSH_FS_LOCK_EXCLUSIVE, LOCK_TIMEOUT_MS, NULL, &lock, err);
+    sprintf(lockpath, "%s.lock", p);
+    rc = cdsh_fs_lock_open(lockpath, lk, LOCK_TIMEOUT_MS, NULL, lock, err);
+    if (rc == 0) {
+        *path = p;
+        p = NULL;
+    }
+done:
+    free(p);
+    free(lockpath);
+    free(dir);
+    return rc;
+}
+
+/* Locked read-modify-write. edit returns 1 to write, 0 to leave the file. */
+static int doc_update(doc_kind kind, doc_edit_fn edit, void *arg, cdsh_error *err)
+{
+    char *path = NULL, *text = NULL;
+    cdsh_fs_lock *lock = NULL;
+    json_t *doc = NULL;
+    int rc = doc_lock(kind, CDSH_FS_LOCK_EXCLUSIVE, &path, &lock, err);
     if (rc < 0)
-        goto done;
+        return rc;
     rc = doc_read(path, kind, &doc, err);
     if (rc < 0)
         goto done;
@@ -135,35 +154,20 @@ done:
     cdsh_fs_lock_close(lock);
     json_decref(doc);
     free(text);
-    free(lockpath);
     free(path);
-    free(dir);
     return rc < 0 ? rc : 0;
 }
 
 /* Reads a document under a shared lock. */
 static int doc_load(doc_kind kind, json_t **out, cdsh_error *err)
 {
-    char *dir = NULL, *path = NULL, *lockpath = NULL;
+    char *path = NULL;
     cdsh_fs_lock *lock = NULL;
-    int rc = cdsh_acp_state_dir_dup(&dir, err);
-    if (rc < 0)
-        return rc;
-    path = cdsh_fs_path_join_dup(dir, doc_file(kind));
-    lockpath = path ? malloc(strlen(path) + 6) : NULL;
-    if (!lockpath) {
-        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        goto done;
-    }
-    sprintf(lockpath, "%s.lock", path);
-    rc = cdsh_fs_lock_open(lockpath, CDSH_FS_LOCK_SHARED, LOCK_TIMEOUT_MS, NULL, &lock, err);
+    int rc = doc_lock(kind, CDSH_FS_LOCK_SHARED, &path, &lock, err);
     if (rc == 0)
         rc = doc_read(path, kind, out, err);
-done:
     cdsh_fs_lock_close(lock);
-    free(lockpath);
     free(path);
-    free(dir);
     return rc;
 }
 

@@ -987,6 +987,19 @@ int cdsh_acp_conn_set_config(cdsh_acp_conn *conn, const char *session_id, const 
     return rc;
 }
 
+/* Waits on conn->cv (conn->mu held) for at most ms milliseconds. */
+static void wait_cv(cdsh_acp_conn *c, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += ms * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
 /* ---- prompt ------------------------------------------------------------------------------- */
 
 typedef struct prompt_wait {
@@ -1088,14 +1101,7 @@ int cdsh_acp_conn_prompt(cdsh_acp_conn *conn, const char *session_id, json_t *pr
     bool gave_up = false;
     pthread_mutex_lock(&conn->mu);
     while (!w.done) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&conn->cv, &conn->mu, &ts);
+        wait_cv(conn, 50);
         if (w.done)
             break;
         int64_t now = cdsh_clock_mono_ms();
@@ -1125,14 +1131,7 @@ int cdsh_acp_conn_prompt(cdsh_acp_conn *conn, const char *session_id, json_t *pr
     /* Let the updates sent before the answer reach the handlers first. */
     int64_t drain_until = cdsh_clock_mono_ms() + 2000;
     while (conn->notif_done < w.notif_target && cdsh_clock_mono_ms() < drain_until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&conn->cv, &conn->mu, &ts);
+        wait_cv(conn, 20);
     }
     s->prompting = false;
     res->updates = s->updates;
@@ -1192,24 +1191,25 @@ int cdsh_acp_conn_cancel(cdsh_acp_conn *conn, const char *session_id)
 /* ---- evidence ---------------------------------------------------------------------------------
  */
 
-json_t *cdsh_acp_conn_raw_lines_dup(cdsh_acp_conn *conn)
+/* A deep copy of one of the connection's evidence values, under its lock. */
+static json_t *copy_locked(cdsh_acp_conn *conn, json_t *const *field)
 {
     if (!conn)
         return NULL;
     pthread_mutex_lock(&conn->mu);
-    json_t *r = json_deep_copy(conn->raw_lines);
+    json_t *r = json_deep_copy(*field);
     pthread_mutex_unlock(&conn->mu);
     return r;
 }
 
+json_t *cdsh_acp_conn_raw_lines_dup(cdsh_acp_conn *conn)
+{
+    return copy_locked(conn, conn ? &conn->raw_lines : NULL);
+}
+
 json_t *cdsh_acp_conn_rejects_dup(cdsh_acp_conn *conn)
 {
-    if (!conn)
-        return NULL;
-    pthread_mutex_lock(&conn->mu);
-    json_t *r = json_deep_copy(conn->rejects);
-    pthread_mutex_unlock(&conn->mu);
-    return r;
+    return copy_locked(conn, conn ? &conn->rejects : NULL);
 }
 
 char *cdsh_acp_conn_stderr_tail_dup(cdsh_acp_conn *conn)
@@ -1224,10 +1224,5 @@ char *cdsh_acp_conn_stderr_tail_dup(cdsh_acp_conn *conn)
 
 json_t *cdsh_acp_conn_callbacks_dup(cdsh_acp_conn *conn)
 {
-    if (!conn)
-        return NULL;
-    pthread_mutex_lock(&conn->mu);
-    json_t *r = json_deep_copy(conn->callbacks);
-    pthread_mutex_unlock(&conn->mu);
-    return r;
+    return copy_locked(conn, conn ? &conn->callbacks : NULL);
 }
