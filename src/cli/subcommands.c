@@ -1,14 +1,37 @@
 /* subcommands.c — the `cdsh` subcommand table, usage text and suggestions. */
 #include "cli/subcommands.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cmd_acp.h"
+#include "cli/cmd_commands.h"
+#include "cli/cmd_config.h"
+#include "cli/cmd_sessions.h"
+#include "cli/cmd_facade.h"
+#include "cli/cmd_profile.h"
+#include "cli/cmd_skills.h"
+#include "cli/cmd_tools.h"
+#include "cli/cmd_tavern.h"
 #include "cli/cmd_web.h"
 #include "cli/cmd_xiangqi.h"
 
+/* Order does not matter: --help sorts by name. Branches add lines here
+ * concurrently, so .gitattributes merges this file with the union driver. */
 const cdsh_subcommand cdsh_subcommands[] = {
     {"acp", "external coding agents over ACP: engines, probe, prompt, sessions", cdsh_cmd_acp},
+    {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
+    {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
+     cdsh_cmd_config},
+    {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
+    {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
+     cdsh_cmd_facade},
+    {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
+     cdsh_cmd_profile},
+    {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
+    {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
+    {"tavern", "import, inspect and export role-play cards, lorebooks, presets, personas, regex",
+     cdsh_cmd_tavern},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
     {"xiangqi", "xiangqi (Chinese chess) engine tools: perft", cdsh_cmd_xiangqi},
     {NULL, NULL, NULL},
@@ -22,6 +45,12 @@ const cdsh_subcommand *cdsh_subcommand_find(const char *name)
     return NULL;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    const cdsh_subcommand *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
 void cdsh_cli_print_usage(FILE *out)
 {
     fprintf(out,
@@ -31,8 +60,19 @@ void cdsh_cli_print_usage(FILE *out)
             "\n"
             "Subcommands:\n",
             CDSH_VERSION);
-    for (const cdsh_subcommand *c = cdsh_subcommands; c->name; c++)
+    size_t n = 0;
+    while (cdsh_subcommands[n].name)
+        n++;
+    const cdsh_subcommand **sorted = malloc(n * sizeof *sorted);
+    for (size_t i = 0; sorted && i < n; i++)
+        sorted[i] = &cdsh_subcommands[i];
+    if (sorted)
+        qsort(sorted, n, sizeof *sorted, by_name);
+    for (size_t i = 0; i < n; i++) {
+        const cdsh_subcommand *c = sorted ? sorted[i] : &cdsh_subcommands[i];
         fprintf(out, "  %-12s %s\n", c->name, c->summary);
+    }
+    free(sorted);
     fprintf(out, "  %-12s %s\n", "help", "show this help, or `cdsh help <subcommand>` for one");
     fprintf(out,
             "\n"

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/ptrs.h"
+
 typedef struct listener {
     atomic_int refs;
     cdsh_events *bus;
@@ -19,8 +21,7 @@ typedef struct listener {
 
 struct cdsh_events {
     pthread_mutex_t lock;
-    listener **items;
-    size_t n, cap;
+    cdsh__ptrs items; /* of listener*, subscription order */
 };
 
 static void listener_unref(listener *l)
@@ -44,9 +45,9 @@ void cdsh_events_free(cdsh_events *bus)
 {
     if (!bus)
         return;
-    for (size_t i = 0; i < bus->n; i++)
-        listener_unref(bus->items[i]);
-    free(bus->items);
+    for (size_t i = 0; i < bus->items.n; i++)
+        listener_unref(bus->items.items[i]);
+    cdsh__ptrs_deinit(&bus->items);
     pthread_mutex_destroy(&bus->lock);
     free(bus);
 }
@@ -56,13 +57,7 @@ static void dispose_listener(void *arg)
     listener *l = arg;
     cdsh_events *bus = l->bus;
     pthread_mutex_lock(&bus->lock);
-    for (size_t i = 0; i < bus->n; i++) {
-        if (bus->items[i] == l) {
-            memmove(&bus->items[i], &bus->items[i + 1], (bus->n - i - 1) * sizeof *bus->items);
-            bus->n--;
-            break;
-        }
-    }
+    cdsh__ptrs_remove(&bus->items, l);
     atomic_store(&l->live, false);
     pthread_mutex_unlock(&bus->lock);
     listener_unref(l);
@@ -90,18 +85,11 @@ int cdsh_events_on(cdsh_events *bus, const char *pattern, cdsh_scope *filter, cd
     l->arg = arg;
 
     pthread_mutex_lock(&bus->lock);
-    if (bus->n == bus->cap) {
-        size_t cap = bus->cap ? bus->cap * 2 : 8;
-        listener **grown = realloc(bus->items, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&bus->lock);
-            listener_unref(l);
-            return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        }
-        bus->items = grown;
-        bus->cap = cap;
+    if (cdsh__ptrs_push(&bus->items, l) != 0) {
+        pthread_mutex_unlock(&bus->lock);
+        listener_unref(l);
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
-    bus->items[bus->n++] = l;
     pthread_mutex_unlock(&bus->lock);
     *out = (cdsh_disposer_t){dispose_listener, l};
     return 0;
@@ -127,15 +115,15 @@ void cdsh_events_emit(cdsh_events *bus, const char *name, const cdsh_scope *scop
     size_t count = 0;
 
     pthread_mutex_lock(&bus->lock);
-    if (bus->n > 16) {
-        snap = malloc(bus->n * sizeof *snap);
+    if (bus->items.n > 16) {
+        snap = malloc(bus->items.n * sizeof *snap);
         if (!snap) {
             pthread_mutex_unlock(&bus->lock);
             return;
         }
     }
-    for (size_t i = 0; i < bus->n; i++) {
-        listener *l = bus->items[i];
+    for (size_t i = 0; i < bus->items.n; i++) {
+        listener *l = bus->items.items[i];
         if (!pattern_matches(l->pattern, name))
             continue;
         if (filtered && l->filter && !cdsh_scope_contains(l->filter, scope))
@@ -156,8 +144,10 @@ void cdsh_events_emit(cdsh_events *bus, const char *name, const cdsh_scope *scop
 
 size_t cdsh_events_count(cdsh_events *bus)
 {
+    if (!bus)
+        return 0; /* NULL-safe like emit: a registry may run without a bus */
     pthread_mutex_lock(&bus->lock);
-    size_t n = bus->n;
+    size_t n = bus->items.n;
     pthread_mutex_unlock(&bus->lock);
     return n;
 }

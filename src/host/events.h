@@ -39,7 +39,8 @@ int cdsh_events_on(cdsh_events *bus, const char *pattern, cdsh_scope *filter, cd
 void cdsh_events_emit(cdsh_events *bus, const char *name, const cdsh_scope *scope, bool filtered,
                       const json_t *payload);
 
-/* Number of live listeners (for leak checks in tests and reload checks). */
+/* Number of live listeners (for leak checks in tests and reload checks);
+ * 0 for a NULL bus. */
 size_t cdsh_events_count(cdsh_events *bus);
 
 #endif

@@ -1,0 +1,1 @@
+defineTool({ name: 'x', parameters: { a: { 

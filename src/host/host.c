@@ -1,0 +1,105 @@
+/* host.c — creating and freeing the host aggregate, and loading the plugins
+ * a profile enables. The registries themselves live in their own modules. */
+#include "host/host.h"
+
+#include <stdlib.h>
+
+struct cdsh_host {
+    cdsh_events *events;
+    cdsh_tools *tools;
+    cdsh_commands *commands;
+    cdsh_skills *skills;
+    cdsh_rpc *rpc;
+    cdsh__plugins *plugins;
+};
+
+cdsh_host *cdsh_host_new(void)
+{
+    cdsh_host *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->events = cdsh_events_new();
+    if (!h->events)
+        goto fail;
+    h->tools = cdsh_tools_new(h->events);
+    h->commands = cdsh_commands_new(h->events);
+    h->skills = cdsh_skills_new(h->events);
+    h->rpc = cdsh_rpc_new();
+    h->plugins = cdsh__plugins_new(h);
+    if (!h->tools || !h->commands || !h->skills || !h->rpc || !h->plugins)
+        goto fail;
+    return h;
+fail:
+    cdsh_host_free(h);
+    return NULL;
+}
+
+void cdsh_host_free(cdsh_host *host)
+{
+    if (!host)
+        return;
+    /* Plugins first: their disposers touch every registry below. */
+    cdsh__plugins_shutdown(host->plugins);
+    cdsh__plugins_free(host->plugins);
+    cdsh_rpc_free(host->rpc);
+    cdsh_skills_free(host->skills);
+    cdsh_commands_free(host->commands);
+    cdsh_tools_free(host->tools);
+    cdsh_events_free(host->events);
+    free(host);
+}
+
+cdsh_events *cdsh_host_events(cdsh_host *host)
+{
+    return host->events;
+}
+
+cdsh_tools *cdsh_host_tools(cdsh_host *host)
+{
+    return host->tools;
+}
+
+cdsh_commands *cdsh_host_commands(cdsh_host *host)
+{
+    return host->commands;
+}
+
+cdsh_skills *cdsh_host_skills(cdsh_host *host)
+{
+    return host->skills;
+}
+
+cdsh_rpc *cdsh_host_rpc(cdsh_host *host)
+{
+    return host->rpc;
+}
+
+cdsh__plugins *cdsh__host_plugins(cdsh_host *host)
+{
+    return host->plugins;
+}
+
+bool cdsh_host_plugin_enabled(const cdsh_plugin_def *def, const cdsh_profile *profile)
+{
+    int said = profile ? cdsh_profile_enabled(profile, def->name) : -1;
+    return said < 0 ? def->enabled_by_default : said == 1;
+}
+
+int cdsh_host_load_plugins(cdsh_host *host, const cdsh_plugin_def *const *defs,
+                           const cdsh_profile *profile, cdsh_error *err)
+{
+    int first = 0;
+    for (; defs && *defs; defs++) {
+        if (!cdsh_host_plugin_enabled(*defs, profile))
+            continue;
+        const json_t *config = profile ? cdsh_profile_config(profile, (*defs)->name) : NULL;
+        cdsh_error perr = {0};
+        int rc = cdsh_plugin_load(host, *defs, config, NULL, &perr);
+        if (rc && !first) {
+            first = rc;
+            if (err)
+                *err = perr;
+        }
+    }
+    return first;
+}

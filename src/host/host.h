@@ -1,0 +1,42 @@
+/* host.h — the aggregate a process creates: event bus, tool registry,
+ * commands, skills, RPC channels, plugin manager and services. Any number of
+ * hosts may live in one process. Front ends pass the compiled-in table
+ * (plugins/builtin.h) to cdsh_host_load_plugins. Getters are thread-safe;
+ * new/free and the load functions are lifecycle calls (serialise them). */
+#ifndef CDSH_HOST_HOST_H
+#define CDSH_HOST_HOST_H
+
+#include "base/err.h"
+#include "host/commands.h"
+#include "host/events.h"
+#include "host/plugins.h"
+#include "host/profile.h"
+#include "host/rpc.h"
+#include "host/skills.h"
+#include "host/tools.h"
+
+/* NULL on ENOMEM. */
+cdsh_host *cdsh_host_new(void);
+
+/* Unloads every plugin (reverse load order, dependents first), then frees the
+ * registries and the bus. NULL-safe. */
+void cdsh_host_free(cdsh_host *host);
+
+cdsh_events *cdsh_host_events(cdsh_host *host);
+cdsh_tools *cdsh_host_tools(cdsh_host *host);
+cdsh_commands *cdsh_host_commands(cdsh_host *host);
+cdsh_skills *cdsh_host_skills(cdsh_host *host);
+cdsh_rpc *cdsh_host_rpc(cdsh_host *host);
+
+/* True if `def` is enabled in `profile` (NULL profile: its default). */
+bool cdsh_host_plugin_enabled(const cdsh_plugin_def *def, const cdsh_profile *profile);
+
+/* Loads every enabled descriptor of the NULL-terminated `defs` with its
+ * profile config (profile may be NULL: defaults only). A plugin that fails is
+ * reported and skipped; the others still load. Returns 0 when all enabled
+ * plugins loaded (or are pending); otherwise the first failure's code, with
+ * err naming that plugin. */
+int cdsh_host_load_plugins(cdsh_host *host, const cdsh_plugin_def *const *defs,
+                           const cdsh_profile *profile, cdsh_error *err);
+
+#endif

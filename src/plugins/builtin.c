@@ -1,0 +1,21 @@
+/* builtin.c — the compiled-in plugin table: one line per plugin. */
+#include "plugins/builtin.h"
+
+#include <string.h>
+
+#include "host/skilltool.h"
+#include "plugins/facade/plugin.h"
+
+const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
+    &cdsh_skilltool_plugin,
+    &cdsh_facade_plugin, /* last: profile capabilities are declared over the others' tools */
+    NULL,
+};
+
+const cdsh_plugin_def *cdsh_builtin_plugin_find(const char *name)
+{
+    for (const cdsh_plugin_def *const *d = cdsh_builtin_plugins; name && *d; d++)
+        if (strcmp((*d)->name, name) == 0)
+            return *d;
+    return NULL;
+}

@@ -1,0 +1,16 @@
+/* builtin.h — the table of plugins compiled into cdsh. Each plugin adds one
+ * line to builtin.c; the profile decides which of them a host loads
+ * (cdsh_host_load_plugins). Front ends (cli, server) pass this table on;
+ * the host layer never refers to it. Read-only; thread-safe. */
+#ifndef CDSH_PLUGINS_BUILTIN_H
+#define CDSH_PLUGINS_BUILTIN_H
+
+#include "host/plugins.h"
+
+/* NULL-terminated, in load order (providers before their consumers). */
+extern const cdsh_plugin_def *const cdsh_builtin_plugins[];
+
+/* The built-in descriptor named `name`, or NULL. */
+const cdsh_plugin_def *cdsh_builtin_plugin_find(const char *name);
+
+#endif

@@ -1,0 +1,294 @@
+/* verify.c — `cdsh profile verify`: copy the profile into a temporary home,
+ * check rows, configs and composition, and optionally one model call.
+ * Printing is the CLI's (cmd_profile.c). */
+#include "plugins/facade/verify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/model_client.h"
+#include "base/fs.h"
+#include "host/config.h"
+#include "host/host.h"
+#include "plugins/facade/service.h"
+
+typedef struct run {
+    json_t *checks, *problems;
+} run;
+
+static void check(run *r, const char *name, bool ok, const char *detail)
+{
+    json_array_append_new(r->checks,
+                          json_pack("{s:s, s:b, s:s}", "check", name, "ok", ok, "detail", detail));
+}
+
+static void problem(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(run *r, const char *fmt, ...)
+{
+    char buf[1600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(r->problems, json_string(buf));
+}
+
+static const cdsh_plugin_def *find_def(const cdsh_plugin_def *const *defs, const char *name)
+{
+    for (; defs && *defs; defs++)
+        if (strcmp((*defs)->name, name) == 0)
+            return *defs;
+    return NULL;
+}
+
+/* Where the profile comes from and the name it gets in the temporary home. */
+static int locate(const char *home, const char *profile, char **path, char name[80])
+{
+    size_t n = strlen(profile);
+    bool is_file = strchr(profile, '/') || (n > 5 && strcmp(profile + n - 5, ".yaml") == 0) ||
+                   (n > 4 && strcmp(profile + n - 4, ".yml") == 0);
+    if (!is_file) {
+        if (!cdsh_profile_name_valid(profile))
+            return -1;
+        snprintf(name, 80, "%s", profile);
+        return asprintf(path, "%s/profiles/%s.yaml", home, profile) < 0 ? -1 : 0;
+    }
+    const char *base = strrchr(profile, '/') ? strrchr(profile, '/') + 1 : profile;
+    snprintf(name, 80, "%.*s", (int)strcspn(base, "."), base);
+    if (!cdsh_profile_name_valid(name))
+        snprintf(name, 80, "verify");
+    *path = strdup(profile);
+    return *path ? 0 : -1;
+}
+
+static void check_rows(run *r, const cdsh_profile *prof, const cdsh_plugin_def *const *defs)
+{
+    const json_t *plugins = json_object_get(cdsh_profile_json(prof), "plugins");
+    const char *name;
+    json_t *row;
+    size_t bad_rows = 0, bad_configs = 0;
+    json_object_foreach((json_t *)plugins, name, row)
+    {
+        const cdsh_plugin_def *def = find_def(defs, name);
+        if (!def) {
+            char known[512] = "";
+            for (const cdsh_plugin_def *const *d = defs; d && *d; d++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         d == defs ? "" : ", ", (*d)->name);
+            problem(r, "plugin \"%s\": no such plugin (known: %s)", name, known);
+            bad_rows++;
+            continue;
+        }
+        json_t *schema = def->config_schema ? json_loads(def->config_schema, 0, NULL)
+                                            : json_pack("{s:s}", "type", "object");
+        json_t *out = NULL;
+        cdsh_error cerr = {0};
+        if (cdsh_config_resolve(schema, cdsh_profile_config(prof, name), &out, NULL, &cerr)) {
+            problem(r, "plugin \"%s\": %s", name, cerr.message);
+            bad_configs++;
+        }
+        json_decref(out);
+        json_decref(schema);
+    }
+    char detail[128];
+    snprintf(detail, sizeof detail, "%zu row(s)", json_object_size(plugins));
+    check(r, "plugins resolve", bad_rows == 0, bad_rows ? "unknown plugin rows" : detail);
+    check(r, "configs validate", bad_configs == 0, bad_configs ? "invalid config" : detail);
+}
+
+/* Loads the host and reports plugins that failed or wait, and capability
+ * declarations the facade refused. */
+static cdsh_host *compose(run *r, const cdsh_profile *prof, const cdsh_plugin_def *const *defs,
+                          json_t *report)
+{
+    cdsh_host *host = cdsh_host_new();
+    if (!host)
+        return NULL;
+    cdsh_host_load_plugins(host, defs, prof, NULL);
+    json_t *list = cdsh_host_plugins_list(host);
+    size_t i, failed = 0;
+    json_t *p;
+    json_array_foreach(list, i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        const char *state = json_string_value(json_object_get(p, "state"));
+        const char *error = json_string_value(json_object_get(p, "error"));
+        if (strcmp(state, "failed") == 0) {
+            failed++;
+            if (error && strncmp(error, "invalid config", 14) == 0)
+                continue; /* already reported by the config check */
+            if (error && strncmp(error, "plugin \"", 8) == 0)
+                problem(r, "%s", error);
+            else
+                problem(r, "plugin \"%s\" failed to apply: %s", name, error ? error : "");
+        } else if (strcmp(state, "pending") == 0) {
+            failed++;
+            problem(r, "plugin \"%s\" is pending: a service it requires is not provided", name);
+        }
+    }
+    json_object_set_new(report, "plugins", list);
+    cdsh_facade *facade = cdsh_host_service(host, CDSH_FACADE_SERVICE);
+    json_t *probs = cdsh_facade_problems(facade);
+    json_t *x;
+    json_array_foreach(probs, i, x)
+    {
+        problem(r, "plugin \"facade\": capability %lld: %s",
+                (long long)json_integer_value(json_object_get(x, "index")),
+                json_string_value(json_object_get(x, "message")));
+    }
+    json_t *names = cdsh_tools_names(cdsh_host_tools(host), NULL);
+    json_object_set_new(report, "tools", names);
+    json_object_set_new(report, "capabilities", cdsh_facade_list(facade));
+    char detail[160];
+    snprintf(detail, sizeof detail, "%zu plugin(s) loaded, %zu tool(s), %zu capability(ies)",
+             json_array_size(list) - failed, json_array_size(names), cdsh_facade_count(facade));
+    check(r, "compose", failed == 0 && json_array_size(probs) == 0, detail);
+    json_decref(probs);
+    return host;
+}
+
+static void smoke(run *r, cdsh_host *host, json_t *report)
+{
+    cdsh_model_config cfg;
+    cdsh_error err = {0};
+    cdsh_model_client *client = NULL;
+    cdsh_model_reply reply = {0};
+    json_t *tools = json_array();
+    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(host), NULL);
+    size_t i;
+    json_t *s;
+    json_array_foreach(schemas, i, s)
+    {
+        json_array_append_new(tools, json_pack("{s:s, s:O}", "type", "function", "function", s));
+    }
+    json_t *messages =
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content",
+                  "You are cdsh, checking that a profile works. Do not call tools.", "role", "user",
+                  "content", "cdsh profile verify: reply with the single word OK.");
+    cdsh_model_config_init(&cfg);
+    int rc = cdsh_model_config_resolve(NULL, NULL, &cfg, &err);
+    if (rc == 0)
+        client = cdsh_model_client_new(&cfg, &err);
+    if (client) {
+        cdsh_model_request req = {.messages = messages,
+                                  .tools = json_array_size(tools) ? tools : NULL};
+        rc = cdsh_model_client_complete(client, &req, &reply, &err);
+    } else if (rc == 0) {
+        rc = err.rc ? err.rc : CDSH_ENOMEM;
+    }
+    bool ok = rc == 0 && ((reply.text && *reply.text) || reply.n_tool_calls > 0);
+    if (rc)
+        problem(r, "smoke: %s: %s", err.code, err.message);
+    else if (!ok)
+        problem(r, "smoke: the model sent an empty reply");
+    json_object_set_new(report, "smoke",
+                        json_pack("{s:b, s:s?, s:I, s:s?}", "ok", ok, "model",
+                                  client ? cdsh_model_client_model(client) : cfg.model, "tools",
+                                  (json_int_t)json_array_size(tools), "reply", reply.text));
+    char detail[300];
+    snprintf(detail, sizeof detail, "one model call with %zu tool(s)%s%.80s%s",
+             json_array_size(tools), ok ? " answered: \"" : " failed", ok ? reply.text : "",
+             ok ? "\"" : "");
+    check(r, "smoke", ok, detail);
+    cdsh_model_reply_deinit(&reply);
+    cdsh_model_client_free(client);
+    cdsh_model_config_deinit(&cfg);
+    json_decref(messages);
+    json_decref(schemas);
+    json_decref(tools);
+}
+
+int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_def *const *defs,
+                       bool do_smoke, json_t **report, cdsh_error *err)
+{
+    *report = NULL;
+    char name[80];
+    char *src = NULL, *text = NULL, *old_home = NULL, *dst = NULL;
+    const char *tmpdir = getenv("TMPDIR");
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s/cdsh-verify-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") < 0)
+        tmp = NULL;
+    run r = {json_array(), json_array()};
+    json_t *rep = json_pack("{s:s}", "profile", profile ? profile : "");
+    cdsh_profile *prof = NULL;
+    cdsh_host *host = NULL;
+    int rc = 0;
+    if (!tmp || !r.checks || !r.problems || !rep) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        goto done;
+    }
+    if (!mkdtemp(tmp)) {
+        rc = cdsh_error_set(err, CDSH_EIO, "NO_TEMP_HOME", "cannot create a temporary home: %s",
+                            tmp);
+        free(tmp);
+        tmp = NULL;
+        goto done;
+    }
+    if (!profile || locate(home ? home : "", profile, &src, name) != 0) {
+        problem(&r, "profile \"%s\": not a profile name or a YAML file path",
+                profile ? profile : "");
+        check(&r, "parse", false, "bad profile argument");
+        goto finish;
+    }
+    json_object_set_new(rep, "path", json_string(src));
+    cdsh_error ferr = {0};
+    if (cdsh_fs_read_file(src, 4u << 20, &text, NULL, &ferr) != 0) {
+        problem(&r, "profile \"%s\": cannot read %s: %s", name, src, ferr.message);
+        check(&r, "parse", false, "unreadable");
+        goto finish;
+    }
+    /* The copy lives in the temporary home; the user's home is only read. */
+    if (asprintf(&dst, "%s/profiles", tmp) < 0 || cdsh_fs_mkdir_p(dst, 0700, &ferr) != 0) {
+        problem(&r, "profile \"%s\": cannot stage it: %s", name, ferr.message);
+        check(&r, "parse", false, "cannot stage");
+        goto finish;
+    }
+    free(dst);
+    dst = NULL;
+    if (asprintf(&dst, "%s/profiles/%s.yaml", tmp, name) < 0 ||
+        cdsh_fs_write_atomic(dst, text, strlen(text), 0600, &ferr) != 0) {
+        problem(&r, "profile \"%s\": cannot stage it: %s", name, ferr.message);
+        check(&r, "parse", false, "cannot stage");
+        goto finish;
+    }
+    old_home = getenv("CDSH_HOME") ? strdup(getenv("CDSH_HOME")) : NULL;
+    setenv("CDSH_HOME", tmp, 1);
+    if (cdsh_profile_load(tmp, name, &prof, &ferr) != 0) {
+        problem(&r, "profile \"%s\": %s", name, ferr.message);
+        check(&r, "parse", false, "not a profile");
+        goto restore;
+    }
+    check(&r, "parse", true, src);
+    check_rows(&r, prof, defs);
+    host = compose(&r, prof, defs, rep);
+    if (do_smoke && host && json_array_size(r.problems) == 0)
+        smoke(&r, host, rep);
+    else if (do_smoke)
+        check(&r, "smoke", false, "skipped: fix the problems above first");
+restore:
+    if (old_home)
+        setenv("CDSH_HOME", old_home, 1);
+    else
+        unsetenv("CDSH_HOME");
+finish:
+    json_object_set(rep, "checks", r.checks);
+    json_object_set(rep, "problems", r.problems);
+    json_object_set_new(rep, "ok", json_boolean(json_array_size(r.problems) == 0));
+    *report = json_incref(rep);
+done:
+    cdsh_host_free(host);
+    cdsh_profile_free(prof);
+    if (tmp)
+        cdsh_fs_remove_tree(tmp, NULL);
+    free(tmp);
+    free(src);
+    free(text);
+    free(dst);
+    free(old_home);
+    json_decref(r.checks);
+    json_decref(r.problems);
+    json_decref(rep);
+    return rc;
+}

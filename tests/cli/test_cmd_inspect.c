@@ -1,0 +1,176 @@
+/* test_cmd_inspect.c — `cdsh tools list`, `cdsh commands list` and
+ * `cdsh skills list/show`: what a host built from the profile exposes. */
+#include "support/testkit.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/host.h"
+#include "plugins/builtin.h"
+
+static int setup(void **state)
+{
+    *state = cdsh_test_home_new();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    cdsh_test_home_free(*state);
+    return 0;
+}
+
+/* Schema bytes as the model would receive them, computed in-process. */
+static size_t expected_bytes(const char *tool)
+{
+    cdsh_host *h = cdsh_host_new();
+    cdsh_host_load_plugins(h, cdsh_builtin_plugins, NULL, NULL);
+    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(h), NULL);
+    size_t bytes = 0, i;
+    json_t *s;
+    json_array_foreach(schemas, i, s)
+    {
+        if (strcmp(json_string_value(json_object_get(s, "name")), tool) == 0) {
+            char *c = json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            bytes = strlen(c);
+            free(c);
+        }
+    }
+    json_decref(schemas);
+    cdsh_host_free(h);
+    return bytes;
+}
+
+static void tools_list_json_counts_schema_bytes(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", "--json", NULL), 0);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_non_null(doc);
+    assert_true(json_is_null(json_object_get(doc, "agent")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "count")), 1);
+    json_t *t = json_array_get(json_object_get(doc, "tools"), 0);
+    assert_string_equal(json_string_value(json_object_get(t, "name")), "skill");
+    size_t want = expected_bytes("skill");
+    assert_true(want > 100);
+    assert_int_equal(json_integer_value(json_object_get(t, "bytes")), want);
+    assert_int_equal(json_integer_value(json_object_get(doc, "totalBytes")), want);
+    json_decref(doc);
+    free(out);
+}
+
+static void tools_list_text_shows_rows_and_total(void **state)
+{
+    (void)state;
+    char *out = NULL, line[256];
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", NULL), 0);
+    size_t want = expected_bytes("skill");
+    snprintf(line, sizeof line, "skill %7zu bytes  Load the full instructions of a skill by name.",
+             want);
+    assert_non_null(strstr(out, line));
+    snprintf(line, sizeof line, "\n1 tool, %zu schema bytes in total\n", want);
+    assert_non_null(strstr(out, line));
+    free(out);
+}
+
+static void tools_list_for_an_agent_names_it(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", "--agent", "a1", "--json", NULL), 0);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(doc, "agent")), "a1");
+    assert_int_equal(json_integer_value(json_object_get(doc, "count")), 1); /* inherits globals */
+    json_decref(doc);
+    free(out);
+    cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", "--agent", "a1", NULL);
+    assert_non_null(strstr(out, "schema bytes in total for agent a1\n"));
+    free(out);
+}
+
+static void tools_usage_errors(void **state)
+{
+    (void)state;
+    char *err = NULL, *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tools", "show", NULL), 2);
+    assert_string_equal(err, "cdsh tools: unknown action 'show' (try `cdsh tools --help`)\n");
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tools", "list", "--bogus", NULL), 2);
+    assert_string_equal(err, "cdsh tools: unknown option '--bogus' (try `cdsh tools --help`)\n");
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tools", "list", "extra", NULL), 2);
+    assert_string_equal(err, "cdsh tools: unexpected argument 'extra'\n");
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tools", "list", "--agent", "", NULL), 2);
+    assert_string_equal(err, "cdsh tools: --agent needs a non-empty scope id\n");
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "help", "tools", NULL), 0);
+    assert_non_null(strstr(out, "Usage: cdsh tools list [--agent A] [--profile NAME] [--json]"));
+    free(out);
+}
+
+static void commands_list_reports_none_and_json_is_an_array(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "commands", "list", NULL), 0);
+    assert_string_equal(out, "no commands (the enabled plugins register none)\n");
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "commands", "list", "--json", NULL), 0);
+    assert_string_equal(out, "[]\n");
+    free(out);
+    char *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "commands", NULL), 2);
+    assert_non_null(strstr(err, "Usage: cdsh commands list"));
+    free(err);
+}
+
+static void skills_list_and_show(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "skills", "list", NULL), 0);
+    assert_string_equal(out, "no skills (the enabled plugins register none)\n");
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "skills", "list", "--json", NULL), 0);
+    assert_string_equal(out, "[]\n");
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "skills", "show", "chess", NULL), 1);
+    assert_string_equal(err, "cdsh skills: unknown skill \"chess\" (see `cdsh skills list`)\n");
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "skills", "show", NULL), 2);
+    assert_string_equal(err, "cdsh skills: show needs a skill name\n");
+    free(err);
+}
+
+static void help_lists_the_new_subcommands(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "--help", NULL), 0);
+    assert_non_null(strstr(out, "  tools "));
+    assert_non_null(strstr(out, "  commands "));
+    assert_non_null(strstr(out, "  skills "));
+    assert_non_null(strstr(out, "  config "));
+    free(out);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(tools_list_json_counts_schema_bytes),
+        T(tools_list_text_shows_rows_and_total),
+        T(tools_list_for_an_agent_names_it),
+        T(tools_usage_errors),
+        T(commands_list_reports_none_and_json_is_an_array),
+        T(skills_list_and_show),
+        T(help_lists_the_new_subcommands),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
