@@ -107,7 +107,8 @@ static void unknown_plugin_or_key_is_reported(void **state)
     (void)state;
     char *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "nope.x", "1", NULL), 1);
-    assert_string_equal(err, "cdsh config: unknown plugin \"nope\"; plugins: skills, facade\n");
+    assert_string_equal(err,
+                        "cdsh config: unknown plugin \"nope\"; plugins: skills, acp, facade\n");
     free(err);
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.depth", "1", NULL), 1);
