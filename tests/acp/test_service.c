@@ -160,6 +160,12 @@ static void the_engine_is_locked_after_the_first_message(void **state)
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "gemini", NULL, &err), 0);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", NULL, &err), 0);
     json_decref(send(f, "c", "hello"));
+    /* A successful spawn records the engine's runtime health. */
+    json_t *row = NULL;
+    assert_int_equal(cdsh_acp_state_engine_find("fixture", &row, NULL), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(row, "health"), "status")), "ok");
+    json_decref(row);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "gemini", NULL, &err), CDSH_EPERM);
     assert_string_equal(err.code, "ENGINE_LOCKED");
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "no-such", NULL, &err), CDSH_ENOTFOUND);

@@ -252,6 +252,20 @@ static void engine_put(cdsh_acp_service *svc, pool_engine *e)
     pthread_mutex_unlock(&svc->mu);
 }
 
+/* Runtime health of an engine after a spawn + initialize (runtime.json;
+ * never the user's engines.json). Failing to record it is not an error. */
+static void record_health(const char *id, int rc, cdsh_acp_conn *conn, const cdsh_error *err)
+{
+    char iso[CDSH_ISO8601_MAX];
+    cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), iso, sizeof iso);
+    json_t *h = json_pack("{s:s,s:s,s:o,s:o}", "lastCheckAt", iso, "status",
+                          rc == 0 ? "ok" : "failed", "latencyMs",
+                          rc == 0 ? json_integer(cdsh_acp_conn_init_latency_ms(conn)) : json_null(),
+                          "error", rc == 0 || !err ? json_null() : json_string(err->message));
+    cdsh_acp_state_runtime_record(id, NULL, h, NULL);
+    json_decref(h);
+}
+
 /* The running process of an engine (spawned if needed), marked busy;
  * release with engine_put. cwd is where a new process starts. */
 static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd, pool_engine **out,
@@ -301,6 +315,7 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .record = svc->record,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);
+    record_health(id, rc, e->conn, err);
     if (rc < 0)
         goto done;
     e->id = strdup(id);
