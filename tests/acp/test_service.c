@@ -237,6 +237,7 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
 
 typedef struct cancel_arg {
     cdsh_acp_service *svc;
+    bool refused;
 } cancel_arg;
 
 static void *cancel_soon(void *arg)
@@ -244,7 +245,12 @@ static void *cancel_soon(void *arg)
     cancel_arg *a = arg;
     for (int i = 0; i < 100; i++) {
         usleep(50 * 1000);
-        if (cdsh_acp_service_cancel(a->svc, "c") == 0)
+        /* Only cancel once a second turn has been refused while this one runs. */
+        json_t *second = cdsh_acp_service_prompt(a->svc, "c", "hello", NULL, NULL);
+        const char *code = json_string_value(json_object_get(second, "code"));
+        a->refused = a->refused || (code && strcmp(code, "TURN_RUNNING") == 0);
+        json_decref(second);
+        if (a->refused && cdsh_acp_service_cancel(a->svc, "c") == 0)
             break;
     }
     return NULL;
@@ -257,11 +263,12 @@ static void cancel_from_another_thread_ends_the_turn(void **state)
     f->svc = cdsh_acp_service_new(NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     assert_int_equal(cdsh_acp_service_cancel(f->svc, "c"), CDSH_ENOTFOUND);
-    cancel_arg a = {f->svc};
+    cancel_arg a = {f->svc, false};
     pthread_t t;
     pthread_create(&t, NULL, cancel_soon, &a);
     json_t *res = send(f, "c", "stall");
     pthread_join(t, NULL);
+    assert_true(a.refused); /* a second turn while one runs is refused */
     assert_true(json_is_true(json_object_get(res, "ok")));
     assert_string_equal(str(res, "stopReason"), "cancelled");
     json_decref(res);

@@ -33,6 +33,7 @@ struct live_session {
     bool dead; /* released: kept until the engine's process goes */
     bool prompting;
     const cdsh_acp_turn_sink *sink; /* set for the duration of a prompt / open */
+    int callbacks;                  /* sink calls in flight (session_done waits for 0) */
     cdsh_acp_service *svc;
     live_session *next;
 };
@@ -51,27 +52,48 @@ struct cdsh_acp_service {
 
 /* ---- sink trampolines (dispatcher thread) ---------------------------------- */
 
+/* The caller's sink, counted in flight so that the turn cannot return (and
+ * its caller free the sink) while a late update is still being delivered. */
+static const cdsh_acp_turn_sink *sink_enter(live_session *ls)
+{
+    pthread_mutex_lock(&ls->svc->mu);
+    const cdsh_acp_turn_sink *sink = ls->sink;
+    if (sink)
+        ls->callbacks++;
+    pthread_mutex_unlock(&ls->svc->mu);
+    return sink;
+}
+
+static void sink_leave(live_session *ls, const cdsh_acp_turn_sink *sink)
+{
+    if (!sink)
+        return;
+    pthread_mutex_lock(&ls->svc->mu);
+    ls->callbacks--;
+    pthread_cond_broadcast(&ls->svc->cv);
+    pthread_mutex_unlock(&ls->svc->mu);
+}
+
 static void tramp_update(void *ud, cdsh_acp_update_kind kind, const char *kind_name,
                          const json_t *update)
 {
     live_session *ls = ud;
-    pthread_mutex_lock(&ls->svc->mu);
-    const cdsh_acp_turn_sink *sink = ls->sink;
-    pthread_mutex_unlock(&ls->svc->mu);
+    const cdsh_acp_turn_sink *sink = sink_enter(ls);
     /* Updates outside a turn (or an open) are not bridged (digest §4.5). */
     if (sink && sink->on_update)
         sink->on_update(sink->ud, ls->cdsh_id, kind, kind_name, update);
+    sink_leave(ls, sink);
 }
 
 static char *tramp_permission(void *ud, const json_t *params, cdsh_cancel *cancel)
 {
     live_session *ls = ud;
-    pthread_mutex_lock(&ls->svc->mu);
-    const cdsh_acp_turn_sink *sink = ls->sink;
-    pthread_mutex_unlock(&ls->svc->mu);
-    if (!sink || !sink->on_permission)
-        return NULL; /* nobody can answer: fail closed */
-    return sink->on_permission(sink->ud, ls->cdsh_id, params, cancel);
+    const cdsh_acp_turn_sink *sink = sink_enter(ls);
+    char *option = NULL; /* nobody can answer: fail closed */
+    if (sink && sink->on_permission)
+        option = sink->on_permission(sink->ud, ls->cdsh_id, params, cancel);
+    sink_leave(ls, sink);
+    return option;
 }
 
 char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome outcome)
@@ -419,6 +441,12 @@ static int session_ensure(cdsh_acp_service *svc, const char *cdsh_id,
     }
     pthread_mutex_lock(&svc->mu);
     live_session *ls = live_find(svc, cdsh_id);
+    if (ls && ls->prompting) {
+        pthread_mutex_unlock(&svc->mu);
+        rc = cdsh_error_set(err, CDSH_EBUSY, "TURN_RUNNING",
+                            "this session already has a turn running");
+        goto done;
+    }
     if (ls) {
         ls->engine->busy++;
         ls->engine->idle_since = 0;
@@ -515,6 +543,8 @@ static void session_done(cdsh_acp_service *svc, live_session *ls)
 {
     pthread_mutex_lock(&svc->mu);
     ls->sink = NULL;
+    while (ls->callbacks > 0)
+        pthread_cond_wait(&svc->cv, &svc->mu);
     pthread_mutex_unlock(&svc->mu);
     engine_put(svc, ls->engine);
 }
