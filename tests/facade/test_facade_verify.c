@@ -103,7 +103,7 @@ static void broken_profile_names_every_problem(void **state)
     assert_non_null(strstr(out, "FAIL plugins resolve: unknown plugin rows\n"));
     assert_non_null(strstr(out, "FAIL configs validate: invalid config\n"));
     assert_non_null(strstr(out, "problem: plugin \"nosuch\": no such plugin (known: skills, "
-                                "facade)\n"));
+                                "acp, facade)\n"));
     assert_non_null(strstr(out, "problem: plugin \"skills\": invalid config:\n  - expected "
                                 "integer but got string (at maxBodyBytes)\n"));
     assert_non_null(strstr(out, "problem: plugin \"facade\": capability 0: capability \"docs2.a\" "
