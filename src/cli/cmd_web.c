@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_host.h"
+#include "proto/mcp/mcp_bridge.h"
 #include "server/web.h"
 
 #define DEFAULT_PORT 8765
@@ -73,6 +75,21 @@ int cdsh_cmd_web(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
+    /* MCP at /mcp: the tools of the default profile's plugins, behind the
+     * web token (the web server checks it before handing requests over). */
+    cdsh_host *host = NULL;
+    cdsh_profile *profile = NULL;
+    cdsh_mcp_export *ex = NULL;
+    cdsh_mcp_server *mcp_server = NULL;
+    if (cdsh_cli_host_open("web", NULL, &host, &profile) == 0 &&
+        (ex = cdsh_mcp_export_new(cdsh_host_tools(host), cdsh_host_events(host), NULL, NULL))) {
+        cdsh_mcp_provider prov;
+        cdsh_mcp_export_provider(ex, &prov);
+        if ((mcp_server = cdsh_mcp_server_new(&prov, NULL, NULL)))
+            opts.mcp = cdsh_mcp_http_new(mcp_server, NULL, NULL);
+        cdsh_mcp_export_attach(ex, mcp_server);
+    }
+
     cdsh_web *web = NULL;
     cdsh_error err = {0};
     if (cdsh_web_start(&opts, &web, &err) != 0 && !port_given) {
@@ -80,9 +97,11 @@ int cdsh_cmd_web(int argc, char **argv)
         cdsh_error_clear(&err);
         cdsh_web_start(&opts, &web, &err);
     }
+    int status = 0;
     if (!web) {
         fprintf(stderr, "cdsh web: %s\n", err.message);
-        return 1;
+        status = 1;
+        goto out;
     }
     char *url = cdsh_web_url_dup(web);
     if (json)
@@ -98,5 +117,13 @@ int cdsh_cmd_web(int argc, char **argv)
     cdsh_web_stop(web);
     if (!json)
         fprintf(stderr, "cdsh web: stopped\n");
-    return 0;
+out:
+    cdsh_mcp_http_free(opts.mcp);
+    if (ex)
+        cdsh_mcp_export_attach(ex, NULL);
+    cdsh_mcp_server_free(mcp_server);
+    cdsh_mcp_export_free(ex);
+    cdsh_host_free(host);
+    cdsh_profile_free(profile);
+    return status;
 }

@@ -7,9 +7,10 @@
 #include "cli/cmd_acp.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
-#include "cli/cmd_sessions.h"
 #include "cli/cmd_facade.h"
+#include "cli/cmd_mcp.h"
 #include "cli/cmd_profile.h"
+#include "cli/cmd_sessions.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
 #include "cli/cmd_tavern.h"
@@ -26,6 +27,8 @@ const cdsh_subcommand cdsh_subcommands[] = {
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
     {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
      cdsh_cmd_facade},
+    {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server",
+     cdsh_cmd_mcp},
     {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
      cdsh_cmd_profile},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},

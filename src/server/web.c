@@ -19,19 +19,12 @@ struct cdsh_web {
     struct MHD_Daemon *daemon;
     uint16_t port;
     char token[65];
+    cdsh_mcp_http *mcp;
 };
 
-/* Constant-time comparison so the token cannot be probed byte by byte. */
-static int token_equal(const char *a, const char *b)
-{
-    if (!a || !b)
-        return 0;
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = (unsigned char)(la != lb);
-    for (size_t i = 0; i < la && i < lb; i++)
-        diff |= (unsigned char)(a[i] ^ b[i]);
-    return diff == 0;
-}
+/* Constant-time comparison so the token cannot be probed byte by byte
+ * (shared with the MCP endpoint, mcp_http.c). */
+#define token_equal cdsh__server_token_equal
 
 static int host_allowed(const cdsh_web *web, const char *host)
 {
@@ -58,9 +51,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                               size_t *upload_size, void **req_state)
 {
     (void)version;
-    (void)upload;
-    (void)upload_size;
-    (void)req_state;
     cdsh_web *web = cls;
 
     const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
@@ -68,6 +58,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return reply_text(conn, MHD_HTTP_MISDIRECTED_REQUEST, "unexpected Host header\n");
     if (strcmp(url, "/healthz") == 0)
         return reply_text(conn, MHD_HTTP_OK, "ok\n");
+    if (web->mcp && strcmp(url, "/mcp") == 0) {
+        /* MCP clients authenticate with the bearer token (or ?token=). */
+        const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+        const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
+        if (!token_equal(a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : NULL, web->token) &&
+            !token_equal(q, web->token))
+            return reply_text(conn, MHD_HTTP_UNAUTHORIZED,
+                              "missing or wrong access token: send Authorization: Bearer "
+                              "<token>\n");
+        return cdsh_mcp_http_handle(web->mcp, conn, method, upload, upload_size, req_state);
+    }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 
@@ -99,6 +100,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return ret;
 }
 
+static void request_completed(void *cls, struct MHD_Connection *conn, void **req_state,
+                              enum MHD_RequestTerminationCode code)
+{
+    (void)cls, (void)conn, (void)code;
+    cdsh_mcp_http_completed(req_state); /* only /mcp requests keep state */
+}
+
 int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err)
 {
     if (!out)
@@ -118,6 +126,7 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
         return cdsh_error_set(err, CDSH_EIO, "NO_RANDOM", "cannot read random bytes for the token");
     }
 
+    web->mcp = opts ? opts->mcp : NULL; /* set before the daemon's threads read it */
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -125,6 +134,7 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     web->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                                        MHD_USE_ERROR_LOG,
                                    0, NULL, NULL, handle, web, MHD_OPTION_SOCK_ADDR, &addr,
+                                   MHD_OPTION_NOTIFY_COMPLETED, request_completed, web,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
     if (!web->daemon) {
         unsigned port = opts ? opts->port : 0;
@@ -135,6 +145,8 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(web->daemon, MHD_DAEMON_INFO_BIND_PORT);
     web->port = info ? info->port : 0;
+    if (web->mcp)
+        cdsh_mcp_http_set_port(web->mcp, web->port);
     *out = web;
     return 0;
 }

@@ -7,12 +7,15 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "server/mcp_http.h"
 
 typedef struct cdsh_web cdsh_web;
 
 typedef struct cdsh_web_options {
-    uint16_t port;     /* 0: let the kernel pick a free port */
-    const char *token; /* NULL: a fresh random token */
+    uint16_t port;      /* 0: let the kernel pick a free port */
+    const char *token;  /* NULL: a fresh random token */
+    cdsh_mcp_http *mcp; /* optional: MCP Streamable HTTP at /mcp behind the same token
+                           (borrowed; must outlive the server) */
 } cdsh_web_options;
 
 /* Starts the server on 127.0.0.1. Thread-safe to stop from any thread. */

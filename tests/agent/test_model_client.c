@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/fake_model.h"
+
 #include "agent/model_client.h"
 #include "agent/model_config.h"
 #include "base/clock.h"
@@ -22,87 +24,7 @@
 
 #define KEY "sk-test-0123456789abcdef"
 
-/* ---- the fake endpoint ---------------------------------------------------- */
-
-typedef struct fake {
-    cdsh_process *proc; /* stdin is a pipe: closing it makes the fake exit */
-    char url[128];
-    char dir[64];
-    char record[128];
-} fake;
-
-static void fake_start_args(fake *f, const char *script, const char *arg1, const char *arg2)
-{
-    memset(f, 0, sizeof *f);
-    strcpy(f->dir, "/tmp/cdsh-fake-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    char script_path[128];
-    snprintf(script_path, sizeof script_path, "%s/script.json", f->dir);
-    snprintf(f->record, sizeof f->record, "%s/requests.jsonl", f->dir);
-    cdsh_test_write_file(script_path, script);
-    char *peer = cdsh_test_peer_path_dup("fake_model");
-    const char *argv[] = {peer, "--script", script_path, "--record", f->record, arg1, arg2, NULL};
-    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
-    cdsh_error err;
-    assert_int_equal(cdsh_process_spawn(argv, &opts, &f->proc, &err), 0);
-    free(peer);
-    /* The fake prints one line with its URL once it listens. */
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t r = read(cdsh_process_stdout_fd(f->proc), line + n, 1);
-        if (r <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    json_t *ready = json_loads(line, 0, NULL);
-    assert_non_null(ready);
-    snprintf(f->url, sizeof f->url, "%s", json_string_value(json_object_get(ready, "url")));
-    assert_true(json_integer_value(json_object_get(ready, "port")) > 0);
-    json_decref(ready);
-}
-
-static void fake_start(fake *f, const char *script)
-{
-    fake_start_args(f, script, NULL, NULL);
-}
-
-static void fake_stop(fake *f)
-{
-    cdsh_process_close_stdin(f->proc);
-    cdsh_process_status status;
-    assert_int_equal(cdsh_process_wait(f->proc, 5000, NULL, &status, NULL), 0);
-    assert_true(status.exited);
-    assert_int_equal(status.exit_code, 0);
-    cdsh_process_free(f->proc);
-    char path[160];
-    unlink(f->record);
-    snprintf(path, sizeof path, "%s/script.json", f->dir);
-    unlink(path);
-    rmdir(f->dir);
-}
-
-/* The recorded requests, in order (owned array). */
-static json_t *fake_requests(fake *f)
-{
-    json_t *arr = json_array();
-    char *text = cdsh_test_read_file(f->record, NULL);
-    if (!text)
-        return arr;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-        json_array_append_new(arr, json_loads(line, 0, NULL));
-    free(text);
-    return arr;
-}
-
-static size_t fake_count(fake *f)
-{
-    json_t *r = fake_requests(f);
-    size_t n = json_array_size(r);
-    json_decref(r);
-    return n;
-}
+typedef cdsh_test_fake_model fake;
 
 /* ---- client helpers --------------------------------------------------------- */
 
@@ -224,7 +146,7 @@ typedef struct ctx {
 static void ctx_open(ctx *x, const char *script, const char *key, int retries, int idle_ms)
 {
     memset(x, 0, sizeof *x);
-    fake_start(&x->f, script);
+    cdsh_test_fake_model_start(&x->f, script, NULL);
     x->c = client_with(x->f.url, key, retries, idle_ms);
     collect_init(&x->col);
 }
@@ -239,7 +161,7 @@ static void ctx_close(ctx *x)
     cdsh_model_reply_deinit(&x->reply);
     collect_deinit(&x->col);
     cdsh_model_client_free(x->c);
-    fake_stop(&x->f);
+    cdsh_test_fake_model_stop(&x->f);
 }
 
 /* Runs a one-response script and expects a failure with code and message. */
@@ -254,7 +176,7 @@ static void expect_failure(const char *script, int retries, const char *code, in
     if (message)
         assert_string_equal(x.err.message, message);
     assert_null(x.reply.text);
-    assert_int_equal(fake_count(&x.f), requests);
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), requests);
     ctx_close(&x);
 }
 
@@ -294,7 +216,7 @@ static void request_body_carries_model_messages_tools_and_stream_options(void **
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"text\":\"ok\"}]");
+    cdsh_test_fake_model_start(&f, "[{\"text\":\"ok\"}]", NULL);
     cdsh_model_client *c = client_for(&f);
     json_t *msgs = user_messages("weather?");
     json_t *tools = json_loads("[{\"type\":\"function\",\"function\":{\"name\":\"weather\","
@@ -312,7 +234,7 @@ static void request_body_carries_model_messages_tools_and_stream_options(void **
     cdsh_model_reply reply;
     cdsh_error err;
     assert_int_equal(cdsh_model_client_complete(c, &req, &reply, &err), 0);
-    json_t *recs = fake_requests(&f);
+    json_t *recs = cdsh_test_fake_model_requests(&f);
     json_t *body = json_object_get(json_array_get(recs, 0), "body");
     assert_string_equal(json_string_value(json_object_get(body, "model")), "fake-chat");
     assert_true(json_equal(json_object_get(body, "messages"), msgs));
@@ -333,7 +255,7 @@ static void request_body_carries_model_messages_tools_and_stream_options(void **
     json_decref(extra);
     cdsh_model_reply_deinit(&reply);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void reasoning_streams_apart_from_the_answer(void **state)
@@ -425,10 +347,10 @@ static void usage_is_reported_per_reply_and_summed_per_client(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"text\":\"one\",\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,"
+    cdsh_test_fake_model_start(&f, "[{\"text\":\"one\",\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,"
                    "\"total_tokens\":14,\"prompt_cache_hit_tokens\":6,"
                    "\"completion_tokens_details\":{\"reasoning_tokens\":2}}},"
-                   "{\"text\":\"two\",\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":5}}]");
+                   "{\"text\":\"two\",\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":5}}]", NULL);
     cdsh_model_client *c = client_for(&f);
     collect col;
     collect_init(&col);
@@ -463,7 +385,7 @@ static void usage_is_reported_per_reply_and_summed_per_client(void **state)
     cdsh_model_reply_deinit(&r2);
     collect_deinit(&col);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void plain_json_reply_is_accepted_and_delivered_as_events(void **state)
@@ -491,7 +413,7 @@ static void no_stream_request_asks_for_a_plain_reply(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"text\":\"plain\"}]");
+    cdsh_test_fake_model_start(&f, "[{\"text\":\"plain\"}]", NULL);
     cdsh_model_client *c = client_for(&f);
     json_t *msgs = user_messages("hi");
     cdsh_model_request req = {.messages = msgs, .no_stream = true};
@@ -500,7 +422,7 @@ static void no_stream_request_asks_for_a_plain_reply(void **state)
     assert_int_equal(cdsh_model_client_complete(c, &req, &reply, &err), 0);
     assert_string_equal(reply.text, "plain");
     assert_false(reply.streamed);
-    json_t *recs = fake_requests(&f);
+    json_t *recs = cdsh_test_fake_model_requests(&f);
     json_t *body = json_object_get(json_array_get(recs, 0), "body");
     assert_true(json_is_false(json_object_get(body, "stream")));
     assert_null(json_object_get(body, "stream_options"));
@@ -508,7 +430,7 @@ static void no_stream_request_asks_for_a_plain_reply(void **state)
     json_decref(msgs);
     cdsh_model_reply_deinit(&reply);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void script_predicates_pick_the_response_for_the_last_user_message(void **state)
@@ -771,7 +693,8 @@ static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
 {
     (void)state;
     fake f;
-    fake_start_args(&f, "[{\"text\":\"hi\",\"repeat\":true}]", "--expect-key", KEY);
+    const char *expect_key[] = {"--expect-key", KEY, NULL};
+    cdsh_test_fake_model_start(&f, "[{\"text\":\"hi\",\"repeat\":true}]", expect_key);
     cdsh_model_client *good = client_for(&f);
     cdsh_model_client *bad = client_with(f.url, "sk-wrong", 3, 3000);
     collect col;
@@ -783,7 +706,7 @@ static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
     assert_int_equal(run(bad, &col, &reply, &err), CDSH_EPERM);
     assert_string_equal(err.code, "INVALID_CREDENTIAL");
     assert_string_equal(err.message, "HTTP 401: Authentication Fails, Your api key is invalid");
-    json_t *recs = fake_requests(&f);
+    json_t *recs = cdsh_test_fake_model_requests(&f);
     assert_int_equal(json_array_size(recs), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 0), "auth")), "ok");
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 1), "auth")), "bad");
@@ -791,7 +714,7 @@ static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
     collect_deinit(&col);
     cdsh_model_client_free(good);
     cdsh_model_client_free(bad);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void keyless_local_endpoint_gets_no_authorization_header(void **state)
@@ -800,7 +723,7 @@ static void keyless_local_endpoint_gets_no_authorization_header(void **state)
     ctx x;
     ctx_open(&x, "[{\"text\":\"local\"}]", NULL, 0, 3000);
     assert_int_equal(ctx_run(&x), 0);
-    json_t *recs = fake_requests(&x.f);
+    json_t *recs = cdsh_test_fake_model_requests(&x.f);
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 0), "auth")),
                         "absent");
     json_decref(recs);
@@ -822,7 +745,7 @@ static void rate_limit_and_server_errors_are_retried_then_succeed(void **state)
     assert_string_equal(x.reply.text, "finally");
     assert_int_equal(x.col.retries, 2);
     assert_string_equal(x.col.order.data, "YYTU");
-    assert_int_equal(fake_count(&x.f), 3);
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), 3);
     assert_int_equal(x.reply.usage.requests, 3);
     cdsh_model_usage total;
     cdsh_model_client_usage(x.c, &total);
@@ -835,8 +758,8 @@ static void retry_after_is_honoured(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"status\":429,\"headers\":{\"Retry-After\":\"0.3\"},\"error\":{\"message\":"
-                   "\"wait\"}},{\"text\":\"ok\"}]");
+    cdsh_test_fake_model_start(&f, "[{\"status\":429,\"headers\":{\"Retry-After\":\"0.3\"},\"error\":{\"message\":"
+                   "\"wait\"}},{\"text\":\"ok\"}]", NULL);
     cdsh_model_config layer, resolved;
     cdsh_model_config_init(&layer);
     cdsh_model_config_set_base_url(&layer, f.url);
@@ -853,21 +776,21 @@ static void retry_after_is_honoured(void **state)
     assert_int_equal(run(c, &col, &reply, &err), 0);
     int64_t took = cdsh_clock_mono_ms() - t0;
     assert_true(took >= 280);
-    assert_int_equal(fake_count(&f), 2);
+    assert_int_equal(cdsh_test_fake_model_count(&f), 2);
     cdsh_model_reply_deinit(&reply);
     collect_deinit(&col);
     cdsh_model_config_deinit(&layer);
     cdsh_model_config_deinit(&resolved);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void retry_after_is_capped_by_retry_max(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"status\":503,\"headers\":{\"Retry-After\":\"120\"},\"error\":{\"message\":"
-                   "\"later\"}},{\"text\":\"ok\"}]");
+    cdsh_test_fake_model_start(&f, "[{\"status\":503,\"headers\":{\"Retry-After\":\"120\"},\"error\":{\"message\":"
+                   "\"later\"}},{\"text\":\"ok\"}]", NULL);
     cdsh_model_client *c = client_for(&f); /* retry_max_ms 100 */
     collect col;
     collect_init(&col);
@@ -876,11 +799,11 @@ static void retry_after_is_capped_by_retry_max(void **state)
     int64_t t0 = cdsh_clock_mono_ms();
     assert_int_equal(run(c, &col, &reply, &err), 0);
     assert_true(cdsh_clock_mono_ms() - t0 < 2000);
-    assert_int_equal(fake_count(&f), 2);
+    assert_int_equal(cdsh_test_fake_model_count(&f), 2);
     cdsh_model_reply_deinit(&reply);
     collect_deinit(&col);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void connect_failure_is_transport_and_retried(void **state)
@@ -924,7 +847,7 @@ static void dropped_connection_mid_stream_is_transport_and_not_retried(void **st
     assert_true(strncmp(x.err.message, "model connection failed mid-reply: ", 35) == 0);
     assert_string_equal(x.col.text.data, "partial ");
     assert_int_equal(x.col.retries, 0);
-    assert_int_equal(fake_count(&x.f), 1);
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), 1);
     ctx_close(&x);
 }
 
@@ -943,7 +866,7 @@ static void stalled_stream_hits_the_idle_timeout(void **state)
     assert_string_equal(x.err.message, "model stream idle: no data for 150 ms");
     assert_true(took >= 140 && took < 1500);
     assert_string_equal(x.col.text.data, "start");
-    assert_int_equal(fake_count(&x.f), 1);
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), 1);
     ctx_close(&x);
 }
 
@@ -956,7 +879,7 @@ static void silence_before_the_first_byte_hits_the_idle_timeout(void **state)
     assert_int_equal(ctx_run(&x), CDSH_ETIMEDOUT);
     assert_string_equal(x.err.code, "LLM_STREAM_IDLE_TIMEOUT");
     assert_true(cdsh_clock_mono_ms() - t0 < 1500);
-    assert_int_equal(fake_count(&x.f), 1);
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), 1);
     ctx_close(&x);
 }
 
@@ -980,8 +903,8 @@ static void cancel_from_another_thread_stops_mid_stream_promptly(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f,
-               "[{\"chunks\":[{\"text\":\"thinking...\"},{\"stall_ms\":5000,\"text\":\"x\"}]}]");
+    cdsh_test_fake_model_start(&f,
+               "[{\"chunks\":[{\"text\":\"thinking...\"},{\"stall_ms\":5000,\"text\":\"x\"}]}]", NULL);
     cdsh_model_client *c = client_with(f.url, KEY, 3, 10000);
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     collect col;
@@ -1005,15 +928,15 @@ static void cancel_from_another_thread_stops_mid_stream_promptly(void **state)
     collect_deinit(&col);
     cdsh_cancel_free(tok);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void cancel_during_retry_backoff_stops_waiting(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"status\":429,\"headers\":{\"Retry-After\":\"30\"},\"error\":{\"message\":"
-                   "\"later\"},\"repeat\":true}]");
+    cdsh_test_fake_model_start(&f, "[{\"status\":429,\"headers\":{\"Retry-After\":\"30\"},\"error\":{\"message\":"
+                   "\"later\"},\"repeat\":true}]", NULL);
     cdsh_model_config layer, resolved;
     cdsh_model_config_init(&layer);
     cdsh_model_config_set_base_url(&layer, f.url);
@@ -1042,14 +965,14 @@ static void cancel_during_retry_backoff_stops_waiting(void **state)
     cdsh_model_config_deinit(&layer);
     cdsh_model_config_deinit(&resolved);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void already_fired_token_aborts_at_once(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"first_byte_delay_ms\":2000,\"text\":\"slow\"}]");
+    cdsh_test_fake_model_start(&f, "[{\"first_byte_delay_ms\":2000,\"text\":\"slow\"}]", NULL);
     cdsh_model_client *c = client_for(&f);
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     cdsh_cancel_fire(tok, NULL);
@@ -1064,7 +987,7 @@ static void already_fired_token_aborts_at_once(void **state)
     json_decref(msgs);
     cdsh_cancel_free(tok);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void event_handler_can_stop_the_stream(void **state)
@@ -1078,7 +1001,7 @@ static void event_handler_can_stop_the_stream(void **state)
     assert_string_equal(x.err.code, "ABORTED");
     assert_string_equal(x.err.message, "model request aborted by the event handler");
     assert_string_equal(x.col.text.data, "ab");
-    assert_int_equal(fake_count(&x.f), 1);
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), 1);
     ctx_close(&x);
 }
 
@@ -1108,8 +1031,8 @@ static void one_client_serves_several_threads_at_once(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"repeat\":true,\"delay_ms\":20,\"chunks\":[{\"text\":\"par\"},{\"text\":"
-                   "\"allel\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}]");
+    cdsh_test_fake_model_start(&f, "[{\"repeat\":true,\"delay_ms\":20,\"chunks\":[{\"text\":\"par\"},{\"text\":"
+                   "\"allel\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}]", NULL);
     cdsh_model_client *c = client_for(&f);
     worker w[4];
     pthread_t th[4];
@@ -1127,7 +1050,7 @@ static void one_client_serves_several_threads_at_once(void **state)
     assert_int_equal(total.calls, 4);
     assert_int_equal(total.total_tokens, 20);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 /* ---- configuration ------------------------------------------------------------ */
@@ -1231,7 +1154,7 @@ static void base_url_naming_the_endpoint_is_used_as_is(void **state)
 {
     (void)state;
     fake f;
-    fake_start(&f, "[{\"text\":\"ok\"}]");
+    cdsh_test_fake_model_start(&f, "[{\"text\":\"ok\"}]", NULL);
     char url[192];
     snprintf(url, sizeof url, "%s/v1/chat/completions/", f.url);
     cdsh_model_client *c = client_with(url, KEY, 0, 3000);
@@ -1240,14 +1163,14 @@ static void base_url_naming_the_endpoint_is_used_as_is(void **state)
     cdsh_model_reply reply;
     cdsh_error err;
     assert_int_equal(run(c, &col, &reply, &err), 0);
-    json_t *recs = fake_requests(&f);
+    json_t *recs = cdsh_test_fake_model_requests(&f);
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 0), "path")),
                         "/v1/chat/completions");
     json_decref(recs);
     cdsh_model_reply_deinit(&reply);
     collect_deinit(&col);
     cdsh_model_client_free(c);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 #define T(fn) cmocka_unit_test_setup(fn, setup)

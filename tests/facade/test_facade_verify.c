@@ -3,6 +3,7 @@
  * profile given as a file path, and --smoke against the scripted fake model
  * (one model call with the composed host's tools). */
 #include "support/testkit.h"
+#include "support/fake_model.h"
 
 #include "dir_snapshot.h"
 
@@ -179,50 +180,14 @@ static void a_profile_file_path_is_verified_in_place(void **state)
 
 /* ---- --smoke against the fake model ---------------------------------------- */
 
-typedef struct fake {
-    cdsh_process *proc;
-    char url[128], dir[64], record[128], script[128];
-} fake;
+typedef cdsh_test_fake_model fake;
 
+/* Starts the fake and points the profile's model endpoint at it. */
 static void fake_start(fake *f, const char *script)
 {
-    memset(f, 0, sizeof *f);
-    strcpy(f->dir, "/tmp/cdsh-fake-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->script, sizeof f->script, "%s/script.json", f->dir);
-    snprintf(f->record, sizeof f->record, "%s/requests.jsonl", f->dir);
-    cdsh_test_write_file(f->script, script);
-    char *peer = cdsh_test_peer_path_dup("fake_model");
-    const char *argv[] = {peer, "--script", f->script, "--record", f->record, NULL};
-    cdsh_process_opts opts = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE};
-    assert_int_equal(cdsh_process_spawn(argv, &opts, &f->proc, NULL), 0);
-    free(peer);
-    char line[256];
-    size_t n = 0;
-    while (n < sizeof line - 1) {
-        ssize_t r = read(cdsh_process_stdout_fd(f->proc), line + n, 1);
-        if (r <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = 0;
-    json_t *ready = json_loads(line, 0, NULL);
-    assert_non_null(ready);
-    snprintf(f->url, sizeof f->url, "%s", json_string_value(json_object_get(ready, "url")));
-    json_decref(ready);
+    cdsh_test_fake_model_start(f, script, NULL);
     setenv("CDSH_BASE_URL", f->url, 1);
     setenv("CDSH_MODEL", "fake", 1);
-}
-
-static void fake_stop(fake *f)
-{
-    cdsh_process_close_stdin(f->proc);
-    cdsh_process_status st;
-    assert_int_equal(cdsh_process_wait(f->proc, 5000, NULL, &st, NULL), 0);
-    cdsh_process_free(f->proc);
-    unlink(f->record);
-    unlink(f->script);
-    rmdir(f->dir);
 }
 
 static void smoke_makes_one_model_call_with_the_composed_tools(void **state)
@@ -248,7 +213,7 @@ static void smoke_makes_one_model_call_with_the_composed_tools(void **state)
                         "docs_open");
     json_decref(line);
     free(rec);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 static void smoke_reports_a_model_failure(void **state)
@@ -264,7 +229,7 @@ static void smoke_reports_a_model_failure(void **state)
     assert_non_null(strstr(out, "problem: smoke: INVALID_REQUEST: HTTP 400: bad tools"));
     assert_non_null(strstr(out, "VERIFY-FAILED: 1 problem(s)\n"));
     free(out), free(err);
-    fake_stop(&f);
+    cdsh_test_fake_model_stop(&f);
 }
 
 int main(void)

@@ -1,0 +1,755 @@
+/* mcp_http.c — Streamable HTTP for the MCP server: request checks (Host,
+ * Origin, token, protocol version, size), Mcp-Session-Id sessions, JSON
+ * answers, SSE answers for tools/call (with its progress), the GET stream
+ * for list_changed, DELETE. The MCP semantics are mcp_server.c's. */
+#include "server/mcp_http.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "base/jsonrpc.h"
+#include "base/random.h"
+#include "base/strbuf.h"
+#include "proto/mcp/mcp.h"
+
+#define KEEPALIVE_MS 15000
+
+typedef struct stream {
+    int refs; /* under lock */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    cdsh_strbuf q;
+    size_t qoff;
+    bool finished;
+    uint64_t next_event;
+    char key[80]; /* progress token this stream carries ("" for GET) */
+    struct stream *next;
+} stream;
+
+typedef struct hsession hsession;
+struct hsession {
+    char id[40];
+    cdsh_mcp_http *h;
+    cdsh_mcp_session *ss;
+    int refs; /* under h->lock */
+    bool ended;
+    pthread_mutex_t lock; /* streams, get */
+    stream *streams;
+    stream *get;
+    bool pending_changed; /* list_changed seen while no GET stream was open */
+    hsession *next;
+};
+
+struct cdsh_mcp_http {
+    cdsh_mcp_server *server;
+    char *token;
+    uint16_t port;
+    struct MHD_Daemon *daemon;
+    pthread_mutex_t lock;
+    hsession *sessions;
+    hsession *stateless;
+};
+
+typedef struct post_buf {
+    cdsh_strbuf body;
+    bool too_big;
+} post_buf;
+
+/* ---- streams -------------------------------------------------------------------- */
+
+static stream *stream_new(const char *key)
+{
+    stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->refs = 1;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    cdsh_strbuf_init(&s->q);
+    snprintf(s->key, sizeof s->key, "%s", key ? key : "");
+    return s;
+}
+
+static void stream_unref(stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int left = --s->refs;
+    pthread_mutex_unlock(&s->lock);
+    if (left)
+        return;
+    cdsh_strbuf_deinit(&s->q);
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static void stream_push(stream *s, const char *json, bool last)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->finished) {
+        cdsh_strbuf_appendf(&s->q, "event: message\nid: %llu\ndata: %s\n\n",
+                            (unsigned long long)++s->next_event, json);
+        s->finished = last;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void stream_finish(stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->finished = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    stream *s = cls;
+    pthread_mutex_lock(&s->lock);
+    while (s->q.len == s->qoff && !s->finished) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += KEEPALIVE_MS / 1000;
+        if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) != 0 && s->q.len == s->qoff &&
+            !s->finished) {
+            cdsh_strbuf_append_str(&s->q, ": keep-alive\n\n");
+            break;
+        }
+    }
+    size_t avail = s->q.len - s->qoff;
+    if (avail == 0) {
+        pthread_mutex_unlock(&s->lock);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    size_t n = avail < max ? avail : max;
+    memcpy(buf, s->q.data + s->qoff, n);
+    s->qoff += n;
+    if (s->qoff == s->q.len) {
+        cdsh_strbuf_reset(&s->q);
+        s->qoff = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return (ssize_t)n;
+}
+
+static void stream_response_free(void *cls)
+{
+    stream_unref(cls);
+}
+
+/* ---- sessions ------------------------------------------------------------------- */
+
+static void token_key(const json_t *tok, char *out, size_t n)
+{
+    if (json_is_string(tok))
+        snprintf(out, n, "s:%s", json_string_value(tok));
+    else if (json_is_integer(tok))
+        snprintf(out, n, "i:%lld", (long long)json_integer_value(tok));
+    else
+        out[0] = '\0';
+}
+
+/* Session send function: progress goes to the stream of its request, the
+ * rest to the GET stream when one is open (else it is dropped, as the spec
+ * allows). */
+static void hs_send(void *arg, const char *method, json_t *params)
+{
+    hsession *hs = arg;
+    json_t *msg = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
+    if (!msg)
+        return;
+    if (params)
+        json_object_set(msg, "params", params);
+    char *text = cdsh_json_dump_compact_dup(msg);
+    json_decref(msg);
+    if (!text)
+        return;
+    char key[80] = "";
+    if (strcmp(method, "notifications/progress") == 0)
+        token_key(json_object_get(params, "progressToken"), key, sizeof key);
+    pthread_mutex_lock(&hs->lock);
+    stream *target = NULL;
+    if (key[0]) {
+        for (stream *s = hs->streams; s && !target; s = s->next)
+            if (strcmp(s->key, key) == 0)
+                target = s;
+    } else {
+        target = hs->get;
+    }
+    if (target)
+        stream_push(target, text, false);
+    else if (strcmp(method, "notifications/tools/list_changed") == 0)
+        hs->pending_changed = true; /* delivered when the client opens its GET stream */
+    pthread_mutex_unlock(&hs->lock);
+    free(text);
+}
+
+static hsession *hs_new(cdsh_mcp_http *h, bool stateless)
+{
+    hsession *hs = calloc(1, sizeof *hs);
+    if (!hs)
+        return NULL;
+    hs->h = h;
+    hs->refs = 1;
+    pthread_mutex_init(&hs->lock, NULL);
+    if (!stateless && cdsh_random_hex(hs->id, sizeof hs->id, 16) != 0) {
+        free(hs);
+        return NULL;
+    }
+    hs->ss = cdsh_mcp_session_new(h->server, "http", hs_send, hs, NULL);
+    if (!hs->ss) {
+        pthread_mutex_destroy(&hs->lock);
+        free(hs);
+        return NULL;
+    }
+    return hs;
+}
+
+static void hs_unref(hsession *hs)
+{
+    cdsh_mcp_http *h = hs->h;
+    pthread_mutex_lock(&h->lock);
+    int left = --hs->refs;
+    pthread_mutex_unlock(&h->lock);
+    if (left)
+        return;
+    cdsh_mcp_session_free(hs->ss);
+    if (hs->get) {
+        stream_finish(hs->get);
+        stream_unref(hs->get);
+    }
+    pthread_mutex_destroy(&hs->lock);
+    free(hs);
+}
+
+static hsession *hs_find(cdsh_mcp_http *h, const char *id)
+{
+    pthread_mutex_lock(&h->lock);
+    hsession *hs = h->sessions;
+    while (hs && strcmp(hs->id, id) != 0)
+        hs = hs->next;
+    if (hs)
+        hs->refs++;
+    pthread_mutex_unlock(&h->lock);
+    return hs;
+}
+
+/* Removes a session from the table and cancels its calls; the last
+ * reference frees it. */
+static void hs_end(cdsh_mcp_http *h, hsession *hs)
+{
+    pthread_mutex_lock(&h->lock);
+    bool found = false;
+    for (hsession **p = &h->sessions; *p; p = &(*p)->next)
+        if (*p == hs) {
+            *p = hs->next;
+            found = true;
+            break;
+        }
+    pthread_mutex_unlock(&h->lock);
+    if (!found)
+        return;
+    cdsh_mcp_session_cancel_all(hs->ss, "MCP session ended");
+    pthread_mutex_lock(&hs->lock);
+    if (hs->get)
+        stream_finish(hs->get);
+    pthread_mutex_unlock(&hs->lock);
+    hs_unref(hs); /* the table's reference */
+}
+
+/* ---- replies ----------------------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                             const char *body, const char *session_id)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (session_id && *session_id)
+        MHD_add_response_header(r, "Mcp-Session-Id", session_id);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_rpc_error(struct MHD_Connection *conn, unsigned status,
+                                       const json_t *id, int64_t code, const char *message)
+{
+    json_t *e =
+        json_pack("{s:s,s:O,s:{s:I,s:s}}", "jsonrpc", "2.0", "id", id ? (json_t *)id : json_null(),
+                  "error", "code", (json_int_t)code, "message", message);
+    char *text = e ? cdsh_json_dump_compact_dup(e) : NULL;
+    json_decref(e);
+    enum MHD_Result ret = reply(conn, status, "application/json", text ? text : "{}", NULL);
+    free(text);
+    return ret;
+}
+
+static json_t *response_msg(const json_t *id, json_t *result, int64_t code, const char *msg,
+                            json_t *data)
+{
+    if (result)
+        return json_pack("{s:s,s:O,s:O}", "jsonrpc", "2.0", "id", id, "result", result);
+    json_t *e = json_pack("{s:I,s:s}", "code", (json_int_t)code, "message", msg ? msg : "error");
+    if (e && data)
+        json_object_set(e, "data", data);
+    return json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "error", e);
+}
+
+/* ---- checks ------------------------------------------------------------------------ */
+
+bool cdsh__server_token_equal(const char *a, const char *b)
+{
+    if (!a || !b)
+        return false;
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la && i < lb; i++)
+        diff |= (unsigned char)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+static bool host_ok(const cdsh_mcp_http *h, const char *host)
+{
+    if (!host)
+        return false;
+    char a[64], b[64], c[64];
+    snprintf(a, sizeof a, "127.0.0.1:%u", h->port);
+    snprintf(b, sizeof b, "localhost:%u", h->port);
+    snprintf(c, sizeof c, "[::1]:%u", h->port);
+    return strcmp(host, a) == 0 || strcmp(host, b) == 0 || strcmp(host, c) == 0;
+}
+
+static bool origin_ok(const cdsh_mcp_http *h, const char *origin)
+{
+    if (!origin)
+        return true; /* non-browser clients send none */
+    char a[64], b[64];
+    snprintf(a, sizeof a, "http://127.0.0.1:%u", h->port);
+    snprintf(b, sizeof b, "http://localhost:%u", h->port);
+    return strcmp(origin, a) == 0 || strcmp(origin, b) == 0;
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+/* ---- POST ------------------------------------------------------------------------------ */
+
+typedef struct call_job {
+    hsession *hs;
+    stream *st;
+    json_t *id, *params;
+    char method[64];
+} call_job;
+
+static void *call_worker(void *arg)
+{
+    call_job *j = arg;
+    json_t *result = NULL, *edata = NULL;
+    int64_t code = 0;
+    char *msg = NULL;
+    if (cdsh_mcp_session_request(j->hs->ss, j->id, j->method, j->params, NULL, &result, &code, &msg,
+                                 &edata) != 0) {
+        code = CDSH_JSONRPC_INTERNAL_ERROR;
+        msg = strdup("out of memory");
+    }
+    json_t *resp = response_msg(j->id, result, code, msg, edata);
+    char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
+    pthread_mutex_lock(&j->hs->lock);
+    for (stream **p = &j->hs->streams; *p; p = &(*p)->next)
+        if (*p == j->st) {
+            *p = j->st->next;
+            break;
+        }
+    pthread_mutex_unlock(&j->hs->lock);
+    if (text)
+        stream_push(j->st, text, true);
+    stream_finish(j->st);
+    free(text);
+    json_decref(resp);
+    json_decref(result);
+    json_decref(edata);
+    free(msg);
+    stream_unref(j->st);
+    hs_unref(j->hs);
+    json_decref(j->id);
+    json_decref(j->params);
+    free(j);
+    return NULL;
+}
+
+static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m)
+{
+    char key[80] = "";
+    token_key(json_object_get(json_object_get(m->params, "_meta"), "progressToken"), key,
+              sizeof key);
+    stream *st = stream_new(key);
+    call_job *j = calloc(1, sizeof *j);
+    struct MHD_Response *r = NULL;
+    if (!st || !j)
+        goto fail;
+    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
+                                          stream_response_free);
+    if (!r)
+        goto fail;
+    st->refs = 3; /* response, worker, creator (dropped below) */
+    j->hs = hs;
+    j->st = st;
+    j->id = json_deep_copy(m->id);
+    j->params = m->params ? json_deep_copy(m->params) : NULL;
+    snprintf(j->method, sizeof j->method, "%s", m->method);
+    pthread_mutex_lock(&hs->lock);
+    st->next = hs->streams;
+    hs->streams = st;
+    pthread_mutex_unlock(&hs->lock);
+    pthread_mutex_lock(&hs->h->lock);
+    hs->refs++; /* the worker's */
+    pthread_mutex_unlock(&hs->h->lock);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, call_worker, j) != 0)
+        call_worker(j);
+    pthread_attr_destroy(&attr);
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    stream_unref(st);
+    return ret;
+fail:
+    if (st)
+        stream_unref(st);
+    free(j);
+    return reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
+}
+
+static enum MHD_Result post_sync(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m,
+                                 const char *session_header)
+{
+    json_t *result = NULL, *edata = NULL;
+    int64_t code = 0;
+    char *msg = NULL;
+    if (cdsh_mcp_session_request(hs->ss, m->id, m->method, m->params, NULL, &result, &code, &msg,
+                                 &edata) != 0)
+        return reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
+    json_t *resp = response_msg(m->id, result, code, msg, edata);
+    char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
+    enum MHD_Result ret =
+        text ? reply(conn, 200, "application/json", text, session_header)
+             : reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
+    free(text);
+    json_decref(resp);
+    json_decref(result);
+    json_decref(edata);
+    free(msg);
+    return ret;
+}
+
+static bool is_modern(const cdsh_mcp_msg *m)
+{
+    return cdsh_mcp_version_is_modern(json_string_value(json_object_get(
+        json_object_get(m->params, "_meta"), "io.modelcontextprotocol/protocolVersion")));
+}
+
+static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, post_buf *rs)
+{
+    if (rs->too_big)
+        return reply_rpc_error(conn, 413, NULL, CDSH_JSONRPC_INVALID_REQUEST,
+                               "message exceeds 16 MiB");
+    json_t *v = NULL;
+    cdsh_mcp_msg m;
+    cdsh_error err = {0};
+    if (cdsh_mcp_msg_parse(rs->body.data, rs->body.len, &v, &m, &err) != 0) {
+        int64_t code = strcmp(err.code, "PARSE_ERROR") == 0 ? CDSH_JSONRPC_PARSE_ERROR
+                                                            : CDSH_JSONRPC_INVALID_REQUEST;
+        return reply_rpc_error(conn, 400, NULL, code, err.message);
+    }
+    enum MHD_Result ret;
+    const char *sid = header(conn, "Mcp-Session-Id");
+    hsession *hs = NULL;
+    if (m.kind == CDSH_MCP_MSG_REQUEST && strcmp(m.method, "initialize") == 0) {
+        hs = hs_new(h, false);
+        if (!hs) {
+            ret = reply_rpc_error(conn, 500, m.id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
+            goto out;
+        }
+        pthread_mutex_lock(&h->lock);
+        hs->next = h->sessions;
+        h->sessions = hs;
+        hs->refs++; /* table + this request */
+        pthread_mutex_unlock(&h->lock);
+        ret = post_sync(conn, hs, &m, hs->id);
+        goto out;
+    }
+    if (m.kind == CDSH_MCP_MSG_REQUEST && !sid &&
+        (is_modern(&m) || strcmp(m.method, "server/discover") == 0)) {
+        pthread_mutex_lock(&h->lock);
+        hs = h->stateless;
+        hs->refs++;
+        pthread_mutex_unlock(&h->lock);
+    } else if (!sid) {
+        ret = reply_rpc_error(conn, 400, m.id, CDSH_JSONRPC_INVALID_REQUEST,
+                              "Bad Request: Mcp-Session-Id header is required");
+        goto out;
+    } else if (!(hs = hs_find(h, sid))) {
+        ret = reply_rpc_error(conn, 404, m.id, CDSH_JSONRPC_INVALID_REQUEST,
+                              "Session not found: initialize again");
+        goto out;
+    }
+    if (m.kind != CDSH_MCP_MSG_REQUEST) {
+        if (m.kind == CDSH_MCP_MSG_NOTIFICATION)
+            cdsh_mcp_session_notification(hs->ss, m.method, m.params);
+        ret = reply(conn, 202, "text/plain", "", NULL);
+        goto out;
+    }
+    const char *accept = header(conn, "Accept");
+    if (strcmp(m.method, "tools/call") == 0 && accept && strstr(accept, "text/event-stream"))
+        ret = post_stream(conn, hs, &m);
+    else
+        ret = post_sync(conn, hs, &m, NULL);
+out:
+    if (hs)
+        hs_unref(hs);
+    json_decref(v);
+    return ret;
+}
+
+/* ---- GET / DELETE ----------------------------------------------------------------------- */
+
+/* The session named by Mcp-Session-Id (a reference), or NULL with the 400 /
+ * 404 answer queued in *ret. */
+static hsession *session_of(cdsh_mcp_http *h, struct MHD_Connection *conn, enum MHD_Result *ret)
+{
+    const char *sid = header(conn, "Mcp-Session-Id");
+    hsession *hs = sid ? hs_find(h, sid) : NULL;
+    if (!sid)
+        *ret = reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
+                               "Bad Request: Mcp-Session-Id header is required");
+    else if (!hs)
+        *ret = reply_rpc_error(conn, 404, NULL, CDSH_JSONRPC_INVALID_REQUEST, "Session not found");
+    return hs;
+}
+
+static enum MHD_Result do_get(cdsh_mcp_http *h, struct MHD_Connection *conn)
+{
+    const char *accept = header(conn, "Accept");
+    if (!accept || !strstr(accept, "text/event-stream"))
+        return reply(conn, 406, "text/plain", "GET needs Accept: text/event-stream\n", NULL);
+    enum MHD_Result ret;
+    hsession *hs = session_of(h, conn, &ret);
+    if (!hs)
+        return ret;
+    stream *st = stream_new(NULL);
+    struct MHD_Response *r = st ? MHD_create_response_from_callback(
+                                      MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_response_free)
+                                : NULL;
+    if (!r) {
+        if (st)
+            stream_unref(st);
+        ret = reply(conn, 500, "text/plain", "out of memory\n", NULL);
+        goto out;
+    }
+    pthread_mutex_lock(&hs->lock);
+    if (hs->get) {
+        /* One GET stream per session: the new one replaces the old. */
+        stream_finish(hs->get);
+        stream_unref(hs->get);
+    }
+    st->refs = 2; /* response + session */
+    hs->get = st;
+    if (hs->pending_changed) {
+        hs->pending_changed = false;
+        stream_push(st, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}",
+                    false);
+    }
+    pthread_mutex_unlock(&hs->lock);
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+out:
+    hs_unref(hs);
+    return ret;
+}
+
+static enum MHD_Result do_delete(cdsh_mcp_http *h, struct MHD_Connection *conn)
+{
+    enum MHD_Result ret;
+    hsession *hs = session_of(h, conn, &ret);
+    if (!hs)
+        return ret;
+    hs_end(h, hs);
+    hs_unref(hs);
+    return reply(conn, 200, "text/plain", "", NULL);
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *conn,
+                                     const char *method, const char *upload, size_t *upload_size,
+                                     void **req_state)
+{
+    post_buf *rs = *req_state;
+    if (!rs) {
+        rs = calloc(1, sizeof *rs);
+        if (!rs)
+            return MHD_NO;
+        cdsh_strbuf_init(&rs->body);
+        *req_state = rs;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (rs->body.len + *upload_size > CDSH_MCP_MAX_MESSAGE)
+            rs->too_big = true;
+        else if (cdsh_strbuf_append(&rs->body, upload, *upload_size) != 0)
+            rs->too_big = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (!host_ok(h, header(conn, "Host")))
+        return reply(conn, 403, "text/plain", "Forbidden: unexpected Host header\n", NULL);
+    if (!origin_ok(h, header(conn, "Origin")))
+        return reply(conn, 403, "text/plain", "Forbidden: invalid Origin\n", NULL);
+    if (h->token) {
+        const char *auth = header(conn, "Authorization");
+        const char *bearer = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
+        const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
+        if (!cdsh__server_token_equal(bearer, h->token) && !cdsh__server_token_equal(q, h->token))
+            return reply(conn, 401, "text/plain",
+                         "missing or wrong access token: send Authorization: Bearer <token>\n",
+                         NULL);
+    }
+    const char *pv = header(conn, "MCP-Protocol-Version");
+    if (pv && !cdsh_mcp_version_known(pv))
+        return reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
+                               "Bad Request: unsupported MCP-Protocol-Version");
+    if (strcmp(method, "POST") == 0)
+        return do_post(h, conn, rs);
+    if (strcmp(method, "GET") == 0)
+        return do_get(h, conn);
+    if (strcmp(method, "DELETE") == 0)
+        return do_delete(h, conn);
+    return reply(conn, 405, "text/plain", "method not allowed\n", NULL);
+}
+
+void cdsh_mcp_http_completed(void **req_state)
+{
+    post_buf *rs = req_state ? *req_state : NULL;
+    if (!rs)
+        return;
+    cdsh_strbuf_deinit(&rs->body);
+    free(rs);
+    *req_state = NULL;
+}
+
+cdsh_mcp_http *cdsh_mcp_http_new(cdsh_mcp_server *server, const cdsh_mcp_http_opts *opts,
+                                 cdsh_error *err)
+{
+    cdsh_mcp_http *h = calloc(1, sizeof *h);
+    if (!h)
+        goto nomem;
+    h->server = server;
+    h->port = opts ? opts->port : 0;
+    pthread_mutex_init(&h->lock, NULL);
+    if (opts && opts->token && !(h->token = strdup(opts->token)))
+        goto nomem;
+    if (!(h->stateless = hs_new(h, true)))
+        goto nomem;
+    return h;
+nomem:
+    cdsh_mcp_http_free(h);
+    cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    return NULL;
+}
+
+void cdsh_mcp_http_free(cdsh_mcp_http *h)
+{
+    if (!h)
+        return;
+    if (h->daemon)
+        MHD_stop_daemon(h->daemon);
+    for (;;) {
+        pthread_mutex_lock(&h->lock);
+        hsession *hs = h->sessions;
+        if (hs)
+            hs->refs++;
+        pthread_mutex_unlock(&h->lock);
+        if (!hs)
+            break;
+        hs_end(h, hs);
+        hs_unref(hs);
+    }
+    if (h->stateless)
+        hs_unref(h->stateless);
+    pthread_mutex_destroy(&h->lock);
+    free(h->token);
+    free(h);
+}
+
+static enum MHD_Result standalone(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **req_state)
+{
+    (void)version;
+    cdsh_mcp_http *h = cls;
+    if (strcmp(url, "/mcp") != 0)
+        return reply(conn, 404, "text/plain", "not found: the MCP endpoint is /mcp\n", NULL);
+    return cdsh_mcp_http_handle(h, conn, method, upload, upload_size, req_state);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **req_state,
+                      enum MHD_RequestTerminationCode code)
+{
+    (void)cls, (void)conn, (void)code;
+    cdsh_mcp_http_completed(req_state);
+}
+
+int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
+{
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    /* No MHD_USE_ERROR_LOG: clients that stop reading an SSE answer once they
+     * have their response are normal, not errors worth printing. */
+    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                                 NULL, NULL, standalone, h, MHD_OPTION_SOCK_ADDR, &addr,
+                                 MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+    if (!h->daemon)
+        return cdsh_error_set(err, CDSH_EIO, "LISTEN_FAILED", "cannot listen on 127.0.0.1:%u",
+                              port);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : port;
+    return 0;
+}
+
+uint16_t cdsh_mcp_http_port(const cdsh_mcp_http *h)
+{
+    return h->port;
+}
+
+void cdsh_mcp_http_set_port(cdsh_mcp_http *h, uint16_t port)
+{
+    h->port = port;
+}

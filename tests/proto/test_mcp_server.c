@@ -1,0 +1,630 @@
+/* test_mcp_server.c — the MCP server core and the kernel export, driven by
+ * raw JSON-RPC lines over pipes (lifecycle, errors, paging, results,
+ * cancellation, list_changed), and cdsh's client against cdsh's server over
+ * Streamable HTTP (in process) and stdio (`cdsh mcp --fixture`). */
+#include "support/testkit.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "host/dispatch.h"
+#include "proto/mcp/mcp_bridge.h"
+#include "proto/mcp/mcp_client.h"
+#include "proto/mcp/mcp_server.h"
+#include "server/mcp_http.h"
+#include "server/web.h"
+
+/* ---- a kernel with a few tools -------------------------------------------- */
+
+static int echo_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud;
+    *value = json_incref(json_object_get(exec->args, "text"));
+    return 0;
+}
+
+static int sum_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud;
+    *value = json_pack("{s:I}", "sum",
+                       json_integer_value(json_object_get(exec->args, "a")) +
+                           json_integer_value(json_object_get(exec->args, "b")));
+    return 0;
+}
+
+static int fail_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud, (void)value;
+    return cdsh_dispatch_fail(exec, "TestError", "BROKEN", "broken on purpose");
+}
+
+static int wait_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud;
+    if (cdsh_cancel_wait(exec->cancel, 10000))
+        return cdsh_dispatch_fail(exec, "AbortError", "ABORTED", "wait cancelled");
+    *value = json_string("waited");
+    return 0;
+}
+
+typedef struct kernel {
+    cdsh_events *bus;
+    cdsh_tools *tools;
+    cdsh_disposer_t d[8];
+    cdsh_mcp_export *ex;
+    cdsh_mcp_server *server;
+} kernel;
+
+static void reg(kernel *k, int slot, const char *name, cdsh_tool_body_fn fn, const char *in,
+                const char *out)
+{
+    json_t *pin = json_loads(in, 0, NULL), *pout = json_loads(out, 0, NULL);
+    cdsh_tool_def def = {.name = name,
+                         .description = name,
+                         .parameters = pin,
+                         .output_schema = pout,
+                         .execute = fn,
+                         .is_concurrency_safe = cdsh_tools_always_safe};
+    cdsh_error err = {0};
+    if (cdsh_tools_register(k->tools, NULL, &def, &k->d[slot], &err) != 0)
+        fail_msg("register %s: %s", name, err.message);
+    json_decref(pin);
+    json_decref(pout);
+}
+
+static void kernel_init(kernel *k, const char *glob, size_t page)
+{
+    memset(k, 0, sizeof *k);
+    k->bus = cdsh_events_new();
+    k->tools = cdsh_tools_new(k->bus);
+    reg(k, 0, "echo", echo_body,
+        "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":["
+        "\"text\"]}",
+        "{\"type\":\"string\"}");
+    reg(k, 1, "sum", sum_body,
+        "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":"
+        "\"integer\"}},\"required\":[\"a\",\"b\"]}",
+        "{\"type\":\"object\",\"properties\":{\"sum\":{\"type\":\"integer\"}}}");
+    reg(k, 2, "broken", fail_body, "{\"type\":\"object\"}", "{\"type\":\"string\"}");
+    reg(k, 3, "wait", wait_body, "{\"type\":\"object\"}", "{\"type\":\"string\"}");
+    cdsh_mcp_export_opts eo = {.tools_glob = glob, .progress_every_ms = 100};
+    k->ex = cdsh_mcp_export_new(k->tools, k->bus, &eo, NULL);
+    cdsh_mcp_provider p;
+    cdsh_mcp_export_provider(k->ex, &p);
+    cdsh_mcp_server_opts so = {.page_size = page, .instructions = "test server"};
+    k->server = cdsh_mcp_server_new(&p, &so, NULL);
+    cdsh_mcp_export_attach(k->ex, k->server);
+}
+
+static void kernel_deinit(kernel *k)
+{
+    cdsh_mcp_export_attach(k->ex, NULL);
+    cdsh_mcp_server_free(k->server);
+    cdsh_mcp_export_free(k->ex);
+    for (int i = 7; i >= 0; i--)
+        cdsh_disposer_run(&k->d[i]);
+    cdsh_tools_free(k->tools);
+    cdsh_events_free(k->bus);
+}
+
+/* ---- a raw stdio session over pipes ------------------------------------------ */
+
+typedef struct raw {
+    kernel *k;
+    int to_srv[2], from_srv[2];
+    pthread_t thr;
+    cdsh_cancel *stop;
+    char buf[1 << 16];
+    size_t len;
+} raw;
+
+static void *serve_main(void *arg)
+{
+    raw *r = arg;
+    cdsh_mcp_serve_fds(r->k->server, r->to_srv[0], r->from_srv[1], r->stop, NULL);
+    return NULL;
+}
+
+static void raw_open(raw *r, kernel *k)
+{
+    memset(r, 0, sizeof *r);
+    r->k = k;
+    assert_int_equal(pipe(r->to_srv), 0);
+    assert_int_equal(pipe(r->from_srv), 0);
+    r->stop = cdsh_cancel_new(NULL);
+    pthread_create(&r->thr, NULL, serve_main, r);
+}
+
+static void raw_close(raw *r)
+{
+    close(r->to_srv[1]); /* EOF ends the session */
+    pthread_join(r->thr, NULL);
+    close(r->to_srv[0]);
+    close(r->from_srv[0]);
+    close(r->from_srv[1]);
+    cdsh_cancel_free(r->stop);
+}
+
+static void raw_send(raw *r, const char *line)
+{
+    size_t n = strlen(line);
+    assert_int_equal(write(r->to_srv[1], line, n), (ssize_t)n);
+    assert_int_equal(write(r->to_srv[1], "\n", 1), 1);
+}
+
+/* Next message from the server within 5 s (owned). */
+static json_t *raw_recv(raw *r)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + 5000;
+    for (;;) {
+        char *nl = memchr(r->buf, '\n', r->len);
+        if (nl) {
+            size_t n = (size_t)(nl - r->buf);
+            json_t *v = json_loadb(r->buf, n, 0, NULL);
+            memmove(r->buf, nl + 1, r->len - n - 1);
+            r->len -= n + 1;
+            assert_non_null(v);
+            return v;
+        }
+        int64_t left = deadline - cdsh_clock_mono_ms();
+        if (left <= 0)
+            fail_msg("no message from the server within 5 s");
+        struct pollfd p = {.fd = r->from_srv[0], .events = POLLIN};
+        if (poll(&p, 1, (int)left) <= 0)
+            continue;
+        ssize_t got = read(r->from_srv[0], r->buf + r->len, sizeof r->buf - r->len);
+        assert_true(got > 0);
+        r->len += (size_t)got;
+    }
+}
+
+/* Next response (skipping notifications, which go to *notes if non-NULL). */
+static json_t *raw_response(raw *r, json_t *notes)
+{
+    for (;;) {
+        json_t *m = raw_recv(r);
+        if (json_object_get(m, "id"))
+            return m;
+        if (notes)
+            json_array_append(notes, m);
+        json_decref(m);
+    }
+}
+
+static json_t *raw_rpc(raw *r, const char *line)
+{
+    raw_send(r, line);
+    return raw_response(r, NULL);
+}
+
+static int64_t err_code(const json_t *m)
+{
+    return json_integer_value(json_object_get(json_object_get(m, "error"), "code"));
+}
+
+static const char *err_msg(const json_t *m)
+{
+    return json_string_value(json_object_get(json_object_get(m, "error"), "message"));
+}
+
+static void raw_init(raw *r)
+{
+    json_t *m = raw_rpc(r, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                           "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+    json_t *res = json_object_get(m, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "protocolVersion")), "2025-06-18");
+    assert_true(json_is_true(json_object_get(
+        json_object_get(json_object_get(res, "capabilities"), "tools"), "listChanged")));
+    assert_string_equal(json_string_value(json_object_get(res, "instructions")), "test server");
+    json_decref(m);
+    raw_send(r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void requests_before_initialize_and_unknown_methods_are_errors(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    assert_int_equal(err_code(m), -32600);
+    assert_string_equal(err_msg(m), "the session is not initialized: send initialize first");
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+    assert_true(json_is_object(json_object_get(m, "result")));
+    json_decref(m);
+    raw_init(&r);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\"}");
+    assert_int_equal(err_code(m), -32601);
+    assert_string_equal(err_msg(m), "Method not found: resources/list");
+    json_decref(m);
+    m = raw_rpc(&r, "{this is not json");
+    assert_int_equal(err_code(m), -32700);
+    assert_true(json_is_null(json_object_get(m, "id")));
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{}}");
+    assert_int_equal(err_code(m), -32602);
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"logging/setLevel\",\"params\":"
+                    "{\"level\":\"debug\"}}");
+    assert_true(json_is_object(json_object_get(m, "result")));
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static void unknown_initialize_version_gets_the_latest(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                            "\"protocolVersion\":\"2030-01-01\",\"capabilities\":{}}}");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(m, "result"), "protocolVersion")),
+        "2025-11-25");
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static void tools_list_is_paged_with_opaque_cursors(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 3);
+    raw r;
+    raw_open(&r, &k);
+    raw_init(&r);
+    json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    json_t *res = json_object_get(m, "result");
+    assert_int_equal(json_array_size(json_object_get(res, "tools")), 3);
+    const char *cursor = json_string_value(json_object_get(res, "nextCursor"));
+    assert_non_null(cursor);
+    json_t *sum = json_array_get(json_object_get(res, "tools"), 1);
+    assert_string_equal(json_string_value(json_object_get(sum, "name")), "sum");
+    assert_non_null(json_object_get(sum, "outputSchema"));
+    assert_null(json_object_get(json_array_get(json_object_get(res, "tools"), 0),
+                                "outputSchema")); /* echo returns a string */
+    char line[256];
+    snprintf(
+        line, sizeof line,
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"cursor\":\"%s\"}}",
+        cursor);
+    json_decref(m);
+    m = raw_rpc(&r, line);
+    res = json_object_get(m, "result");
+    assert_int_equal(json_array_size(json_object_get(res, "tools")), 1);
+    assert_null(json_object_get(res, "nextCursor"));
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":"
+                    "{\"cursor\":\"bogus\"}}");
+    assert_int_equal(err_code(m), -32602);
+    assert_string_equal(err_msg(m), "invalid cursor");
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static void tools_call_maps_results_errors_and_structured_content(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    raw_init(&r);
+    json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+                            "{\"name\":\"sum\",\"arguments\":{\"a\":2,\"b\":40}}}");
+    json_t *res = json_object_get(m, "result");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res, "structuredContent"), "sum")), 42);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
+                        "{\"sum\":42}");
+    assert_null(json_object_get(res, "isError"));
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"broken\"}}");
+    res = json_object_get(m, "result");
+    assert_true(json_is_true(json_object_get(res, "isError")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
+                        "Error: broken on purpose");
+    json_decref(m);
+    /* Argument validation failures are tool errors, not protocol errors. */
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"sum\",\"arguments\":{\"a\":\"x\"}}}");
+    assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"nope\"}}");
+    assert_int_equal(err_code(m), -32602);
+    assert_string_equal(err_msg(m), "Unknown tool: nope");
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"sum\",\"arguments\":[1]}}");
+    assert_int_equal(err_code(m), -32602);
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static void cancellation_stops_the_tool_and_progress_flows(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    raw_init(&r);
+    int64_t start = cdsh_clock_mono_ms();
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":\"w1\",\"method\":\"tools/call\",\"params\":"
+                 "{\"name\":\"wait\",\"_meta\":{\"progressToken\":\"pt\"}}}");
+    /* Heartbeat progress arrives while the tool runs. */
+    json_t *n = raw_recv(&r);
+    assert_string_equal(json_string_value(json_object_get(n, "method")), "notifications/progress");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(n, "params"), "progressToken")), "pt");
+    json_decref(n);
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+                 "{\"requestId\":\"w1\",\"reason\":\"stop\"}}");
+    json_t *m = raw_response(&r, NULL);
+    assert_string_equal(json_string_value(json_object_get(m, "id")), "w1");
+    assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
+    assert_true(cdsh_clock_mono_ms() - start < 5000);
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static void registry_changes_send_list_changed_and_glob_filters(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, "[es]*", 0);
+    raw r;
+    raw_open(&r, &k);
+    raw_init(&r);
+    json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    assert_int_equal(json_array_size(json_object_get(json_object_get(m, "result"), "tools")), 2);
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+                    "{\"name\":\"wait\"}}");
+    assert_int_equal(err_code(m), -32602); /* filtered out */
+    json_decref(m);
+    cdsh_disposer_run(&k.d[0]); /* unregister echo */
+    json_t *n = raw_recv(&r);
+    assert_string_equal(json_string_value(json_object_get(n, "method")),
+                        "notifications/tools/list_changed");
+    json_decref(n);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
+    assert_int_equal(json_array_size(json_object_get(json_object_get(m, "result"), "tools")), 1);
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static void stateless_requests_are_served_without_initialize(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    json_t *m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}");
+    json_t *res = json_object_get(m, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_int_equal(json_array_size(json_object_get(res, "supportedVersions")), 5);
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+                    "\"echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"io.modelcontextprotocol/"
+                    "protocolVersion\":\"2026-07-28\"}}}");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(m, "result"), "resultType")), "complete");
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                    "{\"io.modelcontextprotocol/protocolVersion\":\"2031-01-01\"}}}");
+    assert_int_equal(err_code(m), -32022);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(m, "error"), "data"), "requested")),
+                        "2031-01-01");
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+/* ---- HTTP -------------------------------------------------------------------- */
+
+static long http_status(const char *url, const char *method, const char *body,
+                        const char *const *headers)
+{
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; headers && headers[i]; i++)
+        h = curl_slist_append(h, headers[i]);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    if (body)
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+    FILE *null = fopen("/dev/null", "w");
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, null);
+    curl_easy_perform(e);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    fclose(null);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    return status;
+}
+
+static void count_progress(void *arg, double progress, double total, const char *message)
+{
+    (void)progress, (void)total, (void)message;
+    (*(int *)arg)++;
+}
+
+static void count_changes(void *arg, cdsh_mcp_client *cl, cdsh_mcp_client_event ev)
+{
+    (void)cl;
+    if (ev == CDSH_MCP_EVENT_TOOLS_CHANGED)
+        __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 2);
+    cdsh_mcp_http_opts ho = {.token = "s3cret"};
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, &ho, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    char url[80];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", cdsh_mcp_http_port(h));
+
+    cdsh_mcp_client_opts o = {.name = "self", .url = url};
+    cdsh_mcp_client *cl = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), CDSH_EIO);
+    assert_non_null(strstr(err.message, "HTTP 401"));
+    o.bearer_token = "s3cret";
+    int changed = 0;
+    o.on_event = count_changes;
+    o.event_arg = &changed;
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), 0);
+    json_t *tools = cdsh_mcp_client_tools_dup(cl);
+    assert_int_equal(json_array_size(tools), 4); /* two pages of two */
+    json_decref(tools);
+    /* list_changed reaches the client over its GET stream; it re-lists. */
+    reg(&k, 4, "late", echo_body, "{\"type\":\"object\"}", "{\"type\":\"string\"}");
+    for (int i = 0; i < 1000 && __atomic_load_n(&changed, __ATOMIC_SEQ_CST) == 0; i++)
+        usleep(10000);
+    assert_true(__atomic_load_n(&changed, __ATOMIC_SEQ_CST) >= 1);
+    tools = cdsh_mcp_client_tools_dup(cl);
+    assert_int_equal(json_array_size(tools), 5);
+    json_decref(tools);
+    json_t *args = json_pack("{s:i,s:i}", "a", 1, "b", 2);
+    json_t *res = NULL;
+    assert_int_equal(cdsh_mcp_client_call(cl, "sum", args, NULL, &res, &err), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res, "structuredContent"), "sum")), 3);
+    json_decref(res);
+    json_decref(args);
+    /* Progress arrives over the SSE answer; the timeout cancels the call. */
+    int count = 0;
+    cdsh_mcp_call_opts co = {
+        .timeout_ms = 450, .on_progress = count_progress, .progress_arg = &count};
+    int64_t start = cdsh_clock_mono_ms();
+    assert_int_equal(cdsh_mcp_client_call(cl, "wait", NULL, &co, &res, &err), CDSH_ETIMEDOUT);
+    assert_true(cdsh_clock_mono_ms() - start < 3000);
+    assert_true(count >= 2);
+    cdsh_mcp_client_free(cl);
+
+    const char *bad_origin[] = {"Authorization: Bearer s3cret", "Origin: http://evil.example",
+                                "Content-Type: application/json", NULL};
+    assert_int_equal(http_status(url, "POST", "{}", bad_origin), 403);
+    const char *bad_host[] = {"Authorization: Bearer s3cret", "Host: evil.example", NULL};
+    assert_int_equal(http_status(url, "POST", "{}", bad_host), 403);
+    const char *no_session[] = {"Authorization: Bearer s3cret", "Content-Type: application/json",
+                                NULL};
+    assert_int_equal(http_status(url, "POST",
+                                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}",
+                                 no_session),
+                     400);
+    const char *unknown_session[] = {"Authorization: Bearer s3cret", "Mcp-Session-Id: nope",
+                                     "Content-Type: application/json", NULL};
+    assert_int_equal(http_status(url, "POST",
+                                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}",
+                                 unknown_session),
+                     404);
+    const char *bad_version[] = {"Authorization: Bearer s3cret", "MCP-Protocol-Version: 1999-01-01",
+                                 NULL};
+    assert_int_equal(http_status(url, "POST", "{}", bad_version), 400);
+    assert_int_equal(http_status(url, "POST", "not json", no_session), 400);
+    assert_int_equal(http_status(url, "PUT", NULL, no_session), 405);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
+static void web_serves_mcp_at_slash_mcp_behind_its_token(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, NULL, NULL);
+    cdsh_web_options wo = {.port = 0, .token = "webtok", .mcp = h};
+    cdsh_web *web = NULL;
+    assert_int_equal(cdsh_web_start(&wo, &web, NULL), 0);
+    char url[80];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", cdsh_web_port(web));
+    cdsh_mcp_client_opts o = {.name = "web", .url = url};
+    cdsh_mcp_client *cl = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), CDSH_EIO);
+    assert_non_null(strstr(err.message, "HTTP 401"));
+    o.bearer_token = "webtok";
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), 0);
+    json_t *tools = cdsh_mcp_client_tools_dup(cl);
+    assert_int_equal(json_array_size(tools), 4);
+    json_decref(tools);
+    cdsh_mcp_client_free(cl);
+    cdsh_web_stop(web);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
+static void cdsh_client_talks_to_cdsh_mcp_over_stdio(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    const char *argv[] = {CDSH_BINARY, "mcp", "--fixture", NULL};
+    cdsh_mcp_client_opts o = {.name = "cdsh", .argv = argv};
+    cdsh_mcp_client *cl = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_mcp_client_connect(&o, &cl, &err), 0);
+    json_t *args = json_pack("{s:s}", "text", "round trip");
+    json_t *res = NULL;
+    assert_int_equal(cdsh_mcp_client_call(cl, "echo", args, NULL, &res, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
+                        "round trip");
+    json_decref(res);
+    json_decref(args);
+    assert_int_equal(cdsh_mcp_client_call(cl, "fail", NULL, NULL, &res, &err), 0);
+    assert_true(json_is_true(json_object_get(res, "isError")));
+    json_decref(res);
+    cdsh_mcp_client_free(cl);
+    cdsh_test_home_free(home);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(requests_before_initialize_and_unknown_methods_are_errors),
+        cmocka_unit_test(unknown_initialize_version_gets_the_latest),
+        cmocka_unit_test(tools_list_is_paged_with_opaque_cursors),
+        cmocka_unit_test(tools_call_maps_results_errors_and_structured_content),
+        cmocka_unit_test(cancellation_stops_the_tool_and_progress_flows),
+        cmocka_unit_test(registry_changes_send_list_changed_and_glob_filters),
+        cmocka_unit_test(stateless_requests_are_served_without_initialize),
+        cmocka_unit_test(cdsh_client_talks_to_cdsh_server_over_http),
+        cmocka_unit_test(web_serves_mcp_at_slash_mcp_behind_its_token),
+        cmocka_unit_test(cdsh_client_talks_to_cdsh_mcp_over_stdio),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
