@@ -182,12 +182,14 @@ static void usage(FILE *out)
         "reply streams to stdout; thoughts, tool calls, plans and other updates go to\n"
         "stderr. A session's engine cannot change after its first message; sending to\n"
         "the same --session later resumes it (session/load or session/resume).\n"
-        "Ctrl-C cancels the turn. Exit 0 on a finished turn, 1 on a failed one.\n");
+        "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
+        "engine as an MCP server in session/new. Ctrl-C cancels the turn. Exit 0 on a\n"
+        "finished turn, 1 on a failed one.\n");
 }
 
 int cdsh_cmd_acp_prompt(int argc, char **argv)
 {
-    const char *engine = NULL, *text = NULL, *session = NULL, *cwd = NULL;
+    const char *engine = NULL, *text = NULL, *session = NULL, *cwd = NULL, *tools_glob = NULL;
     cli_sink sink = {0};
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
@@ -201,6 +203,8 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
             cwd = argv[++i];
         else if (strcmp(argv[i], "--approve") == 0 && i + 1 < argc)
             sink.approve = argv[++i];
+        else if (strcmp(argv[i], "--cdsh-tools") == 0 && i + 1 < argc)
+            tools_glob = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -231,7 +235,12 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     }
     char *sid = session ? strdup(session) : cdsh_random_id_dup("cli-");
     cdsh_error err = {0};
-    cdsh_acp_service *svc = cdsh_acp_service_new(NULL, &err);
+    /* --cdsh-tools GLOB offers cdsh's own tools (cdsh mcp) to engines that take MCP servers. */
+    json_t *mcp =
+        tools_glob ? json_pack("[o]", cdsh_acp_cdsh_mcp_server_dup(NULL, tools_glob)) : NULL;
+    cdsh_acp_service_opts so = {.mcp_servers = mcp};
+    cdsh_acp_service *svc = cdsh_acp_service_new(&so, &err);
+    json_decref(mcp);
     if (!svc || !sid) {
         fprintf(stderr, "cdsh acp prompt: %s\n", err.message);
         free(sid);

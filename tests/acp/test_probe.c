@@ -170,6 +170,13 @@ static void cli_lists_probes_and_prompts(void **state)
     assert_string_equal(out, "permission: selected/once\n");
     free(out);
     free(err);
+    /* cdsh's own tools offered as an MCP server (stdio: always accepted). */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "mcp",
+                                        "--cdsh-tools", "xq_*", "--cwd", home, NULL),
+                     0);
+    assert_string_equal(out, "mcp: cdsh:stdio\n");
+    free(out);
+    free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "sessions", NULL), 0);
     assert_non_null(strstr(out, "cli-1  engine=fixture"));
     free(out);

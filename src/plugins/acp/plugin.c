@@ -69,11 +69,20 @@ static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_c
 
 static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 {
+    json_t *mcp = json_deep_copy(json_object_get(config, "mcpServers"));
+    const char *glob = json_string_value(json_object_get(config, "cdshTools"));
+    if (!json_is_array(mcp)) {
+        json_decref(mcp);
+        mcp = json_array();
+    }
+    if (glob && *glob)
+        json_array_append_new(mcp, cdsh_acp_cdsh_mcp_server_dup(NULL, glob));
     cdsh_acp_service_opts o = {
         .no_fs = json_is_false(json_object_get(config, "fs")),
-        .mcp_servers = json_object_get(config, "mcpServers"),
+        .mcp_servers = mcp,
     };
     cdsh_acp_service *svc = cdsh_acp_service_new(&o, err);
+    json_decref(mcp);
     if (!svc)
         return err ? err->rc : CDSH_ENOMEM;
     int rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){service_free, svc}, err);
@@ -95,7 +104,9 @@ const cdsh_plugin_def cdsh_acp_plugin = {
                      "fs/write_text_file inside the session directory\"},\"mcpServers\":{\"type\":"
                      "\"array\",\"default\":[],\"description\":\"ACP McpServer objects offered to "
                      "engines whose mcp is inherit\",\"items\":{\"type\":\"object\","
-                     "\"additionalProperties\":true}}}}",
+                     "\"additionalProperties\":true}},\"cdshTools\":{\"type\":\"string\","
+                     "\"default\":\"\",\"description\":\"offer cdsh's own tools matching this "
+                     "glob (cdsh mcp) to engines as an MCP server; empty: none\"}}}",
     .enabled_by_default = false,
     .apply = apply,
 };

@@ -13,7 +13,8 @@
 /* Not enabled by default (it spawns external programs only when asked, but
  * a profile opts in). Config: {fs: bool (default true: serve the
  * confined fs read/write calls), mcpServers: [ACP McpServer] offered to engines whose mcp
- * is "inherit"}. RPC endpoints of "/acp": engines → {engines, diagnostics};
+ * is "inherit", cdshTools: a glob — cdsh's own tools (`cdsh mcp --tools GLOB`) offered
+ * the same way; "" for none}. RPC endpoints of "/acp": engines → {engines, diagnostics};
  * probe {engine, prompt?, cwd?} → the evidence record; bind {session,
  * engine, cwd?}; sessions → the sessions map; config {session} → the live
  * session's {configOptions, modes}. */

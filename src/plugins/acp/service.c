@@ -96,6 +96,22 @@ static char *tramp_permission(void *ud, const json_t *params, cdsh_cancel *cance
     return option;
 }
 
+json_t *cdsh_acp_cdsh_mcp_server_dup(const char *cdsh_path, const char *tools_glob)
+{
+    char self[4096];
+    if (!cdsh_path) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            return NULL;
+        self[n] = '\0';
+        cdsh_path = self;
+    }
+    json_t *args =
+        tools_glob ? json_pack("[s,s,s]", "mcp", "--tools", tools_glob) : json_pack("[s]", "mcp");
+    return json_pack("{s:s,s:s,s:o,s:[]}", "name", "cdsh", "command", cdsh_path, "args", args,
+                     "env");
+}
+
 char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome outcome)
 {
     const char *prefs[3];

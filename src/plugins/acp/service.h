@@ -100,6 +100,12 @@ int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
 /* Number of live engine processes (for tests and `status`). */
 size_t cdsh_acp_service_process_count(cdsh_acp_service *svc);
 
+/* The ACP McpServer (stdio) that offers cdsh's own model-facing tools to an
+ * engine: {name:"cdsh", command:cdsh_path, args:["mcp"(, "--tools",
+ * tools_glob)], env:[]}. cdsh_path NULL: this process's executable
+ * (/proc/self/exe). Owned; NULL if the path cannot be found. */
+json_t *cdsh_acp_cdsh_mcp_server_dup(const char *cdsh_path, const char *tools_glob);
+
 /* Picks the option of params.options (a request_permission's params) that
  * carries out an approval outcome (digest §4.7): ALLOWED_ONCE → allow_once,
  * else allow_always, else a kind starting "allow"; REJECTED / UNAVAILABLE →
