@@ -34,12 +34,19 @@ struct live_session {
     bool prompting;
     const cdsh_acp_turn_sink *sink; /* set for the duration of a prompt / open */
     int callbacks;                  /* sink calls in flight (session_done waits for 0) */
+    cdsh_cancel *turn_cancel;       /* the running turn's token (service_cancel fires it) */
     cdsh_acp_service *svc;
     live_session *next;
 };
 
+typedef struct claim {
+    char *cdsh_id;
+    struct claim *next;
+} claim;
+
 struct cdsh_acp_service {
     pthread_mutex_t mu;
+    claim *claims;            /* cdsh sessions being opened or prompted (one operation each) */
     pthread_mutex_t spawn_mu; /* serialises spawns; taken before mu */
     pthread_cond_t cv;
     pthread_t reaper;
@@ -170,6 +177,18 @@ static void drop_sessions_of(cdsh_acp_service *svc, pool_engine *e, bool all)
     }
 }
 
+/* Disposes an unlinked engine (svc->mu not held): the process and its
+ * dispatcher go first, so no update can still reach a session freed after. */
+static void engine_dispose(cdsh_acp_service *svc, pool_engine *e)
+{
+    cdsh_acp_conn_free(e->conn);
+    e->conn = NULL;
+    pthread_mutex_lock(&svc->mu);
+    drop_sessions_of(svc, e, true);
+    pthread_mutex_unlock(&svc->mu);
+    engine_free(e);
+}
+
 static size_t live_count(cdsh_acp_service *svc, pool_engine *e)
 {
     size_t n = 0;
@@ -202,11 +221,10 @@ static void *reaper_main(void *arg)
             bool idle_out = e->idle_since > 0 && now - e->idle_since >= idle;
             if (e->busy == 0 && (idle_out || crashed) && (crashed || live_count(svc, e) == 0)) {
                 *pp = e->next;
-                drop_sessions_of(svc, e, true);
                 pthread_mutex_unlock(&svc->mu);
                 cdsh_log_write(CDSH_LOG_INFO, "acp", "engine %s: process %s", e->id,
                                crashed ? "exited; disposed" : "idle; disposed");
-                engine_free(e); /* outside the lock: may wait the dispose grace */
+                engine_dispose(svc, e); /* outside the lock: may wait the dispose grace */
                 pthread_mutex_lock(&svc->mu);
                 pp = &svc->engines; /* the list may have changed */
                 continue;
@@ -258,8 +276,13 @@ void cdsh_acp_service_free(cdsh_acp_service *svc)
     while (svc->engines) {
         pool_engine *e = svc->engines;
         svc->engines = e->next;
-        drop_sessions_of(svc, e, true);
-        engine_free(e);
+        engine_dispose(svc, e);
+    }
+    while (svc->claims) {
+        claim *c = svc->claims;
+        svc->claims = c->next;
+        free(c->cdsh_id);
+        free(c);
     }
     json_decref(svc->mcp_servers);
     pthread_mutex_destroy(&svc->mu);
@@ -359,20 +382,27 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
     e->id = strdup(id);
     e->row = json_deep_copy(row);
     e->busy = 1;
+    pool_engine *stale = NULL;
     pthread_mutex_lock(&svc->mu);
-    /* Drop a crashed predecessor's bookkeeping; its process is gone. */
+    /* Unlink a crashed predecessor (its process is gone); disposed below,
+     * outside the lock, because its dispatcher may be waiting for it. */
     for (pool_engine **pp = &svc->engines; *pp;)
         if (strcmp((*pp)->id, id) == 0 && (*pp)->busy == 0) {
             pool_engine *old = *pp;
             *pp = old->next;
-            drop_sessions_of(svc, old, true);
-            engine_free(old);
+            old->next = stale;
+            stale = old;
         } else {
             pp = &(*pp)->next;
         }
     e->next = svc->engines;
     svc->engines = e;
     pthread_mutex_unlock(&svc->mu);
+    while (stale) {
+        pool_engine *next = stale->next;
+        engine_dispose(svc, stale);
+        stale = next;
+    }
     *out = e;
     e = NULL;
 done:
@@ -436,9 +466,10 @@ static json_t *mcp_for(cdsh_acp_service *svc, const json_t *row, cdsh_acp_conn *
 
 /* Opens (or finds) the live ACP session of a bound cdsh session. Caller
  * gets the engine busy-marked; *opened says how. */
-static int session_ensure(cdsh_acp_service *svc, const char *cdsh_id,
-                          const cdsh_acp_turn_sink *sink, live_session **out, const char **opened,
-                          json_t *warnings, json_t **row_out, cdsh_error *err)
+static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
+                                  const cdsh_acp_turn_sink *sink, live_session **out,
+                                  const char **opened, json_t *warnings, json_t **row_out,
+                                  cdsh_error *err)
 {
     json_t *entry = NULL, *row = NULL;
     int rc = cdsh_acp_state_session_get(cdsh_id, &entry, err);
@@ -555,6 +586,56 @@ done:
     return rc;
 }
 
+/* Claims a cdsh session for one open/prompt at a time: two concurrent
+ * first messages must not open two ACP sessions for it. */
+static bool claim_take(cdsh_acp_service *svc, const char *cdsh_id)
+{
+    bool ok = true;
+    pthread_mutex_lock(&svc->mu);
+    for (claim *c = svc->claims; c; c = c->next)
+        if (strcmp(c->cdsh_id, cdsh_id) == 0)
+            ok = false;
+    claim *c = ok ? calloc(1, sizeof *c) : NULL;
+    if (c && (c->cdsh_id = strdup(cdsh_id))) {
+        c->next = svc->claims;
+        svc->claims = c;
+    } else if (c) {
+        free(c);
+        c = NULL;
+    }
+    pthread_mutex_unlock(&svc->mu);
+    return c != NULL;
+}
+
+static void claim_drop(cdsh_acp_service *svc, const char *cdsh_id)
+{
+    pthread_mutex_lock(&svc->mu);
+    for (claim **pp = &svc->claims; *pp; pp = &(*pp)->next)
+        if (strcmp((*pp)->cdsh_id, cdsh_id) == 0) {
+            claim *c = *pp;
+            *pp = c->next;
+            free(c->cdsh_id);
+            free(c);
+            break;
+        }
+    pthread_mutex_unlock(&svc->mu);
+}
+
+static int session_ensure(cdsh_acp_service *svc, const char *cdsh_id,
+                          const cdsh_acp_turn_sink *sink, live_session **out, const char **opened,
+                          json_t *warnings, json_t **row_out, cdsh_error *err)
+{
+    if (!claim_take(svc, cdsh_id))
+        return cdsh_error_set(err, CDSH_EBUSY, "TURN_RUNNING",
+                              "this session already has a turn running");
+    int rc = session_ensure_claimed(svc, cdsh_id, sink, out, opened, warnings, row_out, err);
+    if (rc < 0)
+        claim_drop(svc, cdsh_id);
+    return rc;
+}
+
+/* Ends an operation begun by session_ensure: the sink is detached (after
+ * in-flight calls), the engine released and the claim dropped. */
 static void session_done(cdsh_acp_service *svc, live_session *ls)
 {
     pthread_mutex_lock(&svc->mu);
@@ -562,6 +643,8 @@ static void session_done(cdsh_acp_service *svc, live_session *ls)
     while (ls->callbacks > 0)
         pthread_cond_wait(&svc->cv, &svc->mu);
     pthread_mutex_unlock(&svc->mu);
+    /* Before engine_put: once the engine is idle the reaper may free ls. */
+    claim_drop(svc, ls->cdsh_id);
     engine_put(svc, ls->engine);
 }
 
@@ -608,7 +691,9 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
         result = fail_result(err.code[0] ? err.code : "UNKNOWN", err.message, NULL, warnings);
         goto out;
     }
-    const char *engine_id = ls->engine->id;
+    /* A copy: after session_done the engine (and its id) may be freed. */
+    char engine_id[128];
+    snprintf(engine_id, sizeof engine_id, "%s", ls->engine->id);
     pthread_mutex_lock(&svc->mu);
     bool busy = ls->prompting;
     ls->prompting = true;
@@ -634,7 +719,18 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
         .cancel_grace_ms = json_integer_value(json_object_get(row, "disposeGraceMs")),
     };
     cdsh_acp_prompt_result pr = {0};
-    rc = cdsh_acp_conn_prompt(ls->engine->conn, ls->acp_id, prompt, &po, cancel, &pr, &err);
+    /* The turn's own token: a cancel that arrives before the request is on
+     * the wire still ends the turn (the connection polls it). */
+    cdsh_cancel *turn = cdsh_cancel_new(cancel);
+    pthread_mutex_lock(&svc->mu);
+    ls->turn_cancel = turn;
+    pthread_mutex_unlock(&svc->mu);
+    rc = cdsh_acp_conn_prompt(ls->engine->conn, ls->acp_id, prompt, &po, turn ? turn : cancel, &pr,
+                              &err);
+    pthread_mutex_lock(&svc->mu);
+    ls->turn_cancel = NULL;
+    pthread_mutex_unlock(&svc->mu);
+    cdsh_cancel_free(turn);
     json_decref(prompt);
     if (rc == 0) {
         result = json_pack("{s:b,s:s,s:s,s:s,s:s,s:I,s:I,s:O}", "ok", 1, "stopReason",
@@ -671,20 +767,11 @@ int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id)
         return CDSH_EINVAL;
     pthread_mutex_lock(&svc->mu);
     live_session *ls = live_find(svc, cdsh_session_id);
-    bool running = ls && ls->prompting;
-    pool_engine *e = running ? ls->engine : NULL;
-    char *acp = running ? strdup(ls->acp_id) : NULL;
-    if (e)
-        e->busy++;
+    bool running = ls && ls->prompting && ls->turn_cancel;
+    if (running)
+        cdsh_cancel_fire(ls->turn_cancel, "cancelled");
     pthread_mutex_unlock(&svc->mu);
-    if (!e) {
-        free(acp);
-        return CDSH_ENOTFOUND;
-    }
-    cdsh_acp_conn_cancel(e->conn, acp);
-    free(acp);
-    engine_put(svc, e);
-    return 0;
+    return running ? 0 : CDSH_ENOTFOUND;
 }
 
 /* The live session of a cdsh session with its engine marked busy (release

@@ -61,7 +61,7 @@ int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id, co
  *   {ok:true, stopReason, engineId, acpSessionId, opened:"live"|"new"|"load"|
  *    "resume", latencyMs, updates, warnings:[...]} or
  *   {ok:false, code: INSUFFICIENT_FUNDS|RATE_LIMITED|UNAUTHORIZED|TIMEOUT|
- *    PROTOCOL|UNKNOWN|UNBOUND_SESSION|UNKNOWN_ENGINE|ENGINE_DISABLED|
+ *    PROTOCOL|UNKNOWN|CANCELLED|UNBOUND_SESSION|UNKNOWN_ENGINE|ENGINE_DISABLED|
  *    ENGINE_LOCKED|COMMAND_NOT_FOUND|TURN_RUNNING, message (the agent's own
  *    words verbatim where it gave any), engineId?, warnings}.
  * The first message locks the session's engine. cancel may be NULL. */
