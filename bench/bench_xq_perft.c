@@ -14,6 +14,7 @@
 #include "plugins/xiangqi/engine/movegen.h"
 #include "plugins/xiangqi/engine/perft.h"
 #include "plugins/xiangqi/engine/position.h"
+#include "xq_client.h"
 
 #define MAX_JOBS 400
 
@@ -28,19 +29,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static const char *find_fsf(void)
-{
-    const char *env = getenv("CDSH_FAIRY_STOCKFISH");
-    if (env && access(env, X_OK) == 0)
-        return env;
-    static const char *paths[] = {"/usr/games/fairy-stockfish", "/usr/bin/fairy-stockfish",
-                                  "/usr/local/bin/fairy-stockfish"};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        if (access(paths[i], X_OK) == 0)
-            return paths[i];
-    return NULL;
 }
 
 /* Runs fairy-stockfish (UCCI mode: xiangqi, ranks 0-9) on the jobs in one

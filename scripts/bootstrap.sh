@@ -14,7 +14,8 @@ PACKAGES=(
   nodejs npm
 )
 # Needed by optional differential tests and benches; installed when available.
-OPTIONAL_PACKAGES=(fairy-stockfish)
+# chromium: the web UI's browser test (tests/e2e/web_chat.js), skipped without it.
+OPTIONAL_PACKAGES=(fairy-stockfish chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/fs.h"
@@ -148,6 +149,27 @@ static int user_version(cdsh_session_store *s, int *out, cdsh_error *err)
     return rc;
 }
 
+/* Switching a file to WAL needs an exclusive lock, and SQLite may answer
+ * SQLITE_BUSY at once instead of calling the busy handler (several
+ * processes opening a fresh file together do hit this), so retry for as long
+ * as the busy timeout allows. */
+static int enable_wal(cdsh_session_store *s, cdsh_error *err)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + CDSH_SESSION_BUSY_TIMEOUT_MS;
+    for (;;) {
+        int src = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if (src == SQLITE_OK)
+            return 0;
+        if (src != SQLITE_BUSY && src != SQLITE_LOCKED)
+            break;
+        if (cdsh_clock_mono_ms() >= deadline)
+            break;
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return exec_sql(s, "PRAGMA journal_mode=WAL", err); /* reports the error in the usual form */
+}
+
 static int migrate(cdsh_session_store *s, cdsh_error *err)
 {
     int rc = exec_sql(s, "BEGIN IMMEDIATE", err);
@@ -217,9 +239,11 @@ int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_err
     }
     sqlite3_busy_timeout(s->db, CDSH_SESSION_BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(s->db, 0);
+    rc = enable_wal(s, err);
+    if (rc)
+        goto cleanup;
     /* synchronous=FULL: an event is on disk when append returns, even across power loss. */
-    rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-                  err);
+    rc = exec_sql(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", err);
     if (rc)
         goto cleanup;
     rc = migrate(s, err);

@@ -781,6 +781,19 @@ static void req_ref(cdsh_jsonrpc_request *req)
     atomic_fetch_add(&req->refs, 1);
 }
 
+/* For walkers of the in-flight list (under p->lock): the list holds no
+ * reference, so an entry whose count already reached zero is being destroyed
+ * by a thread that waits for p->lock to unlink it. Taking a plain reference
+ * would resurrect it and free it under the walker; skip it instead. */
+static bool req_ref_if_live(cdsh_jsonrpc_request *req)
+{
+    int n = atomic_load(&req->refs);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(&req->refs, &n, n + 1))
+            return true;
+    return false;
+}
+
 static void req_unref(cdsh_jsonrpc_request *req)
 {
     if (atomic_fetch_sub(&req->refs, 1) != 1)
@@ -982,9 +995,8 @@ int cdsh_jsonrpc_cancel_incoming(cdsh_jsonrpc *peer, const json_t *id, const cha
     cdsh_jsonrpc_request *found = NULL;
     pthread_mutex_lock(&peer->lock);
     for (cdsh_jsonrpc_request *r = peer->inflight; r; r = r->inext) {
-        if (!r->answered && strcmp(r->key, key) == 0) {
+        if (!r->answered && strcmp(r->key, key) == 0 && req_ref_if_live(r)) {
             found = r;
-            req_ref(found);
             break;
         }
     }
@@ -1005,10 +1017,9 @@ static void cancel_all_incoming(cdsh_jsonrpc *p, const char *reason)
         n++;
     cdsh_jsonrpc_request **all = n ? calloc(n, sizeof *all) : NULL;
     size_t i = 0;
-    for (cdsh_jsonrpc_request *r = p->inflight; r && all; r = r->inext) {
-        req_ref(r);
-        all[i++] = r;
-    }
+    for (cdsh_jsonrpc_request *r = p->inflight; r && all; r = r->inext)
+        if (req_ref_if_live(r))
+            all[i++] = r;
     pthread_mutex_unlock(&p->lock);
     for (size_t k = 0; k < i; k++) {
         cdsh_cancel_fire(all[k]->cancel, reason);

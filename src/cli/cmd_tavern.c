@@ -10,6 +10,7 @@
 
 #include "base/fs.h"
 #include "base/json.h"
+#include "cli/cmd_tavern_preview.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/png.h"
 #include "plugins/tavern/store.h"
@@ -41,6 +42,10 @@ static void usage(FILE *out)
         "  regex import FILE [--json]                  add ST regex scripts or internal rules\n"
         "  regex list [--json]                         list the rules\n"
         "  regex export -o FILE                        write the rules as JSON\n"
+        "\n"
+        "Prompt engine:\n"
+        "  preview CARD_ID [--chat FILE] [--json]      standing segment, turn context,\n"
+        "                                              simulated messages, budgets, trigger log\n"
         "\n"
         "Every command accepts -h/--help. Exit status: 0 ok, 1 failed, 2 usage error.\n");
 }
@@ -500,6 +505,8 @@ int cdsh_cmd_tavern(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(cmd, "preview"))
+        return cdsh_cmd_tavern_preview(argc - 1, argv + 1);
     static const char *const KINDS[] = {"lorebook", "preset", "persona"};
     bool grouped = !strcmp(cmd, "regex");
     int kind = -1;

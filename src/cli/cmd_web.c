@@ -1,50 +1,87 @@
-/* cmd_web.c — `cdsh web`: parses options, starts the web server, prints the
- * URL (or JSON) and serves until SIGINT/SIGTERM. */
+/* cmd_web.c — `cdsh web`: boots the host and agent for the profile, starts
+ * the web server with the API, SSE and RPC gateway, prints the URL (with
+ * its one-time token), optionally opens a browser, and serves until
+ * SIGINT/SIGTERM. */
 #include "cli/cmd_web.h"
 
+#include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include "cli/cli_host.h"
+#include "cli/cli_agent.h"
 #include "proto/mcp/mcp_bridge.h"
+#include "server/api.h"
+#include "server/rpc_gateway.h"
+#include "server/connection.h"
 #include "server/web.h"
-
-#define DEFAULT_PORT 8765
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh web [--port N] [--token T] [--json]\n"
-            "\n"
-            "Starts the local web UI on 127.0.0.1 and prints the URL to open, which carries\n"
-            "a per-run access token. Stops on Ctrl-C.\n"
-            "\n"
-            "Options:\n"
-            "  --port N    port to listen on (default %d; 0 picks a free port; if %d is\n"
-            "              busy and --port was not given, a free port is used instead)\n"
-            "  --token T   use this access token instead of a random one\n"
-            "  --json      print {\"url\",\"port\",\"token\"} as one JSON line instead of text\n"
-            "  -h, --help  show this help\n",
-            DEFAULT_PORT, DEFAULT_PORT);
+    fprintf(out, "Usage: cdsh web [--host 127.0.0.1] [--port 0] [--no-open] [--allow-remote]\n"
+                 "                [--token T] [--profile NAME] [--json]\n"
+                 "\n"
+                 "Starts the local web UI, its HTTP API, server-sent events and the RPC gateway,\n"
+                 "and prints the URL to open. The URL carries a one-time access token that the\n"
+                 "page turns into a cookie; every API request needs it. Stops on Ctrl-C.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --host ADDR     IPv4 address to listen on (default 127.0.0.1)\n"
+                 "  --port N        port (default 0: a free port)\n"
+                 "  --no-open       do not try to open a browser\n"
+                 "  --allow-remote  allow a non-loopback --host (anyone with the token can run\n"
+                 "                  tools, so only on networks you trust)\n"
+                 "  --token T       use this access token instead of a random one\n"
+                 "  --profile NAME  plugin profile (default \"default\")\n"
+                 "  --json          print {\"url\",\"port\",\"token\"} as one JSON line\n"
+                 "  -h, --help      show this help\n");
+}
+
+/* Opens url with xdg-open when a graphical session is around; never waits. */
+static void open_browser(const char *url)
+{
+    if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fork() == 0) { /* grandchild: reparented, so nobody has to reap it */
+            int fd = open("/dev/null", O_RDWR);
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            execlp("xdg-open", "xdg-open", url, (char *)NULL);
+        }
+        _exit(0);
+    }
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
 }
 
 int cdsh_cmd_web(int argc, char **argv)
 {
     static const struct option longopts[] = {
+        {"host", required_argument, NULL, 'H'},
         {"port", required_argument, NULL, 'p'},
+        {"no-open", no_argument, NULL, 'n'},
+        {"allow-remote", no_argument, NULL, 'r'},
         {"token", required_argument, NULL, 't'},
+        {"profile", required_argument, NULL, 'P'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    cdsh_web_options opts = {.port = DEFAULT_PORT, .token = NULL};
-    int json = 0, port_given = 0, c;
+    cdsh_web_options opts = {0};
+    const char *profile = NULL;
+    int json = 0, no_open = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
+        case 'H': opts.host = optarg; break;
         case 'p': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -54,10 +91,12 @@ int cdsh_cmd_web(int argc, char **argv)
                 return 2;
             }
             opts.port = (uint16_t)v;
-            port_given = 1;
             break;
         }
+        case 'n': no_open = 1; break;
+        case 'r': opts.allow_remote = true; break;
         case 't': opts.token = optarg; break;
+        case 'P': profile = optarg; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -75,14 +114,20 @@ int cdsh_cmd_web(int argc, char **argv)
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
-    /* MCP at /mcp: the tools of the default profile's plugins, behind the
-     * web token (the web server checks it before handing requests over). */
-    cdsh_host *host = NULL;
-    cdsh_profile *profile = NULL;
-    cdsh_mcp_export *ex = NULL;
+    cdsh_cli_agent a;
+    if (cdsh_cli_agent_open("web", profile, &a))
+        return 1;
+    /* Browsers reach the RPC channels from here on: plugins that register
+     * panel channels only with a live connection (xiangqi §4.2) reload now. */
+    cdsh_error cerr = {0};
+    if (cdsh_plugin_load(a.host, &cdsh_web_connection_plugin, NULL, NULL, &cerr) != 0)
+        fprintf(stderr, "cdsh web: warning: %s\n", cerr.message);
+    /* MCP at /mcp: the tools of the profile's plugins (the same host the
+     * chat uses), behind the web token (the server checks it first). */
+    cdsh_mcp_export *ex =
+        cdsh_mcp_export_new(cdsh_host_tools(a.host), cdsh_host_events(a.host), NULL, NULL);
     cdsh_mcp_server *mcp_server = NULL;
-    if (cdsh_cli_host_open("web", NULL, &host, &profile) == 0 &&
-        (ex = cdsh_mcp_export_new(cdsh_host_tools(host), cdsh_host_events(host), NULL, NULL))) {
+    if (ex) {
         cdsh_mcp_provider prov;
         cdsh_mcp_export_provider(ex, &prov);
         if ((mcp_server = cdsh_mcp_server_new(&prov, NULL, NULL)))
@@ -91,17 +136,13 @@ int cdsh_cmd_web(int argc, char **argv)
     }
 
     cdsh_web *web = NULL;
+    cdsh_api *api = NULL;
     cdsh_error err = {0};
-    if (cdsh_web_start(&opts, &web, &err) != 0 && !port_given) {
-        opts.port = 0;
-        cdsh_error_clear(&err);
-        cdsh_web_start(&opts, &web, &err);
-    }
-    int status = 0;
-    if (!web) {
+    int status = 1;
+    if (cdsh_web_start(&opts, &web, &err) != 0 || cdsh_api_start(web, a.agent, &api, &err) != 0 ||
+        cdsh_rpc_gateway_mount(web, cdsh_host_rpc(a.host), NULL, &err) != 0) {
         fprintf(stderr, "cdsh web: %s\n", err.message);
-        status = 1;
-        goto out;
+        goto done;
     }
     char *url = cdsh_web_url_dup(web);
     if (json)
@@ -110,20 +151,24 @@ int cdsh_cmd_web(int argc, char **argv)
     else
         printf("cdsh web is running at %s\nPress Ctrl-C to stop.\n", url);
     fflush(stdout);
+    if (!no_open)
+        open_browser(url);
     free(url);
 
     int sig = 0;
     sigwait(&stop, &sig);
-    cdsh_web_stop(web);
+    status = 0;
     if (!json)
-        fprintf(stderr, "cdsh web: stopped\n");
-out:
+        fprintf(stderr, "cdsh web: stopping\n");
+done:
+    cdsh_api_shutdown(api);
+    cdsh_web_stop(web);
+    cdsh_api_free(api);
     cdsh_mcp_http_free(opts.mcp);
     if (ex)
         cdsh_mcp_export_attach(ex, NULL);
     cdsh_mcp_server_free(mcp_server);
     cdsh_mcp_export_free(ex);
-    cdsh_host_free(host);
-    cdsh_profile_free(profile);
+    cdsh_cli_agent_close(&a);
     return status;
 }

@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cmd_xiangqi_analyze.h"
+#include "cli/cmd_xiangqi_bench.h"
 #include "cli/cmd_xiangqi_perft.h"
+#include "cli/cmd_xiangqi_play.h"
+#include "cli/cmd_xiangqi_ucci.h"
+#include "cli/cmd_xiangqi_uci.h"
 
 typedef struct xq_sub {
     const char *name;
@@ -16,6 +21,15 @@ typedef struct xq_sub {
 static const xq_sub subs[] = {
     {"perft", "count legal move paths to a depth (move-generator check and speed)",
      cdsh_cmd_xiangqi_perft},
+    {"bench", "search fixed positions to a fixed depth: total nodes (build signature), nps",
+     cdsh_cmd_xiangqi_bench},
+    {"analyze", "best lines of a position with scores, in ICCS and Chinese notation",
+     cdsh_cmd_xiangqi_analyze},
+    {"uci", "speak UCI (Pikafish dialect) on stdin/stdout for GUIs and match runners",
+     cdsh_cmd_xiangqi_uci},
+    {"ucci", "speak UCCI (ElephantEye's protocol) on stdin/stdout", cdsh_cmd_xiangqi_ucci},
+    {"play", "play a game in the terminal against the local engine or the model",
+     cdsh_cmd_xiangqi_play},
     {NULL, NULL, NULL},
 };
 

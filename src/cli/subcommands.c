@@ -5,9 +5,13 @@
 #include <string.h>
 
 #include "cli/cmd_acp.h"
+#include "cli/cmd_chat.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
+#include "cli/cmd_exec.h"
+#include "cli/cmd_run.h"
 #include "cli/cmd_facade.h"
+#include "cli/cmd_import.h"
 #include "cli/cmd_mcp.h"
 #include "cli/cmd_profile.h"
 #include "cli/cmd_sessions.h"
@@ -21,12 +25,20 @@
  * concurrently, so .gitattributes merges this file with the union driver. */
 const cdsh_subcommand cdsh_subcommands[] = {
     {"acp", "external coding agents over ACP: engines, probe, prompt, sessions", cdsh_cmd_acp},
+    {"chat", "chat with the model in the terminal (streamed, /commands, Ctrl-C cancels)",
+     cdsh_cmd_chat},
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
     {"config", "show and edit plugin settings in a profile (list, get, set, enable...)",
      cdsh_cmd_config},
+    {"exec", "run a slash command for a session: cdsh exec \"/cmd args\" --session ID",
+     cdsh_cmd_exec},
+    {"run", "run one agent turn headless: cdsh run \"<prompt>\" [--session ID] [--json]",
+     cdsh_cmd_run},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
     {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
      cdsh_cmd_facade},
+    {"import", "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
+     cdsh_cmd_import},
     {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server",
      cdsh_cmd_mcp},
     {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",

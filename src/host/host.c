@@ -10,6 +10,7 @@ struct cdsh_host {
     cdsh_commands *commands;
     cdsh_skills *skills;
     cdsh_rpc *rpc;
+    cdsh_prompt *prompt;
     cdsh__plugins *plugins;
 };
 
@@ -25,8 +26,9 @@ cdsh_host *cdsh_host_new(void)
     h->commands = cdsh_commands_new(h->events);
     h->skills = cdsh_skills_new(h->events);
     h->rpc = cdsh_rpc_new();
+    h->prompt = cdsh_prompt_new(h->events);
     h->plugins = cdsh__plugins_new(h);
-    if (!h->tools || !h->commands || !h->skills || !h->rpc || !h->plugins)
+    if (!h->tools || !h->commands || !h->skills || !h->rpc || !h->prompt || !h->plugins)
         goto fail;
     return h;
 fail:
@@ -42,6 +44,7 @@ void cdsh_host_free(cdsh_host *host)
     cdsh__plugins_shutdown(host->plugins);
     cdsh__plugins_free(host->plugins);
     cdsh_rpc_free(host->rpc);
+    cdsh_prompt_free(host->prompt);
     cdsh_skills_free(host->skills);
     cdsh_commands_free(host->commands);
     cdsh_tools_free(host->tools);
@@ -102,4 +105,9 @@ int cdsh_host_load_plugins(cdsh_host *host, const cdsh_plugin_def *const *defs,
         }
     }
     return first;
+}
+
+cdsh_prompt *cdsh_host_prompt(cdsh_host *host)
+{
+    return host->prompt;
 }

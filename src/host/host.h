@@ -11,6 +11,7 @@
 #include "host/events.h"
 #include "host/plugins.h"
 #include "host/profile.h"
+#include "host/prompt.h"
 #include "host/rpc.h"
 #include "host/skills.h"
 #include "host/tools.h"
@@ -27,6 +28,8 @@ cdsh_tools *cdsh_host_tools(cdsh_host *host);
 cdsh_commands *cdsh_host_commands(cdsh_host *host);
 cdsh_skills *cdsh_host_skills(cdsh_host *host);
 cdsh_rpc *cdsh_host_rpc(cdsh_host *host);
+/* System-prompt segments plugins contribute (host/prompt.h). */
+cdsh_prompt *cdsh_host_prompt(cdsh_host *host);
 
 /* True if `def` is enabled in `profile` (NULL profile: its default). */
 bool cdsh_host_plugin_enabled(const cdsh_plugin_def *def, const cdsh_profile *profile);

@@ -6,10 +6,14 @@
 #include "host/skilltool.h"
 #include "plugins/acp/plugin.h"
 #include "plugins/facade/plugin.h"
+#include "plugins/mcpimport/plugin.h"
+#include "plugins/xiangqi/plugin.h"
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
     &cdsh_acp_plugin,
+    &cdsh_xq_plugin,
+    &cdsh_mcpimport_plugin,
     &cdsh_facade_plugin, /* last: profile capabilities are declared over the others' tools */
     NULL,
 };

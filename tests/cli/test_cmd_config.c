@@ -107,8 +107,10 @@ static void unknown_plugin_or_key_is_reported(void **state)
     (void)state;
     char *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "nope.x", "1", NULL), 1);
-    assert_string_equal(err,
-                        "cdsh config: unknown plugin \"nope\"; plugins: skills, acp, facade\n");
+    /* the list grows with the built-in table; check the shape and one member */
+    const char *want = "cdsh config: unknown plugin \"nope\"; plugins: ";
+    assert_int_equal(strncmp(err, want, strlen(want)), 0);
+    assert_non_null(strstr(err + strlen(want), "skills"));
     free(err);
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, NULL, &err, "config", "set", "skills.depth", "1", NULL), 1);

@@ -1,0 +1,62 @@
+/* prompt.h — system-prompt segments that plugins contribute: ordered text
+ * pieces (static or rendered per agent scope) registered per scope layer,
+ * with exact disposers. The agent loop (agent/agent.h) assembles them with
+ * the skills index and the visible tools; this file does no model I/O.
+ * Thread-safe: a mutex guards the list; no lock is held while render runs. */
+#ifndef CDSH_HOST_PROMPT_H
+#define CDSH_HOST_PROMPT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/err.h"
+#include "host/disposer.h"
+#include "host/events.h"
+#include "host/scope.h"
+
+typedef struct cdsh_prompt cdsh_prompt;
+typedef struct cdsh_plugin_ctx cdsh_plugin_ctx;
+
+/* Renders a dynamic segment for `scope` (the agent the prompt is built for,
+ * NULL = global): an owned string, or NULL to contribute nothing this time. */
+typedef char *(*cdsh_prompt_render_fn)(void *ud, const cdsh_scope *scope);
+
+typedef struct cdsh_prompt_segment_def {
+    const char *id;   /* [A-Za-z0-9_.:/-]{1,64}, unique within its layer */
+    int order;        /* smaller first; equal orders keep registration order.
+                         Conventions: 0-99 identity, 100-199 plugin rules,
+                         200-299 context/state, 300+ late reminders */
+    const char *text; /* static text (copied), or NULL when render is given */
+    cdsh_prompt_render_fn render;
+    void *ud;
+    void (*free_ud)(void *ud); /* runs once the segment is disposed and not rendering */
+} cdsh_prompt_segment_def;
+
+/* bus (borrowed, may be NULL) receives "prompt/change" {reason, id, scope}. */
+cdsh_prompt *cdsh_prompt_new(cdsh_events *bus);
+void cdsh_prompt_free(cdsh_prompt *p);
+
+/* Registers a segment in scope's layer (NULL: global). Errors (CDSH_EINVAL,
+ * code "INVALID_SEGMENT"): bad id, neither or both of text/render. Duplicate
+ * id in the same layer: CDSH_EEXIST, "DUPLICATE_SEGMENT" `prompt segment "x"
+ * is already registered`. On failure free_ud is NOT called. */
+int cdsh_prompt_register(cdsh_prompt *p, cdsh_scope *scope, const cdsh_prompt_segment_def *def,
+                         cdsh_disposer_t *out, cdsh_error *err);
+
+/* Same, through a plugin context: the disposer is recorded in ctx (the
+ * segment goes away with the plugin or scoped context). On any failure
+ * free_ud(ud) runs before the error returns. */
+int cdsh_prompt_ctx_register(cdsh_plugin_ctx *ctx, const cdsh_prompt_segment_def *def,
+                             cdsh_error *err);
+
+/* Segments visible to scope (its chain plus global; a nearer layer shadows a
+ * farther one with the same id), rendered and sorted: owned array of
+ * {id, order, scope, text}; segments rendering NULL or "" are left out. */
+json_t *cdsh_prompt_segments(cdsh_prompt *p, const cdsh_scope *scope);
+
+/* The segments' texts joined by a blank line (owned; "" when none). */
+char *cdsh_prompt_render_dup(cdsh_prompt *p, const cdsh_scope *scope);
+
+size_t cdsh_prompt_count(cdsh_prompt *p);
+
+#endif

@@ -1,0 +1,45 @@
+/* commands.h — command IR from Claude Code commands/NAME.md and Codex
+ * prompts/NAME.md, the name mapping to ^[a-z][a-z0-9_-]*$, placeholder
+ * detection and the expansion that runs when an imported command is used.
+ * Also the report entries for agents/NAME.md and skills (not imported).
+ * Pure: callers hand in the file text. Thread-safe. */
+#ifndef CDSH_MCPIMPORT_COMMANDS_H
+#define CDSH_MCPIMPORT_COMMANDS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* cdsh command name for a Claude/Codex command: "<namespace>_<stem>" (or the
+ * stem alone), lower-cased, every character outside [a-z0-9_-] mapped to
+ * '-', "cmd-" prefixed when it would not start with a letter. Owned. */
+char *cdsh_mcpimport_command_name_dup(const char *ns, const char *stem);
+
+/* Command IR (owned) for one Markdown file. cand: {provenance: {source:
+ * "claude"|"codex", file, scope, plugin?}, stem, namespace?, pluginRoot?}.
+ * IR: {name, originalName, description, argumentHint, prompt, arguments
+ * (placeholders found, in order of first use), placeholderStyle ("claude",
+ * "claude-1based", "codex" or "none"), namedArguments, allowedTools, model,
+ * disableModelInvocation, source, file, provenance, warnings, unsupported
+ * ([{feature: "shell"|"file-include", text}])}. NULL on ENOMEM. */
+json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len);
+
+/* Report entry (owned) for agents/NAME.md or skills/<n>/SKILL.md:
+ * {kind: "agent"|"skill", name, description, provenance, status, reason, warnings}. */
+json_t *cdsh_mcpimport_asset_from_markdown(const json_t *cand, const char *kind, const char *text,
+                                           size_t len);
+
+/* The prompt for one run of command IR `cmd` with the person's raw input:
+ * $ARGUMENTS / {{args}} = the input trimmed; positional $N (Claude: from $0,
+ * or from $1 when the file never uses $0; Codex: from $1) and named
+ * arguments from a shell-like split; Codex $KEY from KEY=value words and $$
+ * = $. A Claude body without placeholders gets "\n\nARGUMENTS: <input>"
+ * appended (as Claude Code does). Errors: CDSH_EINVAL code
+ * "MISSING_ARGUMENTS" `missing arguments: A, B (pass them as KEY=value)`
+ * (Codex named placeholders), "BAD_ARGUMENTS" `unbalanced quote in the
+ * arguments`. *out owned. */
+int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char **out,
+                                  cdsh_error *err);
+
+#endif

@@ -1,0 +1,33 @@
+/* discover.h — finds what Claude Code and Codex have installed and hands
+ * each file over as a candidate with provenance {source: "claude"|"codex",
+ * file, scope, plugin?: "name@marketplace"}: the installed-plugins registry
+ * and each install path (manifest, .mcp.json, inline mcpServers, commands/,
+ * skills/, agents/), ~/.claude.json user and per-project ("local") scopes,
+ * each project's .mcp.json, .claude/commands and .claude/agents,
+ * ~/.claude/commands and agents, Codex config.toml and prompts/. The only
+ * file reading of the importer's scan; judging happens later. Thread-safe
+ * (no shared state). */
+#ifndef CDSH_MCPIMPORT_DISCOVER_H
+#define CDSH_MCPIMPORT_DISCOVER_H
+
+#include <jansson.h>
+
+#include "base/err.h"
+
+typedef struct cdsh_mcpimport_roots {
+    const char *claude_dir;      /* $CLAUDE_CONFIG_DIR or ~/.claude; NULL: skip Claude */
+    const char *claude_json;     /* $CLAUDE_CONFIG_DIR/.claude.json or ~/.claude.json */
+    const char *codex_home;      /* $CODEX_HOME or ~/.codex; NULL: skip Codex */
+    const char *const *projects; /* absolute project directories, NULL-terminated (or NULL) */
+} cdsh_mcpimport_roots;
+
+/* *out (owned) is an array of candidates in precedence order (Claude local >
+ * project > user > plugins, then Codex):
+ *   {kind: "servers", format: "json"|"codex-toml", document, provenance, pluginRoot?}
+ *   {kind: "command"|"agent"|"skill", text, stem, namespace?, provenance, pluginRoot?}
+ *   {kind: "note", provenance, message}  (unreadable or malformed files,
+ *                                         components that are not imported)
+ * Missing roots and files are simply absent. 0, or CDSH_ENOMEM. */
+int cdsh_mcpimport_discover(const cdsh_mcpimport_roots *roots, json_t **out, cdsh_error *err);
+
+#endif

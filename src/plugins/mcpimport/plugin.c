@@ -1,0 +1,140 @@
+/* plugin.c — the "import" plugin's apply: scan, then register what the
+ * profile enabled. A blocked or failing server is logged and skipped; it
+ * never fails the plugin or touches the others. */
+#include "plugins/mcpimport/plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "plugins/mcpimport/preflight.h"
+#include "plugins/mcpimport/probe.h"
+#include "plugins/mcpimport/register.h"
+#include "plugins/mcpimport/register_mcp.h"
+#include "plugins/mcpimport/service.h"
+
+char **cdsh_mcpimport_strv_dup(const json_t *arr)
+{
+    if (!json_is_array(arr))
+        return NULL;
+    size_t n = json_array_size(arr);
+    char **v = calloc(n + 1, sizeof *v);
+    for (size_t i = 0, j = 0; v && i < n; i++)
+        if (json_is_string(json_array_get(arr, i)))
+            v[j++] = strdup(json_string_value(json_array_get(arr, i)));
+    return v;
+}
+
+void cdsh_mcpimport_strv_free(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+static void scan_dispose(void *arg)
+{
+    cdsh_mcpimport_scan *scan = arg;
+    cdsh_mcpimport_scan_deinit(scan);
+    free(scan);
+}
+
+static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    const json_t *servers = json_object_get(config, "servers");
+    const json_t *commands = json_object_get(config, "commands");
+    if (!json_array_size(servers) && !json_array_size(commands))
+        return 0;
+    char **projects = cdsh_mcpimport_strv_dup(json_object_get(config, "projects"));
+    char **allow = cdsh_mcpimport_strv_dup(json_object_get(config, "keyringAllow"));
+    cdsh_mcpimport_rootset set;
+    cdsh_mcpimport_scan *scan = calloc(1, sizeof *scan);
+    int rc = scan ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    if (rc == 0)
+        rc = cdsh_mcpimport_rootset_init(&set,
+                                         json_string_value(json_object_get(config, "claudeDir")),
+                                         json_string_value(json_object_get(config, "codexHome")),
+                                         (const char *const *)projects, err);
+    if (rc != 0) {
+        free(scan);
+        cdsh_mcpimport_strv_free(projects), cdsh_mcpimport_strv_free(allow);
+        return rc;
+    }
+    cdsh_mcpimport_roots roots = cdsh_mcpimport_rootset_view(&set);
+    cdsh_mcpimport_machine machine;
+    cdsh_mcpimport_probe probe;
+    cdsh_mcpimport_probe_machine(&probe, &machine);
+    cdsh_mcpimport_secret_opts so = {.keyring_allow = (const char *const *)allow};
+    rc = cdsh_mcpimport_scan_run(&roots, &probe, &so, scan, err);
+    cdsh_mcpimport_rootset_deinit(&set);
+    cdsh_mcpimport_strv_free(projects), cdsh_mcpimport_strv_free(allow);
+    if (rc != 0) {
+        free(scan);
+        return rc;
+    }
+    /* First effect: the scan (IR the commands point into) is freed last. */
+    cdsh_disposer_t d = {scan_dispose, scan};
+    rc = cdsh_ctx_adopt(ctx, d, err);
+    if (rc != 0)
+        return rc;
+    size_t i;
+    json_t *v;
+    json_array_foreach(commands, i, v)
+    {
+        const char *name = json_string_value(v);
+        json_t *cmd = name ? cdsh_mcpimport_scan_command(scan, name) : NULL;
+        cdsh_error e = {0};
+        if (!cmd)
+            cdsh_log_warn("import", "enabled command /%s was not found; skipped", name);
+        else if (strcmp(cdsh_mcpimport_verdict(cmd), "blocked") == 0)
+            cdsh_log_warn("import", "enabled command /%s is blocked; skipped", name);
+        else if (cdsh_mcpimport_register_command(ctx, cmd, &e) != 0)
+            cdsh_log_warn("import", "command /%s: %s", name, e.message);
+    }
+    json_array_foreach(servers, i, v)
+    {
+        const char *name = json_string_value(v);
+        json_t *ir = name ? cdsh_mcpimport_scan_server(scan, name) : NULL;
+        cdsh_error e = {0};
+        if (!ir) {
+            cdsh_log_warn("import", "enabled server \"%s\" was not found; skipped", name);
+            continue;
+        }
+        if (strcmp(cdsh_mcpimport_verdict(ir), "blocked") == 0) {
+            const json_t *r = json_array_get(json_object_get(ir, "reasons"), 0);
+            size_t k;
+            json_array_foreach(json_object_get(ir, "reasons"), k, r)
+            {
+                if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
+                    break;
+            }
+            cdsh_log_warn("import", "enabled server \"%s\" is blocked (%s); skipped", name,
+                          r ? json_string_value(json_object_get(r, "message")) : "?");
+            continue;
+        }
+        if (cdsh_mcpimport_register_server(ctx, ir, scan->secrets, &e) != 0)
+            cdsh_log_warn("import", "server \"%s\" could not be connected: %s", name, e.message);
+    }
+    return 0;
+}
+
+const cdsh_plugin_def cdsh_mcpimport_plugin = {
+    .name = CDSH_MCPIMPORT_PLUGIN_NAME,
+    .description = "Claude Code / Codex commands and MCP servers enabled with `cdsh import`",
+    .config_schema =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"servers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
+        "\"description\":\"imported MCP servers to connect (cdsh import enable)\"},"
+        "\"commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
+        "\"description\":\"imported commands to register (cdsh import enable /name)\"},"
+        "\"projects\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
+        "\"description\":\"project directories scanned for .mcp.json and .claude/commands\"},"
+        "\"claudeDir\":{\"type\":\"string\",\"default\":\"\","
+        "\"description\":\"Claude Code config dir (empty: $CLAUDE_CONFIG_DIR or ~/.claude)\"},"
+        "\"codexHome\":{\"type\":\"string\",\"default\":\"\","
+        "\"description\":\"Codex home (empty: $CODEX_HOME or ~/.codex)\"},"
+        "\"keyringAllow\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
+        "\"description\":\"variables that may be read from the keyring (secret-tool)\"}}}",
+    .enabled_by_default = false,
+    .apply = apply,
+};

@@ -1,0 +1,235 @@
+/* preflight.c — verdicts with reasons for server and command IR. No I/O:
+ * machine facts come through the probe. */
+#include "plugins/mcpimport/preflight.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void reason(json_t *ir, const char *level, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reason(json_t *ir, const char *level, const char *code, const char *fmt, ...)
+{
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_array_append_new(
+        json_object_get(ir, "reasons"),
+        json_pack("{s:s, s:s, s:s}", "level", level, "code", code, "message", buf));
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const char *base_name(const char *cmd)
+{
+    const char *s = strrchr(cmd, '/');
+    return s ? s + 1 : cmd;
+}
+
+static void where(const json_t *ir, char *buf, size_t n)
+{
+    const json_t *p = json_object_get(ir, "provenance");
+    const char *plugin = str(p, "plugin");
+    snprintf(buf, n, "%s (%s, %s%s%s)", str(p, "file") ? str(p, "file") : "?",
+             str(p, "source") ? str(p, "source") : "?", str(p, "scope") ? str(p, "scope") : "?",
+             plugin ? ", " : "", plugin ? plugin : "");
+}
+
+static void check_stdio(json_t *ir, const cdsh_mcpimport_probe *probe)
+{
+    const char *cmd = str(ir, "command");
+    if (!cmd || !*cmd) {
+        reason(ir, "blocked", "NO_COMMAND", "stdio server without a command");
+        return;
+    }
+    if (strstr(cmd, "${") || !probe || !probe->program_found)
+        return;
+    const char *b = base_name(cmd);
+    bool runtime = strcmp(b, "npx") == 0 || strcmp(b, "uvx") == 0 || strcmp(b, "docker") == 0;
+    if (!probe->program_found(probe->ud, cmd)) {
+        if (runtime)
+            reason(ir, "blocked", "RUNTIME_MISSING", "%s is not installed (not on PATH): %s", b,
+                   strcmp(b, "npx") == 0   ? "install Node.js"
+                   : strcmp(b, "uvx") == 0 ? "install uv (https://docs.astral.sh/uv/)"
+                                           : "install Docker");
+        else if (strchr(cmd, '\\') || (cmd[0] && cmd[1] == ':'))
+            reason(ir, "blocked", "COMMAND_NOT_FOUND",
+                   "command \"%s\" is a Windows path; it does not exist on this machine", cmd);
+        else if (strchr(cmd, '/'))
+            reason(ir, "blocked", "COMMAND_NOT_FOUND",
+                   "command \"%s\" does not exist or is not "
+                   "executable",
+                   cmd);
+        else
+            reason(ir, "blocked", "COMMAND_NOT_FOUND", "command \"%s\" is not on PATH", cmd);
+        return;
+    }
+    if (strcmp(b, "docker") == 0 && probe->docker_reachable && !probe->docker_reachable(probe->ud))
+        reason(ir, "blocked", "DOCKER_UNREACHABLE",
+               "the Docker daemon is not reachable (docker info failed); start Docker first");
+}
+
+static bool url_valid(const char *u)
+{
+    const char *rest = strncmp(u, "https://", 8) == 0  ? u + 8
+                       : strncmp(u, "http://", 7) == 0 ? u + 7
+                                                       : NULL;
+    if (!rest || !*rest || *rest == '/' || *rest == ':')
+        return false;
+    for (const char *p = u; *p; p++)
+        if ((unsigned char)*p <= ' ')
+            return false;
+    return true;
+}
+
+static void check_secrets(json_t *ir)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(ir, "unresolved"), i, r)
+    {
+        const char *from = str(r, "resolvedFrom");
+        const char *var = str(r, "envVar"), *field = str(r, "field");
+        if (from && (strcmp(from, "env") == 0 || strcmp(from, "keyring") == 0))
+            continue;
+        if (json_is_string(json_object_get(r, "fallback")))
+            reason(ir, "warn", "DEFAULT_USED", "${%s} (%s) is not set; its default is used", var,
+                   field);
+        else if (json_is_true(json_object_get(r, "optional")))
+            reason(ir, "warn", "OPTIONAL_UNSET", "${%s} (%s) is not set; %s is left out", var,
+                   field, field);
+        else
+            reason(ir, "blocked", "UNRESOLVED_SECRET",
+                   "${%s} (%s) is not set: export %s, or store it in the keyring and allow it "
+                   "(keyringAllow)",
+                   var, field, var);
+    }
+}
+
+static void finish(json_t *ir)
+{
+    const char *v = "ok";
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(ir, "reasons"), i, r)
+    {
+        if (strcmp(str(r, "level"), "blocked") == 0)
+            v = "blocked";
+        else if (strcmp(v, "ok") == 0)
+            v = "warn";
+    }
+    json_object_set_new(ir, "verdict", json_string(v));
+}
+
+static const char *raw_name(const json_t *ir, const char *orig_key)
+{
+    const char *o = str(json_object_get(ir, "provenance"), orig_key);
+    if (!o)
+        o = str(ir, orig_key);
+    return o ? o : str(ir, "name");
+}
+
+/* Collisions: the first of a name wins, later ones are blocked. */
+static void check_names(json_t *list, const char *orig_key, const char *dup_code, const char *what)
+{
+    size_t i, j;
+    json_t *a, *b;
+    json_array_foreach(list, i, a)
+    {
+        for (j = 0; j < i; j++) {
+            b = json_array_get(list, j);
+            if (strcmp(str(a, "name"), str(b, "name")) != 0)
+                continue;
+            char wa[512], wb[512];
+            where(a, wa, sizeof wa);
+            where(b, wb, sizeof wb);
+            if (strcmp(raw_name(a, orig_key), raw_name(b, orig_key)) != 0)
+                reason(a, "blocked", "NAME_COLLISION",
+                       "\"%s\" and \"%s\" (%s) both become %s \"%s\"", raw_name(a, orig_key),
+                       raw_name(b, orig_key), wb, what, str(a, "name"));
+            else {
+                reason(a, "blocked", dup_code,
+                       "%s \"%s\" is also defined in %s, which takes "
+                       "precedence",
+                       what, str(a, "name"), wb);
+                reason(b, "warn", dup_code, "%s \"%s\" is also defined in %s (shadowed)", what,
+                       str(a, "name"), wa);
+            }
+            break;
+        }
+    }
+}
+
+void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe)
+{
+    size_t i;
+    json_t *ir;
+    json_array_foreach(servers, i, ir)
+    {
+        json_object_set_new(ir, "reasons", json_array());
+        const char *t = str(ir, "transport");
+        if (!t)
+            reason(ir, "blocked", "UNSUPPORTED_TRANSPORT",
+                   "no supported transport (DSH's client speaks stdio and streamable-http)");
+        else if (strcmp(t, "stdio") == 0)
+            check_stdio(ir, probe);
+        else {
+            const char *u = str(ir, "url");
+            if (!u || (!strstr(u, "${") && !url_valid(u)))
+                reason(ir, "blocked", "INVALID_URL", "url \"%s\" is not an http(s) URL",
+                       u ? u : "");
+        }
+        check_secrets(ir);
+    }
+    check_names(servers, "originalName", "DUPLICATE_SERVER", "server");
+    json_array_foreach(servers, i, ir)
+    {
+        size_t k;
+        json_t *w;
+        json_array_foreach(json_object_get(ir, "warnings"), k, w)
+        {
+            const char *m = json_string_value(w);
+            reason(ir, "warn",
+                   strncmp(m, "disabled in", 11) == 0 ? "DISABLED_IN_SOURCE" : "SEMANTIC_LOSS",
+                   "%s", m);
+        }
+        finish(ir);
+    }
+    json_array_foreach(commands, i, ir)
+    {
+        json_object_set_new(ir, "reasons", json_array());
+        const char *p = str(ir, "prompt");
+        size_t n = p ? strspn(p, " \t\r\n") : 0;
+        if (!p || !p[n])
+            reason(ir, "blocked", "EMPTY_PROMPT", "the command has no prompt text");
+    }
+    check_names(commands, "originalName", "DUPLICATE_COMMAND", "command");
+    json_array_foreach(commands, i, ir)
+    {
+        size_t k;
+        json_t *w;
+        json_array_foreach(json_object_get(ir, "unsupported"), k, w)
+        {
+            reason(ir, "warn", "UNSUPPORTED_FEATURE", "%s \"%s\" is not supported",
+                   strcmp(str(w, "feature"), "shell") == 0 ? "!`cmd`" : "@file", str(w, "text"));
+        }
+        json_array_foreach(json_object_get(ir, "warnings"), k, w)
+        {
+            const char *m = json_string_value(w);
+            if (!strstr(m, "is not supported: ")) /* already a reason above */
+                reason(ir, "warn", "SEMANTIC_LOSS", "%s", m);
+        }
+        finish(ir);
+    }
+}
+
+const char *cdsh_mcpimport_verdict(const json_t *ir)
+{
+    const char *v = str(ir, "verdict");
+    return v ? v : "ok";
+}

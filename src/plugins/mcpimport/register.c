@@ -1,0 +1,38 @@
+/* register.c — imported commands as cdsh commands. The expansion rules live
+ * in commands.c; this file only wires a handler. */
+#include "plugins/mcpimport/register.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "plugins/mcpimport/commands.h"
+
+static int run(void *arg, const cdsh_command_invocation *inv, cdsh_command_result *out,
+               cdsh_error *err)
+{
+    const json_t *cmd = arg;
+    char *prompt = NULL;
+    cdsh_error e = {0};
+    if (cdsh_mcpimport_command_expand(cmd, inv->raw_input, &prompt, &e) != 0) {
+        if (e.rc == CDSH_ENOMEM)
+            return cdsh_error_set(err, e.rc, e.code, "%s", e.message);
+        return cdsh_command_result_set(out, CDSH_COMMAND_ERROR, e.message);
+    }
+    int rc = cdsh_command_result_set(out, CDSH_COMMAND_SUCCESS, prompt);
+    free(prompt);
+    return rc;
+}
+
+int cdsh_mcpimport_register_command(cdsh_plugin_ctx *ctx, const json_t *cmd, cdsh_error *err)
+{
+    const char *desc = json_string_value(json_object_get(cmd, "description"));
+    const char *hint = json_string_value(json_object_get(cmd, "argumentHint"));
+    cdsh_command_def def = {
+        .name = json_string_value(json_object_get(cmd, "name")),
+        .description = desc && *desc ? desc : "imported command",
+        .input_hint = hint && *hint ? hint : NULL,
+        .handler = run,
+        .arg = (void *)cmd,
+    };
+    return cdsh_ctx_register_command(ctx, &def, err);
+}

@@ -1,0 +1,22 @@
+/* report.h — the scan report: one object grouping the judged server and
+ * command IR, agents, skills and file notes per source (Claude Code, Codex),
+ * with a summary, and its readable text form. Literal credentials written in
+ * a config (env or header values under secret-looking names, the argument
+ * after --password/--token, provider keys anywhere) are shown as
+ * "[REDACTED]"; resolved secret values never reach the IR at all. Pure;
+ * thread-safe; arguments borrowed. */
+#ifndef CDSH_MCPIMPORT_REPORT_H
+#define CDSH_MCPIMPORT_REPORT_H
+
+#include <jansson.h>
+
+/* {sources: [{source: "claude"|"codex", servers, commands, agents, skills,
+ * notes}], summary: {servers: {ok, warn, blocked}, commands: {ok, warn,
+ * blocked}, agents, skills, notes}, registered: false}. Owned. */
+json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
+                                  const json_t *assets, const json_t *notes);
+
+/* The text form (owned). */
+char *cdsh_mcpimport_report_text_dup(const json_t *report);
+
+#endif

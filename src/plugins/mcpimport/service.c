@@ -1,0 +1,164 @@
+/* service.c — the scan pipeline (the seed's run(config)): discovery, then the
+ * pure steps, then secrets and preflight. Registration is register*.c. */
+#include "plugins/mcpimport/service.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "plugins/mcpimport/commands.h"
+#include "plugins/mcpimport/normalise.h"
+
+static char *dup_or(const char *a)
+{
+    return a && *a ? strdup(a) : NULL;
+}
+
+int cdsh_mcpimport_rootset_init(cdsh_mcpimport_rootset *set, const char *claude_dir,
+                                const char *codex_home, const char *const *projects,
+                                cdsh_error *err)
+{
+    memset(set, 0, sizeof *set);
+    const char *home = getenv("HOME");
+    const char *ccd = getenv("CLAUDE_CONFIG_DIR");
+    const char *cx = getenv("CODEX_HOME");
+    if (claude_dir && *claude_dir) {
+        set->claude_dir = strdup(claude_dir);
+        set->claude_json = cdsh_fs_path_join_dup(claude_dir, ".claude.json");
+    } else if (ccd && *ccd) {
+        set->claude_dir = strdup(ccd);
+        set->claude_json = cdsh_fs_path_join_dup(ccd, ".claude.json");
+    } else if (home && *home) {
+        set->claude_dir = cdsh_fs_path_join_dup(home, ".claude");
+        set->claude_json = cdsh_fs_path_join_dup(home, ".claude.json");
+    }
+    if (codex_home && *codex_home)
+        set->codex_home = strdup(codex_home);
+    else if (cx && *cx)
+        set->codex_home = dup_or(cx);
+    else if (home && *home)
+        set->codex_home = cdsh_fs_path_join_dup(home, ".codex");
+    size_t n = 0;
+    while (projects && projects[n])
+        n++;
+    set->projects = calloc(n + 1, sizeof *set->projects);
+    char cwd[4096];
+    bool have_cwd = getcwd(cwd, sizeof cwd) != NULL;
+    for (size_t i = 0; set->projects && i < n; i++)
+        set->projects[i] = projects[i][0] == '/' || !have_cwd
+                               ? cdsh_fs_path_normalize_dup(projects[i])
+                               : cdsh_fs_path_join_dup(cwd, projects[i]);
+    if (!set->projects)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    return 0;
+}
+
+void cdsh_mcpimport_rootset_deinit(cdsh_mcpimport_rootset *set)
+{
+    free(set->claude_dir), free(set->claude_json), free(set->codex_home);
+    for (char **p = set->projects; p && *p; p++)
+        free(*p);
+    free(set->projects);
+    memset(set, 0, sizeof *set);
+}
+
+cdsh_mcpimport_roots cdsh_mcpimport_rootset_view(const cdsh_mcpimport_rootset *set)
+{
+    cdsh_mcpimport_roots r = {set->claude_dir, set->claude_json, set->codex_home,
+                              (const char *const *)set->projects};
+    return r;
+}
+
+int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimport_probe *probe,
+                                   const cdsh_mcpimport_secret_opts *secrets,
+                                   cdsh_mcpimport_scan *out, cdsh_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->servers = json_array();
+    out->commands = json_array();
+    out->assets = json_array();
+    out->notes = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(candidates, i, c)
+    {
+        const char *kind = json_string_value(json_object_get(c, "kind"));
+        const json_t *text = json_object_get(c, "text");
+        if (!kind)
+            continue;
+        if (strcmp(kind, "servers") == 0) {
+            json_t *file_notes = json_array();
+            cdsh_mcpimport_normalise(c, out->servers, file_notes);
+            size_t k;
+            json_t *m;
+            json_array_foreach(file_notes, k, m)
+            {
+                json_array_append_new(out->notes,
+                                      json_pack("{s:s, s:O, s:O}", "kind", "note", "provenance",
+                                                json_object_get(c, "provenance"), "message", m));
+            }
+            json_decref(file_notes);
+        } else if (strcmp(kind, "command") == 0) {
+            json_t *ir = cdsh_mcpimport_command_from_markdown(c, json_string_value(text),
+                                                              json_string_length(text));
+            if (ir)
+                json_array_append_new(out->commands, ir);
+        } else if (strcmp(kind, "agent") == 0 || strcmp(kind, "skill") == 0) {
+            json_t *a = cdsh_mcpimport_asset_from_markdown(c, kind, json_string_value(text),
+                                                           json_string_length(text));
+            if (a)
+                json_array_append_new(out->assets, a);
+        } else if (strcmp(kind, "note") == 0)
+            json_array_append(out->notes, c);
+    }
+    int rc = cdsh_mcpimport_secrets_resolve(out->servers, secrets, &out->secrets, err);
+    if (rc != 0) {
+        cdsh_mcpimport_scan_deinit(out);
+        return rc;
+    }
+    cdsh_mcpimport_preflight(out->servers, out->commands, probe);
+    return 0;
+}
+
+int cdsh_mcpimport_scan_run(const cdsh_mcpimport_roots *roots, const cdsh_mcpimport_probe *probe,
+                            const cdsh_mcpimport_secret_opts *secrets, cdsh_mcpimport_scan *out,
+                            cdsh_error *err)
+{
+    json_t *cands = NULL;
+    int rc = cdsh_mcpimport_discover(roots, &cands, err);
+    if (rc == 0)
+        rc = cdsh_mcpimport_scan_candidates(cands, probe, secrets, out, err);
+    json_decref(cands);
+    return rc;
+}
+
+void cdsh_mcpimport_scan_deinit(cdsh_mcpimport_scan *scan)
+{
+    json_decref(scan->servers), json_decref(scan->commands);
+    json_decref(scan->assets), json_decref(scan->notes);
+    cdsh_mcpimport_secrets_free(scan->secrets);
+    memset(scan, 0, sizeof *scan);
+}
+
+static json_t *first_named(const json_t *list, const char *name)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x)
+    {
+        if (strcmp(json_string_value(json_object_get(x, "name")), name) == 0)
+            return x;
+    }
+    return NULL;
+}
+
+json_t *cdsh_mcpimport_scan_server(const cdsh_mcpimport_scan *scan, const char *name)
+{
+    return first_named(scan->servers, name);
+}
+
+json_t *cdsh_mcpimport_scan_command(const cdsh_mcpimport_scan *scan, const char *name)
+{
+    return first_named(scan->commands, name);
+}

@@ -1,0 +1,992 @@
+/* assemble.c — standing / turn / simulated-messages assembly (see
+ * assemble.h). World-info activation, macros and regex are called, not
+ * reimplemented; caching a plan per turn is pipeline.c's job. */
+#include "plugins/tavern/assemble.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strbuf.h"
+#include "plugins/tavern/lorebook.h"
+#include "plugins/tavern/macros.h"
+#include "plugins/tavern/regex_apply.h"
+#include "plugins/tavern/seed.h"
+#include "plugins/tavern/template.h"
+#include "plugins/tavern/tokens.h"
+
+static const char BOUND_DISCIPLINE[] =
+    "You are {{char}} in an ongoing role-play with {{user}}. Stay in character: write "
+    "{{char}}'s words, thoughts and actions, never {{user}}'s. The definitions, world and rules "
+    "below are binding. Each turn's runtime context adds what is relevant now; facts written "
+    "there take precedence over older ones.";
+
+static const char TURN_PLAYBOOK[] =
+    "Runtime context for this turn. Use what is relevant and do not quote these notes. If a "
+    "fact you need is missing, look it up with the tavern tools instead of inventing it.";
+
+static const char *const DEFAULT_ORDER[] = {
+    "main",        "worldInfoBefore", "personaDescription", "charDescription", "charPersonality",
+    "scenario",    "agentMemory",     "worldState",         "nsfw",            "worldInfoAfter",
+    "dialogueExamples", "chatHistory", "jailbreak"};
+
+static const char *const ROLE_NAMES[] = {"system", "user", "assistant"};
+
+typedef struct asm_ctx {
+    const cdsh_tavern_assemble_input *in;
+    const json_t *data; /* card data */
+    cdsh_tavern_macro_env env;
+    const char *char_name, *user_name;
+    cdsh_tavern_rxset *rx;
+    json_t *notes, *regex_failures, *unknown;
+    json_t *rendered; /* prompt id -> template output (or null when it failed) */
+    json_t *wi;       /* the activation result (for templates) */
+    cdsh_strbuf standing, turn;
+    json_t *messages;
+} asm_ctx;
+
+static const char *dstr(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+char *cdsh_tavern_assemble_neutralize_dup(const char *text)
+{
+    if (!text)
+        return NULL;
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '{' && p[1] == '{') {
+            cdsh_strbuf_append_str(&sb, "｛｛");
+            p++;
+        } else if (p[0] == '}' && p[1] == '}') {
+            cdsh_strbuf_append_str(&sb, "｝｝");
+            p++;
+        } else {
+            cdsh_strbuf_append_char(&sb, *p);
+        }
+    }
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+/* Expands text; *turn_local tells whether a turn-local macro was used. */
+static char *expand(asm_ctx *a, const char *text, bool clock_frozen, bool *turn_local)
+{
+    uint32_t saved = a->env.flags;
+    a->env.flags = 0;
+    a->env.clock_frozen = clock_frozen;
+    char *out = cdsh_tavern_macros_expand_dup(text ? text : "", &a->env);
+    if (turn_local)
+        *turn_local = (a->env.flags & CDSH_TAVERN_MACRO_TURN_LOCAL) != 0;
+    a->env.flags |= saved;
+    a->env.clock_frozen = false;
+    return out;
+}
+
+static void section(cdsh_strbuf *sb, const char *label, const char *text)
+{
+    if (!text || !*text)
+        return;
+    if (sb->len)
+        cdsh_strbuf_append_str(sb, "\n\n");
+    if (label) {
+        cdsh_strbuf_append_str(sb, label);
+        cdsh_strbuf_append_char(sb, '\n');
+    }
+    cdsh_strbuf_append_str(sb, text);
+}
+
+/* Cuts text to at most `budget` estimated tokens (at a code-point boundary). */
+static char *fit(const char *text, int budget, size_t *used, bool *cut)
+{
+    size_t n = strlen(text);
+    *cut = false;
+    if (cdsh_tavern_tokens_count(text, n) <= (size_t)budget) {
+        *used = cdsh_tavern_tokens_count(text, n);
+        return strdup(text);
+    }
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* largest prefix within budget */
+        size_t mid = (lo + hi + 1) / 2;
+        while (mid > 0 && ((unsigned char)text[mid] & 0xC0) == 0x80)
+            mid--;
+        if (mid <= lo) {
+            break;
+        }
+        if (cdsh_tavern_tokens_count(text, mid) <= (size_t)budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *cut = true;
+    *used = cdsh_tavern_tokens_count(text, lo);
+    char *s = malloc(lo + 64);
+    if (!s)
+        return NULL;
+    memcpy(s, text, lo);
+    snprintf(s + lo, 64, "\n…(truncated to %d tokens)", budget);
+    return s;
+}
+
+static void budget_note(json_t *budgets, const char *name, int limit, size_t used, bool cut)
+{
+    json_object_set_new(budgets, name, json_pack("{s:i, s:I, s:b}", "limit", limit, "used",
+                                                 (json_int_t)used, "truncated", cut));
+}
+
+/* ---- history ------------------------------------------------------------ */
+
+typedef struct hist {
+    char **text;   /* processed text of each real message, oldest first */
+    const char **role;
+    size_t n;
+} hist;
+
+static int build_history(asm_ctx *a, hist *h)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    h->text = calloc(in->n_chat + 1, sizeof *h->text);
+    h->role = calloc(in->n_chat + 1, sizeof *h->role);
+    if (!h->text || !h->role)
+        return CDSH_ENOMEM;
+    size_t real = 0;
+    for (size_t i = 0; i < in->n_chat; i++)
+        real += !in->chat[i].synthetic;
+    /* Identity macros only: a scratch env whose variable writes are dropped. */
+    cdsh_tavern_macro_env id = a->env;
+    id.vars_local = id.vars_global = NULL;
+    id.unknown = NULL;
+    size_t depth = real;
+    for (size_t i = 0; i < in->n_chat; i++) {
+        const cdsh_tavern_chat_msg *m = &in->chat[i];
+        if (m->synthetic)
+            continue;
+        depth--;
+        char *t = cdsh_tavern_macros_expand_dup(m->text ? m->text : "", &id);
+        const char *role = m->role ? m->role : "user";
+        static const char *const STEPS[][2] = {{"input", "send"}, {"prompt", "assemble"},
+                                               {"prompt", "send"}};
+        for (size_t s = 0; t && a->rx && s < 3; s++) {
+            if (s == 0 && strcmp(role, "user"))
+                continue;
+            char *next = NULL;
+            cdsh_tavern_rxset_apply(a->rx, t, STEPS[s][0], STEPS[s][1], role, (int)depth, &a->env,
+                                    &next, a->regex_failures, NULL);
+            if (next) {
+                free(t);
+                t = next;
+            }
+        }
+        if (!t)
+            return CDSH_ENOMEM;
+        h->text[h->n] = t;
+        h->role[h->n++] = role;
+    }
+    return 0;
+}
+
+static void free_history(hist *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        free(h->text[i]);
+    free(h->text);
+    free(h->role);
+}
+
+/* ---- preset --------------------------------------------------------------- */
+
+static const json_t *find_prompt(const json_t *preset, const char *id)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(preset, "prompts"), i, p)
+    {
+        if (!strcmp(dstr(p, "identifier"), id))
+            return p;
+    }
+    return NULL;
+}
+
+/* The prompt order: [{identifier, enabled}] for character 100001 (ST's
+ * global order) or the first one; the default order without a preset. */
+static json_t *prompt_order(const json_t *preset)
+{
+    json_t *orders = json_object_get(preset, "prompt_order"), *pick = NULL;
+    size_t i;
+    json_t *o;
+    json_array_foreach(orders, i, o)
+    {
+        if (json_integer_value(json_object_get(o, "character_id")) == 100001 || !pick)
+            pick = json_object_get(o, "order");
+    }
+    if (json_array_size(pick))
+        return json_incref(pick);
+    json_t *def = json_array();
+    for (size_t k = 0; k < sizeof DEFAULT_ORDER / sizeof DEFAULT_ORDER[0]; k++)
+        json_array_append_new(def, json_pack("{s:s, s:b}", "identifier", DEFAULT_ORDER[k],
+                                             "enabled", 1));
+    return def;
+}
+
+static bool triggered(const json_t *prompt, const char *gen)
+{
+    json_t *t = json_object_get(prompt, "injection_trigger");
+    if (!json_array_size(t))
+        return true;
+    size_t i;
+    json_t *v;
+    json_array_foreach(t, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), gen))
+            return true;
+    }
+    return false;
+}
+
+/* Card system prompt / post-history override: the card text replaces the
+ * preset's (with {{original}} = the preset's) unless forbid_overrides. */
+static const char *override_text(const json_t *prompt, const char *card_text, const char **orig)
+{
+    *orig = dstr(prompt, "content");
+    if (card_text && *card_text && !json_is_true(json_object_get(prompt, "forbid_overrides")))
+        return card_text;
+    return *orig;
+}
+
+/* ---- world info ------------------------------------------------------------ */
+
+static json_t *character_books(asm_ctx *a)
+{
+    if (a->in->character_books)
+        return json_incref((json_t *)a->in->character_books);
+    json_t *books = json_array();
+    const json_t *cb = json_object_get(a->data, "character_book");
+    if (json_is_object(cb)) {
+        json_t *wi = cdsh_tavern_lorebook_normalize_dup(cb, NULL);
+        if (wi) {
+            if (!json_string_length(json_object_get(wi, "name")))
+                json_object_set_new(wi, "name", json_string(a->char_name));
+            json_array_append_new(books, wi);
+        }
+    }
+    return books;
+}
+
+static json_t *run_wi(asm_ctx *a)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    cdsh_tavern_wi_message *msgs = calloc(in->n_chat + 1, sizeof *msgs);
+    if (!msgs)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < in->n_chat; i++) {
+        if (in->chat[i].synthetic) /* never scanned */
+            continue;
+        bool user = in->chat[i].role && !strcmp(in->chat[i].role, "user");
+        msgs[n++] = (cdsh_tavern_wi_message){
+            in->chat[i].name ? in->chat[i].name : user ? a->user_name : a->char_name,
+            in->chat[i].text};
+    }
+    json_t *books = character_books(a);
+    cdsh_tavern_wi_input wi = {
+        .settings = in->wi,
+        .chat_book = in->chat_book,
+        .persona_book = in->persona_book,
+        .global_books = in->global_books,
+        .character_books = books,
+        .messages = msgs,
+        .n_messages = n,
+        .macros = &a->env,
+        .regex = a->rx,
+        .timed = in->timed,
+        .dry_run = in->dry_run,
+        .seed = in->seed,
+        .no_log = !in->trigger_log,
+        .char_filename = a->char_name,
+    };
+    json_t *scan = json_pack("{s:s, s:s, s:s, s:s}", "personaDescription",
+                             dstr(in->persona, "description"), "characterDescription",
+                             dstr(a->data, "description"), "characterPersonality",
+                             dstr(a->data, "personality"), "scenario", dstr(a->data, "scenario"));
+    wi.scan_data = scan;
+    json_t *out = NULL;
+    cdsh_tavern_wi_activate(&wi, &out, NULL);
+    json_decref(scan);
+    json_decref(books);
+    free(msgs);
+    return out;
+}
+
+/* ---- the message simulation ---------------------------------------------- */
+
+typedef struct inj {
+    int depth, role, order;
+    char *content;
+} inj;
+
+static void push_msg(json_t *msgs, const char *role, const char *content, const char *source)
+{
+    if (!content || !*content)
+        return;
+    json_array_append_new(msgs, json_pack("{s:s, s:s, s:s}", "role", role, "content", content,
+                                          "source", source));
+}
+
+/* populationInjectionPrompts: history reversed, for each depth the
+ * injections grouped by role (system, user, assistant) inserted at
+ * depth + already inserted; reversed back. */
+static json_t *history_with_injections(const hist *h, inj *inj_list, size_t ninj)
+{
+    json_t *rev = json_array();
+    for (size_t i = h->n; i-- > 0;)
+        json_array_append_new(rev, json_pack("{s:s, s:s, s:s}", "role", h->role[i], "content",
+                                             h->text[i], "source", "chatHistory"));
+    int maxd = 0;
+    for (size_t k = 0; k < ninj; k++)
+        if (inj_list[k].depth > maxd)
+            maxd = inj_list[k].depth;
+    size_t inserted = 0;
+    for (int d = 0; d <= maxd && d <= 1000; d++) {
+        size_t here = 0;
+        for (int role = 0; role < 3; role++) {
+            cdsh_strbuf sb;
+            cdsh_strbuf_init(&sb);
+            /* Same depth: by order (ascending), then as given. */
+            for (int pass_order = -1000000;;) {
+                int next = 1000001;
+                for (size_t k = 0; k < ninj; k++)
+                    if (inj_list[k].depth == d && inj_list[k].role == role &&
+                        inj_list[k].order > pass_order && inj_list[k].order < next)
+                        next = inj_list[k].order;
+                if (next == 1000001)
+                    break;
+                for (size_t k = 0; k < ninj; k++)
+                    if (inj_list[k].depth == d && inj_list[k].role == role &&
+                        inj_list[k].order == next && *inj_list[k].content) {
+                        if (sb.len)
+                            cdsh_strbuf_append_char(&sb, '\n');
+                        cdsh_strbuf_append_str(&sb, inj_list[k].content);
+                    }
+                pass_order = next;
+            }
+            if (sb.len) {
+                size_t at = (size_t)d + inserted;
+                if (at > json_array_size(rev))
+                    at = json_array_size(rev);
+                json_array_insert_new(rev, at,
+                                      json_pack("{s:s, s:s, s:s}", "role", ROLE_NAMES[role],
+                                                "content", sb.data, "source", "injection"));
+                here++;
+            }
+            cdsh_strbuf_deinit(&sb);
+        }
+        inserted += here;
+    }
+    json_t *out = json_array();
+    for (size_t i = json_array_size(rev); i-- > 0;)
+        json_array_append(out, json_array_get(rev, i));
+    json_decref(rev);
+    return out;
+}
+
+static int role_index(const char *r)
+{
+    for (int i = 0; i < 3; i++)
+        if (r && !strcmp(r, ROLE_NAMES[i]))
+            return i;
+    return 0;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static void add_inj(inj **list, size_t *n, int depth, int role, int order, const char *content)
+{
+    inj *l = realloc(*list, (*n + 1) * sizeof *l);
+    if (!l)
+        return;
+    *list = l;
+    l[*n] = (inj){depth, role, order, strdup(content ? content : "")};
+    (*n)++;
+}
+
+/* Splits mes_example on <START> into "[Example Chat]" blocks. */
+static char *examples_text(const char *mes, const json_t *wi_examples)
+{
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    size_t i;
+    json_t *e;
+    json_array_foreach(wi_examples, i, e)
+    {
+        if (!strcmp(dstr(e, "position"), "before")) {
+            if (sb.len)
+                cdsh_strbuf_append_char(&sb, '\n');
+            cdsh_strbuf_append_str(&sb, dstr(e, "content"));
+        }
+    }
+    const char *p = mes ? mes : "";
+    while (*p) {
+        const char *s = strstr(p, "<START>");
+        const char *end = s ? s : p + strlen(p);
+        const char *a = p, *b = end;
+        while (a < b && (*a == '\n' || *a == ' ' || *a == '\r'))
+            a++;
+        while (b > a && (b[-1] == '\n' || b[-1] == ' ' || b[-1] == '\r'))
+            b--;
+        if (b > a) {
+            if (sb.len)
+                cdsh_strbuf_append_char(&sb, '\n');
+            cdsh_strbuf_append_str(&sb, "[Example Chat]\n");
+            cdsh_strbuf_append(&sb, a, (size_t)(b - a));
+        }
+        p = s ? s + 7 : end;
+    }
+    json_array_foreach(wi_examples, i, e)
+    {
+        if (!strcmp(dstr(e, "position"), "after")) {
+            if (sb.len)
+                cdsh_strbuf_append_char(&sb, '\n');
+            cdsh_strbuf_append_str(&sb, dstr(e, "content"));
+        }
+    }
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+/* Renders a template prompt once per plan in the worker; NULL (with a note)
+ * when templates are off or the render failed. Borrowed result. */
+static const char *render_template(asm_ctx *a, const char *id, const char *raw)
+{
+    json_t *done = json_object_get(a->rendered, id);
+    if (done)
+        return json_string_value(done);
+    if (!a->in->run_templates) {
+        json_array_append_new(a->notes, json_sprintf("prompt '%s' holds a template and was left "
+                                                     "out (templates are off)",
+                                                     id));
+        json_object_set_new(a->rendered, id, json_null());
+        return NULL;
+    }
+    json_t *active = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(a->wi, "activated"), i, e)
+        json_array_append_new(active, json_pack("{s:O, s:O, s:O, s:O}", "book",
+                                                json_object_get(e, "book"), "uid",
+                                                json_object_get(e, "uid"), "comment",
+                                                json_object_get(e, "comment"), "content",
+                                                json_object_get(e, "content")));
+    json_t *ctx = json_pack("{s:{s:O?, s:O?, s:{}}, s:{s:s, s:s}, s:I, s:I, s:{s:o}}", "vars",
+                            "global", a->in->vars_global, "local", a->in->vars_local, "message",
+                            "macros", "char", a->char_name, "user", a->user_name, "now",
+                            (json_int_t)a->in->now_ms, "seed", (json_int_t)a->in->seed, "wi",
+                            "active", active);
+    json_t *res = NULL;
+    cdsh_error err = {0};
+    bool write = !a->in->dry_run;
+    if (!ctx || cdsh_tavern_template_render(raw, ctx, write, a->in->template_limits, &res, &err) < 0) {
+        json_array_append_new(a->notes, json_sprintf("prompt '%s' template failed (%s): %s", id,
+                                                     err.code, err.message));
+        json_object_set_new(a->rendered, id, json_null());
+        json_decref(ctx);
+        return NULL;
+    }
+    json_decref(ctx);
+    json_t *vars = json_object_get(res, "vars");
+    if (write && json_is_true(json_object_get(res, "changed"))) {
+        /* Committed only after a successful render (seed invariant 6). */
+        if (a->in->vars_local && json_is_object(json_object_get(vars, "local"))) {
+            json_object_clear(a->in->vars_local);
+            json_object_update(a->in->vars_local, json_object_get(vars, "local"));
+        }
+        if (a->in->vars_global && json_is_object(json_object_get(vars, "global"))) {
+            json_object_clear(a->in->vars_global);
+            json_object_update(a->in->vars_global, json_object_get(vars, "global"));
+        }
+    }
+    json_object_set(a->rendered, id, json_object_get(res, "output"));
+    json_decref(res);
+    return json_string_value(json_object_get(a->rendered, id));
+}
+
+typedef struct ordered_ref {
+    json_t *e;
+    int order;
+    size_t seq;
+} ordered_ref;
+
+static int cmp_ref(const void *x, const void *y)
+{
+    const ordered_ref *a = x, *b = y;
+    if (a->order != b->order)
+        return a->order < b->order ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static char *standing_key(const asm_ctx *a)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    uint32_t h = CDSH_TAVERN_FNV_BASIS;
+    char num[64];
+    snprintf(num, sizeof num, "%d|%d|%d|%d", CDSH_TAVERN_STANDING_PIN_VERSION,
+             in->wi.character_strategy, in->wi.use_group_scoring, in->wi.max_context);
+    h = cdsh_tavern_seed_fnv1a_str(h, num);
+    h = cdsh_tavern_seed_fnv1a_str(h, in->generation_type ? in->generation_type : "normal");
+    h = cdsh_tavern_seed_fnv1a_str(h, a->char_name);
+    h = cdsh_tavern_seed_fnv1a_str(h, a->user_name);
+    h = cdsh_tavern_seed_fnv1a_str(h, dstr(in->persona, "description"));
+    h = cdsh_tavern_seed_fnv1a_str(h, dstr(in->preset, "name"));
+    if (in->revision) {
+        h = cdsh_tavern_seed_fnv1a_str(h, in->revision);
+    } else {
+        char *d = json_dumps(in->card, JSON_COMPACT | JSON_SORT_KEYS);
+        h = cdsh_tavern_seed_fnv1a_str(h, d);
+        free(d);
+        d = in->preset ? json_dumps(in->preset, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        h = cdsh_tavern_seed_fnv1a_str(h, d);
+        free(d);
+    }
+    char *key = malloc(32);
+    if (key)
+        snprintf(key, 32, "v%d-%08x", CDSH_TAVERN_STANDING_PIN_VERSION, h);
+    return key;
+}
+
+int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cdsh_error *err)
+{
+    if (!in || !plan || !json_is_object(in->card) || (in->n_chat && !in->chat))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "assemble: bad arguments");
+    *plan = NULL;
+    asm_ctx a = {.in = in};
+    hist h = {0};
+    inj *injs = NULL;
+    size_t ninj = 0;
+    json_t *wi = NULL, *order = NULL, *budgets = json_object();
+    int rc = 0;
+    cdsh_strbuf_init(&a.standing);
+    cdsh_strbuf_init(&a.turn);
+    a.notes = json_array();
+    a.regex_failures = json_array();
+    a.unknown = json_array();
+    a.messages = json_array();
+    a.rendered = json_object();
+    a.data = json_object_get(in->card, "data");
+    const char *nick = dstr(a.data, "nickname");
+    a.char_name = *nick ? nick : dstr(in->card, "name");
+    if (!*a.char_name)
+        a.char_name = dstr(a.data, "name");
+    a.user_name = in->persona && *dstr(in->persona, "name") ? dstr(in->persona, "name") : "User";
+    const char *gen = in->generation_type ? in->generation_type : "normal";
+    if (in->regex_rules && cdsh_tavern_rxset_new(in->regex_rules, &a.rx, err) < 0) {
+        rc = CDSH_EINVAL;
+        goto cleanup;
+    }
+    /* The frozen chat view for macros: last real messages. */
+    const char *last = NULL, *last_user = NULL, *last_char = NULL;
+    long real = 0;
+    for (size_t i = 0; i < in->n_chat; i++) {
+        if (in->chat[i].synthetic)
+            continue;
+        real++;
+        last = in->chat[i].text;
+        if (in->chat[i].role && !strcmp(in->chat[i].role, "user"))
+            last_user = in->chat[i].text;
+        else if (in->chat[i].role && !strcmp(in->chat[i].role, "assistant"))
+            last_char = in->chat[i].text;
+    }
+    a.env = (cdsh_tavern_macro_env){
+        .user = a.user_name,
+        .chr = a.char_name,
+        .description = dstr(a.data, "description"),
+        .personality = dstr(a.data, "personality"),
+        .scenario = dstr(a.data, "scenario"),
+        .persona = dstr(in->persona, "description"),
+        .first_message = dstr(a.data, "first_mes"),
+        .mes_examples = dstr(a.data, "mes_example"),
+        .char_prompt = dstr(a.data, "system_prompt"),
+        .char_jailbreak = dstr(a.data, "post_history_instructions"),
+        .char_version = dstr(a.data, "character_version"),
+        .last_message = last,
+        .last_user_message = last_user,
+        .last_char_message = last_char,
+        .last_message_id = real - 1,
+        .chat_id = in->chat_id,
+        .vars_local = in->vars_local,
+        .vars_global = in->vars_global,
+        .now_ms = in->now_ms,
+        .seed = in->seed,
+        .unknown = a.unknown,
+    };
+    if ((rc = build_history(&a, &h)) < 0)
+        goto nomem;
+    wi = run_wi(&a);
+    if (!wi)
+        goto nomem;
+    a.wi = wi;
+    /* Outlet entries fill {{outlet::name}} wherever it appears from here on. */
+    a.env.outlets = json_object_get(wi, "outlets");
+
+    /* World info split: standing-safe entries vs the turn (budgeted). */
+    cdsh_strbuf wi_standing, wi_turn;
+    cdsh_strbuf_init(&wi_standing);
+    cdsh_strbuf_init(&wi_turn);
+    size_t wi_used = 0, wi_cut = 0;
+    json_t *cut_list = json_array();
+    {
+        json_t *act = json_object_get(wi, "activated");
+        size_t i;
+        json_t *e;
+        /* Output order: ascending `order` (higher closer to the chat), stable. */
+        size_t na = json_array_size(act);
+        ordered_ref *refs = calloc(na + 1, sizeof *refs);
+        json_t *sorted = json_array();
+        if (refs) {
+            json_array_foreach(act, i, e) refs[i] = (ordered_ref){
+                e, (int)json_integer_value(json_object_get(e, "order")), i};
+            qsort(refs, na, sizeof *refs, cmp_ref);
+            for (size_t k = 0; k < na; k++)
+                json_array_append(sorted, refs[k].e);
+            free(refs);
+        }
+        json_array_foreach(sorted, i, e)
+        {
+            int pos = (int)json_integer_value(json_object_get(e, "position"));
+            if (pos == 2 || pos == 3 || pos == 7)
+                continue; /* author's note and outlets are placed elsewhere */
+            const char *c = dstr(e, "content");
+            if (json_is_true(json_object_get(e, "standingSafe"))) {
+                if (wi_standing.len)
+                    cdsh_strbuf_append_char(&wi_standing, '\n');
+                cdsh_strbuf_append_str(&wi_standing, c);
+                continue;
+            }
+            size_t t = (size_t)json_integer_value(json_object_get(e, "tokens"));
+            if (wi_used + t > CDSH_TAVERN_BUDGET_WORLD_INFO) {
+                wi_cut++;
+                if (json_array_size(cut_list) < 8)
+                    json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
+                                                                 (long long)json_integer_value(json_object_get(e, "uid"))));
+                continue;
+            }
+            wi_used += t;
+            if (wi_turn.len)
+                cdsh_strbuf_append_char(&wi_turn, '\n');
+            cdsh_strbuf_append_str(&wi_turn, c);
+        }
+        json_array_foreach(json_object_get(wi, "truncated"), i, e)
+        {
+            wi_cut++;
+            if (json_array_size(cut_list) < 8)
+                json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
+                                                             (long long)json_integer_value(json_object_get(e, "uid"))));
+        }
+        json_decref(sorted);
+    }
+    if (wi_cut) {
+        cdsh_strbuf_append_str(&wi_turn, wi_turn.len ? "\n" : "");
+        cdsh_strbuf_append_str(&wi_turn, "【世界书·未收录】");
+        size_t i;
+        json_t *u;
+        json_array_foreach(cut_list, i, u)
+        {
+            cdsh_strbuf_append_str(&wi_turn, i ? ", " : "");
+            cdsh_strbuf_append_str(&wi_turn, json_string_value(u));
+        }
+        if (wi_cut > json_array_size(cut_list))
+            cdsh_strbuf_appendf(&wi_turn, " 等 %zu 条", wi_cut);
+        cdsh_strbuf_append_str(&wi_turn, " — read with tavern_lore_read");
+        json_array_append_new(a.notes, json_sprintf("%zu world-info entries did not fit the budget",
+                                                    wi_cut));
+    }
+    budget_note(budgets, "worldInfo", CDSH_TAVERN_BUDGET_WORLD_INFO, wi_used, wi_cut > 0);
+    json_decref(cut_list);
+
+    /* ---- standing ---- */
+    char *disc = expand(&a, BOUND_DISCIPLINE, true, NULL);
+    section(&a.standing, NULL, disc);
+    free(disc);
+    order = prompt_order(in->preset);
+    cdsh_strbuf turn_extra;
+    cdsh_strbuf_init(&turn_extra);
+    bool has_memory_marker = false, has_state_marker = false;
+    size_t i;
+    json_t *o;
+    json_array_foreach(order, i, o)
+    {
+        const char *id = dstr(o, "identifier");
+        if (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled")))
+            continue;
+        has_memory_marker |= !strcmp(id, "agentMemory");
+        has_state_marker |= !strcmp(id, "worldState");
+        const json_t *p = find_prompt(in->preset, id);
+        if (p && !triggered(p, gen))
+            continue;
+        const char *raw = NULL, *orig = NULL;
+        if (!strcmp(id, "main"))
+            raw = override_text(p, dstr(a.data, "system_prompt"), &orig);
+        else if (!strcmp(id, "jailbreak"))
+            raw = override_text(p, dstr(a.data, "post_history_instructions"), &orig);
+        else if (!strcmp(id, "charDescription"))
+            raw = dstr(a.data, "description");
+        else if (!strcmp(id, "charPersonality"))
+            raw = dstr(a.data, "personality");
+        else if (!strcmp(id, "scenario"))
+            raw = dstr(a.data, "scenario");
+        else if (!strcmp(id, "personaDescription"))
+            raw = dstr(in->persona, "description");
+        else if (!strcmp(id, "worldInfoBefore") || !strcmp(id, "worldInfoAfter"))
+            continue; /* world info goes in its own labelled section */
+        else if (!strcmp(id, "dialogueExamples") || !strcmp(id, "chatHistory") ||
+                 !strcmp(id, "agentMemory") || !strcmp(id, "worldState"))
+            continue;
+        else if (p && json_integer_value(json_object_get(p, "injection_position")) == 1)
+            continue; /* in-chat prompts are depth injections */
+        else if (p)
+            raw = dstr(p, "content");
+        if (!raw || !*raw)
+            continue;
+        a.env.original = orig;
+        bool turn_local = false;
+        if (cdsh_tavern_template_has_tags(raw)) {
+            const char *r = render_template(&a, id, raw);
+            char *x = r ? expand(&a, r, false, NULL) : NULL;
+            section(&turn_extra, NULL, x); /* templates are per turn */
+            free(x);
+            a.env.original = NULL;
+            continue;
+        }
+        char *x = expand(&a, raw, false, &turn_local);
+        if (!turn_local) {
+            free(x);
+            x = expand(&a, raw, true, NULL); /* clock frozen in standing */
+            section(&a.standing, NULL, x);
+        } else {
+            section(&turn_extra, NULL, x);
+        }
+        free(x);
+        a.env.original = NULL;
+    }
+    char *ex = examples_text(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
+    char *exx = ex ? expand(&a, ex, true, NULL) : NULL;
+    section(&a.standing, NULL, exx);
+    free(ex);
+    free(exx);
+    section(&a.standing, "【世界书·常驻】", wi_standing.data);
+    /* Static depth injections: the card's depth prompt and in-chat preset
+     * prompts without turn macros. */
+    const json_t *dp = json_object_get(in->card, "depth_prompt");
+    if (json_is_object(dp)) {
+        bool tl = false;
+        char *x = expand(&a, dstr(dp, "prompt"), false, &tl);
+        char label[96];
+        snprintf(label, sizeof label, "[depth %lld, %s]",
+                 (long long)json_integer_value(json_object_get(dp, "depth")), dstr(dp, "role"));
+        section(tl ? &turn_extra : &a.standing, label, x);
+        add_inj(&injs, &ninj, (int)json_integer_value(json_object_get(dp, "depth")),
+                role_index(dstr(dp, "role")), 100, x);
+        free(x);
+    }
+    json_array_foreach(order, i, o)
+    {
+        const json_t *p = find_prompt(in->preset, dstr(o, "identifier"));
+        if (!p || (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled"))) ||
+            json_integer_value(json_object_get(p, "injection_position")) != 1 || !triggered(p, gen))
+            continue;
+        const char *id = dstr(p, "identifier");
+        if (!strcmp(id, "chatHistory") || !strcmp(id, "dialogueExamples"))
+            continue;
+        bool tl = false;
+        char *x = expand(&a, dstr(p, "content"), false, &tl);
+        int depth = json_is_integer(json_object_get(p, "injection_depth"))
+                        ? (int)json_integer_value(json_object_get(p, "injection_depth"))
+                        : 4;
+        char label[96];
+        snprintf(label, sizeof label, "[depth %d, %s]", depth, dstr(p, "role"));
+        section(tl ? &turn_extra : &a.standing, label, x);
+        add_inj(&injs, &ninj, depth, role_index(dstr(p, "role")),
+                json_is_integer(json_object_get(p, "injection_order"))
+                    ? (int)json_integer_value(json_object_get(p, "injection_order"))
+                    : 100,
+                x);
+        free(x);
+    }
+
+    /* ---- turn ---- */
+    section(&a.turn, NULL, TURN_PLAYBOOK);
+    section(&a.turn, "【世界书·本轮触发】", wi_turn.data);
+    struct {
+        const char *name, *label, *text;
+        int limit;
+    } parts[] = {{"memories", "【检索记忆】", in->memories, CDSH_TAVERN_BUDGET_MEMORIES},
+                 {"deltas", "【世界变化】", in->world_state, CDSH_TAVERN_BUDGET_DELTAS}};
+    char *fitted[2] = {NULL, NULL};
+    for (size_t k = 0; k < 2; k++) {
+        size_t used = 0;
+        bool cut = false;
+        fitted[k] = fit(parts[k].text ? parts[k].text : "", parts[k].limit, &used, &cut);
+        section(&a.turn, parts[k].label, fitted[k]);
+        budget_note(budgets, parts[k].name, parts[k].limit, used, cut);
+        if (cut)
+            json_array_append_new(a.notes, json_sprintf("%s truncated to %d tokens",
+                                                         parts[k].name, parts[k].limit));
+    }
+    /* Author's note with AN-top / AN-bottom world info (unlabelled). */
+    cdsh_strbuf an;
+    cdsh_strbuf_init(&an);
+    char *an_x = in->author_note ? expand(&a, in->author_note, false, NULL) : NULL;
+    if (an_x && *an_x) {
+        json_array_foreach(json_object_get(wi, "anTop"), i, o)
+        {
+            cdsh_strbuf_append_str(&an, json_string_value(o));
+            cdsh_strbuf_append_char(&an, '\n');
+        }
+        cdsh_strbuf_append_str(&an, an_x);
+        json_array_foreach(json_object_get(wi, "anBottom"), i, o)
+        {
+            cdsh_strbuf_append_char(&an, '\n');
+            cdsh_strbuf_append_str(&an, json_string_value(o));
+        }
+    }
+    free(an_x);
+    section(&a.turn, "【作者注释】", an.data);
+    {
+        size_t used = 0;
+        bool cut = false;
+        char *j = fit(in->journal ? in->journal : "", CDSH_TAVERN_BUDGET_JOURNAL, &used, &cut);
+        section(&a.turn, "【角色笔记】", j);
+        budget_note(budgets, "journal", CDSH_TAVERN_BUDGET_JOURNAL, used, cut);
+        free(j);
+    }
+    section(&a.turn, NULL, turn_extra.data);
+
+    /* ---- simulation ---- */
+    json_t *wdepth = json_object_get(wi, "depth");
+    json_array_foreach(wdepth, i, o)
+        add_inj(&injs, &ninj, (int)json_integer_value(json_object_get(o, "depth")),
+                (int)json_integer_value(json_object_get(o, "role")), 100, dstr(o, "content"));
+    if (an.len)
+        add_inj(&injs, &ninj, in->author_note_depth > 0 ? in->author_note_depth : 4, 0, 100,
+                an.data);
+    bool history_done = false;
+    json_array_foreach(order, i, o)
+    {
+        const char *id = dstr(o, "identifier");
+        if (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled")))
+            continue;
+        const json_t *p = find_prompt(in->preset, id);
+        if (p && !triggered(p, gen))
+            continue;
+        if (p && json_integer_value(json_object_get(p, "injection_position")) == 1)
+            continue;
+        char *x = NULL;
+        const char *role = p ? dstr(p, "role") : "system";
+        if (!*role)
+            role = "system";
+        const char *orig = NULL;
+        if (!strcmp(id, "chatHistory")) {
+            if (!has_memory_marker && fitted[0] && *fitted[0])
+                push_msg(a.messages, "system", fitted[0], "agentMemory");
+            if (!has_state_marker && fitted[1] && *fitted[1])
+                push_msg(a.messages, "system", fitted[1], "worldState");
+            json_t *hm = history_with_injections(&h, injs, ninj);
+            json_array_extend(a.messages, hm);
+            json_decref(hm);
+            history_done = true;
+            continue;
+        }
+        if (!strcmp(id, "worldInfoBefore"))
+            x = strdup(dstr(wi, "before"));
+        else if (!strcmp(id, "worldInfoAfter"))
+            x = strdup(dstr(wi, "after"));
+        else if (!strcmp(id, "charDescription"))
+            x = expand(&a, dstr(a.data, "description"), false, NULL);
+        else if (!strcmp(id, "charPersonality"))
+            x = expand(&a, dstr(a.data, "personality"), false, NULL);
+        else if (!strcmp(id, "scenario"))
+            x = expand(&a, dstr(a.data, "scenario"), false, NULL);
+        else if (!strcmp(id, "personaDescription"))
+            x = expand(&a, dstr(in->persona, "description"), false, NULL);
+        else if (!strcmp(id, "dialogueExamples")) {
+            char *e = examples_text(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
+            x = expand(&a, e, false, NULL);
+            free(e);
+        } else if (!strcmp(id, "agentMemory"))
+            x = strdup(fitted[0] ? fitted[0] : "");
+        else if (!strcmp(id, "worldState"))
+            x = strdup(fitted[1] ? fitted[1] : "");
+        else if (!strcmp(id, "main") || !strcmp(id, "jailbreak")) {
+            const char *t = override_text(p, dstr(a.data, !strcmp(id, "main")
+                                                              ? "system_prompt"
+                                                              : "post_history_instructions"),
+                                          &orig);
+            a.env.original = orig;
+            x = expand(&a, t, false, NULL);
+            a.env.original = NULL;
+        } else if (p) {
+            const char *c = dstr(p, "content");
+            if (cdsh_tavern_template_has_tags(c)) {
+                c = render_template(&a, id, c);
+                if (!c)
+                    continue;
+            }
+            x = expand(&a, c, false, NULL);
+        } else if (strcmp(id, "nsfw") && strcmp(id, "enhanceDefinitions")) {
+            /* nsfw / enhanceDefinitions are ordinary prompts a preset may lack. */
+            json_array_append_new(a.notes, json_sprintf("unknown marker '%s' left empty", id));
+        }
+        push_msg(a.messages, role, x, id);
+        free(x);
+    }
+    if (!history_done) {
+        json_t *hm = history_with_injections(&h, injs, ninj);
+        json_array_extend(a.messages, hm);
+        json_decref(hm);
+    }
+    free(fitted[0]);
+    free(fitted[1]);
+    cdsh_strbuf_deinit(&an);
+    cdsh_strbuf_deinit(&turn_extra);
+    cdsh_strbuf_deinit(&wi_standing);
+    cdsh_strbuf_deinit(&wi_turn);
+
+    char *standing = cdsh_tavern_assemble_neutralize_dup(a.standing.data);
+    char *turn = cdsh_tavern_assemble_neutralize_dup(a.turn.data);
+    char *key = standing_key(&a);
+    if (!standing || !turn || !key) {
+        free(standing);
+        free(turn);
+        free(key);
+        goto nomem;
+    }
+    *plan = json_pack("{s:s, s:s, s:O, s:s, s:O, s:O, s:O, s:O, s:O}", "standing", standing, "turn",
+                      turn, "messages", a.messages, "standingKey", key, "budgets", budgets, "notes",
+                      a.notes, "worldInfo", wi, "regexFailures", a.regex_failures, "unknownMacros",
+                      a.unknown);
+    free(standing);
+    free(turn);
+    free(key);
+    if (!*plan)
+        goto nomem;
+    rc = 0;
+    goto cleanup;
+nomem:
+    rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+cleanup:
+    for (size_t k = 0; k < ninj; k++)
+        free(injs[k].content);
+    free(injs);
+    free_history(&h);
+    cdsh_tavern_rxset_free(a.rx);
+    cdsh_strbuf_deinit(&a.standing);
+    cdsh_strbuf_deinit(&a.turn);
+    json_decref(a.notes);
+    json_decref(a.regex_failures);
+    json_decref(a.unknown);
+    json_decref(a.messages);
+    json_decref(a.rendered);
+    json_decref(wi);
+    json_decref(order);
+    json_decref(budgets);
+    return rc;
+}

@@ -1,0 +1,94 @@
+/* wi_activate.h — SillyTavern world-info activation (formats §3,
+ * checkWorldInfo): source ordering by character strategy, budget, timed
+ * effects (sticky / cooldown / delay) kept in a per-story state object, the
+ * scan loop with recursion and delay-until-recursion levels, key matching
+ * (plain, whole-word, /regex/flags, case), secondary-key logics, inclusion
+ * groups, probability, budget overflow / ignoreBudget, min activations, and
+ * output by position in SillyTavern's order, plus a trigger log. Pure: the
+ * only state it touches is the `timed` object the caller passes. One call
+ * per thread; inputs are borrowed. */
+#ifndef CDSH_TAVERN_WI_ACTIVATE_H
+#define CDSH_TAVERN_WI_ACTIVATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "plugins/tavern/macros.h"
+#include "plugins/tavern/regex_apply.h"
+
+enum {
+    CDSH_TAVERN_WI_EVENLY = 0,
+    CDSH_TAVERN_WI_CHARACTER_FIRST = 1,
+    CDSH_TAVERN_WI_GLOBAL_FIRST = 2,
+};
+
+enum { CDSH_TAVERN_LOGIC_AND_ANY = 0, CDSH_TAVERN_LOGIC_NOT_ALL = 1,
+       CDSH_TAVERN_LOGIC_NOT_ANY = 2, CDSH_TAVERN_LOGIC_AND_ALL = 3 };
+
+typedef struct cdsh_tavern_wi_settings {
+    int scan_depth;           /* messages scanned (default 2) */
+    int context_percent;      /* budget = round(percent × max_context / 100), min 1 */
+    int max_context;          /* tokens of the model window */
+    int budget_cap;           /* > 0: caps the percent budget */
+    int token_budget;         /* > 0: absolute budget (liketavern's 8192), overrides percent */
+    int min_activations;      /* 0: off */
+    int min_activations_depth_max;
+    int max_recursion_steps;  /* 0: unlimited; 1: initial scan only */
+    bool recursive, case_sensitive, match_whole_words, include_names, use_group_scoring;
+    int character_strategy;   /* CDSH_TAVERN_WI_* */
+} cdsh_tavern_wi_settings;
+
+/* liketavern defaults: depth 2, 25 %, token budget 8192, recursive, whole
+ * words off, include names, character-first. */
+void cdsh_tavern_wi_settings_default(cdsh_tavern_wi_settings *s);
+
+typedef struct cdsh_tavern_wi_message {
+    const char *name; /* speaker ("Name: text" when include_names) */
+    const char *text;
+} cdsh_tavern_wi_message;
+
+typedef struct cdsh_tavern_wi_input {
+    cdsh_tavern_wi_settings settings;
+    /* Books: world-info objects {"name", "entries":{uid: entry}} as
+     * lorebook.c normalises them. A book whose name is already loaded from
+     * an earlier source is skipped (chat, persona, global, character). */
+    const json_t *chat_book;       /* or NULL */
+    const json_t *persona_book;    /* or NULL */
+    const json_t *global_books;    /* array or NULL */
+    const json_t *character_books; /* array or NULL */
+    const cdsh_tavern_wi_message *messages; /* oldest first; synthetic texts excluded */
+    size_t n_messages;
+    const char *const *inject;     /* extension prompts flagged for scan */
+    size_t n_inject;
+    /* Optional global scan data: {personaDescription, characterDescription,
+     * characterPersonality, characterDepthPrompt, scenario, creatorNotes}. */
+    const json_t *scan_data;
+    const json_t *forced;          /* array of "book.uid" externally activated, or NULL */
+    const char *char_filename;     /* for characterFilter.names */
+    const json_t *char_tags;       /* array of tag names for characterFilter.tags */
+    cdsh_tavern_macro_env *macros; /* keys and contents are expanded with it; may be NULL */
+    const cdsh_tavern_rxset *regex;/* WORLD_INFO placement (prompt/assemble), may be NULL */
+    json_t *timed;                 /* story state {sticky:{}, cooldown:{}}; may be NULL */
+    bool dry_run;                  /* evaluate timed effects on a copy; `timed` untouched */
+    uint32_t seed;                 /* probability rolls and group picks */
+    bool no_log;                   /* skip the trigger log (live turns); "log" is null then */
+} cdsh_tavern_wi_input;
+
+/* Runs activation. *out (owned):
+ * {before, after (strings joined by "\n"),
+ *  examples:[{position:"before"|"after", content}],
+ *  anTop:[str], anBottom:[str],
+ *  depth:[{depth, role (0 system, 1 user, 2 assistant), content}],
+ *  outlets:{name: text},
+ *  activated:[{book, uid, comment, position, order, depth, role, content,
+ *              tokens, turnLocal, standingSafe}],
+ *  truncated:[{book, uid, comment}] (matched but cut by the budget),
+ *  log:[{book, uid, comment, fired, reason}], budget, tokens, overflow, loops}.
+ * Errors: INVALID_ARGS, OUT_OF_MEMORY. Bad regex keys never fail the call;
+ * they are reported in the log. */
+int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_error *err);
+
+#endif

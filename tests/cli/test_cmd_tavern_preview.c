@@ -1,0 +1,140 @@
+/* test_cmd_tavern_preview.c — `cdsh tavern preview` through the built
+ * binary: text and JSON output with a chat, the trigger log, SillyTavern
+ * JSONL chats, usage and unknown-card errors, and that it writes nothing. */
+#include "support/testkit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+
+static const char CARD[] =
+    "{\"spec\":\"chara_card_v2\",\"spec_version\":\"2.0\",\"data\":{\"name\":\"Sera\","
+    "\"description\":\"{{char}} guards {{user}}.\",\"personality\":\"kind\",\"scenario\":\"glade\","
+    "\"first_mes\":\"Hi\",\"mes_example\":\"\",\"character_book\":{\"name\":\"Glade\",\"entries\":["
+    "{\"keys\":[\"wolf\"],\"content\":\"Wolves roam.\",\"enabled\":true,\"insertion_order\":1,\"extensions\":{}},"
+    "{\"keys\":[],\"constant\":true,\"content\":\"Old glade.\",\"enabled\":true,\"insertion_order\":2,\"extensions\":{}},"
+    "{\"keys\":[\"dragon\"],\"content\":\"Dragons.\",\"enabled\":true,\"insertion_order\":3,\"extensions\":{}}]}}}";
+
+static char *import_card(const char *home)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/card.json", home);
+    cdsh_test_write_file(path, CARD);
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "import", path, "--with-book",
+                                        "--json", NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    char *id = strdup(json_string_value(json_object_get(j, "cardId")));
+    json_decref(j);
+    free(out);
+    return id;
+}
+
+static void preview_prints_channels_messages_budgets_and_log(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *id = import_card(home);
+    char chat[4096];
+    snprintf(chat, sizeof chat, "%s/chat.json", home);
+    cdsh_test_write_file(chat, "[{\"role\":\"user\",\"text\":\"A wolf appears.\"}]");
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--chat", chat,
+                                        NULL),
+                     0);
+    assert_non_null(strstr(out, "== Standing segment (agent system prompt) ==\n"));
+    assert_non_null(strstr(out, "Sera guards User."));
+    assert_non_null(strstr(out, "【世界书·常驻】\nOld glade."));
+    assert_non_null(strstr(out, "== Turn context ==\n"));
+    assert_non_null(strstr(out, "【世界书·本轮触发】\nWolves roam."));
+    assert_non_null(strstr(out, "user (chatHistory)\nA wolf appears."));
+    assert_non_null(strstr(out, "worldInfo      4 / 8192"));
+    assert_non_null(strstr(out, "+ Glade.0 : primary key 'wolf'"));
+    assert_non_null(strstr(out, "- Glade.2 : no primary key matched"));
+    free(out);
+    free(err);
+    /* JSON form. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--json", NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    assert_string_equal(json_string_value(json_object_get(j, "cardId")), id);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(j, "worldInfo"), "log")), 3);
+    assert_non_null(json_object_get(json_object_get(j, "budgets"), "journal"));
+    json_decref(j);
+    free(out);
+    /* Preview wrote no story state. */
+    char state_dir[4096];
+    snprintf(state_dir, sizeof state_dir, "%s/tavern/state", home);
+    FILE *f = fopen(state_dir, "r");
+    assert_null(f);
+    free(id);
+    cdsh_test_home_free(home);
+}
+
+static void preview_reads_sillytavern_jsonl_chats(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *id = import_card(home);
+    char chat[4096];
+    snprintf(chat, sizeof chat, "%s/chat.jsonl", home);
+    cdsh_test_write_file(chat, "{\"user_name\":\"Ann\",\"character_name\":\"Sera\"}\n"
+                               "{\"name\":\"Ann\",\"is_user\":true,\"mes\":\"Here be dragon\"}\n");
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--json", NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "turn")), "Dragons."));
+    json_decref(j);
+    free(out);
+    cdsh_test_write_file(chat, "not json\n");
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--json", NULL),
+                     1);
+    j = json_loads(out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "code")), "BAD_CHAT");
+    json_decref(j);
+    free(out);
+    free(id);
+    cdsh_test_home_free(home);
+}
+
+static void preview_usage_and_unknown_card(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", NULL), 2);
+    assert_non_null(strstr(err, "Usage: cdsh tavern preview CARD_ID"));
+    free(out);
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", "nosuch-1",
+                                        "--json", NULL),
+                     1);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "code")), "CARD_NOT_FOUND");
+    json_decref(j);
+    free(out);
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "--help", NULL), 0);
+    assert_non_null(strstr(out, "preview CARD_ID"));
+    free(out);
+    free(err);
+    cdsh_test_home_free(home);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(preview_prints_channels_messages_budgets_and_log),
+        cmocka_unit_test(preview_reads_sillytavern_jsonl_chats),
+        cmocka_unit_test(preview_usage_and_unknown_card),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

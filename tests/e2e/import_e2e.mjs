@@ -1,0 +1,107 @@
+// import_e2e.mjs — `cdsh import` end to end: a fixture .mcp.json that starts
+// @modelcontextprotocol/server-everything is discovered, preflighted ok,
+// enabled, and its tools are called through cdsh (`cdsh mcp` serving the
+// profile's tools to the SDK client); a server whose command is missing is
+// blocked with the reason; a secret from the environment reaches the child
+// but appears in no report, log or file under CDSH_HOME.
+import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, statSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { assert, bin, cdsh, runCdsh, runTests } from './mcp_lib.mjs';
+
+const root = mkdtempSync(join(tmpdir(), 'cdsh-import-e2e-'));
+const home = join(root, 'home'), proj = join(root, 'proj'), state = join(root, 'cdsh');
+for (const d of [home, proj, state, join(root, 'claude'), join(root, 'codex')]) mkdirSync(d, { recursive: true });
+const SECRET = 'planted-' + randomBytes(12).toString('hex');
+const env = {
+  ...process.env, HOME: home, CDSH_HOME: state, CLAUDE_CONFIG_DIR: join(root, 'claude'),
+  CODEX_HOME: join(root, 'codex'), IMPORT_E2E_SECRET: SECRET, CDSH_LOG: 'debug',
+};
+writeFileSync(join(proj, '.mcp.json'), JSON.stringify({
+  mcpServers: {
+    everything: { command: bin('mcp-server-everything'), args: [], env: { IMPORT_PLANTED: '${IMPORT_E2E_SECRET}' } },
+    ghost: { command: 'cdsh-import-e2e-no-such-command' },
+  },
+}, null, 2));
+
+const outputs = []; // every byte cdsh printed, checked for the secret at the end
+function run(args, status = 0) {
+  const r = runCdsh(args, { env });
+  outputs.push(r.stdout, r.stderr);
+  assert.equal(r.status, status, `cdsh ${args.join(' ')}: ${r.stderr}`);
+  return r;
+}
+
+function files(dir) {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? files(p) : [p];
+  });
+}
+
+await runTests({
+  scan_judges_the_fixture_servers() {
+    const report = JSON.parse(run(['import', 'scan', '--root', proj, '--json']).stdout);
+    const claude = report.sources.find((s) => s.source === 'claude');
+    const ev = claude.servers.find((s) => s.name === 'everything');
+    assert.equal(ev.verdict, 'ok', JSON.stringify(ev.reasons));
+    assert.equal(ev.transport, 'stdio');
+    assert.deepEqual(ev.unresolved.map((u) => [u.envVar, u.resolvedFrom]), [['IMPORT_E2E_SECRET', 'env']]);
+    assert.equal(ev.provenance.scope, 'project');
+    const ghost = claude.servers.find((s) => s.name === 'ghost');
+    assert.equal(ghost.verdict, 'blocked');
+    assert.deepEqual(ghost.reasons, [{ level: 'blocked', code: 'COMMAND_NOT_FOUND',
+      message: 'command "cdsh-import-e2e-no-such-command" is not on PATH' }]);
+    assert.equal(report.registered, false);
+    const text = run(['import', 'scan', '--root', proj]).stdout;
+    assert.match(text, /ok {7}everything/);
+    assert.match(text, /blocked {2}ghost/);
+    // A scan registers nothing.
+    assert.ok(!run(['tools', 'list']).stdout.includes('mcp__everything__'));
+  },
+  blocked_server_cannot_be_enabled() {
+    const r = run(['import', 'enable', '--root', proj, 'ghost'], 1);
+    assert.match(r.stderr, /server "ghost" is blocked:\n {2}- COMMAND_NOT_FOUND: command "cdsh-import-e2e-no-such-command" is not on PATH/);
+    assert.ok(!run(['import', 'list']).stdout.includes('ghost'));
+  },
+  enabled_server_tools_appear_and_are_called_through_cdsh: async () => {
+    assert.match(run(['import', 'enable', '--root', proj, 'everything']).stdout, /^enabled server everything$/m);
+    const list = JSON.parse(run(['tools', 'list', '--json']).stdout);
+    const names = list.tools.map((t) => t.name);
+    for (const n of ['mcp__everything__echo', 'mcp__everything__get-sum', 'mcp__everything__get-env'])
+      assert.ok(names.includes(n), names.join(','));
+    const transport = new StdioClientTransport({ command: cdsh, args: ['mcp'], env, stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (d) => { stderr += d; });
+    const client = new Client({ name: 'import-e2e', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const echo = await client.callTool({ name: 'mcp__everything__echo', arguments: { message: 'via import' } });
+      assert.equal(echo.content[0].text, 'Echo: via import');
+      const sum = await client.callTool({ name: 'mcp__everything__get-sum', arguments: { a: 40, b: 2 } });
+      assert.match(sum.content[0].text, /42/);
+      // The secret reached the child (this tool result is the only place it may appear).
+      const shown = await client.callTool({ name: 'mcp__everything__get-env', arguments: {} });
+      const childEnv = JSON.parse(shown.content[0].text);
+      assert.equal(childEnv.IMPORT_PLANTED, SECRET);
+      assert.equal(childEnv.IMPORT_E2E_SECRET, undefined); // the scrubbed env drops *SECRET*
+    } finally {
+      await client.close();
+    }
+    outputs.push(stderr);
+  },
+  secret_appears_in_no_report_log_or_file() {
+    for (const o of outputs) assert.ok(!o.includes(SECRET), `secret printed: ${o.slice(0, 200)}`);
+    for (const f of files(state)) assert.ok(!readFileSync(f, 'utf8').includes(SECRET), `secret in ${f}`);
+  },
+  disable_leaves_nothing_behind() {
+    run(['import', 'disable', '--all']);
+    const list = JSON.parse(run(['tools', 'list', '--json']).stdout);
+    assert.ok(!list.tools.some((t) => t.name.startsWith('mcp__everything__')));
+    assert.match(run(['import', 'list']).stdout, /nothing imported is enabled/);
+  },
+});
+rmSync(root, { recursive: true, force: true });

@@ -1,0 +1,130 @@
+// web_chat.js — browser test of `cdsh web` (Playwright driving Debian's
+// Chromium): open the printed URL, create a session, send a message, see the
+// fake model's streamed reply, folded reasoning and a tool-call card; check
+// the zh switch and that the API refuses requests without the token.
+// Usage: node web_chat.js <cdsh> <fake_model> <screenshot.png>
+// Exits 77 (skipped) when Chromium or playwright-core is missing.
+'use strict';
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+
+const [cdsh, fakeModel, shot] = process.argv.slice(2);
+const CHROMIUM = '/usr/bin/chromium';
+
+function skip(why) {
+  console.log(`skipped: ${why}`);
+  process.exit(77);
+}
+
+let chromium;
+try {
+  ({ chromium } = require(path.join(__dirname, '..', 'node_modules', 'playwright-core')));
+} catch {
+  skip('playwright-core is not installed (run scripts/bootstrap.sh)');
+}
+if (!fs.existsSync(CHROMIUM)) skip(`${CHROMIUM} is missing (install Debian's chromium: scripts/bootstrap.sh)`);
+
+const children = [];
+function start(cmd, args, env) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: child.stdout });
+    rl.once('line', (line) => resolve({ child, info: JSON.parse(line) }));
+    child.once('exit', (code) => reject(new Error(`${cmd} exited with ${code}`)));
+  });
+}
+
+function check(cond, msg) {
+  if (!cond) throw new Error(`check failed: ${msg}`);
+}
+
+async function main() {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-e2e-'));
+  const script = path.join(home, 'script.json');
+  fs.writeFileSync(script, JSON.stringify([
+    { match: { last_user_contains: 'hello' }, delay_ms: 60,
+      chunks: [{ reasoning: 'The user greets me; let me look for a skill.' },
+               { tool_call: { index: 0, id: 'call_1', name: 'skill', arguments: '{"name":' } },
+               { tool_call: { index: 0, arguments: '"no-such-skill"}' } }],
+      finish_reason: 'tool_calls' },
+    { delay_ms: 80, chunks: [{ text: 'Hello from ' }, { text: 'the fake ' }, { text: 'model!' }],
+      finish_reason: 'stop' },
+  ]));
+  const fake = await start(fakeModel, ['--script', script], {});
+  const env = { CDSH_HOME: home, CDSH_BASE_URL: fake.info.url, CDSH_MODEL: 'fake-model',
+                DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
+  const web = await start(cdsh, ['web', '--no-open', '--json', '--port', '0'], env);
+  const url = web.info.url;
+  const base = `http://127.0.0.1:${web.info.port}`;
+
+  // Without the token the API answers 401 with a JSON error.
+  const r = await fetch(`${base}/api/sessions`);
+  check(r.status === 401, `no token gives 401, got ${r.status}`);
+  check((await r.json()).error.code === 'UNAUTHORIZED', 'JSON error body');
+
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-chromium-'));
+  // A fresh profile directory (Playwright passes it as --user-data-dir).
+  const browser = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 800 },
+    locale: 'en-US',
+  });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(url);
+    await page.waitForSelector('[data-testid=model-status] .dot');
+    check((await page.textContent('[data-testid=model-status]')).includes('fake-model'),
+      'the model status names the model');
+    check(!page.url().includes('token='), 'the token left the address bar');
+
+    await page.click('[data-testid=new-session]');
+    await page.waitForSelector('[data-testid=session].active');
+    await page.fill('[data-testid=input]', 'hello there');
+    await page.press('[data-testid=input]', 'Enter');
+
+    // The tool-call card appears with the call's name and its (failed) result.
+    const card = page.locator('[data-testid=tool-card]');
+    await card.waitFor({ timeout: 15000 });
+    check((await card.locator('.name').textContent()) === 'skill', 'card names the tool');
+    await page.waitForSelector('[data-testid=tool-card].error', { timeout: 15000 });
+    // The streamed reply ends as the final text; reasoning is folded away.
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant:not(.streaming) .text')]
+      .some((e) => e.textContent === 'Hello from the fake model!'), null, { timeout: 15000 });
+    const folded = await page.$eval('details.reasoning', (d) => !d.open);
+    check(folded, 'reasoning is folded');
+    await page.waitForSelector('[data-testid=stop]', { state: 'hidden' });
+    await page.screenshot({ path: shot, fullPage: true });
+
+    // The session survives a reload with the same content.
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=tool-card]').length === 1);
+    check((await page.textContent('[data-testid=messages]')).includes('Hello from the fake model!'),
+      'history after reload');
+
+    await page.click('[data-testid=lang]');
+    check((await page.textContent('[data-testid=new-session]')) === '新对话', 'zh switch');
+    check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
+    console.log(`ok: streamed reply and tool card seen; screenshot ${shot}`);
+  } finally {
+    await browser.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  }
+  web.child.kill('SIGTERM');
+  fake.child.stdin.end();
+  fs.rmSync(home, { recursive: true, force: true });
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(e.stack || e.message);
+  for (const c of children) c.kill('SIGKILL');
+  process.exit(1);
+});

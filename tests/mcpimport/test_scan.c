@@ -1,0 +1,321 @@
+/* test_scan.c — the whole scan over a fixture tree built from the samples: a
+ * Claude plugin cache with two marketplaces and several plugins, a
+ * ~/.claude.json with user and local scopes, a project, a Codex home;
+ * expected verdicts compared exactly; secrets from the environment and a
+ * fake keyring tool never reach the report. */
+#include "support/testkit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "plugins/mcpimport/report.h"
+#include "plugins/mcpimport/service.h"
+
+#define SAMPLES CDSH_SHARED_DIR "/reference/import-samples/"
+#define ENV_SECRET "tok-planted-5f1e9a"
+#define KEYRING_SECRET "kr-planted-77c0d2"
+
+typedef struct fx {
+    char *home; /* test CDSH_HOME doubles as the fixture root */
+    char *real_home;
+    char path[1024];
+} fx;
+
+static const char *p(fx *f, const char *rel)
+{
+    snprintf(f->path, sizeof f->path, "%s/%s", f->home, rel);
+    return f->path;
+}
+
+static void put(fx *f, const char *rel, const char *text)
+{
+    char *dir = strdup(p(f, rel));
+    *strrchr(dir, '/') = '\0';
+    assert_int_equal(cdsh_fs_mkdir_p(dir, 0700, NULL), 0);
+    free(dir);
+    cdsh_test_write_file(p(f, rel), text);
+}
+
+static void copy(fx *f, const char *sample, const char *rel)
+{
+    char src[512];
+    snprintf(src, sizeof src, SAMPLES "%s", sample);
+    char *text = cdsh_test_read_file(src, NULL);
+    assert_non_null(text);
+    put(f, rel, text);
+    free(text);
+}
+
+static void build(fx *f)
+{
+    f->home = cdsh_test_home_new();
+    /* the CLI's defaults must never read the developer's ~/.claude or ~/.codex */
+    f->real_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", f->home, 1);
+    unsetenv("CLAUDE_CONFIG_DIR");
+    unsetenv("CODEX_HOME");
+    char reg[4096];
+    snprintf(reg, sizeof reg,
+             "{\"version\":2,\"plugins\":{"
+             "\"commit-commands@official\":[{\"scope\":\"user\",\"installPath\":\"%s/claude/"
+             "plugins/cache/official/commit-commands/1.0.0\",\"version\":\"1.0.0\"}],"
+             "\"context7@official\":[{\"scope\":\"user\",\"installPath\":\"%s/claude/plugins/"
+             "cache/official/context7/unknown\",\"version\":\"unknown\"}],"
+             "\"tools@community\":[{\"scope\":\"project\",\"projectPath\":\"%s/proj\","
+             "\"installPath\":\"%s/claude/plugins/cache/community/tools/2.0\"}],"
+             "\"legal@community\":[{\"scope\":\"user\",\"installPath\":\"%s/claude/plugins/cache/"
+             "community/legal/1.0\"}]}}",
+             f->home, f->home, f->home, f->home, f->home);
+    put(f, "claude/plugins/installed_plugins.json", reg);
+    copy(f, "claude-plugin.commit-commands.json",
+         "claude/plugins/cache/official/commit-commands/1.0.0/.claude-plugin/plugin.json");
+    copy(f, "claude-command.commit.md",
+         "claude/plugins/cache/official/commit-commands/1.0.0/commands/commit.md");
+    copy(f, "claude-mcp.flat-stdio.context7.json",
+         "claude/plugins/cache/official/context7/unknown/.mcp.json");
+    put(f, "claude/plugins/cache/community/tools/2.0/.claude-plugin/plugin.json",
+        "{\"name\":\"tools\",\"hooks\":{},\"mcpServers\":{\"local-srv\":{\"command\":\"./bin/srv\","
+        "\"args\":[\"${CLAUDE_PLUGIN_ROOT}/c.json\"]}}}");
+    put(f, "claude/plugins/cache/community/tools/2.0/bin/srv", "#!/bin/sh\n");
+    chmod(p(f, "claude/plugins/cache/community/tools/2.0/bin/srv"), 0755);
+    put(f, "claude/plugins/cache/community/tools/2.0/agents/reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews\n---\nYou review.\n");
+    put(f, "claude/plugins/cache/community/tools/2.0/skills/helper/SKILL.md",
+        "---\nname: helper\ndescription: Helps\n---\nHelp.\n");
+    copy(f, "claude-mcp.wrapped-http.employment-legal.json",
+         "claude/plugins/cache/community/legal/1.0/.mcp.json");
+    char cj[2048];
+    snprintf(
+        cj, sizeof cj,
+        "{\"numStartups\":3,\"mcpServers\":{\"context7\":{\"command\":\"npx\",\"args\":[\"-y\","
+        "\"@upstash/context7-mcp\"]}},\"projects\":{\"%s/proj\":{\"mcpServers\":{"
+        "\"secret-api\":{\"type\":\"http\",\"url\":\"https://api.example.com/mcp\","
+        "\"headers\":{\"Authorization\":\"Bearer ${SCAN_TEST_TOKEN}\"}},"
+        "\"kr\":{\"command\":\"node\",\"env\":{\"K\":\"${KR_VAR}\"}}}}}}",
+        f->home);
+    put(f, "claude/.claude.json", cj);
+    put(f, "proj/.mcp.json",
+        "{\"mcpServers\":{\"dock\":{\"command\":\"docker\",\"args\":[\"run\","
+        "\"img\"]}}}");
+    put(f, "proj/.claude/commands/hello.md", "Say hello to $ARGUMENTS\n");
+    copy(f, "codex-config.codex2dsh-fixture.toml", "codex/config.toml");
+    put(f, "codex/prompts/review.md", "---\ndescription: Review\n---\nReview #$1\n");
+    put(f, "bin/secret-tool",
+        "#!/bin/sh\n[ \"$1 $2 $3 $4 $5\" = \"lookup service cdsh-import name KR_VAR\" ] && "
+        "printf '%s' '" KEYRING_SECRET "' && exit 0\nexit 1\n");
+    chmod(p(f, "bin/secret-tool"), 0755);
+    setenv("SCAN_TEST_TOKEN", ENV_SECRET, 1);
+}
+
+typedef struct fake {
+    char srv[1024];
+} fake;
+
+static bool found(void *ud, const char *cmd)
+{
+    const fake *f = ud;
+    return strcmp(cmd, "npx") == 0 || strcmp(cmd, "node") == 0 || strcmp(cmd, "docker") == 0 ||
+           strcmp(cmd, f->srv) == 0;
+}
+
+static bool docker_down(void *ud)
+{
+    (void)ud;
+    return false;
+}
+
+static void run_scan(fx *f, cdsh_mcpimport_scan *scan)
+{
+    char claude[1024], cjson[1024], codex[1024], proj[1024], tool[1024];
+    snprintf(claude, sizeof claude, "%s/claude", f->home);
+    snprintf(cjson, sizeof cjson, "%s/claude/.claude.json", f->home);
+    snprintf(codex, sizeof codex, "%s/codex", f->home);
+    snprintf(proj, sizeof proj, "%s/proj", f->home);
+    snprintf(tool, sizeof tool, "%s/bin/secret-tool", f->home);
+    const char *projects[] = {proj, NULL};
+    cdsh_mcpimport_roots roots = {claude, cjson, codex, projects};
+    static fake fk;
+    snprintf(fk.srv, sizeof fk.srv, "%s/claude/plugins/cache/community/tools/2.0/bin/srv", f->home);
+    cdsh_mcpimport_probe probe = {found, docker_down, &fk};
+    const char *allow[] = {"KR_VAR", NULL};
+    cdsh_mcpimport_secret_opts so = {allow, tool};
+    assert_int_equal(cdsh_mcpimport_scan_run(&roots, &probe, &so, scan, NULL), 0);
+}
+
+static void teardown_fx(fx *f)
+{
+    unsetenv("SCAN_TEST_TOKEN");
+    if (f->real_home)
+        setenv("HOME", f->real_home, 1);
+    free(f->real_home);
+    cdsh_test_home_free(f->home);
+}
+
+static char *verdicts(const json_t *list)
+{
+    char buf[4096] = "";
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x)
+    {
+        char one[256];
+        snprintf(one, sizeof one, "%s%s=%s", i ? " " : "",
+                 json_string_value(json_object_get(x, "name")),
+                 json_string_value(json_object_get(x, "verdict")));
+        strncat(buf, one, sizeof buf - strlen(buf) - 1);
+    }
+    return strdup(buf);
+}
+
+static void fixture_tree_gives_expected_verdicts_in_precedence_order(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    cdsh_mcpimport_scan scan;
+    run_scan(&f, &scan);
+    char *v = verdicts(scan.servers);
+    assert_string_equal(v, "secret-api=ok kr=ok dock=blocked context7=warn context7=blocked "
+                           "local-srv=ok Slack=warn Google-Drive=warn google-mcp-toolbox=blocked "
+                           "kingbase-demo-db=warn oracle-demo-db=warn node_repl=blocked");
+    free(v);
+    v = verdicts(scan.commands);
+    assert_string_equal(v, "commit-commands_commit=warn hello=ok review=ok");
+    free(v);
+    json_t *dock = json_array_get(scan.servers, 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(dock, "reasons"), 0), "code")),
+                        "DOCKER_UNREACHABLE");
+    json_t *local = json_array_get(scan.servers, 5);
+    json_t *prov = json_object_get(local, "provenance");
+    assert_string_equal(json_string_value(json_object_get(prov, "plugin")), "tools@community");
+    assert_string_equal(json_string_value(json_object_get(prov, "scope")), "project");
+    char want[1024];
+    snprintf(want, sizeof want, "%s/claude/plugins/cache/community/tools/2.0/c.json", f.home);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(local, "args"), 0)), want);
+    json_t *sa = json_array_get(scan.servers, 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sa, "provenance"), "scope")), "local");
+    assert_int_equal(json_array_size(scan.assets), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(scan.assets, 0), "kind")),
+                        "agent");
+    cdsh_mcpimport_scan_deinit(&scan);
+    teardown_fx(&f);
+}
+
+static void secrets_resolve_from_env_and_keyring_but_never_reach_the_report(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    cdsh_mcpimport_scan scan;
+    run_scan(&f, &scan);
+    json_t *sa = json_array_get(scan.servers, 0), *kr = json_array_get(scan.servers, 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(sa, "unresolved"), 0), "resolvedFrom")),
+                        "env");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(kr, "unresolved"), 0), "resolvedFrom")),
+                        "keyring");
+    assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "KR_VAR"), KEYRING_SECRET);
+    assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "SCAN_TEST_TOKEN"), ENV_SECRET);
+    json_t *report =
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
+    char *json = json_dumps(report, 0), *text = cdsh_mcpimport_report_text_dup(report);
+    assert_null(strstr(json, ENV_SECRET));
+    assert_null(strstr(json, KEYRING_SECRET));
+    assert_null(strstr(text, ENV_SECRET));
+    assert_null(strstr(text, KEYRING_SECRET));
+    assert_non_null(strstr(text, "Summary: servers 3 ok, 5 warn, 4 blocked; commands 2 ok, 1 "
+                                 "warn, 0 blocked; 1 agents and 1 skills not imported."));
+    /* a literal password in the Codex args is shown redacted */
+    assert_null(strstr(json, "Example#2023"));
+    assert_false(json_is_true(json_object_get(report, "registered")));
+    free(json), free(text);
+    json_decref(report);
+    cdsh_mcpimport_scan_deinit(&scan);
+    teardown_fx(&f);
+}
+
+static void notes_name_what_is_not_imported(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    put(&f, "claude/plugins/cache/official/context7/unknown/.mcp.json", "{not json");
+    cdsh_mcpimport_scan scan;
+    run_scan(&f, &scan);
+    json_t *report =
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
+    char *text = cdsh_mcpimport_report_text_dup(report);
+    assert_non_null(strstr(text, "    - \"hooks\" is not imported\n"));
+    assert_non_null(strstr(text, "unknown/.mcp.json is not valid JSON: invalid JSON at line 1"));
+    assert_non_null(strstr(text, "    - Codex plugin browser@openai-bundled is reported only (its "
+                                 "files are not imported)\n"));
+    /* the broken plugin file no longer yields a duplicate context7 */
+    char *v = verdicts(scan.servers);
+    assert_null(strstr(v, "context7=blocked"));
+    free(v), free(text);
+    json_decref(report);
+    cdsh_mcpimport_scan_deinit(&scan);
+    teardown_fx(&f);
+}
+
+static void cli_enable_records_choice_and_refuses_blocked(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    char claude[1024], codex[1024], proj[1024];
+    snprintf(claude, sizeof claude, "%s/claude", f.home);
+    snprintf(codex, sizeof codex, "%s/codex", f.home);
+    snprintf(proj, sizeof proj, "%s/proj", f.home);
+    char *out = NULL, *err = NULL;
+    int rc =
+        cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "--claude-dir", claude,
+                           "--codex-home", codex, "--root", proj, "/hello", "secret-api", NULL);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, "enabled command /hello\nenabled server secret-api\nprofile "
+                             "\"default\": plugin \"import\" enabled; registered when cdsh "
+                             "starts\n");
+    free(out), free(err);
+    char *profile = cdsh_test_read_file(p(&f, "profiles/default.yaml"), NULL);
+    assert_non_null(strstr(profile, "secret-api"));
+    assert_null(strstr(profile, ENV_SECRET));
+    free(profile);
+    rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "--claude-dir", claude,
+                            "--codex-home", codex, "--root", proj, "node_repl", NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "cdsh import enable: server \"node_repl\" is blocked:\n  - "
+                                "COMMAND_NOT_FOUND: "));
+    free(out), free(err);
+    rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "nope", NULL);
+    assert_int_equal(rc, 1);
+    free(out), free(err);
+    rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "disable", "/hello", "secret-api", NULL);
+    assert_int_equal(rc, 0);
+    free(out), free(err);
+    rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "list", "--json", NULL);
+    assert_int_equal(rc, 0);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_false(json_is_true(json_object_get(doc, "enabled")));
+    assert_int_equal(json_array_size(json_object_get(doc, "servers")), 0);
+    json_decref(doc);
+    free(out), free(err);
+    teardown_fx(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fixture_tree_gives_expected_verdicts_in_precedence_order),
+        cmocka_unit_test(secrets_resolve_from_env_and_keyring_but_never_reach_the_report),
+        cmocka_unit_test(notes_name_what_is_not_imported),
+        cmocka_unit_test(cli_enable_records_choice_and_refuses_blocked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,616 @@
+/* test_web.c — the web server, API, SSE hub and RPC gateway over real
+ * loopback sockets (libcurl): token, Host/Origin and size guards with JSON
+ * errors, session CRUD, turns started over HTTP with their events streamed
+ * in order, cancel, busy sessions, plugin state events, the RPC envelope and
+ * its HTTP codes, the route table and the remote-bind refusal. */
+#include "support/testkit.h"
+
+#include "support/model_env.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "base/strbuf.h"
+#include "server/api.h"
+#include "server/rpc_gateway.h"
+#include "server/web.h"
+
+/* ---- fixture ----------------------------------------------------------------------- */
+
+typedef struct srv {
+    char *home;
+    cdsh_host *host;
+    cdsh_session_store *store;
+    cdsh_agent *agent;
+    cdsh_web *web;
+    cdsh_api *api;
+    char base[64];
+    char auth[128];
+    cdsh_test_fake_model fake;
+    bool has_fake;
+} srv;
+
+static int echo_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
+                    json_t **result, cdsh_error *err)
+{
+    (void)arg;
+    (void)cancel;
+    if (strcmp(endpoint, "boom") == 0)
+        return cdsh_error_set(err, CDSH_EIO, "BOOM", "it broke");
+    *result = cdsh_rpc_ok_new(json_pack("{s:s, s:O}", "endpoint", endpoint, "payload", payload));
+    return 0;
+}
+
+static void srv_open(srv *s, size_t max_body, const char *script)
+{
+    memset(s, 0, sizeof *s);
+    s->home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    unsetenv("CDSH_BASE_URL");
+    if (script) {
+        cdsh_test_model_env_start(&s->fake, script);
+        s->has_fake = true;
+    }
+    s->host = cdsh_host_new();
+    cdsh_error err;
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_rpc_handle(cdsh_host_rpc(s->host), "/echo", echo_rpc, NULL, &d, &err), 0);
+    assert_int_equal(cdsh_session_store_open(NULL, &s->store, &err), 0);
+    cdsh_agent_options o = {.host = s->host, .store = s->store};
+    assert_int_equal(cdsh_agent_new(&o, &s->agent, &err), 0);
+    cdsh_web_options wo = {.token = "secret-token", .max_body = max_body};
+    assert_int_equal(cdsh_web_start(&wo, &s->web, &err), 0);
+    assert_int_equal(cdsh_api_start(s->web, s->agent, &s->api, &err), 0);
+    assert_int_equal(cdsh_rpc_gateway_mount(s->web, cdsh_host_rpc(s->host), NULL, &err), 0);
+    snprintf(s->base, sizeof s->base, "http://127.0.0.1:%u", cdsh_web_port(s->web));
+    snprintf(s->auth, sizeof s->auth, "Authorization: Bearer secret-token");
+}
+
+static void srv_close(srv *s)
+{
+    cdsh_api_shutdown(s->api);
+    cdsh_web_stop(s->web);
+    cdsh_api_free(s->api);
+    cdsh_agent_free(s->agent);
+    cdsh_session_store_close(s->store);
+    cdsh_host_free(s->host);
+    if (s->has_fake)
+        cdsh_test_model_env_stop(&s->fake);
+    cdsh_test_home_free(s->home);
+}
+
+static size_t collect(char *ptr, size_t size, size_t n, void *ud)
+{
+    cdsh_strbuf_append(ud, ptr, size * n);
+    return size * n;
+}
+
+/* One request. headers: NULL-terminated extra header lines. Returns the
+ * status; *body (may be NULL) gets the parsed JSON body. */
+static long http(const srv *s, const char *method, const char *path, const char *const *headers,
+                 const char *body, json_t **out)
+{
+    CURL *c = curl_easy_init();
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; headers && headers[i]; i++)
+        h = curl_slist_append(h, headers[i]);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (out) {
+        *out = json_loads(sb.data, 0, NULL);
+        if (!*out)
+            fail_msg("not JSON: %s", sb.data);
+    }
+    cdsh_strbuf_deinit(&sb);
+    return status;
+}
+
+#define H(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define JSON_CT "Content-Type: application/json"
+
+static const char *err_code(const json_t *v)
+{
+    return json_string_value(json_object_get(json_object_get(v, "error"), "code"));
+}
+
+static char *create_session(srv *s)
+{
+    json_t *v;
+    assert_int_equal(http(s, "POST", "/api/sessions", H(s->auth, JSON_CT), "{\"title\":\"t\"}", &v),
+                     201);
+    char *id = strdup(json_string_value(json_object_get(json_object_get(v, "session"), "id")));
+    json_decref(v);
+    return id;
+}
+
+/* ---- SSE client ------------------------------------------------------------------------- */
+
+typedef struct sse {
+    const srv *s;
+    char path[256];
+    const char *until; /* stop once this text arrived */
+    cdsh_strbuf data;
+    pthread_t th;
+    volatile int connected;
+} sse;
+
+static size_t sse_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    sse *x = ud;
+    cdsh_strbuf_append(&x->data, ptr, size * n);
+    x->connected = 1;
+    return strstr(x->data.data, x->until) ? 0 : size * n; /* 0 ends the transfer */
+}
+
+static void *sse_main(void *arg)
+{
+    sse *x = arg;
+    CURL *c = curl_easy_init();
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", x->s->base, x->path);
+    struct curl_slist *h = curl_slist_append(NULL, x->s->auth);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sse_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 15L);
+    curl_easy_perform(c);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static void sse_start(sse *x, const srv *s, const char *path, const char *until)
+{
+    memset(x, 0, sizeof *x);
+    x->s = s;
+    snprintf(x->path, sizeof x->path, "%s", path);
+    x->until = until;
+    cdsh_strbuf_init(&x->data);
+    pthread_create(&x->th, NULL, sse_main, x);
+    for (int i = 0; i < 500 && !x->connected; i++)
+        usleep(10000);
+    assert_true(x->connected);
+}
+
+/* Joins and returns the events as [{id, event, data}] (owned). */
+static json_t *sse_finish(sse *x)
+{
+    pthread_join(x->th, NULL);
+    json_t *out = json_array();
+    char *text = x->data.data;
+    for (char *frame = strstr(text, "id: "); frame; frame = strstr(frame + 1, "\nid: ")) {
+        if (*frame == '\n')
+            frame++;
+        long long id = 0;
+        char ev[64] = "";
+        sscanf(frame, "id: %lld\nevent: %63s", &id, ev);
+        char *data = strstr(frame, "\ndata: ");
+        char *end = data ? strstr(data, "\n\n") : NULL;
+        if (!end)
+            break;
+        json_t *d = json_loadb(data + 7, (size_t)(end - data - 7), 0, NULL);
+        json_array_append_new(
+            out, json_pack("{s:I, s:s, s:o}", "id", id, "event", ev, "data", d ? d : json_null()));
+    }
+    cdsh_strbuf_deinit(&x->data);
+    return out;
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+static void requests_without_the_token_get_401(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    json_t *v;
+    assert_int_equal(http(&s, "GET", "/api/sessions", NULL, NULL, &v), 401);
+    assert_string_equal(err_code(v), "UNAUTHORIZED");
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/sessions", H("Authorization: Bearer wrong"), NULL, &v),
+                     401);
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/events", H("Cookie: cdsh_token=nope"), NULL, &v), 401);
+    json_decref(v);
+    assert_int_equal(http(&s, "POST", "/rpc/echo/x", H(JSON_CT), "{}", &v), 401);
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/", NULL, NULL, &v), 401);
+    json_decref(v);
+    /* The cookie works like the bearer token; /healthz is public. */
+    assert_int_equal(
+        http(&s, "GET", "/api/sessions", H("Cookie: cdsh_token=secret-token"), NULL, &v), 200);
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/healthz", NULL, NULL, &v), 200);
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void page_with_the_token_sets_an_httponly_strict_cookie(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    CURL *c = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof url, "%s/?token=secret-token", s.base);
+    cdsh_strbuf hdr, body;
+    cdsh_strbuf_init(&hdr);
+    cdsh_strbuf_init(&body);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &hdr);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    long status;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(hdr.data, "Set-Cookie: cdsh_token=secret-token; Path=/; HttpOnly; "
+                                     "SameSite=Strict"));
+    assert_non_null(strstr(body.data, "<html"));
+    curl_easy_cleanup(c);
+    cdsh_strbuf_deinit(&hdr);
+    cdsh_strbuf_deinit(&body);
+    srv_close(&s);
+}
+
+static void bad_host_or_origin_gets_403(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    char host[64], origin[80];
+    snprintf(host, sizeof host, "Host: evil.example:%u", cdsh_web_port(s.web));
+    json_t *v;
+    assert_int_equal(http(&s, "GET", "/api/sessions", H(s.auth, host), NULL, &v), 403);
+    assert_string_equal(err_code(v), "BAD_HOST");
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/sessions", H(s.auth, "Host: 127.0.0.1:1"), NULL, &v),
+                     403);
+    json_decref(v);
+    assert_int_equal(http(&s, "POST", "/api/sessions",
+                          H(s.auth, "Origin: http://evil.example", JSON_CT), "{}", &v),
+                     403);
+    assert_string_equal(err_code(v), "BAD_ORIGIN");
+    json_decref(v);
+    snprintf(origin, sizeof origin, "Origin: http://127.0.0.1:%u", cdsh_web_port(s.web));
+    assert_int_equal(http(&s, "POST", "/api/sessions", H(s.auth, origin, JSON_CT), "{}", &v), 201);
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void oversize_bodies_get_413(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 256, NULL);
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    json_t *v;
+    assert_int_equal(http(&s, "POST", "/api/sessions", H(s.auth, JSON_CT), big, &v), 413);
+    assert_string_equal(err_code(v), "TOO_LARGE");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+                        "the request body is larger than 256 bytes");
+    json_decref(v);
+    /* Without a Content-Length (chunked) the limit holds as well. */
+    assert_int_equal(
+        http(&s, "POST", "/rpc/echo/x", H(s.auth, JSON_CT, "Transfer-Encoding: chunked"), big, &v),
+        413);
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void rpc_gateway_follows_the_envelope_contract(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    json_t *v;
+    assert_int_equal(http(&s, "POST", "/rpc/echo/a/b", H(s.auth, JSON_CT),
+                          "{\"type\":\"client-request\",\"rpcId\":\"r1\",\"method\":\"a/b\","
+                          "\"payload\":{\"n\":1}}",
+                          &v),
+                     200);
+    assert_string_equal(json_string_value(json_object_get(v, "type")), "server-response");
+    assert_string_equal(json_string_value(json_object_get(v, "rpcId")), "r1");
+    json_t *r = json_object_get(v, "result");
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "value"), "endpoint")),
+                        "a/b");
+    json_decref(v);
+    /* method must equal the endpoint: a bad-request result with 200. */
+    assert_int_equal(http(&s, "POST", "/rpc/echo/a", H(s.auth, JSON_CT),
+                          "{\"type\":\"client-request\",\"rpcId\":\"r2\",\"method\":\"b\"}", &v),
+                     200);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "result"), "error"), "code")),
+                        "bad-request");
+    json_decref(v);
+    assert_int_equal(
+        http(&s, "POST", "/rpc/echo/a", H(s.auth, "Content-Type: text/plain"), "{}", &v), 415);
+    json_decref(v);
+    assert_int_equal(http(&s, "POST", "/rpc/echo/a", H(s.auth, JSON_CT), "{bad", &v), 400);
+    assert_string_equal(err_code(v), "BAD_JSON");
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/rpc/echo/a", H(s.auth), NULL, &v), 404);
+    json_decref(v);
+    assert_int_equal(http(&s, "POST", "/rpc/echo/..", H(s.auth, JSON_CT), "{}", &v), 404);
+    json_decref(v);
+    assert_int_equal(
+        http(&s, "POST", "/rpc/nobody/x", H(s.auth, JSON_CT),
+             "{\"type\":\"client-request\",\"rpcId\":\"r3\",\"method\":\"x\",\"payload\":null}",
+             &v),
+        404);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "result"), "error"), "code")),
+                        "not-found");
+    json_decref(v);
+    assert_int_equal(
+        http(&s, "POST", "/rpc/echo/boom", H(s.auth, JSON_CT),
+             "{\"type\":\"client-request\",\"rpcId\":\"r4\",\"method\":\"boom\",\"payload\":1}",
+             &v),
+        500);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(v, "result"), "error"), "message")),
+                        "handler failure: it broke");
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void sessions_can_be_created_listed_shown_and_deleted(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    char *id = create_session(&s);
+    json_t *v;
+    assert_int_equal(http(&s, "GET", "/api/sessions", H(s.auth), NULL, &v), 200);
+    assert_int_equal(json_integer_value(json_object_get(v, "total")), 1);
+    json_decref(v);
+    char path[128];
+    snprintf(path, sizeof path, "/api/sessions/%s", id);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(v, "session"), "title")),
+                        "t");
+    assert_int_equal(json_array_size(json_object_get(v, "events")), 0);
+    json_decref(v);
+    assert_int_equal(http(&s, "DELETE", path, H(s.auth), NULL, &v), 200);
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 404);
+    assert_string_equal(err_code(v), "NO_SESSION");
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/sessions/bad!id", H(s.auth), NULL, &v), 400);
+    json_decref(v);
+    assert_int_equal(http(&s, "PUT", "/api/sessions", H(s.auth), NULL, &v), 405);
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/nothing", H(s.auth), NULL, &v), 404);
+    assert_string_equal(err_code(v), "NOT_FOUND");
+    json_decref(v);
+    snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"hi\"}", &v), 404);
+    json_decref(v);
+    free(id);
+    srv_close(&s);
+}
+
+static void a_turn_streams_its_events_in_order(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0,
+             "[{\"delay_ms\":30,\"chunks\":[{\"text\":\"one \"},{\"text\":\"two \"},"
+             "{\"text\":\"three\"}],\"finish_reason\":\"stop\"}]");
+    char *id = create_session(&s);
+    char path[128];
+    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
+    sse x;
+    sse_start(&x, &s, path, "event: turn/end");
+    snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
+    json_t *v;
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"count\"}", &v), 202);
+    json_decref(v);
+    /* A second message while the turn runs is refused. */
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"again\"}", &v), 409);
+    assert_string_equal(err_code(v), "SESSION_BUSY");
+    json_decref(v);
+    json_t *evs = sse_finish(&x);
+    const char *want[] = {"turn/start", "user/message", "step/start",        "text/delta",
+                          "text/delta", "text/delta",   "assistant/message", "turn/end"};
+    assert_int_equal(json_array_size(evs), 8);
+    json_int_t prev = 0;
+    char text[64] = "";
+    for (size_t i = 0; i < 8; i++) {
+        json_t *e = json_array_get(evs, i);
+        assert_string_equal(json_string_value(json_object_get(e, "event")), want[i]);
+        assert_true(json_integer_value(json_object_get(e, "id")) > prev);
+        prev = json_integer_value(json_object_get(e, "id"));
+        if (i >= 3 && i <= 5)
+            strcat(text, json_string_value(json_object_get(json_object_get(e, "data"), "text")));
+    }
+    assert_string_equal(text, "one two three");
+    json_decref(evs);
+    /* Resuming after an id replays the rest, in order. */
+    snprintf(path, sizeof path, "/api/sessions/%s/events?after=%lld", id, (long long)(prev - 2));
+    sse y;
+    sse_start(&y, &s, path, "event: turn/end");
+    evs = sse_finish(&y);
+    assert_true(json_array_size(evs) >= 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 0), "event")),
+                        "assistant/message");
+    json_decref(evs);
+    free(id);
+    srv_close(&s);
+}
+
+static void cancel_stops_a_running_turn(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0,
+             "[{\"chunks\":[{\"text\":\"slow\"},{\"stall_ms\":8000},{\"text\":\"never\"}]}]");
+    char *id = create_session(&s);
+    char path[128];
+    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
+    sse x;
+    sse_start(&x, &s, path, "event: turn/end");
+    snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
+    json_t *v;
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"go\"}", &v), 202);
+    json_decref(v);
+    usleep(300000);
+    snprintf(path, sizeof path, "/api/sessions/%s/cancel", id);
+    assert_int_equal(http(&s, "POST", path, H(s.auth), NULL, &v), 200);
+    assert_true(json_is_true(json_object_get(v, "cancelled")));
+    json_decref(v);
+    json_t *evs = sse_finish(&x);
+    json_t *last = json_array_get(evs, json_array_size(evs) - 1);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(last, "data"), "reason")),
+                        "cancelled");
+    json_decref(evs);
+    free(id);
+    srv_close(&s);
+}
+
+static void plugin_state_events_reach_the_streams(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    char *id = create_session(&s);
+    char path[128];
+    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
+    sse x;
+    sse_start(&x, &s, path, "\"n\":2");
+    sse g;
+    sse_start(&g, &s, "/api/events", "\"n\":2");
+    cdsh_events *bus = cdsh_host_events(s.host);
+    json_t *p1 =
+        json_pack("{s:s, s:s, s:{s:i}}", "plugin", "xiangqi", "sessionId", id, "state", "n", 1);
+    json_t *p0 = json_pack("{s:s, s:{s:i}}", "plugin", "xiangqi", "state", "n", 2);
+    cdsh_events_emit(bus, "plugin/state", NULL, false, p1);
+    cdsh_events_emit(bus, "plugin/state", NULL, false, p0);
+    json_decref(p1);
+    json_decref(p0);
+    json_t *evs = sse_finish(&x);
+    assert_int_equal(json_array_size(evs), 2); /* its session's event and the global one */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(evs, 0), "event")),
+                        "plugin/state");
+    json_decref(evs);
+    evs = sse_finish(&g);
+    assert_int_equal(json_array_size(evs), 1); /* the global stream skips session events */
+    json_decref(evs);
+    free(id);
+    srv_close(&s);
+}
+
+static void without_a_model_the_status_says_how_to_set_one(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    json_t *v;
+    assert_int_equal(http(&s, "GET", "/api/status", H(s.auth), NULL, &v), 200);
+    json_t *m = json_object_get(v, "model");
+    assert_true(json_is_false(json_object_get(m, "configured")));
+    assert_string_equal(json_string_value(json_object_get(m, "code")), "MISSING_CREDENTIAL");
+    assert_non_null(strstr(json_string_value(json_object_get(m, "hint")), "DEEPSEEK_API_KEY"));
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void custom(void *arg, const cdsh_web_request *req, cdsh_web_response *res)
+{
+    (void)arg;
+    cdsh_web_reply_json(res, 200, json_pack("{s:s}", "tail", req->tail));
+}
+
+static void modules_add_and_remove_routes(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    int id;
+    cdsh_error err;
+    assert_int_equal(
+        cdsh_web_route(s.web, "POST", "/mcp/", CDSH_WEB_ROUTE_PREFIX, custom, NULL, &id, &err), 0);
+    assert_int_equal(
+        cdsh_web_route(s.web, "POST", "/mcp/", CDSH_WEB_ROUTE_PREFIX, custom, NULL, NULL, &err),
+        CDSH_EEXIST);
+    assert_string_equal(err.code, "ROUTE_EXISTS");
+    json_t *v;
+    assert_int_equal(http(&s, "POST", "/mcp/x/y", H(s.auth), "", &v), 200);
+    assert_string_equal(json_string_value(json_object_get(v, "tail")), "x/y");
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/mcp/x", H(s.auth), NULL, &v), 405);
+    json_decref(v);
+    cdsh_web_unroute(s.web, id);
+    assert_int_equal(http(&s, "POST", "/mcp/x/y", H(s.auth), "", &v), 404);
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void remote_bind_needs_allow_remote(void **state)
+{
+    (void)state;
+    cdsh_web *web = NULL;
+    cdsh_error err;
+    cdsh_web_options o = {.host = "0.0.0.0"};
+    assert_int_equal(cdsh_web_start(&o, &web, &err), CDSH_EPERM);
+    assert_string_equal(err.code, "REMOTE_REFUSED");
+    o.host = "not-an-ip";
+    assert_int_equal(cdsh_web_start(&o, &web, &err), CDSH_EINVAL);
+    assert_string_equal(err.code, "BAD_HOST");
+    o.host = "0.0.0.0";
+    o.allow_remote = true;
+    assert_int_equal(cdsh_web_start(&o, &web, &err), 0);
+    char *url = cdsh_web_url_dup(web);
+    assert_non_null(strstr(url, "http://0.0.0.0:"));
+    free(url);
+    cdsh_web_stop(web);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(requests_without_the_token_get_401),
+        cmocka_unit_test(page_with_the_token_sets_an_httponly_strict_cookie),
+        cmocka_unit_test(bad_host_or_origin_gets_403),
+        cmocka_unit_test(oversize_bodies_get_413),
+        cmocka_unit_test(rpc_gateway_follows_the_envelope_contract),
+        cmocka_unit_test(sessions_can_be_created_listed_shown_and_deleted),
+        cmocka_unit_test(a_turn_streams_its_events_in_order),
+        cmocka_unit_test(cancel_stops_a_running_turn),
+        cmocka_unit_test(plugin_state_events_reach_the_streams),
+        cmocka_unit_test(without_a_model_the_status_says_how_to_set_one),
+        cmocka_unit_test(modules_add_and_remove_routes),
+        cmocka_unit_test(remote_bind_needs_allow_remote),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}

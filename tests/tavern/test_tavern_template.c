@@ -1,0 +1,223 @@
+/* test_tavern_template.c — EJS templates: tag semantics and whitespace
+ * control, the variable and world-info API, frozen clock and randomness,
+ * preview never writing, and the sandbox limits (infinite loop, huge
+ * output, memory bomb, file-system and module access, syntax errors). */
+#include "support/testkit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/tavern/template.h"
+
+static json_t *ctx_new(void)
+{
+    return json_loads("{\"vars\":{\"global\":{\"g\":1},\"local\":{\"hp\":10},\"message\":{}},"
+                      "\"wi\":{\"books\":{\"Eldoria\":[{\"uid\":3,\"comment\":\"Castle\",\"content\":\"A keep.\"}]},"
+                      "\"active\":[{\"uid\":3,\"book\":\"Eldoria\"}]},"
+                      "\"macros\":{\"char\":\"Seraphina\",\"user\":\"Ann\"},"
+                      "\"now\":1767225600000,\"seed\":42}",
+                      0, NULL);
+}
+
+/* Generous wall clock for renders that must succeed: the suite may run on a
+ * loaded machine, and only the timeout test is about time. */
+static const cdsh_tavern_template_limits *relaxed(void)
+{
+    static cdsh_tavern_template_limits lim;
+    cdsh_tavern_template_limits_default(&lim);
+    lim.wall_ms = 20000;
+    return &lim;
+}
+
+static char *render_ok(const char *src, bool write, json_t **vars)
+{
+    json_t *ctx = ctx_new(), *res = NULL;
+    cdsh_error err = {0};
+    int rc = cdsh_tavern_template_render(src, ctx, write, relaxed(), &res, &err);
+    if (rc != 0)
+        fail_msg("render failed: %s %s", err.code, err.message);
+    char *out = strdup(json_string_value(json_object_get(res, "output")));
+    if (vars)
+        *vars = json_incref(json_object_get(res, "vars"));
+    json_decref(res);
+    json_decref(ctx);
+    return out;
+}
+
+static void expect(const char *src, const char *want)
+{
+    char *out = render_ok(src, false, NULL);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+static const char *render_err(const char *src, const cdsh_tavern_template_limits *lim,
+                              cdsh_error *err)
+{
+    json_t *res = NULL;
+    int rc = cdsh_tavern_template_render(src, NULL, true, lim ? lim : relaxed(), &res, err);
+    assert_true(rc < 0);
+    assert_null(res);
+    return err->code;
+}
+
+static void tags_escape_raw_comment_and_literals(void **state)
+{
+    (void)state;
+    expect("a<%= '<b>&' %>c", "a&lt;b&gt;&amp;c");
+    expect("<%- '<b>' %>", "<b>");
+    expect("x<%# hidden %>y", "xy");
+    expect("<%% not a tag %%>", "<% not a tag %>");
+    expect("<% for (var i = 0; i < 3; i++) { %><%= i %>,<% } %>", "0,1,2,");
+    expect("<%= undefined %>|<%- null %>", "|");
+    expect("line1\n<% if (true) { -%>\nyes\n<% } -%>\nend", "line1\nyes\nend");
+    expect("a\n    <%_ var z = 1 _%>   \nb", "a\nb");
+    expect("{{user}} stays", "{{user}} stays");
+    expect("<% print('p', 1) %>!", "p1!");
+}
+
+static void compiler_reports_unclosed_tags_with_line(void **state)
+{
+    (void)state;
+    char *js = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_tavern_template_compile("ok\nstill\n<% oops", 16, &js, &err),
+                     CDSH_EINVAL);
+    assert_string_equal(err.code, "TEMPLATE_SYNTAX");
+    assert_non_null(strstr(err.message, "line 3"));
+    assert_true(cdsh_tavern_template_has_tags("x <% y %>"));
+    assert_false(cdsh_tavern_template_has_tags("plain"));
+}
+
+static void variables_worldinfo_and_macros(void **state)
+{
+    (void)state;
+    json_t *vars = NULL;
+    char *out = render_ok("<% setvar('hp', getvar('hp') - 3); incvar('turns'); "
+                          "setvar('a.b', 'deep', {scope:'global'}); delvar('g', {scope:'global'}); "
+                          "setvar('seen', true, {scope:'message'}) %>"
+                          "<%= getvar('hp') %>/<%= getvar('turns') %>/<%= getvar('missing', {defaults:'d'}) %>"
+                          "|<%= getwi('Eldoria','Castle') %>|<%= getwi('Eldoria',3) %>|<%= activewi().length %>"
+                          "|<%= charName %>&<%= userName %>",
+                          true, &vars);
+    assert_string_equal(out, "7/1/d|A keep.|A keep.|1|Seraphina&Ann");
+    free(out);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(vars, "local"), "hp")), 7);
+    json_t *g = json_object_get(vars, "global");
+    assert_null(json_object_get(g, "g"));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(g, "a"), "b")), "deep");
+    assert_true(json_is_true(json_object_get(json_object_get(vars, "message"), "seen")));
+    json_decref(vars);
+    /* decvar and an unknown scope. */
+    expect("<% decvar('hp', 4) %><%= getvar('hp') %>", "6");
+    cdsh_error err = {0};
+    json_t *res = NULL;
+    json_t *ctx = ctx_new();
+    assert_true(cdsh_tavern_template_render("<% setvar('x', 1, {scope:'nope'}) %>", ctx, true,
+                                            relaxed(), &res, &err) < 0);
+    assert_string_equal(err.code, "TEMPLATE_ERROR");
+    assert_non_null(strstr(err.message, "unknown scope nope"));
+    json_decref(ctx);
+}
+
+static void preview_returns_no_variables(void **state)
+{
+    (void)state;
+    json_t *ctx = ctx_new(), *res = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_tavern_template_render("<% setvar('hp', 0) %>x", ctx, false, relaxed(),
+                                                 &res, &err),
+                     0);
+    assert_string_equal(json_string_value(json_object_get(res, "output")), "x");
+    assert_null(json_object_get(res, "vars"));
+    /* The caller's context is never modified either way. */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(ctx, "vars"), "local"), "hp")), 10);
+    json_decref(res);
+    json_decref(ctx);
+}
+
+static void clock_and_random_are_frozen_per_execution(void **state)
+{
+    (void)state;
+    const char *src = "<%= Date.now() %>|<%= new Date().getUTCFullYear() %>|<%= Math.random() %>,<%= Math.random() %>";
+    char *a = render_ok(src, false, NULL);
+    char *b = render_ok(src, false, NULL);
+    assert_string_equal(a, b);
+    assert_true(!strncmp(a, "1767225600000|2026|", 19));
+    free(a);
+    free(b);
+    expect("<%= new Date(2020, 0, 2).getFullYear() %>", "2020");
+}
+
+static void sandbox_has_no_file_system_network_or_modules(void **state)
+{
+    (void)state;
+    const char *probes[] = {
+        "<%= typeof require %>|<%= typeof process %>|<%= typeof Duktape %>|<%= typeof XMLHttpRequest %>|<%= typeof fetch %>",
+    };
+    expect(probes[0], "undefined|undefined|undefined|undefined|undefined");
+    cdsh_error err = {0};
+    assert_string_equal(render_err("<% require('fs').readFileSync('/etc/passwd') %>", NULL, &err),
+                        "TEMPLATE_ERROR");
+    assert_non_null(strstr(err.message, "require"));
+}
+
+static void infinite_loop_times_out(void **state)
+{
+    (void)state;
+    cdsh_tavern_template_limits lim;
+    cdsh_tavern_template_limits_default(&lim);
+    lim.wall_ms = 300;
+    cdsh_error err = {0};
+    assert_string_equal(render_err("<% while (true) {} %>", &lim, &err), "TEMPLATE_TIMEOUT");
+    assert_int_equal(err.rc, CDSH_ETIMEDOUT);
+    /* The next render works normally. */
+    expect("<%= 1 + 1 %>", "2");
+}
+
+static void huge_output_and_memory_bomb_fail_cleanly(void **state)
+{
+    (void)state;
+    cdsh_tavern_template_limits lim;
+    cdsh_tavern_template_limits_default(&lim);
+    lim.max_output = 64 * 1024;
+    lim.wall_ms = 20000;
+    cdsh_error err = {0};
+    assert_string_equal(render_err("<% for (var i = 0; i < 20000; i++) { %>0123456789<% } %>", &lim, &err),
+                        "TEMPLATE_OUTPUT_TOO_BIG");
+    cdsh_tavern_template_limits_default(&lim);
+    lim.heap_bytes = 8u << 20;
+    lim.wall_ms = 20000;
+    err = (cdsh_error){0};
+    assert_string_equal(render_err("<% var a = []; for (;;) a.push(new Array(1000).join('x') + a.length) %>",
+                                   &lim, &err),
+                        "TEMPLATE_MEMORY");
+    err = (cdsh_error){0};
+    assert_string_equal(render_err("<% var s = 'x'; for (;;) s = s + s %>", &lim, &err),
+                        "TEMPLATE_MEMORY");
+}
+
+static void javascript_errors_are_reported(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    assert_string_equal(render_err("<% throw new Error('boom') %>", NULL, &err), "TEMPLATE_ERROR");
+    assert_non_null(strstr(err.message, "boom"));
+    assert_string_equal(render_err("<% var = ; %>", NULL, &err), "TEMPLATE_SYNTAX");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tags_escape_raw_comment_and_literals),
+        cmocka_unit_test(compiler_reports_unclosed_tags_with_line),
+        cmocka_unit_test(variables_worldinfo_and_macros),
+        cmocka_unit_test(preview_returns_no_variables),
+        cmocka_unit_test(clock_and_random_are_frozen_per_execution),
+        cmocka_unit_test(sandbox_has_no_file_system_network_or_modules),
+        cmocka_unit_test(infinite_loop_times_out),
+        cmocka_unit_test(huge_output_and_memory_bomb_fail_cleanly),
+        cmocka_unit_test(javascript_errors_are_reported),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

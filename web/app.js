@@ -1,0 +1,343 @@
+// app.js — the cdsh web page: sessions sidebar, chat with streamed text,
+// folded reasoning, tool-call cards, commands, the model status banner and
+// the panel area. Server events arrive over SSE (see docs/web.md).
+import { api } from './api.js';
+import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
+import { mountPanels, panelsDeliver, panelsSetSession } from './panels.js';
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, cls, text) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+
+const state = {
+  sessions: [],
+  current: null,      // session id
+  running: false,
+  seen: new Set(),    // logged event seqs already rendered
+  stream: null,       // the assistant bubble being streamed
+  reasoning: null,    // its reasoning <details>
+  cards: new Map(),   // callId -> tool card
+  es: null,           // EventSource of the current session
+  status: null,
+};
+
+// ---- rendering -------------------------------------------------------------------
+
+function messages() { return $('messages'); }
+
+function scrollDown() {
+  const m = messages();
+  m.scrollTop = m.scrollHeight;
+}
+
+function clearEmpty() {
+  const e = messages().querySelector('.empty');
+  if (e) e.remove();
+}
+
+function addUser(text) {
+  clearEmpty();
+  messages().append(el('div', 'msg user', text));
+}
+
+function ensureStream() {
+  if (!state.stream) {
+    clearEmpty();
+    state.stream = el('div', 'msg assistant streaming');
+    state.stream.dataset.testid = 'assistant';
+    state.stream.append(el('span', 'text'));
+    messages().append(state.stream);
+  }
+  return state.stream;
+}
+
+function appendReasoning(text) {
+  const b = ensureStream();
+  if (!state.reasoning) {
+    state.reasoning = el('details', 'reasoning');
+    state.reasoning.append(el('summary', null, t('thinking')), el('span', 'rtext'));
+    b.prepend(state.reasoning);
+  }
+  state.reasoning.querySelector('.rtext').textContent += text;
+}
+
+function appendText(text) {
+  ensureStream().querySelector('.text').textContent += text;
+}
+
+// Replaces the streamed bubble with the final message (or renders a stored one).
+function finishAssistant(p) {
+  const b = ensureStream();
+  b.classList.remove('streaming');
+  b.querySelector('.text').textContent = p.text || '';
+  if (p.reasoning) {
+    if (!state.reasoning) appendReasoning('');
+    state.reasoning.querySelector('.rtext').textContent = p.reasoning;
+  }
+  if (!p.text && !p.reasoning) b.remove();
+  state.stream = null;
+  state.reasoning = null;
+  for (const c of p.toolCalls || []) toolCard(c.id, c.name, c.arguments);
+}
+
+function toolCard(callId, name, args) {
+  let card = state.cards.get(callId);
+  if (card) return card;
+  clearEmpty();
+  card = el('div', 'tool-card');
+  card.dataset.testid = 'tool-card';
+  card.dataset.callId = callId;
+  const head = el('header');
+  head.append(el('span', 'icon', 'ƒ'), el('span', 'name', name), el('span', 'state', t('running')));
+  const det = el('details');
+  det.append(el('summary', null, t('args')), el('pre', 'args', prettyArgs(args)));
+  card.append(head, det);
+  messages().append(card);
+  state.cards.set(callId, card);
+  return card;
+}
+
+function prettyArgs(args) {
+  try { return JSON.stringify(JSON.parse(args || '{}'), null, 2); } catch { return args || ''; }
+}
+
+function toolResult(p) {
+  const card = toolCard(p.callId, p.name || '?', '');
+  card.classList.add(p.isError ? 'error' : 'ok');
+  card.querySelector('.state').textContent = p.isError
+    ? `${t('failed')}${p.error && p.error.code ? ` · ${p.error.code}` : ''}` : t('ok');
+  const text = (p.content || []).map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
+  let pre = card.querySelector('pre.result');
+  if (!pre) {
+    pre = el('pre', 'result');
+    card.append(pre);
+  }
+  pre.textContent = text;
+}
+
+function addNotice(p) {
+  clearEmpty();
+  const n = el('div', `notice ${p.level === 'error' ? 'error' : ''}`, p.text);
+  n.dataset.testid = 'notice';
+  if (p.code) n.title = p.code;
+  messages().append(n);
+}
+
+function addCommand(run, done) {
+  clearEmpty();
+  const box = el('div', `command ${done && done.kind === 'error' ? 'error' : ''}`);
+  box.dataset.testid = 'command';
+  box.append(el('header', null, `/${run.name}${run.args ? ` ${run.args}` : ''}`));
+  if (done && done.text) box.append(el('pre', null, done.text));
+  messages().append(box);
+}
+
+// One event, from the stored log (live=false) or the SSE stream (live=true).
+function render(type, p, live) {
+  if (p && p.seq !== undefined) {
+    if (state.seen.has(p.seq)) return;
+    state.seen.add(p.seq);
+  }
+  switch (type) {
+    case 'user/message': addUser(p.text); break;
+    case 'reasoning/delta': appendReasoning(p.text || ''); break;
+    case 'text/delta': appendText(p.text || ''); break;
+    case 'assistant/message': finishAssistant(p); break;
+    case 'tool/call': toolCard(p.callId, p.name, p.arguments); break;
+    case 'tool/result': toolResult(p); break;
+    case 'notice': addNotice(p); break;
+    case 'command/done':
+      if (live) addCommand({ name: p.name || '', args: '' }, p);
+      break;
+    case 'turn/start': if (live) setRunning(true); break;
+    case 'turn/end':
+      if (live) setRunning(false);
+      if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').textContent });
+      break;
+    case 'turn/error': addNotice({ level: 'error', text: p.message, code: p.code }); setRunning(false); break;
+    default: break;
+  }
+  scrollDown();
+}
+
+function setRunning(on) {
+  state.running = on;
+  $('stop').hidden = !on;
+  $('send').disabled = on;
+  renderSessions();
+}
+
+// ---- sessions ---------------------------------------------------------------------
+
+function renderSessions() {
+  const ul = $('sessions');
+  ul.textContent = '';
+  for (const s of state.sessions) {
+    const li = el('li', s.id === state.current ? 'active' : '');
+    li.dataset.id = s.id;
+    li.dataset.testid = 'session';
+    const title = el('span', 'title', s.title || t('untitled'));
+    li.append(title);
+    if (s.running || (s.id === state.current && state.running)) li.append(el('span', 'busy'));
+    const del = el('button', 'del', '×');
+    del.title = 'delete';
+    del.onclick = async (e) => {
+      e.stopPropagation();
+      if (!confirm(t('deleteConfirm'))) return;
+      await api.deleteSession(s.id).catch((err) => alert(err.message));
+      if (state.current === s.id) openSession(null);
+      refreshSessions();
+    };
+    li.append(del);
+    li.onclick = () => openSession(s.id);
+    ul.append(li);
+  }
+}
+
+async function refreshSessions() {
+  try {
+    state.sessions = (await api.sessions()).sessions;
+  } catch { state.sessions = []; }
+  renderSessions();
+}
+
+async function openSession(id) {
+  if (state.es) { state.es.close(); state.es = null; }
+  state.current = id;
+  state.seen.clear();
+  state.cards.clear();
+  state.stream = null;
+  state.reasoning = null;
+  messages().textContent = '';
+  panelsSetSession(id);
+  location.hash = id ? `#${id}` : '';
+  if (!id) {
+    messages().append(el('div', 'empty', t('empty')));
+    $('chat-title').textContent = '';
+    setRunning(false);
+    renderSessions();
+    return;
+  }
+  const data = await api.session(id);
+  $('chat-title').textContent = `${data.session.title || t('untitled')} · ${id}`;
+  const runs = new Map();
+  for (const ev of data.events) {
+    const p = Object.assign({ seq: ev.seq }, ev.payload || {});
+    if (ev.type === 'command/run') { runs.set(p.commandId, p); state.seen.add(ev.seq); continue; }
+    if (ev.type === 'command/done') { addCommand(runs.get(p.commandId) || { name: '?' }, p); state.seen.add(ev.seq); continue; }
+    render(ev.type, p, false);
+  }
+  if (!data.events.length) messages().append(el('div', 'empty', t('empty')));
+  setRunning(!!data.session.running);
+  // Events published after the snapshot follow; stored ones are skipped by seq.
+  const es = new EventSource(`/api/sessions/${id}/events?after=${data.hubId}`);
+  const types = ['turn/start', 'user/message', 'step/start', 'reasoning/delta', 'text/delta',
+    'assistant/message', 'tool/call', 'tool/result', 'notice', 'turn/end', 'turn/error',
+    'command/done', 'plugin/state', 'sessions/change', 'reset'];
+  for (const type of types) {
+    es.addEventListener(type, (m) => {
+      const p = JSON.parse(m.data);
+      if (type === 'plugin/state') return panelsDeliver(type, p);
+      if (type === 'sessions/change') return refreshSessions();
+      if (type === 'reset') return openSession(id);
+      render(type, p, true);
+    });
+  }
+  state.es = es;
+  renderSessions();
+  scrollDown();
+}
+
+async function newSession() {
+  const s = (await api.createSession()).session;
+  await refreshSessions();
+  await openSession(s.id);
+  return s.id;
+}
+
+// ---- composer ---------------------------------------------------------------------
+
+async function send(text) {
+  text = (text || '').trim();
+  if (!text) return;
+  if (!state.current) await newSession();
+  if (text.startsWith('/')) return command(text);
+  try {
+    await api.send(state.current, text);
+    setRunning(true);
+  } catch (e) {
+    addNotice({ level: 'error', text: e.code === 'SESSION_BUSY' ? t('busy') : e.message });
+  }
+}
+
+async function command(line) {
+  if (!state.current) await newSession();
+  try {
+    await api.command(state.current, line);
+  } catch (e) {
+    addNotice({ level: 'error', text: e.message });
+  }
+}
+
+function setupComposer() {
+  const input = $('input');
+  $('composer').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = input.value;
+    input.value = '';
+    send(text);
+  });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+  $('stop').onclick = () => state.current && api.cancel(state.current);
+  $('new-session').onclick = () => newSession();
+  $('lang').onclick = () => setLang(getLang() === 'zh' ? 'en' : 'zh');
+}
+
+// ---- status -----------------------------------------------------------------------
+
+function renderStatus() {
+  const s = state.status;
+  if (!s) return;
+  const box = $('model-status');
+  box.textContent = '';
+  const dot = el('span', `dot ${s.model.configured ? '' : 'off'}`);
+  box.append(dot, document.createTextNode(s.model.configured
+    ? `${t('modelOn')}: ${s.model.model} · ${s.model.baseUrl}` : t('modelOff')));
+  const banner = $('banner');
+  banner.hidden = s.model.configured;
+  if (!s.model.configured) {
+    banner.textContent = '';
+    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + s.model.hint));
+  }
+}
+
+async function main() {
+  applyStatic();
+  onLang(() => { renderStatus(); renderSessions(); });
+  setupComposer();
+  try { state.status = await api.status(); } catch (e) { state.status = null; }
+  renderStatus();
+  await refreshSessions();
+  await mountPanels($('panels'), { send, command });
+  const id = location.hash.slice(1);
+  if (id && state.sessions.some((s) => s.id === id)) await openSession(id);
+  // Global events: plugin state without a session, session list changes.
+  const g = new EventSource('/api/events');
+  g.addEventListener('plugin/state', (m) => {
+    if (!state.es) panelsDeliver('plugin/state', JSON.parse(m.data));
+  });
+  g.addEventListener('sessions/change', () => refreshSessions());
+  // The token is in the cookie now: drop it from the address bar.
+  if (location.search.includes('token=')) history.replaceState(null, '', `/${location.hash}`);
+}
+
+main();

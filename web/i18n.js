@@ -1,0 +1,50 @@
+// i18n.js — the page's English and Chinese strings and the language switch.
+const STRINGS = {
+  en: {
+    newChat: 'New chat', send: 'Send', stop: 'Stop', empty: 'Pick a session or start a new chat.',
+    placeholder: 'Message, or /command — Enter sends, Shift+Enter for a new line',
+    thinking: 'Reasoning', running: 'running…', ok: 'done', failed: 'failed', args: 'arguments',
+    result: 'result', noModel: 'No model is configured, so chat cannot answer yet.',
+    modelOn: 'model', modelOff: 'no model', deleteConfirm: 'Delete this session?',
+    turnEnded: 'Turn ended', untitled: 'Untitled', busy: 'A turn is running in this session.',
+    reconnecting: 'reconnecting…', switchLang: '中文', commandLabel: 'command',
+  },
+  zh: {
+    newChat: '新对话', send: '发送', stop: '停止', empty: '选择一个会话，或开始新对话。',
+    placeholder: '输入消息或 /命令 — 回车发送，Shift+回车换行',
+    thinking: '推理过程', running: '运行中…', ok: '完成', failed: '失败', args: '参数',
+    result: '结果', noModel: '尚未配置模型，对话暂时无法回答。',
+    modelOn: '模型', modelOff: '未配置模型', deleteConfirm: '删除这个会话？',
+    turnEnded: '本轮结束', untitled: '未命名', busy: '该会话正在运行一轮对话。',
+    reconnecting: '正在重连…', switchLang: 'English', commandLabel: '命令',
+  },
+};
+
+let lang = localStorage.getItem('cdsh.lang') ||
+  ((navigator.language || 'en').startsWith('zh') ? 'zh' : 'en');
+const listeners = new Set();
+
+export function t(key) {
+  return (STRINGS[lang] && STRINGS[lang][key]) || STRINGS.en[key] || key;
+}
+
+export function getLang() { return lang; }
+
+export function setLang(next) {
+  lang = next === 'zh' ? 'zh' : 'en';
+  localStorage.setItem('cdsh.lang', lang);
+  document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
+  applyStatic();
+  for (const fn of listeners) fn(lang);
+}
+
+export function onLang(fn) { listeners.add(fn); return () => listeners.delete(fn); }
+
+// Fills elements marked data-i18n / data-i18n-placeholder.
+export function applyStatic() {
+  for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+  for (const el of document.querySelectorAll('[data-i18n-placeholder]'))
+    el.placeholder = t(el.dataset.i18nPlaceholder);
+  const btn = document.getElementById('lang');
+  if (btn) btn.textContent = t('switchLang');
+}

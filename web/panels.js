@@ -1,0 +1,69 @@
+// panels.js — the panel area: plugins ship web/panels/<plugin>.js, an ES
+// module exporting mount(element, host) (optionally returning an unmount
+// function). The page mounts the panels of active plugins; `host` is the
+// panel API documented in docs/web.md.
+import { api } from './api.js';
+import { t, getLang, onLang } from './i18n.js';
+
+const stateListeners = new Set();   // fn(event) for plugin/state events
+const sessionListeners = new Set(); // fn(sessionId)
+let current = { sessionId: null, send: null };
+
+export function panelsSetSession(id) {
+  current.sessionId = id;
+  for (const fn of sessionListeners) fn(id);
+}
+
+export function panelsDeliver(type, data) {
+  if (type !== 'plugin/state') return;
+  for (const fn of stateListeners) { try { fn(data); } catch (e) { console.error(e); } }
+}
+
+export async function mountPanels(root, app) {
+  current.send = app.send;
+  current.command = app.command;
+  let list = [];
+  try { list = (await api.panels()).panels.filter((p) => p.active); } catch { list = []; }
+  root.hidden = list.length === 0;
+  for (const p of list) {
+    const box = document.createElement('div');
+    box.className = 'panel';
+    box.dataset.plugin = p.plugin;
+    const h = document.createElement('h3');
+    h.textContent = p.plugin;
+    const body = document.createElement('div');
+    body.className = 'body';
+    box.append(h, body);
+    root.append(box);
+    const host = makeHost(p.plugin, h);
+    try {
+      const mod = await import(p.module);
+      await mod.mount(body, host);
+    } catch (e) {
+      body.textContent = `panel failed to load: ${e.message}`;
+    }
+  }
+}
+
+function makeHost(plugin, titleEl) {
+  return {
+    plugin,
+    rpc: (channel, endpoint, payload) => api.rpc(channel, endpoint, payload),
+    onState(fn, filter = {}) {
+      const wrapped = (ev) => {
+        if ((filter.plugin ?? plugin) && ev.plugin !== (filter.plugin ?? plugin)) return;
+        fn(ev);
+      };
+      stateListeners.add(wrapped);
+      return () => stateListeners.delete(wrapped);
+    },
+    sessionId: () => current.sessionId,
+    onSession(fn) { sessionListeners.add(fn); return () => sessionListeners.delete(fn); },
+    send: (text) => current.send(text),
+    command: (line) => current.command(line),
+    lang: getLang,
+    onLang,
+    t,
+    setTitle: (text) => { titleEl.textContent = text; },
+  };
+}
