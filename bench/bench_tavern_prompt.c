@@ -12,10 +12,10 @@
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/wi_activate.h"
 
-static const char *const WORDS[] = {"river", "castle", "dragon", "forest", "sword", "queen",
-                                    "harbor", "storm", "ember", "crypt", "lantern", "wolf",
-                                    "market", "oracle", "bridge", "ruin", "tower", "mist",
-                                    "raven", "valley"};
+static const char *const WORDS[] = {"river",   "castle", "dragon", "forest", "sword",
+                                    "queen",   "harbor", "storm",  "ember",  "crypt",
+                                    "lantern", "wolf",   "market", "oracle", "bridge",
+                                    "ruin",    "tower",  "mist",   "raven",  "valley"};
 #define NW (sizeof WORDS / sizeof WORDS[0])
 
 static json_t *make_book(int n)
@@ -32,9 +32,8 @@ static json_t *make_book(int n)
         json_t *e = json_pack("{s:i, s:[s,s], s:[s], s:s, s:b, s:b, s:i, s:i, s:i, s:i, s:b, s:s}",
                               "uid", i, "key", key, WORDS[(i * 11) % NW], "keysecondary", key2,
                               "content", content, "constant", i % 97 == 0, "selective", i % 3 == 0,
-                              "selectiveLogic", i % 4, "order", i % 250, "position", i % 5,
-                              "depth", 4, "preventRecursion", i % 2 == 0, "group",
-                              i % 50 == 0 ? "g" : "");
+                              "selectiveLogic", i % 4, "order", i % 250, "position", i % 5, "depth",
+                              4, "preventRecursion", i % 2 == 0, "group", i % 50 == 0 ? "g" : "");
         json_object_set_new(entries, uid, e);
     }
     return json_pack("{s:s, s:o}", "name", "Bench Book", "entries", entries);
@@ -72,11 +71,11 @@ static long rss_kib(void)
 
 int main(int argc, char **argv)
 {
-    json_t *card = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s}}", "name", "Bench",
-                             "spec", "chara_card_v3", "data", "name", "Bench", "description",
-                             "A long description of {{char}} for {{user}}.", "personality",
-                             "calm", "scenario", "a city", "first_mes", "Hi.", "mes_example",
-                             "<START>\n{{char}}: hello");
+    json_t *card =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s}}", "name", "Bench", "spec",
+                  "chara_card_v3", "data", "name", "Bench", "description",
+                  "A long description of {{char}} for {{user}}.", "personality", "calm", "scenario",
+                  "a city", "first_mes", "Hi.", "mes_example", "<START>\n{{char}}: hello");
     json_t *books = json_array();
     json_array_append_new(books, make_book(1000));
     static char texts[200][200];
@@ -110,7 +109,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "assemble failed\n");
             return 1;
         }
-        activated = json_array_size(json_object_get(json_object_get(plan, "worldInfo"), "activated"));
+        activated =
+            json_array_size(json_object_get(json_object_get(plan, "worldInfo"), "activated"));
         standing = strlen(json_string_value(json_object_get(plan, "standing")));
         turn = strlen(json_string_value(json_object_get(plan, "turn")));
         json_decref(plan);

@@ -41,7 +41,8 @@ static void to_engine(const opp *o, const char *iccs, char *out)
         strcpy(out, iccs);
         return;
     }
-    snprintf(out, 16, "%c%d%c%d", iccs[0], (iccs[1] - '0' + 1) % 100, iccs[2], (iccs[3] - '0' + 1) % 100);
+    snprintf(out, 16, "%c%d%c%d", iccs[0], (iccs[1] - '0' + 1) % 100, iccs[2],
+             (iccs[3] - '0' + 1) % 100);
 }
 
 static int from_engine(const opp *o, const char *txt, char *out)
@@ -149,8 +150,8 @@ static res_t play_game(const opts *op, cdsh_xq_engine *eng, opp *o, const char *
             if (st.outcome == CDSH_XQ_DRAW)
                 res = R_DRAW;
             else
-                res = (st.outcome == CDSH_XQ_RED_WINS) == (cdsh_side == CDSH_XQ_RED) ? R_WIN
-                                                                                       : R_LOSS;
+                res =
+                    (st.outcome == CDSH_XQ_RED_WINS) == (cdsh_side == CDSH_XQ_RED) ? R_WIN : R_LOSS;
             break;
         }
         if (g.n >= op->max_plies || g.n >= 1000) {
@@ -217,7 +218,7 @@ static void elo(int w, int d, int l, double *e, double *lo, double *hi)
     const double s = (w + 0.5 * d) / n;
     const double var = (w * (1 - s) * (1 - s) + d * (0.5 - s) * (0.5 - s) + l * s * s) / n;
     const double se = sqrt(var / n);
-#define ELO(x) ((x) <= 0 ? -INFINITY : (x) >= 1 ? INFINITY : -400.0 * log10(1.0 / (x) - 1.0))
+#define ELO(x) ((x) <= 0 ? -INFINITY : (x) >= 1 ? INFINITY : -400.0 * log10(1.0 / (x)-1.0))
     *e = ELO(s);
     *lo = ELO(s - 1.96 * se);
     *hi = ELO(s + 1.96 * se);
@@ -245,8 +246,14 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    opts op = {.games = 10, .movetime = 50, .ucci = 1, .ranks1 = -1, .threads = 1, .hash = 16,
-               .max_plies = 400, .adjudicate = 1};
+    opts op = {.games = 10,
+               .movetime = 50,
+               .ucci = 1,
+               .ranks1 = -1,
+               .threads = 1,
+               .hash = 16,
+               .max_plies = 400,
+               .adjudicate = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEXT()                                                                                     \
@@ -257,21 +264,50 @@ int main(int argc, char **argv)
         }                                                                                          \
         i++;                                                                                       \
     } while (0)
-        if (!strcmp(a, "--games")) { NEXT(); op.games = atoi(v); }
-        else if (!strcmp(a, "--movetime")) { NEXT(); op.movetime = atoll(v); }
-        else if (!strcmp(a, "--nodes")) { NEXT(); op.self_nodes = op.opp_nodes = strtoull(v, NULL, 10); }
-        else if (!strcmp(a, "--self-nodes")) { NEXT(); op.self_nodes = strtoull(v, NULL, 10); }
-        else if (!strcmp(a, "--opp-nodes")) { NEXT(); op.opp_nodes = strtoull(v, NULL, 10); }
-        else if (!strcmp(a, "--depth")) { NEXT(); op.depth = atoi(v); }
-        else if (!strcmp(a, "--engine")) { NEXT(); op.engine = v; }
-        else if (!strcmp(a, "--protocol")) { NEXT(); op.ucci = strcmp(v, "uci") != 0; }
-        else if (!strcmp(a, "--uci-ranks")) { NEXT(); op.ranks1 = atoi(v) == 1; }
-        else if (!strcmp(a, "--threads")) { NEXT(); op.threads = atoi(v); }
-        else if (!strcmp(a, "--hash")) { NEXT(); op.hash = atoi(v); }
-        else if (!strcmp(a, "--max-plies")) { NEXT(); op.max_plies = atoi(v); }
-        else if (!strcmp(a, "--no-adjudicate")) op.adjudicate = 0;
-        else if (!strcmp(a, "--quiet")) op.quiet = 1;
-        else { usage(); return !strcmp(a, "--help") ? 0 : 2; }
+        if (!strcmp(a, "--games")) {
+            NEXT();
+            op.games = atoi(v);
+        } else if (!strcmp(a, "--movetime")) {
+            NEXT();
+            op.movetime = atoll(v);
+        } else if (!strcmp(a, "--nodes")) {
+            NEXT();
+            op.self_nodes = op.opp_nodes = strtoull(v, NULL, 10);
+        } else if (!strcmp(a, "--self-nodes")) {
+            NEXT();
+            op.self_nodes = strtoull(v, NULL, 10);
+        } else if (!strcmp(a, "--opp-nodes")) {
+            NEXT();
+            op.opp_nodes = strtoull(v, NULL, 10);
+        } else if (!strcmp(a, "--depth")) {
+            NEXT();
+            op.depth = atoi(v);
+        } else if (!strcmp(a, "--engine")) {
+            NEXT();
+            op.engine = v;
+        } else if (!strcmp(a, "--protocol")) {
+            NEXT();
+            op.ucci = strcmp(v, "uci") != 0;
+        } else if (!strcmp(a, "--uci-ranks")) {
+            NEXT();
+            op.ranks1 = atoi(v) == 1;
+        } else if (!strcmp(a, "--threads")) {
+            NEXT();
+            op.threads = atoi(v);
+        } else if (!strcmp(a, "--hash")) {
+            NEXT();
+            op.hash = atoi(v);
+        } else if (!strcmp(a, "--max-plies")) {
+            NEXT();
+            op.max_plies = atoi(v);
+        } else if (!strcmp(a, "--no-adjudicate"))
+            op.adjudicate = 0;
+        else if (!strcmp(a, "--quiet"))
+            op.quiet = 1;
+        else {
+            usage();
+            return !strcmp(a, "--help") ? 0 : 2;
+        }
 #undef NEXT
     }
     if (op.games < 1 || op.movetime < 1) {
@@ -300,9 +336,11 @@ int main(int argc, char **argv)
     if (op.depth)
         snprintf(limit, sizeof limit, "depth %d", op.depth);
     else
-        snprintf(limit, sizeof limit, "cdsh %s%llu%s, opponent %s%llu%s",
-                 op.self_nodes ? "" : "", op.self_nodes ? (unsigned long long)op.self_nodes : (unsigned long long)op.movetime,
-                 op.self_nodes ? " nodes" : " ms", "", op.opp_nodes ? (unsigned long long)op.opp_nodes : (unsigned long long)op.movetime,
+        snprintf(limit, sizeof limit, "cdsh %s%llu%s, opponent %s%llu%s", op.self_nodes ? "" : "",
+                 op.self_nodes ? (unsigned long long)op.self_nodes
+                               : (unsigned long long)op.movetime,
+                 op.self_nodes ? " nodes" : " ms", "",
+                 op.opp_nodes ? (unsigned long long)op.opp_nodes : (unsigned long long)op.movetime,
                  op.opp_nodes ? " nodes" : " ms");
     printf("xiangqi match: cdsh vs %s (%s), %d games, %s per move\n", o.name,
            op.ucci ? "UCCI" : "UCI", op.games, limit);
@@ -324,7 +362,10 @@ int main(int argc, char **argv)
         if (!op.quiet)
             printf("game %3d/%d  opening %2d  cdsh %-5s  %s  (%s, %d plies)   +%d =%d -%d\n",
                    gi + 1, op.games, opening + 1, side == CDSH_XQ_RED ? "Red" : "Black",
-                   r == R_WIN ? "win " : r == R_DRAW ? "draw" : "loss", why, plies, w, d, l);
+                   r == R_WIN    ? "win "
+                   : r == R_DRAW ? "draw"
+                                 : "loss",
+                   why, plies, w, d, l);
         if (!o.proc || cdsh_process_wait(o.proc, 0, NULL, NULL, NULL) == 0) {
             opp_stop(&o);
             if (opp_start(&o, op.engine, op.ucci, op.ranks1) != 0)

@@ -85,7 +85,8 @@ int main(void)
     if (have_fsf)
         opp_send(&o, "setoption name Hash value 16");
     printf("xiangqi search bench: %d positions, depth %d, then %d ms each; opponent: %s\n",
-           cdsh_xq_bench_count, depth, movetime, have_fsf ? o.name : "none (fairy-stockfish not found)");
+           cdsh_xq_bench_count, depth, movetime,
+           have_fsf ? o.name : "none (fairy-stockfish not found)");
     printf("%-4s %12s %8s %10s | %12s %8s %10s\n", "pos", "cdsh nodes", "ms", "nps", "fsf nodes",
            "ms", "nps");
     fig tc = {0}, tf = {0};
@@ -109,9 +110,10 @@ int main(void)
     printf("depth %d total: cdsh %llu nodes (signature) in %lld ms, %.0f nps", depth,
            (unsigned long long)tc.nodes, (long long)tc.ms, nps(&tc));
     if (have_fsf)
-        printf(" | fairy-stockfish %llu nodes in %lld ms, %.0f nps; time-to-depth ratio fsf/cdsh %.2f",
-               (unsigned long long)tf.nodes, (long long)tf.ms, nps(&tf),
-               tc.ms > 0 ? (double)tf.ms / (double)tc.ms : 0);
+        printf(
+            " | fairy-stockfish %llu nodes in %lld ms, %.0f nps; time-to-depth ratio fsf/cdsh %.2f",
+            (unsigned long long)tf.nodes, (long long)tf.ms, nps(&tf),
+            tc.ms > 0 ? (double)tf.ms / (double)tc.ms : 0);
     printf("\n");
     /* fixed time: depth reached and speed */
     fig mc = {0}, mf = {0};

@@ -33,8 +33,8 @@ static void *read_loop(void *arg)
 
 static cdsh_xq_service *open_service(const char *dir, int depth)
 {
-    cdsh_xq_service_opts o = {.dir = dir, .engine_depth = depth, .engine_movetime_ms = 60000,
-                              .engine_hash_mb = 16};
+    cdsh_xq_service_opts o = {
+        .dir = dir, .engine_depth = depth, .engine_movetime_ms = 60000, .engine_hash_mb = 16};
     cdsh_xq_service *svc = NULL;
     cdsh_error err;
     if (cdsh_xq_service_new(&o, &svc, &err) != 0) {
@@ -72,8 +72,8 @@ int main(void)
         for (int i = 0; i < rounds; i++) {
             json_decref(cdsh_xq_service_new_game(svc, "bench", NULL, NULL));
             t0 = now();
-            json_decref(cdsh_xq_service_move(svc, "bench", CDSH_XQ_ACTOR_HERO, "h2e2", -1, -1,
-                                             NULL));
+            json_decref(
+                cdsh_xq_service_move(svc, "bench", CDSH_XQ_ACTOR_HERO, "h2e2", -1, -1, NULL));
             move_total += now() - t0;
             t0 = now();
             json_decref(cdsh_xq_service_undo(svc, "bench", CDSH_XQ_ACTOR_HERO, 2, NULL));

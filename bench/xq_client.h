@@ -67,8 +67,8 @@ static inline int opp_line(opp *o, char *out, size_t cap, int timeout_ms)
         }
         struct timespec t1;
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        int left = timeout_ms - (int)((t1.tv_sec - t0.tv_sec) * 1000 +
-                                      (t1.tv_nsec - t0.tv_nsec) / 1000000);
+        int left = timeout_ms -
+                   (int)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
         if (left <= 0 || o->len >= sizeof o->buf)
             return -1;
         struct pollfd p = {.fd = o->out, .events = POLLIN};
@@ -106,7 +106,8 @@ static inline int opp_start(opp *o, const char *engine, int ucci, int ranks1)
     argv[argc] = NULL;
     if (argc == 0)
         return -1;
-    cdsh_process_opts po = {.stdin_mode = CDSH_PROCESS_PIPE, .stdout_mode = CDSH_PROCESS_PIPE,
+    cdsh_process_opts po = {.stdin_mode = CDSH_PROCESS_PIPE,
+                            .stdout_mode = CDSH_PROCESS_PIPE,
                             .stderr_mode = CDSH_PROCESS_NULL};
     cdsh_error err = {0};
     memset(o, 0, sizeof *o);

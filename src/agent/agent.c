@@ -198,6 +198,18 @@ static void emit(turn *t, const char *type, json_t *fields)
     json_decref(ev);
 }
 
+/* Tells plugins on the host bus that a turn started or ended ("agent/turn",
+ * {sessionId, turn, phase}, scoped to the session's scope): delivered synchronously,
+ * so a plugin can open per-turn state before the first model call. */
+static void bus_turn(turn *t, const char *phase)
+{
+    json_t *p = json_pack("{s:s, s:I, s:s}", "sessionId", t->sid, "turn", (json_int_t)t->turn,
+                          "phase", phase);
+    if (p)
+        cdsh_events_emit(cdsh_host_events(t->agent->host), "agent/turn", t->scope, true, p);
+    json_decref(p);
+}
+
 static int log_event(turn *t, const char *type, json_t *payload, int64_t *seq, cdsh_error *err)
 {
     int rc = cdsh_session_store_append(t->agent->store, t->sid, type, t->turn, t->step, payload,
@@ -501,6 +513,7 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     if (rc)
         goto cleanup;
     emit(&t, "turn/start", NULL);
+    bus_turn(&t, "start");
     json_t *um = json_pack("{s:s}", "text", text);
     int64_t seq = 0;
     rc = log_event(&t, "user/message", um, &seq, err);
@@ -620,6 +633,7 @@ end_turn:
         int step = t.step;
         t.step = 0;
         emit(&t, "turn/end", end);
+        bus_turn(&t, "end");
         t.step = step;
     }
     if (rc)

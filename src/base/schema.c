@@ -49,7 +49,9 @@ static void js_put_number(cdsh_strbuf *b, const json_t *v)
 static void js_put_json(cdsh_strbuf *b, const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_STRING: cdsh_strbuf_append_json_string(b, json_string_value(v), json_string_length(v)); break;
+    case JSON_STRING:
+        cdsh_strbuf_append_json_string(b, json_string_value(v), json_string_length(v));
+        break;
     case JSON_INTEGER:
     case JSON_REAL: js_put_number(b, v); break;
     case JSON_TRUE: cdsh_strbuf_append_str(b, "true"); break;
@@ -632,7 +634,7 @@ const json_t *cdsh_schema_json(const cdsh_schema *schema)
 
 typedef struct vctx {
     const cdsh_schema *schema;
-    cdsh_strbuf path;          /* empty only at DSH's implicit root */
+    cdsh_strbuf path;     /* empty only at DSH's implicit root */
     json_t *out;          /* NULL while counting (inside oneOf) */
     pcre2_match_data *md; /* created on the first pattern match of this call */
     bool oom;

@@ -24,22 +24,21 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
-            "                           [--story ID] [--note TEXT] [--json]\n"
-            "\n"
-            "Shows the prompt the card would get for the next turn: the standing segment\n"
-            "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
-            "(a simulation), budgets and the world-info trigger log. Writes nothing.\n"
-            "\n"
-            "  --chat FILE     chat so far: a JSON array of {role|is_user, name, text|mes,\n"
-            "                  synthetic} or SillyTavern .jsonl (the header line is skipped)\n"
-            "  --preset ID     library preset (default: SillyTavern's default order)\n"
-            "  --persona ID    persona (default: \"User\")\n"
-            "  --story ID      story whose timed effects and variables to read\n"
-            "                  ($CDSH_HOME/tavern/state/<ID>.json; default: the card id)\n"
-            "  --note TEXT     author's note for this turn\n"
-            "  --json          print one JSON object {ok, plan...}\n");
+    fprintf(out, "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
+                 "                           [--story ID] [--note TEXT] [--json]\n"
+                 "\n"
+                 "Shows the prompt the card would get for the next turn: the standing segment\n"
+                 "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
+                 "(a simulation), budgets and the world-info trigger log. Writes nothing.\n"
+                 "\n"
+                 "  --chat FILE     chat so far: a JSON array of {role|is_user, name, text|mes,\n"
+                 "                  synthetic} or SillyTavern .jsonl (the header line is skipped)\n"
+                 "  --preset ID     library preset (default: SillyTavern's default order)\n"
+                 "  --persona ID    persona (default: \"User\")\n"
+                 "  --story ID      story whose timed effects and variables to read\n"
+                 "                  ($CDSH_HOME/tavern/state/<ID>.json; default: the card id)\n"
+                 "  --note TEXT     author's note for this turn\n"
+                 "  --json          print one JSON object {ok, plan...}\n");
 }
 
 typedef struct chat {
@@ -132,7 +131,8 @@ static void print_text(const json_t *plan)
     json_t *b;
     json_object_foreach(json_object_get(plan, "budgets"), k, b)
     {
-        printf("%-10s %5lld / %-5lld%s\n", k, (long long)json_integer_value(json_object_get(b, "used")),
+        printf("%-10s %5lld / %-5lld%s\n", k,
+               (long long)json_integer_value(json_object_get(b, "used")),
                (long long)json_integer_value(json_object_get(b, "limit")),
                json_is_true(json_object_get(b, "truncated")) ? "  truncated" : "");
     }
@@ -163,8 +163,8 @@ static void print_text(const json_t *plan)
 static int fail(bool as_json, const cdsh_error *err)
 {
     if (as_json) {
-        json_t *j = json_pack("{s:b, s:s, s:s}", "ok", 0, "code", err->code, "message",
-                              err->message);
+        json_t *j =
+            json_pack("{s:b, s:s, s:s}", "ok", 0, "code", err->code, "message", err->message);
         char *s = cdsh_json_dump_compact_dup(j);
         printf("%s\n", s);
         free(s);
@@ -178,10 +178,10 @@ static int fail(bool as_json, const cdsh_error *err)
 int cdsh_cmd_tavern_preview(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"chat", required_argument, NULL, 'c'},   {"preset", required_argument, NULL, 'p'},
+        {"chat", required_argument, NULL, 'c'},    {"preset", required_argument, NULL, 'p'},
         {"persona", required_argument, NULL, 'P'}, {"story", required_argument, NULL, 's'},
-        {"note", required_argument, NULL, 'n'},   {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+        {"note", required_argument, NULL, 'n'},    {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     const char *chat_path = NULL, *preset_id = NULL, *persona_id = NULL, *story = NULL,
                *note = NULL;
     bool as_json = false;
@@ -233,8 +233,8 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         if (cdsh_tavern_store_get(st, rel, &card_rules, NULL, NULL) == 0)
             json_array_extend(rules, card_rules);
         if (json_array_size(json_object_get(preset, "regexScripts"))) {
-            json_t *pr = cdsh_tavern_regex_rules_from_st_dup(json_object_get(preset, "regexScripts"),
-                                                             CDSH_TAVERN_REGEX_PRESET, NULL);
+            json_t *pr = cdsh_tavern_regex_rules_from_st_dup(
+                json_object_get(preset, "regexScripts"), CDSH_TAVERN_REGEX_PRESET, NULL);
             if (pr)
                 json_array_extend(rules, pr);
             json_decref(pr);
@@ -274,7 +274,8 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         };
         cdsh_tavern_wi_settings_default(&in.wi);
         if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
-            in.wi.max_context = (int)json_integer_value(json_object_get(preset, "openai_max_context"));
+            in.wi.max_context =
+                (int)json_integer_value(json_object_get(preset, "openai_max_context"));
         rc = cdsh_tavern_assemble(&in, &plan, &err);
         json_decref(vl);
         json_decref(vg);

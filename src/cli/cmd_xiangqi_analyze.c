@@ -50,8 +50,7 @@ static int parse_num(const char *s, long lo, long hi, long *out)
 
 /* Writes the line's moves into buf, space separated: ICCS, or Chinese
  * notation (zh = 1; a move the notation cannot name falls back to ICCS). */
-static void line_text(const cdsh_xq_pos *root, const cdsh_xq_line *l, int zh, char *buf,
-                      size_t cap)
+static void line_text(const cdsh_xq_pos *root, const cdsh_xq_line *l, int zh, char *buf, size_t cap)
 {
     cdsh_xq_pos *p = zh ? malloc(sizeof *p) : NULL;
     size_t n = 0;
@@ -98,8 +97,12 @@ int cdsh_cmd_xiangqi_analyze(int argc, char **argv)
         case 'f': fen = optarg; break;
         case 'd': bad = parse_num(optarg, 1, CDSH_XQ_MAX_DEPTH, &depth) ? "--depth" : NULL; break;
         case 'm': bad = parse_num(optarg, 1, 86400000, &movetime) ? "--movetime" : NULL; break;
-        case 'k': bad = parse_num(optarg, 1, CDSH_XQ_MULTIPV_MAX, &multipv) ? "--multipv" : NULL; break;
-        case 't': bad = parse_num(optarg, 1, CDSH_XQ_MAX_THREADS, &threads) ? "--threads" : NULL; break;
+        case 'k':
+            bad = parse_num(optarg, 1, CDSH_XQ_MULTIPV_MAX, &multipv) ? "--multipv" : NULL;
+            break;
+        case 't':
+            bad = parse_num(optarg, 1, CDSH_XQ_MAX_THREADS, &threads) ? "--threads" : NULL;
+            break;
         case 'H': bad = parse_num(optarg, 1, 65536, &hash) ? "--hash" : NULL; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return 0;

@@ -40,10 +40,9 @@ static void on_entry(const cdsh_xq_bench_entry *e, void *user)
 {
     bench_ctx *c = user;
     if (c->json) {
-        json_array_append_new(c->arr, json_pack("{s:s, s:I, s:I, s:s, s:i}", "fen", e->fen,
-                                                "nodes", (json_int_t)e->nodes, "ms",
-                                                (json_int_t)e->time_ms, "best", e->best,
-                                                "score", e->score));
+        json_array_append_new(c->arr, json_pack("{s:s, s:I, s:I, s:s, s:i}", "fen", e->fen, "nodes",
+                                                (json_int_t)e->nodes, "ms", (json_int_t)e->time_ms,
+                                                "best", e->best, "score", e->score));
         return;
     }
     printf("Position %2d/%d: %-10llu nodes %6lld ms  best %s  score %d\n", e->index + 1,
@@ -63,12 +62,10 @@ static int parse_num(const char *s, int lo, int hi, int *out)
 
 int cdsh_cmd_xiangqi_bench(int argc, char **argv)
 {
-    static const struct option opts[] = {{"depth", required_argument, NULL, 'd'},
-                                         {"hash", required_argument, NULL, 'H'},
-                                         {"threads", required_argument, NULL, 't'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"depth", required_argument, NULL, 'd'},   {"hash", required_argument, NULL, 'H'},
+        {"threads", required_argument, NULL, 't'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     int depth = CDSH_XQ_BENCH_DEPTH, hash = 16, threads = 1, c;
     bench_ctx ctx = {0};
     optind = 1;
@@ -114,8 +111,8 @@ int cdsh_cmd_xiangqi_bench(int argc, char **argv)
         return 1;
     }
     if (ctx.json) {
-        json_t *o = json_pack("{s:i, s:i, s:o, s:I, s:I, s:I}", "depth", depth, "threads",
-                              threads, "positions", ctx.arr, "nodes", (json_int_t)t.nodes, "ms",
+        json_t *o = json_pack("{s:i, s:i, s:o, s:I, s:I, s:I}", "depth", depth, "threads", threads,
+                              "positions", ctx.arr, "nodes", (json_int_t)t.nodes, "ms",
                               (json_int_t)t.time_ms, "nps", (json_int_t)t.nps);
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);

@@ -17,7 +17,8 @@ static int run(cdsh_xq_dialect d, int argc, char **argv)
                 "\n"
                 "Speaks %s on stdin/stdout (moves in ICCS coordinates, h2e2; ranks 0-9).\n"
                 "Options: Hash (MB), Threads, MultiPV, Move Overhead%s.\n",
-                name, d == CDSH_XQ_DIALECT_UCCI ? "UCCI (ElephantEye's protocol)" : "UCI (as Pikafish)",
+                name,
+                d == CDSH_XQ_DIALECT_UCCI ? "UCCI (ElephantEye's protocol)" : "UCI (as Pikafish)",
                 d == CDSH_XQ_DIALECT_UCCI ? "; usemillisec, banmoves" : "");
         return o == stdout ? 0 : 2;
     }

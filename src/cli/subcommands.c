@@ -89,19 +89,18 @@ void cdsh_cli_print_usage(FILE *out)
     }
     free(sorted);
     fprintf(out, "  %-12s %s\n", "help", "show this help, or `cdsh help <subcommand>` for one");
-    fprintf(out,
-            "\n"
-            "Global options:\n"
-            "  -h, --help     show this help\n"
-            "  -V, --version  print the version and exit\n"
-            "\n"
-            "Environment:\n"
-            "  CDSH_HOME          state directory (default ~/.cdsh)\n"
-            "  DEEPSEEK_API_KEY   key for the default model endpoint\n"
-            "  CDSH_BASE_URL      OpenAI-compatible endpoint to use instead\n"
-            "  CDSH_MODEL         model name at that endpoint\n"
-            "\n"
-            "Run `cdsh <subcommand> --help` for the options of one subcommand.\n");
+    fprintf(out, "\n"
+                 "Global options:\n"
+                 "  -h, --help     show this help\n"
+                 "  -V, --version  print the version and exit\n"
+                 "\n"
+                 "Environment:\n"
+                 "  CDSH_HOME          state directory (default ~/.cdsh)\n"
+                 "  DEEPSEEK_API_KEY   key for the default model endpoint\n"
+                 "  CDSH_BASE_URL      OpenAI-compatible endpoint to use instead\n"
+                 "  CDSH_MODEL         model name at that endpoint\n"
+                 "\n"
+                 "Run `cdsh <subcommand> --help` for the options of one subcommand.\n");
 }
 
 /* Levenshtein distance, small strings only (subcommand names). */

@@ -8,7 +8,7 @@
 
 typedef struct cdsh_subcommand {
     const char *name;
-    const char *summary; /* one line for `cdsh --help` */
+    const char *summary;               /* one line for `cdsh --help` */
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name; returns exit status */
 } cdsh_subcommand;
 

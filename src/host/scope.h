@@ -16,10 +16,10 @@ typedef struct cdsh_scope cdsh_scope;
 cdsh_scope *cdsh_scope_new(const char *id, cdsh_scope *parent);
 
 cdsh_scope *cdsh_scope_ref(cdsh_scope *scope); /* NULL-safe; returns scope */
-void cdsh_scope_unref(cdsh_scope *scope);       /* NULL-safe */
+void cdsh_scope_unref(cdsh_scope *scope);      /* NULL-safe */
 
-const char *cdsh_scope_id(const cdsh_scope *scope);       /* "" for NULL (global) */
-cdsh_scope *cdsh_scope_parent(const cdsh_scope *scope);   /* borrowed; NULL at the top */
+const char *cdsh_scope_id(const cdsh_scope *scope);     /* "" for NULL (global) */
+cdsh_scope *cdsh_scope_parent(const cdsh_scope *scope); /* borrowed; NULL at the top */
 
 /* Number of scopes on the chain from scope up to its root (0 for NULL). */
 size_t cdsh_scope_depth(const cdsh_scope *scope);

@@ -7,6 +7,7 @@
 #include "plugins/acp/plugin.h"
 #include "plugins/facade/plugin.h"
 #include "plugins/mcpimport/plugin.h"
+#include "plugins/tavern/plugin.h"
 #include "plugins/xiangqi/plugin.h"
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
@@ -14,6 +15,7 @@ const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_acp_plugin,
     &cdsh_xq_plugin,
     &cdsh_mcpimport_plugin,
+    &cdsh_tavern_plugin, /* off by default; profiles enable it */
     &cdsh_facade_plugin, /* last: profile capabilities are declared over the others' tools */
     NULL,
 };

@@ -27,55 +27,33 @@ const char *const cdsh_xq_bench_fens[] = {
 const int cdsh_xq_bench_count = (int)(sizeof cdsh_xq_bench_fens / sizeof cdsh_xq_bench_fens[0]);
 
 const char *const cdsh_xq_openings[] = {
-    "h2e2 h9g7",           /* central cannon vs screen horse */
-    "h2e2 b9c7 h0g2 a9b9", /* central cannon, screen horses */
-    "h2e2 h7e7",           /* same-direction cannons */
-    "h2e2 b7e7",           /* opposite-direction cannons */
-    "b2e2 h9g7",
-    "c3c4 g6g5",           /* pawn openings */
-    "c3c4 b9c7",
-    "g3g4 c6c5",
-    "c0e2 h7e7",           /* elephant openings */
-    "c0e2 g6g5",
-    "h0g2 g6g5",           /* horse openings */
-    "b0c2 h7e7",
-    "h2f2 h9g7",           /* cannon to the palace corner */
-    "b2d2 b9c7",
-    "h2e2 h9g7 h0g2 i9h9", /* central cannon, straight chariot */
-    "h2e2 h9g7 h0g2 g6g5",
-    "c3c4 h7g7",
-    "g3g4 h9g7",
-    "h2e2 c6c5",
-    "h2g2 h9g7",
-    "h2e2 b9c7",
-    "h2e2 g9e7",
-    "h2e2 c9e7",
-    "h2e2 h7f7",
-    "h2e2 i9i8 h0g2 i8d8",
-    "b2e2 b9c7",
-    "b2e2 h7e7",
-    "c3c4 c6c5",
-    "c3c4 h9g7",
-    "c3c4 b7e7",
-    "g3g4 g6g5",
-    "g3g4 b7c7",
-    "c0e2 c6c5",
-    "c0e2 b9c7",
-    "g0e2 h9g7",
-    "h0g2 c6c5",
-    "h0g2 h9g7",
-    "b0c2 b9c7",
-    "b0c2 g6g5",
-    "e3e4 h9g7",
-    "i0i1 h9g7",
-    "a0a1 b9c7",
-    "h2f2 b9c7",
-    "b2d2 h9g7",
-    "h2d2 h9g7",
-    "b2f2 b9c7",
-    "h2e2 h9g7 h0g2 i9h9 i0h0 b9c7",
-    "h2e2 b9c7 b0c2 h9g7",
-    "c3c4 g6g5 h0g2 h9g7",
+    "h2e2 h9g7",                        /* central cannon vs screen horse */
+    "h2e2 b9c7 h0g2 a9b9",              /* central cannon, screen horses */
+    "h2e2 h7e7",                        /* same-direction cannons */
+    "h2e2 b7e7",                        /* opposite-direction cannons */
+    "b2e2 h9g7",           "c3c4 g6g5", /* pawn openings */
+    "c3c4 b9c7",           "g3g4 c6c5",
+    "c0e2 h7e7",                                  /* elephant openings */
+    "c0e2 g6g5",           "h0g2 g6g5",           /* horse openings */
+    "b0c2 h7e7",           "h2f2 h9g7",           /* cannon to the palace corner */
+    "b2d2 b9c7",           "h2e2 h9g7 h0g2 i9h9", /* central cannon, straight chariot */
+    "h2e2 h9g7 h0g2 g6g5", "c3c4 h7g7",
+    "g3g4 h9g7",           "h2e2 c6c5",
+    "h2g2 h9g7",           "h2e2 b9c7",
+    "h2e2 g9e7",           "h2e2 c9e7",
+    "h2e2 h7f7",           "h2e2 i9i8 h0g2 i8d8",
+    "b2e2 b9c7",           "b2e2 h7e7",
+    "c3c4 c6c5",           "c3c4 h9g7",
+    "c3c4 b7e7",           "g3g4 g6g5",
+    "g3g4 b7c7",           "c0e2 c6c5",
+    "c0e2 b9c7",           "g0e2 h9g7",
+    "h0g2 c6c5",           "h0g2 h9g7",
+    "b0c2 b9c7",           "b0c2 g6g5",
+    "e3e4 h9g7",           "i0i1 h9g7",
+    "a0a1 b9c7",           "h2f2 b9c7",
+    "b2d2 h9g7",           "h2d2 h9g7",
+    "b2f2 b9c7",           "h2e2 h9g7 h0g2 i9h9 i0h0 b9c7",
+    "h2e2 b9c7 b0c2 h9g7", "c3c4 g6g5 h0g2 h9g7",
     "g3g4 h9g7 h0g2 g6g5",
 };
 const int cdsh_xq_openings_count = (int)(sizeof cdsh_xq_openings / sizeof cdsh_xq_openings[0]);
@@ -109,8 +87,12 @@ int cdsh_xq_bench_run(int depth, int hash_mb, int threads, cdsh_xq_bench_fn fn, 
         totals->nodes += r.nodes;
         totals->time_ms += r.time_ms;
         if (fn) {
-            cdsh_xq_bench_entry e = {.index = i, .fen = cdsh_xq_bench_fens[i], .nodes = r.nodes,
-                                     .time_ms = r.time_ms, .depth = r.depth, .score = r.score};
+            cdsh_xq_bench_entry e = {.index = i,
+                                     .fen = cdsh_xq_bench_fens[i],
+                                     .nodes = r.nodes,
+                                     .time_ms = r.time_ms,
+                                     .depth = r.depth,
+                                     .score = r.score};
             cdsh_xq_move_to_iccs(r.best, e.best);
             fn(&e, user);
         }

@@ -52,9 +52,9 @@ int cdsh_xq_piece_value(int type)
 }
 
 typedef struct side_terms {
-    int mg, eg;       /* material + psq */
+    int mg, eg; /* material + psq */
     int mob_mg, mob_eg;
-    int ks;           /* king-safety penalty suffered (middlegame) */
+    int ks; /* king-safety penalty suffered (middlegame) */
     int pawn_mg, pawn_eg;
 } side_terms;
 

@@ -22,13 +22,13 @@ typedef struct cdsh_xq_eval_params {
     int mob_cannon_mg, mob_cannon_eg;
     int mob_base_chariot, mob_base_horse, mob_base_cannon;
     /* king safety (middlegame weights, scaled by the attacker's material) */
-    int ks_missing_advisor;   /* per missing advisor, per unit of enemy attack */
-    int ks_missing_elephant;  /* per missing elephant, per unit of enemy attack */
-    int ks_central_cannon;    /* enemy cannon on the general's file, one screen */
-    int ks_empty_cannon;      /* enemy cannon on the general's file, nothing between */
-    int ks_chariot_file;      /* enemy chariot on the general's file or an open palace file */
-    int ks_near_attacker;     /* enemy horse/soldier/chariot in or next to the palace */
-    int ks_king_exposed;      /* general off its home file while enemy chariots remain */
+    int ks_missing_advisor;  /* per missing advisor, per unit of enemy attack */
+    int ks_missing_elephant; /* per missing elephant, per unit of enemy attack */
+    int ks_central_cannon;   /* enemy cannon on the general's file, one screen */
+    int ks_empty_cannon;     /* enemy cannon on the general's file, nothing between */
+    int ks_chariot_file;     /* enemy chariot on the general's file or an open palace file */
+    int ks_near_attacker;    /* enemy horse/soldier/chariot in or next to the palace */
+    int ks_king_exposed;     /* general off its home file while enemy chariots remain */
     /* soldiers */
     int pawn_connected_mg, pawn_connected_eg; /* crossed soldiers side by side */
     int pawn_blocked_mg;                      /* uncrossed soldier facing a piece (own or enemy) */
@@ -50,7 +50,7 @@ typedef struct cdsh_xq_eval_params {
                 {{0, 0, 0, -6, 0, -6, 0, 0, 0},                                                    \
                  {0, 0, 0, -12, -8, -12, 0, 0, 0},                                                 \
                  {0, 0, 0, -25, -20, -25, 0, 0, 0}},                                               \
-                [2] = /* advisor */                                                                 \
+                [2] = /* advisor */                                                                \
                 {{0, 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 4, 0, 0, 0, 0}},                        \
                 [3] = /* elephant */                                                               \
                 {{0, 0, 2, 0, 0, 0, 2, 0, 0},                                                      \
@@ -58,7 +58,7 @@ typedef struct cdsh_xq_eval_params {
                  {-2, 0, 0, 0, 4, 0, 0, 0, -2},                                                    \
                  {0},                                                                              \
                  {0, 0, -2, 0, 0, 0, -2, 0, 0}},                                                   \
-                [4] = /* horse */                                                                   \
+                [4] = /* horse */                                                                  \
                 {{-20, -10, -5, -5, -15, -5, -5, -10, -20},                                        \
                  {-10, -5, 0, 5, -10, 5, 0, -5, -10},                                              \
                  {-5, 5, 10, 8, 5, 8, 10, 5, -5},                                                  \
@@ -69,7 +69,7 @@ typedef struct cdsh_xq_eval_params {
                  {5, 18, 24, 26, 24, 26, 24, 18, 5},                                               \
                  {0, 15, 25, 20, 15, 20, 25, 15, 0},                                               \
                  {-5, 0, 5, 10, 0, 10, 5, 0, -5}},                                                 \
-                [5] = /* chariot */                                                                 \
+                [5] = /* chariot */                                                                \
                 {{-6, 6, 4, 12, 0, 12, 4, 6, -6},                                                  \
                  {5, 8, 6, 12, 0, 12, 6, 8, 5},                                                    \
                  {-2, 8, 4, 12, 12, 12, 4, 8, -2},                                                 \
@@ -80,7 +80,7 @@ typedef struct cdsh_xq_eval_params {
                  {6, 8, 7, 14, 16, 14, 7, 8, 6},                                                   \
                  {6, 12, 9, 16, 33, 16, 9, 12, 6},                                                 \
                  {6, 8, 7, 13, 14, 13, 7, 8, 6}},                                                  \
-                [6] = /* cannon */                                                                  \
+                [6] = /* cannon */                                                                 \
                 {{0, 0, 2, 6, 6, 6, 2, 0, 0},                                                      \
                  {0, 2, 4, 4, 4, 4, 4, 2, 0},                                                      \
                  {2, 2, 2, 6, 10, 6, 2, 2, 2},                                                     \
@@ -91,7 +91,7 @@ typedef struct cdsh_xq_eval_params {
                  {2, 2, 0, -4, -6, -4, 0, 2, 2},                                                   \
                  {4, 4, 0, -6, -8, -6, 0, 4, 4},                                                   \
                  {8, 8, 0, -4, -8, -4, 0, 8, 8}},                                                  \
-                [7] = /* soldier */                                                                 \
+                [7] = /* soldier */                                                                \
                 {{0},                                                                              \
                  {0},                                                                              \
                  {0},                                                                              \
@@ -116,15 +116,22 @@ typedef struct cdsh_xq_eval_params {
                  {-5, 8, 15, 20, 20, 20, 15, 8, -5},                                               \
                  {-5, 5, 12, 15, 15, 15, 12, 5, -5},                                               \
                  {-10, 0, 5, 5, 0, 5, 5, 0, -10}},                                                 \
-                [5] = /* chariot */                                                                 \
-                {{0}, {0}, {0}, {0}, {5, 5, 5, 5, 5, 5, 5, 5, 5},                                  \
-                 {5, 5, 5, 5, 5, 5, 5, 5, 5}, {8, 8, 8, 10, 10, 10, 8, 8, 8},                      \
-                 {8, 8, 8, 10, 10, 10, 8, 8, 8}, {8, 8, 8, 10, 12, 10, 8, 8, 8}, {0}},             \
+                [5] = /* chariot */                                                                \
+                {{0},                                                                              \
+                 {0},                                                                              \
+                 {0},                                                                              \
+                 {0},                                                                              \
+                 {5, 5, 5, 5, 5, 5, 5, 5, 5},                                                      \
+                 {5, 5, 5, 5, 5, 5, 5, 5, 5},                                                      \
+                 {8, 8, 8, 10, 10, 10, 8, 8, 8},                                                   \
+                 {8, 8, 8, 10, 10, 10, 8, 8, 8},                                                   \
+                 {8, 8, 8, 10, 12, 10, 8, 8, 8},                                                   \
+                 {0}},                                                                             \
                 [6] = /* cannon: likes its own side late */                                        \
                 {{4, 4, 4, 6, 6, 6, 4, 4, 4},                                                      \
                  {4, 4, 4, 6, 8, 6, 4, 4, 4},                                                      \
                  {2, 2, 2, 4, 6, 4, 2, 2, 2}},                                                     \
-                [7] = /* soldier: the endgame wants them near the palace, not on the last rank */ \
+                [7] = /* soldier: the endgame wants them near the palace, not on the last rank */  \
                 {{0},                                                                              \
                  {0},                                                                              \
                  {0},                                                                              \

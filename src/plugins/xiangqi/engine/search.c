@@ -131,8 +131,7 @@ int cdsh_xq_engine_new(const cdsh_xq_engine_opts *opts, cdsh_xq_engine **out, cd
     cdsh_xq_eval_tables_init(&eng->eval, opts ? opts->eval : NULL);
     for (int d = 0; d < 64; d++)
         for (int m = 0; m < 64; m++)
-            eng->lmr[d][m] =
-                (int8_t)(d && m ? 0.5 + log((double)d) * log((double)m) / 2.25 : 0);
+            eng->lmr[d][m] = (int8_t)(d && m ? 0.5 + log((double)d) * log((double)m) / 2.25 : 0);
     atomic_init(&eng->stop, 0);
     *out = eng;
     return 0;
@@ -156,8 +155,8 @@ void cdsh_xq_engine_free(cdsh_xq_engine *eng)
 int cdsh_xq_engine_set_hash(cdsh_xq_engine *eng, int mb, cdsh_error *err)
 {
     if (mb < CDSH_XQ_TT_MIN_MB || mb > CDSH_XQ_TT_MAX_MB)
-        return cdsh_error_set(err, CDSH_EINVAL, "TT_SIZE", "hash size %d MB is outside %d..%d",
-                              mb, CDSH_XQ_TT_MIN_MB, CDSH_XQ_TT_MAX_MB);
+        return cdsh_error_set(err, CDSH_EINVAL, "TT_SIZE", "hash size %d MB is outside %d..%d", mb,
+                              CDSH_XQ_TT_MIN_MB, CDSH_XQ_TT_MAX_MB);
     return cdsh_xq_tt_resize(eng->tt, (size_t)mb, err);
 }
 
@@ -426,8 +425,7 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     }
     if (in_check && !legal)
         return -(CDSH_XQ_MATE - ply);
-    cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply),
-                     in_check ? 0 : stand, 0,
+    cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply), in_check ? 0 : stand, 0,
                      best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
     return best;
 }
@@ -501,8 +499,8 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     } else {
         th->static_eval[ply] = NEG_INF;
     }
-    const int improving =
-        !in_check && ply >= 2 && th->static_eval[ply - 2] != NEG_INF && eval > th->static_eval[ply - 2];
+    const int improving = !in_check && ply >= 2 && th->static_eval[ply - 2] != NEG_INF &&
+                          eval > th->static_eval[ply - 2];
     th->killers[ply + 1][0] = th->killers[ply + 1][1] = CDSH_XQ_MOVE_NONE;
 
     if (!in_check && !pv_node && !root) {
@@ -636,8 +634,10 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
                         const int bonus = depth * depth < 1200 ? depth * depth : 1200;
                         history_update(&th->history[piece][to], bonus * 8);
                         for (int q = 0; q < nquiets; q++) {
-                            const int qp = cdsh__xq_piece_of[pos->board[cdsh_xq_move_from(quiets[q])]];
-                            history_update(&th->history[qp][cdsh_xq_move_to(quiets[q])], -bonus * 8);
+                            const int qp =
+                                cdsh__xq_piece_of[pos->board[cdsh_xq_move_from(quiets[q])]];
+                            history_update(&th->history[qp][cdsh_xq_move_to(quiets[q])],
+                                           -bonus * 8);
                         }
                     }
                     break;
@@ -655,9 +655,9 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     if (!root || th->pv_idx == 0)
         cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply), in_check ? 0 : eval,
                          depth,
-                         best >= beta                         ? CDSH_XQ_BOUND_LOWER
+                         best >= beta                   ? CDSH_XQ_BOUND_LOWER
                          : pv_node && best > orig_alpha ? CDSH_XQ_BOUND_EXACT
-                                                              : CDSH_XQ_BOUND_UPPER);
+                                                        : CDSH_XQ_BOUND_UPPER);
     return best;
 }
 
@@ -811,8 +811,7 @@ static void prepare_thread(thread_data *th, const cdsh_xq_pos *pos, const root_m
 }
 
 int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_limits *limits,
-                   cdsh_xq_info_fn info, void *user, cdsh_xq_search_result *result,
-                   cdsh_error *err)
+                   cdsh_xq_info_fn info, void *user, cdsh_xq_search_result *result, cdsh_error *err)
 {
     static const cdsh_xq_limits none = {0};
     memset(result, 0, sizeof *result);
@@ -820,8 +819,8 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
     clock_gettime(CLOCK_MONOTONIC, &eng->start);
     const int multipv = eng->lim.multipv ? eng->lim.multipv : 1;
     if (multipv < 1 || multipv > CDSH_XQ_MULTIPV_MAX)
-        return cdsh_error_set(err, CDSH_EINVAL, "MULTIPV", "multipv %d is outside 1..%d",
-                              multipv, CDSH_XQ_MULTIPV_MAX);
+        return cdsh_error_set(err, CDSH_EINVAL, "MULTIPV", "multipv %d is outside 1..%d", multipv,
+                              CDSH_XQ_MULTIPV_MAX);
     thread_data *main_th = eng->th[0];
     /* copy the position, keeping at most the plies since the last capture
      * so the search always has room on the undo stack */

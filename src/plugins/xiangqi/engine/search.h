@@ -14,16 +14,16 @@
 #include "plugins/xiangqi/engine/move.h"
 #include "plugins/xiangqi/engine/position.h"
 
-#define CDSH_XQ_MAX_DEPTH 100   /* iterative-deepening limit */
-#define CDSH_XQ_PV_MAX 64       /* longest PV kept per line */
-#define CDSH_XQ_MULTIPV_MAX 16  /* most lines a search reports */
+#define CDSH_XQ_MAX_DEPTH 100  /* iterative-deepening limit */
+#define CDSH_XQ_PV_MAX 64      /* longest PV kept per line */
+#define CDSH_XQ_MULTIPV_MAX 16 /* most lines a search reports */
 #define CDSH_XQ_MAX_THREADS 64
 
 typedef struct cdsh_xq_engine cdsh_xq_engine;
 
 typedef struct cdsh_xq_engine_opts {
-    int hash_mb; /* transposition table, MB; 0 = 16 */
-    int threads; /* search threads (lazy SMP); 0 = 1 */
+    int hash_mb;                     /* transposition table, MB; 0 = 16 */
+    int threads;                     /* search threads (lazy SMP); 0 = 1 */
     const cdsh_xq_eval_params *eval; /* NULL = the defaults of eval_params.h */
 } cdsh_xq_engine_opts;
 
@@ -41,18 +41,18 @@ void cdsh_xq_engine_stop(cdsh_xq_engine *eng);
 /* Search limits; zero means "no limit of this kind". With no limit at all
  * the search runs to CDSH_XQ_MAX_DEPTH (use infinite + stop instead). */
 typedef struct cdsh_xq_limits {
-    int depth;             /* plies */
-    uint64_t nodes;        /* total nodes over all threads */
-    int64_t movetime_ms;   /* exact time for this move */
-    int64_t time_ms[2];    /* clock left for Red, Black (UCI wtime/btime) */
-    int64_t inc_ms[2];     /* increment per move for Red, Black */
-    int movestogo;         /* moves to the next time control, 0 = sudden death */
-    int64_t overhead_ms;   /* reserved per move for communication; default 30 */
-    int infinite;          /* search until stopped (UCI go infinite) */
-    int multipv;           /* lines to report, 1..CDSH_XQ_MULTIPV_MAX; 0 = 1 */
+    int depth;                         /* plies */
+    uint64_t nodes;                    /* total nodes over all threads */
+    int64_t movetime_ms;               /* exact time for this move */
+    int64_t time_ms[2];                /* clock left for Red, Black (UCI wtime/btime) */
+    int64_t inc_ms[2];                 /* increment per move for Red, Black */
+    int movestogo;                     /* moves to the next time control, 0 = sudden death */
+    int64_t overhead_ms;               /* reserved per move for communication; default 30 */
+    int infinite;                      /* search until stopped (UCI go infinite) */
+    int multipv;                       /* lines to report, 1..CDSH_XQ_MULTIPV_MAX; 0 = 1 */
     const cdsh_xq_move_t *searchmoves; /* restrict the root to these (NULL: all) */
     int nsearchmoves;
-    cdsh_cancel *cancel;   /* stops the search when fired (may be NULL) */
+    cdsh_cancel *cancel; /* stops the search when fired (may be NULL) */
 } cdsh_xq_limits;
 
 /* One principal variation. score: centipawns from the side to move's view,
@@ -76,7 +76,7 @@ typedef struct cdsh_xq_search_result {
     uint64_t nodes;
     int64_t time_ms;
     uint64_t nps;
-    int nlines;            /* multi-PV lines, best first */
+    int nlines; /* multi-PV lines, best first */
     cdsh_xq_line lines[CDSH_XQ_MULTIPV_MAX];
 } cdsh_xq_search_result;
 
@@ -84,12 +84,12 @@ typedef struct cdsh_xq_search_result {
  * aspiration fails of the first line with bound LOWER/UPPER). */
 typedef struct cdsh_xq_info {
     int depth, seldepth;
-    int multipv;           /* 1-based */
+    int multipv; /* 1-based */
     const cdsh_xq_line *line;
     uint64_t nodes;
     int64_t time_ms;
     uint64_t nps;
-    int hashfull;          /* permille */
+    int hashfull; /* permille */
 } cdsh_xq_info;
 typedef void (*cdsh_xq_info_fn)(const cdsh_xq_info *info, void *user);
 

@@ -19,7 +19,7 @@ struct cdsh_xq_tt {
     tt_entry *table;
     size_t clusters; /* power of two */
     size_t mb;
-    unsigned gen;    /* 0..63 */
+    unsigned gen; /* 0..63 */
 };
 
 static uint64_t pack(cdsh_xq_move_t move, int score, int eval, int depth, int bound, unsigned gen)
@@ -36,8 +36,8 @@ static uint64_t pack(cdsh_xq_move_t move, int score, int eval, int depth, int bo
 static int alloc_table(cdsh_xq_tt *tt, size_t mb, cdsh_error *err)
 {
     if (mb < CDSH_XQ_TT_MIN_MB || mb > CDSH_XQ_TT_MAX_MB)
-        return cdsh_error_set(err, CDSH_EINVAL, "TT_SIZE", "hash size %zu MB is outside %d..%d",
-                              mb, CDSH_XQ_TT_MIN_MB, CDSH_XQ_TT_MAX_MB);
+        return cdsh_error_set(err, CDSH_EINVAL, "TT_SIZE", "hash size %zu MB is outside %d..%d", mb,
+                              CDSH_XQ_TT_MIN_MB, CDSH_XQ_TT_MAX_MB);
     size_t want = mb * 1024 * 1024 / (sizeof(tt_entry) * TT_WAYS), n = 1;
     while (n * 2 <= want)
         n *= 2;
@@ -160,8 +160,8 @@ int cdsh_xq_tt_hashfull(const cdsh_xq_tt *tt)
     size_t n = tt->clusters < 250 ? tt->clusters : 250, used = 0;
     for (size_t i = 0; i < n; i++)
         for (int j = 0; j < TT_WAYS; j++) {
-            const uint64_t d = atomic_load_explicit(&tt->table[i * TT_WAYS + j].data,
-                                                    memory_order_relaxed);
+            const uint64_t d =
+                atomic_load_explicit(&tt->table[i * TT_WAYS + j].data, memory_order_relaxed);
             if (d && (unsigned)(d >> 58) == tt->gen)
                 used++;
         }

@@ -12,8 +12,12 @@
 #include "base/err.h"
 #include "plugins/xiangqi/engine/move.h"
 
-enum { CDSH_XQ_BOUND_NONE = 0, CDSH_XQ_BOUND_UPPER = 1, CDSH_XQ_BOUND_LOWER = 2,
-       CDSH_XQ_BOUND_EXACT = 3 };
+enum {
+    CDSH_XQ_BOUND_NONE = 0,
+    CDSH_XQ_BOUND_UPPER = 1,
+    CDSH_XQ_BOUND_LOWER = 2,
+    CDSH_XQ_BOUND_EXACT = 3
+};
 
 #define CDSH_XQ_TT_MIN_MB 1
 #define CDSH_XQ_TT_MAX_MB 65536

@@ -84,9 +84,8 @@ static void on_info(const cdsh_xq_info *in, void *user)
             ADD(" lowerbound");
         else if (l->bound == 1)
             ADD(" upperbound");
-        ADD(" nodes %llu nps %llu hashfull %d tbhits 0 time %lld pv",
-            (unsigned long long)in->nodes, (unsigned long long)in->nps, in->hashfull,
-            (long long)in->time_ms);
+        ADD(" nodes %llu nps %llu hashfull %d tbhits 0 time %lld pv", (unsigned long long)in->nodes,
+            (unsigned long long)in->nps, in->hashfull, (long long)in->time_ms);
     }
     for (int i = 0; i < l->pv_len; i++) {
         char mv[6];
@@ -379,7 +378,10 @@ static int split(char *line, char **tok)
 
 int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_error *err)
 {
-    session s = {.dialect = dialect, .out = out, .multipv = 1, .overhead_ms = 30,
+    session s = {.dialect = dialect,
+                 .out = out,
+                 .multipv = 1,
+                 .overhead_ms = 30,
                  .usemillisec = dialect == CDSH_XQ_DIALECT_UCCI ? 0 : 1};
     char *line = NULL;
     char **tok = NULL;

@@ -1,0 +1,136 @@
+/* plugin.c — the tavern plugin's apply: service, tools, RPC channel and
+ * the provided service, all owned by the plugin context. Off by default:
+ * a profile (or the role-play preset) enables it, so ordinary agents never
+ * see the tavern tools. */
+#include "plugins/tavern/plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/model_client.h"
+#include "agent/model_config.h"
+#include "agent/session_store.h"
+#include "base/log.h"
+#include "plugins/tavern/rpc.h"
+#include "plugins/tavern/service.h"
+#include "plugins/tavern/tools.h"
+
+typedef struct state {
+    cdsh_tavern_service *svc;
+    cdsh_session_store *sessions;
+} state;
+
+/* Impersonation through the configured model (environment / defaults, the
+ * same resolution as the agent loop): one non-tool completion. */
+static int model_helper(void *ud, const json_t *messages, char **finish_reason, char **text,
+                        cdsh_error *err)
+{
+    (void)ud;
+    cdsh_model_config cfg;
+    int rc = cdsh_model_config_resolve(NULL, NULL, &cfg, err);
+    if (rc < 0)
+        return rc;
+    cdsh_model_client *client = cdsh_model_client_new(&cfg, err);
+    cdsh_model_config_deinit(&cfg);
+    if (!client)
+        return err ? err->rc : CDSH_ENOMEM;
+    cdsh_model_request req = {
+        .messages = messages, .max_tokens = 512, .reasoning = CDSH_MODEL_REASONING_DROP};
+    cdsh_model_reply reply = {0};
+    rc = cdsh_model_client_complete(client, &req, &reply, err);
+    if (rc == 0) {
+        *finish_reason = reply.finish_reason ? strdup(reply.finish_reason) : NULL;
+        *text = strdup(reply.text ? reply.text : "");
+    }
+    cdsh_model_reply_deinit(&reply);
+    cdsh_model_client_free(client);
+    return rc;
+}
+
+/* Idle maintenance's summary call through the same helper. */
+static int summarize(void *ud, const char *prompt, char **finish_reason, char **text,
+                     cdsh_error *err)
+{
+    json_t *msgs = json_pack("[{s:s,s:s}]", "role", "user", "content", prompt);
+    int rc = model_helper(ud, msgs, finish_reason, text, err);
+    json_decref(msgs);
+    return rc;
+}
+
+/* The agent loop's "agent/turn" bus event (synchronous): open the floor at
+ * turn start; at turn end commit it, then run idle maintenance (a summary
+ * only when compression is due, at most once per closed turn). Maintenance
+ * runs on the turn's thread after the turn is recorded; a background queue
+ * would let the turn return sooner. */
+static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
+{
+    (void)name;
+    cdsh_tavern_service *svc = arg;
+    const char *sid = json_string_value(json_object_get(payload, "sessionId"));
+    const char *phase = json_string_value(json_object_get(payload, "phase"));
+    int64_t turn = json_integer_value(json_object_get(payload, "turn"));
+    if (!sid || !phase)
+        return;
+    cdsh_error err = {0};
+    int rc = strcmp(phase, "start") == 0
+                 ? cdsh_tavern_service_turn_begin(svc, scope, sid, turn, &err)
+             : strcmp(phase, "end") == 0 ? cdsh_tavern_service_turn_end(svc, sid, turn, &err)
+                                         : 0;
+    if (rc < 0)
+        cdsh_log_warn("tavern", "session %s turn %lld %s: %s", sid, (long long)turn, phase,
+                      err.message);
+    if (strcmp(phase, "end") == 0 &&
+        cdsh_tavern_service_idle(svc, sid, summarize, NULL, NULL, &err) < 0)
+        cdsh_log_info("tavern", "session %s: memory summary not written: %s", sid, err.message);
+}
+
+static void state_free(void *arg)
+{
+    state *st = arg;
+    cdsh_tavern_service_free(st->svc);
+    cdsh_session_store_close(st->sessions);
+    free(st);
+}
+
+static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    const char *root = json_string_value(json_object_get(config, "root"));
+    state *st = calloc(1, sizeof *st);
+    if (!st)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    int rc = 0;
+    if (json_is_true(json_object_get(config, "branches")))
+        rc = cdsh_session_store_open(NULL, &st->sessions, err);
+    if (rc == 0)
+        rc = cdsh_tavern_service_new(root && *root ? root : NULL, st->sessions, &st->svc, err);
+    if (rc < 0) {
+        state_free(st);
+        return rc;
+    }
+    cdsh_tavern_service_set_helper(st->svc, model_helper, NULL);
+    /* Adopted first so it is freed last, after the tools and channel are gone. */
+    if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err)) < 0)
+        return rc;
+    if ((rc = cdsh_tavern_tools_register(ctx, st->svc, err)) < 0)
+        return rc;
+    if ((rc = cdsh_tavern_rpc_register(ctx, st->svc, err)) < 0)
+        return rc;
+    if ((rc = cdsh_ctx_on(ctx, "agent/turn", on_turn, st->svc, err)) < 0)
+        return rc;
+    return cdsh_ctx_provide(ctx, CDSH_TAVERN_SERVICE, st->svc, err);
+}
+
+static const char *const requires_[] = {NULL};
+
+const cdsh_plugin_def cdsh_tavern_plugin = {
+    .name = CDSH_TAVERN_PLUGIN,
+    .description =
+        "tavern role-play: stories, floors, branches, memory, world state, tools, /tavern",
+    .requires = requires_,
+    .config_schema = "{\"type\":\"object\",\"properties\":{\"root\":{\"type\":\"string\","
+                     "\"default\":\"\",\"description\":\"tavern data directory (empty: "
+                     "$CDSH_HOME/tavern)\"},\"branches\":{\"type\":\"boolean\",\"default\":true,"
+                     "\"description\":\"open the host session store for branch operations\"}}}",
+    .enabled_by_default = false,
+    .apply = apply,
+};

@@ -1,0 +1,1325 @@
+/* service.c — the tavern service: open turns and floors, settings, the RPC
+ * methods (validated input, bare values, kebab-case failure codes), branch
+ * operations on host sessions, the turn context and idle maintenance. Tool
+ * bodies are service_tools.c; the channel and tool wrappers rpc.c/tools.c. */
+#include "plugins/tavern/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/strbuf.h"
+#include "plugins/tavern/b64.h"
+#include "plugins/tavern/branch.h"
+#include "plugins/tavern/card.h"
+#include "plugins/tavern/service_priv.h"
+#include "plugins/tavern/worldstate.h"
+
+#define SETTINGS_REL "settings.json"
+#define LOG_MAX_DEFAULT 200
+#define CONTINUE_NOTICE                                                                            \
+    "【Tavern 续写】Continue your last reply from where it stopped, without repeating it."
+
+/* ---- lifecycle -------------------------------------------------------------- */
+
+int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
+                            cdsh_tavern_service **out, cdsh_error *err)
+{
+    if (!out)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "service_new: no output");
+    *out = NULL;
+    cdsh_tavern_service *svc = calloc(1, sizeof *svc);
+    if (!svc)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    pthread_mutex_init(&svc->mu, NULL);
+    svc->sessions = sessions;
+    svc->current = json_object();
+    svc->log = json_array();
+    svc->maint = json_object();
+    int rc = cdsh_tavern_store_open(root, &svc->store, err);
+    if (rc == 0)
+        rc = cdsh_tavern_bindings_open(svc->store, &svc->bindings, err);
+    if (rc < 0) {
+        cdsh_tavern_service_free(svc);
+        return rc;
+    }
+    *out = svc;
+    return 0;
+}
+
+void cdsh_tavern_service_free(cdsh_tavern_service *svc)
+{
+    if (!svc)
+        return;
+    for (size_t i = 0; i < svc->n_turns; i++) {
+        free(svc->turns[i].session);
+        free(svc->turns[i].card);
+        free(svc->turns[i].story);
+        free(svc->turns[i].floor);
+    }
+    free(svc->turns);
+    cdsh_tavern_bindings_free(svc->bindings);
+    cdsh_tavern_store_free(svc->store);
+    json_decref(svc->current);
+    json_decref(svc->log);
+    json_decref(svc->maint);
+    pthread_mutex_destroy(&svc->mu);
+    free(svc);
+}
+
+void cdsh_tavern_service_set_helper(cdsh_tavern_service *svc, cdsh_tavern_helper_fn fn, void *ud)
+{
+    pthread_mutex_lock(&svc->mu);
+    svc->helper = fn;
+    svc->helper_ud = ud;
+    pthread_mutex_unlock(&svc->mu);
+}
+
+cdsh_tavern_store *cdsh_tavern_service_store_get(cdsh_tavern_service *svc)
+{
+    return svc ? svc->store : NULL;
+}
+
+/* ---- settings and log -------------------------------------------------------- */
+
+static json_t *settings_defaults(void)
+{
+    cdsh_tavern_memory_cfg m = cdsh_tavern_memory_cfg_default();
+    return json_pack("{s:s,s:{s:f,s:f,s:i,s:[],s:f,s:f,s:s},s:{s:i,s:i,s:i,s:i,s:f,s:f,s:i},"
+                     "s:b,s:i}",
+                     "locale", "auto", "sampling", "temperature", 1.0, "topP", 1.0, "maxTokens", 0,
+                     "stop", "presencePenalty", 0.0, "frequencyPenalty", 0.0, "thinking", "enabled",
+                     "memory", "maxEntries", m.max_entries, "maxTokens", m.max_tokens,
+                     "retrievalTopK", m.retrieval_top_k, "retrievalTokenBudget", m.retrieval_budget,
+                     "halfLifeDays", m.half_life_days, "dedupSimilarity", m.dedup_similarity,
+                     "compressBatch", m.compress_batch, "interactiveCards", 1, "triggerLogMax",
+                     LOG_MAX_DEFAULT);
+}
+
+json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
+{
+    json_t *def = settings_defaults(), *stored = NULL;
+    if (cdsh_tavern_store_get(svc->store, SETTINGS_REL, &stored, NULL, NULL) == 0 &&
+        json_is_object(stored)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(stored, k, v)
+        {
+            json_t *d = json_object_get(def, k);
+            if (json_is_object(d) && json_is_object(v))
+                json_object_update_existing(d, v);
+            else if (d)
+                json_object_set(def, k, v);
+        }
+    }
+    json_decref(stored);
+    return def;
+}
+
+cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings)
+{
+    cdsh_tavern_memory_cfg c = cdsh_tavern_memory_cfg_default();
+    json_t *m = json_object_get(settings, "memory");
+    c.max_entries = (int)json_number_value(json_object_get(m, "maxEntries"));
+    c.max_tokens = (int)json_number_value(json_object_get(m, "maxTokens"));
+    c.retrieval_top_k = (int)json_number_value(json_object_get(m, "retrievalTopK"));
+    c.retrieval_budget = (int)json_number_value(json_object_get(m, "retrievalTokenBudget"));
+    c.half_life_days = json_number_value(json_object_get(m, "halfLifeDays"));
+    c.dedup_similarity = json_number_value(json_object_get(m, "dedupSimilarity"));
+    c.compress_batch = (int)json_number_value(json_object_get(m, "compressBatch"));
+    return c;
+}
+
+void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail)
+{
+    if (!detail)
+        detail = json_object();
+    char ts[40];
+    cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), ts, sizeof ts);
+    json_object_set_new(detail, "ts", json_string(ts));
+    json_object_set_new(detail, "kind", json_string(kind));
+    pthread_mutex_lock(&svc->mu);
+    json_array_append_new(svc->log, detail);
+    while (json_array_size(svc->log) > LOG_MAX_DEFAULT)
+        json_array_remove(svc->log, 0);
+    pthread_mutex_unlock(&svc->mu);
+}
+
+/* ---- turns --------------------------------------------------------------------- */
+
+int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *scope,
+                                   const char *session_id, int64_t turn, cdsh_error *err)
+{
+    if (!svc || !session_id || turn < 1)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "turn_begin: bad arguments");
+    json_t *binding = NULL;
+    pthread_mutex_lock(&svc->mu);
+    json_object_set_new(svc->current, session_id, json_integer(turn));
+    /* Scopes are compared by address: an entry left by a turn whose end was
+     * never reported must not be matched by a new scope at the same address. */
+    for (size_t i = 0; i < svc->n_turns;) {
+        cdsh__tavern_open_turn *t = &svc->turns[i];
+        if (t->scope != scope) {
+            i++;
+            continue;
+        }
+        free(t->session);
+        free(t->card);
+        free(t->story);
+        free(t->floor);
+        svc->turns[i] = svc->turns[--svc->n_turns];
+    }
+    pthread_mutex_unlock(&svc->mu);
+    int rc = cdsh_tavern_binding_get(svc->bindings, session_id, &binding, NULL);
+    if (rc == CDSH_ENOTFOUND)
+        return 0; /* unbound: a plain session, no floor */
+    if (rc < 0)
+        return cdsh_tavern_binding_get(svc->bindings, session_id, &binding, err);
+    cdsh_tavern_story *story = NULL;
+    if ((rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &story, err)) == 0)
+        rc = cdsh_tavern_story_floor_begin(story, session_id, turn, err);
+    cdsh_tavern_story_free(story);
+    if (rc == 0) {
+        pthread_mutex_lock(&svc->mu);
+        cdsh__tavern_open_turn *nt = realloc(svc->turns, (svc->n_turns + 1) * sizeof *nt);
+        if (nt) {
+            svc->turns = nt;
+            cdsh__tavern_open_turn *t = &svc->turns[svc->n_turns++];
+            t->scope = scope;
+            t->session = strdup(session_id);
+            t->card = strdup(json_string_value(json_object_get(binding, "cardId")));
+            t->story = strdup(json_string_value(json_object_get(binding, "storyId")));
+            t->floor = cdsh_tavern_floor_name_dup(session_id, turn);
+            t->turn = turn;
+        } else {
+            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        }
+        pthread_mutex_unlock(&svc->mu);
+    }
+    json_decref(binding);
+    return rc;
+}
+
+int cdsh_tavern_service_turn_end(cdsh_tavern_service *svc, const char *session_id, int64_t turn,
+                                 cdsh_error *err)
+{
+    if (!svc || !session_id)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "turn_end: bad arguments");
+    char *story_id = NULL, *floor = NULL;
+    pthread_mutex_lock(&svc->mu);
+    for (size_t i = 0; i < svc->n_turns; i++) {
+        cdsh__tavern_open_turn *t = &svc->turns[i];
+        if (strcmp(t->session, session_id) != 0 || t->turn != turn)
+            continue;
+        story_id = t->story;
+        floor = t->floor;
+        free(t->session);
+        free(t->card);
+        svc->turns[i] = svc->turns[--svc->n_turns];
+        break;
+    }
+    pthread_mutex_unlock(&svc->mu);
+    if (!floor)
+        return 0;
+    /* Commit exactly the floor opened at turn start, even if the binding changed. */
+    char *path = cdsh_tavern_story_path_dup(svc->bindings, story_id);
+    cdsh_tavern_story *story = NULL;
+    int rc = path ? cdsh_tavern_story_open(path, &story, err) : CDSH_EINVAL;
+    if (rc == 0)
+        rc = cdsh_tavern_story_floor_commit(story, floor, err);
+    cdsh_tavern_story_free(story);
+    free(path);
+    free(story_id);
+    free(floor);
+    return rc;
+}
+
+/* ---- helpers for methods ------------------------------------------------------ */
+
+static const char *s_get(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static int bad(cdsh_error *err, const char *fmt, const char *what)
+{
+    return cdsh_error_set(err, CDSH_EINVAL, "bad-request", fmt, what);
+}
+
+static const char *need_str(const json_t *p, const char *k, cdsh_error *err, int *rc)
+{
+    const char *v = s_get(p, k);
+    if (!v || !*v)
+        *rc = bad(err, "field \"%s\" is required and must be a non-empty string", k);
+    return v;
+}
+
+/* Maps module codes onto the kebab-case RPC result codes. */
+static int kebab(int rc, cdsh_error *err)
+{
+    if (rc >= 0 || !err)
+        return rc;
+    static const char *const map[][2] = {
+        {"CARD_NOT_FOUND", "not-found"},
+        {"NOT_FOUND", "not-found"},
+        {"NOT_BOUND", "not-bound"},
+        {"STORY_NOT_OWNED", "story-not-owned"},
+        {"REVISION_CONFLICT", "revision-conflict"},
+        {"INVALID_ARGS", "bad-request"},
+        {"WAL_CORRUPT", "wal-corrupt"},
+        {"FLOOR_SUCCESSOR", "floor-successor"},
+        {"BOOK_CHOICE_REQUIRED", "book-choice-required"},
+        {"SESSION_BOUND", "session-bound"},
+        {"DB_ERROR", "storage-error"},
+        {"NO_SESSION", "session-not-found"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(err->code, map[i][0]) == 0) {
+            snprintf(err->code, sizeof err->code, "%s", map[i][1]);
+            return rc;
+        }
+    /* other module codes (CARD_BAD_JSON, ...) become kebab-case as they are */
+    for (char *c = err->code; *c; c++)
+        *c = *c == '_' ? '-' : (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+    return rc;
+}
+
+static int open_story(cdsh_tavern_service *svc, const json_t *p, cdsh_tavern_story **s,
+                      cdsh_error *err)
+{
+    int rc = 0;
+    const char *sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    return kebab(cdsh_tavern_binding_open_story(svc->bindings, sid, s, err), err);
+}
+
+static bool archived(cdsh_tavern_service *svc, const char *card)
+{
+    char *rel = NULL;
+    json_t *v = NULL;
+    bool a = asprintf(&rel, "characters/%s/archive.json", card) > 0 &&
+             cdsh_tavern_store_get(svc->store, rel, &v, NULL, NULL) == 0 && json_is_true(v);
+    json_decref(v);
+    free(rel);
+    return a;
+}
+
+static int set_archived(cdsh_tavern_service *svc, const char *card, bool on, cdsh_error *err)
+{
+    json_t *rec = NULL;
+    int rc = cdsh_tavern_store_card_get(svc->store, card, &rec, NULL, err);
+    json_decref(rec);
+    if (rc < 0)
+        return rc;
+    char *rel = NULL;
+    if (asprintf(&rel, "characters/%s/archive.json", card) < 0)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    rc = cdsh_tavern_store_put(svc->store, rel, "archive", on ? json_true() : json_false(), NULL,
+                               NULL, err);
+    free(rel);
+    return rc;
+}
+
+static int decode_b64_field(const json_t *p, const char *k, uint8_t **bytes, size_t *len,
+                            cdsh_error *err)
+{
+    const char *t = s_get(p, k);
+    if (!t)
+        return bad(err, "field \"%s\" (base64) is required", k);
+    int rc = cdsh_tavern_b64_decode(t, strlen(t), bytes, len, err);
+    return rc < 0 ? bad(err, "field \"%s\" is not valid base64", k) : 0;
+}
+
+static json_t *greetings(const json_t *record)
+{
+    json_t *data = json_object_get(record, "data");
+    json_t *out = json_array();
+    json_array_append_new(out,
+                          json_string(s_get(data, "first_mes") ? s_get(data, "first_mes") : ""));
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(data, "alternate_greetings"), i, g) if (json_is_string(g))
+        json_array_append(out, g);
+    return out;
+}
+
+/* ---- branches on host sessions ------------------------------------------------- */
+
+typedef struct turn_info {
+    int64_t start_seq, end_seq, last_reply_seq, last_turn;
+    char *user_text;
+} turn_info;
+
+static int find_turn(cdsh_tavern_service *svc, const char *session, int64_t turn, turn_info *ti,
+                     cdsh_error *err)
+{
+    memset(ti, 0, sizeof *ti);
+    int64_t after = 0;
+    bool more = true;
+    while (more) {
+        json_t *ev = cdsh_session_store_events(svc->sessions, session, after, 10000, &more, err);
+        if (!ev)
+            return kebab(err ? err->rc : CDSH_EIO, err);
+        size_t i;
+        json_t *e;
+        json_array_foreach(ev, i, e)
+        {
+            int64_t seq = json_integer_value(json_object_get(e, "seq"));
+            int64_t t = json_integer_value(json_object_get(e, "turn"));
+            const char *type = s_get(e, "type");
+            after = seq;
+            if (strcmp(type, "turn/end") == 0 && t > ti->last_turn)
+                ti->last_turn = t;
+            if (t != turn)
+                continue;
+            if (strcmp(type, "turn/start") == 0)
+                ti->start_seq = seq;
+            else if (strcmp(type, "turn/end") == 0)
+                ti->end_seq = seq;
+            else if (strcmp(type, "assistant/message") == 0) {
+                ti->last_reply_seq = seq;
+            } else if (strcmp(type, "user/message") == 0 && !ti->user_text)
+                ti->user_text = strdup(s_get(json_object_get(e, "payload"), "text")
+                                           ? s_get(json_object_get(e, "payload"), "text")
+                                           : "");
+        }
+        json_decref(ev);
+    }
+    return 0;
+}
+
+typedef struct fork_ud {
+    cdsh_tavern_service *svc;
+    const char *source;
+    int64_t upto;
+    const char *title;
+    int64_t edit_turn;
+    const char *edit_text, *edit_user; /* editAssistantMessage: the turn is re-logged */
+} fork_ud;
+
+/* Appends turn `turn` as user text + the edited reply (tool calls of the
+ * original turn are not carried over; documented). */
+static int relog_turn(fork_ud *f, const char *child, cdsh_error *err)
+{
+    json_t *start = json_object(), *user = json_pack("{s:s}", "text", f->edit_user);
+    json_t *msg = json_pack("{s:s,s:s}", "text", f->edit_text, "finishReason", "stop");
+    json_t *end = json_pack("{s:s}", "reason", "done");
+    int rc = cdsh_session_store_append(f->svc->sessions, child, "turn/start", f->edit_turn, 0,
+                                       start, NULL, err);
+    if (rc == 0)
+        rc = cdsh_session_store_append(f->svc->sessions, child, "user/message", f->edit_turn, 0,
+                                       user, NULL, err);
+    if (rc == 0)
+        rc = cdsh_session_store_append(f->svc->sessions, child, "assistant/message", f->edit_turn,
+                                       1, msg, NULL, err);
+    if (rc == 0)
+        rc = cdsh_session_store_append(f->svc->sessions, child, "turn/end", f->edit_turn, 0, end,
+                                       NULL, err);
+    json_decref(start);
+    json_decref(user);
+    json_decref(msg);
+    json_decref(end);
+    return rc;
+}
+
+static int fork_child(void *ud, char **child, cdsh_error *err)
+{
+    fork_ud *f = ud;
+    int rc;
+    if (f->upto < 1) { /* nothing to inherit: a fresh session with the parent's route */
+        json_t *src = cdsh_session_store_get(f->svc->sessions, f->source, err);
+        if (!src)
+            return err ? err->rc : CDSH_EIO;
+        cdsh_session_spec spec = {f->title,
+                                  s_get(src, "provider"),
+                                  s_get(src, "model"),
+                                  s_get(src, "baseUrl"),
+                                  s_get(src, "agent"),
+                                  NULL};
+        rc = cdsh_session_store_create(f->svc->sessions, &spec, child, err);
+        json_decref(src);
+    } else {
+        rc = cdsh_session_store_fork(f->svc->sessions, f->source, f->upto, f->title, child, err);
+    }
+    if (rc == 0 && f->edit_text && (rc = relog_turn(f, *child, err)) < 0) {
+        cdsh_session_store_delete(f->svc->sessions, *child, NULL);
+        free(*child);
+        *child = NULL;
+    }
+    return rc;
+}
+
+static void discard_child(void *ud, const char *child)
+{
+    fork_ud *f = ud;
+    cdsh_session_store_delete(f->svc->sessions, child, NULL);
+}
+
+static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
+                     cdsh_error *err)
+{
+    int rc = 0;
+    const char *sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    if (!svc->sessions)
+        return cdsh_error_set(err, CDSH_EUNSUPPORTED, "sessions-unavailable",
+                              "branch operations need the host session store");
+    json_t *jt = json_object_get(p, "turn");
+    if (jt && (!json_is_integer(jt) || json_integer_value(jt) < 1))
+        return bad(err, "field \"%s\" must be an integer >= 1", "turn");
+    const char *text = s_get(p, "text");
+    bool needs_text = strcmp(op, "editUserMessage") == 0 || strcmp(op, "editAssistantMessage") == 0;
+    if (needs_text && (!text || !*text))
+        return bad(err, "field \"%s\" is required", "text");
+    json_t *binding = NULL;
+    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &binding, err), err)) < 0)
+        return rc;
+    turn_info ti;
+    if ((rc = find_turn(svc, sid, 0, &ti, err)) < 0) {
+        json_decref(binding);
+        return rc;
+    }
+    int64_t turn = jt ? json_integer_value(jt) : ti.last_turn;
+    free(ti.user_text);
+    if (turn < 1 || (rc = find_turn(svc, sid, turn, &ti, err)) < 0 || !ti.end_seq) {
+        json_decref(binding);
+        if (rc < 0)
+            return rc;
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found",
+                              "turn %lld is not a closed turn of this session", (long long)turn);
+    }
+    char title[256];
+    json_t *card = NULL;
+    cdsh_tavern_store_card_get(svc->store, s_get(binding, "cardId"), &card, NULL, NULL);
+    snprintf(title, sizeof title, "%s · %s", s_get(card, "name") ? s_get(card, "name") : "tavern",
+             op);
+    json_decref(card);
+    fork_ud f = {svc, sid, 0, title, 0, NULL, NULL};
+    int64_t undo_from, through;
+    const char *resend = NULL;
+    if (strcmp(op, "rollbackToFloor") == 0) {
+        f.upto = ti.end_seq;
+        undo_from = turn + 1;
+        through = turn;
+    } else if (strcmp(op, "editAssistantMessage") == 0) {
+        if (!ti.last_reply_seq) {
+            free(ti.user_text);
+            json_decref(binding);
+            return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "turn has no reply to edit");
+        }
+        f.upto = ti.start_seq - 1;
+        f.edit_turn = turn;
+        f.edit_text = text;
+        f.edit_user = ti.user_text ? ti.user_text : "";
+        undo_from = turn; /* the floor's derived facts go; no re-extraction */
+        through = turn;
+    } else { /* regenerate / editUserMessage */
+        f.upto = ti.start_seq - 1;
+        undo_from = turn;
+        through = turn - 1;
+        resend = strcmp(op, "editUserMessage") == 0 ? text : ti.user_text;
+    }
+    cdsh_tavern_branch_host host = {fork_child, discard_child, &f};
+    json_t *child = NULL;
+    rc = kebab(
+        cdsh_tavern_branch(svc->bindings, sid, undo_from, through, &host, NULL, NULL, &child, err),
+        err);
+    if (rc == 0) {
+        *value = json_pack("{s:O,s:s,s:I}", "childSessionId", json_object_get(child, "sessionId"),
+                           "title", title, "turn", (json_int_t)turn);
+        if (resend)
+            json_object_set_new(*value, "resend",
+                                json_pack("{s:s,s:I}", "text", resend, "turn", (json_int_t)turn));
+        cdsh__tavern_log(svc, "branch",
+                         json_pack("{s:s,s:s,s:O,s:I}", "op", op, "session", sid, "child",
+                                   json_object_get(child, "sessionId"), "turn", (json_int_t)turn));
+    }
+    json_decref(child);
+    json_decref(binding);
+    free(ti.user_text);
+    return rc;
+}
+
+/* ---- method table -------------------------------------------------------------- */
+
+typedef int (*method_fn)(cdsh_tavern_service *svc, const char *name, const json_t *p,
+                         json_t **value, cdsh_error *err);
+
+static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
+                        cdsh_error *err)
+{
+    int rc = 0;
+    if (strcmp(name, "listCharacters") == 0 || strcmp(name, "listArchivedCharacters") == 0) {
+        json_t *all = NULL;
+        if ((rc = cdsh_tavern_store_list_cards(svc->store, &all, err)) < 0)
+            return kebab(rc, err);
+        bool want = strcmp(name, "listArchivedCharacters") == 0;
+        json_t *out = json_array();
+        size_t i;
+        json_t *c;
+        json_array_foreach(all, i, c) if (archived(svc, s_get(c, "cardId")) == want)
+            json_array_append(out, c);
+        json_decref(all);
+        *value = out;
+        return 0;
+    }
+    if (strcmp(name, "inspectCharacter") == 0 || strcmp(name, "importCharacter") == 0) {
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+        if ((rc = decode_b64_field(p, "fileBase64", &bytes, &len, err)) < 0)
+            return rc;
+        if (strcmp(name, "inspectCharacter") == 0) {
+            cdsh_tavern_card *card = NULL;
+            rc = kebab(cdsh_tavern_card_parse(bytes, len, &card, err), err);
+            if (rc == 0)
+                *value = cdsh_tavern_card_inspect_dup(card);
+            cdsh_tavern_card_free(card);
+        } else {
+            const char *choice = s_get(p, "book");
+            cdsh_tavern_book_choice bc = !choice                         ? CDSH_TAVERN_BOOK_ASK
+                                         : strcmp(choice, "import") == 0 ? CDSH_TAVERN_BOOK_IMPORT
+                                         : strcmp(choice, "discard") == 0
+                                             ? CDSH_TAVERN_BOOK_DISCARD
+                                             : (cdsh_tavern_book_choice)-1;
+            rc = (int)bc < 0
+                     ? bad(err, "field \"%s\" must be import or discard", "book")
+                     : kebab(cdsh_tavern_store_import_card(svc->store, bytes, len, bc, value, err),
+                             err);
+        }
+        free(bytes);
+        return rc;
+    }
+    const char *card = need_str(p, "cardId", err, &rc);
+    if (rc < 0)
+        return rc;
+    if (strcmp(name, "getCharacterDetail") == 0) {
+        json_t *rec = NULL;
+        char *tag = NULL;
+        if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
+            return rc;
+        *value = json_pack("{s:o,s:s,s:b,s:o}", "record", rec, "revision", tag, "archived",
+                           archived(svc, card), "greetings", greetings(rec));
+        free(tag);
+        return 0;
+    }
+    if (strcmp(name, "saveCharacter") == 0) {
+        json_t *patch = json_object_get(p, "patch");
+        const char *rev = s_get(p, "expectedRevision");
+        if (!json_is_object(patch))
+            return bad(err, "field \"%s\" must be an object of card fields", "patch");
+        static const char *const fields[] = {"description",
+                                             "personality",
+                                             "scenario",
+                                             "first_mes",
+                                             "mes_example",
+                                             "system_prompt",
+                                             "post_history_instructions",
+                                             "creator_notes",
+                                             "alternate_greetings",
+                                             "tags",
+                                             "creator",
+                                             "character_version",
+                                             NULL};
+        const char *k;
+        json_t *v;
+        json_object_foreach(patch, k, v)
+        {
+            bool ok = strcmp(k, "name") == 0 && json_is_string(v);
+            for (const char *const *f = fields; *f && !ok; f++)
+                ok = strcmp(*f, k) == 0 && (json_is_string(v) || json_is_array(v));
+            if (!ok)
+                return bad(err, "field \"%s\" cannot be saved", k);
+        }
+        json_t *rec = NULL;
+        char *tag = NULL, *rel = NULL, *new_tag = NULL;
+        if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
+            return rc;
+        json_object_foreach(patch, k, v)
+        {
+            json_object_set(json_object_get(rec, "data"), k, v);
+            if (strcmp(k, "name") == 0)
+                json_object_set(rec, "name", v);
+        }
+        if (asprintf(&rel, "characters/%s/card.json", card) < 0)
+            rel = NULL;
+        rc = kebab(
+            cdsh_tavern_store_put(svc->store, rel, "card", rec, rev ? rev : tag, &new_tag, err),
+            err);
+        if (rc == 0)
+            *value = json_pack("{s:s,s:s}", "cardId", card, "revision", new_tag);
+        free(rel);
+        free(tag);
+        free(new_tag);
+        json_decref(rec);
+        return rc;
+    }
+    if (strcmp(name, "archiveCharacter") == 0 || strcmp(name, "restoreCharacter") == 0) {
+        rc = kebab(set_archived(svc, card, strcmp(name, "archiveCharacter") == 0, err), err);
+        if (rc == 0)
+            *value = json_pack("{s:s,s:b}", "cardId", card, "archived", archived(svc, card));
+        return rc;
+    }
+    if (strcmp(name, "deleteCharacter") == 0) {
+        json_t *refs = NULL;
+        if (!archived(svc, card))
+            return cdsh_error_set(err, CDSH_EPERM, "not-archived",
+                                  "archive the character before deleting it");
+        if ((rc = kebab(cdsh_tavern_binding_list(svc->bindings, card, &refs, err), err)) < 0)
+            return rc;
+        size_t n = json_array_size(refs);
+        json_decref(refs);
+        if (n > 0)
+            return cdsh_error_set(err, CDSH_EBUSY, "card-in-use",
+                                  "%zu session(s) are bound to this character", n);
+        rc = kebab(cdsh_tavern_store_delete_card(svc->store, card, err), err);
+        if (rc == 0)
+            *value = json_pack("{s:s,s:b}", "cardId", card, "deleted", 1);
+        return rc;
+    }
+    /* exportCharacter */
+    uint8_t *png = NULL, *js = NULL;
+    size_t png_len = 0, js_len = 0;
+    json_t *rec = NULL;
+    rc = kebab(cdsh_tavern_store_export_card(svc->store, card, true, &png, &png_len, err), err);
+    if (rc == 0)
+        rc = kebab(cdsh_tavern_store_export_card(svc->store, card, false, &js, &js_len, err), err);
+    if (rc == 0)
+        rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, NULL, err), err);
+    if (rc == 0) {
+        char *b64 = cdsh_tavern_b64_encode_dup(png, png_len);
+        *value = json_pack("{s:s#,s:s,s:O}", "json", (const char *)js, (int)js_len, "pngBase64",
+                           b64 ? b64 : "", "name", json_object_get(rec, "name"));
+        free(b64);
+    }
+    free(png);
+    free(js);
+    json_decref(rec);
+    return rc;
+}
+
+static int m_library(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
+                     cdsh_error *err)
+{
+    cdsh_tavern_kind kind = strstr(name, "Lorebook") ? CDSH_TAVERN_LOREBOOK
+                            : strstr(name, "Preset") ? CDSH_TAVERN_PRESET
+                                                     : CDSH_TAVERN_PERSONA;
+    int rc = 0;
+    if (strncmp(name, "list", 4) == 0)
+        return kebab(cdsh_tavern_store_list_assets(svc->store, kind, value, err), err);
+    if (strncmp(name, "get", 3) == 0) {
+        const char *id = need_str(p, "id", err, &rc);
+        if (rc < 0)
+            return rc;
+        return kebab(cdsh_tavern_store_asset_get(svc->store, kind, id, value, err), err);
+    }
+    /* import */
+    const char *text = need_str(p, "json", err, &rc);
+    if (rc < 0)
+        return rc;
+    return kebab(cdsh_tavern_store_import_asset(svc->store, kind, text, strlen(text),
+                                                s_get(p, "name"), value, err),
+                 err);
+}
+
+static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
+                     cdsh_error *err)
+{
+    int rc = 0;
+    const char *sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    if (strcmp(name, "setSessionBinding") == 0) {
+        if (!need_str(p, "cardId", err, &rc))
+            return rc;
+        return kebab(cdsh_tavern_binding_set(svc->bindings, p, value, err), err);
+    }
+    if (strcmp(name, "clearSessionBinding") == 0) {
+        rc = kebab(cdsh_tavern_binding_clear(svc->bindings, sid, err), err);
+        if (rc == 0)
+            *value = json_pack("{s:s,s:b}", "sessionId", sid, "cleared", 1);
+        return rc;
+    }
+    json_t *b = NULL;
+    rc = cdsh_tavern_binding_get(svc->bindings, sid, &b, err);
+    if (rc == CDSH_ENOTFOUND && strcmp(name, "getSessionBinding") == 0) {
+        *value =
+            json_pack("{s:n,s:b,s:b}", "binding", "canSwipeGreeting", 0, "conversationStarted", 0);
+        return 0;
+    }
+    if ((rc = kebab(rc, err)) < 0)
+        return rc;
+    bool started = false;
+    if (svc->sessions) {
+        json_t *s = cdsh_session_store_get(svc->sessions, sid, NULL);
+        started = s && json_integer_value(json_object_get(s, "lastTurn")) > 0;
+        json_decref(s);
+    }
+    json_t *rec = NULL;
+    cdsh_tavern_store_card_get(svc->store, s_get(b, "cardId"), &rec, NULL, NULL);
+    json_t *greets = greetings(rec);
+    json_int_t idx = json_integer_value(json_object_get(b, "greetingIndex"));
+    if (strcmp(name, "getSessionBinding") == 0) {
+        *value =
+            json_pack("{s:O,s:O,s:b,s:b}", "binding", b, "cardName",
+                      json_object_get(rec, "name") ? json_object_get(rec, "name") : json_null(),
+                      "canSwipeGreeting", !started && json_array_size(greets) > 1,
+                      "conversationStarted", started);
+    } else if (strcmp(name, "getGreetingSwipe") == 0 || strcmp(name, "swipeGreeting") == 0) {
+        if (strcmp(name, "swipeGreeting") == 0) {
+            json_t *ji = json_object_get(p, "index");
+            if (!json_is_integer(ji) || json_integer_value(ji) < 0 ||
+                (size_t)json_integer_value(ji) >= json_array_size(greets))
+                rc = bad(err, "field \"%s\" must be a greeting index", "index");
+            else if (started)
+                rc = cdsh_error_set(err, CDSH_EPERM, "conversation-started",
+                                    "the conversation has started; branch instead");
+            else {
+                json_t *spec = json_pack("{s:s,s:O,s:O}", "sessionId", sid, "cardId",
+                                         json_object_get(b, "cardId"), "greetingIndex", ji);
+                json_t *nb = NULL;
+                rc = kebab(cdsh_tavern_binding_set(svc->bindings, spec, &nb, err), err);
+                idx = json_integer_value(ji);
+                json_decref(spec);
+                json_decref(nb);
+            }
+        }
+        if (rc == 0)
+            *value = json_pack(
+                "{s:I,s:I,s:O}", "index", idx, "total", (json_int_t)json_array_size(greets), "text",
+                json_array_get(greets, (size_t)idx) ? json_array_get(greets, (size_t)idx)
+                                                    : json_string(""));
+    } else { /* getFloorSiblings */
+        json_t *sib = NULL;
+        rc = kebab(cdsh_tavern_binding_siblings(svc->bindings, sid, &sib, err), err);
+        if (rc == 0)
+            *value = json_pack("{s:o}", "swipe", sib);
+    }
+    json_decref(greets);
+    json_decref(rec);
+    json_decref(b);
+    return rc;
+}
+
+static int m_story(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
+                   cdsh_error *err)
+{
+    cdsh_tavern_story *s = NULL;
+    int rc = open_story(svc, p, &s, err);
+    if (rc < 0)
+        return rc;
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    cdsh_tavern_memory_cfg cfg = cdsh__tavern_memory_cfg(settings);
+    json_decref(settings);
+    if (strcmp(name, "getMemories") == 0) {
+        json_t *a = NULL, *r = NULL;
+        rc = cdsh_tavern_memory_list(s, false, &a, err);
+        if (rc == 0 && (rc = cdsh_tavern_memory_list(s, true, &r, err)) == 0)
+            *value = json_pack("{s:o,s:o,s:b}", "active", a, "archived", r, "compressPending",
+                               cdsh_tavern_memory_pending(s));
+        else
+            json_decref(a);
+    } else if (strcmp(name, "saveMemory") == 0) {
+        const char *body = s_get(p, "body"), *id = s_get(p, "id");
+        json_t *tags = json_object_get(p, "tags"), *keys = json_object_get(p, "keys");
+        if (!body || !*body)
+            rc = bad(err, "field \"%s\" is required", "body");
+        else if (id)
+            rc = cdsh_tavern_memory_update(s, NULL, id, body, tags, keys, false, value, err);
+        else
+            rc = cdsh_tavern_memory_write(s, NULL, body, tags, keys, &cfg, false, value, err);
+    } else if (strcmp(name, "deleteMemory") == 0) {
+        const char *id = need_str(p, "id", err, &rc);
+        if (rc == 0 && (rc = cdsh_tavern_memory_delete(s, NULL, id, err)) == 0)
+            *value = json_pack("{s:s,s:b}", "id", id, "deleted", 1);
+    } else if (strcmp(name, "compressMemories") == 0) {
+        json_t *v = json_pack("{s:b}", "compress", 1);
+        rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, v, NULL,
+                                   err);
+        json_decref(v);
+        if (rc == 0)
+            *value = json_pack("{s:b}", "scheduled", 1);
+    } else if (strcmp(name, "getWorldDeltas") == 0) {
+        rc = cdsh_tavern_world_list(s, json_is_true(json_object_get(p, "all")), 0, value, err);
+    } else if (strcmp(name, "addWorldDelta") == 0) {
+        json_t *o = json_object_get(p, "order");
+        if (o && !json_is_number(o))
+            rc = bad(err, "field \"%s\" must be a number", "order");
+        else
+            rc = cdsh_tavern_world_add(s, NULL, s_get(p, "type"), s_get(p, "content"),
+                                       s_get(p, "ref"), json_object_get(p, "keys"),
+                                       o ? json_number_value(o) : -1, s_get(p, "expiresAt"),
+                                       "manual", value, err);
+    } else if (strcmp(name, "revokeWorldDelta") == 0) {
+        const char *id = need_str(p, "id", err, &rc);
+        if (rc == 0 && (rc = cdsh_tavern_world_revoke(s, NULL, id, err)) == 0)
+            *value = json_pack("{s:s,s:b}", "id", id, "revoked", 1);
+    } else if (strcmp(name, "getJournal") == 0 || strcmp(name, "getChatLorebook") == 0) {
+        const char *key =
+            strcmp(name, "getJournal") == 0 ? "journal.md" : "assets/chat-lorebook.json";
+        json_t *v = NULL;
+        rc = cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, key, &v, err);
+        if (rc == CDSH_ENOTFOUND) {
+            rc = 0;
+            v = strcmp(key, "journal.md") == 0 ? json_string("") : json_pack("{s:{}}", "entries");
+        }
+        if (rc == 0) {
+            char *canon = cdsh_tavern_story_canon_dup(v);
+            *value = json_pack("{s:o,s:s}", "value", v, "revision", canon);
+            free(canon);
+        }
+    } else if (strcmp(name, "saveJournal") == 0 || strcmp(name, "saveChatLorebook") == 0) {
+        bool journal = strcmp(name, "saveJournal") == 0;
+        json_t *v = json_object_get(p, journal ? "text" : "book");
+        const char *expect = s_get(p, "expectedRevision");
+        if (journal ? !json_is_string(v) : !json_is_object(json_object_get(v, "entries")))
+            rc = bad(err, "field \"%s\" is missing or malformed", journal ? "text" : "book");
+        else
+            rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC,
+                                       journal ? "journal.md" : "assets/chat-lorebook.json", v,
+                                       expect, err);
+        if (rc == 0) {
+            char *canon = cdsh_tavern_story_canon_dup(v);
+            *value = json_pack("{s:b,s:s}", "saved", 1, "revision", canon);
+            free(canon);
+        }
+    } else { /* listFloors */
+        rc = cdsh_tavern_story_floors(s, value, err);
+    }
+    cdsh_tavern_story_free(s);
+    return kebab(rc, err);
+}
+
+static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
+                  cdsh_error *err)
+{
+    int rc = 0;
+    if (strcmp(name, "getSettings") == 0) {
+        *value = cdsh__tavern_settings_dup(svc);
+        return 0;
+    }
+    if (strcmp(name, "updateSettings") == 0) {
+        json_t *patch = json_object_get(p, "patch");
+        if (!json_is_object(patch))
+            return bad(err, "field \"%s\" must be an object", "patch");
+        json_t *cur = cdsh__tavern_settings_dup(svc), *def = settings_defaults();
+        const char *k;
+        json_t *v;
+        json_object_foreach(patch, k, v)
+        {
+            json_t *d = json_object_get(def, k);
+            bool ok = d && (json_is_object(d) ? json_is_object(v)
+                                              : json_typeof(d) == json_typeof(v) ||
+                                                    (json_is_boolean(d) && json_is_boolean(v)));
+            if (ok && json_is_object(d)) {
+                const char *k2;
+                json_t *v2;
+                json_object_foreach(v, k2, v2)
+                {
+                    json_t *d2 = json_object_get(d, k2);
+                    ok = ok && d2 &&
+                         (json_is_number(d2) ? json_is_number(v2)
+                                             : json_typeof(d2) == json_typeof(v2));
+                }
+            }
+            if (!ok) {
+                json_decref(cur);
+                json_decref(def);
+                return cdsh_error_set(err, CDSH_EINVAL, "settings-rejected",
+                                      "setting \"%s\" is unknown or has the wrong type", k);
+            }
+            if (json_is_object(v))
+                json_object_update(json_object_get(cur, k), v);
+            else
+                json_object_set(cur, k, v);
+        }
+        json_decref(def);
+        rc = kebab(
+            cdsh_tavern_store_put(svc->store, SETTINGS_REL, "settings", cur, NULL, NULL, err), err);
+        if (rc == 0)
+            *value = cur;
+        else
+            json_decref(cur);
+        return rc;
+    }
+    if (strcmp(name, "listRegexRules") == 0)
+        return kebab(cdsh_tavern_store_regex_get(svc->store, value, err), err);
+    if (strcmp(name, "getTriggerLog") == 0) {
+        pthread_mutex_lock(&svc->mu);
+        *value = json_deep_copy(svc->log);
+        pthread_mutex_unlock(&svc->mu);
+        return 0;
+    }
+    if (strcmp(name, "continueFloor") == 0) {
+        const char *sid = need_str(p, "sessionId", err, &rc);
+        if (rc < 0)
+            return rc;
+        json_t *b = NULL;
+        if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
+            return rc;
+        json_decref(b);
+        *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text", CONTINUE_NOTICE,
+                           "source", "plugin");
+        return 0;
+    }
+    /* previewPrompt */
+    const char *sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    char *turn = NULL;
+    json_t *sampling = NULL;
+    rc = cdsh_tavern_service_turn_context(svc, sid, s_get(p, "text") ? s_get(p, "text") : "", &turn,
+                                          err);
+    if (rc == 0)
+        rc = cdsh_tavern_service_sampling(svc, sid, &sampling, err);
+    if (rc == 0)
+        *value =
+            json_pack("{s:n,s:s,s:o,s:s}", "standing", "turnContext", turn, "sampling", sampling,
+                      "note", "standing comes from the prompt engine (tavern:standing, order 210)");
+    free(turn);
+    return kebab(rc, err);
+}
+
+#define IMPERSONATE_PROMPT                                                                         \
+    "Write the person's next line in this role-play, in their voice, as they would type it. "      \
+    "Output only that line, without quotes or commentary."
+
+/* Impersonation: an explicit helper call outside the role-play turn; the
+ * text is returned to the UI and never logged in the session. */
+static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_t *p,
+                         json_t **value, cdsh_error *err)
+{
+    (void)name;
+    int rc = 0;
+    const char *sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    json_t *b = NULL;
+    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
+        return rc;
+    json_decref(b);
+    pthread_mutex_lock(&svc->mu);
+    cdsh_tavern_helper_fn fn = svc->helper;
+    void *ud = svc->helper_ud;
+    pthread_mutex_unlock(&svc->mu);
+    if (!fn || !svc->sessions)
+        return cdsh_error_set(err, CDSH_EUNSUPPORTED, "helper-unavailable",
+                              "impersonation needs a model helper and the session store");
+    json_t *msgs = cdsh_session_store_messages(svc->sessions, sid, err);
+    if (!msgs)
+        return kebab(err ? err->rc : CDSH_EIO, err);
+    json_array_insert_new(msgs, 0,
+                          json_pack("{s:s,s:s}", "role", "system", "content", IMPERSONATE_PROMPT));
+    json_array_append_new(
+        msgs, json_pack("{s:s,s:s}", "role", "user", "content", "(Write my next line now.)"));
+    char *finish = NULL, *text = NULL;
+    rc = fn(ud, msgs, &finish, &text, err);
+    if (rc == 0 && !cdsh_tavern_memory_reply_acceptable(finish, text, false))
+        rc = cdsh_error_set(err, CDSH_EPROTO, "helper-failed",
+                            "the helper reply did not end with a normal stop (%s)",
+                            finish ? finish : "no finish");
+    else if (rc < 0) {
+        char why[CDSH_ERROR_MESSAGE_MAX];
+        snprintf(why, sizeof why, "%s", err ? err->message : "error");
+        rc = cdsh_error_set(err, rc, "helper-failed", "the helper call failed: %s", why);
+    }
+    if (rc == 0)
+        *value = json_pack("{s:s}", "text", text);
+    free(finish);
+    free(text);
+    json_decref(msgs);
+    return rc;
+}
+
+static int m_branch(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
+                    cdsh_error *err)
+{
+    return branch_op(svc, name, p, value, err);
+}
+
+typedef struct method_def {
+    const char *name;
+    method_fn fn;
+} method_def;
+
+static const method_def METHODS[] = {
+    {"listCharacters", m_characters},
+    {"listArchivedCharacters", m_characters},
+    {"inspectCharacter", m_characters},
+    {"importCharacter", m_characters},
+    {"getCharacterDetail", m_characters},
+    {"saveCharacter", m_characters},
+    {"archiveCharacter", m_characters},
+    {"restoreCharacter", m_characters},
+    {"deleteCharacter", m_characters},
+    {"exportCharacter", m_characters},
+    {"listLorebooks", m_library},
+    {"getLorebook", m_library},
+    {"importLorebook", m_library},
+    {"listPresets", m_library},
+    {"getPreset", m_library},
+    {"importPreset", m_library},
+    {"listPersonas", m_library},
+    {"getPersona", m_library},
+    {"importPersona", m_library},
+    {"listRegexRules", m_misc},
+    {"getSessionBinding", m_binding},
+    {"setSessionBinding", m_binding},
+    {"clearSessionBinding", m_binding},
+    {"getGreetingSwipe", m_binding},
+    {"swipeGreeting", m_binding},
+    {"getFloorSiblings", m_binding},
+    {"regenerate", m_branch},
+    {"rollbackToFloor", m_branch},
+    {"editUserMessage", m_branch},
+    {"editAssistantMessage", m_branch},
+    {"continueFloor", m_misc},
+    {"listFloors", m_story},
+    {"getMemories", m_story},
+    {"saveMemory", m_story},
+    {"deleteMemory", m_story},
+    {"compressMemories", m_story},
+    {"getWorldDeltas", m_story},
+    {"addWorldDelta", m_story},
+    {"revokeWorldDelta", m_story},
+    {"getJournal", m_story},
+    {"saveJournal", m_story},
+    {"getChatLorebook", m_story},
+    {"saveChatLorebook", m_story},
+    {"previewPrompt", m_misc},
+    {"getTriggerLog", m_misc},
+    {"getSettings", m_misc},
+    {"updateSettings", m_misc},
+    {"impersonate", m_impersonate},
+};
+
+#define N_METHODS (sizeof METHODS / sizeof *METHODS)
+
+const char *const cdsh_tavern_methods[] = {
+    "listCharacters",
+    "listArchivedCharacters",
+    "inspectCharacter",
+    "importCharacter",
+    "getCharacterDetail",
+    "saveCharacter",
+    "archiveCharacter",
+    "restoreCharacter",
+    "deleteCharacter",
+    "exportCharacter",
+    "listLorebooks",
+    "getLorebook",
+    "importLorebook",
+    "listPresets",
+    "getPreset",
+    "importPreset",
+    "listPersonas",
+    "getPersona",
+    "importPersona",
+    "listRegexRules",
+    "getSessionBinding",
+    "setSessionBinding",
+    "clearSessionBinding",
+    "getGreetingSwipe",
+    "swipeGreeting",
+    "getFloorSiblings",
+    "regenerate",
+    "rollbackToFloor",
+    "editUserMessage",
+    "editAssistantMessage",
+    "continueFloor",
+    "listFloors",
+    "getMemories",
+    "saveMemory",
+    "deleteMemory",
+    "compressMemories",
+    "getWorldDeltas",
+    "addWorldDelta",
+    "revokeWorldDelta",
+    "getJournal",
+    "saveJournal",
+    "getChatLorebook",
+    "saveChatLorebook",
+    "previewPrompt",
+    "getTriggerLog",
+    "getSettings",
+    "updateSettings",
+    "impersonate",
+    NULL,
+};
+
+int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const json_t *payload,
+                             json_t **value, cdsh_error *err)
+{
+    if (!svc || !method || !value)
+        return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "call: missing argument");
+    *value = NULL;
+    if (payload && !json_is_object(payload))
+        return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "payload must be an object");
+    json_t *empty = payload ? NULL : json_object();
+    const json_t *p = payload ? payload : empty;
+    int rc =
+        cdsh_error_set(err, CDSH_ENOTFOUND, "unknown-method", "no tavern method \"%s\"", method);
+    for (size_t i = 0; i < N_METHODS; i++)
+        if (strcmp(METHODS[i].name, method) == 0) {
+            rc = METHODS[i].fn(svc, method, p, value, err);
+            break;
+        }
+    json_decref(empty);
+    if (rc == 0 && !*value)
+        *value = json_null();
+    return rc;
+}
+
+/* ---- agent preset --------------------------------------------------------------- */
+
+int cdsh_tavern_service_turn_context(cdsh_tavern_service *svc, const char *session_id,
+                                     const char *scan_text, char **text, cdsh_error *err)
+{
+    *text = NULL;
+    cdsh_tavern_story *s = NULL;
+    int rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &s, err);
+    if (rc == CDSH_ENOTFOUND) {
+        *text = strdup("");
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    cdsh_tavern_memory_cfg cfg = cdsh__tavern_memory_cfg(settings);
+    json_decref(settings);
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
+    json_t *hits = NULL;
+    if (scan_text && *scan_text &&
+        cdsh_tavern_memory_search(s, scan_text, cfg.retrieval_top_k, &cfg, 0, &hits, NULL) == 0 &&
+        json_array_size(hits) > 0) {
+        cdsh_strbuf_append_str(&b, "[Memories]\n");
+        int used = 0;
+        size_t i;
+        json_t *h;
+        json_array_foreach(hits, i, h)
+        {
+            const char *body = s_get(h, "body");
+            int t = cdsh__tavern_est_tokens(body) + 2;
+            if (used + t > cfg.retrieval_budget)
+                break;
+            used += t;
+            cdsh_strbuf_appendf(&b, "- %s\n", body);
+        }
+    }
+    json_decref(hits);
+    char *world = NULL;
+    if (cdsh_tavern_world_render(s, scan_text, 0, 0, &world, NULL) == 0 && world && *world)
+        cdsh_strbuf_appendf(&b, "%s[World state]\n%s", b.len ? "\n" : "", world);
+    free(world);
+    json_t *j = NULL;
+    if (cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, "journal.md", &j, NULL) == 0 &&
+        json_string_length(j) > 0)
+        cdsh_strbuf_appendf(&b, "%s[Journal]\n%s\n", b.len ? "\n" : "", json_string_value(j));
+    json_decref(j);
+    cdsh_tavern_story_free(s);
+    char *out = cdsh_strbuf_take(&b, NULL);
+    *text = out ? out : strdup("");
+    return 0;
+}
+
+int cdsh_tavern_service_sampling(cdsh_tavern_service *svc, const char *session_id, json_t **out,
+                                 cdsh_error *err)
+{
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    json_t *smp = json_object_get(settings, "sampling");
+    json_t *b = NULL, *preset = NULL;
+    (void)err;
+    if (cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 && s_get(b, "presetId"))
+        cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, s_get(b, "presetId"), &preset,
+                                    NULL);
+    double temp = preset ? json_number_value(json_object_get(preset, "temperature"))
+                         : json_number_value(json_object_get(smp, "temperature"));
+    json_int_t max_tokens =
+        preset ? (json_int_t)json_number_value(json_object_get(preset, "openai_max_tokens"))
+               : (json_int_t)json_number_value(json_object_get(smp, "maxTokens"));
+    json_t *r = json_pack("{s:f,s:I,s:O}", "temperature", temp, "maxTokens", max_tokens, "stop",
+                          json_object_get(smp, "stop"));
+    const char *think = s_get(smp, "thinking");
+    if (think && strcmp(think, "enabled") != 0 && strcmp(think, "disabled") != 0)
+        json_object_set_new(r, "reasoningEffort", json_string(think));
+    json_object_set_new(
+        r, "recorded",
+        json_pack("{s:O,s:O,s:O}", "topP",
+                  preset ? json_object_get(preset, "top_p") : json_object_get(smp, "topP"),
+                  "presencePenalty",
+                  preset ? json_object_get(preset, "presence_penalty")
+                         : json_object_get(smp, "presencePenalty"),
+                  "frequencyPenalty",
+                  preset ? json_object_get(preset, "frequency_penalty")
+                         : json_object_get(smp, "frequencyPenalty")));
+    json_decref(preset);
+    json_decref(b);
+    json_decref(settings);
+    *out = r;
+    return 0;
+}
+
+int cdsh_tavern_service_idle(cdsh_tavern_service *svc, const char *session_id,
+                             cdsh_tavern_summarize_fn summarize, void *ud, bool *did,
+                             cdsh_error *err)
+{
+    if (did)
+        *did = false;
+    if (!svc || !session_id || !summarize)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "idle: missing argument");
+    cdsh_tavern_story *s = NULL;
+    int rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &s, err);
+    if (rc == CDSH_ENOTFOUND)
+        return 0;
+    if (rc < 0)
+        return rc;
+    /* one attempt per closed turn: marker <session>#t<last closed turn> */
+    int64_t last = 0;
+    json_t *floors = NULL;
+    if (cdsh_tavern_story_floors(s, &floors, NULL) == 0) {
+        size_t i;
+        json_t *f;
+        json_array_foreach(floors, i, f)
+        {
+            if (json_is_true(json_object_get(f, "committed")) &&
+                !json_is_true(json_object_get(f, "rolledBack")) &&
+                strcmp(s_get(f, "session"), session_id) == 0)
+                last = json_integer_value(json_object_get(f, "turn"));
+        }
+    }
+    json_decref(floors);
+    char *marker = cdsh_tavern_floor_name_dup(session_id, last);
+    const char *sid = cdsh_tavern_story_id_get(s);
+    pthread_mutex_lock(&svc->mu);
+    const char *prev = json_string_value(json_object_get(svc->maint, sid));
+    bool tried = prev && strcmp(prev, marker) == 0;
+    if (!tried)
+        json_object_set_new(svc->maint, sid, json_string(marker));
+    pthread_mutex_unlock(&svc->mu);
+    free(marker);
+    json_t *plan = NULL;
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    cdsh_tavern_memory_cfg cfg = cdsh__tavern_memory_cfg(settings);
+    json_decref(settings);
+    if (tried || (rc = cdsh_tavern_memory_compress_plan(s, &cfg, &plan, err)) < 0 || !plan) {
+        cdsh_tavern_story_free(s);
+        return rc < 0 ? rc : 0;
+    }
+    char *finish = NULL, *text = NULL;
+    cdsh_error herr = {0};
+    int hrc = summarize(ud, s_get(plan, "prompt"), &finish, &text, &herr);
+    rc = cdsh_tavern_memory_compress_commit(s, plan, finish, text, hrc < 0, NULL, err);
+    cdsh__tavern_log(svc, "maintenance",
+                     json_pack("{s:s,s:b,s:s?}", "session", session_id, "summarized", rc == 0,
+                               "finish", finish));
+    if (rc == 0 && did)
+        *did = true;
+    free(finish);
+    free(text);
+    json_decref(plan);
+    cdsh_tavern_story_free(s);
+    return rc;
+}

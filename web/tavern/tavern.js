@@ -1,0 +1,366 @@
+// tavern.js — the role-play panel (ES module): mount(element, host) with the
+// web front end's panel API (host.rpc, host.sessionId, host.onSession,
+// host.send, host.lang, host.onLang; host.openSession when present), or a
+// standalone host built on the /rpc/tavern HTTP gateway. Every call goes
+// through the rpc() wrapper below to the /tavern channel; the service
+// implements each of them (a test enumerates the calls in this file).
+import { translate } from './i18n.js';
+import { applyDisplayRegex, renderMarkdown, isCardHtml } from './render.js';
+import { mountCardFrame } from './frame.js';
+import { dialog } from './dialog.js';
+
+const TABS = ['Library', 'Chat', 'Lore', 'Memory', 'World', 'Journal', 'Settings', 'Prompt'];
+const TAB_KEYS = { Library: 'tabLibrary', Chat: 'tabChat', Lore: 'tabLore', Memory: 'tabMemory',
+  World: 'tabWorld', Journal: 'tabJournal', Settings: 'tabSettings', Prompt: 'tabPrompt' };
+
+function standaloneHost() {
+  let sid = new URLSearchParams(location.search).get('session');
+  return {
+    async rpc(channel, endpoint, payload) {
+      const rpcId = String(Math.random()).slice(2);
+      const res = await fetch(`/rpc/${channel.replace(/^\//, '')}/${endpoint}`, {
+        method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ type: 'client-request', rpcId, method: endpoint, payload: payload ?? null }),
+      });
+      return (await res.json()).result;
+    },
+    sessionId: () => sid,
+    onSession: () => () => {},
+    send: async () => {},
+    lang: () => (navigator.language || 'en').startsWith('zh') ? 'zh' : 'en',
+    onLang: () => () => {},
+    openSession: (id) => { sid = id; },
+  };
+}
+
+export async function mount(root, host = standaloneHost()) {
+  const state = { tab: 'Library', disposers: [], frames: [] };
+  const t = (k, v) => translate(host.lang(), k, v);
+  const el = (tag, attrs = {}, ...kids) => {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
+      else if (k === 'text') n.textContent = v;
+      else n.setAttribute(k, v);
+    }
+    for (const c of kids) if (c) n.append(c);
+    return n;
+  };
+  const status = el('div', { class: 'tavern-status', role: 'status' });
+  const tabs = el('nav', { class: 'tavern-tabs' });
+  const view = el('div', { class: 'tavern-view' });
+  root.append(tabs, status, view);
+
+  async function rpc(method, payload) {
+    const r = await host.rpc('/tavern', method, payload || {});
+    if (!r.ok) {
+      const msg = r.error.code === 'revision-conflict' ? t('revisionConflict') : r.error.message;
+      status.textContent = t('error', { msg });
+      throw Object.assign(new Error(msg), { code: r.error.code });
+    }
+    status.textContent = '';
+    return r.value;
+  }
+  const sid = () => host.sessionId();
+  const needBound = async () => {
+    if (!sid()) { view.append(el('p', { text: t('noSession') })); return null; }
+    const b = await rpc('getSessionBinding', { sessionId: sid() });
+    if (!b.binding) { view.append(el('p', { text: t('notBound') })); return null; }
+    return b;
+  };
+  const fileToBase64 = (file) => new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(String(r.result).replace(/^data:[^,]*,/, ''));
+    r.onerror = reject;
+    r.readAsDataURL(file);
+  });
+
+  function drawTabs() {
+    tabs.replaceChildren(...TABS.map((name) => el('button', {
+      class: name === state.tab ? 'active' : '', text: t(TAB_KEYS[name]),
+      onclick: () => { state.tab = name; redraw(); },
+    })));
+  }
+
+  async function redraw() {
+    for (const d of state.frames.splice(0)) d();
+    drawTabs();
+    view.replaceChildren();
+    try { await VIEWS[state.tab](); } catch (e) { status.textContent = t('error', { msg: e.message }); }
+  }
+
+  // ---- character library ----------------------------------------------------
+  async function viewLibrary() {
+    const input = el('input', { type: 'file', accept: '.png,.json,.charx', hidden: '' });
+    input.addEventListener('change', async () => {
+      const file = input.files[0];
+      if (!file) return;
+      const fileBase64 = await fileToBase64(file);
+      const info = await rpc('inspectCharacter', { fileBase64 });
+      let book = 'discard';
+      if (info.hasCharacterBook) {
+        book = await dialog({
+          title: t('embeddedBookTitle'), body: t('embeddedBookBody', { n: info.entryCount }),
+          buttons: [{ label: t('importWithBook'), value: 'import' },
+            { label: t('importWithoutBook'), value: 'discard' }, { label: t('cancel'), value: null }],
+        });
+        if (!book) return;
+      }
+      await rpc('importCharacter', { fileBase64, book });
+      redraw();
+    });
+    view.append(el('button', { text: t('importCard'), onclick: () => input.click() }), input);
+    const [cards, archivedCards, presets, personas] = await Promise.all([
+      rpc('listCharacters'), rpc('listArchivedCharacters'), rpc('listPresets'), rpc('listPersonas')]);
+    const binding = sid() ? (await rpc('getSessionBinding', { sessionId: sid() })).binding : null;
+    const picker = (items, label) => {
+      const s = el('select', { 'aria-label': label });
+      s.append(el('option', { value: '', text: t('none') }));
+      for (const it of items) s.append(el('option', { value: it.id, text: it.name || it.id }));
+      return s;
+    };
+    const presetSel = picker(presets, t('preset'));
+    const personaSel = picker(personas, t('persona'));
+    if (binding) { presetSel.value = binding.presetId || ''; personaSel.value = binding.personaId || ''; }
+    view.append(el('label', { text: t('preset') }, presetSel), el('label', { text: t('persona') }, personaSel));
+    const list = el('ul', { class: 'tavern-cards' });
+    for (const c of cards) {
+      const avatar = el('img', { alt: '', class: 'avatar', width: '48', height: '48' });
+      if (c.hasAvatar) rpc('exportCharacter', { cardId: c.cardId })
+        .then((x) => { avatar.src = 'data:image/png;base64,' + x.pngBase64; }).catch(() => {});
+      const playing = binding && binding.cardId === c.cardId;
+      list.append(el('li', {}, avatar, el('span', { text: c.name }),
+        el('button', { text: playing ? t('bound') : t('bind'), onclick: async () => {
+          if (!sid()) { status.textContent = t('noSession'); return; }
+          await rpc('setSessionBinding', { sessionId: sid(), cardId: c.cardId,
+            presetId: presetSel.value || null, personaId: personaSel.value || null });
+          redraw();
+        } }),
+        el('button', { text: t('archive'), onclick: async () => {
+          await rpc('archiveCharacter', { cardId: c.cardId }); redraw();
+        } })));
+    }
+    view.append(list, el('h4', { text: t('archived') }));
+    const box = el('ul', { class: 'tavern-cards archived' });
+    for (const c of archivedCards) {
+      box.append(el('li', {}, el('span', { text: c.name }),
+        el('button', { text: t('restore'), onclick: async () => {
+          await rpc('restoreCharacter', { cardId: c.cardId }); redraw();
+        } }),
+        el('button', { text: t('delete'), onclick: async () => {
+          const yes = await dialog({ title: t('confirmDeleteTitle'), body: t('confirmDeleteBody', { name: c.name }),
+            buttons: [{ label: t('delete'), value: true }, { label: t('cancel'), value: false }] });
+          if (yes) { await rpc('deleteCharacter', { cardId: c.cardId }); redraw(); }
+        } })));
+    }
+    view.append(box);
+  }
+
+  // ---- chat: floors, siblings, branch actions ----------------------------------
+  async function openChild(res) {
+    status.textContent = t('branchOpened', { id: res.childSessionId });
+    if (host.openSession) await host.openSession(res.childSessionId);
+    if (res.resend && host.send) await host.send(res.resend.text);
+    redraw();
+  }
+
+  async function renderReply(container, text, rules) {
+    if (isCardHtml(text)) {
+      state.frames.push(mountCardFrame(container, text, async (index) => {
+        await rpc('swipeGreeting', { sessionId: sid(), index });
+        redraw();
+      }));
+      return;
+    }
+    const shown = await applyDisplayRegex(text, rules);
+    const div = el('div', { class: 'tavern-md' });
+    div.innerHTML = renderMarkdown(shown); // escaped by renderMarkdown
+    container.append(div);
+  }
+
+  async function viewChat() {
+    const b = await needBound();
+    if (!b) return;
+    const rules = await rpc('listRegexRules');
+    if (b.canSwipeGreeting || !b.conversationStarted) {
+      const g = await rpc('getGreetingSwipe', { sessionId: sid() });
+      const box = el('div', { class: 'tavern-greeting' }, el('h4', { text: t('greeting') }));
+      const nav = el('div', { class: 'swipe' },
+        el('button', { text: '‹', onclick: async () => {
+          await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + g.total - 1) % g.total }); redraw();
+        } }),
+        el('span', { text: `${g.index + 1}/${g.total}` }),
+        el('button', { text: '›', onclick: async () => {
+          await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + 1) % g.total }); redraw();
+        } }));
+      if (b.canSwipeGreeting) box.append(nav);
+      await renderReply(box, g.text, rules);
+      view.append(box);
+    }
+    const sib = (await rpc('getFloorSiblings', { sessionId: sid() })).swipe;
+    if (sib) {
+      const go = (i) => host.openSession && host.openSession(sib.siblings[i]).then(redraw);
+      view.append(el('div', { class: 'swipe', title: t('siblings') },
+        el('button', { text: '‹', onclick: () => go((sib.index - 2 + sib.total) % sib.total) }),
+        el('span', { text: `${sib.index}/${sib.total}` }),
+        el('button', { text: '›', onclick: () => go(sib.index % sib.total) })));
+    }
+    const floors = (await rpc('listFloors', { sessionId: sid() })).filter((f) => !f.rolledBack && f.session === sid());
+    const list = el('ol', { class: 'tavern-floors' });
+    for (const f of floors) {
+      const turn = f.turn;
+      list.append(el('li', {}, el('span', { text: t('turn', { n: turn }) }),
+        el('button', { text: t('regenerate'), onclick: async () => openChild(await rpc('regenerate', { sessionId: sid(), turn })) }),
+        el('button', { text: t('rollback'), onclick: async () => openChild(await rpc('rollbackToFloor', { sessionId: sid(), turn })) }),
+        el('button', { text: t('editUser'), onclick: async () => {
+          const text = await dialog({ title: t('editTitle'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+          if (text) openChild(await rpc('editUserMessage', { sessionId: sid(), turn, text }));
+        } }),
+        el('button', { text: t('editAssistant'), onclick: async () => {
+          const text = await dialog({ title: t('editTitle'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+          if (text) openChild(await rpc('editAssistantMessage', { sessionId: sid(), turn, text }));
+        } })));
+    }
+    view.append(el('h4', { text: t('floors') }), list,
+      el('button', { text: t('continueReply'), onclick: async () => {
+        const r = await rpc('continueFloor', { sessionId: sid() });
+        if (host.send) await host.send(r.resend.text);
+      } }),
+      el('button', { text: t('impersonate'), onclick: async () => {
+        const r = await rpc('impersonate', { sessionId: sid() });
+        const text = await dialog({ title: t('impersonate'), input: r.text,
+          buttons: [{ label: t('sendLine'), value: true }, { label: t('cancel'), value: null }] });
+        if (text && host.send) await host.send(text);
+      } }));
+  }
+
+  // ---- lorebook (chat lorebook of the story) ------------------------------------
+  async function viewLore() {
+    if (!(await needBound())) return;
+    const { value, revision } = await rpc('getChatLorebook', { sessionId: sid() });
+    const book = value && value.entries ? value : { entries: {} };
+    const rows = el('div', { class: 'tavern-lore' });
+    const draw = () => {
+      rows.replaceChildren();
+      for (const [uid, e] of Object.entries(book.entries)) {
+        const keys = el('input', { value: (e.key || []).join(', '), 'aria-label': t('keys') });
+        const comment = el('input', { value: e.comment || '', 'aria-label': t('comment') });
+        const content = el('textarea', { rows: '3', 'aria-label': t('content') });
+        content.value = e.content || '';
+        keys.addEventListener('change', () => { e.key = keys.value.split(',').map((s) => s.trim()).filter(Boolean); });
+        comment.addEventListener('change', () => { e.comment = comment.value; });
+        content.addEventListener('change', () => { e.content = content.value; });
+        rows.append(el('fieldset', {}, el('legend', { text: uid }), comment, keys, content,
+          el('button', { text: t('delete'), onclick: () => { delete book.entries[uid]; draw(); } })));
+      }
+    };
+    draw();
+    view.append(rows,
+      el('button', { text: t('addEntry'), onclick: () => {
+        const uid = String(Math.max(-1, ...Object.keys(book.entries).map(Number).filter(Number.isFinite)) + 1);
+        book.entries[uid] = { uid: Number(uid), key: [], comment: '', content: '', order: 100 };
+        draw();
+      } }),
+      el('button', { text: t('save'), onclick: async () => {
+        await rpc('saveChatLorebook', { sessionId: sid(), book, expectedRevision: revision });
+        status.textContent = t('saved'); redraw();
+      } }));
+  }
+
+  // ---- memory ------------------------------------------------------------------
+  async function viewMemory() {
+    if (!(await needBound())) return;
+    const m = await rpc('getMemories', { sessionId: sid() });
+    const row = (e, archived) => el('li', {}, el('span', { text: e.body }),
+      el('small', { text: ` [${(e.tags || []).join(', ')}]` }),
+      archived ? null : el('button', { text: t('delete'), onclick: async () => {
+        await rpc('deleteMemory', { sessionId: sid(), id: e.id }); redraw();
+      } }),
+      archived ? null : el('button', { text: t('save'), onclick: async () => {
+        const body = await dialog({ title: t('body'), input: e.body, buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+        if (body) { await rpc('saveMemory', { sessionId: sid(), id: e.id, body, tags: e.tags, keys: e.keys }); redraw(); }
+      } }));
+    view.append(el('h4', { text: t('memories') }), el('ul', {}, ...m.active.map((e) => row(e, false))),
+      el('button', { text: t('newMemory'), onclick: async () => {
+        const body = await dialog({ title: t('newMemory'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+        if (body) { await rpc('saveMemory', { sessionId: sid(), body }); redraw(); }
+      } }),
+      el('button', { text: t('compress'), onclick: async () => { await rpc('compressMemories', { sessionId: sid() }); } }),
+      el('h4', { text: t('archivedMemories') }), el('ul', {}, ...m.archived.map((e) => row(e, true))));
+  }
+
+  // ---- world state ----------------------------------------------------------------
+  async function viewWorld() {
+    if (!(await needBound())) return;
+    const deltas = await rpc('getWorldDeltas', { sessionId: sid() });
+    const type = el('select', { 'aria-label': t('type') }, ...['add', 'update', 'invalidate'].map((v) => el('option', { value: v, text: v })));
+    const content = el('input', { 'aria-label': t('content') });
+    const ref = el('input', { 'aria-label': t('ref') });
+    const expires = el('input', { type: 'date', 'aria-label': t('expires') });
+    view.append(el('h4', { text: t('deltas') }), el('ul', {}, ...deltas.map((d) => el('li', {},
+      el('span', { text: `${d.type}: ${d.content}` }),
+      el('button', { text: t('revoke'), onclick: async () => { await rpc('revokeWorldDelta', { sessionId: sid(), id: d.id }); redraw(); } })))),
+    type, content, ref, expires,
+    el('button', { text: t('addDelta'), onclick: async () => {
+      await rpc('addWorldDelta', { sessionId: sid(), type: type.value, content: content.value,
+        ref: ref.value || undefined, expiresAt: expires.value || undefined });
+      redraw();
+    } }));
+  }
+
+  async function viewJournal() {
+    if (!(await needBound())) return;
+    const j = await rpc('getJournal', { sessionId: sid() });
+    const area = el('textarea', { rows: '12' });
+    area.value = j.value || '';
+    view.append(area, el('button', { text: t('save'), onclick: async () => {
+      await rpc('saveJournal', { sessionId: sid(), text: area.value, expectedRevision: j.revision });
+      status.textContent = t('saved');
+    } }));
+  }
+
+  async function viewSettings() {
+    const s = await rpc('getSettings');
+    const num = (label, value) => el('input', { type: 'number', step: 'any', value: String(value), 'aria-label': label });
+    const temp = num(t('temperature'), s.sampling.temperature);
+    const maxTok = num(t('maxTokens'), s.sampling.maxTokens);
+    const topK = num(t('retrievalTopK'), s.memory.retrievalTopK);
+    const half = num(t('halfLifeDays'), s.memory.halfLifeDays);
+    const dedup = num(t('dedupSimilarity'), s.memory.dedupSimilarity);
+    const locale = el('select', { 'aria-label': t('locale') }, ...['auto', 'en', 'zh'].map((v) => el('option', { value: v, text: v })));
+    locale.value = s.locale;
+    const row = (label, input) => el('label', { class: 'row', text: label }, input);
+    view.append(row(t('locale'), locale), row(t('temperature'), temp), row(t('maxTokens'), maxTok),
+      row(t('retrievalTopK'), topK), row(t('halfLifeDays'), half), row(t('dedupSimilarity'), dedup),
+      el('button', { text: t('save'), onclick: async () => {
+        await rpc('updateSettings', { patch: {
+          locale: locale.value,
+          sampling: { temperature: Number(temp.value), maxTokens: Math.trunc(Number(maxTok.value)) },
+          memory: { retrievalTopK: Math.trunc(Number(topK.value)), halfLifeDays: Number(half.value), dedupSimilarity: Number(dedup.value) },
+        } });
+        status.textContent = t('saved');
+      } }));
+  }
+
+  async function viewPrompt() {
+    if (!(await needBound())) return;
+    const p = await rpc('previewPrompt', { sessionId: sid() });
+    view.append(el('h4', { text: t('standing') }), el('pre', { text: p.standing ?? '—' }),
+      el('h4', { text: t('turnContext') }), el('pre', { text: p.turnContext }),
+      el('h4', { text: t('sampling') }), el('pre', { text: JSON.stringify(p.sampling, null, 2) }),
+      el('button', { text: t('refresh'), onclick: redraw }));
+    const log = await rpc('getTriggerLog');
+    view.append(el('pre', { class: 'tavern-log', text: log.map((l) => `${l.ts} ${l.kind}`).join('\n') }));
+  }
+
+  const VIEWS = { Library: viewLibrary, Chat: viewChat, Lore: viewLore, Memory: viewMemory,
+    World: viewWorld, Journal: viewJournal, Settings: viewSettings, Prompt: viewPrompt };
+
+  state.disposers.push(host.onSession(() => redraw()), host.onLang(() => redraw()));
+  await redraw();
+  return () => {
+    for (const d of state.disposers) if (typeof d === 'function') d();
+    for (const d of state.frames.splice(0)) d();
+    root.replaceChildren();
+  };
+}
