@@ -1547,9 +1547,18 @@ void cdsh_jsonrpc_free(cdsh_jsonrpc *peer)
         join_or_detach(peer->reader);
         join_or_detach(peer->dispatcher);
     }
+    /* The two threads stop independently: a message the reader queued after
+     * the dispatcher had drained the queue would leak. Drop it here. */
     pthread_mutex_lock(&peer->lock);
     peer->read_closed = true;
+    cdsh_jsonrpc_request *rest = peer->qhead;
+    peer->qhead = peer->qtail = NULL;
     pthread_mutex_unlock(&peer->lock);
+    while (rest) {
+        cdsh_jsonrpc_request *next = rest->qnext;
+        req_unref(rest);
+        rest = next;
+    }
     fail_all_pending(peer, "was shut down");
     cancel_all_incoming(peer, "peer was shut down");
     pthread_mutex_lock(&peer->wlock);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cmd_acp.h"
 #include "cli/cmd_chat.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
@@ -23,6 +24,7 @@
 /* Order does not matter: --help sorts by name. Branches add lines here
  * concurrently, so .gitattributes merges this file with the union driver. */
 const cdsh_subcommand cdsh_subcommands[] = {
+    {"acp", "external coding agents over ACP: engines, probe, prompt, sessions", cdsh_cmd_acp},
     {"chat", "chat with the model in the terminal (streamed, /commands, Ctrl-C cancels)",
      cdsh_cmd_chat},
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},

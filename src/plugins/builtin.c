@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "host/skilltool.h"
+#include "plugins/acp/plugin.h"
 #include "plugins/facade/plugin.h"
 #include "plugins/mcpimport/plugin.h"
 #include "plugins/tavern/plugin.h"
@@ -11,6 +12,7 @@
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
+    &cdsh_acp_plugin,
     &cdsh_xq_plugin,
     &cdsh_mcpimport_plugin,
     &cdsh_tavern_plugin, /* off by default; profiles enable it */

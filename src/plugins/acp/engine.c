@@ -1,0 +1,541 @@
+/* engine.c — EngineSpec validation, coercion, builtins, patches and command
+ * resolution. Which rows exist (builtin + engines.json) is state.c's job. */
+#include "plugins/acp/engine.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/process.h"
+#include "base/strbuf.h"
+
+#ifdef __APPLE__
+#define PLATFORM "darwin"
+#else
+#define PLATFORM "linux"
+#endif
+
+/* Builtin rows (digest §2 and acp-peers.md). Windows overrides are kept as
+ * the digest measured them; they do nothing on Linux. */
+static const char builtins_json[] =
+    "["
+    "{\"id\":\"omp\",\"label\":{\"zh\":\"omp（oh-my-pi）\",\"en\":\"omp (oh-my-pi)\"},"
+    "\"command\":\"omp\",\"args\":[\"acp\"],\"sortOrder\":10,"
+    "\"commandOverrides\":{\"windows\":\"%LOCALAPPDATA%\\\\omp\\\\omp.exe\"},"
+    "\"fallbackPaths\":[\"~/.local/bin/omp\",\"${HOME}/.omp/bin/omp\"]},"
+    "{\"id\":\"opencode\",\"label\":{\"zh\":\"OpenCode\",\"en\":\"OpenCode\"},"
+    "\"command\":\"opencode\",\"args\":[\"acp\"],\"sortOrder\":20,"
+    "\"commandOverrides\":{\"windows\":\"%USERPROFILE%\\\\.opencode\\\\bin\\\\opencode.exe\"},"
+    "\"fallbackPaths\":[\"~/.opencode/bin/opencode\"],"
+    "\"env\":{\"OPENCODE_DISABLE_AUTOUPDATE\":\"1\"}},"
+    "{\"id\":\"commandcode\",\"label\":{\"zh\":\"Command Code\",\"en\":\"Command Code\"},"
+    "\"command\":\"commandcode\",\"args\":[\"acp\"],\"sortOrder\":30,"
+    "\"commandOverrides\":{\"windows\":\"%APPDATA%\\\\npm\\\\commandcode.ps1\"}},"
+    "{\"id\":\"qoder-cn\",\"label\":{\"zh\":\"Qoder CLI（中国版）\",\"en\":\"Qoder CLI CN\"},"
+    "\"command\":\"qoder-cn\",\"args\":[\"--acp\"],\"sortOrder\":35},"
+    "{\"id\":\"codex-acp\",\"label\":{\"zh\":\"Codex（ACP 适配）\",\"en\":\"Codex ACP\"},"
+    "\"command\":\"codex-acp\",\"args\":[],\"sortOrder\":40},"
+    "{\"id\":\"claude-code-acp\",\"label\":{\"zh\":\"Claude Code（ACP 适配）\","
+    "\"en\":\"Claude Code ACP\"},\"command\":\"claude-code-acp\",\"args\":[],\"sortOrder\":50},"
+    "{\"id\":\"gemini\",\"label\":{\"zh\":\"Gemini CLI\",\"en\":\"Gemini CLI\"},"
+    "\"command\":\"gemini\",\"args\":[\"--acp\"],\"sortOrder\":60}"
+    "]";
+
+static int invalid(cdsh_error *err, const char *code, const char *fmt, const char *a)
+{
+    return cdsh_error_set(err, CDSH_EINVAL, code, fmt, a);
+}
+
+static bool id_ok(const char *id)
+{
+    if (!id || !(islower((unsigned char)id[0]) || isdigit((unsigned char)id[0])))
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-'))
+            return false;
+    return true;
+}
+
+/* A string, or a number turned into its text; NULL otherwise. */
+static json_t *coerce_string(const json_t *v)
+{
+    if (json_is_string(v))
+        return json_string(json_string_value(v));
+    if (json_is_integer(v)) {
+        char b[32];
+        snprintf(b, sizeof b, "%lld", (long long)json_integer_value(v));
+        return json_string(b);
+    }
+    if (json_is_real(v)) {
+        char b[64];
+        snprintf(b, sizeof b, "%g", json_real_value(v));
+        return json_string(b);
+    }
+    if (json_is_boolean(v))
+        return json_string(json_is_true(v) ? "true" : "false");
+    return NULL;
+}
+
+/* A number, or a numeric string; dflt otherwise. */
+static int64_t coerce_int(const json_t *v, int64_t dflt)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (int64_t)json_real_value(v);
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *end;
+        long long n = strtoll(s, &end, 10);
+        if (*s && *end == '\0')
+            return n;
+    }
+    return dflt;
+}
+
+static json_t *string_array(const json_t *v)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        json_t *s = coerce_string(e);
+        if (s)
+            json_array_append_new(out, s);
+    }
+    return out;
+}
+
+static json_t *i18n(const json_t *v, const char *dflt)
+{
+    if (json_is_string(v))
+        return json_pack("{s:s,s:s}", "zh", json_string_value(v), "en", json_string_value(v));
+    if (json_is_object(v)) {
+        const char *zh = json_string_value(json_object_get(v, "zh"));
+        const char *en = json_string_value(json_object_get(v, "en"));
+        if (zh || en)
+            return json_pack("{s:s,s:s}", "zh", zh ? zh : en, "en", en ? en : zh);
+    }
+    return dflt ? json_pack("{s:s,s:s}", "zh", dflt, "en", dflt) : json_null();
+}
+
+int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_user, json_t **out,
+                              cdsh_error *err)
+{
+    if (!out)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "normalize needs an output");
+    *out = NULL;
+    if (!json_is_object(row))
+        return invalid(err, "INVALID_ENGINE", "an engine must be a JSON object%s", "");
+    if (from_user) {
+        static const char *const ro[] = {"capabilities", "health", NULL};
+        for (const char *const *k = ro; *k; k++)
+            if (json_object_get(row, *k))
+                return cdsh_error_set(err, CDSH_EPERM, "READ_ONLY_FIELD",
+                                      "field \"%s\" is measured by cdsh (probe / runtime) and "
+                                      "cannot be set by the user",
+                                      *k);
+    }
+    const char *raw_id = json_string_value(json_object_get(row, "id"));
+    char id[128] = "";
+    if (raw_id) {
+        while (isspace((unsigned char)*raw_id))
+            raw_id++;
+        snprintf(id, sizeof id, "%s", raw_id);
+        for (size_t n = strlen(id); n > 0 && isspace((unsigned char)id[n - 1]); n--)
+            id[n - 1] = '\0';
+    }
+    if (!id[0])
+        return invalid(err, "INVALID_ENGINE", "engine id is required%s", "");
+    if (!id_ok(id))
+        return invalid(err, "INVALID_ENGINE", "engine id \"%s\" must match ^[a-z0-9][a-z0-9-]*$",
+                       id);
+    const char *command = json_string_value(json_object_get(row, "command"));
+    if (!command || !*command)
+        return invalid(err, "INVALID_ENGINE", "engine \"%s\": command is required", id);
+    json_t *dialect = json_object_get(row, "dialect");
+    if (dialect && !json_is_null(dialect) &&
+        !(json_is_string(dialect) && strcmp(json_string_value(dialect), "canonical") == 0))
+        return cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_DIALECT",
+                              "engine \"%s\": unknown dialect \"%s\" (only \"canonical\" exists)",
+                              id, json_is_string(dialect) ? json_string_value(dialect) : "?");
+
+    json_t *r = json_object();
+    json_object_set_new(r, "id", json_string(id));
+    json_object_set_new(r, "label", i18n(json_object_get(row, "label"), id));
+    json_object_set_new(r, "description", i18n(json_object_get(row, "description"), NULL));
+    const char *icon = json_string_value(json_object_get(row, "icon"));
+    json_object_set_new(r, "icon", json_string(icon ? icon : id));
+    json_object_set_new(r, "command", json_string(command));
+    const char *resolved = json_string_value(json_object_get(row, "resolvedCommand"));
+    json_object_set_new(r, "resolvedCommand",
+                        resolved && *resolved ? json_string(resolved) : json_null());
+    json_t *ov = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(row, "commandOverrides"), k, v)
+    {
+        if ((strcmp(k, "windows") == 0 || strcmp(k, "darwin") == 0 || strcmp(k, "linux") == 0) &&
+            json_is_string(v))
+            json_object_set(ov, k, v);
+    }
+    json_object_set_new(r, "commandOverrides", ov);
+    json_object_set_new(r, "fallbackPaths", string_array(json_object_get(row, "fallbackPaths")));
+    json_object_set_new(r, "args", string_array(json_object_get(row, "args")));
+    json_t *env = json_object();
+    json_object_foreach(json_object_get(row, "env"), k, v)
+    {
+        json_t *s = coerce_string(v);
+        if (s && *k && !strchr(k, '='))
+            json_object_set_new(env, k, s);
+        else
+            json_decref(s);
+    }
+    json_object_set_new(r, "env", env);
+    const char *pol = json_string_value(json_object_get(row, "cwdPolicy"));
+    json_object_set_new(r, "cwdPolicy",
+                        json_string(pol && strcmp(pol, "fixed") == 0 ? "fixed" : "session"));
+    const char *cwd = json_string_value(json_object_get(row, "cwd"));
+    json_object_set_new(r, "cwd", cwd && *cwd ? json_string(cwd) : json_null());
+    json_t *ib = json_object_get(row, "initBudget");
+    const char *probe = json_string_value(json_object_get(ib, "coldProbe"));
+    json_object_set_new(
+        r, "initBudget",
+        json_pack(
+            "{s:I,s:I,s:s}", "steadySecs",
+            (json_int_t)coerce_int(json_object_get(ib, "steadySecs"), CDSH_ACP_INIT_STEADY_SECS),
+            "coldSecs",
+            (json_int_t)coerce_int(json_object_get(ib, "coldSecs"), CDSH_ACP_INIT_COLD_SECS),
+            "coldProbe", probe && strcmp(probe, "npx-cache") == 0 ? "npx-cache" : "none"));
+    json_object_set_new(r, "dialect", json_string("canonical"));
+    json_t *ico = json_array();
+    size_t i;
+    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, v)
+    {
+        json_t *cid = coerce_string(json_object_get(v, "configId"));
+        json_t *val = coerce_string(json_object_get(v, "value"));
+        if (cid && val)
+            json_array_append_new(ico, json_pack("{s:o,s:o}", "configId", cid, "value", val));
+        else {
+            json_decref(cid);
+            json_decref(val);
+        }
+    }
+    json_object_set_new(r, "initialConfigOptions", ico);
+    json_t *mcp = json_object_get(row, "mcp");
+    if (json_is_array(mcp))
+        json_object_set(r, "mcp", mcp);
+    else if (!mcp || json_is_true(mcp) ||
+             (json_is_string(mcp) && strcmp(json_string_value(mcp), "inherit") == 0))
+        json_object_set_new(r, "mcp", json_string("inherit"));
+    else
+        json_object_set_new(r, "mcp", json_string("none"));
+    json_t *pt = json_object_get(row, "promptTimeoutMs"),
+           *it = json_object_get(row, "idleTimeoutMs");
+    json_object_set_new(r, "promptTimeoutMs",
+                        json_integer(coerce_int(pt, CDSH_ACP_PROMPT_TIMEOUT_MS)));
+    json_object_set_new(r, "idleTimeoutMs", json_integer(coerce_int(it, CDSH_ACP_IDLE_TIMEOUT_MS)));
+    json_object_set_new(r, "disposeGraceMs",
+                        json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
+                                                CDSH_ACP_DISPOSE_GRACE_MS)));
+    json_object_set_new(
+        r, "idleDisposeMs",
+        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
+    json_object_set_new(r, "enabled",
+                        json_boolean(!json_is_false(json_object_get(row, "enabled"))));
+    json_object_set_new(
+        r, "sortOrder",
+        json_integer(coerce_int(json_object_get(row, "sortOrder"), CDSH_ACP_SORT_ORDER)));
+    /* Probed / runtime fields: carried through only for trusted rows. */
+    json_t *caps = from_user ? NULL : json_object_get(row, "capabilities");
+    json_object_set_new(r, "capabilities",
+                        json_is_object(caps)
+                            ? json_deep_copy(caps)
+                            : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs", "terminal",
+                                        "permissionRequests", "configOptions", "models", "modes"));
+    json_t *health = from_user ? NULL : json_object_get(row, "health");
+    json_object_set_new(r, "health",
+                        json_is_object(health)
+                            ? json_deep_copy(health)
+                            : json_pack("{s:n,s:s,s:n,s:n}", "lastCheckAt", "status", "unknown",
+                                        "latencyMs", "error"));
+    json_object_set_new(r, "source", json_string(source ? source : "user-file"));
+    *out = r;
+    return 0;
+}
+
+json_t *cdsh_acp_engine_builtins_dup(void)
+{
+    json_t *raw = json_loads(builtins_json, 0, NULL);
+    json_t *out = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(raw, i, row)
+    {
+        json_t *n = NULL;
+        if (cdsh_acp_engine_normalize(row, "builtin", false, &n, NULL) == 0)
+            json_array_append_new(out, n);
+    }
+    json_decref(raw);
+    return out;
+}
+
+int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **merged,
+                          cdsh_error *err)
+{
+    static const char *const plain[] = {"args",
+                                        "resolvedCommand",
+                                        "commandOverrides",
+                                        "fallbackPaths",
+                                        "cwdPolicy",
+                                        "cwd",
+                                        "enabled",
+                                        "sortOrder",
+                                        "initBudget",
+                                        "initialConfigOptions",
+                                        "disposeGraceMs",
+                                        "idleDisposeMs",
+                                        "label",
+                                        "description",
+                                        "icon",
+                                        "command",
+                                        "dialect",
+                                        "mcp",
+                                        NULL};
+    if (!json_is_object(current) || !json_is_object(patch) || !merged)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "a patch must be a JSON object");
+    *merged = NULL;
+    json_t *row = json_deep_copy(current);
+    json_object_del(row, "capabilities");
+    json_object_del(row, "health");
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach((json_t *)patch, k, v)
+    {
+        bool known = false;
+        if (strcmp(k, "capabilities") == 0 || strcmp(k, "health") == 0) {
+            rc = cdsh_error_set(err, CDSH_EPERM, "READ_ONLY_FIELD",
+                                "field \"%s\" is measured by cdsh (probe / runtime) and cannot be "
+                                "set by the user",
+                                k);
+            goto done;
+        }
+        if (strcmp(k, "id") == 0) {
+            if (!json_is_string(v) ||
+                strcmp(json_string_value(v), json_string_value(json_object_get(row, "id"))) != 0) {
+                rc = cdsh_error_set(err, CDSH_EINVAL, "INVALID_ENGINE",
+                                    "a patch cannot change the engine id");
+                goto done;
+            }
+            continue;
+        }
+        if (strcmp(k, "env") == 0) {
+            json_t *env = json_object_get(row, "env");
+            const char *ek;
+            json_t *ev;
+            json_object_foreach(v, ek, ev)
+            {
+                if (json_is_null(ev))
+                    json_object_del(env, ek);
+                else
+                    json_object_set(env, ek, ev);
+            }
+            continue;
+        }
+        if (strcmp(k, "promptTimeoutMs") == 0 || strcmp(k, "idleTimeoutMs") == 0) {
+            if (json_is_null(v) || (json_is_string(v) && !*json_string_value(v)))
+                continue; /* null / "" keep the current value (digest §3.1) */
+            json_object_set(row, k, v);
+            continue;
+        }
+        for (const char *const *p = plain; *p; p++)
+            if (strcmp(*p, k) == 0)
+                known = true;
+        if (!known) {
+            rc =
+                cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_FIELD", "unknown engine field \"%s\"", k);
+            goto done;
+        }
+        json_object_set(row, k, v);
+    }
+    rc = cdsh_acp_engine_normalize(row, "user-file", true, merged, err);
+done:
+    json_decref(row);
+    return rc;
+}
+
+char *cdsh_acp_engine_expand_path_dup(const char *tmpl)
+{
+    if (!tmpl)
+        return NULL;
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    const char *p = tmpl;
+    if (p[0] == '~' && (p[1] == '/' || p[1] == '\0')) {
+        const char *home = getenv("HOME");
+        cdsh_strbuf_append_str(&sb, home ? home : "");
+        p++;
+    }
+    while (*p) {
+        const char *end = NULL;
+        size_t skip = 0;
+        if (p[0] == '$' && p[1] == '{' && (end = strchr(p + 2, '}')))
+            skip = 2;
+        else if (p[0] == '%' && (end = strchr(p + 1, '%')) && end > p + 1)
+            skip = 1;
+        if (end) {
+            char name[128];
+            size_t n = (size_t)(end - p) - skip;
+            if (n < sizeof name) {
+                memcpy(name, p + skip, n);
+                name[n] = '\0';
+                const char *val = getenv(name);
+                cdsh_strbuf_append_str(&sb, val ? val : "");
+                p = end + 1;
+                continue;
+            }
+        }
+        cdsh_strbuf_append_char(&sb, *p++);
+    }
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+static bool executable(const char *path)
+{
+    return path && access(path, X_OK) == 0;
+}
+
+int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via, cdsh_error *err)
+{
+    if (!json_is_object(row) || !resolved)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "resolve needs an engine row");
+    *resolved = NULL;
+    cdsh_strbuf tried;
+    cdsh_strbuf_init(&tried);
+    const char *cand[2] = {
+        json_string_value(json_object_get(row, "resolvedCommand")),
+        json_string_value(json_object_get(json_object_get(row, "commandOverrides"), PLATFORM))};
+    const char *names[2] = {"resolvedCommand", "commandOverrides"};
+    for (int i = 0; i < 2; i++) {
+        if (!cand[i] || !*cand[i])
+            continue;
+        char *p = cdsh_acp_engine_expand_path_dup(cand[i]);
+        if (p && strchr(p, '/') ? executable(p) : false) {
+            *resolved = p;
+            if (via)
+                *via = names[i];
+            cdsh_strbuf_deinit(&tried);
+            return 0;
+        }
+        if (p && !strchr(p, '/') && cdsh_process_find_program(p, NULL, resolved, NULL) == 0) {
+            free(p);
+            if (via)
+                *via = names[i];
+            cdsh_strbuf_deinit(&tried);
+            return 0;
+        }
+        cdsh_strbuf_appendf(&tried, "%s%s", tried.len ? ", " : "", p ? p : cand[i]);
+        free(p);
+    }
+    size_t i;
+    json_t *fp;
+    json_array_foreach(json_object_get(row, "fallbackPaths"), i, fp)
+    {
+        char *p = cdsh_acp_engine_expand_path_dup(json_string_value(fp));
+        if (p && strchr(p, '/') && executable(p)) {
+            *resolved = p;
+            if (via)
+                *via = "fallbackPaths";
+            cdsh_strbuf_deinit(&tried);
+            return 0;
+        }
+        if (p)
+            cdsh_strbuf_appendf(&tried, "%s%s", tried.len ? ", " : "", p);
+        free(p);
+    }
+    const char *command = json_string_value(json_object_get(row, "command"));
+    const char *path_env = json_string_value(json_object_get(json_object_get(row, "env"), "PATH"));
+    if (command && cdsh_process_find_program(command, path_env, resolved, NULL) == 0) {
+        if (via)
+            *via = strchr(command, '/') ? "command" : "PATH";
+        cdsh_strbuf_deinit(&tried);
+        return 0;
+    }
+    int rc = cdsh_error_set(err, CDSH_ENOTFOUND, "COMMAND_NOT_FOUND",
+                            "engine \"%s\": command \"%s\" not found on PATH%s%s",
+                            json_string_value(json_object_get(row, "id")), command ? command : "?",
+                            tried.len ? "; also tried " : "", tried.len ? tried.data : "");
+    cdsh_strbuf_deinit(&tried);
+    return rc;
+}
+
+int64_t cdsh_acp_engine_init_budget_ms(const json_t *row)
+{
+    const json_t *ib = json_object_get(row, "initBudget");
+    const char *probe = json_string_value(json_object_get(ib, "coldProbe"));
+    bool cold = probe && strcmp(probe, "none") != 0;
+    int64_t secs = coerce_int(json_object_get(ib, cold ? "coldSecs" : "steadySecs"),
+                              cold ? CDSH_ACP_INIT_COLD_SECS : CDSH_ACP_INIT_STEADY_SECS);
+    return secs > 0 ? secs * 1000 : CDSH_ACP_INIT_STEADY_SECS * 1000;
+}
+
+int64_t cdsh_acp_engine_prompt_timeout_ms(const json_t *row)
+{
+    return coerce_int(json_object_get(row, "promptTimeoutMs"), CDSH_ACP_PROMPT_TIMEOUT_MS);
+}
+
+int64_t cdsh_acp_engine_idle_timeout_ms(const json_t *row)
+{
+    return coerce_int(json_object_get(row, "idleTimeoutMs"), CDSH_ACP_IDLE_TIMEOUT_MS);
+}
+
+char **cdsh_acp_engine_env_dup(const json_t *row)
+{
+    json_t *env = json_object_get(row, "env");
+    char **v = calloc(json_object_size(env) + 1, sizeof *v);
+    size_t n = 0;
+    const char *k;
+    json_t *val;
+    if (!v)
+        return NULL;
+    json_object_foreach(env, k, val)
+    {
+        if (!json_is_string(val))
+            continue;
+        size_t len = strlen(k) + strlen(json_string_value(val)) + 2;
+        v[n] = malloc(len);
+        if (v[n])
+            snprintf(v[n++], len, "%s=%s", k, json_string_value(val));
+    }
+    return v;
+}
+
+char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
+{
+    json_t *args = json_object_get(row, "args");
+    char **v = calloc(json_array_size(args) + 2, sizeof *v);
+    size_t n = 0, i;
+    json_t *a;
+    if (!v)
+        return NULL;
+    v[n++] = strdup(resolved ? resolved : json_string_value(json_object_get(row, "command")));
+    json_array_foreach(args, i, a)
+    {
+        if (json_is_string(a))
+            v[n++] = strdup(json_string_value(a));
+    }
+    return v;
+}
+
+void cdsh_acp_engine_strv_free(char **v)
+{
+    if (!v)
+        return;
+    for (char **p = v; *p; p++)
+        free(*p);
+    free(v);
+}

@@ -1,0 +1,31 @@
+/* probe.h — try-connect / probe of one engine (seed §6): spawn, initialize,
+ * open sessions, try the optional methods, optionally run one prompt, and
+ * write the evidence record (credentials redacted, raw lines verbatim
+ * otherwise) under $CDSH_HOME/multi-acp/evidence/. Also records the
+ * engine's health and probed capabilities in runtime.json. Thread-safe. */
+#ifndef CDSH_PLUGINS_ACP_PROBE_H
+#define CDSH_PLUGINS_ACP_PROBE_H
+
+#include <jansson.h>
+
+#include "base/err.h"
+
+typedef struct cdsh_acp_probe_opts {
+    const char *prompt; /* NULL: no prompt */
+    const char *cwd;    /* absolute; NULL: the current directory */
+} cdsh_acp_probe_opts;
+
+/* Probes engine_id. A probe that reached the engine but failed is still a
+ * success of this function (*record has ok:false and the step's error);
+ * errors are only: unknown engine, state directory, ENOMEM. *record is the
+ * redacted record (owned); *evidence_path (may be NULL) the written file
+ * (owned). The record: {engineId, probedAt, command, args, resolved, via,
+ * ok, spawn{ok,pid,stderrExcerpt}, initialize{ok, latencyMs, coldStart,
+ * protocolVersion, agentInfo, authMethods, capabilities, error?},
+ * methods{"<method>": "ok"|"method_not_found"|"error: <message>"|
+ * "not_advertised"}, sessions[], prompt?, dialectRejects[], rawLines[],
+ * callbacks{}, health{}, notes, totalMs}. */
+int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, json_t **record,
+                       char **evidence_path, cdsh_error *err);
+
+#endif

@@ -1,0 +1,116 @@
+/* service.h — external ACP agents as cdsh sessions: binds a cdsh session id
+ * to an engine (sessions.json), keeps one agent process per engine shared
+ * by its sessions (lazily spawned, disposed after idleDisposeMs), sends
+ * prompts and streams updates and permission requests to the caller's
+ * sink, cancels, switches config options / modes, and resumes the ACP
+ * session after a restart (session/load, else session/resume, else a fresh
+ * session with a warning). Front ends (chat, web) are thin wrappers.
+ *
+ * Threads: all functions are thread-safe; one prompt per cdsh session at a
+ * time (a second gets CDSH_EBUSY). Sink callbacks run on the connection's
+ * dispatcher thread (see proto/acp/conn.h) and must not call
+ * cdsh_acp_service_prompt; cdsh_acp_service_cancel is fine. */
+#ifndef CDSH_PLUGINS_ACP_SERVICE_H
+#define CDSH_PLUGINS_ACP_SERVICE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "base/cancel.h"
+#include "base/err.h"
+#include "host/tools.h"
+#include "proto/acp/conn.h"
+
+typedef struct cdsh_acp_service cdsh_acp_service;
+
+/* Where a turn's output goes. Any member may be NULL. on_permission returns
+ * an owned optionId chosen among params.options (the agent's own ids and
+ * labels; show `name` verbatim) or NULL to answer "cancelled"; without it
+ * every permission request is answered "cancelled" (fail closed). */
+typedef struct cdsh_acp_turn_sink {
+    void (*on_update)(void *ud, const char *cdsh_session_id, cdsh_acp_update_kind kind,
+                      const char *kind_name, const json_t *update);
+    char *(*on_permission)(void *ud, const char *cdsh_session_id, const json_t *params,
+                           cdsh_cancel *cancel);
+    void *ud;
+} cdsh_acp_turn_sink;
+
+typedef struct cdsh_acp_service_opts {
+    bool no_fs;          /* do not advertise fs/read_text_file, fs/write_text_file */
+    json_t *mcp_servers; /* borrowed ACP McpServer array offered in session/new and
+                            session/load when the engine's mcp is "inherit" (e.g. cdsh's
+                            own MCP server); NULL: none */
+    bool record;         /* keep raw lines (probe) */
+} cdsh_acp_service_opts;
+
+/* opts may be NULL. NULL with err filled on failure. */
+cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_error *err);
+
+/* Disposes every agent process (SIGTERM, SIGKILL after its grace) and frees.
+ * Bindings in sessions.json stay. NULL-safe. */
+void cdsh_acp_service_free(cdsh_acp_service *svc);
+
+/* Binds (or rebinds before the first message) a cdsh session to an engine
+ * with its working directory (absolute; NULL keeps the current one). The
+ * engine must exist. Errors: UNKNOWN_ENGINE, ENGINE_LOCKED (CDSH_EPERM). */
+int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id, const char *engine_id,
+                          const char *cwd, cdsh_error *err);
+
+/* Sends one user message to the bound engine and waits for the turn's end.
+ * Always returns an owned result object (NULL only on ENOMEM):
+ *   {ok:true, stopReason, engineId, acpSessionId, opened:"live"|"new"|"load"|
+ *    "resume", latencyMs, updates, warnings:[...]} or
+ *   {ok:false, code: INSUFFICIENT_FUNDS|RATE_LIMITED|UNAUTHORIZED|TIMEOUT|
+ *    PROTOCOL|UNKNOWN|CANCELLED|UNBOUND_SESSION|UNKNOWN_ENGINE|ENGINE_DISABLED|
+ *    ENGINE_LOCKED|COMMAND_NOT_FOUND|TURN_RUNNING, message (the agent's own
+ *    words verbatim where it gave any), engineId?, warnings}.
+ * The first message locks the session's engine. cancel may be NULL. */
+json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_id,
+                                const char *text, const cdsh_acp_turn_sink *sink,
+                                cdsh_cancel *cancel);
+
+/* Cancels the running turn of a session (session/cancel; pending
+ * permission requests answered "cancelled"). CDSH_ENOTFOUND if none. */
+int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id);
+
+/* Opens the ACP side of a bound session now (normally done lazily by the
+ * first prompt) so config options can be read before any message. */
+int cdsh_acp_service_open(cdsh_acp_service *svc, const char *cdsh_session_id,
+                          const cdsh_acp_turn_sink *sink, json_t **warnings, cdsh_error *err);
+
+/* {configOptions, modes} of a live session exactly as the agent sent them
+ * (owned), or NULL when the session is not open. */
+json_t *cdsh_acp_service_config_dup(cdsh_acp_service *svc, const char *cdsh_session_id);
+
+/* Switches a config option or mode of a live session (set_config_option,
+ * falling back to set_mode). *via as cdsh_acp_conn_set_config. */
+int cdsh_acp_service_set_config(cdsh_acp_service *svc, const char *cdsh_session_id,
+                                const char *config_id, const char *value, const char **via,
+                                cdsh_error *err);
+
+/* Closes the live ACP session (session/close when advertised); the binding
+ * stays so a later prompt resumes it. The engine process is disposed
+ * idleDisposeMs after its last session went. */
+int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id, cdsh_error *err);
+
+/* authenticate {methodId} on the engine's process (spawning it if needed). */
+int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
+                                  const char *method_id, cdsh_error *err);
+
+/* Number of live engine processes (for tests and `status`). */
+size_t cdsh_acp_service_process_count(cdsh_acp_service *svc);
+
+/* The ACP McpServer (stdio) that offers cdsh's own model-facing tools to an
+ * engine: {name:"cdsh", command:cdsh_path, args:["mcp"(, "--tools",
+ * tools_glob)], env:[]}. cdsh_path NULL: this process's executable
+ * (/proc/self/exe). Owned; NULL if the path cannot be found. */
+json_t *cdsh_acp_cdsh_mcp_server_dup(const char *cdsh_path, const char *tools_glob);
+
+/* Picks the option of params.options (a request_permission's params) that
+ * carries out an approval outcome (digest §4.7): ALLOWED_ONCE → allow_once,
+ * else allow_always, else a kind starting "allow"; REJECTED / UNAVAILABLE →
+ * reject_once, reject_always, "reject*"; CANCELLED or no match → NULL.
+ * Owned optionId. */
+char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome outcome);
+
+#endif

@@ -1,0 +1,538 @@
+/* test_conn.c — the ACP client (proto/acp/conn.c) against the C fixture
+ * agent: handshake, streaming, multiplexing, permissions, confined fs,
+ * config options vs modes, idle gate, cancel, crashes, rejected lines,
+ * and no process left behind. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acp_fixture.h"
+#include "base/clock.h"
+#include "proto/acp/classify.h"
+#include "proto/acp/conn.h"
+
+typedef struct rec {
+    pthread_mutex_t mu;
+    json_t *kinds; /* kind name → count */
+    char text[8192];
+    int unknown;
+    const char *answer; /* permission answer (optionId) or NULL */
+    json_t *last_perm;
+} rec;
+
+static void rec_init(rec *r)
+{
+    memset(r, 0, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    r->kinds = json_object();
+}
+
+static void rec_deinit(rec *r)
+{
+    json_decref(r->kinds);
+    json_decref(r->last_perm);
+    pthread_mutex_destroy(&r->mu);
+}
+
+static void on_upd(void *ud, cdsh_acp_update_kind kind, const char *name, const json_t *u)
+{
+    rec *r = ud;
+    pthread_mutex_lock(&r->mu);
+    json_t *n = json_object_get(r->kinds, name);
+    json_object_set_new(r->kinds, name, json_integer(n ? json_integer_value(n) + 1 : 1));
+    if (kind == CDSH_ACP_UPDATE_UNKNOWN)
+        r->unknown++;
+    if (kind == CDSH_ACP_UPDATE_AGENT_MESSAGE_CHUNK) {
+        const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        if (t)
+            strncat(r->text, t, sizeof r->text - strlen(r->text) - 1);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static char *on_perm(void *ud, const json_t *params, cdsh_cancel *cancel)
+{
+    (void)cancel;
+    rec *r = ud;
+    json_decref(r->last_perm);
+    r->last_perm = json_deep_copy(params);
+    return r->answer ? strdup(r->answer) : NULL;
+}
+
+typedef struct fx {
+    char *home;
+    char *peer;
+    cdsh_acp_conn *c;
+    rec r;
+    char *sid;
+} fx;
+
+static int open_fixture(fx *f, const char *const *extra, bool fs, cdsh_error *err)
+{
+    const char *argv[16] = {f->peer};
+    int n = 1;
+    for (; extra && *extra && n < 15; extra++)
+        argv[n++] = *extra;
+    argv[n] = NULL;
+    cdsh_acp_conn_opts o = {.name = "fixture",
+                            .argv = argv,
+                            .cwd = f->home,
+                            .init_timeout_ms = 5000,
+                            .request_timeout_ms = 10000,
+                            .dispose_grace_ms = 1000,
+                            .fs_read = fs,
+                            .fs_write = fs,
+                            .record = true};
+    return cdsh_acp_conn_open(&o, &f->c, err);
+}
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->home = cdsh_test_home_new();
+    f->peer = cdsh_test_peer_path_dup("acp_agent");
+    rec_init(&f->r);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    cdsh_acp_conn_free(f->c);
+    free(f->sid);
+    rec_deinit(&f->r);
+    free(f->peer);
+    cdsh_test_home_free(f->home);
+    free(f);
+    return 0;
+}
+
+static void open_session(fx *f)
+{
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    cdsh_error err = {0};
+    assert_int_equal(
+        cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h, &f->sid, &err),
+        0);
+}
+
+static int prompt(fx *f, const char *text, const cdsh_acp_prompt_opts *po, cdsh_cancel *cancel,
+                  cdsh_acp_prompt_result *res, cdsh_error *err)
+{
+    json_t *p = json_pack("[{s:s,s:s}]", "type", "text", "text", text);
+    int rc = cdsh_acp_conn_prompt(f->c, f->sid, p, po, cancel, res, err);
+    json_decref(p);
+    return rc;
+}
+
+static void initialize_reports_agent_info_and_capabilities(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    const char *args[] = {"--no-load", NULL};
+    assert_int_equal(open_fixture(f, args, true, &err), 0);
+    const json_t *init = cdsh_acp_conn_init_result_get(f->c);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(init, "agentInfo"), "name")),
+        "fixture-agent");
+    assert_false(cdsh_acp_conn_supports(f->c, "session/load"));
+    assert_true(cdsh_acp_conn_supports(f->c, "session/resume"));
+    assert_true(cdsh_acp_conn_supports(f->c, "session/fork"));
+    assert_false(cdsh_acp_conn_supports(f->c, "session/delete"));
+    assert_true(cdsh_acp_conn_pid(f->c) > 0);
+}
+
+static void prompt_streams_every_kind_and_ignores_unknown_ones(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_result res;
+    cdsh_error err = {0};
+    assert_int_equal(prompt(f, "all-updates", NULL, NULL, &res, &err), 0);
+    assert_string_equal(res.stop_reason, "end_turn");
+    /* Every update sent before the answer was delivered before the call returned. */
+    const char *kinds[] = {"agent_thought_chunk", "plan",
+                           "tool_call",           "tool_call_update",
+                           "current_mode_update", "session_info_update",
+                           "usage_update",        "notice",
+                           "mystery_update",      "agent_message_chunk"};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        assert_non_null(json_object_get(f->r.kinds, kinds[i]));
+    assert_int_equal(f->r.unknown, 1);
+    assert_string_equal(f->r.text, "all done");
+    assert_true(res.updates >= 10);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(res.response, "usage"), "inputTokens")),
+        3);
+    cdsh_acp_prompt_result_deinit(&res);
+    json_t *cb = cdsh_acp_conn_callbacks_dup(f->c);
+    assert_int_equal(json_integer_value(json_object_get(cb, "sessionUpdate:mystery_update")), 1);
+    json_decref(cb);
+}
+
+static void two_sessions_share_one_process(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    char *first = f->sid;
+    f->sid = NULL;
+    open_session(f);
+    assert_string_not_equal(first, f->sid);
+    assert_int_equal(cdsh_acp_conn_session_count(f->c), 2);
+    cdsh_acp_prompt_result res;
+    assert_int_equal(prompt(f, "sessions", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "sessions: 2");
+    cdsh_acp_prompt_result_deinit(&res);
+    assert_int_equal(cdsh_acp_conn_session_release(f->c, first, true, NULL), 0);
+    assert_int_equal(cdsh_acp_conn_session_count(f->c), 1);
+    free(first);
+}
+
+static void permission_answers_reach_the_agent_and_fail_closed(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_result res;
+    f->r.answer = "once";
+    assert_int_equal(prompt(f, "permission", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "permission: selected/once");
+    /* The agent's own labels reach the person unchanged. */
+    json_t *opt = json_array_get(json_object_get(f->r.last_perm, "options"), 1);
+    assert_string_equal(json_string_value(json_object_get(opt, "name")), "Always allow");
+    cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    f->r.answer = "not-an-option";
+    assert_int_equal(prompt(f, "permission", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "permission: cancelled/-");
+    cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    f->r.answer = NULL;
+    assert_int_equal(prompt(f, "permission", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "permission: cancelled/-");
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void fs_calls_are_confined_to_the_session_directory(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    char path[4300], cmd[9000];
+    snprintf(path, sizeof path, "%s/inside.txt", f->home);
+    cdsh_test_write_file(path, "one\ntwo\nthree\n");
+    cdsh_acp_prompt_result res;
+    snprintf(cmd, sizeof cmd, "read %s", path);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "read: one\ntwo\nthree\n");
+    cdsh_acp_prompt_result_deinit(&res);
+    const char *outside[] = {"/etc/hostname", "../escape.txt", "sub/../../escape.txt"};
+    for (size_t i = 0; i < 3; i++) {
+        f->r.text[0] = '\0';
+        snprintf(cmd, sizeof cmd, "read %s", outside[i]);
+        assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+        assert_non_null(strstr(f->r.text, "read-error: -32602 Permission denied"));
+        cdsh_acp_prompt_result_deinit(&res);
+    }
+    /* A symlink pointing out of the directory does not help. */
+    char link[4300];
+    snprintf(link, sizeof link, "%s/link", f->home);
+    assert_int_equal(symlink("/etc", link), 0);
+    f->r.text[0] = '\0';
+    snprintf(cmd, sizeof cmd, "read %s/link/hostname", f->home);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "Permission denied"));
+    cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    snprintf(cmd, sizeof cmd, "write %s/new.txt hello world", f->home);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "write: ok");
+    snprintf(path, sizeof path, "%s/new.txt", f->home);
+    char *got = cdsh_test_read_file(path, NULL);
+    assert_string_equal(got, "hello world");
+    free(got);
+    cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    snprintf(cmd, sizeof cmd, "write %s/../acp-escape.txt x", f->home);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "write-error: -32602 Permission denied"));
+    snprintf(path, sizeof path, "%s/../acp-escape.txt", f->home);
+    assert_int_not_equal(access(path, F_OK), 0);
+    cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "read missing.txt", NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "read-error: -32002"));
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void fs_calls_are_refused_when_not_advertised(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, false, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_result res;
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "read %s/x", f->home);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "read-error: -32601"));
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void config_prefers_options_and_falls_back_to_modes(void **state)
+{
+    fx *f = *state;
+    const char *modes_only[] = {"--config", "modes", NULL};
+    assert_int_equal(open_fixture(f, modes_only, true, NULL), 0);
+    open_session(f);
+    json_t *cfg = cdsh_acp_conn_session_config_dup(f->c, f->sid);
+    assert_true(json_is_null(json_object_get(cfg, "configOptions")));
+    json_t *m = json_array_get(json_object_get(json_object_get(cfg, "modes"), "availableModes"), 1);
+    assert_string_equal(json_string_value(json_object_get(m, "description")),
+                        "Research and plan only — no edits or commands");
+    json_decref(cfg);
+    const char *via = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_conn_set_config(f->c, f->sid, "mode", "plan", &via, &err), 0);
+    assert_string_equal(via, "set_mode");
+    cfg = cdsh_acp_conn_session_config_dup(f->c, f->sid);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(cfg, "modes"), "currentModeId")), "plan");
+    json_decref(cfg);
+    cdsh_acp_conn_free(f->c);
+    f->c = NULL;
+    free(f->sid);
+    f->sid = NULL;
+    const char *both[] = {"--config", "both", NULL};
+    assert_int_equal(open_fixture(f, both, true, NULL), 0);
+    open_session(f);
+    assert_int_equal(cdsh_acp_conn_set_config(f->c, f->sid, "model", "fake/two", &via, &err), 0);
+    assert_string_equal(via, "set_config_option");
+    cfg = cdsh_acp_conn_session_config_dup(f->c, f->sid);
+    json_t *model = json_array_get(json_object_get(cfg, "configOptions"), 1);
+    assert_string_equal(json_string_value(json_object_get(model, "currentValue")), "fake/two");
+    json_decref(cfg);
+    /* Neither path knows this one: the agent's errors are reported. */
+    assert_int_equal(cdsh_acp_conn_set_config(f->c, f->sid, "bogus", "x", &via, &err), CDSH_EPROTO);
+    assert_non_null(strstr(err.message, "unknown config option"));
+}
+
+static void idle_gate_ends_a_stalled_turn_and_the_session_stays_usable(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_opts po = {.idle_timeout_ms = 300, .cancel_grace_ms = 2000};
+    cdsh_acp_prompt_result res;
+    cdsh_error err = {0};
+    assert_int_equal(prompt(f, "stall", &po, NULL, &res, &err), CDSH_ETIMEDOUT);
+    assert_string_equal(err.code, "TIMEOUT");
+    assert_string_equal(err.message,
+                        "no session/update from the engine for 1s (engine looks stuck)");
+    assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "TIMEOUT");
+    cdsh_acp_prompt_result_deinit(&res);
+    /* A chatty engine is not stuck: updates every 100 ms keep the gate open. */
+    f->r.text[0] = '\0';
+    po.idle_timeout_ms = 600;
+    assert_int_equal(prompt(f, "slow 8", &po, NULL, &res, &err), 0);
+    assert_string_equal(f->r.text, "........");
+    cdsh_acp_prompt_result_deinit(&res);
+    po = (cdsh_acp_prompt_opts){.total_timeout_ms = 300, .cancel_grace_ms = 500};
+    assert_int_equal(prompt(f, "stall-hard", &po, NULL, &res, &err), CDSH_ETIMEDOUT);
+    assert_non_null(strstr(err.message, "(overall cap; last engine update"));
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void *fire_later(void *arg)
+{
+    usleep(200 * 1000);
+    cdsh_cancel_fire(arg, "user pressed stop");
+    return NULL;
+}
+
+static void cancel_ends_the_turn_with_cancelled(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    cdsh_cancel *tok = cdsh_cancel_new(NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, fire_later, tok);
+    cdsh_acp_prompt_result res;
+    cdsh_error err = {0};
+    assert_int_equal(prompt(f, "stall", NULL, tok, &res, &err), 0);
+    assert_string_equal(res.stop_reason, "cancelled");
+    pthread_join(t, NULL);
+    cdsh_acp_prompt_result_deinit(&res);
+    cdsh_cancel_free(tok);
+    /* An agent that ignores session/cancel: the client gives up after the grace. */
+    tok = cdsh_cancel_new(NULL);
+    pthread_create(&t, NULL, fire_later, tok);
+    cdsh_acp_prompt_opts po = {.cancel_grace_ms = 300};
+    int64_t t0 = cdsh_clock_mono_ms();
+    assert_int_equal(prompt(f, "stall-hard", &po, tok, &res, &err), CDSH_ECANCELED);
+    assert_true(cdsh_clock_mono_ms() - t0 < 3000);
+    pthread_join(t, NULL);
+    cdsh_acp_prompt_result_deinit(&res);
+    cdsh_cancel_free(tok);
+    int pid = cdsh_acp_conn_pid(f->c);
+    cdsh_acp_conn_free(f->c);
+    f->c = NULL;
+    assert_false(acp_pid_alive(pid));
+}
+
+static void a_crash_mid_prompt_is_a_protocol_failure_with_stderr(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_result res;
+    cdsh_error err = {0};
+    assert_int_equal(prompt(f, "die", NULL, NULL, &res, &err), CDSH_ECLOSED);
+    assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "PROTOCOL");
+    assert_string_equal(f->r.text, "about to crash");
+    assert_true(cdsh_acp_conn_is_closed(f->c));
+    char *tail = cdsh_acp_conn_stderr_tail_dup(f->c);
+    assert_non_null(strstr(tail, "fixture agent ready"));
+    free(tail);
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void rejected_lines_are_kept_verbatim_and_do_not_break_the_turn(void **state)
+{
+    fx *f = *state;
+    const char *args[] = {"--garbage-first", NULL};
+    assert_int_equal(open_fixture(f, args, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_result res;
+    assert_int_equal(prompt(f, "garbage", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "PONG");
+    json_t *rej = cdsh_acp_conn_rejects_dup(f->c);
+    assert_int_equal(json_array_size(rej), 3);
+    assert_string_equal(json_string_value(json_array_get(rej, 0)),
+                        "fixture agent starting (not json)");
+    assert_string_equal(json_string_value(json_array_get(rej, 1)), "this is not json {");
+    assert_string_equal(json_string_value(json_array_get(rej, 2)), "[1,2,3]");
+    json_decref(rej);
+    json_t *raw = cdsh_acp_conn_raw_lines_dup(f->c);
+    assert_true(json_array_size(raw) >= 5);
+    json_decref(raw);
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void agent_errors_keep_the_agents_own_words(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_prompt_result res;
+    cdsh_error err = {0};
+    assert_int_equal(prompt(f, "funds", NULL, NULL, &res, &err), CDSH_EPROTO);
+    assert_string_equal(err.message, "session/prompt failed: Internal error (-32603): Upstream "
+                                     "request failed: Insufficient account funds");
+    assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message),
+                        "INSUFFICIENT_FUNDS");
+    cdsh_acp_prompt_result_deinit(&res);
+    assert_int_equal(prompt(f, "ratelimit", NULL, NULL, &res, &err), CDSH_EPROTO);
+    assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "RATE_LIMITED");
+    cdsh_acp_prompt_result_deinit(&res);
+    assert_int_equal(prompt(f, "auth", NULL, NULL, &res, &err), CDSH_EPROTO);
+    assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "UNAUTHORIZED");
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+static void authenticate_unlocks_session_new(void **state)
+{
+    fx *f = *state;
+    const char *args[] = {"--auth", NULL};
+    assert_int_equal(open_fixture(f, args, true, NULL), 0);
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    cdsh_error err = {0};
+    assert_int_equal(
+        cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h, &f->sid, &err),
+        CDSH_EPROTO);
+    assert_string_equal(err.message, "session/new failed: Authentication required (-32000)");
+    assert_int_equal(cdsh_acp_conn_authenticate(f->c, "nope", &err), CDSH_EPROTO);
+    assert_int_equal(cdsh_acp_conn_authenticate(f->c, "fixture-login", &err), 0);
+    open_session(f);
+}
+
+static void load_replays_history_through_the_handlers(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_LOAD, "fx-1-1", f->home, NULL,
+                                                &h, &f->sid, &err),
+                     0);
+    assert_string_equal(f->sid, "fx-1-1");
+    /* The replayed updates arrive before the next prompt ends. */
+    cdsh_acp_prompt_result res;
+    assert_int_equal(prompt(f, "hello", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "restored fx-1-1PONG");
+    assert_non_null(json_object_get(f->r.kinds, "user_message_chunk"));
+    cdsh_acp_prompt_result_deinit(&res);
+    char *other = NULL;
+    assert_int_equal(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_RESUME, "unknown", f->home,
+                                                NULL, &h, &other, &err),
+                     CDSH_EPROTO);
+    assert_null(other);
+    assert_int_equal(cdsh_acp_conn_session_count(f->c), 1);
+}
+
+static void init_failures_leave_no_process(void **state)
+{
+    fx *f = *state;
+    char pidfile[4300];
+    snprintf(pidfile, sizeof pidfile, "%s/pids", f->home);
+    const char *slow[] = {"--init-delay", "3000", "--pid-file", pidfile, NULL};
+    const char *argv[8] = {f->peer};
+    for (int i = 0; slow[i]; i++)
+        argv[i + 1] = slow[i];
+    cdsh_acp_conn_opts o = {.argv = argv, .init_timeout_ms = 300, .dispose_grace_ms = 500};
+    cdsh_error err = {0};
+    int64_t t0 = cdsh_clock_mono_ms();
+    assert_int_equal(cdsh_acp_conn_open(&o, &f->c, &err), CDSH_ETIMEDOUT);
+    assert_true(cdsh_clock_mono_ms() - t0 < 2500);
+    char *pids = cdsh_test_read_file(pidfile, NULL);
+    assert_non_null(pids);
+    assert_false(acp_pid_alive(atoi(pids)));
+    free(pids);
+    const char *dead[] = {f->peer, "--exit-at-once", NULL};
+    o.argv = dead;
+    assert_int_equal(cdsh_acp_conn_open(&o, &f->c, &err), CDSH_ECLOSED);
+    assert_non_null(strstr(err.message, "fixture: refusing to start (asked to)"));
+    const char *missing[] = {"/nonexistent/agent", NULL};
+    o.argv = missing;
+    assert_int_equal(cdsh_acp_conn_open(&o, &f->c, &err), CDSH_ENOTFOUND);
+    assert_null(f->c);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(initialize_reports_agent_info_and_capabilities),
+        T(prompt_streams_every_kind_and_ignores_unknown_ones),
+        T(two_sessions_share_one_process),
+        T(permission_answers_reach_the_agent_and_fail_closed),
+        T(fs_calls_are_confined_to_the_session_directory),
+        T(fs_calls_are_refused_when_not_advertised),
+        T(config_prefers_options_and_falls_back_to_modes),
+        T(idle_gate_ends_a_stalled_turn_and_the_session_stays_usable),
+        T(cancel_ends_the_turn_with_cancelled),
+        T(a_crash_mid_prompt_is_a_protocol_failure_with_stderr),
+        T(rejected_lines_are_kept_verbatim_and_do_not_break_the_turn),
+        T(agent_errors_keep_the_agents_own_words),
+        T(authenticate_unlocks_session_new),
+        T(load_replays_history_through_the_handlers),
+        T(init_failures_leave_no_process),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,257 @@
+/* test_engine.c — EngineSpec validation, coercions, defaults, builtins,
+ * patch semantics and command resolution (plugins/acp/engine.c). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "acp_fixture.h"
+#include "plugins/acp/engine.h"
+
+static json_t *norm(const char *text, bool user, cdsh_error *err)
+{
+    json_t *in = json_loads(text, 0, NULL);
+    assert_non_null(in);
+    json_t *out = NULL;
+    int rc = cdsh_acp_engine_normalize(in, "user-file", user, &out, err);
+    json_decref(in);
+    return rc == 0 ? out : NULL;
+}
+
+static void normalize_fills_the_seed_defaults(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    json_t *r = norm("{\"id\":\"x\",\"command\":\"x-agent\"}", true, &err);
+    assert_non_null(r);
+    json_t *ib = json_object_get(r, "initBudget");
+    assert_int_equal(json_integer_value(json_object_get(ib, "steadySecs")), 30);
+    assert_int_equal(json_integer_value(json_object_get(ib, "coldSecs")), 300);
+    assert_string_equal(json_string_value(json_object_get(ib, "coldProbe")), "none");
+    assert_int_equal(json_integer_value(json_object_get(r, "disposeGraceMs")), 6000);
+    assert_int_equal(json_integer_value(json_object_get(r, "idleDisposeMs")), 30000);
+    assert_true(json_is_true(json_object_get(r, "enabled")));
+    assert_int_equal(json_integer_value(json_object_get(r, "sortOrder")), 100);
+    assert_string_equal(json_string_value(json_object_get(r, "dialect")), "canonical");
+    assert_string_equal(json_string_value(json_object_get(r, "cwdPolicy")), "session");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "label"), "en")), "x");
+    assert_true(json_is_null(json_object_get(json_object_get(r, "capabilities"), "fs")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "health"), "status")),
+                        "unknown");
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r), 30000);
+    json_decref(r);
+}
+
+static void normalize_rejects_bad_ids_and_missing_command(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{\"command\":\"a\"}",
+                         "{\"id\":\"\",\"command\":\"a\"}",
+                         "{\"id\":\"Bad\",\"command\":\"a\"}",
+                         "{\"id\":\"-x\",\"command\":\"a\"}",
+                         "{\"id\":\"a_b\",\"command\":\"a\"}",
+                         "{\"id\":7,\"command\":\"a\"}",
+                         "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cdsh_error err = {0};
+        assert_null(norm(bad[i], true, &err));
+        assert_int_equal(err.rc, CDSH_EINVAL);
+        assert_string_equal(err.code, "INVALID_ENGINE");
+    }
+    cdsh_error err = {0};
+    assert_null(norm("{\"id\":\"ok\"}", true, &err));
+    assert_string_equal(err.message, "engine \"ok\": command is required");
+    json_t *r = norm("{\"id\":\"  ok-1  \",\"command\":\"a\"}", true, &err);
+    assert_string_equal(json_string_value(json_object_get(r, "id")), "ok-1");
+    json_decref(r);
+}
+
+static void normalize_refuses_unknown_dialects(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    assert_null(norm("{\"id\":\"x\",\"command\":\"a\",\"dialect\":\"aioncore\"}", true, &err));
+    assert_string_equal(err.code, "UNKNOWN_DIALECT");
+    json_t *r = norm("{\"id\":\"x\",\"command\":\"a\",\"dialect\":\"canonical\"}", true, &err);
+    assert_non_null(r);
+    json_decref(r);
+}
+
+static void user_rows_cannot_set_probed_capabilities_or_health(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    assert_null(
+        norm("{\"id\":\"x\",\"command\":\"a\",\"capabilities\":{\"fs\":true}}", true, &err));
+    assert_int_equal(err.rc, CDSH_EPERM);
+    assert_string_equal(err.code, "READ_ONLY_FIELD");
+    assert_null(
+        norm("{\"id\":\"x\",\"command\":\"a\",\"health\":{\"status\":\"ok\"}}", true, &err));
+    assert_string_equal(err.code, "READ_ONLY_FIELD");
+    /* Trusted rows (builtins, runtime) carry them. */
+    json_t *r =
+        norm("{\"id\":\"x\",\"command\":\"a\",\"health\":{\"status\":\"ok\"}}", false, &err);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "health"), "status")),
+                        "ok");
+    json_decref(r);
+}
+
+static void normalize_coerces_values(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    json_t *r = norm("{\"id\":\"x\",\"command\":\"a\",\"args\":[1,\"two\",true,null],"
+                     "\"env\":{\"N\":5,\"S\":\"s\",\"BAD=\":\"x\"},\"sortOrder\":\"7\","
+                     "\"enabled\":false,\"cwdPolicy\":\"weird\",\"initBudget\":{\"coldProbe\":"
+                     "\"npx-cache\"},\"initialConfigOptions\":[{\"configId\":\"model\",\"value\":"
+                     "\"m\"},{\"configId\":\"x\"}],\"promptTimeoutMs\":\"0\"}",
+                     true, &err);
+    assert_non_null(r);
+    char *args = json_dumps(json_object_get(r, "args"), JSON_COMPACT);
+    assert_string_equal(args, "[\"1\",\"two\",\"true\"]");
+    free(args);
+    char *env = json_dumps(json_object_get(r, "env"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(env, "{\"N\":\"5\",\"S\":\"s\"}");
+    free(env);
+    assert_int_equal(json_integer_value(json_object_get(r, "sortOrder")), 7);
+    assert_true(json_is_false(json_object_get(r, "enabled")));
+    assert_string_equal(json_string_value(json_object_get(r, "cwdPolicy")), "session");
+    assert_int_equal(json_array_size(json_object_get(r, "initialConfigOptions")), 1);
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r), 300000);
+    assert_int_equal(cdsh_acp_engine_prompt_timeout_ms(r), 0);
+    assert_int_equal(cdsh_acp_engine_idle_timeout_ms(r), 180000);
+    json_decref(r);
+}
+
+static void builtins_carry_the_digest_launch_details(void **state)
+{
+    (void)state;
+    json_t *b = cdsh_acp_engine_builtins_dup();
+    const char *ids[] = {"omp",       "opencode",        "commandcode", "qoder-cn",
+                         "codex-acp", "claude-code-acp", "gemini"};
+    const char *args[] = {"[\"acp\"]", "[\"acp\"]", "[\"acp\"]",  "[\"--acp\"]",
+                          "[]",        "[]",        "[\"--acp\"]"};
+    assert_int_equal(json_array_size(b), 7);
+    for (size_t i = 0; i < 7; i++) {
+        json_t *r = json_array_get(b, i);
+        assert_string_equal(json_string_value(json_object_get(r, "id")), ids[i]);
+        char *a = json_dumps(json_object_get(r, "args"), JSON_COMPACT);
+        assert_string_equal(a, args[i]);
+        free(a);
+        assert_string_equal(json_string_value(json_object_get(r, "source")), "builtin");
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(b, 2), "command")),
+                        "commandcode");
+    assert_non_null(
+        json_object_get(json_object_get(json_array_get(b, 1), "commandOverrides"), "windows"));
+    json_decref(b);
+}
+
+static void patch_merges_env_keeps_timeouts_and_refuses_read_only(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    json_t *cur = norm("{\"id\":\"x\",\"command\":\"a\",\"env\":{\"A\":\"1\",\"B\":\"2\"},"
+                       "\"promptTimeoutMs\":5000}",
+                       false, &err);
+    json_t *patch = json_loads("{\"env\":{\"A\":null,\"C\":\"3\"},\"promptTimeoutMs\":null,"
+                               "\"idleTimeoutMs\":\"\",\"args\":[\"--x\"],\"enabled\":false}",
+                               0, NULL);
+    json_t *m = NULL;
+    assert_int_equal(cdsh_acp_engine_patch(cur, patch, &m, &err), 0);
+    char *env = json_dumps(json_object_get(m, "env"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(env, "{\"B\":\"2\",\"C\":\"3\"}");
+    free(env);
+    assert_int_equal(json_integer_value(json_object_get(m, "promptTimeoutMs")), 5000);
+    assert_int_equal(json_integer_value(json_object_get(m, "idleTimeoutMs")), 180000);
+    assert_true(json_is_false(json_object_get(m, "enabled")));
+    json_decref(m);
+    json_decref(patch);
+    const char *refused[] = {"{\"capabilities\":{\"fs\":true}}", "{\"health\":{}}"};
+    for (int i = 0; i < 2; i++) {
+        patch = json_loads(refused[i], 0, NULL);
+        m = NULL;
+        assert_int_equal(cdsh_acp_engine_patch(cur, patch, &m, &err), CDSH_EPERM);
+        assert_string_equal(err.code, "READ_ONLY_FIELD");
+        assert_null(m);
+        json_decref(patch);
+    }
+    patch = json_loads("{\"bogus\":1}", 0, NULL);
+    assert_int_equal(cdsh_acp_engine_patch(cur, patch, &m, &err), CDSH_EINVAL);
+    assert_string_equal(err.code, "UNKNOWN_FIELD");
+    json_decref(patch);
+    patch = json_loads("{\"id\":\"y\"}", 0, NULL);
+    assert_int_equal(cdsh_acp_engine_patch(cur, patch, &m, &err), CDSH_EINVAL);
+    json_decref(patch);
+    json_decref(cur);
+}
+
+static void resolve_follows_the_candidate_order(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char bin[4200], exe[4300], exe2[4300];
+    snprintf(bin, sizeof bin, "%s/bin", home);
+    mkdir(bin, 0700);
+    snprintf(exe, sizeof exe, "%s/agent-a", bin);
+    snprintf(exe2, sizeof exe2, "%s/agent-b", bin);
+    cdsh_test_write_file(exe, "#!/bin/sh\n");
+    cdsh_test_write_file(exe2, "#!/bin/sh\n");
+    chmod(exe, 0700);
+    chmod(exe2, 0700);
+    setenv("ACP_TEST_BIN", bin, 1);
+    cdsh_error err = {0};
+    char text[9000];
+    snprintf(text, sizeof text,
+             "{\"id\":\"x\",\"command\":\"agent-b\",\"resolvedCommand\":\"/nonexistent/a\","
+             "\"fallbackPaths\":[\"/nope/agent\",\"${ACP_TEST_BIN}/agent-a\"],"
+             "\"env\":{\"PATH\":\"%s\"}}",
+             bin);
+    json_t *r = norm(text, true, &err);
+    char *res = NULL;
+    const char *via = NULL;
+    assert_int_equal(cdsh_acp_engine_resolve(r, &res, &via, &err), 0);
+    assert_string_equal(res, exe);
+    assert_string_equal(via, "fallbackPaths");
+    free(res);
+    json_object_set_new(r, "fallbackPaths", json_array());
+    assert_int_equal(cdsh_acp_engine_resolve(r, &res, &via, &err), 0);
+    assert_string_equal(res, exe2);
+    assert_string_equal(via, "PATH");
+    free(res);
+    json_object_set_new(r, "resolvedCommand", json_string(exe));
+    assert_int_equal(cdsh_acp_engine_resolve(r, &res, &via, &err), 0);
+    assert_string_equal(via, "resolvedCommand");
+    free(res);
+    json_object_set_new(r, "resolvedCommand", json_null());
+    json_object_set_new(r, "command", json_string("no-such-agent-zz"));
+    json_object_set_new(r, "fallbackPaths", json_pack("[s]", "%ACP_TEST_BIN%/missing"));
+    assert_int_equal(cdsh_acp_engine_resolve(r, &res, &via, &err), CDSH_ENOTFOUND);
+    assert_string_equal(err.code, "COMMAND_NOT_FOUND");
+    assert_non_null(strstr(err.message, "no-such-agent-zz"));
+    assert_non_null(strstr(err.message, "/bin/missing"));
+    json_decref(r);
+    char *x = cdsh_acp_engine_expand_path_dup("~/a/%ACP_TEST_BIN%/${ACP_TEST_BIN}");
+    char want[9000];
+    snprintf(want, sizeof want, "%s/a/%s/%s", getenv("HOME"), bin, bin);
+    assert_string_equal(x, want);
+    free(x);
+    unsetenv("ACP_TEST_BIN");
+    cdsh_test_home_free(home);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(normalize_fills_the_seed_defaults),
+        cmocka_unit_test(normalize_rejects_bad_ids_and_missing_command),
+        cmocka_unit_test(normalize_refuses_unknown_dialects),
+        cmocka_unit_test(user_rows_cannot_set_probed_capabilities_or_health),
+        cmocka_unit_test(normalize_coerces_values),
+        cmocka_unit_test(builtins_carry_the_digest_launch_details),
+        cmocka_unit_test(patch_merges_env_keeps_timeouts_and_refuses_read_only),
+        cmocka_unit_test(resolve_follows_the_candidate_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,400 @@
+/* test_service.c — external agents as cdsh sessions (plugins/acp/service.c):
+ * bind, prompt, stream, permission bridge, cancel, resume after restart,
+ * the engine lock, classified failures and idle disposal of processes. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "acp_fixture.h"
+#include "base/clock.h"
+#include "plugins/acp/service.h"
+#include "plugins/acp/state.h"
+
+typedef struct sink_rec {
+    pthread_mutex_t mu;
+    char text[4096];
+    int updates;
+    cdsh_approval_outcome outcome; /* what the "person" answers */
+    char labels[512];
+} sink_rec;
+
+static void s_update(void *ud, const char *sid, cdsh_acp_update_kind kind, const char *name,
+                     const json_t *u)
+{
+    (void)sid;
+    (void)name;
+    sink_rec *r = ud;
+    pthread_mutex_lock(&r->mu);
+    r->updates++;
+    if (kind == CDSH_ACP_UPDATE_AGENT_MESSAGE_CHUNK) {
+        const char *t = json_string_value(json_object_get(json_object_get(u, "content"), "text"));
+        if (t)
+            strncat(r->text, t, sizeof r->text - strlen(r->text) - 1);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static char *s_perm(void *ud, const char *sid, const json_t *params, cdsh_cancel *cancel)
+{
+    (void)sid;
+    (void)cancel;
+    sink_rec *r = ud;
+    size_t i;
+    json_t *o;
+    r->labels[0] = '\0';
+    json_array_foreach(json_object_get(params, "options"), i, o)
+    {
+        strncat(r->labels, json_string_value(json_object_get(o, "name")),
+                sizeof r->labels - strlen(r->labels) - 2);
+        strcat(r->labels, "|");
+    }
+    return cdsh_acp_permission_option_dup(params, r->outcome);
+}
+
+typedef struct fx {
+    char *home;
+    cdsh_acp_service *svc;
+    sink_rec r;
+    cdsh_acp_turn_sink sink;
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->home = cdsh_test_home_new();
+    pthread_mutex_init(&f->r.mu, NULL);
+    f->sink = (cdsh_acp_turn_sink){s_update, s_perm, &f->r};
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    cdsh_acp_service_free(f->svc);
+    pthread_mutex_destroy(&f->r.mu);
+    cdsh_test_home_free(f->home);
+    free(f);
+    return 0;
+}
+
+static json_t *send(fx *f, const char *sid, const char *text)
+{
+    f->r.text[0] = '\0';
+    return cdsh_acp_service_prompt(f->svc, sid, text, &f->sink, NULL);
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static void a_bound_session_talks_to_its_engine_and_resumes_after_restart(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "chat-1", "fixture", f->home, &err), 0);
+    json_t *res = send(f, "chat-1", "hello");
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "stopReason"), "end_turn");
+    assert_string_equal(str(res, "opened"), "new");
+    assert_string_equal(f->r.text, "PONG");
+    char *acp = strdup(str(res, "acpSessionId"));
+    json_decref(res);
+    res = send(f, "chat-1", "hello");
+    assert_string_equal(str(res, "opened"), "live");
+    json_decref(res);
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 1);
+    /* "Restart": a new service resumes through session/load. */
+    cdsh_acp_service_free(f->svc);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    res = send(f, "chat-1", "hello");
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "opened"), "load");
+    assert_string_equal(str(res, "acpSessionId"), acp);
+    assert_int_equal(json_array_size(json_object_get(res, "warnings")), 0);
+    char want[256];
+    snprintf(want, sizeof want, "restored %sPONG", acp);
+    assert_string_equal(f->r.text, want);
+    json_decref(res);
+    free(acp);
+}
+
+static void without_load_the_session_is_resumed(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[\"--no-load\"]", "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "c", "hello"));
+    cdsh_acp_service_free(f->svc);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    json_t *res = send(f, "c", "hello");
+    assert_string_equal(str(res, "opened"), "resume");
+    json_decref(res);
+    /* A mapping the agent no longer knows: a fresh session and a warning. */
+    cdsh_acp_service_free(f->svc);
+    assert_int_equal(cdsh_acp_state_session_set_acp("c", "gone-session", NULL), 0);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    res = send(f, "c", "hello");
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "opened"), "new");
+    json_t *w = json_object_get(res, "warnings");
+    assert_non_null(strstr(json_string_value(json_array_get(w, json_array_size(w) - 1)),
+                           "engine context not restored"));
+    json_decref(res);
+}
+
+static void the_engine_is_locked_after_the_first_message(void **state)
+{
+    fx *f = *state;
+    acp_write_engines(f->home, "[]");
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, &err), 0);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "gemini", NULL, &err), 0);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", NULL, &err), 0);
+    json_decref(send(f, "c", "hello"));
+    /* A successful spawn records the engine's runtime health. */
+    json_t *row = NULL;
+    assert_int_equal(cdsh_acp_state_engine_find("fixture", &row, NULL), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(row, "health"), "status")), "ok");
+    json_decref(row);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "gemini", NULL, &err), CDSH_EPERM);
+    assert_string_equal(err.code, "ENGINE_LOCKED");
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "no-such", NULL, &err), CDSH_ENOTFOUND);
+    assert_string_equal(err.code, "UNKNOWN_ENGINE");
+    json_t *res = send(f, "unbound", "hello");
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "code"), "UNBOUND_SESSION");
+    json_decref(res);
+}
+
+static void a_disabled_engine_is_an_explicit_error(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "\"enabled\":false");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "c", "hello");
+    assert_string_equal(str(res, "code"), "ENGINE_DISABLED");
+    json_decref(res);
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 0);
+}
+
+static void failed_turns_are_classified_with_the_agents_words(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "c", "funds");
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "code"), "INSUFFICIENT_FUNDS");
+    assert_non_null(strstr(str(res, "message"), "Insufficient account funds"));
+    assert_string_equal(str(res, "engineId"), "fixture");
+    json_decref(res);
+    res = send(f, "c", "die");
+    assert_string_equal(str(res, "code"), "PROTOCOL");
+    assert_non_null(strstr(str(res, "stderrTail"), "fixture agent ready"));
+    json_decref(res);
+    /* The next message starts a new process and reopens the session. */
+    res = send(f, "c", "hello");
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "opened"), "load");
+    json_decref(res);
+}
+
+static void permissions_reach_the_sink_with_the_agents_labels(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    f->r.outcome = CDSH_APPROVAL_ALLOWED_ONCE;
+    json_t *res = send(f, "c", "permission");
+    assert_string_equal(f->r.text, "permission: selected/once");
+    assert_string_equal(f->r.labels, "Allow once|Always allow|Reject|");
+    json_decref(res);
+    f->r.outcome = CDSH_APPROVAL_REJECTED;
+    json_decref(send(f, "c", "permission"));
+    assert_string_equal(f->r.text, "permission: selected/reject");
+    f->r.outcome = CDSH_APPROVAL_CANCELLED;
+    json_decref(send(f, "c", "permission"));
+    assert_string_equal(f->r.text, "permission: cancelled/-");
+    /* No permission callback at all: fail closed. */
+    cdsh_acp_turn_sink mute = {s_update, NULL, &f->r};
+    f->r.text[0] = '\0';
+    json_decref(cdsh_acp_service_prompt(f->svc, "c", "permission", &mute, NULL));
+    assert_string_equal(f->r.text, "permission: cancelled/-");
+}
+
+typedef struct cancel_arg {
+    cdsh_acp_service *svc;
+    bool refused;
+} cancel_arg;
+
+static void *cancel_soon(void *arg)
+{
+    cancel_arg *a = arg;
+    for (int i = 0; i < 100; i++) {
+        usleep(50 * 1000);
+        /* Only cancel once a second turn has been refused while this one runs. */
+        json_t *second = cdsh_acp_service_prompt(a->svc, "c", "hello", NULL, NULL);
+        const char *code = json_string_value(json_object_get(second, "code"));
+        a->refused = a->refused || (code && strcmp(code, "TURN_RUNNING") == 0);
+        json_decref(second);
+        if (a->refused && cdsh_acp_service_cancel(a->svc, "c") == 0)
+            break;
+    }
+    return NULL;
+}
+
+static void cancel_from_another_thread_ends_the_turn(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    assert_int_equal(cdsh_acp_service_cancel(f->svc, "c"), CDSH_ENOTFOUND);
+    cancel_arg a = {f->svc, false};
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_soon, &a);
+    json_t *res = send(f, "c", "stall");
+    pthread_join(t, NULL);
+    assert_true(a.refused); /* a second turn while one runs is refused */
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "stopReason"), "cancelled");
+    json_decref(res);
+}
+
+static void initial_config_options_are_applied_and_shown_verbatim(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]",
+                             "\"initialConfigOptions\":[{\"configId\":\"model\",\"value\":"
+                             "\"fake/two\"},{\"configId\":\"nope\",\"value\":\"x\"}]");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_t *warnings = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_service_open(f->svc, "c", &f->sink, &warnings, &err), 0);
+    assert_int_equal(json_array_size(warnings), 1);
+    assert_non_null(strstr(json_string_value(json_array_get(warnings, 0)), "nope=x not applied"));
+    json_decref(warnings);
+    json_t *cfg = cdsh_acp_service_config_dup(f->svc, "c");
+    json_t *model = json_array_get(json_object_get(cfg, "configOptions"), 1);
+    assert_string_equal(str(model, "currentValue"), "fake/two");
+    json_t *mode = json_array_get(json_object_get(cfg, "configOptions"), 0);
+    assert_string_equal(str(mode, "description"), "Controls how much the agent may do on its own");
+    json_decref(cfg);
+    const char *via = NULL;
+    assert_int_equal(cdsh_acp_service_set_config(f->svc, "c", "mode", "plan", &via, &err), 0);
+    assert_string_equal(via, "set_config_option");
+}
+
+static void idle_engines_are_disposed_and_leave_no_process(void **state)
+{
+    fx *f = *state;
+    char pidfile[4300], extra[4400];
+    snprintf(pidfile, sizeof pidfile, "%s/pids", f->home);
+    snprintf(extra, sizeof extra, "\"idleDisposeMs\":200");
+    char args[4400];
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
+    acp_write_fixture_engine(f->home, args, extra);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "a", "fixture", f->home, NULL), 0);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "b", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "a", "hello"));
+    json_decref(send(f, "b", "hello"));
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 1); /* shared by both */
+    char *pids = cdsh_test_read_file(pidfile, NULL);
+    int pid = atoi(pids);
+    free(pids);
+    assert_true(acp_pid_alive(pid));
+    assert_int_equal(cdsh_acp_service_release(f->svc, "a", NULL), 0);
+    usleep(500 * 1000);
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 1); /* b still open */
+    assert_int_equal(cdsh_acp_service_release(f->svc, "b", NULL), 0);
+    int64_t until = cdsh_clock_mono_ms() + 5000;
+    while (cdsh_acp_service_process_count(f->svc) > 0 && cdsh_clock_mono_ms() < until)
+        usleep(50 * 1000);
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 0);
+    /* Disposal (stdin closed, SIGTERM, SIGKILL after the grace) ends it. */
+    until = cdsh_clock_mono_ms() + 8000;
+    while (acp_pid_alive(pid) && cdsh_clock_mono_ms() < until)
+        usleep(20 * 1000);
+    assert_false(acp_pid_alive(pid));
+}
+
+static void cdsh_mcp_servers_are_offered_when_the_agent_supports_them(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    /* The fixture advertises mcp http but not sse; stdio is always allowed. */
+    json_t *mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[\"mcp\"],"
+                             "\"env\":[]},{\"type\":\"http\",\"name\":\"web\",\"url\":"
+                             "\"http://127.0.0.1:1/mcp\",\"headers\":[]},{\"type\":\"sse\","
+                             "\"name\":\"old\",\"url\":\"http://127.0.0.1:1/sse\",\"headers\":[]}]",
+                             0, NULL);
+    cdsh_acp_service_opts o = {.mcp_servers = mcp};
+    f->svc = cdsh_acp_service_new(&o, NULL);
+    json_decref(mcp);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "c", "mcp"));
+    assert_string_equal(f->r.text, "mcp: cdsh:stdio,web:http");
+    cdsh_acp_service_free(f->svc);
+    /* An engine with "mcp":"none" gets none. */
+    acp_write_fixture_engine(f->home, "[]", "\"mcp\":\"none\"");
+    mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[],\"env\":[]}]", 0, NULL);
+    o.mcp_servers = mcp;
+    f->svc = cdsh_acp_service_new(&o, NULL);
+    json_decref(mcp);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "d", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "d", "mcp"));
+    assert_string_equal(f->r.text, "mcp: -");
+}
+
+static void permission_option_mapping_follows_the_digest(void **state)
+{
+    (void)state;
+    json_t *p = json_loads("{\"options\":[{\"optionId\":\"a\",\"kind\":\"allow_always\"},"
+                           "{\"optionId\":\"r\",\"kind\":\"reject_always\"}]}",
+                           0, NULL);
+    char *id = cdsh_acp_permission_option_dup(p, CDSH_APPROVAL_ALLOWED_ONCE);
+    assert_string_equal(id, "a");
+    free(id);
+    id = cdsh_acp_permission_option_dup(p, CDSH_APPROVAL_UNAVAILABLE);
+    assert_string_equal(id, "r");
+    free(id);
+    assert_null(cdsh_acp_permission_option_dup(p, CDSH_APPROVAL_CANCELLED));
+    json_decref(p);
+    p = json_loads("{\"options\":[{\"optionId\":\"x\",\"kind\":\"reject_once\"}]}", 0, NULL);
+    assert_null(cdsh_acp_permission_option_dup(p, CDSH_APPROVAL_ALLOWED_ONCE));
+    json_decref(p);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(a_bound_session_talks_to_its_engine_and_resumes_after_restart),
+        T(without_load_the_session_is_resumed),
+        T(the_engine_is_locked_after_the_first_message),
+        T(a_disabled_engine_is_an_explicit_error),
+        T(failed_turns_are_classified_with_the_agents_words),
+        T(permissions_reach_the_sink_with_the_agents_labels),
+        T(cancel_from_another_thread_ends_the_turn),
+        T(initial_config_options_are_applied_and_shown_verbatim),
+        T(idle_engines_are_disposed_and_leave_no_process),
+        T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
+        cmocka_unit_test(permission_option_mapping_follows_the_digest),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

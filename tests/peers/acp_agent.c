@@ -1,0 +1,460 @@
+/* acp_agent.c — a scripted ACP agent for the client tests (runs under ASan
+ * with the rest). Behaviour on start-up comes from flags; each prompt's
+ * first text block is a command: hello, all-updates, permission, read P,
+ * write P TEXT, stall, stall-hard, slow N, die, garbage, funds, auth,
+ * ratelimit, sessions, mcp. Not a real agent: it never calls a model. */
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/jsonrpc.h"
+
+static const char *config_style = "both"; /* options | modes | both | none */
+static int no_load, need_auth, authed, leak, garbage_first;
+static int init_delay_ms;
+static int session_counter;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static cdsh_jsonrpc_request *held; /* a stalled prompt */
+static int held_soft;
+static char current_mode[32] = "default";
+static char current_model[64] = "fake/one";
+static char mcp_names[256] = "-"; /* names of the MCP servers of the last session/new */
+
+static json_t *config_options(void)
+{
+    return json_pack("[{s:s,s:s,s:s,s:s,s:s,s:s,s:[{s:s,s:s,s:s},{s:s,s:s,s:s}]},"
+                     "{s:s,s:s,s:s,s:s,s:s,s:[{s:s,s:s},{s:s,s:s}]}]",
+                     "id", "mode", "name", "Session Mode", "description",
+                     "Controls how much the agent may do on its own", "category", "mode", "type",
+                     "select", "currentValue", current_mode, "options", "value", "default", "name",
+                     "Default", "description", "Asks before edits", "value", "plan", "name", "Plan",
+                     "description", "Research and plan only — no edits or commands", "id", "model",
+                     "name", "Model", "category", "model", "type", "select", "currentValue",
+                     current_model, "options", "value", "fake/one", "name", "Fake One", "value",
+                     "fake/two", "name", "Fake Two");
+}
+
+static json_t *modes(void)
+{
+    return json_pack("{s:s,s:[{s:s,s:s,s:s},{s:s,s:s,s:s}]}", "currentModeId", current_mode,
+                     "availableModes", "id", "default", "name", "Default", "description",
+                     "Asks before edits", "id", "plan", "name", "Plan", "description",
+                     "Research and plan only — no edits or commands");
+}
+
+static void add_config(json_t *res)
+{
+    if (strcmp(config_style, "options") == 0 || strcmp(config_style, "both") == 0)
+        json_object_set_new(res, "configOptions", config_options());
+    if (strcmp(config_style, "modes") == 0 || strcmp(config_style, "both") == 0)
+        json_object_set_new(res, "modes", modes());
+}
+
+static void update(cdsh_jsonrpc *peer, const char *sid, json_t *upd)
+{
+    json_t *p = json_pack("{s:s,s:o}", "sessionId", sid, "update", upd);
+    cdsh_jsonrpc_notify(peer, "session/update", p, NULL);
+    json_decref(p);
+}
+
+static void say(cdsh_jsonrpc *peer, const char *sid, const char *text)
+{
+    update(peer, sid,
+           json_pack("{s:s,s:{s:s,s:s}}", "sessionUpdate", "agent_message_chunk", "content", "type",
+                     "text", "text", text));
+}
+
+static void reply_stop(cdsh_jsonrpc_request *req, const char *stop)
+{
+    json_t *r = json_pack("{s:s,s:{s:i,s:i}}", "stopReason", stop, "usage", "inputTokens", 3,
+                          "outputTokens", 1);
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+}
+
+static void raw_line(const char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = write(1, text, n);
+        if (w <= 0) {
+            usleep(1000);
+            continue;
+        }
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+static void on_initialize(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    (void)peer;
+    if (init_delay_ms)
+        usleep((useconds_t)init_delay_ms * 1000);
+    json_t *r = json_pack(
+        "{s:i,s:{s:b,s:{s:b,s:b},s:{s:b,s:b},s:{s:{},s:{},s:{},s:{}}},s:{s:s,s:s,s:s},"
+        "s:[{s:s,s:s,s:s}]}",
+        "protocolVersion", 1, "agentCapabilities", "loadSession", !no_load, "mcpCapabilities",
+        "http", 1, "sse", 0, "promptCapabilities", "image", 0, "embeddedContext", 1,
+        "sessionCapabilities", "list", "close", "resume", "fork", "agentInfo", "name",
+        "fixture-agent", "title", "Fixture Agent", "version", "1.0.0", "authMethods", "id",
+        "fixture-login", "name", "Fixture login", "description", "Log in to the fixture");
+    if (leak) {
+        json_object_set_new(r, "_meta",
+                            json_pack("{s:s,s:s,s:s}", "apiKey", "sk-fixtureSECRET1234567890",
+                                      "note", "Authorization: Bearer fixtureTOKENabcdef123456",
+                                      "cookie", "session=fixtureCOOKIE42"));
+    }
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+}
+
+static void on_authenticate(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    (void)peer;
+    const char *m =
+        json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "methodId"));
+    if (!m || strcmp(m, "fixture-login") != 0) {
+        cdsh_jsonrpc_respond_error(req, -32602, "Invalid params: unknown auth method", NULL, NULL);
+        return;
+    }
+    authed = 1;
+    json_t *r = json_object();
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+}
+
+static void on_session_new(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    if (need_auth && !authed) {
+        cdsh_jsonrpc_respond_error(req, -32000, "Authentication required", NULL, NULL);
+        return;
+    }
+    char sid[64];
+    snprintf(sid, sizeof sid, "fx-%d-%d", (int)getpid(), ++session_counter);
+    size_t i;
+    json_t *m;
+    mcp_names[0] = '\0';
+    json_array_foreach(json_object_get(cdsh_jsonrpc_request_params(req), "mcpServers"), i, m)
+    {
+        const char *type = json_string_value(json_object_get(m, "type"));
+        size_t len = strlen(mcp_names);
+        snprintf(mcp_names + len, sizeof mcp_names - len, "%s%s:%s", len ? "," : "",
+                 json_string_value(json_object_get(m, "name")), type ? type : "stdio");
+    }
+    if (!mcp_names[0])
+        snprintf(mcp_names, sizeof mcp_names, "-");
+    json_t *r = json_pack("{s:s}", "sessionId", sid);
+    add_config(r);
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+    update(peer, sid,
+           json_pack("{s:s,s:[{s:s,s:s}]}", "sessionUpdate", "available_commands_update",
+                     "availableCommands", "name", "init", "description", "create AGENTS.md"));
+}
+
+static void on_session_load(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    const char *method = arg;
+    json_t *params = cdsh_jsonrpc_request_params(req);
+    const char *sid = json_string_value(json_object_get(params, "sessionId"));
+    if (!sid || strncmp(sid, "fx-", 3) != 0) {
+        cdsh_jsonrpc_respond_error(req, -32002, "Resource not found: session", NULL, NULL);
+        return;
+    }
+    if (strcmp(method, "load") == 0) {
+        update(peer, sid,
+               json_pack("{s:s,s:{s:s,s:s}}", "sessionUpdate", "user_message_chunk", "content",
+                         "type", "text", "text", "earlier question"));
+        char text[128];
+        snprintf(text, sizeof text, "restored %s", sid);
+        say(peer, sid, text);
+    }
+    json_t *r = json_object();
+    add_config(r);
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+}
+
+static void on_set_config(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    json_t *params = cdsh_jsonrpc_request_params(req);
+    if (strcmp(config_style, "options") != 0 && strcmp(config_style, "both") != 0) {
+        cdsh_jsonrpc_respond_error(req, -32601, "Method not found: session/set_config_option", NULL,
+                                   NULL);
+        return;
+    }
+    const char *id = json_string_value(json_object_get(params, "configId"));
+    const char *v = json_string_value(json_object_get(params, "value"));
+    if (id && v && strcmp(id, "mode") == 0)
+        snprintf(current_mode, sizeof current_mode, "%s", v);
+    else if (id && v && strcmp(id, "model") == 0)
+        snprintf(current_model, sizeof current_model, "%s", v);
+    else {
+        cdsh_jsonrpc_respond_error(req, -32602, "Invalid params: unknown config option", NULL,
+                                   NULL);
+        return;
+    }
+    json_t *r = json_pack("{s:o}", "configOptions", config_options());
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+    update(peer, json_string_value(json_object_get(params, "sessionId")),
+           json_pack("{s:s,s:o}", "sessionUpdate", "config_option_update", "configOptions",
+                     config_options()));
+}
+
+static void on_set_mode(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    json_t *params = cdsh_jsonrpc_request_params(req);
+    const char *v = json_string_value(json_object_get(params, "modeId"));
+    if (strcmp(config_style, "modes") != 0 && strcmp(config_style, "both") != 0) {
+        cdsh_jsonrpc_respond_error(req, -32601, "Method not found: session/set_mode", NULL, NULL);
+        return;
+    }
+    snprintf(current_mode, sizeof current_mode, "%s", v ? v : "default");
+    json_t *r = json_object();
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+    update(peer, json_string_value(json_object_get(params, "sessionId")),
+           json_pack("{s:s,s:s}", "sessionUpdate", "current_mode_update", "currentModeId",
+                     current_mode));
+}
+
+static void on_simple(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    (void)peer;
+    json_t *r = strcmp(cdsh_jsonrpc_request_method(req), "session/list") == 0
+                    ? json_pack("{s:[]}", "sessions")
+                    : json_object();
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+}
+
+static void on_cancel(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    (void)peer;
+    (void)req;
+    pthread_mutex_lock(&mu);
+    cdsh_jsonrpc_request *h = held_soft ? held : NULL;
+    if (h)
+        held = NULL;
+    pthread_mutex_unlock(&mu);
+    if (h)
+        reply_stop(h, "cancelled");
+}
+
+static void all_updates(cdsh_jsonrpc *peer, const char *sid)
+{
+    update(peer, sid,
+           json_pack("{s:s,s:{s:s,s:s}}", "sessionUpdate", "agent_thought_chunk", "content", "type",
+                     "text", "text", "thinking about it"));
+    update(peer, sid,
+           json_pack("{s:s,s:[{s:s,s:s,s:s},{s:s,s:s,s:s}]}", "sessionUpdate", "plan", "entries",
+                     "content", "look", "priority", "high", "status", "completed", "content",
+                     "answer", "priority", "medium", "status", "in_progress"));
+    update(peer, sid,
+           json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s}}", "sessionUpdate", "tool_call", "toolCallId",
+                     "call-1", "title", "ls", "kind", "execute", "status", "pending", "rawInput",
+                     "command", "ls"));
+    update(peer, sid,
+           json_pack("{s:s,s:s,s:s,s:[{s:s,s:{s:s,s:s}}]}", "sessionUpdate", "tool_call_update",
+                     "toolCallId", "call-1", "status", "completed", "content", "type", "content",
+                     "content", "type", "text", "text", "a.txt b.txt"));
+    update(peer, sid,
+           json_pack("{s:s,s:s}", "sessionUpdate", "current_mode_update", "currentModeId", "plan"));
+    update(peer, sid,
+           json_pack("{s:s,s:s,s:s}", "sessionUpdate", "session_info_update", "title",
+                     "Fixture session", "updatedAt", "2026-11-29T00:00:00Z"));
+    update(peer, sid,
+           json_pack("{s:s,s:i,s:i,s:{s:f,s:s}}", "sessionUpdate", "usage_update", "used", 10,
+                     "size", 1000, "cost", "amount", 0.001, "currency", "USD"));
+    update(peer, sid,
+           json_pack("{s:s,s:s,s:s}", "sessionUpdate", "notice", "severity", "info", "title",
+                     "heads up"));
+    update(peer, sid,
+           json_pack("{s:s,s:s}", "sessionUpdate", "mystery_update", "payload", "ignored"));
+    say(peer, sid, "all done");
+}
+
+static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    json_t *params = cdsh_jsonrpc_request_params(req);
+    const char *sid = json_string_value(json_object_get(params, "sessionId"));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(params, "prompt"), 0), "text"));
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s", text ? text : "");
+    if (!sid) {
+        cdsh_jsonrpc_respond_error(req, -32602, "Invalid params: sessionId", NULL, NULL);
+        return;
+    }
+    if (strcmp(cmd, "all-updates") == 0) {
+        all_updates(peer, sid);
+    } else if (strcmp(cmd, "permission") == 0) {
+        update(peer, sid,
+               json_pack("{s:s,s:s,s:s,s:s,s:s}", "sessionUpdate", "tool_call", "toolCallId",
+                         "call-p", "title", "rm -rf build", "kind", "execute", "status",
+                         "pending"));
+        json_t *p =
+            json_pack("{s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s},{s:s,s:s,s:s},{s:s,s:s,s:s}]}",
+                      "sessionId", sid, "toolCall", "toolCallId", "call-p", "title", "rm -rf build",
+                      "options", "optionId", "once", "name", "Allow once", "kind", "allow_once",
+                      "optionId", "always", "name", "Always allow", "kind", "allow_always",
+                      "optionId", "reject", "name", "Reject", "kind", "reject_once");
+        json_t *res = NULL;
+        cdsh_error e = {0};
+        int rc =
+            cdsh_jsonrpc_call(peer, "session/request_permission", p, 30000, NULL, &res, NULL, &e);
+        json_decref(p);
+        json_t *o = json_object_get(res, "outcome");
+        char msg[256];
+        snprintf(msg, sizeof msg, "permission: %s/%s",
+                 rc == 0 ? json_string_value(json_object_get(o, "outcome")) : "error",
+                 rc == 0 && json_object_get(o, "optionId")
+                     ? json_string_value(json_object_get(o, "optionId"))
+                     : "-");
+        json_decref(res);
+        say(peer, sid, msg);
+    } else if (strncmp(cmd, "read ", 5) == 0 || strncmp(cmd, "write ", 6) == 0) {
+        int is_read = cmd[0] == 'r';
+        char *path = cmd + (is_read ? 5 : 6);
+        char *content = NULL;
+        if (!is_read && (content = strchr(path, ' ')))
+            *content++ = '\0';
+        json_t *p = is_read ? json_pack("{s:s,s:s}", "sessionId", sid, "path", path)
+                            : json_pack("{s:s,s:s,s:s}", "sessionId", sid, "path", path, "content",
+                                        content ? content : "");
+        json_t *res = NULL;
+        cdsh_jsonrpc_remote_error rerr = {0};
+        int rc = cdsh_jsonrpc_call(peer, is_read ? "fs/read_text_file" : "fs/write_text_file", p,
+                                   30000, NULL, &res, &rerr, NULL);
+        json_decref(p);
+        char msg[4096 + 64];
+        if (rc == 0)
+            snprintf(msg, sizeof msg, "%s: %s", is_read ? "read" : "write",
+                     is_read ? json_string_value(json_object_get(res, "content")) : "ok");
+        else
+            snprintf(msg, sizeof msg, "%s-error: %lld %s", is_read ? "read" : "write",
+                     (long long)rerr.code, rerr.message ? rerr.message : "?");
+        cdsh_jsonrpc_remote_error_clear(&rerr);
+        json_decref(res);
+        say(peer, sid, msg);
+    } else if (strcmp(cmd, "stall") == 0 || strcmp(cmd, "stall-hard") == 0) {
+        say(peer, sid, "thinking...");
+        pthread_mutex_lock(&mu);
+        held = cdsh_jsonrpc_request_hold(req);
+        held_soft = strcmp(cmd, "stall") == 0;
+        pthread_mutex_unlock(&mu);
+        return;
+    } else if (strncmp(cmd, "slow ", 5) == 0) {
+        int n = atoi(cmd + 5);
+        for (int i = 0; i < n; i++) {
+            usleep(100 * 1000);
+            say(peer, sid, ".");
+        }
+    } else if (strcmp(cmd, "die") == 0) {
+        say(peer, sid, "about to crash");
+        usleep(50 * 1000);
+        _exit(3);
+    } else if (strcmp(cmd, "garbage") == 0) {
+        raw_line("this is not json {\n");
+        raw_line("[1,2,3]\n");
+        say(peer, sid, "PONG");
+    } else if (strcmp(cmd, "funds") == 0) {
+        json_t *d =
+            json_pack("{s:s}", "details", "Upstream request failed: Insufficient account funds");
+        cdsh_jsonrpc_respond_error(req, -32603, "Internal error", d, NULL);
+        json_decref(d);
+        return;
+    } else if (strcmp(cmd, "auth") == 0) {
+        cdsh_jsonrpc_respond_error(req, -32000, "Authentication required", NULL, NULL);
+        return;
+    } else if (strcmp(cmd, "ratelimit") == 0) {
+        cdsh_jsonrpc_respond_error(req, -32603, "Rate limit exceeded, retry later (429)", NULL,
+                                   NULL);
+        return;
+    } else if (strcmp(cmd, "mcp") == 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "mcp: %s", mcp_names);
+        say(peer, sid, msg);
+    } else if (strcmp(cmd, "sessions") == 0) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "sessions: %d", session_counter);
+        say(peer, sid, msg);
+    } else {
+        say(peer, sid, "PONG");
+    }
+    reply_stop(req, "end_turn");
+}
+
+int main(int argc, char **argv)
+{
+    const char *pid_file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config_style = argv[++i];
+        else if (strcmp(argv[i], "--no-load") == 0)
+            no_load = 1;
+        else if (strcmp(argv[i], "--auth") == 0)
+            need_auth = 1;
+        else if (strcmp(argv[i], "--leak") == 0)
+            leak = 1;
+        else if (strcmp(argv[i], "--garbage-first") == 0)
+            garbage_first = 1;
+        else if (strcmp(argv[i], "--init-delay") == 0 && i + 1 < argc)
+            init_delay_ms = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--pid-file") == 0 && i + 1 < argc)
+            pid_file = argv[++i];
+        else if (strcmp(argv[i], "--exit-at-once") == 0) {
+            fprintf(stderr, "fixture: refusing to start (asked to)\n");
+            return 7;
+        }
+    }
+    if (pid_file) {
+        FILE *f = fopen(pid_file, "a");
+        if (f) {
+            fprintf(f, "%d\n", (int)getpid());
+            fclose(f);
+        }
+    }
+    if (garbage_first)
+        raw_line("fixture agent starting (not json)\n");
+    fprintf(stderr, "fixture agent ready\n");
+    cdsh_jsonrpc_config cfg = {.name = "client"};
+    cdsh_jsonrpc *peer = cdsh_jsonrpc_new(0, 1, &cfg, NULL);
+    if (!peer)
+        return 1;
+    cdsh_jsonrpc_handle(peer, "initialize", on_initialize, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "authenticate", on_authenticate, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/new", on_session_new, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/load", on_session_load, "load", NULL);
+    cdsh_jsonrpc_handle(peer, "session/resume", on_session_load, "resume", NULL);
+    cdsh_jsonrpc_handle(peer, "session/set_config_option", on_set_config, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/set_mode", on_set_mode, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/close", on_simple, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/list", on_simple, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/prompt", on_prompt, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/cancel", on_cancel, NULL, NULL);
+    cdsh_jsonrpc_start(peer, NULL);
+    while (!cdsh_jsonrpc_is_closed(peer))
+        usleep(20 * 1000);
+    pthread_mutex_lock(&mu);
+    cdsh_jsonrpc_request *h = held;
+    held = NULL;
+    pthread_mutex_unlock(&mu);
+    if (h)
+        cdsh_jsonrpc_respond_error(h, -32603, "shutting down", NULL, NULL);
+    cdsh_jsonrpc_free(peer);
+    return 0;
+}
