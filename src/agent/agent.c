@@ -600,7 +600,6 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
         goto cleanup;
     emit(&t, "turn/start", NULL);
     bus_turn(&t, "start");
-    turn_context_freeze(&t);
     json_t *um = json_pack("{s:s}", "text", text);
     int64_t seq = 0;
     rc = log_event(&t, "user/message", um, &seq, err);
@@ -610,6 +609,7 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     }
     json_object_set_new(um, "seq", json_integer(seq));
     emit(&t, "user/message", um);
+    turn_context_freeze(&t); /* after the message is logged: providers may read it */
 
     client = client_for(&t, loaded.session, &merr);
     if (!client) {
