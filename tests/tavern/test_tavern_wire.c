@@ -10,91 +10,17 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "agent/session_store.h"
-#include "host/host.h"
 #include "host/prompt.h"
-#include "host/rpc.h"
-#include "plugins/tavern/b64.h"
-#include "plugins/tavern/plugin.h"
 #include "support/model_env.h"
+#include "support/tavern_world.h"
 
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
-
-typedef struct world {
-    cdsh_host *host;
-    cdsh_session_store *store;
-    cdsh_agent *agent;
-    cdsh_scope *scope;
-} world;
-
-static void world_open(world *w)
-{
-    cdsh_error err = {0};
-    w->host = cdsh_host_new();
-    json_t *cfg = json_pack("{s:b}", "branches", 1);
-    assert_int_equal(cdsh_plugin_load(w->host, &cdsh_tavern_plugin, cfg, NULL, &err), 0);
-    json_decref(cfg);
-    assert_int_equal(cdsh_session_store_open(NULL, &w->store, &err), 0);
-    w->scope = cdsh_scope_new("role-play", NULL);
-    cdsh_agent_options o = {.host = w->host,
-                            .store = w->store,
-                            .scope = w->scope,
-                            .base_prompt = "You are the narrator."};
-    assert_int_equal(cdsh_agent_new(&o, &w->agent, &err), 0);
-}
-
-static void world_close(world *w)
-{
-    cdsh_agent_free(w->agent);
-    cdsh_session_store_close(w->store);
-    cdsh_host_free(w->host);
-    cdsh_scope_unref(w->scope);
-}
-
-static json_t *rpc(world *w, const char *method, json_t *payload_take)
-{
-    json_t *res = cdsh_rpc_call(cdsh_host_rpc(w->host), "/tavern", method, payload_take, NULL);
-    json_decref(payload_take);
-    if (!json_is_true(json_object_get(res, "ok"))) {
-        char *t = json_dumps(res, 0);
-        fail_msg("%s failed: %s", method, t);
-    }
-    json_t *v = json_incref(json_object_get(res, "value"));
-    json_decref(res);
-    return v;
-}
-
-static void turn(world *w, const char *sid, const char *text)
-{
-    cdsh_agent_outcome out;
-    cdsh_error err = {0};
-    assert_int_equal(cdsh_agent_run_turn(w->agent, sid, text, NULL, NULL, NULL, &out, &err), 0);
-    assert_string_equal(out.reason, "done");
-    cdsh_agent_outcome_deinit(&out);
-}
-
-static char *new_session(world *w, const char *title)
+static char *new_session(cdsh_test_tavern_world *w, const char *title)
 {
     cdsh_session_spec spec = {.title = title};
     char *sid = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_session_store_create(w->store, &spec, &sid, &err), 0);
     return sid;
-}
-
-static void bind(world *w, const char *sid)
-{
-    size_t len = 0;
-    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *imp = rpc(w, "importCharacter",
-                      json_pack("{s:s,s:s}", "fileBase64", b64, "book", "import"));
-    json_decref(
-        rpc(w, "setSessionBinding",
-            json_pack("{s:s,s:O}", "sessionId", sid, "cardId", json_object_get(imp, "cardId"))));
-    json_decref(imp);
-    free(b64);
-    free(bytes);
 }
 
 static const char *msg_text(const json_t *body, long idx)
@@ -119,25 +45,24 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     cdsh_test_fake_model f;
     cdsh_test_model_env_start(&f, "[" CALL("c1", "tavern_lore_read", "{}") "," SAY("Hello.") ","
                                       SAY("Plain.") "]");
-    world w;
-    world_open(&w);
+    cdsh_test_tavern_world w;
+    cdsh_test_tavern_world_open(&w);
     /* A plugin-rule segment (orders 100-199 sit before the standing). */
     cdsh_prompt_segment_def rules = {.id = "test:rules", .order = 150, .text = "RULES 150"};
     cdsh_disposer_t d;
     cdsh_error err = {0};
     assert_int_equal(cdsh_prompt_register(cdsh_host_prompt(w.host), NULL, &rules, &d, &err), 0);
 
-    char *sid = new_session(&w, "bound");
+    char *sid = cdsh_test_tavern_bound_session(&w, "import", "bound", NULL);
     char *other = new_session(&w, "unbound");
-    bind(&w, sid);
-    json_t *preview = rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
+    json_t *preview = cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
     const char *standing = json_string_value(json_object_get(preview, "standing"));
     assert_non_null(standing);
     assert_true(strlen(standing) > 100);
     assert_non_null(strstr(standing, "Seraphina"));
 
-    turn(&w, sid, "I wake up in the forest.");
-    turn(&w, other, "Hello there.");
+    cdsh_test_tavern_turn(&w, sid, "I wake up in the forest.");
+    cdsh_test_tavern_turn(&w, other, "Hello there.");
     json_t *bodies = cdsh_test_model_env_bodies(&f);
     assert_int_equal(json_array_size(bodies), 3);
 
@@ -168,7 +93,7 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     json_array_foreach(msgs, i, m)
         assert_null(strstr(json_string_value(json_object_get(m, "content")), "runtime_context"));
     assert_null(json_object_get(ub, "temperature"));
-    json_t *unbound_preview = rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
+    json_t *unbound_preview = cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
     assert_string_equal(json_string_value(json_object_get(unbound_preview, "standing")), "");
     json_decref(unbound_preview);
 
@@ -177,7 +102,7 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     cdsh_disposer_run(&d);
     free(sid);
     free(other);
-    world_close(&w);
+    cdsh_test_tavern_world_close(&w);
     cdsh_test_model_env_stop(&f);
     cdsh_test_home_free(home);
 }
