@@ -149,7 +149,7 @@ static void wait_times_out_when_not_fired(void **state)
     assert_false(cdsh_cancel_wait(tok, 50));
     int64_t elapsed = cdsh_clock_mono_ms() - t0;
     assert_true(elapsed >= 50);
-    assert_true(elapsed < 5000);
+    assert_true(elapsed < 30000); /* returned at all: nothing else would wake it */
     assert_false(cdsh_cancel_wait(tok, 0));
     cdsh_cancel_free(tok);
 }
@@ -160,8 +160,8 @@ static void wait_returns_at_once_when_already_fired(void **state)
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     cdsh_cancel_fire(tok, NULL);
     int64_t t0 = cdsh_clock_mono_ms();
-    assert_true(cdsh_cancel_wait(tok, 10000));
-    assert_true(cdsh_clock_mono_ms() - t0 < 1000);
+    assert_true(cdsh_cancel_wait(tok, 60000));
+    assert_true(cdsh_clock_mono_ms() - t0 < 30000); /* did not sit out the 60 s */
     cdsh_cancel_free(tok);
 }
 
@@ -184,7 +184,7 @@ static void wait_wakes_when_another_thread_fires(void **state)
     assert_true(cdsh_cancel_wait(child, -1));
     int64_t elapsed = cdsh_clock_mono_ms() - t0;
     pthread_join(t, NULL);
-    assert_true(elapsed < 5000);
+    assert_true(elapsed < 30000); /* the wait has no timeout: only the fire wakes it */
     assert_string_equal(cdsh_cancel_reason(child), "from thread");
     cdsh_cancel_free(child);
     cdsh_cancel_free(parent);

@@ -20,9 +20,12 @@ static void monotonic_clock_advances_with_sleep(void **state)
 static void wall_clock_matches_time(void **state)
 {
     (void)state;
+    /* bracketed by time() before and after, so a preemption between the
+     * two reads cannot fail it; +-1 s for time()'s coarser clock */
+    int64_t before = (int64_t)time(NULL);
     int64_t ms = cdsh_clock_wall_ms();
-    int64_t now = (int64_t)time(NULL);
-    assert_true(ms / 1000 >= now - 1 && ms / 1000 <= now + 1);
+    int64_t after = (int64_t)time(NULL);
+    assert_true(ms / 1000 >= before - 1 && ms / 1000 <= after + 1);
 }
 
 static void format_gives_utc_with_milliseconds(void **state)

@@ -388,14 +388,16 @@ static void lock_waiter_gets_the_lock_once_released(void **state)
     char *p = tpath("w.lock");
     delayed d = {.delay_ms = 150};
     assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 0, NULL, &d.lock, NULL), 0);
+    /* t0 before the releaser starts: the release comes >= 150 ms after t0
+     * however the threads are scheduled */
+    int64_t t0 = mono_ms();
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, release_later, &d), 0);
     cdsh_fs_lock *mine = NULL;
-    int64_t t0 = mono_ms();
-    assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 10000, NULL, &mine, NULL), 0);
+    assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 60000, NULL, &mine, NULL), 0);
     int64_t waited = mono_ms() - t0;
-    assert_true(waited >= 100);
-    assert_true(waited < 5000);
+    assert_true(waited >= 140);
+    assert_true(waited < 30000); /* woken by the release, not the 60 s budget */
     pthread_join(t, NULL);
     cdsh_fs_lock_close(mine);
     free(p);
@@ -417,7 +419,7 @@ static void lock_wait_observes_cancellation(void **state)
     assert_string_equal(j.err.code, "CANCELLED");
     assert_non_null(strstr(j.err.message, p));
     assert_non_null(strstr(j.err.message, "user pressed stop"));
-    assert_true(j.elapsed_ms < 5000);
+    assert_true(j.elapsed_ms < 30000); /* no timeout: only the cancel wakes it */
     /* An already-fired token refuses at once even if the lock is free. */
     cdsh_fs_lock_close(held);
     lock_job k = {.path = p, .kind = CDSH_FS_LOCK_SHARED, .timeout_ms = 1000, .cancel = tok};
@@ -430,22 +432,30 @@ static void lock_contends_between_processes(void **state)
 {
     (void)state;
     char *p = tpath("proc.lock");
-    int ready[2];
+    /* the child holds the lock until told to let go (then 150 ms more), so
+     * the parent's attempts never race its release */
+    int ready[2], go[2];
     assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        close(go[1]);
         cdsh_fs_lock *l = NULL;
         if (cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 0, NULL, &l, NULL) != 0)
             _exit(1);
         if (write(ready[1], "x", 1) != 1)
             _exit(2);
-        struct timespec ts = {0, 300 * 1000000L};
+        char g;
+        if (read(go[0], &g, 1) != 1)
+            _exit(3);
+        struct timespec ts = {0, 150 * 1000000L};
         nanosleep(&ts, NULL);
         cdsh_fs_lock_close(l);
         _exit(0);
     }
     close(ready[1]);
+    close(go[0]);
     char c;
     assert_int_equal(read(ready[0], &c, 1), 1);
     close(ready[0]);
@@ -455,8 +465,10 @@ static void lock_contends_between_processes(void **state)
                      CDSH_ETIMEDOUT);
     assert_non_null(strstr(err.message, p));
     int64_t t0 = mono_ms();
-    assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 10000, NULL, &mine, &err), 0);
-    assert_true(mono_ms() - t0 >= 100);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    close(go[1]);
+    assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 60000, NULL, &mine, &err), 0);
+    assert_true(mono_ms() - t0 >= 140); /* it did wait for the child's release */
     cdsh_fs_lock_close(mine);
     int wst;
     assert_int_equal(waitpid(pid, &wst, 0), pid);

@@ -172,12 +172,17 @@ static int body_fail(void *ud, const cdsh_tool_exec *exec, json_t **value)
     return cdsh_dispatch_fail(exec, *buf ? buf : NULL, *buf ? code : NULL, "%s", msg);
 }
 
-/* Waits for its token (up to 5 s), then succeeds with "woke:<reason>". */
+/* Set by body_wait_cancel once it runs, so a test can fire its token while
+ * the body is in flight instead of guessing with a sleep. */
+static atomic_int fx_body_waiting;
+
+/* Waits for its token (up to 60 s), then succeeds with "woke:<reason>". */
 static int body_wait_cancel(void *ud, const cdsh_tool_exec *exec, json_t **value)
 {
     (void)ud;
     trace("body");
-    bool fired = cdsh_cancel_wait(exec->cancel, 5000);
+    atomic_store(&fx_body_waiting, 1);
+    bool fired = cdsh_cancel_wait(exec->cancel, 60000);
     char buf[128];
     snprintf(buf, sizeof buf, "woke:%s", fired ? cdsh_cancel_reason(exec->cancel) : "no");
     *value = json_string(buf);

@@ -188,6 +188,7 @@ typedef struct step {
     size_t len;
     int64_t sleep_ms; /* before the bytes */
     bool drop;        /* close the connection abruptly */
+    char *wait_file;  /* owned; non-NULL: hold the bytes until this file exists */
 } step;
 
 typedef struct plan {
@@ -198,14 +199,16 @@ typedef struct plan {
 static void plan_add(plan *p, char *bytes, int64_t sleep_ms, bool drop)
 {
     p->steps = realloc(p->steps, (p->n + 1) * sizeof *p->steps);
-    p->steps[p->n++] = (step){bytes, bytes ? strlen(bytes) : 0, sleep_ms, drop};
+    p->steps[p->n++] = (step){bytes, bytes ? strlen(bytes) : 0, sleep_ms, drop, NULL};
 }
 
 static void plan_free(void *cls)
 {
     plan *p = cls;
-    for (size_t i = 0; i < p->n; i++)
+    for (size_t i = 0; i < p->n; i++) {
         free(p->steps[i].bytes);
+        free(p->steps[i].wait_file);
+    }
     free(p->steps);
     free(p);
 }
@@ -366,6 +369,9 @@ static plan *stream_plan(const json_t *resp, const json_t *items)
         else if ((v = json_object_get(it, "finish_reason")))
             bytes = sse_data(chunk_with(json_object(), json_string_value(v)));
         plan_add(p, bytes, sleep_ms, json_is_true(json_object_get(it, "drop")));
+        const char *gate = json_string_value(json_object_get(it, "wait_file"));
+        if (gate)
+            p->steps[p->n - 1].wait_file = strdup(gate);
     }
     const char *finish = json_string_value(json_object_get(resp, "finish_reason"));
     if (finish)
@@ -392,6 +398,9 @@ static ssize_t plan_read(void *cls, uint64_t pos, char *buf, size_t max)
             nap(s->sleep_ms);
             s->sleep_ms = 0;
         }
+        while (p->off == 0 && s->wait_file && access(s->wait_file, F_OK) != 0 &&
+               !atomic_load(&stopping))
+            nap(10);
         if (atomic_load(&stopping) || s->drop)
             return MHD_CONTENT_READER_END_WITH_ERROR;
         if (p->off < s->len) {

@@ -156,17 +156,12 @@ static void progress_notifications_reach_the_caller(void **state)
     cdsh_mcp_client_free(cl);
 }
 
-typedef struct fire_later {
-    cdsh_cancel *tok;
-    int ms;
-} fire_later;
-
-static void *fire_main(void *arg)
+/* Fires the call's token at the first progress notification: the server is
+ * then running the call for sure, so it must be told of the cancel. */
+static void fire_on_progress(void *arg, double progress, double total, const char *message)
 {
-    fire_later *f = arg;
-    usleep((useconds_t)f->ms * 1000);
-    cdsh_cancel_fire(f->tok, "user pressed stop");
-    return NULL;
+    (void)progress, (void)total, (void)message;
+    cdsh_cancel_fire(arg, "user pressed stop");
 }
 
 static void cancelled_call_returns_promptly_and_tells_the_server(void **state)
@@ -178,20 +173,17 @@ static void cancelled_call_returns_promptly_and_tells_the_server(void **state)
     const char *extra[] = {"--log", logpath, NULL};
     cdsh_mcp_client *cl = NULL;
     assert_int_equal(connect_peer(extra, NULL, &cl, NULL), 0);
-    fire_later f = {.tok = cdsh_cancel_new(NULL), .ms = 150};
-    pthread_t t;
-    pthread_create(&t, NULL, fire_main, &f);
-    cdsh_mcp_call_opts co = {.cancel = f.tok};
-    json_t *args = json_pack("{s:i}", "ms", 10000);
+    cdsh_cancel *tok = cdsh_cancel_new(NULL);
+    cdsh_mcp_call_opts co = {.cancel = tok, .on_progress = fire_on_progress, .progress_arg = tok};
+    json_t *args = json_pack("{s:i}", "ms", 60000);
     json_t *res = NULL;
     cdsh_error err = {0};
     int64_t start = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_mcp_client_call(cl, "slow", args, &co, &res, &err), CDSH_ECANCELED);
-    assert_true(cdsh_clock_mono_ms() - start < 3000);
-    pthread_join(t, NULL);
+    assert_true(cdsh_clock_mono_ms() - start < 30000); /* the tool would run 60 s */
     /* The peer logs the notifications/cancelled it received. */
     char *log = NULL;
-    for (int i = 0; i < 500 && !(log && strstr(log, "cancelled")); i++) {
+    while (!(log && strstr(log, "cancelled"))) { /* CTest's timeout bounds it */
         free(log);
         usleep(20000);
         log = cdsh_test_read_file(logpath, NULL);
@@ -203,7 +195,7 @@ static void cancelled_call_returns_promptly_and_tells_the_server(void **state)
     assert_string_equal(first_text(r), "still alive");
     json_decref(r);
     json_decref(args);
-    cdsh_cancel_free(f.tok);
+    cdsh_cancel_free(tok);
     cdsh_mcp_client_free(cl);
     cdsh_test_home_free(home);
 }
@@ -214,7 +206,7 @@ static void timed_out_call_fails_with_a_clear_message(void **state)
     cdsh_mcp_client *cl = NULL;
     assert_int_equal(connect_peer(NULL, NULL, &cl, NULL), 0);
     cdsh_mcp_call_opts co = {.timeout_ms = 200};
-    json_t *args = json_pack("{s:i}", "ms", 10000);
+    json_t *args = json_pack("{s:i}", "ms", 60000);
     json_t *res = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_mcp_client_call(cl, "slow", args, &co, &res, &err), CDSH_ETIMEDOUT);
@@ -244,23 +236,27 @@ static void server_dying_mid_call_is_a_clear_error(void **state)
 static void misbehaving_servers_fail_connect_with_clear_errors(void **state)
 {
     (void)state;
+    /* Only "no-init" is meant to time out; the others get a budget a slow
+     * (sanitised, loaded) start can never exhaust. */
     static const struct {
         const char *mode;
         int rc;
         const char *code, *fragment;
+        int64_t init_ms;
     } cases[] = {
         {"no-init", CDSH_ETIMEDOUT, "INIT_TIMEOUT",
-         "MCP server \"peer\" did not answer initialize within 400 ms"},
+         "MCP server \"peer\" did not answer initialize within 400 ms", 400},
         {"big-instructions", CDSH_ETOOBIG, "INSTRUCTIONS_TOO_LARGE",
-         "sent 39999 bytes of instructions (limit 32768)"},
-        {"dup-tools", CDSH_EPROTO, "BAD_TOOLS", "listed tool \"echo\" more than once"},
-        {"same-cursor", CDSH_EPROTO, "BAD_TOOLS", "returned the same tools/list cursor twice"},
-        {"exit-at-start", CDSH_ECLOSED, "SERVER_EXITED", "peer: refusing to start"},
-        {"old-version", CDSH_EPROTO, "BAD_VERSION", "wants protocol version 1999-01-01"},
+         "sent 39999 bytes of instructions (limit 32768)", 30000},
+        {"dup-tools", CDSH_EPROTO, "BAD_TOOLS", "listed tool \"echo\" more than once", 30000},
+        {"same-cursor", CDSH_EPROTO, "BAD_TOOLS", "returned the same tools/list cursor twice",
+         30000},
+        {"exit-at-start", CDSH_ECLOSED, "SERVER_EXITED", "peer: refusing to start", 30000},
+        {"old-version", CDSH_EPROTO, "BAD_VERSION", "wants protocol version 1999-01-01", 30000},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *extra[] = {"--mode", cases[i].mode, "--page", "4", NULL};
-        cdsh_mcp_client_opts o = {.init_timeout_ms = 400};
+        cdsh_mcp_client_opts o = {.init_timeout_ms = cases[i].init_ms};
         cdsh_mcp_client *cl = NULL;
         cdsh_error err = {0};
         int64_t start = cdsh_clock_mono_ms();
@@ -269,7 +265,7 @@ static void misbehaving_servers_fail_connect_with_clear_errors(void **state)
         assert_string_equal(err.code, cases[i].code);
         if (!strstr(err.message, cases[i].fragment))
             fail_msg("%s: unexpected message: %s", cases[i].mode, err.message);
-        assert_true(cdsh_clock_mono_ms() - start < 5000);
+        assert_true(cdsh_clock_mono_ms() - start < 30000);
     }
 }
 
@@ -295,7 +291,7 @@ static void oversize_answer_cuts_the_connection_instead_of_hanging(void **state)
     cdsh_error err = {0};
     int64_t start = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_mcp_client_call(cl, "oversize", NULL, NULL, &res, &err), CDSH_ECLOSED);
-    assert_true(cdsh_clock_mono_ms() - start < 5000);
+    assert_true(cdsh_clock_mono_ms() - start < 30000); /* cut, not left hanging */
     assert_non_null(strstr(err.message, "the server sent an oversize message"));
     cdsh_mcp_client_free(cl);
 }
@@ -441,7 +437,7 @@ static void reconnect_gives_up_after_the_attempt_budget(void **state)
                               .reconnect_initial_ms = 10,
                               .reconnect_max_ms = 40,
                               .reconnect_max_attempts = 3,
-                              .init_timeout_ms = 1000};
+                              .init_timeout_ms = 30000};
     cdsh_mcp_client *cl = NULL;
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, NULL), 0);
     json_t *res = NULL;

@@ -190,7 +190,7 @@ static void sse_start(sse *x, const srv *s, const char *path, const char *until)
     x->until = until;
     cdsh_strbuf_init(&x->data);
     pthread_create(&x->th, NULL, sse_main, x);
-    for (int i = 0; i < 500 && !x->connected; i++)
+    for (int i = 0; i < 3000 && !x->connected; i++)
         usleep(10000);
     assert_true(x->connected);
 }
@@ -420,10 +420,17 @@ static void sessions_can_be_created_listed_shown_and_deleted(void **state)
 static void a_turn_streams_its_events_in_order(void **state)
 {
     (void)state;
-    srv s;
-    srv_open(&s, 0,
+    /* the last chunk waits for a gate file, so the turn is surely still
+     * running when the second message arrives */
+    char *gdir = cdsh_test_home_new();
+    char gate[512], script[1024];
+    snprintf(gate, sizeof gate, "%s/gate", gdir);
+    snprintf(script, sizeof script,
              "[{\"delay_ms\":30,\"chunks\":[{\"text\":\"one \"},{\"text\":\"two \"},"
-             "{\"text\":\"three\"}],\"finish_reason\":\"stop\"}]");
+             "{\"wait_file\":\"%s\",\"text\":\"three\"}],\"finish_reason\":\"stop\"}]",
+             gate);
+    srv s;
+    srv_open(&s, 0, script);
     char *id = create_session(&s);
     char path[128];
     snprintf(path, sizeof path, "/api/sessions/%s/events", id);
@@ -437,6 +444,7 @@ static void a_turn_streams_its_events_in_order(void **state)
     assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"again\"}", &v), 409);
     assert_string_equal(err_code(v), "SESSION_BUSY");
     json_decref(v);
+    cdsh_test_write_file(gate, "go");
     json_t *evs = sse_finish(&x);
     const char *want[] = {"turn/start", "user/message", "step/start",        "text/delta",
                           "text/delta", "text/delta",   "assistant/message", "turn/end"};
@@ -464,6 +472,7 @@ static void a_turn_streams_its_events_in_order(void **state)
     json_decref(evs);
     free(id);
     srv_close(&s);
+    cdsh_test_home_free(gdir);
 }
 
 static void cancel_stops_a_running_turn(void **state)
@@ -471,17 +480,22 @@ static void cancel_stops_a_running_turn(void **state)
     (void)state;
     srv s;
     srv_open(&s, 0,
-             "[{\"chunks\":[{\"text\":\"slow\"},{\"stall_ms\":8000},{\"text\":\"never\"}]}]");
+             "[{\"chunks\":[{\"text\":\"slow\"},{\"stall_ms\":60000},{\"text\":\"never\"}]}]");
     char *id = create_session(&s);
     char path[128];
     snprintf(path, sizeof path, "/api/sessions/%s/events", id);
     sse x;
     sse_start(&x, &s, path, "event: turn/end");
+    /* a second stream, subscribed before the turn starts (text deltas are
+     * live only, not replayed), ends at the first streamed text */
+    sse w;
+    sse_start(&w, &s, path, "event: text/delta");
     snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
     json_t *v;
     assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"go\"}", &v), 202);
     json_decref(v);
-    usleep(300000);
+    /* cancel once the turn is surely running: its first text has streamed */
+    json_decref(sse_finish(&w));
     snprintf(path, sizeof path, "/api/sessions/%s/cancel", id);
     assert_int_equal(http(&s, "POST", path, H(s.auth), NULL, &v), 200);
     assert_true(json_is_true(json_object_get(v, "cancelled")));
