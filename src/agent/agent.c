@@ -428,14 +428,14 @@ static void turn_context_freeze(turn *t)
     {
         const char *name = json_string_value(json_object_get(c, "name"));
         const char *text = json_string_value(json_object_get(c, "text"));
-        cdsh_strbuf_append_str(&sb, i ? "\n\n<runtime_context name=\"" : CDSH_AGENT_CONTEXT_HEAD
-                                                                      "<runtime_context name=\"");
+        cdsh_strbuf_append_str(&sb, i ? "\n\n<runtime_context name=\""
+                                      : CDSH_AGENT_CONTEXT_HEAD "<runtime_context name=\"");
         cdsh_strbuf_append_str(&sb, name);
         cdsh_strbuf_append_str(&sb, "\">\n");
         cdsh_strbuf_append_str(&sb, text);
         cdsh_strbuf_append_str(&sb, "\n</runtime_context>");
-        json_array_append_new(names, json_pack("{s:s, s:I}", "name", name, "bytes",
-                                               (json_int_t)strlen(text)));
+        json_array_append_new(
+            names, json_pack("{s:s, s:I}", "name", name, "bytes", (json_int_t)strlen(text)));
     }
     char *body = cdsh_strbuf_take(&sb, NULL);
     if (body && json_array_size(ctxs))
@@ -464,8 +464,8 @@ static void turn_context_freeze(turn *t)
         names = NULL;
         cdsh_error e = {0};
         if (log_event(t, "turn/context", ev, NULL, &e))
-            cdsh_log_warn(MODULE, "session %s turn %lld: could not record turn/context: %s",
-                          t->sid, (long long)t->turn, e.message);
+            cdsh_log_warn(MODULE, "session %s turn %lld: could not record turn/context: %s", t->sid,
+                          (long long)t->turn, e.message);
         json_decref(ev);
     }
     json_decref(names);

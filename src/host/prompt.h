@@ -76,8 +76,8 @@ typedef json_t *(*cdsh_prompt_sampling_fn)(void *ud, const cdsh_scope *scope,
                                            const char *session_id, long long turn);
 
 typedef struct cdsh_prompt_provider_def {
-    const char *name; /* same charset as segment ids, unique among providers */
-    cdsh_prompt_context_fn context;   /* at least one of context / sampling */
+    const char *name;               /* same charset as segment ids, unique among providers */
+    cdsh_prompt_context_fn context; /* at least one of context / sampling */
     cdsh_prompt_sampling_fn sampling;
     void *ud;
     void (*free_ud)(void *ud); /* runs once the provider is disposed and not running */

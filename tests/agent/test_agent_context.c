@@ -43,8 +43,8 @@ static json_t *samp_fn(void *ud, const cdsh_scope *scope, const char *sid, long 
     (void)scope;
     (void)sid;
     (void)turn;
-    return json_pack("{s:f, s:i, s:[s], s:s, s:f}", "temperature", 0.25, "maxTokens", 321,
-                     "stop", "</end>", "reasoningEffort", "high", "topP", 0.9);
+    return json_pack("{s:f, s:i, s:[s], s:s, s:f}", "temperature", 0.25, "maxTokens", 321, "stop",
+                     "</end>", "reasoningEffort", "high", "topP", 0.9);
 }
 
 typedef struct env {
@@ -115,7 +115,7 @@ static const char *content(const json_t *msg)
 
 #define BUMP_THEN_STOP                                                                             \
     "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"bump\","                    \
-    "\"arguments\":\"{}\"}}],\"finish_reason\":\"tool_calls\"},"                                  \
+    "\"arguments\":\"{}\"}}],\"finish_reason\":\"tool_calls\"},"                                   \
     "{\"chunks\":[{\"text\":\"ok\"}],\"finish_reason\":\"stop\"}"
 
 /* ---- tests -------------------------------------------------------------------- */
@@ -175,7 +175,8 @@ static void runtime_context_is_frozen_for_every_step_of_a_turn(void **state)
         char *dump = json_dumps(m, 0);
         if (strcmp(type, "turn/context") == 0) {
             seen++;
-            json_t *c = json_array_get(json_object_get(json_object_get(m, "payload"), "contexts"), 0);
+            json_t *c =
+                json_array_get(json_object_get(json_object_get(m, "payload"), "contexts"), 0);
             assert_string_equal(json_string_value(json_object_get(c, "name")), "test:turn");
             char expect[128];
             snprintf(expect, sizeof expect, "STATE v%d session=%s turn=%d", seen, e.sid, seen);
@@ -231,8 +232,7 @@ static void sampling_overrides_reach_the_request_body(void **state)
         seen++;
         json_t *p = json_object_get(m, "payload");
         assert_float_equal(
-            json_number_value(json_object_get(json_object_get(p, "recorded"), "topP")), 0.9,
-            1e-9);
+            json_number_value(json_object_get(json_object_get(p, "recorded"), "topP")), 0.9, 1e-9);
         assert_int_equal(
             json_integer_value(json_object_get(json_object_get(p, "sampling"), "maxTokens")), 321);
         assert_int_equal(json_array_size(json_object_get(p, "contexts")), 0);

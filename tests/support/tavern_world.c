@@ -56,14 +56,14 @@ void cdsh_test_tavern_turn(cdsh_test_tavern_world *w, const char *sid, const cha
     cdsh_agent_outcome_deinit(&out);
 }
 
-char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book,
-                                     const char *title, char **card)
+char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book, const char *title,
+                                     char **card)
 {
     size_t len = 0;
     char *bytes = cdsh_test_read_file(CDSH_TEST_TAVERN_SAMPLE_V2, &len);
     char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *imp = cdsh_test_tavern_rpc(
-        w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", book));
+    json_t *imp = cdsh_test_tavern_rpc(w, "importCharacter",
+                                       json_pack("{s:s,s:s}", "fileBase64", b64, "book", book));
     cdsh_session_spec spec = {.title = title};
     char *sid = NULL;
     cdsh_error err = {0};

@@ -35,7 +35,7 @@ void cdsh_test_tavern_turn(cdsh_test_tavern_world *w, const char *sid, const cha
 /* Imports the sample card (book choice `book`) and binds a new session titled
  * `title` to it; *card (may be NULL) gets the card id. Returns the session id
  * (owned). */
-char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book,
-                                     const char *title, char **card);
+char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book, const char *title,
+                                     char **card);
 
 #endif

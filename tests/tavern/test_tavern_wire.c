@@ -43,8 +43,8 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     unsetenv("DEEPSEEK_API_KEY");
     unsetenv("CDSH_API_KEY");
     cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, "[" CALL("c1", "tavern_lore_read", "{}") "," SAY("Hello.") ","
-                                      SAY("Plain.") "]");
+    cdsh_test_model_env_start(
+        &f, "[" CALL("c1", "tavern_lore_read", "{}") "," SAY("Hello.") "," SAY("Plain.") "]");
     cdsh_test_tavern_world w;
     cdsh_test_tavern_world_open(&w);
     /* A plugin-rule segment (orders 100-199 sit before the standing). */
@@ -55,7 +55,8 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
 
     char *sid = cdsh_test_tavern_bound_session(&w, "import", "bound", NULL);
     char *other = new_session(&w, "unbound");
-    json_t *preview = cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
+    json_t *preview =
+        cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
     const char *standing = json_string_value(json_object_get(preview, "standing"));
     assert_non_null(standing);
     assert_true(strlen(standing) > 100);
@@ -80,6 +81,18 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     }
     assert_string_equal(msg_text(json_array_get(bodies, 0), -1),
                         msg_text(json_array_get(bodies, 1), -1));
+    /* The bound preset's sampling (as previewPrompt reports it) reaches both steps. */
+    json_t *smp = json_object_get(preview, "sampling");
+    for (size_t k = 0; k < 2; k++) {
+        json_t *b = json_array_get(bodies, k);
+        assert_non_null(json_object_get(b, "temperature"));
+        assert_float_equal(json_number_value(json_object_get(b, "temperature")),
+                           json_number_value(json_object_get(smp, "temperature")), 1e-9);
+        if (json_integer_value(json_object_get(smp, "maxTokens")) > 0)
+            assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")),
+                             json_integer_value(json_object_get(smp, "maxTokens")));
+        assert_null(json_object_get(b, "topP"));
+    }
 
     /* Unbound: no standing, no runtime context, no sampling override. */
     const json_t *ub = json_array_get(bodies, 2);
@@ -93,7 +106,8 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     json_array_foreach(msgs, i, m)
         assert_null(strstr(json_string_value(json_object_get(m, "content")), "runtime_context"));
     assert_null(json_object_get(ub, "temperature"));
-    json_t *unbound_preview = cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
+    json_t *unbound_preview =
+        cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
     assert_string_equal(json_string_value(json_object_get(unbound_preview, "standing")), "");
     json_decref(unbound_preview);
 

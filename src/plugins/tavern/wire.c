@@ -153,9 +153,9 @@ static json_t *turn_plan(wire *w, const char *sid, long long turn, bool open)
     int rc = build_plan(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL, &plan, &err);
     pthread_mutex_unlock(&w->mu);
     if (rc < 0) {
-        cdsh__tavern_log(w->svc, "prompt-failed",
-                         json_pack("{s:s,s:s,s:s}", "sessionId", sid, "code", err.code, "message",
-                                   err.message));
+        cdsh__tavern_log(
+            w->svc, "prompt-failed",
+            json_pack("{s:s,s:s,s:s}", "sessionId", sid, "code", err.code, "message", err.message));
         return NULL;
     }
     return plan;
@@ -182,13 +182,13 @@ static char *turn_context(void *ud, const cdsh_scope *scope, const char *sid, lo
         return NULL;
     cdsh_error err = {0};
     char *extra = NULL;
-    json_t *msgs = w->svc->sessions ? cdsh_session_store_messages(w->svc->sessions, sid, NULL)
-                                    : NULL;
+    json_t *msgs =
+        w->svc->sessions ? cdsh_session_store_messages(w->svc->sessions, sid, NULL) : NULL;
     const char *last = NULL;
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) if (str(m, "role") && !strcmp(str(m, "role"), "user"))
-        last = str(m, "content");
+    json_array_foreach(msgs, i, m) if (str(m, "role") && !strcmp(str(m, "role"), "user")) last =
+        str(m, "content");
     cdsh_tavern_service_turn_context(w->svc, sid, last ? last : "", &extra, &err);
     json_decref(msgs);
     const char *t = str(plan, "turn");
@@ -226,8 +226,8 @@ static json_t *sampling(void *ud, const cdsh_scope *scope, const char *sid, long
     json_t *v;
     json_object_foreach_safe(out, tmp, k, v)
     {
-        if (json_is_null(v) || (json_is_number(v) && json_number_value(v) == 0 &&
-                                strcmp(k, "temperature") != 0) ||
+        if (json_is_null(v) ||
+            (json_is_number(v) && json_number_value(v) == 0 && strcmp(k, "temperature") != 0) ||
             (json_is_array(v) && json_array_size(v) == 0))
             json_object_del(out, k);
     }
