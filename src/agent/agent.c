@@ -4,6 +4,7 @@
  * keeps no state between turns: the session log is the conversation. */
 #include "agent/agent.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "host/dispatch.h"
+#include "host/prompt.h"
 
 #define MODULE "agent"
 
@@ -181,6 +183,8 @@ typedef struct turn {
     cdsh_agent_event_fn fn;
     void *arg;
     cdsh_model_usage usage;
+    json_t *context_msg; /* frozen runtime-context message for every step, or NULL */
+    json_t *sampling;    /* frozen applied sampling fields (see turn_context_freeze) */
 } turn;
 
 /* Sends an event: type plus the common fields, then `fields` (stolen). */
@@ -405,7 +409,73 @@ done:
     return rc;
 }
 
-/* Prepends the system prompt and sends one request. */
+/* Asks the host's runtime-context and sampling providers once for this turn
+ * and freezes their answers in t (the same bytes go to every step). Records
+ * names, byte counts and sampling (never the texts) as a "turn/context"
+ * event. Failures here only cost the context, never the turn. */
+static void turn_context_freeze(turn *t)
+{
+    json_t *raw = NULL;
+    json_t *ctxs = cdsh_prompt_turn_context(cdsh_host_prompt(t->agent->host), t->scope, t->sid,
+                                            (long long)t->turn, &raw);
+    json_t *names = json_array();
+    json_t *applied = json_object(), *recorded = json_object();
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    size_t i;
+    json_t *c;
+    json_array_foreach(ctxs, i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *text = json_string_value(json_object_get(c, "text"));
+        cdsh_strbuf_append_str(&sb, i ? "\n\n<runtime_context name=\""
+                                      : CDSH_AGENT_CONTEXT_HEAD "<runtime_context name=\"");
+        cdsh_strbuf_append_str(&sb, name);
+        cdsh_strbuf_append_str(&sb, "\">\n");
+        cdsh_strbuf_append_str(&sb, text);
+        cdsh_strbuf_append_str(&sb, "\n</runtime_context>");
+        json_array_append_new(
+            names, json_pack("{s:s, s:I}", "name", name, "bytes", (json_int_t)strlen(text)));
+    }
+    char *body = cdsh_strbuf_take(&sb, NULL);
+    if (body && json_array_size(ctxs))
+        t->context_msg = json_pack("{s:s, s:s}", "role", "user", "content", body);
+    free(body);
+    const char *key;
+    json_t *v;
+    json_object_foreach(raw, key, v)
+    {
+        bool ok = (strcmp(key, "temperature") == 0 && json_is_number(v)) ||
+                  (strcmp(key, "maxTokens") == 0 && json_is_integer(v) &&
+                   json_integer_value(v) > 0 && json_integer_value(v) <= INT32_MAX) ||
+                  (strcmp(key, "reasoningEffort") == 0 && json_is_string(v)) ||
+                  (strcmp(key, "stop") == 0 && (json_is_string(v) || json_is_array(v)));
+        if (ok && json_is_array(v)) {
+            size_t k;
+            json_t *e;
+            json_array_foreach(v, k, e) ok = ok && json_is_string(e);
+        }
+        json_object_set(ok ? applied : recorded, key, v);
+    }
+    json_decref(raw);
+    if (json_array_size(ctxs) || json_object_size(applied) || json_object_size(recorded)) {
+        json_t *ev = json_pack("{s:o, s:O, s:O}", "contexts", names, "sampling", applied,
+                               "recorded", recorded);
+        names = NULL;
+        cdsh_error e = {0};
+        if (log_event(t, "turn/context", ev, NULL, &e))
+            cdsh_log_warn(MODULE, "session %s turn %lld: could not record turn/context: %s", t->sid,
+                          (long long)t->turn, e.message);
+        json_decref(ev);
+    }
+    json_decref(names);
+    json_decref(recorded);
+    json_decref(ctxs);
+    t->sampling = applied;
+}
+
+/* Prepends the system prompt, appends the turn's frozen runtime context and
+ * sends one request with the turn's sampling. */
 static int step_complete(turn *t, cdsh_model_client *client, const json_t *history,
                          const json_t *tools, cdsh_model_reply *reply, cdsh_error *err)
 {
@@ -415,17 +485,33 @@ static int step_complete(turn *t, cdsh_model_client *client, const json_t *histo
         json_array_append_new(messages,
                               json_pack("{s:s, s:s}", "role", "system", "content", system));
     json_array_extend(messages, (json_t *)history);
+    if (t->context_msg)
+        json_array_append(messages, t->context_msg);
     free(system);
     cdsh_model_request req = {.messages = messages,
                               .tools = json_array_size(tools) ? tools : NULL,
                               .cancel = t->cancel,
                               .on_event = model_event,
                               .event_arg = t};
+    json_t *extra = NULL;
+    json_t *v;
+    if ((v = json_object_get(t->sampling, "temperature"))) {
+        req.temperature = json_number_value(v);
+        req.has_temperature = true;
+    }
+    if ((v = json_object_get(t->sampling, "maxTokens")))
+        req.max_tokens = (int)json_integer_value(v);
+    if (json_object_get(t->sampling, "stop") || json_object_get(t->sampling, "reasoningEffort")) {
+        extra = json_pack("{s:O?, s:O?}", "stop", json_object_get(t->sampling, "stop"),
+                          "reasoning_effort", json_object_get(t->sampling, "reasoningEffort"));
+        req.extra = extra;
+    }
     cdsh_log_info(
         MODULE, "session %s turn %lld step %d: calling the model (%zu messages, %zu tools)", t->sid,
         (long long)t->turn, t->step, json_array_size(messages), json_array_size(tools));
     int rc = cdsh_model_client_complete(client, &req, reply, err);
     json_decref(messages);
+    json_decref(extra);
     if (rc == 0)
         cdsh_log_info(MODULE,
                       "session %s turn %lld step %d: model replied (finish %s, %zu tool calls, "
@@ -523,6 +609,7 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     }
     json_object_set_new(um, "seq", json_integer(seq));
     emit(&t, "user/message", um);
+    turn_context_freeze(&t); /* after the message is logged: providers may read it */
 
     client = client_for(&t, loaded.session, &merr);
     if (!client) {
@@ -658,6 +745,8 @@ cleanup:
     cdsh_session_loaded_deinit(&loaded);
     cdsh_session_lease_release(lease);
     cdsh_scope_unref(t.scope);
+    json_decref(t.context_msg);
+    json_decref(t.sampling);
     return rc;
 }
 

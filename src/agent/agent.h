@@ -31,6 +31,10 @@
     "You are cdsh, a helpful assistant running inside a local agent harness. Use the tools "       \
     "when they help; answer concisely."
 
+/* Opens the per-turn runtime-context message (a user message appended after
+ * the history in every request of the turn; see docs/agent.md). */
+#define CDSH_AGENT_CONTEXT_HEAD "Current runtime context.\n\n"
+
 typedef struct cdsh_agent cdsh_agent;
 
 typedef struct cdsh_agent_options {

@@ -32,6 +32,8 @@ struct cdsh_prompt {
     segment *head;
     unsigned long serial;
     size_t count;
+    struct provider *providers; /* registration order */
+    size_t nproviders;
 };
 
 cdsh_prompt *cdsh_prompt_new(cdsh_events *bus)
@@ -64,6 +66,8 @@ static void segment_unref(cdsh_prompt *p, segment *s)
         segment_destroy(s);
 }
 
+static void provider_free_all(cdsh_prompt *p);
+
 void cdsh_prompt_free(cdsh_prompt *p)
 {
     if (!p)
@@ -74,6 +78,7 @@ void cdsh_prompt_free(cdsh_prompt *p)
         segment_destroy(s);
         s = next;
     }
+    provider_free_all(p);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
@@ -279,4 +284,167 @@ int cdsh_prompt_ctx_register(cdsh_plugin_ctx *ctx, const cdsh_prompt_segment_def
         return rc;
     }
     return cdsh_ctx_adopt(ctx, d, err);
+}
+
+/* ---- per-turn providers ----------------------------------------------------- */
+
+typedef struct provider {
+    struct provider *next;
+    cdsh_prompt *owner;
+    char *name;
+    cdsh_prompt_context_fn context;
+    cdsh_prompt_sampling_fn sampling;
+    void *ud;
+    void (*free_ud)(void *);
+    int refs; /* the list's reference plus one per call in flight */
+} provider;
+
+static void provider_destroy(provider *v)
+{
+    if (v->free_ud)
+        v->free_ud(v->ud);
+    free(v->name);
+    free(v);
+}
+
+static void provider_unref(cdsh_prompt *p, provider *v)
+{
+    pthread_mutex_lock(&p->mu);
+    int left = --v->refs;
+    pthread_mutex_unlock(&p->mu);
+    if (left == 0)
+        provider_destroy(v);
+}
+
+static void provider_free_all(cdsh_prompt *p)
+{
+    provider *v = p->providers;
+    while (v) {
+        provider *next = v->next;
+        provider_destroy(v);
+        v = next;
+    }
+    p->providers = NULL;
+}
+
+static void dispose_provider(void *arg)
+{
+    provider *v = arg;
+    cdsh_prompt *p = v->owner;
+    pthread_mutex_lock(&p->mu);
+    for (provider **pp = &p->providers; *pp; pp = &(*pp)->next) {
+        if (*pp == v) {
+            *pp = v->next;
+            p->nproviders--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    provider_unref(p, v);
+}
+
+int cdsh_prompt_provider_register(cdsh_prompt *p, const cdsh_prompt_provider_def *def,
+                                  cdsh_disposer_t *out, cdsh_error *err)
+{
+    if (out)
+        *out = (cdsh_disposer_t){0};
+    if (!p || !def)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_PROVIDER", "prompt provider is missing");
+    if (!id_valid(def->name))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_PROVIDER",
+                              "prompt provider name \"%s\" is invalid: use 1-64 characters from "
+                              "A-Z a-z 0-9 _ . : / -",
+                              def->name ? def->name : "");
+    if (!def->context && !def->sampling)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_PROVIDER",
+                              "prompt provider \"%s\" gives neither context nor sampling",
+                              def->name);
+    provider *v = calloc(1, sizeof *v);
+    if (!v || !(v->name = strdup(def->name))) {
+        free(v);
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    }
+    v->owner = p;
+    v->context = def->context;
+    v->sampling = def->sampling;
+    v->refs = 1;
+    pthread_mutex_lock(&p->mu);
+    provider **tail = &p->providers;
+    for (; *tail; tail = &(*tail)->next) {
+        if (strcmp((*tail)->name, def->name) == 0) {
+            pthread_mutex_unlock(&p->mu);
+            free(v->name);
+            free(v);
+            return cdsh_error_set(err, CDSH_EEXIST, "DUPLICATE_PROVIDER",
+                                  "prompt provider \"%s\" is already registered", def->name);
+        }
+    }
+    v->ud = def->ud;
+    v->free_ud = def->free_ud;
+    *tail = v;
+    p->nproviders++;
+    pthread_mutex_unlock(&p->mu);
+    if (out)
+        *out = (cdsh_disposer_t){dispose_provider, v};
+    return 0;
+}
+
+int cdsh_prompt_ctx_provide(cdsh_plugin_ctx *ctx, const cdsh_prompt_provider_def *def,
+                            cdsh_error *err)
+{
+    cdsh_prompt *p = ctx ? cdsh_host_prompt(cdsh_ctx_host(ctx)) : NULL;
+    cdsh_disposer_t d;
+    int rc = cdsh_prompt_provider_register(p, def, &d, err);
+    if (rc != 0) {
+        if (def && def->free_ud)
+            def->free_ud(def->ud);
+        return rc;
+    }
+    return cdsh_ctx_adopt(ctx, d, err);
+}
+
+json_t *cdsh_prompt_turn_context(cdsh_prompt *p, const cdsh_scope *scope, const char *session_id,
+                                 long long turn, json_t **sampling)
+{
+    json_t *arr = json_array();
+    json_t *samp = json_object();
+    provider **v = NULL;
+    size_t n = 0;
+    if (p && arr && samp) {
+        pthread_mutex_lock(&p->mu);
+        v = calloc(p->nproviders ? p->nproviders : 1, sizeof *v);
+        for (provider *x = v ? p->providers : NULL; x; x = x->next) {
+            x->refs++;
+            v[n++] = x;
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (size_t i = 0; i < n; i++) {
+        provider *x = v[i];
+        char *text = x->context ? x->context(x->ud, scope, session_id, turn) : NULL;
+        if (text && *text)
+            json_array_append_new(arr, json_pack("{s:s, s:s}", "name", x->name, "text", text));
+        free(text);
+        json_t *o = x->sampling ? x->sampling(x->ud, scope, session_id, turn) : NULL;
+        if (json_is_object(o))
+            json_object_update(samp, o);
+        json_decref(o);
+        provider_unref(p, x);
+    }
+    free(v);
+    if (sampling)
+        *sampling = samp;
+    else
+        json_decref(samp);
+    return arr;
+}
+
+size_t cdsh_prompt_provider_count(cdsh_prompt *p)
+{
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->nproviders;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }

@@ -59,4 +59,46 @@ char *cdsh_prompt_render_dup(cdsh_prompt *p, const cdsh_scope *scope);
 
 size_t cdsh_prompt_count(cdsh_prompt *p);
 
+/* ---- per-turn runtime context and sampling --------------------------------
+ * Providers the agent loop asks once at the start of every turn (after the
+ * "agent/turn" start event); it freezes their answers for every step of that
+ * turn (see docs/agent.md "Runtime context"). */
+
+/* Runtime context for `session_id`'s turn `turn` (scope: the session's scope):
+ * owned text, or NULL/"" to contribute nothing this turn. */
+typedef char *(*cdsh_prompt_context_fn)(void *ud, const cdsh_scope *scope, const char *session_id,
+                                        long long turn);
+/* Sampling overrides for the turn: an owned JSON object, or NULL. The loop
+ * applies "temperature" (number), "maxTokens" (integer > 0), "stop" (string or
+ * array of strings) and "reasoningEffort" (string); other fields are recorded
+ * in the turn's "turn/context" event only. */
+typedef json_t *(*cdsh_prompt_sampling_fn)(void *ud, const cdsh_scope *scope,
+                                           const char *session_id, long long turn);
+
+typedef struct cdsh_prompt_provider_def {
+    const char *name;               /* same charset as segment ids, unique among providers */
+    cdsh_prompt_context_fn context; /* at least one of context / sampling */
+    cdsh_prompt_sampling_fn sampling;
+    void *ud;
+    void (*free_ud)(void *ud); /* runs once the provider is disposed and not running */
+} cdsh_prompt_provider_def;
+
+/* Registers a provider. Errors: CDSH_EINVAL "INVALID_PROVIDER" (bad name, no
+ * function); CDSH_EEXIST "DUPLICATE_PROVIDER" `prompt provider "x" is already
+ * registered`. On failure free_ud is NOT called. */
+int cdsh_prompt_provider_register(cdsh_prompt *p, const cdsh_prompt_provider_def *def,
+                                  cdsh_disposer_t *out, cdsh_error *err);
+/* Same through a plugin context (disposer recorded; free_ud runs on failure). */
+int cdsh_prompt_ctx_provide(cdsh_plugin_ctx *ctx, const cdsh_prompt_provider_def *def,
+                            cdsh_error *err);
+
+/* Asks every provider once, in registration order. Returns an owned array of
+ * {name, text} for the non-empty contexts; *sampling (when non-NULL) receives an
+ * owned object merging the providers' sampling answers (later registrations
+ * win per field; {} when none). */
+json_t *cdsh_prompt_turn_context(cdsh_prompt *p, const cdsh_scope *scope, const char *session_id,
+                                 long long turn, json_t **sampling);
+
+size_t cdsh_prompt_provider_count(cdsh_prompt *p);
+
 #endif

@@ -15,61 +15,9 @@
 #include "plugins/tavern/b64.h"
 #include "plugins/tavern/plugin.h"
 #include "support/model_env.h"
+#include "support/tavern_world.h"
 
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
-
-typedef struct world {
-    cdsh_host *host;
-    cdsh_session_store *store;
-    cdsh_agent *agent;
-    cdsh_scope *scope;
-} world;
-
-static void world_open(world *w)
-{
-    cdsh_error err = {0};
-    w->host = cdsh_host_new();
-    json_t *cfg = json_pack("{s:b}", "branches", 1);
-    assert_int_equal(cdsh_plugin_load(w->host, &cdsh_tavern_plugin, cfg, NULL, &err), 0);
-    json_decref(cfg);
-    assert_int_equal(cdsh_session_store_open(NULL, &w->store, &err), 0);
-    w->scope = cdsh_scope_new("role-play", NULL);
-    cdsh_agent_options o = {.host = w->host,
-                            .store = w->store,
-                            .scope = w->scope,
-                            .base_prompt = "You are the narrator."};
-    assert_int_equal(cdsh_agent_new(&o, &w->agent, &err), 0);
-}
-
-static void world_close(world *w)
-{
-    cdsh_agent_free(w->agent);
-    cdsh_session_store_close(w->store);
-    cdsh_host_free(w->host);
-    cdsh_scope_unref(w->scope);
-}
-
-static json_t *rpc(world *w, const char *method, json_t *payload_take)
-{
-    json_t *res = cdsh_rpc_call(cdsh_host_rpc(w->host), "/tavern", method, payload_take, NULL);
-    json_decref(payload_take);
-    if (!json_is_true(json_object_get(res, "ok"))) {
-        char *t = json_dumps(res, 0);
-        fail_msg("%s failed: %s", method, t);
-    }
-    json_t *v = json_incref(json_object_get(res, "value"));
-    json_decref(res);
-    return v;
-}
-
-static void turn(world *w, const char *sid, const char *text)
-{
-    cdsh_agent_outcome out;
-    cdsh_error err = {0};
-    assert_int_equal(cdsh_agent_run_turn(w->agent, sid, text, NULL, NULL, NULL, &out, &err), 0);
-    assert_string_equal(out.reason, "done");
-    cdsh_agent_outcome_deinit(&out);
-}
+typedef cdsh_test_tavern_world world;
 
 static size_t count(json_t *v_take, const char *field)
 {
@@ -105,30 +53,6 @@ static const char IDLE_SCRIPT[] = "["
     SAY("At noon a stranger came from the east.", "stop") "]"; /* the summary of turn 2 */
 // clang-format on
 
-/* Imports the sample card and binds a new session to it; *card (may be NULL)
- * gets the card id. Returns the session id (owned). */
-static char *bound_session(world *w, const char *book, const char *title, char **card)
-{
-    size_t len = 0;
-    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
-    json_t *imp =
-        rpc(w, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", book));
-    cdsh_session_spec spec = {.title = title};
-    char *sid = NULL;
-    cdsh_error err = {0};
-    assert_int_equal(cdsh_session_store_create(w->store, &spec, &sid, &err), 0);
-    json_decref(
-        rpc(w, "setSessionBinding",
-            json_pack("{s:s,s:O}", "sessionId", sid, "cardId", json_object_get(imp, "cardId"))));
-    if (card)
-        *card = strdup(json_string_value(json_object_get(imp, "cardId")));
-    json_decref(imp);
-    free(b64);
-    free(bytes);
-    return sid;
-}
-
 static void a_played_story_survives_branches_and_a_restart(void **state)
 {
     (void)state;
@@ -138,17 +62,17 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     cdsh_test_fake_model f;
     cdsh_test_model_env_start(&f, PLAY_SCRIPT);
     world w;
-    world_open(&w);
+    cdsh_test_tavern_world_open(&w);
     char *card = NULL;
-    char *sid = bound_session(&w, "import", "play", &card);
+    char *sid = cdsh_test_tavern_bound_session(&w, "import", "play", &card);
     cdsh_error err = {0};
-    turn(&w, sid, "Where am I?");
-    turn(&w, sid, "Thank you.");
-    assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
+    cdsh_test_tavern_turn(&w, sid, "Where am I?");
+    cdsh_test_tavern_turn(&w, sid, "Thank you.");
+    assert_int_equal(count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
                      2);
-    assert_int_equal(count(rpc(&w, "getWorldDeltas", json_pack("{s:s}", "sessionId", sid)), NULL),
+    assert_int_equal(count(cdsh_test_tavern_rpc(&w, "getWorldDeltas", json_pack("{s:s}", "sessionId", sid)), NULL),
                      1);
-    json_t *floors = rpc(&w, "listFloors", json_pack("{s:s}", "sessionId", sid));
+    json_t *floors = cdsh_test_tavern_rpc(&w, "listFloors", json_pack("{s:s}", "sessionId", sid));
     assert_int_equal(json_array_size(floors), 2);
     assert_true(json_is_true(json_object_get(json_array_get(floors, 1), "committed")));
     json_decref(floors);
@@ -159,30 +83,30 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     free(second);
     json_decref(bodies);
     /* regenerate turn 2 in a child session, then play it there */
-    json_t *br = rpc(&w, "regenerate", json_pack("{s:s}", "sessionId", sid));
+    json_t *br = cdsh_test_tavern_rpc(&w, "regenerate", json_pack("{s:s}", "sessionId", sid));
     char *child = strdup(json_string_value(json_object_get(br, "childSessionId")));
     assert_string_equal(json_string_value(json_object_get(json_object_get(br, "resend"), "text")),
                         "Thank you.");
     json_decref(br);
     assert_int_equal(
-        count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
-    turn(&w, child, "Thank you.");
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
+    cdsh_test_tavern_turn(&w, child, "Thank you.");
     /* edit the first reply in another branch: its facts go, nothing re-extracted */
     json_t *ed =
-        rpc(&w, "editAssistantMessage",
+        cdsh_test_tavern_rpc(&w, "editAssistantMessage",
             json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 1, "text", "An edited scene."));
     char *edited = strdup(json_string_value(json_object_get(ed, "childSessionId")));
     json_decref(ed);
     assert_int_equal(
-        count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", edited)), "active"), 0);
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", edited)), "active"), 0);
     /* restart: a new host, store and agent over the same home */
-    world_close(&w);
-    world_open(&w);
-    assert_int_equal(count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
+    cdsh_test_tavern_world_close(&w);
+    cdsh_test_tavern_world_open(&w);
+    assert_int_equal(count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
                      2);
     assert_int_equal(
-        count(rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
-    json_t *sib = rpc(&w, "getFloorSiblings", json_pack("{s:s}", "sessionId", child));
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
+    json_t *sib = cdsh_test_tavern_rpc(&w, "getFloorSiblings", json_pack("{s:s}", "sessionId", child));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(sib, "swipe"), "total")),
                      3);
     json_decref(sib);
@@ -190,7 +114,7 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),
                         "An edited scene.");
     json_decref(msgs);
-    world_close(&w);
+    cdsh_test_tavern_world_close(&w);
     cdsh_test_model_env_stop(&f);
     free(card);
     free(sid);
@@ -208,20 +132,20 @@ static void summaries_at_turn_end_only_from_a_normal_stop(void **state)
     cdsh_test_fake_model f;
     cdsh_test_model_env_start(&f, IDLE_SCRIPT);
     world w;
-    world_open(&w);
+    cdsh_test_tavern_world_open(&w);
     json_t *patch = json_pack("{s:{s:{s:i}}}", "patch", "memory", "maxEntries", 1);
-    json_decref(rpc(&w, "updateSettings", patch));
-    char *sid = bound_session(&w, "discard", "idle", NULL);
-    turn(&w, sid, "What time is it?");
+    json_decref(cdsh_test_tavern_rpc(&w, "updateSettings", patch));
+    char *sid = cdsh_test_tavern_bound_session(&w, "discard", "idle", NULL);
+    cdsh_test_tavern_turn(&w, sid, "What time is it?");
     /* the summary ended with "length": nothing archived, still pending */
-    json_t *m = rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
+    json_t *m = cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
     assert_int_equal(json_array_size(json_object_get(m, "active")), 2);
     assert_int_equal(json_array_size(json_object_get(m, "archived")), 0);
     assert_true(json_is_true(json_object_get(m, "compressPending")));
     json_decref(m);
     assert_int_equal(cdsh_test_fake_model_count(&f), 4);
-    turn(&w, sid, "And then?");
-    m = rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
+    cdsh_test_tavern_turn(&w, sid, "And then?");
+    m = cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid));
     assert_int_equal(json_array_size(json_object_get(m, "active")), 1);
     assert_int_equal(json_array_size(json_object_get(m, "archived")), 2);
     assert_false(json_is_true(json_object_get(m, "compressPending")));
@@ -229,7 +153,7 @@ static void summaries_at_turn_end_only_from_a_normal_stop(void **state)
         json_string_value(json_object_get(json_array_get(json_object_get(m, "active"), 0), "body")),
         "At noon a stranger came from the east.");
     json_decref(m);
-    world_close(&w);
+    cdsh_test_tavern_world_close(&w);
     cdsh_test_model_env_stop(&f);
     free(sid);
     cdsh_test_home_free(home);

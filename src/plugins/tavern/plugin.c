@@ -14,6 +14,7 @@
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/tools.h"
+#include "plugins/tavern/wire.h"
 
 typedef struct state {
     cdsh_tavern_service *svc;
@@ -114,6 +115,8 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     if ((rc = cdsh_tavern_tools_register(ctx, st->svc, err)) < 0)
         return rc;
     if ((rc = cdsh_tavern_rpc_register(ctx, st->svc, err)) < 0)
+        return rc;
+    if ((rc = cdsh_tavern_wire_register(ctx, st->svc, err)) < 0)
         return rc;
     if ((rc = cdsh_ctx_on(ctx, "agent/turn", on_turn, st->svc, err)) < 0)
         return rc;

@@ -14,6 +14,7 @@
 #include "plugins/tavern/branch.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/service_priv.h"
+#include "plugins/tavern/wire.h"
 #include "plugins/tavern/worldstate.h"
 
 #define SETTINGS_REL "settings.json"
@@ -969,15 +970,23 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
     if (rc < 0)
         return rc;
     char *turn = NULL;
-    json_t *sampling = NULL;
+    json_t *sampling = NULL, *plan = NULL;
     rc = cdsh_tavern_service_turn_context(svc, sid, s_get(p, "text") ? s_get(p, "text") : "", &turn,
                                           err);
     if (rc == 0)
         rc = cdsh_tavern_service_sampling(svc, sid, &sampling, err);
     if (rc == 0)
-        *value =
-            json_pack("{s:n,s:s,s:o,s:s}", "standing", "turnContext", turn, "sampling", sampling,
-                      "note", "standing comes from the prompt engine (tavern:standing, order 210)");
+        rc = cdsh_tavern_wire_plan(svc, sid, &plan, err);
+    if (rc == 0)
+        *value = json_pack("{s:s,s:s,s:s,s:o,s:s}", "standing",
+                           plan ? s_get(plan, "standing") ? s_get(plan, "standing") : "" : "",
+                           "engineTurn", plan && s_get(plan, "turn") ? s_get(plan, "turn") : "",
+                           "turnContext", turn, "sampling", sampling, "note",
+                           "standing is the tavern:standing segment (order 210); the runtime "
+                           "context tavern:turn is engineTurn followed by turnContext");
+    else
+        json_decref(sampling);
+    json_decref(plan);
     free(turn);
     return kebab(rc, err);
 }

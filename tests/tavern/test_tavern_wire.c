@@ -1,0 +1,130 @@
+/* test_tavern_wire.c — the tavern's host request boundaries with the real
+ * agent loop and the scripted fake model: a bound session's requests carry
+ * tavern:standing in the system prompt (after the plugin-rule segments) and
+ * the frozen tavern:turn runtime context in every step; previewPrompt returns
+ * the same standing text; an unbound session's requests carry no tavern text. */
+#include "support/testkit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "host/prompt.h"
+#include "support/model_env.h"
+#include "support/tavern_world.h"
+
+static char *new_session(cdsh_test_tavern_world *w, const char *title)
+{
+    cdsh_session_spec spec = {.title = title};
+    char *sid = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_session_store_create(w->store, &spec, &sid, &err), 0);
+    return sid;
+}
+
+static const char *msg_text(const json_t *body, long idx)
+{
+    const json_t *m = json_object_get(body, "messages");
+    size_t n = json_array_size(m);
+    return json_string_value(
+        json_object_get(json_array_get(m, idx < 0 ? n + (size_t)idx : (size_t)idx), "content"));
+}
+
+#define CALL(id, name, args)                                                                       \
+    "{\"tool_calls\":[{\"index\":0,\"id\":\"" id "\",\"name\":\"" name "\",\"arguments\":\"" args  \
+    "\"}],\"finish_reason\":\"tool_calls\"}"
+#define SAY(text) "{\"chunks\":[{\"text\":\"" text "\"}],\"finish_reason\":\"stop\"}"
+
+static void bound_session_requests_carry_standing_and_turn_context(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
+        &f, "[" CALL("c1", "tavern_lore_read", "{}") "," SAY("Hello.") "," SAY("Plain.") "]");
+    cdsh_test_tavern_world w;
+    cdsh_test_tavern_world_open(&w);
+    /* A plugin-rule segment (orders 100-199 sit before the standing). */
+    cdsh_prompt_segment_def rules = {.id = "test:rules", .order = 150, .text = "RULES 150"};
+    cdsh_disposer_t d;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_prompt_register(cdsh_host_prompt(w.host), NULL, &rules, &d, &err), 0);
+
+    char *sid = cdsh_test_tavern_bound_session(&w, "import", "bound", NULL);
+    char *other = new_session(&w, "unbound");
+    json_t *preview =
+        cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
+    const char *standing = json_string_value(json_object_get(preview, "standing"));
+    assert_non_null(standing);
+    assert_true(strlen(standing) > 100);
+    assert_non_null(strstr(standing, "Seraphina"));
+
+    cdsh_test_tavern_turn(&w, sid, "I wake up in the forest.");
+    cdsh_test_tavern_turn(&w, other, "Hello there.");
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
+    assert_int_equal(json_array_size(bodies), 3);
+
+    /* Bound: both steps carry the standing after the rules and the same
+     * runtime context as the last message. */
+    for (size_t i = 0; i < 2; i++) {
+        const char *sys = msg_text(json_array_get(bodies, i), 0);
+        const char *at = strstr(sys, standing);
+        assert_non_null(at);
+        const char *r = strstr(sys, "RULES 150");
+        assert_non_null(r);
+        assert_true(r < at);
+        assert_non_null(strstr(msg_text(json_array_get(bodies, i), -1),
+                               CDSH_AGENT_CONTEXT_HEAD "<runtime_context name=\"tavern:turn\">\n"));
+    }
+    assert_string_equal(msg_text(json_array_get(bodies, 0), -1),
+                        msg_text(json_array_get(bodies, 1), -1));
+    /* The bound preset's sampling (as previewPrompt reports it) reaches both steps. */
+    json_t *smp = json_object_get(preview, "sampling");
+    for (size_t k = 0; k < 2; k++) {
+        json_t *b = json_array_get(bodies, k);
+        assert_non_null(json_object_get(b, "temperature"));
+        assert_float_equal(json_number_value(json_object_get(b, "temperature")),
+                           json_number_value(json_object_get(smp, "temperature")), 1e-9);
+        if (json_integer_value(json_object_get(smp, "maxTokens")) > 0)
+            assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")),
+                             json_integer_value(json_object_get(smp, "maxTokens")));
+        assert_null(json_object_get(b, "topP"));
+    }
+
+    /* Unbound: no standing, no runtime context, no sampling override. */
+    const json_t *ub = json_array_get(bodies, 2);
+    assert_null(strstr(msg_text(ub, 0), "Seraphina"));
+    assert_null(strstr(msg_text(ub, 0), standing));
+    assert_non_null(strstr(msg_text(ub, 0), "RULES 150"));
+    assert_string_equal(msg_text(ub, -1), "Hello there.");
+    json_t *msgs = json_object_get(ub, "messages");
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+        assert_null(strstr(json_string_value(json_object_get(m, "content")), "runtime_context"));
+    assert_null(json_object_get(ub, "temperature"));
+    json_t *unbound_preview =
+        cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
+    assert_string_equal(json_string_value(json_object_get(unbound_preview, "standing")), "");
+    json_decref(unbound_preview);
+
+    json_decref(bodies);
+    json_decref(preview);
+    cdsh_disposer_run(&d);
+    free(sid);
+    free(other);
+    cdsh_test_tavern_world_close(&w);
+    cdsh_test_model_env_stop(&f);
+    cdsh_test_home_free(home);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bound_session_requests_carry_standing_and_turn_context),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
