@@ -281,6 +281,55 @@ static void unknown_initialize_version_gets_the_latest(void **state)
     kernel_deinit(&k);
 }
 
+static json_t *exported_output_schema(const char *output_schema, json_t **tool)
+{
+    json_t *kt = json_pack("{s:s,s:s,s:{s:s}}", "name", "t", "description", "d", "parameters",
+                           "type", "object");
+    json_t *os = json_loads(output_schema, 0, NULL);
+    assert_non_null(os);
+    json_object_set_new(kt, "outputSchema", os);
+    *tool = cdsh_mcp_export_tool_json(kt);
+    /* the kernel's description is not changed by the export */
+    json_t *again = json_loads(output_schema, 0, NULL);
+    assert_true(json_equal(again, json_object_get(kt, "outputSchema")));
+    json_decref(again);
+    json_decref(kt);
+    assert_non_null(*tool);
+    return json_object_get(*tool, "outputSchema");
+}
+
+static void export_keeps_object_output_schemas_and_types_a_oneof_of_objects(void **state)
+{
+    (void)state;
+    json_t *tool;
+    /* a value-or-refusal oneOf (the xiangqi tools) gains type "object" at its root */
+    json_t *os = exported_output_schema(
+        "{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"}}},"
+        "{\"anyOf\":[{\"type\":\"object\"}]}]}",
+        &tool);
+    assert_non_null(os);
+    assert_string_equal(json_string_value(json_object_get(os, "type")), "object");
+    assert_int_equal(json_array_size(json_object_get(os, "oneOf")), 2);
+    json_decref(tool);
+    /* a plain object schema is kept as it is */
+    os = exported_output_schema("{\"type\":\"object\",\"properties\":{}}", &tool);
+    assert_string_equal(json_string_value(json_object_get(os, "type")), "object");
+    assert_null(json_object_get(os, "oneOf"));
+    json_decref(tool);
+    /* anything that may be a non-object is not exported */
+    const char *dropped[] = {
+        "{\"type\":\"string\"}",
+        "{\"oneOf\":[{\"type\":\"object\"},{\"type\":\"null\"}]}",
+        "{\"anyOf\":[]}",
+        "{\"oneOf\":[{\"properties\":{}}]}",
+        "{}",
+    };
+    for (size_t i = 0; i < sizeof dropped / sizeof *dropped; i++) {
+        assert_null(exported_output_schema(dropped[i], &tool));
+        json_decref(tool);
+    }
+}
+
 static void tools_list_is_paged_with_opaque_cursors(void **state)
 {
     (void)state;
@@ -639,6 +688,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(requests_before_initialize_and_unknown_methods_are_errors),
         cmocka_unit_test(unknown_initialize_version_gets_the_latest),
+        cmocka_unit_test(export_keeps_object_output_schemas_and_types_a_oneof_of_objects),
         cmocka_unit_test(tools_list_is_paged_with_opaque_cursors),
         cmocka_unit_test(tools_call_maps_results_errors_and_structured_content),
         cmocka_unit_test(cancellation_stops_the_tool_and_progress_flows),

@@ -35,6 +35,29 @@ static bool glob_ok(const cdsh_mcp_export *ex, const char *name)
     return !ex->glob || fnmatch(ex->glob, name, 0) == 0;
 }
 
+/* True when every value the schema admits is an object: type "object", or a
+ * oneOf/anyOf whose branches all are (cdsh's schema subset forbids type next to
+ * oneOf, so a tool answering a value or a refusal declares only the oneOf). */
+static bool describes_object(const json_t *schema)
+{
+    const char *t = json_string_value(json_object_get(schema, "type"));
+    if (t)
+        return strcmp(t, "object") == 0;
+    json_t *alts = json_object_get(schema, "oneOf");
+    if (!alts)
+        alts = json_object_get(schema, "anyOf");
+    if (!json_is_array(alts) || json_array_size(alts) == 0)
+        return false;
+    size_t i;
+    json_t *alt;
+    json_array_foreach(alts, i, alt)
+    {
+        if (!describes_object(alt))
+            return false;
+    }
+    return true;
+}
+
 json_t *cdsh_mcp_export_tool_json(const json_t *kt)
 {
     json_t *params = json_object_get(kt, "parameters");
@@ -43,9 +66,18 @@ json_t *cdsh_mcp_export_tool_json(const json_t *kt)
                           desc ? json_incref(desc) : json_string(""), "inputSchema",
                           params ? json_incref(params) : json_pack("{s:s}", "type", "object"));
     json_t *os = json_object_get(kt, "outputSchema");
-    const char *ot = json_string_value(json_object_get(os, "type"));
-    if (t && ot && strcmp(ot, "object") == 0)
-        json_object_set(t, "outputSchema", os);
+    if (t && json_is_object(os) && describes_object(os)) {
+        if (json_object_get(os, "type")) {
+            json_object_set(t, "outputSchema", os);
+        } else {
+            /* MCP requires type "object" at an outputSchema's root */
+            json_t *copy = json_copy(os);
+            if (copy && json_object_set_new(copy, "type", json_string("object")) == 0)
+                json_object_set_new(t, "outputSchema", copy);
+            else
+                json_decref(copy);
+        }
+    }
     return t;
 }
 
