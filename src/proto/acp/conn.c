@@ -191,6 +191,19 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+#define STDERR_GRACE_MS 500
+
+/* Lets the JSON-RPC peer see the agent's EOF (idempotent). */
+static void signal_eof(cdsh_acp_conn *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int w = c->pipe_w;
+    c->pipe_w = -1;
+    pthread_mutex_unlock(&c->mu);
+    if (w >= 0)
+        close(w);
+}
+
 static void *tee_main(void *arg)
 {
     cdsh_acp_conn *c = arg;
@@ -203,9 +216,20 @@ static void *tee_main(void *arg)
     cdsh_strbuf_init(&line);
     bool overflow = false;
     char buf[8192];
+    /* When stdout ends, EOF reaches the peer only once stderr has ended too
+     * (or after a short grace): an agent that dies at start writes why on
+     * stderr, and the failed call's message must be able to include it. */
+    int64_t eof_deadline = 0;
     while (out >= 0 || errfd >= 0) {
+        if (out < 0 && (errfd < 0 || cdsh_clock_mono_ms() >= eof_deadline))
+            signal_eof(c);
         struct pollfd pf[2] = {{.fd = out, .events = POLLIN}, {.fd = errfd, .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
+        int wait_ms = -1;
+        if (out < 0 && c->pipe_w >= 0) {
+            int64_t left = eof_deadline - cdsh_clock_mono_ms();
+            wait_ms = left > 0 ? (int)left : 0;
+        }
+        if (poll(pf, 2, wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             break;
@@ -232,13 +256,7 @@ static void *tee_main(void *arg)
                 continue;
             if (n <= 0) {
                 out = -1;
-                /* The agent's stdout ended: let the peer see EOF. */
-                pthread_mutex_lock(&c->mu);
-                int w = c->pipe_w;
-                c->pipe_w = -1;
-                pthread_mutex_unlock(&c->mu);
-                if (w >= 0)
-                    close(w);
+                eof_deadline = cdsh_clock_mono_ms() + STDERR_GRACE_MS;
                 continue;
             }
             for (ssize_t i = 0; i < n; i++) {
@@ -266,6 +284,7 @@ static void *tee_main(void *arg)
             }
         }
     }
+    signal_eof(c);
     cdsh_strbuf_deinit(&line);
     return NULL;
 }
