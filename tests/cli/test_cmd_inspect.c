@@ -162,17 +162,37 @@ static void skills_list_and_show(void **state)
     free(err);
 }
 
-static int has_name(const json_t *arr, const char *key, const char *name)
+static int has_name(const json_t *arr, const char *name)
 {
     size_t i;
     const json_t *e;
     json_array_foreach(arr, i, e)
     {
-        const json_t *v = key ? json_object_get(e, key) : e;
+        const json_t *v = json_object_get(e, "name");
         if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
             return 1;
     }
     return 0;
+}
+
+/* `cdsh <what> list --json`, parsed; the caller owns the result. */
+static json_t *list_json(const char *what)
+{
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, what, "list", "--json", NULL), 0);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_non_null(doc);
+    free(out);
+    return doc;
+}
+
+/* Asserts that `cdsh <what> list --json` is an array of exactly one `name`. */
+static void assert_lists_only(const char *what, const char *name)
+{
+    json_t *doc = list_json(what);
+    assert_int_equal(json_array_size(doc), 1);
+    assert_true(has_name(doc, name));
+    json_decref(doc);
 }
 
 static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state)
@@ -181,49 +201,30 @@ static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state
     static const char *const want[] = {"skill",        "xiangqi_new",  "xiangqi_board",
                                        "xiangqi_move", "xiangqi_undo", "xiangqi_hint",
                                        "xiangqi_review"};
-    char *out = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", "--json", NULL), 0);
-    json_t *doc = json_loads(out, 0, NULL);
-    assert_non_null(doc);
+    json_t *doc = list_json("tools");
     const json_t *tools = json_object_get(doc, "tools");
     assert_int_equal(json_integer_value(json_object_get(doc, "count")), 7);
     assert_int_equal(json_array_size(tools), 7);
     size_t total = 0, i;
     for (i = 0; i < sizeof want / sizeof *want; i++) {
-        assert_true(has_name(tools, "name", want[i]));
+        assert_true(has_name(tools, want[i]));
         size_t b = expected_bytes(want[i]);
         assert_true(b > 0);
         total += b;
     }
     assert_int_equal(json_integer_value(json_object_get(doc, "totalBytes")), total);
     json_decref(doc);
-    free(out);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "commands", "list", "--json", NULL), 0);
-    doc = json_loads(out, 0, NULL);
-    assert_non_null(doc);
-    assert_int_equal(json_array_size(doc), 1);
-    assert_true(has_name(doc, "name", "xiangqi"));
-    json_decref(doc);
-    free(out);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", "--json", NULL), 0);
-    doc = json_loads(out, 0, NULL);
-    assert_non_null(doc);
+    assert_lists_only("commands", "xiangqi");
+    assert_lists_only("skills", "xiangqi-mate-playbook");
+    doc = list_json("config");
     const json_t *p;
     json_array_foreach(json_object_get(doc, "plugins"), i, p)
     {
         if (strcmp(json_string_value(json_object_get(p, "name")), "xiangqi") == 0)
             assert_true(json_is_true(json_object_get(p, "enabled")));
     }
-    assert_true(has_name(json_object_get(doc, "plugins"), "name", "xiangqi"));
+    assert_true(has_name(json_object_get(doc, "plugins"), "xiangqi"));
     json_decref(doc);
-    free(out);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "skills", "list", "--json", NULL), 0);
-    doc = json_loads(out, 0, NULL);
-    assert_non_null(doc);
-    assert_int_equal(json_array_size(doc), 1);
-    assert_true(has_name(doc, "name", "xiangqi-mate-playbook"));
-    json_decref(doc);
-    free(out);
 }
 
 static void help_lists_the_new_subcommands(void **state)
