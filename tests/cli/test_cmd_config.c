@@ -140,11 +140,19 @@ static void disable_and_enable_are_saved_and_listed(void **state)
 {
     const char *home = *state;
     char *out = NULL;
+    /* leave `skills` as the only plugin on, whatever else is on by default */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "disable", "xiangqi", NULL), 0);
+    assert_string_equal(out, "xiangqi disabled (profile default)\n");
+    free(out);
+    cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", NULL);
+    assert_non_null(strstr(out, "\n1 tool, "));
+    free(out);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "disable", "skills", NULL), 0);
     assert_string_equal(out, "skills disabled (profile default)\n");
     free(out);
     char *text = profile_text(home, "default");
-    assert_string_equal(text, "plugins:\n  skills:\n    enabled: false\n");
+    assert_string_equal(text, "plugins:\n  xiangqi:\n    enabled: false\n"
+                              "  skills:\n    enabled: false\n");
     free(text);
     cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", NULL);
     assert_non_null(strstr(out, "skills (disabled)"));
@@ -155,7 +163,8 @@ static void disable_and_enable_are_saved_and_listed(void **state)
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "enable", "skills", NULL), 0);
     free(out);
     cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", NULL);
-    assert_non_null(strstr(out, "1 tool, "));
+    assert_non_null(strstr(out, "\n1 tool, "));
+    assert_non_null(strstr(out, "skill "));
     free(out);
 }
 
@@ -189,7 +198,8 @@ static void broken_profile_is_reported_with_its_path(void **state)
     assert_true(asprintf(&file, "%s/default.yaml", dir) > 0);
     char *mk[] = {"/bin/mkdir", "-p", dir, NULL};
     cdsh_test_run(mk, NULL, NULL, NULL, 5000);
-    cdsh_test_write_file(file, "plugins:\n  skills:\n    config:\n      maxBodyBytes: 1\n");
+    cdsh_test_write_file(file, "plugins:\n  xiangqi:\n    enabled: false\n"
+                               "  skills:\n    config:\n      maxBodyBytes: 1\n");
     char *out = NULL, *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", NULL), 0);
     assert_non_null(strstr(out, "  ! invalid config:\n  - expected a value >= 100 but got 1"));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "host/host.h"
 #include "plugins/builtin.h"
@@ -13,6 +14,20 @@
 static int setup(void **state)
 {
     *state = cdsh_test_home_new();
+    return 0;
+}
+
+/* A home whose default profile turns off every plugin that is on by default
+ * except `skills`, so the surface is exactly the `skill` tool, no commands
+ * and no skills — whatever else happens to ship enabled. */
+static int setup_minimal(void **state)
+{
+    char *home = cdsh_test_home_new(), path[4096];
+    snprintf(path, sizeof path, "%s/profiles", home);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/profiles/default.yaml", home);
+    cdsh_test_write_file(path, "plugins:\n  xiangqi:\n    enabled: false\n");
+    *state = home;
     return 0;
 }
 
@@ -147,6 +162,71 @@ static void skills_list_and_show(void **state)
     free(err);
 }
 
+static int has_name(const json_t *arr, const char *name)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(arr, i, e)
+    {
+        const json_t *v = json_object_get(e, "name");
+        if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* `cdsh <what> list --json`, parsed; the caller owns the result. */
+static json_t *list_json(const char *what)
+{
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, what, "list", "--json", NULL), 0);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_non_null(doc);
+    free(out);
+    return doc;
+}
+
+/* Asserts that `cdsh <what> list --json` is an array of exactly one `name`. */
+static void assert_lists_only(const char *what, const char *name)
+{
+    json_t *doc = list_json(what);
+    assert_int_equal(json_array_size(doc), 1);
+    assert_true(has_name(doc, name));
+    json_decref(doc);
+}
+
+static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state)
+{
+    (void)state; /* plain home: no profile file, the built-in defaults decide */
+    static const char *const want[] = {"skill",        "xiangqi_new",  "xiangqi_board",
+                                       "xiangqi_move", "xiangqi_undo", "xiangqi_hint",
+                                       "xiangqi_review"};
+    json_t *doc = list_json("tools");
+    const json_t *tools = json_object_get(doc, "tools");
+    assert_int_equal(json_integer_value(json_object_get(doc, "count")), 7);
+    assert_int_equal(json_array_size(tools), 7);
+    size_t total = 0, i;
+    for (i = 0; i < sizeof want / sizeof *want; i++) {
+        assert_true(has_name(tools, want[i]));
+        size_t b = expected_bytes(want[i]);
+        assert_true(b > 0);
+        total += b;
+    }
+    assert_int_equal(json_integer_value(json_object_get(doc, "totalBytes")), total);
+    json_decref(doc);
+    assert_lists_only("commands", "xiangqi");
+    assert_lists_only("skills", "xiangqi-mate-playbook");
+    doc = list_json("config");
+    const json_t *p;
+    json_array_foreach(json_object_get(doc, "plugins"), i, p)
+    {
+        if (strcmp(json_string_value(json_object_get(p, "name")), "xiangqi") == 0)
+            assert_true(json_is_true(json_object_get(p, "enabled")));
+    }
+    assert_true(has_name(json_object_get(doc, "plugins"), "xiangqi"));
+    json_decref(doc);
+}
+
 static void help_lists_the_new_subcommands(void **state)
 {
     (void)state;
@@ -160,16 +240,18 @@ static void help_lists_the_new_subcommands(void **state)
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define M(fn) cmocka_unit_test_setup_teardown(fn, setup_minimal, teardown)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(tools_list_json_counts_schema_bytes),
-        T(tools_list_text_shows_rows_and_total),
-        T(tools_list_for_an_agent_names_it),
+        M(tools_list_json_counts_schema_bytes),
+        M(tools_list_text_shows_rows_and_total),
+        M(tools_list_for_an_agent_names_it),
         T(tools_usage_errors),
-        T(commands_list_reports_none_and_json_is_an_array),
-        T(skills_list_and_show),
+        M(commands_list_reports_none_and_json_is_an_array),
+        M(skills_list_and_show),
+        T(default_profile_exposes_xiangqi_tools_command_and_skill),
         T(help_lists_the_new_subcommands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,7 +21,11 @@
 
 static char *HOME_DIR;
 
+/* xiangqi (on by default) is turned off so the composed surface is exactly
+ * `skill` plus the declared operation. */
 static const char *GOOD = "plugins:\n"
+                          "  xiangqi:\n"
+                          "    enabled: false\n"
                           "  facade:\n"
                           "    config:\n"
                           "      capabilities:\n"
@@ -85,8 +89,8 @@ static void good_profile_verifies_without_touching_the_home(void **state)
     char want[8192];
     snprintf(want, sizeof want,
              "ok   parse: %s/profiles/good.yaml\n"
-             "ok   plugins resolve: 1 row(s)\n"
-             "ok   configs validate: 1 row(s)\n"
+             "ok   plugins resolve: 2 row(s)\n" /* xiangqi, facade */
+             "ok   configs validate: 2 row(s)\n"
              "ok   compose: 2 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
              "VERIFY-OK\n",
              HOME_DIR);

@@ -212,6 +212,6 @@ const cdsh_plugin_def cdsh_xq_plugin = {
                    "six tools, /xiangqi, the /xiangqi-mate panel channel",
     .optional = optional_services,
     .config_schema = config_schema,
-    .enabled_by_default = false, /* opt-in: six tool schemas in every prompt otherwise */
+    .enabled_by_default = true, /* the main job (`make run`) is playable with no key */
     .apply = xq_apply,
 };
