@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -66,6 +67,7 @@ struct cdsh_acp_conn {
     int64_t request_timeout_ms, grace_ms;
     char stderr_tail[STDERR_TAIL];
     size_t stderr_len;
+    bool stderr_done; /* the agent's stderr reached EOF (set by the reader) */
     /* Responses are routed by the reader but notifications by the
      * dispatcher, so a prompt's answer can overtake the updates sent before
      * it. The tee counts notifications in wire order; handlers count them
@@ -238,6 +240,9 @@ static void *tee_main(void *arg)
             ssize_t n = read(errfd, buf, sizeof buf);
             if (n <= 0 && !(n < 0 && errno == EINTR)) {
                 errfd = -1;
+                pthread_mutex_lock(&c->mu);
+                c->stderr_done = true;
+                pthread_mutex_unlock(&c->mu);
             } else if (n > 0) {
                 pthread_mutex_lock(&c->mu);
                 for (ssize_t i = 0; i < n; i++) {
@@ -728,7 +733,18 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     return 0;
 fail:
     if (err && rc == CDSH_ECLOSED && c->proc) {
-        /* The agent died during the handshake: its stderr says why. */
+        /* The agent died during the handshake: its stderr says why. The
+         * failure may be seen (EOF, or EPIPE on our write) before the reader
+         * has drained stderr, so give it a moment to reach stderr's EOF. */
+        for (int i = 0; i < STDERR_GRACE_MS / 10; i++) {
+            pthread_mutex_lock(&c->mu);
+            bool done = c->stderr_done;
+            pthread_mutex_unlock(&c->mu);
+            if (done)
+                break;
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
         char *tail = cdsh_acp_conn_stderr_tail_dup(c);
         if (tail && *tail) {
             char msg[CDSH_ERROR_MESSAGE_MAX + 700];
