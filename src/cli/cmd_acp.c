@@ -9,16 +9,11 @@
 #include "base/json.h"
 #include "cli/cmd_acp_probe.h"
 #include "cli/cmd_acp_prompt.h"
+#include "cli/group.h"
 #include "plugins/acp/engine.h"
 #include "plugins/acp/state.h"
 
-typedef struct acp_sub {
-    const char *name;
-    const char *summary;
-    int (*run)(int argc, char **argv);
-} acp_sub;
-
-static const acp_sub subs[] = {
+static const cdsh_subcommand subs[] = {
     {"engines", "list engines: resolved command, enabled, health", cdsh_cmd_acp_engines},
     {"probe", "try-connect an engine and write an evidence record", cdsh_cmd_acp_probe},
     {"prompt", "send one message to an engine and show its streamed reply", cdsh_cmd_acp_prompt},
@@ -26,36 +21,16 @@ static const acp_sub subs[] = {
     {NULL, NULL, NULL},
 };
 
-static void usage(FILE *out)
-{
-    fprintf(out, "Usage: cdsh acp <subcommand> [options]\n"
-                 "\n"
-                 "External coding agents over the Agent Client Protocol (ACP).\n"
-                 "Engines are builtin rows plus $CDSH_HOME/multi-acp/engines.json.\n"
-                 "\n"
-                 "Subcommands:\n");
-    for (const acp_sub *s = subs; s->name; s++)
-        fprintf(out, "  %-10s %s\n", s->name, s->summary);
-    fprintf(out, "\nRun `cdsh acp <subcommand> --help` for its options.\n");
-}
+static const cdsh_cli_group group = {
+    .name = "acp",
+    .about = "External coding agents over the Agent Client Protocol (ACP).\n"
+             "Engines are builtin rows plus $CDSH_HOME/multi-acp/engines.json.\n",
+    .subs = subs,
+};
 
 int cdsh_cmd_acp(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        usage(stdout);
-        return 0;
-    }
-    for (const acp_sub *s = subs; s->name; s++)
-        if (strcmp(s->name, argv[1]) == 0)
-            return s->run(argc - 1, argv + 1);
-    fprintf(stderr, "cdsh acp: unknown subcommand '%s'\n\n", argv[1]);
-    usage(stderr);
-    return 2;
+    return cdsh_cli_group_run(&group, argc, argv);
 }
 
 int cdsh_cmd_acp_engines(int argc, char **argv)
