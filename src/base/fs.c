@@ -472,24 +472,24 @@ static void pb_pop(pathbuf *pb)
 static char *resolve_prefix_dup(const char *abs_path)
 {
     pathbuf pb = {malloc(256), 1, 256};
-    char *todo = strdup(abs_path); /* remaining components still to walk */
+    char *unwalked = strdup(abs_path); /* the components not walked yet */
     char *result = NULL;
     int links = 0;
-    if (!pb.s || !todo)
+    if (!pb.s || !unwalked)
         goto cleanup;
     pb.s[0] = '/';
     pb.s[1] = '\0';
     size_t pos = 0;
-    while (todo[pos]) {
-        while (todo[pos] == '/')
+    while (unwalked[pos]) {
+        while (unwalked[pos] == '/')
             pos++;
-        if (!todo[pos])
+        if (!unwalked[pos])
             break;
         size_t start = pos;
-        while (todo[pos] && todo[pos] != '/')
+        while (unwalked[pos] && unwalked[pos] != '/')
             pos++;
         size_t sl = pos - start;
-        const char *seg = todo + start;
+        const char *seg = unwalked + start;
         if (sl == 1 && seg[0] == '.')
             continue;
         if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
@@ -521,15 +521,15 @@ static char *resolve_prefix_dup(const char *abs_path)
             pb.s[1] = '\0';
         }
         /* Splice the link target in front of what is left to walk. */
-        size_t rest = strlen(todo + pos);
+        size_t rest = strlen(unwalked + pos);
         char *next = malloc((size_t)tl + rest + 2);
         if (!next)
             goto cleanup;
         memcpy(next, target, (size_t)tl);
         next[tl] = '/';
-        memcpy(next + tl + 1, todo + pos, rest + 1);
-        free(todo);
-        todo = next;
+        memcpy(next + tl + 1, unwalked + pos, rest + 1);
+        free(unwalked);
+        unwalked = next;
         pos = 0;
     }
     result = pb.s;
@@ -537,7 +537,7 @@ static char *resolve_prefix_dup(const char *abs_path)
 
 cleanup:
     free(pb.s);
-    free(todo);
+    free(unwalked);
     return result;
 }
 
