@@ -50,10 +50,13 @@ fuzz: setup
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
+# cppcheck reads no system headers, so jansson's json_*_foreach macros are
+# unknown to it: unknownMacro is suppressed for that reason alone.
 lint: build
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	  --inline-suppr --std=c11 -I src --suppress=missingIncludeSystem \
+	  --suppress=unknownMacro \
 	  $$(git ls-files 'src/*.c')
 
 clean:

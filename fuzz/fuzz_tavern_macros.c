@@ -14,9 +14,15 @@ static char *run(const char *text)
 {
     json_t *local = json_object(), *global = json_object();
     json_t *outlets = json_pack("{s:s}", "o", "{{outlet::o}}{{char}}");
-    cdsh_tavern_macro_env e = {.user = "U", .chr = "C", .description = "{{user}} and {{char}}",
-                               .chat_id = "c", .now_ms = 1767225600000LL, .seed = 7,
-                               .vars_local = local, .vars_global = global, .outlets = outlets,
+    cdsh_tavern_macro_env e = {.user = "U",
+                               .chr = "C",
+                               .description = "{{user}} and {{char}}",
+                               .chat_id = "c",
+                               .now_ms = 1767225600000LL,
+                               .seed = 7,
+                               .vars_local = local,
+                               .vars_global = global,
+                               .outlets = outlets,
                                .last_message_id = 3};
     char *out = cdsh_tavern_macros_expand_dup(text, &e);
     json_decref(local);

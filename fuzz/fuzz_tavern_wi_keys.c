@@ -30,9 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         e = json_pack("{s:i, s:[o], s:[s], s:s, s:i, s:b, s:b, s:i, s:s}", "uid", uid, "key", key,
-                      "keysecondary", k, "content", k, "selectiveLogic", uid % 4,
-                      "matchWholeWords", uid % 2, "caseSensitive", uid % 3 == 0, "position",
-                      uid % 8, "group", uid % 5 ? "" : "g");
+                      "keysecondary", k, "content", k, "selectiveLogic", uid % 4, "matchWholeWords",
+                      uid % 2, "caseSensitive", uid % 3 == 0, "position", uid % 8, "group",
+                      uid % 5 ? "" : "g");
         char id[16];
         snprintf(id, sizeof id, "%d", uid++);
         json_object_set_new(entries, id, e);
@@ -40,8 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *books = json_pack("[{s:s, s:o}]", "name", "fz", "entries", entries);
     cdsh_tavern_wi_message msg = {"User", text};
     cdsh_tavern_macro_env env = {.user = "U", .chr = "C"};
-    cdsh_tavern_wi_input in = {.character_books = books, .messages = &msg, .n_messages = 1,
-                               .macros = &env};
+    cdsh_tavern_wi_input in = {
+        .character_books = books, .messages = &msg, .n_messages = 1, .macros = &env};
     cdsh_tavern_wi_settings_default(&in.settings);
     json_t *out = NULL;
     if (cdsh_tavern_wi_activate(&in, &out, NULL) == 0) {

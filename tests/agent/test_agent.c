@@ -250,15 +250,15 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
     (void)state;
     cdsh_test_fake_model f;
     cdsh_test_model_env_start(&f, "["
-                             "{\"tool_calls\":["
-                             " {\"index\":0,\"id\":\"a\",\"name\":\"sleep\",\"arguments\":\"{"
-                             "\\\"ms\\\":400,\\\"await\\\":3,\\\"tag\\\":\\\"A\\\"}\"},"
-                             " {\"index\":1,\"id\":\"b\",\"name\":\"sleep\",\"arguments\":\"{"
-                             "\\\"ms\\\":200,\\\"await\\\":3,\\\"tag\\\":\\\"B\\\"}\"},"
-                             " {\"index\":2,\"id\":\"c\",\"name\":\"sleep\",\"arguments\":\"{"
-                             "\\\"ms\\\":1,\\\"await\\\":3,\\\"tag\\\":\\\"C\\\"}\"}],"
-                             " \"finish_reason\":\"tool_calls\"},"
-                             "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
+                                  "{\"tool_calls\":["
+                                  " {\"index\":0,\"id\":\"a\",\"name\":\"sleep\",\"arguments\":\"{"
+                                  "\\\"ms\\\":400,\\\"await\\\":3,\\\"tag\\\":\\\"A\\\"}\"},"
+                                  " {\"index\":1,\"id\":\"b\",\"name\":\"sleep\",\"arguments\":\"{"
+                                  "\\\"ms\\\":200,\\\"await\\\":3,\\\"tag\\\":\\\"B\\\"}\"},"
+                                  " {\"index\":2,\"id\":\"c\",\"name\":\"sleep\",\"arguments\":\"{"
+                                  "\\\"ms\\\":1,\\\"await\\\":3,\\\"tag\\\":\\\"C\\\"}\"}],"
+                                  " \"finish_reason\":\"tool_calls\"},"
+                                  "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
@@ -533,9 +533,10 @@ static void deferred_contexts_become_user_messages_after_results(void **state)
 {
     (void)state;
     cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
-                             "\"arguments\":\"\"}],\"finish_reason\":\"tool_calls\"},"
-                             "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
+    cdsh_test_model_env_start(&f,
+                              "[{\"tool_calls\":[{\"index\":0,\"id\":\"r\",\"name\":\"remember\","
+                              "\"arguments\":\"\"}],\"finish_reason\":\"tool_calls\"},"
+                              "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
@@ -557,11 +558,11 @@ static void bad_tool_arguments_are_an_invalid_args_result(void **state)
 {
     (void)state;
     cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f,
-                         "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
-                         "\"arguments\":\"{not json\"},{\"index\":1,\"id\":\"u\",\"name\":\"nope\","
-                         "\"arguments\":\"{}\"}],\"finish_reason\":\"tool_calls\"},"
-                         "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
+    cdsh_test_model_env_start(
+        &f, "[{\"tool_calls\":[{\"index\":0,\"id\":\"q\",\"name\":\"sleep\","
+            "\"arguments\":\"{not json\"},{\"index\":1,\"id\":\"u\",\"name\":\"nope\","
+            "\"arguments\":\"{}\"}],\"finish_reason\":\"tool_calls\"},"
+            "{\"text\":\"ok\",\"finish_reason\":\"stop\"}]");
     env e;
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
@@ -599,8 +600,7 @@ static void tools_run_in_the_session_scope(void **state)
     env_open(&e, 0, 0);
     cdsh_agent_outcome out;
     cdsh_error err;
-    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "who", NULL, on_event, &e, &out, &err),
-                     0);
+    assert_int_equal(cdsh_agent_run_turn(e.agent, e.sid, "who", NULL, on_event, &e, &out, &err), 0);
     assert_string_equal(out.reason, "done");
     json_t *bodies = cdsh_test_model_env_bodies(&f);
     json_t *msgs = json_object_get(json_array_get(bodies, 1), "messages");

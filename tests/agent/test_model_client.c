@@ -347,10 +347,13 @@ static void usage_is_reported_per_reply_and_summed_per_client(void **state)
 {
     (void)state;
     fake f;
-    cdsh_test_fake_model_start(&f, "[{\"text\":\"one\",\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,"
-                   "\"total_tokens\":14,\"prompt_cache_hit_tokens\":6,"
-                   "\"completion_tokens_details\":{\"reasoning_tokens\":2}}},"
-                   "{\"text\":\"two\",\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":5}}]", NULL);
+    cdsh_test_fake_model_start(
+        &f,
+        "[{\"text\":\"one\",\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":4,"
+        "\"total_tokens\":14,\"prompt_cache_hit_tokens\":6,"
+        "\"completion_tokens_details\":{\"reasoning_tokens\":2}}},"
+        "{\"text\":\"two\",\"usage\":{\"prompt_tokens\":20,\"completion_tokens\":5}}]",
+        NULL);
     cdsh_model_client *c = client_for(&f);
     collect col;
     collect_init(&col);
@@ -758,8 +761,11 @@ static void retry_after_is_honoured(void **state)
 {
     (void)state;
     fake f;
-    cdsh_test_fake_model_start(&f, "[{\"status\":429,\"headers\":{\"Retry-After\":\"0.3\"},\"error\":{\"message\":"
-                   "\"wait\"}},{\"text\":\"ok\"}]", NULL);
+    cdsh_test_fake_model_start(
+        &f,
+        "[{\"status\":429,\"headers\":{\"Retry-After\":\"0.3\"},\"error\":{\"message\":"
+        "\"wait\"}},{\"text\":\"ok\"}]",
+        NULL);
     cdsh_model_config layer, resolved;
     cdsh_model_config_init(&layer);
     cdsh_model_config_set_base_url(&layer, f.url);
@@ -789,8 +795,11 @@ static void retry_after_is_capped_by_retry_max(void **state)
 {
     (void)state;
     fake f;
-    cdsh_test_fake_model_start(&f, "[{\"status\":503,\"headers\":{\"Retry-After\":\"120\"},\"error\":{\"message\":"
-                   "\"later\"}},{\"text\":\"ok\"}]", NULL);
+    cdsh_test_fake_model_start(
+        &f,
+        "[{\"status\":503,\"headers\":{\"Retry-After\":\"120\"},\"error\":{\"message\":"
+        "\"later\"}},{\"text\":\"ok\"}]",
+        NULL);
     cdsh_model_client *c = client_for(&f); /* retry_max_ms 100 */
     collect col;
     collect_init(&col);
@@ -857,8 +866,8 @@ static void stalled_stream_hits_the_idle_timeout(void **state)
 {
     (void)state;
     ctx x;
-    ctx_open(&x, "[{\"chunks\":[{\"text\":\"start\"},{\"stall_ms\":60000,\"text\":\"late\"}]}]", KEY,
-             3, 150);
+    ctx_open(&x, "[{\"chunks\":[{\"text\":\"start\"},{\"stall_ms\":60000,\"text\":\"late\"}]}]",
+             KEY, 3, 150);
     int64_t t0 = cdsh_clock_mono_ms();
     assert_int_equal(ctx_run(&x), CDSH_ETIMEDOUT);
     int64_t took = cdsh_clock_mono_ms() - t0;
@@ -903,8 +912,9 @@ static void cancel_from_another_thread_stops_mid_stream_promptly(void **state)
 {
     (void)state;
     fake f;
-    cdsh_test_fake_model_start(&f,
-               "[{\"chunks\":[{\"text\":\"thinking...\"},{\"stall_ms\":60000,\"text\":\"x\"}]}]", NULL);
+    cdsh_test_fake_model_start(
+        &f, "[{\"chunks\":[{\"text\":\"thinking...\"},{\"stall_ms\":60000,\"text\":\"x\"}]}]",
+        NULL);
     cdsh_model_client *c = client_with(f.url, KEY, 3, 90000);
     cdsh_cancel *tok = cdsh_cancel_new(NULL);
     collect col;
@@ -935,8 +945,11 @@ static void cancel_during_retry_backoff_stops_waiting(void **state)
 {
     (void)state;
     fake f;
-    cdsh_test_fake_model_start(&f, "[{\"status\":429,\"headers\":{\"Retry-After\":\"60\"},\"error\":{\"message\":"
-                   "\"later\"},\"repeat\":true}]", NULL);
+    cdsh_test_fake_model_start(
+        &f,
+        "[{\"status\":429,\"headers\":{\"Retry-After\":\"60\"},\"error\":{\"message\":"
+        "\"later\"},\"repeat\":true}]",
+        NULL);
     cdsh_model_config layer, resolved;
     cdsh_model_config_init(&layer);
     cdsh_model_config_set_base_url(&layer, f.url);
@@ -1031,8 +1044,11 @@ static void one_client_serves_several_threads_at_once(void **state)
 {
     (void)state;
     fake f;
-    cdsh_test_fake_model_start(&f, "[{\"repeat\":true,\"delay_ms\":20,\"chunks\":[{\"text\":\"par\"},{\"text\":"
-                   "\"allel\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}]", NULL);
+    cdsh_test_fake_model_start(
+        &f,
+        "[{\"repeat\":true,\"delay_ms\":20,\"chunks\":[{\"text\":\"par\"},{\"text\":"
+        "\"allel\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":3}}]",
+        NULL);
     cdsh_model_client *c = client_for(&f);
     worker w[4];
     pthread_t th[4];

@@ -198,8 +198,8 @@ static void assert_lists_only(const char *what, const char *name)
 static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state)
 {
     (void)state; /* plain home: no profile file, the built-in defaults decide */
-    static const char *const want[] = {"skill",        "xiangqi_new",  "xiangqi_board",
-                                       "xiangqi_move", "xiangqi_undo", "xiangqi_hint",
+    static const char *const want[] = {"skill",         "xiangqi_new",  "xiangqi_board",
+                                       "xiangqi_move",  "xiangqi_undo", "xiangqi_hint",
                                        "xiangqi_review"};
     json_t *doc = list_json("tools");
     const json_t *tools = json_object_get(doc, "tools");

@@ -13,9 +13,12 @@ static const char CARD[] =
     "{\"spec\":\"chara_card_v2\",\"spec_version\":\"2.0\",\"data\":{\"name\":\"Sera\","
     "\"description\":\"{{char}} guards {{user}}.\",\"personality\":\"kind\",\"scenario\":\"glade\","
     "\"first_mes\":\"Hi\",\"mes_example\":\"\",\"character_book\":{\"name\":\"Glade\",\"entries\":["
-    "{\"keys\":[\"wolf\"],\"content\":\"Wolves roam.\",\"enabled\":true,\"insertion_order\":1,\"extensions\":{}},"
-    "{\"keys\":[],\"constant\":true,\"content\":\"Old glade.\",\"enabled\":true,\"insertion_order\":2,\"extensions\":{}},"
-    "{\"keys\":[\"dragon\"],\"content\":\"Dragons.\",\"enabled\":true,\"insertion_order\":3,\"extensions\":{}}]}}}";
+    "{\"keys\":[\"wolf\"],\"content\":\"Wolves "
+    "roam.\",\"enabled\":true,\"insertion_order\":1,\"extensions\":{}},"
+    "{\"keys\":[],\"constant\":true,\"content\":\"Old "
+    "glade.\",\"enabled\":true,\"insertion_order\":2,\"extensions\":{}},"
+    "{\"keys\":[\"dragon\"],\"content\":\"Dragons.\",\"enabled\":true,\"insertion_order\":3,"
+    "\"extensions\":{}}]}}}";
 
 static char *import_card(const char *home)
 {
@@ -42,9 +45,8 @@ static void preview_prints_channels_messages_budgets_and_log(void **state)
     snprintf(chat, sizeof chat, "%s/chat.json", home);
     cdsh_test_write_file(chat, "[{\"role\":\"user\",\"text\":\"A wolf appears.\"}]");
     char *out = NULL, *err = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--chat", chat,
-                                        NULL),
-                     0);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--chat", chat, NULL), 0);
     assert_non_null(strstr(out, "== Standing segment (agent system prompt) ==\n"));
     assert_non_null(strstr(out, "Sera guards User."));
     assert_non_null(strstr(out, "【世界书·常驻】\nOld glade."));
@@ -114,9 +116,8 @@ static void preview_usage_and_unknown_card(void **state)
     assert_non_null(strstr(err, "Usage: cdsh tavern preview CARD_ID"));
     free(out);
     free(err);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", "nosuch-1",
-                                        "--json", NULL),
-                     1);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", "nosuch-1", "--json", NULL), 1);
     json_t *j = json_loads(out, 0, NULL);
     assert_string_equal(json_string_value(json_object_get(j, "code")), "CARD_NOT_FOUND");
     json_decref(j);

@@ -20,11 +20,17 @@ static const char CARD[] =
     "\"personality\":\"kind\",\"scenario\":\"A glade at {{time}}.\","
     "\"first_mes\":\"Hello.\",\"mes_example\":\"<START>\\n{{char}}: Hi {{user}}\","
     "\"system_prompt\":\"CARD MAIN ({{original}})\",\"post_history_instructions\":\"\","
-    "\"extensions\":{\"depth_prompt\":{\"prompt\":\"Stay gentle.\",\"depth\":2,\"role\":\"system\"}},"
+    "\"extensions\":{\"depth_prompt\":{\"prompt\":\"Stay "
+    "gentle.\",\"depth\":2,\"role\":\"system\"}},"
     "\"character_book\":{\"name\":\"Glade\",\"entries\":["
-    "{\"keys\":[],\"content\":\"The glade is ancient.\",\"constant\":true,\"position\":\"before_char\",\"enabled\":true,\"insertion_order\":10,\"extensions\":{}},"
-    "{\"keys\":[\"wolf\"],\"content\":\"Wolves roam at night.\",\"enabled\":true,\"insertion_order\":20,\"extensions\":{}},"
-    "{\"keys\":[\"deep\"],\"content\":\"Deep lore.\",\"enabled\":true,\"insertion_order\":5,\"extensions\":{\"position\":4,\"depth\":1,\"role\":1}}"
+    "{\"keys\":[],\"content\":\"The glade is "
+    "ancient.\",\"constant\":true,\"position\":\"before_char\",\"enabled\":true,\"insertion_"
+    "order\":10,\"extensions\":{}},"
+    "{\"keys\":[\"wolf\"],\"content\":\"Wolves roam at "
+    "night.\",\"enabled\":true,\"insertion_order\":20,\"extensions\":{}},"
+    "{\"keys\":[\"deep\"],\"content\":\"Deep "
+    "lore.\",\"enabled\":true,\"insertion_order\":5,\"extensions\":{\"position\":4,\"depth\":1,"
+    "\"role\":1}}"
     "]}}}";
 
 static json_t *card_record(const char *text)
@@ -44,17 +50,26 @@ static json_t *preset(void)
 {
     json_t *in = json_loads(
         "{\"name\":\"P\",\"prompts\":["
-        "{\"identifier\":\"main\",\"name\":\"Main\",\"system_prompt\":true,\"content\":\"PRESET MAIN\"},"
+        "{\"identifier\":\"main\",\"name\":\"Main\",\"system_prompt\":true,\"content\":\"PRESET "
+        "MAIN\"},"
         "{\"identifier\":\"jailbreak\",\"content\":\"PHI {{char}}\",\"role\":\"system\"},"
-        "{\"identifier\":\"mood\",\"content\":\"Mood: {{random::calm::calm}}\",\"role\":\"system\"},"
-        "{\"identifier\":\"inchat\",\"content\":\"IN-CHAT NOTE\",\"role\":\"user\",\"injection_position\":1,\"injection_depth\":0},"
-        "{\"identifier\":\"charDescription\",\"marker\":true},{\"identifier\":\"chatHistory\",\"marker\":true},"
-        "{\"identifier\":\"worldInfoBefore\",\"marker\":true},{\"identifier\":\"dialogueExamples\",\"marker\":true}],"
+        "{\"identifier\":\"mood\",\"content\":\"Mood: "
+        "{{random::calm::calm}}\",\"role\":\"system\"},"
+        "{\"identifier\":\"inchat\",\"content\":\"IN-CHAT "
+        "NOTE\",\"role\":\"user\",\"injection_position\":1,\"injection_depth\":0},"
+        "{\"identifier\":\"charDescription\",\"marker\":true},{\"identifier\":\"chatHistory\","
+        "\"marker\":true},"
+        "{\"identifier\":\"worldInfoBefore\",\"marker\":true},{\"identifier\":\"dialogueExamples\","
+        "\"marker\":true}],"
         "\"prompt_order\":[{\"character_id\":100001,\"order\":["
-        "{\"identifier\":\"main\",\"enabled\":true},{\"identifier\":\"worldInfoBefore\",\"enabled\":true},"
-        "{\"identifier\":\"charDescription\",\"enabled\":true},{\"identifier\":\"mood\",\"enabled\":true},"
-        "{\"identifier\":\"dialogueExamples\",\"enabled\":true},{\"identifier\":\"inchat\",\"enabled\":true},"
-        "{\"identifier\":\"chatHistory\",\"enabled\":true},{\"identifier\":\"jailbreak\",\"enabled\":true}]}]}",
+        "{\"identifier\":\"main\",\"enabled\":true},{\"identifier\":\"worldInfoBefore\","
+        "\"enabled\":true},"
+        "{\"identifier\":\"charDescription\",\"enabled\":true},{\"identifier\":\"mood\","
+        "\"enabled\":true},"
+        "{\"identifier\":\"dialogueExamples\",\"enabled\":true},{\"identifier\":\"inchat\","
+        "\"enabled\":true},"
+        "{\"identifier\":\"chatHistory\",\"enabled\":true},{\"identifier\":\"jailbreak\","
+        "\"enabled\":true}]}]}",
         0, NULL);
     cdsh_error err = {0};
     json_t *p = cdsh_tavern_preset_normalize_dup(in, NULL, &err);
@@ -152,8 +167,10 @@ static void standing_freezes_clock_and_neutralizes_residual_macros(void **state)
     json_t *prom = json_array_get(json_object_get(f.preset, "prompts"), 0);
     json_object_set_new(prom, "forbid_overrides", json_true());
     json_object_set_new(prom, "content", json_string("Now: [{{time}}]"));
-    json_t *order = json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
-    json_array_append_new(order, json_pack("{s:s, s:b}", "identifier", "charPersonality", "enabled", 1));
+    json_t *order =
+        json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
+    json_array_append_new(order,
+                          json_pack("{s:s, s:b}", "identifier", "charPersonality", "enabled", 1));
     json_t *plan = assemble(&f);
     const char *st = S(plan, "standing");
     /* forbid_overrides keeps the preset main; {{time}} is turn-local so the
@@ -199,8 +216,10 @@ static void simulation_orders_messages_and_injections(void **state)
                              "user:injection|system:jailbreak");
     json_t *an = json_array_get(m, 8);
     assert_string_equal(json_string_value(json_object_get(an, "content")), "AN text");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 9), "content")), "Deep lore.");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 12), "content")), "PHI Sera");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 9), "content")),
+                        "Deep lore.");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 12), "content")),
+                        "PHI Sera");
     assert_null(strstr(S(plan, "turn"), "runtime snapshot"));
     assert_non_null(strstr(S(plan, "turn"), "【作者注释】\nAN text"));
     json_decref(plan);
@@ -224,9 +243,12 @@ static void budgets_truncate_with_notes(void **state)
     assert_int_equal(json_integer_value(json_object_get(mem, "limit")), 1200);
     assert_true(json_is_true(json_object_get(mem, "truncated")));
     assert_true(json_integer_value(json_object_get(mem, "used")) <= 1200);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "deltas"), "limit")), 1500);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "journal"), "limit")), 800);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "worldInfo"), "limit")), 8192);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "deltas"), "limit")),
+                     1500);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "journal"), "limit")),
+                     800);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "worldInfo"), "limit")),
+                     8192);
     const char *tu = S(plan, "turn");
     assert_non_null(strstr(tu, "…(truncated to 1200 tokens)"));
     assert_non_null(strstr(tu, "【世界变化】\nThe bridge fell."));
@@ -293,7 +315,8 @@ static void lorebook_edit_repins_standing(void **state)
     assert_int_equal(cdsh_tavern_pipeline_plan(p, "t1", &f.in, &a, NULL, &err), 0);
     assert_int_equal(cdsh_tavern_pipeline_plan(p, "t2", &f.in, &b, NULL, &err), 0);
     assert_true(json_is_true(json_object_get(b, "standingPinned")));
-    json_t *entries = json_object_get(json_object_get(json_object_get(f.card, "data"), "character_book"), "entries");
+    json_t *entries = json_object_get(
+        json_object_get(json_object_get(f.card, "data"), "character_book"), "entries");
     json_object_set_new(json_array_get(entries, 0), "content", json_string("The glade is new."));
     assert_int_equal(cdsh_tavern_pipeline_plan(p, "t3", &f.in, &c, NULL, &err), 0);
     assert_true(json_is_false(json_object_get(c, "standingPinned")));
@@ -340,9 +363,11 @@ static void templates_render_in_the_worker_and_commit_only_on_success(void **sta
     fx f;
     fx_init(&f);
     json_t *prompts = json_object_get(f.preset, "prompts");
-    json_t *order = json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
-    json_array_append_new(prompts, json_pack("{s:s, s:s, s:s}", "identifier", "tpl", "role", "system",
-                                             "content", "<% incvar('n') %>Count <%= getvar('n') %> for {{user}}"));
+    json_t *order =
+        json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
+    json_array_append_new(
+        prompts, json_pack("{s:s, s:s, s:s}", "identifier", "tpl", "role", "system", "content",
+                           "<% incvar('n') %>Count <%= getvar('n') %> for {{user}}"));
     json_array_append_new(order, json_pack("{s:s, s:b}", "identifier", "tpl", "enabled", 1));
     json_t *local = json_object(), *global = json_object();
     f.in.vars_local = local;
@@ -365,8 +390,8 @@ static void templates_render_in_the_worker_and_commit_only_on_success(void **sta
     size_t i;
     json_t *m;
     int seen = 0;
-    json_array_foreach(json_object_get(plan, "messages"), i, m)
-        seen += !strcmp(json_string_value(json_object_get(m, "content")), "Count 1 for Ann");
+    json_array_foreach(json_object_get(plan, "messages"), i, m) seen +=
+        !strcmp(json_string_value(json_object_get(m, "content")), "Count 1 for Ann");
     assert_int_equal(seen, 1);
     assert_int_equal(json_integer_value(json_object_get(local, "n")), 1);
     json_decref(plan);
@@ -395,17 +420,19 @@ static void outlets_fill_outlet_macros_in_the_turn(void **state)
     (void)state;
     fx f;
     fx_init(&f);
-    json_t *raw = json_loads("{\"name\":\"Sky\",\"entries\":{\"0\":{\"uid\":0,\"key\":[\"moon\"],"
-                             "\"content\":\"The moon is red.\",\"position\":7,\"outletName\":\"sky\"}}}",
-                             0, NULL);
+    json_t *raw =
+        json_loads("{\"name\":\"Sky\",\"entries\":{\"0\":{\"uid\":0,\"key\":[\"moon\"],"
+                   "\"content\":\"The moon is red.\",\"position\":7,\"outletName\":\"sky\"}}}",
+                   0, NULL);
     json_t *globals = json_array();
     json_array_append_new(globals, cdsh_tavern_lorebook_normalize_dup(raw, NULL));
     json_decref(raw);
     f.in.global_books = globals;
     json_t *prompts = json_object_get(f.preset, "prompts");
-    json_t *order = json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
-    json_array_append_new(prompts, json_pack("{s:s, s:s, s:s}", "identifier", "sky", "role", "system",
-                                             "content", "Sky: {{outlet::sky}}"));
+    json_t *order =
+        json_object_get(json_array_get(json_object_get(f.preset, "prompt_order"), 0), "order");
+    json_array_append_new(prompts, json_pack("{s:s, s:s, s:s}", "identifier", "sky", "role",
+                                             "system", "content", "Sky: {{outlet::sky}}"));
     json_array_append_new(order, json_pack("{s:s, s:b}", "identifier", "sky", "enabled", 1));
     msg(&f, "user", "Look at the moon.", false);
     json_t *plan = assemble(&f);

@@ -24,7 +24,8 @@ static char *apply_st(const char *scripts, const char *text, const char *scope, 
     assert_int_equal(cdsh_tavern_rxset_new(rules, &set, &err), 0);
     char *out = NULL;
     assert_int_equal(
-        cdsh_tavern_rxset_apply(set, text, scope, timing, role, depth, env, &out, failures, &err), 0);
+        cdsh_tavern_rxset_apply(set, text, scope, timing, role, depth, env, &out, failures, &err),
+        0);
     cdsh_tavern_rxset_free(set);
     json_decref(rules);
     json_decref(s);
@@ -41,7 +42,7 @@ static void expect(const char *scripts, const char *text, const char *want)
 static void javascript_flags_behave_as_in_javascript(void **state)
 {
     (void)state;
-    expect("[{\"findRegex\":\"a\",\"replaceString\":\"b\"}]", "aAa", "bAa");     /* bare: first only */
+    expect("[{\"findRegex\":\"a\",\"replaceString\":\"b\"}]", "aAa", "bAa"); /* bare: first only */
     expect("[{\"findRegex\":\"/a/g\",\"replaceString\":\"b\"}]", "aAa", "bAb");
     expect("[{\"findRegex\":\"/a/gi\",\"replaceString\":\"b\"}]", "aAa", "bbb");
     expect("[{\"findRegex\":\"/^x/gm\",\"replaceString\":\"y\"}]", "x\nx", "y\ny");
@@ -53,7 +54,8 @@ static void javascript_flags_behave_as_in_javascript(void **state)
     expect("[{\"findRegex\":\"/x$/\",\"replaceString\":\"!\"}]", "x\n", "x\n"); /* $ only at end */
     expect("[{\"findRegex\":\"/\\\\u0041/\",\"replaceString\":\"!\"}]", "A", "!");
     expect("[{\"findRegex\":\"/[^]/g\",\"replaceString\":\"-\"}]", "a\n", "--");
-    expect("[{\"findRegex\":\"/(x)?y\\\\1/\",\"replaceString\":\"!\"}]", "y", "!"); /* unset backref */
+    expect("[{\"findRegex\":\"/(x)?y\\\\1/\",\"replaceString\":\"!\"}]", "y",
+           "!"); /* unset backref */
     expect("[{\"findRegex\":\"/x*/g\",\"replaceString\":\"-\"}]", "ab", "-a-b-");
     expect("[{\"findRegex\":\"/é/gu\",\"replaceString\":\"e\"}]", "café é", "cafe e");
     bool g = cdsh_tavern_jsre_split_literal("/a\\/b/gi", NULL, NULL);
@@ -69,7 +71,8 @@ static void javascript_flags_behave_as_in_javascript(void **state)
 static void replacement_syntax_match_groups_names(void **state)
 {
     (void)state;
-    expect("[{\"findRegex\":\"/(\\\\w+)@(\\\\w+)/\",\"replaceString\":\"$2 at $1 [{{match}}] $3 $$\"}]",
+    expect("[{\"findRegex\":\"/(\\\\w+)@(\\\\w+)/\",\"replaceString\":\"$2 at $1 [{{match}}] $3 "
+           "$$\"}]",
            "ann@home", "home at ann [ann@home] $3 $");
     expect("[{\"findRegex\":\"/(?<who>\\\\w+)!/\",\"replaceString\":\"<$<who>>\"}]", "hi!", "<hi>");
     expect("[{\"findRegex\":\"/(a)|(b)/g\",\"replaceString\":\"[$1$2]\"}]", "ab", "[a][b]");
@@ -79,7 +82,8 @@ static void replacement_syntax_match_groups_names(void **state)
 static void trim_strings_are_removed_from_captures(void **state)
 {
     (void)state;
-    expect("[{\"findRegex\":\"/<(.*?)>/g\",\"replaceString\":\"{$1}\",\"trimStrings\":[\"**\",\"_\"]}]",
+    expect("[{\"findRegex\":\"/<(.*?)>/"
+           "g\",\"replaceString\":\"{$1}\",\"trimStrings\":[\"**\",\"_\"]}]",
            "<**bo_ld**> <x>", "{bold} {x}");
 }
 
@@ -88,16 +92,19 @@ static void substitute_regex_modes(void **state)
     (void)state;
     cdsh_tavern_macro_env env = {.user = "A.n", .chr = "Bo"};
     const char *t = "A.n and Axn";
-    char *out = apply_st("[{\"findRegex\":\"/{{user}}/g\",\"replaceString\":\"X\",\"substituteRegex\":0}]",
-                         t, "output", "render", NULL, -1, &env, NULL);
+    char *out =
+        apply_st("[{\"findRegex\":\"/{{user}}/g\",\"replaceString\":\"X\",\"substituteRegex\":0}]",
+                 t, "output", "render", NULL, -1, &env, NULL);
     assert_string_equal(out, t); /* literal "{{user}}" pattern matches nothing */
     free(out);
-    out = apply_st("[{\"findRegex\":\"/{{user}}/g\",\"replaceString\":\"X\",\"substituteRegex\":1}]", t,
-                   "output", "render", NULL, -1, &env, NULL);
+    out =
+        apply_st("[{\"findRegex\":\"/{{user}}/g\",\"replaceString\":\"X\",\"substituteRegex\":1}]",
+                 t, "output", "render", NULL, -1, &env, NULL);
     assert_string_equal(out, "X and X"); /* raw: "." is a wildcard */
     free(out);
-    out = apply_st("[{\"findRegex\":\"/{{user}}/g\",\"replaceString\":\"{{char}}\",\"substituteRegex\":2}]",
-                   t, "output", "render", NULL, -1, &env, NULL);
+    out = apply_st(
+        "[{\"findRegex\":\"/{{user}}/g\",\"replaceString\":\"{{char}}\",\"substituteRegex\":2}]", t,
+        "output", "render", NULL, -1, &env, NULL);
     assert_string_equal(out, "Bo and Axn"); /* escaped; replacement macros expanded */
     free(out);
 }
@@ -105,11 +112,12 @@ static void substitute_regex_modes(void **state)
 static void placements_scopes_roles_and_only_flags(void **state)
 {
     (void)state;
-    const char *s = "[{\"findRegex\":\"/a/g\",\"replaceString\":\"I\",\"placement\":[1]},"
-                    "{\"findRegex\":\"/b/g\",\"replaceString\":\"O\",\"placement\":[2]},"
-                    "{\"findRegex\":\"/c/g\",\"replaceString\":\"W\",\"placement\":[5]},"
-                    "{\"findRegex\":\"/d/g\",\"replaceString\":\"M\",\"placement\":[2],\"markdownOnly\":true},"
-                    "{\"findRegex\":\"/e/g\",\"replaceString\":\"P\",\"placement\":[1,2],\"promptOnly\":true}]";
+    const char *s =
+        "[{\"findRegex\":\"/a/g\",\"replaceString\":\"I\",\"placement\":[1]},"
+        "{\"findRegex\":\"/b/g\",\"replaceString\":\"O\",\"placement\":[2]},"
+        "{\"findRegex\":\"/c/g\",\"replaceString\":\"W\",\"placement\":[5]},"
+        "{\"findRegex\":\"/d/g\",\"replaceString\":\"M\",\"placement\":[2],\"markdownOnly\":true},"
+        "{\"findRegex\":\"/e/g\",\"replaceString\":\"P\",\"placement\":[1,2],\"promptOnly\":true}]";
     char *o = apply_st(s, "abcde", "input", "send", "user", -1, NULL, NULL);
     assert_string_equal(o, "Ibcde");
     free(o);
@@ -130,7 +138,8 @@ static void placements_scopes_roles_and_only_flags(void **state)
 static void min_and_max_depth_bound_the_rule(void **state)
 {
     (void)state;
-    const char *s = "[{\"findRegex\":\"/x/\",\"replaceString\":\"y\",\"placement\":[2],\"minDepth\":1,\"maxDepth\":2}]";
+    const char *s = "[{\"findRegex\":\"/x/"
+                    "\",\"replaceString\":\"y\",\"placement\":[2],\"minDepth\":1,\"maxDepth\":2}]";
     const char *want[] = {"x", "y", "y", "x"};
     for (int d = 0; d < 4; d++) {
         char *o = apply_st(s, "x", "output", "render", "assistant", d, NULL, NULL);
@@ -149,7 +158,8 @@ static void catastrophic_pattern_fails_its_rule_only(void **state)
     char subject[64];
     memset(subject, 'a', 40);
     strcpy(subject + 40, "!");
-    char *o = apply_st("[{\"id\":\"bad\",\"scriptName\":\"slow\",\"findRegex\":\"/(a+)+$/\",\"replaceString\":\"z\"},"
+    char *o = apply_st("[{\"id\":\"bad\",\"scriptName\":\"slow\",\"findRegex\":\"/(a+)+$/"
+                       "\",\"replaceString\":\"z\"},"
                        "{\"scriptName\":\"broken\",\"findRegex\":\"/(x/\",\"replaceString\":\"z\"},"
                        "{\"scriptName\":\"fine\",\"findRegex\":\"/!/\",\"replaceString\":\"?\"}]",
                        subject, "output", "render", NULL, -1, NULL, failures);

@@ -68,10 +68,14 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     cdsh_error err = {0};
     cdsh_test_tavern_turn(&w, sid, "Where am I?");
     cdsh_test_tavern_turn(&w, sid, "Thank you.");
-    assert_int_equal(count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
-                     2);
-    assert_int_equal(count(cdsh_test_tavern_rpc(&w, "getWorldDeltas", json_pack("{s:s}", "sessionId", sid)), NULL),
-                     1);
+    assert_int_equal(
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)),
+              "active"),
+        2);
+    assert_int_equal(
+        count(cdsh_test_tavern_rpc(&w, "getWorldDeltas", json_pack("{s:s}", "sessionId", sid)),
+              NULL),
+        1);
     json_t *floors = cdsh_test_tavern_rpc(&w, "listFloors", json_pack("{s:s}", "sessionId", sid));
     assert_int_equal(json_array_size(floors), 2);
     assert_true(json_is_true(json_object_get(json_array_get(floors, 1), "committed")));
@@ -89,24 +93,33 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
                         "Thank you.");
     json_decref(br);
     assert_int_equal(
-        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)),
+              "active"),
+        1);
     cdsh_test_tavern_turn(&w, child, "Thank you.");
     /* edit the first reply in another branch: its facts go, nothing re-extracted */
-    json_t *ed =
-        cdsh_test_tavern_rpc(&w, "editAssistantMessage",
-            json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 1, "text", "An edited scene."));
+    json_t *ed = cdsh_test_tavern_rpc(
+        &w, "editAssistantMessage",
+        json_pack("{s:s,s:i,s:s}", "sessionId", sid, "turn", 1, "text", "An edited scene."));
     char *edited = strdup(json_string_value(json_object_get(ed, "childSessionId")));
     json_decref(ed);
     assert_int_equal(
-        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", edited)), "active"), 0);
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", edited)),
+              "active"),
+        0);
     /* restart: a new host, store and agent over the same home */
     cdsh_test_tavern_world_close(&w);
     cdsh_test_tavern_world_open(&w);
-    assert_int_equal(count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)), "active"),
-                     2);
     assert_int_equal(
-        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)), "active"), 1);
-    json_t *sib = cdsh_test_tavern_rpc(&w, "getFloorSiblings", json_pack("{s:s}", "sessionId", child));
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", sid)),
+              "active"),
+        2);
+    assert_int_equal(
+        count(cdsh_test_tavern_rpc(&w, "getMemories", json_pack("{s:s}", "sessionId", child)),
+              "active"),
+        1);
+    json_t *sib =
+        cdsh_test_tavern_rpc(&w, "getFloorSiblings", json_pack("{s:s}", "sessionId", child));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(sib, "swipe"), "total")),
                      3);
     json_decref(sib);

@@ -12,7 +12,8 @@
 static json_t *ctx_new(void)
 {
     return json_loads("{\"vars\":{\"global\":{\"g\":1},\"local\":{\"hp\":10},\"message\":{}},"
-                      "\"wi\":{\"books\":{\"Eldoria\":[{\"uid\":3,\"comment\":\"Castle\",\"content\":\"A keep.\"}]},"
+                      "\"wi\":{\"books\":{\"Eldoria\":[{\"uid\":3,\"comment\":\"Castle\","
+                      "\"content\":\"A keep.\"}]},"
                       "\"active\":[{\"uid\":3,\"book\":\"Eldoria\"}]},"
                       "\"macros\":{\"char\":\"Seraphina\",\"user\":\"Ann\"},"
                       "\"now\":1767225600000,\"seed\":42}",
@@ -93,13 +94,14 @@ static void variables_worldinfo_and_macros(void **state)
 {
     (void)state;
     json_t *vars = NULL;
-    char *out = render_ok("<% setvar('hp', getvar('hp') - 3); incvar('turns'); "
-                          "setvar('a.b', 'deep', {scope:'global'}); delvar('g', {scope:'global'}); "
-                          "setvar('seen', true, {scope:'message'}) %>"
-                          "<%= getvar('hp') %>/<%= getvar('turns') %>/<%= getvar('missing', {defaults:'d'}) %>"
-                          "|<%= getwi('Eldoria','Castle') %>|<%= getwi('Eldoria',3) %>|<%= activewi().length %>"
-                          "|<%= charName %>&<%= userName %>",
-                          true, &vars);
+    char *out = render_ok(
+        "<% setvar('hp', getvar('hp') - 3); incvar('turns'); "
+        "setvar('a.b', 'deep', {scope:'global'}); delvar('g', {scope:'global'}); "
+        "setvar('seen', true, {scope:'message'}) %>"
+        "<%= getvar('hp') %>/<%= getvar('turns') %>/<%= getvar('missing', {defaults:'d'}) %>"
+        "|<%= getwi('Eldoria','Castle') %>|<%= getwi('Eldoria',3) %>|<%= activewi().length %>"
+        "|<%= charName %>&<%= userName %>",
+        true, &vars);
     assert_string_equal(out, "7/1/d|A keep.|A keep.|1|Seraphina&Ann");
     free(out);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(vars, "local"), "hp")), 7);
@@ -125,13 +127,15 @@ static void preview_returns_no_variables(void **state)
     (void)state;
     json_t *ctx = ctx_new(), *res = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_template_render("<% setvar('hp', 0) %>x", ctx, false, relaxed(),
-                                                 &res, &err),
-                     0);
+    assert_int_equal(
+        cdsh_tavern_template_render("<% setvar('hp', 0) %>x", ctx, false, relaxed(), &res, &err),
+        0);
     assert_string_equal(json_string_value(json_object_get(res, "output")), "x");
     assert_null(json_object_get(res, "vars"));
     /* The caller's context is never modified either way. */
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(ctx, "vars"), "local"), "hp")), 10);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(ctx, "vars"), "local"), "hp")),
+                     10);
     json_decref(res);
     json_decref(ctx);
 }
@@ -139,7 +143,8 @@ static void preview_returns_no_variables(void **state)
 static void clock_and_random_are_frozen_per_execution(void **state)
 {
     (void)state;
-    const char *src = "<%= Date.now() %>|<%= new Date().getUTCFullYear() %>|<%= Math.random() %>,<%= Math.random() %>";
+    const char *src = "<%= Date.now() %>|<%= new Date().getUTCFullYear() %>|<%= Math.random() "
+                      "%>,<%= Math.random() %>";
     char *a = render_ok(src, false, NULL);
     char *b = render_ok(src, false, NULL);
     assert_string_equal(a, b);
@@ -153,7 +158,8 @@ static void sandbox_has_no_file_system_network_or_modules(void **state)
 {
     (void)state;
     const char *probes[] = {
-        "<%= typeof require %>|<%= typeof process %>|<%= typeof Duktape %>|<%= typeof XMLHttpRequest %>|<%= typeof fetch %>",
+        "<%= typeof require %>|<%= typeof process %>|<%= typeof Duktape %>|<%= typeof "
+        "XMLHttpRequest %>|<%= typeof fetch %>",
     };
     expect(probes[0], "undefined|undefined|undefined|undefined|undefined");
     cdsh_error err = {0};
@@ -183,17 +189,19 @@ static void huge_output_and_memory_bomb_fail_cleanly(void **state)
     lim.max_output = 64 * 1024;
     lim.wall_ms = 20000;
     cdsh_error err = {0};
-    assert_string_equal(render_err("<% for (var i = 0; i < 20000; i++) { %>0123456789<% } %>", &lim, &err),
-                        "TEMPLATE_OUTPUT_TOO_BIG");
+    assert_string_equal(
+        render_err("<% for (var i = 0; i < 20000; i++) { %>0123456789<% } %>", &lim, &err),
+        "TEMPLATE_OUTPUT_TOO_BIG");
     cdsh_tavern_template_limits_default(&lim);
     lim.heap_bytes = 8u << 20;
     /* the bombs end on memory, not time; filling 8 MiB takes seconds of CPU
      * under ASan, which a loaded CI machine stretched past a 20 s budget */
     lim.wall_ms = 120000;
     err = (cdsh_error){0};
-    assert_string_equal(render_err("<% var a = []; for (;;) a.push(new Array(1000).join('x') + a.length) %>",
-                                   &lim, &err),
-                        "TEMPLATE_MEMORY");
+    assert_string_equal(
+        render_err("<% var a = []; for (;;) a.push(new Array(1000).join('x') + a.length) %>", &lim,
+                   &err),
+        "TEMPLATE_MEMORY");
     err = (cdsh_error){0};
     assert_string_equal(render_err("<% var s = 'x'; for (;;) s = s + s %>", &lim, &err),
                         "TEMPLATE_MEMORY");

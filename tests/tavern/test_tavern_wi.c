@@ -57,7 +57,10 @@ static json_t *run(fx *f)
     return out;
 }
 
-static void fx_free(fx *f) { json_decref(f->books); }
+static void fx_free(fx *f)
+{
+    json_decref(f->books);
+}
 
 /* Comma-joined uids of the activated entries, sorted ascending. */
 static char *fired(const json_t *out)
@@ -100,12 +103,14 @@ static void primary_keys_plain_case_whole_word_and_regex(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"dragon\"],\"content\":\"D\"},"
-                          "{\"uid\":2,\"key\":[\"Cat\"],\"caseSensitive\":true,\"content\":\"C\"},"
-                          "{\"uid\":3,\"key\":[\"/ba+r\\\\d/i\"],\"content\":\"R\"},"
-                          "{\"uid\":4,\"key\":[\"elf\"],\"matchWholeWords\":true,\"content\":\"E\"},"
-                          "{\"uid\":5,\"key\":[\"red moon\"],\"matchWholeWords\":true,\"content\":\"M\"},"
-                          "{\"uid\":6,\"key\":[\"sun\"],\"matchWholeWords\":true,\"content\":\"S\"}]"));
+    fx_init(&f,
+            book("b",
+                 "[{\"uid\":1,\"key\":[\"dragon\"],\"content\":\"D\"},"
+                 "{\"uid\":2,\"key\":[\"Cat\"],\"caseSensitive\":true,\"content\":\"C\"},"
+                 "{\"uid\":3,\"key\":[\"/ba+r\\\\d/i\"],\"content\":\"R\"},"
+                 "{\"uid\":4,\"key\":[\"elf\"],\"matchWholeWords\":true,\"content\":\"E\"},"
+                 "{\"uid\":5,\"key\":[\"red moon\"],\"matchWholeWords\":true,\"content\":\"M\"},"
+                 "{\"uid\":6,\"key\":[\"sun\"],\"matchWholeWords\":true,\"content\":\"S\"}]"));
     say(&f, "Ann", "A DRAGON, a cat, BAAR7, and herself under the red moon; 太阳sun。");
     json_t *out = run(&f);
     /* 1 case-insensitive; 2 case-sensitive "Cat" ≠ "cat"; 3 regex with i;
@@ -144,14 +149,22 @@ static void secondary_keys_follow_the_four_logics(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":0,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],\"selectiveLogic\":0,\"content\":\"x\"},"
-                          "{\"uid\":1,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],\"selectiveLogic\":1,\"content\":\"x\"},"
-                          "{\"uid\":2,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],\"selectiveLogic\":2,\"content\":\"x\"},"
-                          "{\"uid\":3,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],\"selectiveLogic\":3,\"content\":\"x\"},"
-                          "{\"uid\":4,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"b\"],\"selectiveLogic\":3,\"content\":\"x\"},"
-                          "{\"uid\":5,\"key\":[\"k\"],\"keysecondary\":[\"y\",\"z\"],\"selectiveLogic\":2,\"content\":\"x\"},"
-                          "{\"uid\":6,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"b\"],\"selectiveLogic\":1,\"content\":\"x\"},"
-                          "{\"uid\":7,\"key\":[\"k\"],\"keysecondary\":[\"a\"],\"selective\":false,\"selectiveLogic\":2,\"content\":\"x\"}]"));
+    fx_init(&f, book("b", "[{\"uid\":0,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],"
+                          "\"selectiveLogic\":0,\"content\":\"x\"},"
+                          "{\"uid\":1,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],"
+                          "\"selectiveLogic\":1,\"content\":\"x\"},"
+                          "{\"uid\":2,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],"
+                          "\"selectiveLogic\":2,\"content\":\"x\"},"
+                          "{\"uid\":3,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"z\"],"
+                          "\"selectiveLogic\":3,\"content\":\"x\"},"
+                          "{\"uid\":4,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"b\"],"
+                          "\"selectiveLogic\":3,\"content\":\"x\"},"
+                          "{\"uid\":5,\"key\":[\"k\"],\"keysecondary\":[\"y\",\"z\"],"
+                          "\"selectiveLogic\":2,\"content\":\"x\"},"
+                          "{\"uid\":6,\"key\":[\"k\"],\"keysecondary\":[\"a\",\"b\"],"
+                          "\"selectiveLogic\":1,\"content\":\"x\"},"
+                          "{\"uid\":7,\"key\":[\"k\"],\"keysecondary\":[\"a\"],\"selective\":false,"
+                          "\"selectiveLogic\":2,\"content\":\"x\"}]"));
     f.in.settings.recursive = false;
     say(&f, NULL, "k a b");
     json_t *out = run(&f);
@@ -169,20 +182,28 @@ static void positions_are_ordered_like_sillytavern(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"constant\":true,\"order\":10,\"position\":0,\"content\":\"B10\"},"
-                          "{\"uid\":2,\"constant\":true,\"order\":30,\"position\":0,\"content\":\"B30\"},"
-                          "{\"uid\":3,\"constant\":true,\"order\":20,\"position\":1,\"content\":\"A20\"},"
-                          "{\"uid\":4,\"constant\":true,\"order\":5,\"position\":2,\"content\":\"ANT\"},"
-                          "{\"uid\":5,\"constant\":true,\"order\":5,\"position\":3,\"content\":\"ANB\"},"
-                          "{\"uid\":6,\"constant\":true,\"order\":1,\"position\":5,\"content\":\"EMT\"},"
-                          "{\"uid\":7,\"constant\":true,\"order\":2,\"position\":6,\"content\":\"EMB\"},"
-                          "{\"uid\":8,\"constant\":true,\"order\":1,\"position\":4,\"depth\":2,\"role\":0,\"content\":\"D2a\"},"
-                          "{\"uid\":9,\"constant\":true,\"order\":9,\"position\":4,\"depth\":2,\"role\":0,\"content\":\"D2b\"},"
-                          "{\"uid\":10,\"constant\":true,\"order\":3,\"position\":4,\"depth\":2,\"role\":1,\"content\":\"D2u\"},"
-                          "{\"uid\":11,\"constant\":true,\"order\":3,\"position\":4,\"depth\":0,\"role\":2,\"content\":\"D0\"},"
-                          "{\"uid\":12,\"constant\":true,\"order\":3,\"position\":7,\"outletName\":\"o\",\"content\":\"O1\"},"
-                          "{\"uid\":13,\"constant\":true,\"order\":4,\"position\":7,\"outletName\":\"o\",\"content\":\"O2\"},"
-                          "{\"uid\":14,\"constant\":true,\"order\":50,\"position\":0,\"content\":\"\"}]"));
+    fx_init(&f,
+            book("b",
+                 "[{\"uid\":1,\"constant\":true,\"order\":10,\"position\":0,\"content\":\"B10\"},"
+                 "{\"uid\":2,\"constant\":true,\"order\":30,\"position\":0,\"content\":\"B30\"},"
+                 "{\"uid\":3,\"constant\":true,\"order\":20,\"position\":1,\"content\":\"A20\"},"
+                 "{\"uid\":4,\"constant\":true,\"order\":5,\"position\":2,\"content\":\"ANT\"},"
+                 "{\"uid\":5,\"constant\":true,\"order\":5,\"position\":3,\"content\":\"ANB\"},"
+                 "{\"uid\":6,\"constant\":true,\"order\":1,\"position\":5,\"content\":\"EMT\"},"
+                 "{\"uid\":7,\"constant\":true,\"order\":2,\"position\":6,\"content\":\"EMB\"},"
+                 "{\"uid\":8,\"constant\":true,\"order\":1,\"position\":4,\"depth\":2,\"role\":0,"
+                 "\"content\":\"D2a\"},"
+                 "{\"uid\":9,\"constant\":true,\"order\":9,\"position\":4,\"depth\":2,\"role\":0,"
+                 "\"content\":\"D2b\"},"
+                 "{\"uid\":10,\"constant\":true,\"order\":3,\"position\":4,\"depth\":2,\"role\":1,"
+                 "\"content\":\"D2u\"},"
+                 "{\"uid\":11,\"constant\":true,\"order\":3,\"position\":4,\"depth\":0,\"role\":2,"
+                 "\"content\":\"D0\"},"
+                 "{\"uid\":12,\"constant\":true,\"order\":3,\"position\":7,\"outletName\":\"o\","
+                 "\"content\":\"O1\"},"
+                 "{\"uid\":13,\"constant\":true,\"order\":4,\"position\":7,\"outletName\":\"o\","
+                 "\"content\":\"O2\"},"
+                 "{\"uid\":14,\"constant\":true,\"order\":50,\"position\":0,\"content\":\"\"}]"));
     json_t *out = run(&f);
     /* Ascending order: higher order ends up later (closer to the chat). */
     assert_string_equal(json_string_value(json_object_get(out, "before")), "B10\nB30");
@@ -192,7 +213,8 @@ static void positions_are_ordered_like_sillytavern(void **state)
                         "ANB");
     json_t *ex = json_object_get(out, "examples");
     assert_int_equal(json_array_size(ex), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(ex, 0), "content")), "EMT");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ex, 0), "content")),
+                        "EMT");
     assert_string_equal(json_string_value(json_object_get(json_array_get(ex, 0), "position")),
                         "before");
     assert_string_equal(json_string_value(json_object_get(json_array_get(ex, 1), "position")),
@@ -214,14 +236,16 @@ static void recursion_prevent_exclude_and_delay_levels(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"start\"],\"content\":\"mentions alpha\"},"
-                          "{\"uid\":2,\"key\":[\"alpha\"],\"content\":\"mentions beta\"},"
-                          "{\"uid\":3,\"key\":[\"beta\"],\"content\":\"end\"},"
-                          "{\"uid\":4,\"key\":[\"alpha\"],\"excludeRecursion\":true,\"content\":\"ex\"},"
-                          "{\"uid\":5,\"key\":[\"start\"],\"preventRecursion\":true,\"content\":\"gamma\"},"
-                          "{\"uid\":6,\"key\":[\"gamma\"],\"content\":\"never\"},"
-                          "{\"uid\":7,\"key\":[\"start\"],\"delayUntilRecursion\":true,\"content\":\"d1\"},"
-                          "{\"uid\":8,\"key\":[\"start\"],\"delayUntilRecursion\":2,\"content\":\"d2\"}]"));
+    fx_init(&f,
+            book("b",
+                 "[{\"uid\":1,\"key\":[\"start\"],\"content\":\"mentions alpha\"},"
+                 "{\"uid\":2,\"key\":[\"alpha\"],\"content\":\"mentions beta\"},"
+                 "{\"uid\":3,\"key\":[\"beta\"],\"content\":\"end\"},"
+                 "{\"uid\":4,\"key\":[\"alpha\"],\"excludeRecursion\":true,\"content\":\"ex\"},"
+                 "{\"uid\":5,\"key\":[\"start\"],\"preventRecursion\":true,\"content\":\"gamma\"},"
+                 "{\"uid\":6,\"key\":[\"gamma\"],\"content\":\"never\"},"
+                 "{\"uid\":7,\"key\":[\"start\"],\"delayUntilRecursion\":true,\"content\":\"d1\"},"
+                 "{\"uid\":8,\"key\":[\"start\"],\"delayUntilRecursion\":2,\"content\":\"d2\"}]"));
     say(&f, NULL, "start");
     json_t *out = run(&f);
     assert_string_equal(fired(out), "1,2,3,5,7,8");
@@ -248,11 +272,16 @@ static void inclusion_groups_override_scoring_prior_and_weights(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"x\"],\"group\":\"g\",\"order\":1,\"groupOverride\":true,\"content\":\"1\"},"
-                          "{\"uid\":2,\"key\":[\"x\"],\"group\":\"g\",\"order\":5,\"groupOverride\":true,\"content\":\"2\"},"
-                          "{\"uid\":3,\"key\":[\"x\"],\"group\":\"g\",\"order\":9,\"content\":\"3\"},"
-                          "{\"uid\":4,\"key\":[\"x\",\"y\"],\"group\":\"s\",\"useGroupScoring\":true,\"content\":\"4\"},"
-                          "{\"uid\":5,\"key\":[\"x\"],\"group\":\"s\",\"useGroupScoring\":true,\"content\":\"5\"}]"));
+    fx_init(&f,
+            book("b", "[{\"uid\":1,\"key\":[\"x\"],\"group\":\"g\",\"order\":1,\"groupOverride\":"
+                      "true,\"content\":\"1\"},"
+                      "{\"uid\":2,\"key\":[\"x\"],\"group\":\"g\",\"order\":5,\"groupOverride\":"
+                      "true,\"content\":\"2\"},"
+                      "{\"uid\":3,\"key\":[\"x\"],\"group\":\"g\",\"order\":9,\"content\":\"3\"},"
+                      "{\"uid\":4,\"key\":[\"x\",\"y\"],\"group\":\"s\",\"useGroupScoring\":true,"
+                      "\"content\":\"4\"},"
+                      "{\"uid\":5,\"key\":[\"x\"],\"group\":\"s\",\"useGroupScoring\":true,"
+                      "\"content\":\"5\"}]"));
     f.in.settings.recursive = false;
     say(&f, NULL, "x y");
     json_t *out = run(&f);
@@ -264,8 +293,11 @@ static void inclusion_groups_override_scoring_prior_and_weights(void **state)
 
     /* Weighted random under a fixed seed is reproducible; over seeds the
      * heavy member wins most of the time. */
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"x\"],\"group\":\"w\",\"groupWeight\":90,\"content\":\"1\"},"
-                          "{\"uid\":2,\"key\":[\"x\"],\"group\":\"w\",\"groupWeight\":10,\"content\":\"2\"}]"));
+    fx_init(
+        &f,
+        book("b",
+             "[{\"uid\":1,\"key\":[\"x\"],\"group\":\"w\",\"groupWeight\":90,\"content\":\"1\"},"
+             "{\"uid\":2,\"key\":[\"x\"],\"group\":\"w\",\"groupWeight\":10,\"content\":\"2\"}]"));
     say(&f, NULL, "x");
     int wins1 = 0;
     for (uint32_t s = 0; s < 200; s++) {
@@ -290,9 +322,10 @@ static void group_with_prior_activation_blocks_later_members(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"x\"],\"group\":\"g\",\"content\":\"mentions zed\"},"
-                          "{\"uid\":2,\"key\":[\"zed\"],\"group\":\"g\",\"content\":\"2\"},"
-                          "{\"uid\":3,\"key\":[\"zed\"],\"content\":\"3\"}]"));
+    fx_init(&f,
+            book("b", "[{\"uid\":1,\"key\":[\"x\"],\"group\":\"g\",\"content\":\"mentions zed\"},"
+                      "{\"uid\":2,\"key\":[\"zed\"],\"group\":\"g\",\"content\":\"2\"},"
+                      "{\"uid\":3,\"key\":[\"zed\"],\"content\":\"3\"}]"));
     say(&f, NULL, "x");
     json_t *out = run(&f);
     assert_string_equal(fired(out), "1,3");
@@ -307,7 +340,8 @@ static void probability_rolls_are_seeded(void **state)
     fx f;
     fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"x\"],\"probability\":0,\"content\":\"never\"},"
                           "{\"uid\":2,\"key\":[\"x\"],\"probability\":50,\"content\":\"half\"},"
-                          "{\"uid\":3,\"key\":[\"x\"],\"probability\":0,\"useProbability\":false,\"content\":\"always\"}]"));
+                          "{\"uid\":3,\"key\":[\"x\"],\"probability\":0,\"useProbability\":false,"
+                          "\"content\":\"always\"}]"));
     say(&f, NULL, "x");
     int half = 0;
     for (uint32_t s = 0; s < 100; s++) {
@@ -335,8 +369,9 @@ static void sticky_cooldown_and_delay_across_turns_and_swipes(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"go\"],\"sticky\":2,\"cooldown\":2,\"content\":\"S\"},"
-                          "{\"uid\":2,\"key\":[\"go\"],\"delay\":3,\"content\":\"D\"}]"));
+    fx_init(&f,
+            book("b", "[{\"uid\":1,\"key\":[\"go\"],\"sticky\":2,\"cooldown\":2,\"content\":\"S\"},"
+                      "{\"uid\":2,\"key\":[\"go\"],\"delay\":3,\"content\":\"D\"}]"));
     f.in.settings.recursive = false;
     json_t *timed = json_object();
     f.in.timed = timed;
@@ -391,9 +426,12 @@ static void budget_overflow_stops_and_ignore_budget_passes(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"x\"],\"order\":30,\"content\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"},"
-                          "{\"uid\":2,\"key\":[\"x\"],\"order\":20,\"content\":\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"},"
-                          "{\"uid\":3,\"key\":[\"x\"],\"order\":10,\"ignoreBudget\":true,\"content\":\"cccccccccccccccccccccccccccccccccccccccccccccccccc\"},"
+    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"x\"],\"order\":30,\"content\":"
+                          "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"},"
+                          "{\"uid\":2,\"key\":[\"x\"],\"order\":20,\"content\":"
+                          "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"},"
+                          "{\"uid\":3,\"key\":[\"x\"],\"order\":10,\"ignoreBudget\":true,"
+                          "\"content\":\"cccccccccccccccccccccccccccccccccccccccccccccccccc\"},"
                           "{\"uid\":4,\"key\":[\"x\"],\"order\":5,\"content\":\"dddd\"}]"));
     f.in.settings.recursive = false;
     f.in.settings.token_budget = 20; /* one 51-char entry ≈ 16 tokens */
@@ -450,26 +488,36 @@ static void strategy_orders_character_and_global_books(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("char", "[{\"uid\":1,\"key\":[\"x\"],\"order\":1,\"content\":\"cccccccccccccccccccccccccccccccccccccccc\"}]"));
+    fx_init(&f, book("char", "[{\"uid\":1,\"key\":[\"x\"],\"order\":1,\"content\":"
+                             "\"cccccccccccccccccccccccccccccccccccccccc\"}]"));
     json_t *globals = json_array();
-    json_array_append_new(globals, book("glob", "[{\"uid\":1,\"key\":[\"x\"],\"order\":99,\"content\":\"gggggggggggggggggggggggggggggggggggggggg\"}]"));
+    json_array_append_new(globals,
+                          book("glob", "[{\"uid\":1,\"key\":[\"x\"],\"order\":99,\"content\":"
+                                       "\"gggggggggggggggggggggggggggggggggggggggg\"}]"));
     f.in.global_books = globals;
     f.in.settings.token_budget = 16; /* only the first candidate fits */
     say(&f, NULL, "x");
     f.in.settings.character_strategy = CDSH_TAVERN_WI_CHARACTER_FIRST;
     json_t *out = run(&f);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(out, "activated"), 0), "book")), "char");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(out, "activated"), 0), "book")),
+                        "char");
     json_decref(out);
     f.in.settings.character_strategy = CDSH_TAVERN_WI_GLOBAL_FIRST;
     out = run(&f);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(out, "activated"), 0), "book")), "glob");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(out, "activated"), 0), "book")),
+                        "glob");
     json_decref(out);
     f.in.settings.character_strategy = CDSH_TAVERN_WI_EVENLY; /* merged by order */
     out = run(&f);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(out, "activated"), 0), "book")), "glob");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(out, "activated"), 0), "book")),
+                        "glob");
     json_decref(out);
     /* The same book name is never loaded twice. */
-    json_array_append_new(f.books, book("glob", "[{\"uid\":5,\"constant\":true,\"content\":\"dup\"}]"));
+    json_array_append_new(f.books,
+                          book("glob", "[{\"uid\":5,\"constant\":true,\"content\":\"dup\"}]"));
     f.in.settings.token_budget = 0;
     out = run(&f);
     assert_int_equal(json_array_size(json_object_get(out, "log")), 2);
@@ -482,11 +530,12 @@ static void decorators_depth_zero_inject_and_macros_in_keys(void **state)
 {
     (void)state;
     fx f;
-    fx_init(&f, book("b", "[{\"uid\":1,\"content\":\"@@activate\\nforced on\"},"
-                          "{\"uid\":2,\"constant\":true,\"content\":\"@@dont_activate\\nnope\"},"
-                          "{\"uid\":3,\"key\":[\"{{char}}\"],\"content\":\"about {{char}}\"},"
-                          "{\"uid\":4,\"key\":[\"note\"],\"scanDepth\":0,\"content\":\"from inject\"},"
-                          "{\"uid\":5,\"key\":[\"hidden\"],\"scanDepth\":0,\"content\":\"no\"}]"));
+    fx_init(&f,
+            book("b", "[{\"uid\":1,\"content\":\"@@activate\\nforced on\"},"
+                      "{\"uid\":2,\"constant\":true,\"content\":\"@@dont_activate\\nnope\"},"
+                      "{\"uid\":3,\"key\":[\"{{char}}\"],\"content\":\"about {{char}}\"},"
+                      "{\"uid\":4,\"key\":[\"note\"],\"scanDepth\":0,\"content\":\"from inject\"},"
+                      "{\"uid\":5,\"key\":[\"hidden\"],\"scanDepth\":0,\"content\":\"no\"}]"));
     cdsh_tavern_macro_env env = {.chr = "Seraphina", .user = "Ann"};
     f.in.macros = &env;
     f.in.settings.recursive = false;
@@ -504,7 +553,8 @@ static void decorators_depth_zero_inject_and_macros_in_keys(void **state)
         if (json_integer_value(json_object_get(a, "uid")) == 1)
             assert_string_equal(json_string_value(json_object_get(a, "content")), "forced on");
         if (json_integer_value(json_object_get(a, "uid")) == 3)
-            assert_string_equal(json_string_value(json_object_get(a, "content")), "about Seraphina");
+            assert_string_equal(json_string_value(json_object_get(a, "content")),
+                                "about Seraphina");
     }
     assert_string_equal(log_reason(out, 2), "suppressed by @@dont_activate");
     json_decref(out);
@@ -516,7 +566,8 @@ static void world_info_regex_placement_rewrites_contents(void **state)
     (void)state;
     fx f;
     fx_init(&f, book("b", "[{\"uid\":1,\"constant\":true,\"content\":\"the Dragon\"},"
-                          "{\"uid\":2,\"constant\":true,\"position\":4,\"depth\":1,\"content\":\"deep Dragon\"}]"));
+                          "{\"uid\":2,\"constant\":true,\"position\":4,\"depth\":1,\"content\":"
+                          "\"deep Dragon\"}]"));
     json_t *scripts = json_loads("[{\"scriptName\":\"wi\",\"findRegex\":\"/dragon/gi\","
                                  "\"replaceString\":\"wyrm\",\"placement\":[5],\"maxDepth\":0}]",
                                  0, NULL);
@@ -529,7 +580,8 @@ static void world_info_regex_placement_rewrites_contents(void **state)
     json_t *out = run(&f);
     /* No depth for position 0; depth 1 exceeds maxDepth 0 for the @depth entry. */
     assert_string_equal(json_string_value(json_object_get(out, "before")), "the wyrm");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(out, "depth"), 0), "content")),
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(out, "depth"), 0), "content")),
                         "deep Dragon");
     json_decref(out);
     cdsh_tavern_rxset_free(set);

@@ -58,8 +58,8 @@ static void bench_prints_the_signature_lines(void **state)
 static void analyze_gives_mate_lines_in_chinese(void **state)
 {
     (void)state;
-    json_t *j = run_json("analyze", "--fen", "3k5/4a4/4ba3/9/9/9/9/9/R8/1R2K4 w - - 0 1",
-                         "--depth", "8", "--json");
+    json_t *j = run_json("analyze", "--fen", "3k5/4a4/4ba3/9/9/9/9/9/R8/1R2K4 w - - 0 1", "--depth",
+                         "8", "--json");
     json_t *l = json_array_get(json_object_get(j, "lines"), 0);
     assert_non_null(l);
     assert_int_equal(json_integer_value(json_object_get(l, "mate")), 3);

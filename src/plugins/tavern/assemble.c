@@ -25,10 +25,19 @@ static const char TURN_PLAYBOOK[] =
     "Runtime context for this turn. Use what is relevant and do not quote these notes. If a "
     "fact you need is missing, look it up with the tavern tools instead of inventing it.";
 
-static const char *const DEFAULT_ORDER[] = {
-    "main",        "worldInfoBefore", "personaDescription", "charDescription", "charPersonality",
-    "scenario",    "agentMemory",     "worldState",         "nsfw",            "worldInfoAfter",
-    "dialogueExamples", "chatHistory", "jailbreak"};
+static const char *const DEFAULT_ORDER[] = {"main",
+                                            "worldInfoBefore",
+                                            "personaDescription",
+                                            "charDescription",
+                                            "charPersonality",
+                                            "scenario",
+                                            "agentMemory",
+                                            "worldState",
+                                            "nsfw",
+                                            "worldInfoAfter",
+                                            "dialogueExamples",
+                                            "chatHistory",
+                                            "jailbreak"};
 
 static const char *const ROLE_NAMES[] = {"system", "user", "assistant"};
 
@@ -132,14 +141,15 @@ static char *fit(const char *text, int budget, size_t *used, bool *cut)
 
 static void budget_note(json_t *budgets, const char *name, int limit, size_t used, bool cut)
 {
-    json_object_set_new(budgets, name, json_pack("{s:i, s:I, s:b}", "limit", limit, "used",
-                                                 (json_int_t)used, "truncated", cut));
+    json_object_set_new(
+        budgets, name,
+        json_pack("{s:i, s:I, s:b}", "limit", limit, "used", (json_int_t)used, "truncated", cut));
 }
 
 /* ---- history ------------------------------------------------------------ */
 
 typedef struct hist {
-    char **text;   /* processed text of each real message, oldest first */
+    char **text; /* processed text of each real message, oldest first */
     const char **role;
     size_t n;
 } hist;
@@ -166,8 +176,8 @@ static int build_history(asm_ctx *a, hist *h)
         depth--;
         char *t = cdsh_tavern_macros_expand_dup(m->text ? m->text : "", &id);
         const char *role = m->role ? m->role : "user";
-        static const char *const STEPS[][2] = {{"input", "send"}, {"prompt", "assemble"},
-                                               {"prompt", "send"}};
+        static const char *const STEPS[][2] = {
+            {"input", "send"}, {"prompt", "assemble"}, {"prompt", "send"}};
         for (size_t s = 0; t && a->rx && s < 3; s++) {
             if (s == 0 && strcmp(role, "user"))
                 continue;
@@ -225,8 +235,8 @@ static json_t *prompt_order(const json_t *preset)
         return json_incref(pick);
     json_t *def = json_array();
     for (size_t k = 0; k < sizeof DEFAULT_ORDER / sizeof DEFAULT_ORDER[0]; k++)
-        json_array_append_new(def, json_pack("{s:s, s:b}", "identifier", DEFAULT_ORDER[k],
-                                             "enabled", 1));
+        json_array_append_new(
+            def, json_pack("{s:s, s:b}", "identifier", DEFAULT_ORDER[k], "enabled", 1));
     return def;
 }
 
@@ -285,9 +295,10 @@ static json_t *run_wi(asm_ctx *a)
         if (in->chat[i].synthetic) /* never scanned */
             continue;
         bool user = in->chat[i].role && !strcmp(in->chat[i].role, "user");
-        msgs[n++] = (cdsh_tavern_wi_message){
-            in->chat[i].name ? in->chat[i].name : user ? a->user_name : a->char_name,
-            in->chat[i].text};
+        msgs[n++] = (cdsh_tavern_wi_message){in->chat[i].name ? in->chat[i].name
+                                             : user           ? a->user_name
+                                                              : a->char_name,
+                                             in->chat[i].text};
     }
     json_t *books = character_books(a);
     cdsh_tavern_wi_input wi = {
@@ -306,10 +317,10 @@ static json_t *run_wi(asm_ctx *a)
         .no_log = !in->trigger_log,
         .char_filename = a->char_name,
     };
-    json_t *scan = json_pack("{s:s, s:s, s:s, s:s}", "personaDescription",
-                             dstr(in->persona, "description"), "characterDescription",
-                             dstr(a->data, "description"), "characterPersonality",
-                             dstr(a->data, "personality"), "scenario", dstr(a->data, "scenario"));
+    json_t *scan =
+        json_pack("{s:s, s:s, s:s, s:s}", "personaDescription", dstr(in->persona, "description"),
+                  "characterDescription", dstr(a->data, "description"), "characterPersonality",
+                  dstr(a->data, "personality"), "scenario", dstr(a->data, "scenario"));
     wi.scan_data = scan;
     json_t *out = NULL;
     cdsh_tavern_wi_activate(&wi, &out, NULL);
@@ -330,8 +341,8 @@ static void push_msg(json_t *msgs, const char *role, const char *content, const 
 {
     if (!content || !*content)
         return;
-    json_array_append_new(msgs, json_pack("{s:s, s:s, s:s}", "role", role, "content", content,
-                                          "source", source));
+    json_array_append_new(
+        msgs, json_pack("{s:s, s:s, s:s}", "role", role, "content", content, "source", source));
 }
 
 /* populationInjectionPrompts: history reversed, for each depth the
@@ -471,21 +482,20 @@ static const char *render_template(asm_ctx *a, const char *id, const char *raw)
     json_t *active = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(a->wi, "activated"), i, e)
-        json_array_append_new(active, json_pack("{s:O, s:O, s:O, s:O}", "book",
-                                                json_object_get(e, "book"), "uid",
-                                                json_object_get(e, "uid"), "comment",
-                                                json_object_get(e, "comment"), "content",
-                                                json_object_get(e, "content")));
-    json_t *ctx = json_pack("{s:{s:O?, s:O?, s:{}}, s:{s:s, s:s}, s:I, s:I, s:{s:o}}", "vars",
-                            "global", a->in->vars_global, "local", a->in->vars_local, "message",
-                            "macros", "char", a->char_name, "user", a->user_name, "now",
-                            (json_int_t)a->in->now_ms, "seed", (json_int_t)a->in->seed, "wi",
-                            "active", active);
+    json_array_foreach(json_object_get(a->wi, "activated"), i, e) json_array_append_new(
+        active, json_pack("{s:O, s:O, s:O, s:O}", "book", json_object_get(e, "book"), "uid",
+                          json_object_get(e, "uid"), "comment", json_object_get(e, "comment"),
+                          "content", json_object_get(e, "content")));
+    json_t *ctx =
+        json_pack("{s:{s:O?, s:O?, s:{}}, s:{s:s, s:s}, s:I, s:I, s:{s:o}}", "vars", "global",
+                  a->in->vars_global, "local", a->in->vars_local, "message", "macros", "char",
+                  a->char_name, "user", a->user_name, "now", (json_int_t)a->in->now_ms, "seed",
+                  (json_int_t)a->in->seed, "wi", "active", active);
     json_t *res = NULL;
     cdsh_error err = {0};
     bool write = !a->in->dry_run;
-    if (!ctx || cdsh_tavern_template_render(raw, ctx, write, a->in->template_limits, &res, &err) < 0) {
+    if (!ctx ||
+        cdsh_tavern_template_render(raw, ctx, write, a->in->template_limits, &res, &err) < 0) {
         json_array_append_new(a->notes, json_sprintf("prompt '%s' template failed (%s): %s", id,
                                                      err.code, err.message));
         json_object_set_new(a->rendered, id, json_null());
@@ -642,8 +652,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         ordered_ref *refs = calloc(na + 1, sizeof *refs);
         json_t *sorted = json_array();
         if (refs) {
-            json_array_foreach(act, i, e) refs[i] = (ordered_ref){
-                e, (int)json_integer_value(json_object_get(e, "order")), i};
+            json_array_foreach(act, i, e) refs[i] =
+                (ordered_ref){e, (int)json_integer_value(json_object_get(e, "order")), i};
             qsort(refs, na, sizeof *refs, cmp_ref);
             for (size_t k = 0; k < na; k++)
                 json_array_append(sorted, refs[k].e);
@@ -666,7 +676,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
                 wi_cut++;
                 if (json_array_size(cut_list) < 8)
                     json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
-                                                                 (long long)json_integer_value(json_object_get(e, "uid"))));
+                                                                 (long long)json_integer_value(
+                                                                     json_object_get(e, "uid"))));
                 continue;
             }
             wi_used += t;
@@ -679,7 +690,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
             wi_cut++;
             if (json_array_size(cut_list) < 8)
                 json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
-                                                             (long long)json_integer_value(json_object_get(e, "uid"))));
+                                                             (long long)json_integer_value(
+                                                                 json_object_get(e, "uid"))));
         }
         json_decref(sorted);
     }
@@ -696,8 +708,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         if (wi_cut > json_array_size(cut_list))
             cdsh_strbuf_appendf(&wi_turn, " 等 %zu 条", wi_cut);
         cdsh_strbuf_append_str(&wi_turn, " — read with tavern_lore_read");
-        json_array_append_new(a.notes, json_sprintf("%zu world-info entries did not fit the budget",
-                                                    wi_cut));
+        json_array_append_new(
+            a.notes, json_sprintf("%zu world-info entries did not fit the budget", wi_cut));
     }
     budget_note(budgets, "worldInfo", CDSH_TAVERN_BUDGET_WORLD_INFO, wi_used, wi_cut > 0);
     json_decref(cut_list);
@@ -828,8 +840,8 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         section(&a.turn, parts[k].label, fitted[k]);
         budget_note(budgets, parts[k].name, parts[k].limit, used, cut);
         if (cut)
-            json_array_append_new(a.notes, json_sprintf("%s truncated to %d tokens",
-                                                         parts[k].name, parts[k].limit));
+            json_array_append_new(
+                a.notes, json_sprintf("%s truncated to %d tokens", parts[k].name, parts[k].limit));
     }
     /* Author's note with AN-top / AN-bottom world info (unlabelled). */
     cdsh_strbuf an;
@@ -916,10 +928,10 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         else if (!strcmp(id, "worldState"))
             x = strdup(fitted[1] ? fitted[1] : "");
         else if (!strcmp(id, "main") || !strcmp(id, "jailbreak")) {
-            const char *t = override_text(p, dstr(a.data, !strcmp(id, "main")
-                                                              ? "system_prompt"
-                                                              : "post_history_instructions"),
-                                          &orig);
+            const char *t = override_text(
+                p,
+                dstr(a.data, !strcmp(id, "main") ? "system_prompt" : "post_history_instructions"),
+                &orig);
             a.env.original = orig;
             x = expand(&a, t, false, NULL);
             a.env.original = NULL;

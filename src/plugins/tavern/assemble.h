@@ -35,39 +35,39 @@ typedef struct cdsh_tavern_chat_msg {
     const char *role; /* "user", "assistant" or "system" */
     const char *name; /* speaker name, may be NULL */
     const char *text;
-    bool synthetic;   /* runtime snapshot, write ack, continue, step notice: never scanned */
+    bool synthetic; /* runtime snapshot, write ack, continue, step notice: never scanned */
 } cdsh_tavern_chat_msg;
 
 typedef struct cdsh_tavern_assemble_input {
-    const json_t *card;       /* card record (card.h); required */
-    const json_t *preset;     /* normalised preset or NULL (default order, empty prompts) */
-    const json_t *persona;    /* {name, description} or NULL (user "User") */
-    const json_t *character_books; /* world-info books of the card; NULL: the card's own
-                                    * data.character_book, converted on every call */
-    const json_t *global_books;  /* array of world-info books or NULL */
-    const json_t *chat_book;     /* or NULL */
-    const json_t *persona_book;  /* or NULL */
-    const json_t *regex_rules;   /* effective rules (global + card + preset), or NULL */
+    const json_t *card;               /* card record (card.h); required */
+    const json_t *preset;             /* normalised preset or NULL (default order, empty prompts) */
+    const json_t *persona;            /* {name, description} or NULL (user "User") */
+    const json_t *character_books;    /* world-info books of the card; NULL: the card's own
+                                       * data.character_book, converted on every call */
+    const json_t *global_books;       /* array of world-info books or NULL */
+    const json_t *chat_book;          /* or NULL */
+    const json_t *persona_book;       /* or NULL */
+    const json_t *regex_rules;        /* effective rules (global + card + preset), or NULL */
     const cdsh_tavern_chat_msg *chat; /* oldest first */
     size_t n_chat;
-    const char *author_note;  /* session author's note or NULL */
-    int author_note_depth;    /* default 4 */
+    const char *author_note;                      /* session author's note or NULL */
+    int author_note_depth;                        /* default 4 */
     const char *memories, *world_state, *journal; /* from the story engine; NULL = empty */
     cdsh_tavern_wi_settings wi;
     const char *generation_type; /* "normal" (default), "continue", "impersonate", ... */
     const char *chat_id;
     int64_t now_ms;
     uint32_t seed;
-    json_t *timed;            /* story timed-effect state (mutated unless dry_run) */
+    json_t *timed;                    /* story timed-effect state (mutated unless dry_run) */
     json_t *vars_local, *vars_global; /* story variables (mutated by macros) */
     bool dry_run;
-    bool trigger_log;         /* include the world-info trigger log (preview) */
+    bool trigger_log; /* include the world-info trigger log (preview) */
     /* Evaluate EJS templates in preset prompts in the sandboxed worker
      * (false: such prompts are left out with a note). Rendered text is
      * turn-local; variable writes are applied unless dry_run. */
     bool run_templates;
     const cdsh_tavern_template_limits *template_limits; /* NULL: defaults */
-    const char *revision;     /* asset revision fingerprint (joined tags); part of the pin key */
+    const char *revision; /* asset revision fingerprint (joined tags); part of the pin key */
 } cdsh_tavern_assemble_input;
 
 /* Builds a plan (owned):

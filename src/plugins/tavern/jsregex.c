@@ -56,8 +56,8 @@ int cdsh_tavern_jsre_compile(const char *pattern, const char *flags, cdsh_tavern
     if (!pattern || !out)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "jsre_compile: no pattern");
     *out = NULL;
-    uint32_t opts = PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_UNSET_BACKREF |
-                    PCRE2_DOLLAR_ENDONLY | PCRE2_ALLOW_EMPTY_CLASS;
+    uint32_t opts = PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_UNSET_BACKREF | PCRE2_DOLLAR_ENDONLY |
+                    PCRE2_ALLOW_EMPTY_CLASS;
     bool g = false, y = false, u = false;
     char seenbuf[8] = {0};
     for (const char *f = flags ? flags : ""; *f; f++) {
@@ -68,7 +68,10 @@ int cdsh_tavern_jsre_compile(const char *pattern, const char *flags, cdsh_tavern
         switch (*f) {
         case 'g': g = true; break;
         case 'i': opts |= PCRE2_CASELESS; break;
-        case 'm': opts |= PCRE2_MULTILINE; opts &= ~(uint32_t)PCRE2_DOLLAR_ENDONLY; break;
+        case 'm':
+            opts |= PCRE2_MULTILINE;
+            opts &= ~(uint32_t)PCRE2_DOLLAR_ENDONLY;
+            break;
         case 's': opts |= PCRE2_DOTALL; break;
         case 'u': u = true; break;
         case 'y': y = true; break;
@@ -88,7 +91,8 @@ int cdsh_tavern_jsre_compile(const char *pattern, const char *flags, cdsh_tavern
 #endif
     int ec;
     PCRE2_SIZE eo;
-    pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &ec, &eo, cc);
+    pcre2_code *code =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &ec, &eo, cc);
     pcre2_compile_context_free(cc);
     if (!code) {
         PCRE2_UCHAR msg[160];
@@ -122,8 +126,14 @@ void cdsh_tavern_jsre_free(cdsh_tavern_jsre *re)
     free(re);
 }
 
-bool cdsh_tavern_jsre_is_global(const cdsh_tavern_jsre *re) { return re && re->global; }
-int cdsh_tavern_jsre_group_count(const cdsh_tavern_jsre *re) { return re ? re->ngroups : 0; }
+bool cdsh_tavern_jsre_is_global(const cdsh_tavern_jsre *re)
+{
+    return re && re->global;
+}
+int cdsh_tavern_jsre_group_count(const cdsh_tavern_jsre *re)
+{
+    return re ? re->ngroups : 0;
+}
 
 int cdsh_tavern_jsre_group_index(const cdsh_tavern_jsre *re, const char *name)
 {
@@ -135,8 +145,8 @@ int cdsh_tavern_jsre_group_index(const cdsh_tavern_jsre *re, const char *name)
 
 /* One bounded match attempt at `start`. 1 match, 0 none, <0 error. */
 static int match_at(const cdsh_tavern_jsre *re, const char *s, size_t n, size_t start,
-                    uint32_t mopts, pcre2_match_data *md, pcre2_match_context *mc,
-                    int64_t deadline, cdsh_error *err)
+                    uint32_t mopts, pcre2_match_data *md, pcre2_match_context *mc, int64_t deadline,
+                    cdsh_error *err)
 {
     if (cdsh_clock_mono_ms() > deadline)
         return cdsh_error_set(err, CDSH_ETIMEDOUT, "REGEX_TIMEOUT",

@@ -31,7 +31,10 @@ typedef struct arg {
     size_t n;
 } arg;
 
-static const char *nz(const char *s) { return s ? s : ""; }
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
 
 static bool name_is(const char *body, size_t nlen, const char *name)
 {
@@ -53,9 +56,15 @@ static size_t split2(const char *s, size_t n, arg *out, size_t max)
     return k;
 }
 
-static char *arg_dup(arg a) { return strndup(a.p, a.n); }
+static char *arg_dup(arg a)
+{
+    return strndup(a.p, a.n);
+}
 
-static json_t *store_for(xp *x, bool global) { return global ? x->global : x->local; }
+static json_t *store_for(xp *x, bool global)
+{
+    return global ? x->global : x->local;
+}
 
 /* JavaScript's String(value) for a stored variable. */
 static void append_value(cdsh_strbuf *out, const json_t *v)
@@ -261,9 +270,8 @@ static void format_moment(const struct tm *tm, const char *f, size_t n, cdsh_str
     static const struct {
         const char *tok;
         int what;
-    } T[] = {{"YYYY", 1}, {"dddd", 11}, {"ddd", 12}, {"YY", 2},  {"MM", 3},  {"DD", 5},
-             {"HH", 7},   {"mm", 9},    {"ss", 10},  {"M", 4},   {"D", 6},   {"H", 8},
-             {"A", 13}};
+    } T[] = {{"YYYY", 1}, {"dddd", 11}, {"ddd", 12}, {"YY", 2}, {"MM", 3}, {"DD", 5}, {"HH", 7},
+             {"mm", 9},   {"ss", 10},   {"M", 4},    {"D", 6},  {"H", 8},  {"A", 13}};
     for (size_t i = 0; i < n;) {
         size_t k;
         for (k = 0; k < sizeof T / sizeof T[0]; k++) {
@@ -307,9 +315,9 @@ static void freeze(xp *x, const char *text, cdsh_strbuf *out)
 
 static bool is_write_macro(const char *name, size_t nlen)
 {
-    static const char *const W[] = {"setvar",    "setlocalvar", "setglobalvar", "addvar",
-                                    "addlocalvar", "addglobalvar", "incvar",     "inclocalvar",
-                                    "incglobalvar", "decvar",     "declocalvar", "decglobalvar"};
+    static const char *const W[] = {"setvar",       "setlocalvar",  "setglobalvar", "addvar",
+                                    "addlocalvar",  "addglobalvar", "incvar",       "inclocalvar",
+                                    "incglobalvar", "decvar",       "declocalvar",  "decglobalvar"};
     for (size_t i = 0; i < sizeof W / sizeof W[0]; i++)
         if (name_is(name, nlen, W[i]))
             return true;
@@ -337,14 +345,11 @@ static bool eval(xp *x, const char *b, size_t n, size_t offset, cdsh_strbuf *out
             const char *n;
             int op;
             bool g;
-        } V[] = {{"getvar", GET, false},       {"getlocalvar", GET, false},
-                 {"getglobalvar", GET, true},  {"setvar", SET, false},
-                 {"setlocalvar", SET, false},  {"setglobalvar", SET, true},
-                 {"addvar", ADD, false},       {"addlocalvar", ADD, false},
-                 {"addglobalvar", ADD, true},  {"incvar", INC, false},
-                 {"inclocalvar", INC, false},  {"incglobalvar", INC, true},
-                 {"decvar", DEC, false},       {"declocalvar", DEC, false},
-                 {"decglobalvar", DEC, true}};
+        } V[] = {{"getvar", GET, false}, {"getlocalvar", GET, false}, {"getglobalvar", GET, true},
+                 {"setvar", SET, false}, {"setlocalvar", SET, false}, {"setglobalvar", SET, true},
+                 {"addvar", ADD, false}, {"addlocalvar", ADD, false}, {"addglobalvar", ADD, true},
+                 {"incvar", INC, false}, {"inclocalvar", INC, false}, {"incglobalvar", INC, true},
+                 {"decvar", DEC, false}, {"declocalvar", DEC, false}, {"decglobalvar", DEC, true}};
         size_t vi;
         for (vi = 0; vi < sizeof V / sizeof V[0]; vi++)
             if (name_is(b, nlen, V[vi].n))
@@ -469,8 +474,8 @@ static bool eval(xp *x, const char *b, size_t n, size_t offset, cdsh_strbuf *out
         return false;
 
     /* Plain names. */
-    static const char *const CLOCK[] = {"time", "date", "datetime", "weekday", "isotime",
-                                        "isodate"};
+    static const char *const CLOCK[] = {"time",    "date",    "datetime",
+                                        "weekday", "isotime", "isodate"};
     for (size_t i = 0; i < sizeof CLOCK / sizeof CLOCK[0]; i++) {
         if (!name_is(b, nlen, CLOCK[i]))
             continue;
@@ -488,8 +493,8 @@ static bool eval(xp *x, const char *b, size_t n, size_t offset, cdsh_strbuf *out
                                 tm.tm_mday);
             break;
         case 2:
-            cdsh_strbuf_appendf(out, "%04d-%02d-%02d %02d:%02d", tm.tm_year + 1900,
-                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
+            cdsh_strbuf_appendf(out, "%04d-%02d-%02d %02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                                tm.tm_mday, tm.tm_hour, tm.tm_min);
             break;
         case 3: cdsh_strbuf_append_str(out, WEEKDAYS[tm.tm_wday]); break;
         }
@@ -650,8 +655,8 @@ static bool sweep(xp *x, cdsh_strbuf *cur, bool writes_only, bool defer_reads)
         size_t nlen = 0;
         while (nlen < blen && body[nlen] != ':' && body[nlen] != ' ')
             nlen++;
-        bool eligible = writes_only ? is_write_macro(body, nlen)
-                                    : !(defer_reads && is_read_macro(body, nlen));
+        bool eligible =
+            writes_only ? is_write_macro(body, nlen) : !(defer_reads && is_read_macro(body, nlen));
         if (eligible && out.len + (open - copied) < CDSH_TAVERN_MACRO_MAX_BYTES) {
             size_t mark = out.len;
             cdsh_strbuf_append(&out, s + copied, open - copied);
@@ -773,8 +778,8 @@ char *cdsh_tavern_macros_expand_dup(const char *text, cdsh_tavern_macro_env *env
 
 bool cdsh_tavern_macros_turn_local(const char *text)
 {
-    static const char *const T[] = {"{{outlet::", "{{last",  "{{time",    "{{date",
-                                    "{{weekday",  "{{iso",   "{{random",  "{{pick",
+    static const char *const T[] = {"{{outlet::", "{{last",    "{{time",          "{{date",
+                                    "{{weekday",  "{{iso",     "{{random",        "{{pick",
                                     "{{roll",     "{{input}}", "{{datetimeformat"};
     if (!text)
         return false;

@@ -32,19 +32,19 @@ typedef struct cdsh_tavern_macro_env {
     const char *model, *input, *original; /* {{original}}: first occurrence only */
     /* Chat state (frozen for the turn by the caller). */
     const char *last_message, *last_user_message, *last_char_message, *chat_id;
-    long last_message_id; /* -1: no messages */
+    long last_message_id;  /* -1: no messages */
     const json_t *outlets; /* {name: text} (borrowed) or NULL */
     /* Variable stores (objects, borrowed and mutated); NULL: a scratch store
      * private to the call, so writes are dropped. */
     json_t *vars_local, *vars_global;
-    int64_t now_ms;        /* frozen clock (Unix ms) */
-    int tz_offset_min;     /* local time = UTC + this */
-    bool clock_frozen;     /* standing channel: clock macros expand to "" */
-    uint32_t seed;         /* per-turn seed for random/roll */
+    int64_t now_ms;    /* frozen clock (Unix ms) */
+    int tz_offset_min; /* local time = UTC + this */
+    bool clock_frozen; /* standing channel: clock macros expand to "" */
+    uint32_t seed;     /* per-turn seed for random/roll */
     /* Outputs, accumulated across calls. */
-    uint32_t flags;        /* OR of CDSH_TAVERN_MACRO_* */
-    uint32_t draws;        /* random draws so far (advances the seed) */
-    json_t *unknown;       /* array or NULL: names of unknown macros are appended */
+    uint32_t flags;  /* OR of CDSH_TAVERN_MACRO_* */
+    uint32_t draws;  /* random draws so far (advances the seed) */
+    json_t *unknown; /* array or NULL: names of unknown macros are appended */
 } cdsh_tavern_macro_env;
 
 /* Expands text. Owned result; NULL only on ENOMEM (or NULL text). */

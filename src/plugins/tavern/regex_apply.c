@@ -246,9 +246,9 @@ static void note_failure(json_t *failures, const json_t *rule, const cdsh_error 
 {
     if (!failures)
         return;
-    json_array_append_new(failures, json_pack("{s:s, s:s, s:s, s:s}", "id", str(rule, "id"),
-                                              "name", str(rule, "name"), "code", e->code,
-                                              "message", e->message));
+    json_array_append_new(failures,
+                          json_pack("{s:s, s:s, s:s, s:s}", "id", str(rule, "id"), "name",
+                                    str(rule, "name"), "code", e->code, "message", e->message));
 }
 
 static bool depth_admits(const json_t *rule, int depth)

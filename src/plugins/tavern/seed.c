@@ -18,7 +18,10 @@ uint32_t cdsh_tavern_seed_fnv1a_str(uint32_t h, const char *s)
     return s ? cdsh_tavern_seed_fnv1a(h, s, strlen(s)) : h;
 }
 
-void cdsh_tavern_rng_init(cdsh_tavern_rng *rng, uint32_t seed) { rng->state = seed; }
+void cdsh_tavern_rng_init(cdsh_tavern_rng *rng, uint32_t seed)
+{
+    rng->state = seed;
+}
 
 double cdsh_tavern_rng_next(cdsh_tavern_rng *rng)
 {

@@ -771,7 +771,7 @@ static int load_recs(sqlite3 *db, const char *floor, recs *out, cdsh_error *err)
         x->before = text_dup(st, 3);
         x->after = text_dup(st, 4);
         x->sum = text_dup(st, 5);
-        char want[CDSH_SHA256_HEX_LEN + 1];
+        char want[CDSH_SHA256_HEX_LEN + 1] = "";
         if (x->kind && x->key && x->sum)
             record_sum(floor, x->seq, x->kind, x->key, x->before, x->after, want);
         if (x->seq != (int64_t)out->n || !x->kind || !x->key || !x->sum ||

@@ -40,7 +40,10 @@ void cdsh_tavern_template_limits_default(cdsh_tavern_template_limits *lim)
     lim->max_output = 1u << 20;
 }
 
-bool cdsh_tavern_template_has_tags(const char *text) { return text && strstr(text, "<%"); }
+bool cdsh_tavern_template_has_tags(const char *text)
+{
+    return text && strstr(text, "<%");
+}
 
 /* ---- compiler ----------------------------------------------------------- */
 
@@ -106,10 +109,10 @@ int cdsh_tavern_template_compile(const char *src, size_t len, char **js_out, cds
     cdsh_strbuf js;
     cdsh_strbuf_init(&js);
     cdsh_strbuf_append_str(&js, "var __out=[],__n=0;\n"
-                               "function __w(s){__n+=s.length;if(__n>__max)throw new RangeError("
-                               "'__OUTPUT_LIMIT__');__out.push(s);}\n"
-                               "function print(){for(var i=0;i<arguments.length;i++)__w(__str("
-                               "arguments[i]));}\n");
+                                "function __w(s){__n+=s.length;if(__n>__max)throw new RangeError("
+                                "'__OUTPUT_LIMIT__');__out.push(s);}\n"
+                                "function print(){for(var i=0;i<arguments.length;i++)__w(__str("
+                                "arguments[i]));}\n");
     size_t i = 0, text_start = 0;
     bool slurp_newline = false;
     while (i < len) {
@@ -125,7 +128,8 @@ int cdsh_tavern_template_compile(const char *src, size_t len, char **js_out, cds
         size_t tstart = text_start, tend = i;
         char kind = i + 2 < len ? src[i + 2] : 0;
         if (slurp_newline) {
-            if (tstart < tend && src[tstart] == '\r' && tstart + 1 < tend && src[tstart + 1] == '\n')
+            if (tstart < tend && src[tstart] == '\r' && tstart + 1 < tend &&
+                src[tstart + 1] == '\n')
                 tstart += 2;
             else if (tstart < tend && (src[tstart] == '\n' || src[tstart] == '\r'))
                 tstart++;
@@ -140,7 +144,8 @@ int cdsh_tavern_template_compile(const char *src, size_t len, char **js_out, cds
             body++;
         /* Find the close tag "%>" (not "%%>"). */
         size_t j = body;
-        while (j + 1 < len && !(src[j] == '%' && src[j + 1] == '>' && !(j > body && src[j - 1] == '%')))
+        while (j + 1 < len &&
+               !(src[j] == '%' && src[j + 1] == '>' && !(j > body && src[j - 1] == '%')))
             j++;
         if (j + 1 >= len) {
             size_t line = 1;
@@ -206,24 +211,41 @@ static const char PRELUDE[] =
     "(function(g){\n"
     "var req=JSON.parse(g.__input); delete g.__input; delete g.Duktape;\n"
     "var ctx=req.ctx||{}; var vars=ctx.vars||{};\n"
-    "['global','local','message'].forEach(function(s){ if(!vars[s]||typeof vars[s]!=='object') vars[s]={}; });\n"
+    "['global','local','message'].forEach(function(s){ if(!vars[s]||typeof vars[s]!=='object') "
+    "vars[s]={}; });\n"
     "g.__vars=vars; g.__changed=false;\n"
-    "function scopeOf(o){ var s=(o&&o.scope)||'local'; if(!vars[s]) throw new Error('unknown scope '+s); return vars[s]; }\n"
-    "function walk(obj,path,make){ var p=String(path).split('.'); for(var i=0;i<p.length-1;i++){ if(obj[p[i]]==null||typeof obj[p[i]]!=='object'){ if(!make) return [undefined,null]; obj[p[i]]={}; } obj=obj[p[i]]; } return [obj,p[p.length-1]]; }\n"
-    "g.getvar=function(path,o){ var w=walk(scopeOf(o),path,false); var v=w[0]?w[0][w[1]]:undefined; return v===undefined&&o&&('defaults' in o)?o.defaults:v; };\n"
-    "g.setvar=function(path,v,o){ var w=walk(scopeOf(o),path,true); w[0][w[1]]=v; g.__changed=true; return v; };\n"
-    "g.incvar=function(path,by,o){ var cur=Number(g.getvar(path,o))||0; return g.setvar(path,cur+(by===undefined?1:Number(by)),o); };\n"
+    "function scopeOf(o){ var s=(o&&o.scope)||'local'; if(!vars[s]) throw new Error('unknown scope "
+    "'+s); return vars[s]; }\n"
+    "function walk(obj,path,make){ var p=String(path).split('.'); for(var i=0;i<p.length-1;i++){ "
+    "if(obj[p[i]]==null||typeof obj[p[i]]!=='object'){ if(!make) return [undefined,null]; "
+    "obj[p[i]]={}; } obj=obj[p[i]]; } return [obj,p[p.length-1]]; }\n"
+    "g.getvar=function(path,o){ var w=walk(scopeOf(o),path,false); var "
+    "v=w[0]?w[0][w[1]]:undefined; return v===undefined&&o&&('defaults' in o)?o.defaults:v; };\n"
+    "g.setvar=function(path,v,o){ var w=walk(scopeOf(o),path,true); w[0][w[1]]=v; "
+    "g.__changed=true; return v; };\n"
+    "g.incvar=function(path,by,o){ var cur=Number(g.getvar(path,o))||0; return "
+    "g.setvar(path,cur+(by===undefined?1:Number(by)),o); };\n"
     "g.decvar=function(path,by,o){ return g.incvar(path,-(by===undefined?1:Number(by)),o); };\n"
-    "g.delvar=function(path,o){ var w=walk(scopeOf(o),path,false); if(w[0]&&(w[1] in w[0])){ delete w[0][w[1]]; g.__changed=true; return true;} return false; };\n"
+    "g.delvar=function(path,o){ var w=walk(scopeOf(o),path,false); if(w[0]&&(w[1] in w[0])){ "
+    "delete w[0][w[1]]; g.__changed=true; return true;} return false; };\n"
     "var wi=ctx.wi||{}; var books=wi.books||{};\n"
-    "g.getwi=function(book,key){ var list=books[book]||[]; for(var i=0;i<list.length;i++){ var e=list[i]; if(e.uid===key||String(e.uid)===String(key)||e.comment===key) return e.content; } return ''; };\n"
+    "g.getwi=function(book,key){ var list=books[book]||[]; for(var i=0;i<list.length;i++){ var "
+    "e=list[i]; if(e.uid===key||String(e.uid)===String(key)||e.comment===key) return e.content; } "
+    "return ''; };\n"
     "g.activewi=function(){ return JSON.parse(JSON.stringify(wi.active||[])); };\n"
     "g.macros=ctx.macros||{}; g.charName=g.macros.char||''; g.userName=g.macros.user||'';\n"
-    "var seed=(ctx.seed>>>0)||1; Math.random=function(){ seed=(seed+0x6D2B79F5)>>>0; var t=seed; t=Math.imul(t^(t>>>15),t|1); t^=t+Math.imul(t^(t>>>7),t|61); return ((t^(t>>>14))>>>0)/4294967296; };\n"
+    "var seed=(ctx.seed>>>0)||1; Math.random=function(){ seed=(seed+0x6D2B79F5)>>>0; var t=seed; "
+    "t=Math.imul(t^(t>>>15),t|1); t^=t+Math.imul(t^(t>>>7),t|61); return "
+    "((t^(t>>>14))>>>0)/4294967296; };\n"
     "var now=typeof ctx.now==='number'?ctx.now:0; var RD=Date;\n"
-    "var FD=function(){ if(!(this instanceof FD)) return new RD(now).toString(); if(arguments.length===0) return new RD(now); var a=[null]; for(var i=0;i<arguments.length;i++) a.push(arguments[i]); return new (Function.prototype.bind.apply(RD,a))(); };\n"
-    "FD.prototype=RD.prototype; FD.now=function(){return now;}; FD.UTC=RD.UTC; FD.parse=RD.parse; g.Date=FD;\n"
-    "g.__esc=function(v){ return g.__str(v).replace(/[&<>\"']/g,function(c){ return {'&':'&amp;','<':'&lt;','>':'&gt;','\"':'&#34;','\\'':'&#39;'}[c]; }); };\n"
+    "var FD=function(){ if(!(this instanceof FD)) return new RD(now).toString(); "
+    "if(arguments.length===0) return new RD(now); var a=[null]; for(var "
+    "i=0;i<arguments.length;i++) a.push(arguments[i]); return new "
+    "(Function.prototype.bind.apply(RD,a))(); };\n"
+    "FD.prototype=RD.prototype; FD.now=function(){return now;}; FD.UTC=RD.UTC; FD.parse=RD.parse; "
+    "g.Date=FD;\n"
+    "g.__esc=function(v){ return g.__str(v).replace(/[&<>\"']/g,function(c){ return "
+    "{'&':'&amp;','<':'&lt;','>':'&gt;','\"':'&#34;','\\'':'&#39;'}[c]; }); };\n"
     "g.__str=function(v){ return v===undefined||v===null?'':String(v); };\n"
     "})(this);\n";
 
@@ -410,8 +432,7 @@ static void worker_main(int fd, const char *js, size_t heap, size_t max_input, s
     cdsh_strbuf_append_str(&f, "(function(){\n");
     cdsh_strbuf_append_str(&f, js);
     cdsh_strbuf_append_str(&f, "\n})");
-    if (duk_pcompile_lstring(ctx, DUK_COMPILE_EVAL, f.data, f.len) != 0 ||
-        duk_pcall(ctx, 0) != 0) {
+    if (duk_pcompile_lstring(ctx, DUK_COMPILE_EVAL, f.data, f.len) != 0 || duk_pcall(ctx, 0) != 0) {
         reply_error(acct.hit ? "TEMPLATE_MEMORY" : "TEMPLATE_SYNTAX", duk_safe_to_string(ctx, -1));
         _exit(2);
     }

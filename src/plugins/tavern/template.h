@@ -20,10 +20,10 @@
 #define CDSH_TAVERN_TEMPLATE_MAX_SOURCE (1u << 20) /* template bytes accepted by the compiler */
 
 typedef struct cdsh_tavern_template_limits {
-    size_t heap_bytes;   /* Duktape heap cap (default 32 MiB) */
-    int wall_ms;         /* wall-clock limit of one render (default 1000) */
-    size_t max_input;    /* request JSON bytes (default 16 MiB) */
-    size_t max_output;   /* output bytes (default 1 MiB); variables share the same cap */
+    size_t heap_bytes; /* Duktape heap cap (default 32 MiB) */
+    int wall_ms;       /* wall-clock limit of one render (default 1000) */
+    size_t max_input;  /* request JSON bytes (default 16 MiB) */
+    size_t max_output; /* output bytes (default 1 MiB); variables share the same cap */
 } cdsh_tavern_template_limits;
 
 void cdsh_tavern_template_limits_default(cdsh_tavern_template_limits *lim);

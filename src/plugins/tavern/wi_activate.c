@@ -21,8 +21,16 @@
 #define DEFAULT_WEIGHT 100
 
 enum { ST_NONE = 0, ST_INITIAL = 1, ST_RECURSION = 2, ST_MIN_ACTIVATIONS = 3 };
-enum { POS_BEFORE, POS_AFTER, POS_AN_TOP, POS_AN_BOTTOM, POS_DEPTH, POS_EM_TOP, POS_EM_BOTTOM,
-       POS_OUTLET };
+enum {
+    POS_BEFORE,
+    POS_AFTER,
+    POS_AN_TOP,
+    POS_AN_BOTTOM,
+    POS_DEPTH,
+    POS_EM_TOP,
+    POS_EM_BOTTOM,
+    POS_OUTLET
+};
 
 typedef struct pkey pkey;
 
@@ -36,7 +44,7 @@ typedef struct wi_entry {
     bool content_owned;
     const json_t *keys, *keys2;
     int logic, order, position, depth, role, weight;
-    int delay_rec; /* delayUntilRecursion level, 0 = off */
+    int delay_rec;                             /* delayUntilRecursion level, 0 = off */
     int scan_depth, case_sens, whole, scoring; /* -1: use the global setting */
     int sticky, cooldown, delay;
     double probability;
@@ -85,7 +93,7 @@ typedef struct run {
     cdsh_tavern_jsre **res;
     size_t nres;
     cdsh_tavern_rng rng;
-    json_t *timed; /* the state worked on */
+    json_t *timed;        /* the state worked on */
     wi_entry **activated; /* activation order */
     size_t nactivated;
 } run;
@@ -112,11 +120,18 @@ static const char *jstr(const json_t *o, const char *k)
 
 static int vint(const json_t *v, int dflt);
 
-static int jint(const json_t *o, const char *k, int dflt) { return vint(json_object_get(o, k), dflt); }
+static int jint(const json_t *o, const char *k, int dflt)
+{
+    return vint(json_object_get(o, k), dflt);
+}
 
-static bool jbool(const json_t *o, const char *k) { return json_is_true(json_object_get(o, k)); }
+static bool jbool(const json_t *o, const char *k)
+{
+    return json_is_true(json_object_get(o, k));
+}
 
-static void reason(wi_entry *e, bool fired, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void reason(wi_entry *e, bool fired, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void reason(wi_entry *e, bool fired, const char *fmt, ...)
 {
     (void)fired;
@@ -178,7 +193,10 @@ static char *lower_dup(const char *s, size_t n)
     return out;
 }
 
-static bool is_word(unsigned char c) { return isalnum(c) || c == '_'; }
+static bool is_word(unsigned char c)
+{
+    return isalnum(c) || c == '_';
+}
 
 /* (?:^|\W)(needle)(?:$|\W) with JavaScript's ASCII \W. */
 static bool whole_word_find(const char *text, size_t hn, const char *needle, size_t nn)
@@ -264,11 +282,39 @@ static char *strip_decorators(const char *content, wi_entry *e)
 }
 
 enum {
-    F_UID, F_COMMENT, F_CONTENT, F_KEY, F_KEY2, F_STICKY, F_COOLDOWN, F_DELAY, F_ORDER,
+    F_UID,
+    F_COMMENT,
+    F_CONTENT,
+    F_KEY,
+    F_KEY2,
+    F_STICKY,
+    F_COOLDOWN,
+    F_DELAY,
+    F_ORDER,
     F_POSITION, /* the fields above feed the hash, in this order */
-    F_LOGIC, F_DEPTH, F_ROLE, F_WEIGHT, F_DELAY_REC, F_SCAN_DEPTH, F_CASE, F_WHOLE, F_SCORING,
-    F_PROBABILITY, F_SELECTIVE, F_CONSTANT, F_DISABLE, F_EXCLUDE_REC, F_PREVENT_REC, F_USE_PROB,
-    F_GROUP_OVERRIDE, F_IGNORE_BUDGET, F_GROUP, F_OUTLET, F_CHAR_FILTER, F_MATCH_FLAG, F_COUNT
+    F_LOGIC,
+    F_DEPTH,
+    F_ROLE,
+    F_WEIGHT,
+    F_DELAY_REC,
+    F_SCAN_DEPTH,
+    F_CASE,
+    F_WHOLE,
+    F_SCORING,
+    F_PROBABILITY,
+    F_SELECTIVE,
+    F_CONSTANT,
+    F_DISABLE,
+    F_EXCLUDE_REC,
+    F_PREVENT_REC,
+    F_USE_PROB,
+    F_GROUP_OVERRIDE,
+    F_IGNORE_BUDGET,
+    F_GROUP,
+    F_OUTLET,
+    F_CHAR_FILTER,
+    F_MATCH_FLAG,
+    F_COUNT
 };
 
 /* Entry field names, sorted for bsearch. */
@@ -334,7 +380,10 @@ static int vint(const json_t *v, int dflt)
     return dflt;
 }
 
-static int vtri(const json_t *v) { return json_is_boolean(v) ? json_is_true(v) : -1; }
+static int vtri(const json_t *v)
+{
+    return json_is_boolean(v) ? json_is_true(v) : -1;
+}
 
 static const char *vstr(const json_t *v)
 {
@@ -398,7 +447,8 @@ static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t i
         size_t bl = strlen(book);
         char digits[24];
         size_t nd = 0;
-        unsigned long long u = e->uid < 0 ? (unsigned long long)(-e->uid) : (unsigned long long)e->uid;
+        unsigned long long u =
+            e->uid < 0 ? (unsigned long long)(-e->uid) : (unsigned long long)e->uid;
         do {
             digits[nd++] = (char)('0' + u % 10);
             u /= 10;
@@ -844,7 +894,10 @@ static int pkey_init(run *r, const char *k, pkey *out)
     return 0;
 }
 
-static bool has_macro(const char *k) { return strstr(k, "{{") || strchr(k, '<'); }
+static bool has_macro(const char *k)
+{
+    return strstr(k, "{{") || strchr(k, '<');
+}
 
 /* Prepared keys of an entry (list 0 primary, 1 secondary), built once per
  * call; entries whose keys hold macros are prepared on every use instead. */
@@ -1035,8 +1088,8 @@ static bool char_filtered(const run *r, const wi_entry *e)
         json_t *v;
         json_array_foreach(names, i, v)
         {
-            if (r->in->char_filename && !strcmp(json_string_value(v) ? json_string_value(v) : "",
-                                                r->in->char_filename))
+            if (r->in->char_filename &&
+                !strcmp(json_string_value(v) ? json_string_value(v) : "", r->in->char_filename))
                 inc = true;
         }
         if (exclude ? inc : !inc)
@@ -1483,13 +1536,12 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
             cdsh_strbuf_deinit(&text);
             break;
         }
-        bool min_unmet = r->s->min_activations > 0 &&
-                         r->nactivated < (size_t)r->s->min_activations;
+        bool min_unmet = r->s->min_activations > 0 && r->nactivated < (size_t)r->s->min_activations;
         if (!next && !overflow && min_unmet) {
             int depth = r->s->scan_depth + r->skew;
-            bool over = (r->s->min_activations_depth_max > 0 &&
-                         depth > r->s->min_activations_depth_max) ||
-                        (size_t)depth > r->in->n_messages;
+            bool over =
+                (r->s->min_activations_depth_max > 0 && depth > r->s->min_activations_depth_max) ||
+                (size_t)depth > r->in->n_messages;
             if (!over) {
                 next = ST_MIN_ACTIVATIONS;
                 r->skew++;
@@ -1553,8 +1605,8 @@ static int cmp_ordered(const void *a, const void *b)
 static bool standing_safe(const wi_entry *e)
 {
     return e->constant && !e->turn_local && !cdsh_tavern_macros_turn_local(e->content) &&
-           (!e->use_prob || e->probability >= 100) && !e->ngroups && !e->sticky &&
-           !e->cooldown && !e->delay && !e->delay_rec && e->position != POS_AN_TOP &&
+           (!e->use_prob || e->probability >= 100) && !e->ngroups && !e->sticky && !e->cooldown &&
+           !e->delay && !e->delay_rec && e->position != POS_AN_TOP &&
            e->position != POS_AN_BOTTOM && e->position != POS_OUTLET;
 }
 
@@ -1581,7 +1633,8 @@ static outgroup *group_for(outgroup **gs, size_t *n, int depth, int role, const 
 {
     for (size_t i = 0; i < *n; i++)
         if ((*gs)[i].depth == depth && (*gs)[i].role == role &&
-            ((!outlet && !(*gs)[i].outlet) || (outlet && (*gs)[i].outlet && !strcmp(outlet, (*gs)[i].outlet))))
+            ((!outlet && !(*gs)[i].outlet) ||
+             (outlet && (*gs)[i].outlet && !strcmp(outlet, (*gs)[i].outlet))))
             return &(*gs)[i];
     outgroup *g = realloc(*gs, (*n + 1) * sizeof *g);
     if (!g)
@@ -1610,7 +1663,8 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
         n = 0;
     for (size_t i = 0; i < n; i++)
         o[i] = (ordered){r->activated[i], i};
-    qsort(o, n, sizeof *o, cmp_ordered);
+    if (n > 1)
+        qsort(o, n, sizeof *o, cmp_ordered); /* o may be NULL when n is 0 */
     /* Sorted by order descending; SillyTavern then unshifts each entry, so
      * the lists end up ascending with ties reversed: walk backwards. Depth
      * and outlet groups are created in the descending walk's order. */
@@ -1689,11 +1743,11 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
         json_object_set_new_nocheck(x, "depth", json_integer(e->depth));
         json_object_set_new_nocheck(x, "role", json_integer(e->role));
         set_str(x, "content", e->content);
-        json_object_set_new_nocheck(x, "tokens",
-                                    json_integer((json_int_t)cdsh_tavern_tokens_count_str(e->content)));
-        json_object_set_new_nocheck(x, "turnLocal",
-                                    json_boolean(e->turn_local ||
-                                                 cdsh_tavern_macros_turn_local(e->content)));
+        json_object_set_new_nocheck(
+            x, "tokens", json_integer((json_int_t)cdsh_tavern_tokens_count_str(e->content)));
+        json_object_set_new_nocheck(
+            x, "turnLocal",
+            json_boolean(e->turn_local || cdsh_tavern_macros_turn_local(e->content)));
         json_object_set_new_nocheck(x, "standingSafe", json_boolean(standing_safe(e)));
         json_array_append_new(activated, x);
     }

@@ -25,20 +25,24 @@ enum {
     CDSH_TAVERN_WI_GLOBAL_FIRST = 2,
 };
 
-enum { CDSH_TAVERN_LOGIC_AND_ANY = 0, CDSH_TAVERN_LOGIC_NOT_ALL = 1,
-       CDSH_TAVERN_LOGIC_NOT_ANY = 2, CDSH_TAVERN_LOGIC_AND_ALL = 3 };
+enum {
+    CDSH_TAVERN_LOGIC_AND_ANY = 0,
+    CDSH_TAVERN_LOGIC_NOT_ALL = 1,
+    CDSH_TAVERN_LOGIC_NOT_ANY = 2,
+    CDSH_TAVERN_LOGIC_AND_ALL = 3
+};
 
 typedef struct cdsh_tavern_wi_settings {
-    int scan_depth;           /* messages scanned (default 2) */
-    int context_percent;      /* budget = round(percent × max_context / 100), min 1 */
-    int max_context;          /* tokens of the model window */
-    int budget_cap;           /* > 0: caps the percent budget */
-    int token_budget;         /* > 0: absolute budget (liketavern's 8192), overrides percent */
-    int min_activations;      /* 0: off */
+    int scan_depth;      /* messages scanned (default 2) */
+    int context_percent; /* budget = round(percent × max_context / 100), min 1 */
+    int max_context;     /* tokens of the model window */
+    int budget_cap;      /* > 0: caps the percent budget */
+    int token_budget;    /* > 0: absolute budget (liketavern's 8192), overrides percent */
+    int min_activations; /* 0: off */
     int min_activations_depth_max;
-    int max_recursion_steps;  /* 0: unlimited; 1: initial scan only */
+    int max_recursion_steps; /* 0: unlimited; 1: initial scan only */
     bool recursive, case_sensitive, match_whole_words, include_names, use_group_scoring;
-    int character_strategy;   /* CDSH_TAVERN_WI_* */
+    int character_strategy; /* CDSH_TAVERN_WI_* */
 } cdsh_tavern_wi_settings;
 
 /* liketavern defaults: depth 2, 25 %, token budget 8192, recursive, whole
@@ -55,26 +59,26 @@ typedef struct cdsh_tavern_wi_input {
     /* Books: world-info objects {"name", "entries":{uid: entry}} as
      * lorebook.c normalises them. A book whose name is already loaded from
      * an earlier source is skipped (chat, persona, global, character). */
-    const json_t *chat_book;       /* or NULL */
-    const json_t *persona_book;    /* or NULL */
-    const json_t *global_books;    /* array or NULL */
-    const json_t *character_books; /* array or NULL */
+    const json_t *chat_book;                /* or NULL */
+    const json_t *persona_book;             /* or NULL */
+    const json_t *global_books;             /* array or NULL */
+    const json_t *character_books;          /* array or NULL */
     const cdsh_tavern_wi_message *messages; /* oldest first; synthetic texts excluded */
     size_t n_messages;
-    const char *const *inject;     /* extension prompts flagged for scan */
+    const char *const *inject; /* extension prompts flagged for scan */
     size_t n_inject;
     /* Optional global scan data: {personaDescription, characterDescription,
      * characterPersonality, characterDepthPrompt, scenario, creatorNotes}. */
     const json_t *scan_data;
-    const json_t *forced;          /* array of "book.uid" externally activated, or NULL */
-    const char *char_filename;     /* for characterFilter.names */
-    const json_t *char_tags;       /* array of tag names for characterFilter.tags */
-    cdsh_tavern_macro_env *macros; /* keys and contents are expanded with it; may be NULL */
-    const cdsh_tavern_rxset *regex;/* WORLD_INFO placement (prompt/assemble), may be NULL */
-    json_t *timed;                 /* story state {sticky:{}, cooldown:{}}; may be NULL */
-    bool dry_run;                  /* evaluate timed effects on a copy; `timed` untouched */
-    uint32_t seed;                 /* probability rolls and group picks */
-    bool no_log;                   /* skip the trigger log (live turns); "log" is null then */
+    const json_t *forced;           /* array of "book.uid" externally activated, or NULL */
+    const char *char_filename;      /* for characterFilter.names */
+    const json_t *char_tags;        /* array of tag names for characterFilter.tags */
+    cdsh_tavern_macro_env *macros;  /* keys and contents are expanded with it; may be NULL */
+    const cdsh_tavern_rxset *regex; /* WORLD_INFO placement (prompt/assemble), may be NULL */
+    json_t *timed;                  /* story state {sticky:{}, cooldown:{}}; may be NULL */
+    bool dry_run;                   /* evaluate timed effects on a copy; `timed` untouched */
+    uint32_t seed;                  /* probability rolls and group picks */
+    bool no_log;                    /* skip the trigger log (live turns); "log" is null then */
 } cdsh_tavern_wi_input;
 
 /* Runs activation. *out (owned):

@@ -89,7 +89,7 @@ int cdsh_xq_service_new(const cdsh_xq_service_opts *opts, cdsh_xq_service **out,
         if (!s->dir)
             rc = nomem(err);
     } else if ((rc = cdsh_home_ensure(NULL, err)) == 0) {
-        s->dir = cdsh_home_path_dup("xiangqi", NULL);
+        s->dir = cdsh_home_path_dup("xiangqi", (const char *)NULL);
         if (!s->dir)
             rc = cdsh_error_set(err, CDSH_ENOTFOUND, "NO_HOME", "the cdsh home is unknown");
     }

@@ -362,6 +362,8 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
     bool closing = ss->closing;
     if (!closing) {
         f.next = ss->calls;
+        /* A stack node: unlinked below before this function returns. */
+        // cppcheck-suppress autoVariables
         ss->calls = &f;
         ss->running++;
     }

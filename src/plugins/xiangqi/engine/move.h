@@ -33,8 +33,10 @@ static inline int cdsh_xq_square_rank(cdsh_xq_square_t sq)
 /* 1 if sq is one of the 90 board points. */
 static inline int cdsh_xq_square_valid(int sq)
 {
+    if (sq < 0 || sq >= 256)
+        return 0;
     int f = (sq & 15) - 3, r = (sq >> 4) - 3;
-    return sq >= 0 && sq < 256 && f >= 0 && f < 9 && r >= 0 && r < 10;
+    return f >= 0 && f < 9 && r >= 0 && r < 10;
 }
 /* 0..89 in FEN order (row 0 = Black's back rank): (9 - rank) * 9 + file.
  * This is the index the cdsh seed examples use (h2 = 70, e2 = 67). */

@@ -766,7 +766,7 @@ static void iterate(thread_data *th, main_ctx *mc)
         if (stopped(th))
             break;
         th->completed_depth = depth;
-        if (th->id != 0)
+        if (th->id != 0 || !mc) /* helpers run without a main context */
             continue;
         report(th, mc, depth);
         /* a forced mate found within the depth: searching deeper cannot improve it */
