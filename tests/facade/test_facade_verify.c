@@ -1,7 +1,7 @@
 /* test_facade_verify.c — `cdsh profile verify`: a good and a broken profile,
  * the user's home left untouched, a plugin that fails to apply named, a
  * profile given as a file path, and --smoke against the scripted fake model
- * (one model call with the composed host's tools). */
+ * (one agent turn with the composed host's tools). */
 #include "support/testkit.h"
 #include "support/fake_model.h"
 
@@ -195,7 +195,7 @@ static void fake_start(fake *f, const char *script)
     setenv("CDSH_MODEL", "fake", 1);
 }
 
-static void smoke_makes_one_model_call_with_the_composed_tools(void **state)
+static void smoke_runs_one_turn_with_the_composed_tools(void **state)
 {
     (void)state;
     fake f;
@@ -203,7 +203,7 @@ static void smoke_makes_one_model_call_with_the_composed_tools(void **state)
     char *out = NULL, *err = NULL;
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, &err, "profile", "verify", "good", "--smoke", NULL), 0);
-    assert_non_null(strstr(out, "ok   smoke: one model call with 2 tool(s) answered: \"OK\"\n"
+    assert_non_null(strstr(out, "ok   smoke: one turn answered: \"OK\"\n"
                                 "VERIFY-OK\n"));
     free(out), free(err);
     /* the request carried the composed host's tools */
@@ -230,11 +230,71 @@ static void smoke_reports_a_model_failure(void **state)
     char *out = NULL, *err = NULL;
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, &err, "profile", "verify", "good", "--smoke", NULL), 1);
-    assert_non_null(strstr(out, "FAIL smoke: one model call with 2 tool(s) failed\n"));
+    assert_non_null(strstr(out, "FAIL smoke: one turn failed (error)\n"));
     assert_non_null(strstr(out, "problem: smoke: INVALID_REQUEST: HTTP 400: bad tools"));
     assert_non_null(strstr(out, "VERIFY-FAILED: 1 problem(s)\n"));
     free(out), free(err);
     cdsh_test_fake_model_stop(&f);
+}
+
+static void smoke_turn_runs_a_composed_tool_then_answers(void **state)
+{
+    (void)state;
+    fake f;
+    fake_start(&f, "["
+                   "{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"docs_open\","
+                   "  \"arguments\":\"{\\\"name\\\":\\\"nowhere\\\"}\"}}],"
+                   " \"finish_reason\":\"tool_calls\"},"
+                   "{\"chunks\":[{\"text\":\"OK, done.\"}],\"finish_reason\":\"stop\"}]");
+    char *out = NULL, *err = NULL;
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "profile", "verify", "good", "--smoke", NULL), 0);
+    assert_non_null(strstr(out, "ok   smoke: one turn answered: \"OK, done.\"\n"
+                                "VERIFY-OK\n"));
+    free(out), free(err);
+    /* two requests; the second carries the tool's result for call c1 */
+    char *rec = cdsh_test_read_file(f.record, NULL);
+    assert_non_null(rec);
+    char *second = strchr(rec, '\n');
+    assert_non_null(second);
+    json_t *line = json_loads(second + 1, JSON_DISABLE_EOF_CHECK, NULL);
+    assert_non_null(line);
+    const json_t *msgs = json_object_get(json_object_get(line, "body"), "messages");
+    bool saw_result = false;
+    size_t i;
+    const json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+        if (role && strcmp(role, "tool") == 0 && id && strcmp(id, "c1") == 0)
+            saw_result = true;
+    }
+    assert_true(saw_result);
+    json_decref(line);
+    /* the turn's session store lived in the temporary home, not the user's */
+    char *db = NULL;
+    assert_true(asprintf(&db, "%s/sessions.db", HOME_DIR) > 0);
+    assert_int_equal(access(db, F_OK), -1);
+    free(db);
+    free(rec);
+    cdsh_test_fake_model_stop(&f);
+}
+
+static void smoke_names_a_missing_credential(void **state)
+{
+    (void)state;
+    unsetenv("CDSH_BASE_URL");
+    unsetenv("CDSH_MODEL");
+    unsetenv("CDSH_API_KEY");
+    unsetenv("DEEPSEEK_API_KEY");
+    char *out = NULL, *err = NULL;
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "profile", "verify", "good", "--smoke", NULL), 1);
+    assert_non_null(strstr(out, "FAIL smoke: one turn failed (error)\n"));
+    assert_non_null(strstr(out, "problem: smoke: MISSING_CREDENTIAL: No model is configured: set "
+                                "DEEPSEEK_API_KEY (or CDSH_API_KEY)"));
+    free(out), free(err);
 }
 
 int main(void)
@@ -245,8 +305,10 @@ int main(void)
         T(broken_profile_names_every_problem),
         T(a_plugin_that_fails_to_apply_is_named),
         T(a_profile_file_path_is_verified_in_place),
-        T(smoke_makes_one_model_call_with_the_composed_tools),
+        T(smoke_runs_one_turn_with_the_composed_tools),
         T(smoke_reports_a_model_failure),
+        T(smoke_turn_runs_a_composed_tool_then_answers),
+        T(smoke_names_a_missing_credential),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* verify.c — `cdsh profile verify`: copy the profile into a temporary home,
- * check rows, configs and composition, and optionally one model call.
+ * check rows, configs and composition, and optionally one agent turn.
  * Printing is the CLI's (cmd_profile.c). */
 #include "plugins/facade/verify.h"
 
@@ -8,11 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/model_client.h"
+#include "agent/agent.h"
+#include "agent/session_store.h"
 #include "base/fs.h"
 #include "host/config.h"
 #include "host/host.h"
 #include "plugins/facade/service.h"
+
+/* The smoke turn: a fixed prompt and a small step budget (a tool call or
+ * two, then the answer). */
+#define SMOKE_PROMPT "cdsh profile verify --smoke: reply with the single word OK."
+#define SMOKE_MAX_STEPS 4
 
 typedef struct run {
     json_t *checks, *problems;
@@ -149,55 +155,88 @@ static cdsh_host *compose(run *r, const cdsh_profile *prof, const cdsh_plugin_de
     return host;
 }
 
-static void smoke(run *r, cdsh_host *host, json_t *report)
+/* The last notice of the smoke turn: why it stopped, in the agent's words. */
+typedef struct smoke_seen {
+    char code[64];
+    char text[1200];
+} smoke_seen;
+
+static const char *field(const json_t *event, const char *key)
 {
-    cdsh_model_config cfg;
+    const char *v = json_string_value(json_object_get(event, key));
+    return v ? v : "";
+}
+
+static void smoke_event(void *arg, const json_t *event)
+{
+    smoke_seen *seen = arg;
+    if (strcmp(field(event, "type"), "notice") != 0)
+        return;
+    snprintf(seen->code, sizeof seen->code, "%s", field(event, "code"));
+    snprintf(seen->text, sizeof seen->text, "%s", field(event, "text"));
+}
+
+/* One real agent turn in the temporary home: its own session store, a
+ * throwaway session, a fixed prompt; the turn must end "done" with text. */
+static void smoke(run *r, cdsh_host *host, const char *tmp, json_t *report)
+{
     cdsh_error err = {0};
-    cdsh_model_client *client = NULL;
-    cdsh_model_reply reply = {0};
-    json_t *tools = json_array();
-    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(host), NULL);
-    size_t i;
-    json_t *s;
-    json_array_foreach(schemas, i, s)
-    {
-        json_array_append_new(tools, json_pack("{s:s, s:O}", "type", "function", "function", s));
+    cdsh_session_store *store = NULL;
+    cdsh_agent *agent = NULL;
+    char *db = NULL, *sid = NULL;
+    smoke_seen seen = {{0}, {0}};
+    cdsh_agent_outcome out = {0};
+    bool ran = false, ok = false;
+    json_int_t ntools = 0;
+    int rc;
+    if (asprintf(&db, "%s/sessions.db", tmp) < 0) {
+        db = NULL;
+        rc = cdsh_error_set(&err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        goto report;
     }
-    json_t *messages =
-        json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content",
-                  "You are cdsh, checking that a profile works. Do not call tools.", "role", "user",
-                  "content", "cdsh profile verify: reply with the single word OK.");
-    cdsh_model_config_init(&cfg);
-    int rc = cdsh_model_config_resolve(NULL, NULL, &cfg, &err);
-    if (rc == 0)
-        client = cdsh_model_client_new(&cfg, &err);
-    if (client) {
-        cdsh_model_request req = {.messages = messages,
-                                  .tools = json_array_size(tools) ? tools : NULL};
-        rc = cdsh_model_client_complete(client, &req, &reply, &err);
-    } else if (rc == 0) {
-        rc = err.rc ? err.rc : CDSH_ENOMEM;
+    rc = cdsh_session_store_open(db, &store, &err);
+    if (rc == 0) {
+        cdsh_session_spec spec = {.title = "cdsh profile verify --smoke"};
+        rc = cdsh_session_store_create(store, &spec, &sid, &err);
     }
-    bool ok = rc == 0 && ((reply.text && *reply.text) || reply.n_tool_calls > 0);
+    if (rc == 0) {
+        cdsh_agent_options opts = {.host = host, .store = store, .max_steps = SMOKE_MAX_STEPS};
+        rc = cdsh_agent_new(&opts, &agent, &err);
+    }
+    if (rc == 0) {
+        json_t *tools = cdsh_agent_request_tools(agent);
+        ntools = (json_int_t)json_array_size(tools);
+        json_decref(tools);
+        rc = cdsh_agent_run_turn(agent, sid, SMOKE_PROMPT, NULL, smoke_event, &seen, &out, &err);
+        ran = rc == 0;
+    }
+report:
+    ok = ran && strcmp(out.reason, "done") == 0 && out.text && *out.text;
     if (rc)
         problem(r, "smoke: %s: %s", err.code, err.message);
+    else if (strcmp(out.reason, "error") == 0)
+        problem(r, "smoke: %s: %s", out.code[0] ? out.code : seen.code,
+                seen.text[0] ? seen.text : "the turn failed");
+    else if (strcmp(out.reason, "done") != 0)
+        problem(r, "smoke: the turn ended \"%s\"%s%s", out.reason, seen.text[0] ? ": " : "",
+                seen.text);
     else if (!ok)
-        problem(r, "smoke: the model sent an empty reply");
+        problem(r, "smoke: the model's reply had no text");
     json_object_set_new(report, "smoke",
-                        json_pack("{s:b, s:s?, s:I, s:s?}", "ok", ok, "model",
-                                  client ? cdsh_model_client_model(client) : cfg.model, "tools",
-                                  (json_int_t)json_array_size(tools), "reply", reply.text));
+                        json_pack("{s:b, s:I, s:i, s:s, s:s?, s:s?}", "ok", ok, "tools", ntools,
+                                  "steps", out.steps, "reason", ran ? out.reason : "not-run",
+                                  "code", out.code[0] ? out.code : NULL, "reply", out.text));
     char detail[300];
-    snprintf(detail, sizeof detail, "one model call with %zu tool(s)%s%.80s%s",
-             json_array_size(tools), ok ? " answered: \"" : " failed", ok ? reply.text : "",
-             ok ? "\"" : "");
+    if (ok)
+        snprintf(detail, sizeof detail, "one turn answered: \"%.80s\"", out.text);
+    else
+        snprintf(detail, sizeof detail, "one turn failed (%s)", ran ? out.reason : "not run");
     check(r, "smoke", ok, detail);
-    cdsh_model_reply_deinit(&reply);
-    cdsh_model_client_free(client);
-    cdsh_model_config_deinit(&cfg);
-    json_decref(messages);
-    json_decref(schemas);
-    json_decref(tools);
+    cdsh_agent_outcome_deinit(&out);
+    cdsh_agent_free(agent);
+    cdsh_session_store_close(store);
+    free(sid);
+    free(db);
 }
 
 int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_def *const *defs,
@@ -264,7 +303,7 @@ int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_
     check_rows(&r, prof, defs);
     host = compose(&r, prof, defs, rep);
     if (do_smoke && host && json_array_size(r.problems) == 0)
-        smoke(&r, host, rep);
+        smoke(&r, host, tmp, rep);
     else if (do_smoke)
         check(&r, "smoke", false, "skipped: fix the problems above first");
 restore:
