@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/tavern/b64.h"
 #include "support/model_env.h"
 #include "support/tavern_world.h"
 
@@ -32,19 +31,7 @@ static const char CARD[] =
 
 static char *bound_story(cdsh_test_tavern_world *w, const char *title)
 {
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)CARD, strlen(CARD));
-    json_t *imp = cdsh_test_tavern_rpc(w, "importCharacter",
-                                       json_pack("{s:s,s:s}", "fileBase64", b64, "book", "import"));
-    cdsh_session_spec spec = {.title = title};
-    char *sid = NULL;
-    cdsh_error err = {0};
-    assert_int_equal(cdsh_session_store_create(w->store, &spec, &sid, &err), 0);
-    json_decref(cdsh_test_tavern_rpc(
-        w, "setSessionBinding",
-        json_pack("{s:s,s:O}", "sessionId", sid, "cardId", json_object_get(imp, "cardId"))));
-    json_decref(imp);
-    free(b64);
-    return sid;
+    return cdsh_test_tavern_bound_session_bytes(w, CARD, strlen(CARD), "import", title, NULL);
 }
 
 /* Whether the k-th recorded request mentions `mark` anywhere. */
