@@ -61,6 +61,14 @@ char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book
 {
     size_t len = 0;
     char *bytes = cdsh_test_read_file(CDSH_TEST_TAVERN_SAMPLE_V2, &len);
+    char *sid = cdsh_test_tavern_bound_session_bytes(w, bytes, len, book, title, card);
+    free(bytes);
+    return sid;
+}
+
+char *cdsh_test_tavern_bound_session_bytes(cdsh_test_tavern_world *w, const char *bytes, size_t len,
+                                           const char *book, const char *title, char **card)
+{
     char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
     json_t *imp = cdsh_test_tavern_rpc(w, "importCharacter",
                                        json_pack("{s:s,s:s}", "fileBase64", b64, "book", book));
@@ -75,6 +83,5 @@ char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book
         *card = strdup(json_string_value(json_object_get(imp, "cardId")));
     json_decref(imp);
     free(b64);
-    free(bytes);
     return sid;
 }

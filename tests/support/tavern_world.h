@@ -5,6 +5,7 @@
 #define CDSH_TEST_TAVERN_WORLD_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "agent/agent.h"
 #include "agent/session_store.h"
@@ -37,5 +38,8 @@ void cdsh_test_tavern_turn(cdsh_test_tavern_world *w, const char *sid, const cha
  * (owned). */
 char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book, const char *title,
                                      char **card);
+/* The same for a card given as file bytes (JSON or PNG). */
+char *cdsh_test_tavern_bound_session_bytes(cdsh_test_tavern_world *w, const char *bytes, size_t len,
+                                           const char *book, const char *title, char **card);
 
 #endif

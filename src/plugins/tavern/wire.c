@@ -16,6 +16,10 @@
 #include "plugins/tavern/binding.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/service_priv.h"
+#include "plugins/tavern/story.h"
+
+/* Story doc holding the prompt engine's state {timed, vars} between turns. */
+#define PROMPT_STATE_DOC "state/prompt-state.json"
 
 typedef struct open_turn {
     struct open_turn *next;
@@ -35,10 +39,55 @@ static const char *str(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-/* Builds the plan; pipe/turn_id NULL: a plain dry run. */
-static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
-                      const char *turn_id, json_t **plan, cdsh_error *err)
+/* Loads the story's {timed, vars} state (a new empty object when absent). */
+static json_t *state_load(cdsh_tavern_story *story)
 {
+    json_t *st = NULL;
+    if (!story ||
+        cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DOC, PROMPT_STATE_DOC, &st, NULL) < 0 ||
+        !json_is_object(st)) {
+        json_decref(st);
+        st = json_object();
+    }
+    return st;
+}
+
+/* Saves the state inside the turn's floor (undone with it); unlogged when
+ * no floor is open for the turn. */
+static int state_save(cdsh_tavern_story *story, const char *sid, long long turn, json_t *timed,
+                      json_t *vars, cdsh_error *err)
+{
+    json_t *st = json_pack("{s:O,s:O}", "timed", timed, "vars", vars);
+    char *floor = turn > 0 ? cdsh_tavern_floor_name_dup(sid, turn) : NULL;
+    int rc = st ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    if (rc == 0 && floor)
+        rc = cdsh_tavern_story_put(story, floor, CDSH_TAVERN_KIND_DOC, PROMPT_STATE_DOC, st, NULL,
+                                   NULL);
+    if (rc == 0 && !floor)
+        rc = CDSH_EPERM;
+    if (rc == CDSH_EPERM)
+        rc = cdsh_tavern_story_put(story, NULL, CDSH_TAVERN_KIND_DOC, PROMPT_STATE_DOC, st, NULL,
+                                   err);
+    free(floor);
+    json_decref(st);
+    return rc;
+}
+
+static json_t *obj_or_new(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_object(v) ? json_incref(v) : json_object();
+}
+
+/* Builds the plan from the story's saved timed effects and variables.
+ * pipe/turn_id NULL: a dry run (preview; nothing written). With a pipeline
+ * the turn is live: the updated state is saved back once, when the turn's
+ * plan is first built. */
+static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
+                      const char *turn_id, long long turn, json_t **plan, cdsh_error *err)
+{
+    cdsh_tavern_story *story = NULL;
+    json_t *state = NULL;
     *plan = NULL;
     json_t *b = NULL, *card = NULL, *preset = NULL, *persona = NULL, *rules = NULL, *msgs = NULL;
     char *tag = NULL;
@@ -74,7 +123,11 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         if (role && text && (!strcmp(role, "user") || !strcmp(role, "assistant")))
             chat[n_chat++] = (cdsh_tavern_chat_msg){.role = role, .text = text};
     }
-    json_t *vl = json_object(), *vg = json_object(), *timed = json_object();
+    if (str(b, "storyId") && cdsh_tavern_binding_open_story(svc->bindings, sid, &story, NULL) < 0)
+        story = NULL;
+    state = state_load(story);
+    json_t *vl = obj_or_new(state, "vars"), *vg = json_object(),
+           *timed = obj_or_new(state, "timed");
     cdsh_tavern_assemble_input in = {
         .card = card,
         .preset = preset,
@@ -87,18 +140,23 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         .timed = timed,
         .vars_local = vl,
         .vars_global = vg,
-        .dry_run = true,
+        .dry_run = !pipe || !story,
         .revision = tag,
     };
     cdsh_tavern_wi_settings_default(&in.wi);
     if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
         in.wi.max_context = (int)json_integer_value(json_object_get(preset, "openai_max_context"));
-    rc = pipe ? cdsh_tavern_pipeline_plan(pipe, turn_id, &in, plan, NULL, err)
+    bool cached = true;
+    rc = pipe ? cdsh_tavern_pipeline_plan(pipe, turn_id, &in, plan, &cached, err)
               : cdsh_tavern_assemble(&in, plan, err);
+    if (rc == 0 && pipe && story && !cached)
+        rc = state_save(story, sid, turn, timed, vl, err);
     json_decref(vl);
     json_decref(vg);
     json_decref(timed);
 cleanup:
+    cdsh_tavern_story_free(story);
+    json_decref(state);
     free(chat);
     json_decref(msgs);
     json_decref(rules);
@@ -115,7 +173,7 @@ int cdsh_tavern_wire_plan(cdsh_tavern_service *svc, const char *session_id, json
 {
     if (!svc || !session_id || !plan)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "plan: missing argument");
-    return build_plan(svc, session_id, NULL, NULL, plan, err);
+    return build_plan(svc, session_id, NULL, NULL, 0, plan, err);
 }
 
 /* The session's frozen plan of its open turn (built on first use), or a dry
@@ -150,7 +208,8 @@ static json_t *turn_plan(wire *w, const char *sid, long long turn, bool open)
     if (t)
         snprintf(id, sizeof id, "%s#t%lld", sid, t->turn);
     /* Held while building: one plan per turn, and the pipeline is per session. */
-    int rc = build_plan(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL, &plan, &err);
+    int rc =
+        build_plan(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL, t ? t->turn : 0, &plan, &err);
     pthread_mutex_unlock(&w->mu);
     if (rc < 0) {
         cdsh__tavern_log(
