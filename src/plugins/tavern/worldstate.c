@@ -70,12 +70,18 @@ int cdsh_tavern_world_add(cdsh_tavern_story *story, const char *floor, const cha
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), ts, sizeof ts);
     if (expires)
         cdsh_clock_format_iso8601(exp_ms, exp, sizeof exp);
+    /* Creation order: timestamps tie within a millisecond and ids are random. */
+    json_int_t seq = 1;
+    json_t *rows = NULL;
+    if (cdsh_tavern_story_list(story, CDSH_TAVERN_KIND_DELTA, &rows, NULL) >= 0)
+        seq = (json_int_t)json_array_size(rows) + 1;
+    json_decref(rows);
     char *id = delta_id_dup();
     if (!id)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     json_t *v =
-        json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o,s:f,s:s?,s:s?,s:b}", "id", id, "ts", ts, "type", type,
-                  "ref", ref, "content", content, "keys",
+        json_pack("{s:s,s:I,s:s,s:s,s:s?,s:s,s:o,s:f,s:s?,s:s?,s:b}", "id", id, "seq", seq, "ts",
+                  ts, "type", type, "ref", ref, "content", content, "keys",
                   keys ? json_deep_copy(keys) : json_array(), "order", order < 0 ? 100.0 : order,
                   "sourceRange", source_range, "expires", expires ? exp : NULL, "revoked", 0);
     int rc = cdsh_tavern_story_put(story, floor, CDSH_TAVERN_KIND_DELTA, id, v, "", err);
@@ -106,6 +112,10 @@ int cdsh_tavern_world_revoke(cdsh_tavern_story *story, const char *floor, const 
 static int cmp_ts(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    json_int_t sx = json_integer_value(json_object_get(x, "seq")),
+               sy = json_integer_value(json_object_get(y, "seq"));
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
     int c = strcmp(s_get(x, "ts") ? s_get(x, "ts") : "", s_get(y, "ts") ? s_get(y, "ts") : "");
     return c ? c
              : strcmp(s_get(x, "id") ? s_get(x, "id") : "", s_get(y, "id") ? s_get(y, "id") : "");
