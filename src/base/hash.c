@@ -11,6 +11,16 @@
 #include <string.h>
 #include <unistd.h>
 
+static void hex_encode(const unsigned char *md, unsigned int n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned int i = 0; i < n; i++) {
+        out[2 * i] = digits[md[i] >> 4];
+        out[2 * i + 1] = digits[md[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
 struct cdsh_hash {
     EVP_MD_CTX *ctx;
     bool finished;
@@ -41,7 +51,6 @@ int cdsh_hash_update(cdsh_hash *h, const void *data, size_t n)
 
 int cdsh_hash_final(cdsh_hash *h, char hex_out[CDSH_SHA256_HEX_LEN + 1])
 {
-    static const char digits[] = "0123456789abcdef";
     if (!h || h->finished || !hex_out)
         return CDSH_EINVAL;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -49,11 +58,7 @@ int cdsh_hash_final(cdsh_hash *h, char hex_out[CDSH_SHA256_HEX_LEN + 1])
     h->finished = true;
     if (EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != 32)
         return CDSH_EIO;
-    for (unsigned int i = 0; i < mdlen; i++) {
-        hex_out[2 * i] = digits[md[i] >> 4];
-        hex_out[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex_out[CDSH_SHA256_HEX_LEN] = '\0';
+    hex_encode(md, mdlen, hex_out);
     return 0;
 }
 
@@ -79,7 +84,6 @@ int cdsh_hash_sha256_hex(const void *data, size_t n, char hex_out[CDSH_SHA256_HE
 
 int cdsh_hash_sha512_hex(const void *data, size_t n, char hex_out[CDSH_SHA512_HEX_LEN + 1])
 {
-    static const char digits[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     if ((!data && n) || !hex_out)
@@ -93,11 +97,7 @@ int cdsh_hash_sha512_hex(const void *data, size_t n, char hex_out[CDSH_SHA512_HE
     EVP_MD_CTX_free(ctx);
     if (!ok)
         return CDSH_EIO;
-    for (unsigned int i = 0; i < mdlen; i++) {
-        hex_out[2 * i] = digits[md[i] >> 4];
-        hex_out[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex_out[CDSH_SHA512_HEX_LEN] = '\0';
+    hex_encode(md, mdlen, hex_out);
     return 0;
 }
 

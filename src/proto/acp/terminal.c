@@ -274,6 +274,16 @@ static void term_destroy(cdsh_acp_terminals *t, term *tm)
     free(tm);
 }
 
+/* Destroys a list of unlinked terminals. */
+static void destroy_list(cdsh_acp_terminals *t, term *list)
+{
+    while (list) {
+        term *next = list->next;
+        term_destroy(t, list);
+        list = next;
+    }
+}
+
 void cdsh_acp_terminals_free(cdsh_acp_terminals *t)
 {
     if (!t)
@@ -282,11 +292,7 @@ void cdsh_acp_terminals_free(cdsh_acp_terminals *t)
     term *list = t->list;
     t->list = NULL;
     pthread_mutex_unlock(&t->mu);
-    while (list) {
-        term *next = list->next;
-        term_destroy(t, list);
-        list = next;
-    }
+    destroy_list(t, list);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -311,11 +317,7 @@ size_t cdsh_acp_terminals_release_session(cdsh_acp_terminals *t, const char *ses
         }
     }
     pthread_mutex_unlock(&t->mu);
-    while (gone) {
-        term *next = gone->next;
-        term_destroy(t, gone);
-        gone = next;
-    }
+    destroy_list(t, gone);
     return n;
 }
 
