@@ -691,7 +691,7 @@ void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out)
 
 int64_t cdsh_acp_engine_init_budget_ms(const json_t *row, cdsh_acp_cold_check *check)
 {
-    cdsh_acp_cold_check local;
+    cdsh_acp_cold_check local = {0};
     cdsh_acp_cold_check *c = check ? check : &local;
     cdsh_acp_engine_cold_check(row, c);
     const json_t *ib = json_object_get(row, "initBudget");
