@@ -3,7 +3,8 @@
 // @agentclientprotocol/sdk, for cdsh's end-to-end tests. It never calls a
 // model. Flags: --config options|modes|both|none, --no-load. Each prompt's
 // first text block is a command: hello, all-updates, permission, read PATH,
-// write PATH TEXT, stall, funds, auth, ratelimit.
+// write PATH TEXT, stall, funds, auth, ratelimit, caps (the client
+// capabilities received), terminal JSON (see runTerminal).
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -14,6 +15,7 @@ let counter = 0;
 let mode = "default";
 let model = "fake/one";
 const stalls = new Map(); // sessionId -> resolve
+let clientCapabilities = null;
 
 const configOptions = () => [
   { id: "mode", name: "Session Mode", description: "Controls how much the agent may do on its own",
@@ -36,7 +38,7 @@ const app = acp.agent({ name: "sdk-fixture" });
 const upd = (client, sessionId, update) => client.notify(acp.methods.client.session.update, { sessionId, update });
 const say = (client, sessionId, text) => upd(client, sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
 
-app.onRequest(acp.methods.agent.initialize, () => ({
+app.onRequest(acp.methods.agent.initialize, (ctx) => (clientCapabilities = ctx.params.clientCapabilities ?? null, {
   protocolVersion: acp.PROTOCOL_VERSION,
   agentCapabilities: { loadSession: !noLoad, promptCapabilities: { embeddedContext: true },
                        mcpCapabilities: { http: true, sse: false },
@@ -74,6 +76,40 @@ app.onNotification(acp.methods.agent.session.cancel, (ctx) => {
   const r = stalls.get(ctx.params.sessionId);
   if (r) { stalls.delete(ctx.params.sessionId); r(); }
 });
+// terminal {command, args?, env?, cwd?, outputByteLimit?, steps?}: creates a
+// terminal and runs steps in order — wait, output, kill, release, waitbg
+// (wait_for_exit without awaiting it), join (await it), sleep:MS; a step
+// "name@ID" uses terminal ID instead of the created one. Without steps:
+// wait, output, release. Each step adds a line "step: <result JSON>" or
+// "step: error <code> <message>"; the reply is the lines joined by "\n".
+async function runTerminal(c, sessionId, spec) {
+  const lines = [];
+  let id;
+  try {
+    const r = await c.request(acp.methods.client.terminal.create, {
+      sessionId, command: spec.command, args: spec.args ?? [], env: spec.env ?? [],
+      cwd: spec.cwd ?? null, outputByteLimit: spec.outputByteLimit ?? null });
+    id = r.terminalId;
+    lines.push(`created: ${id}`);
+  } catch (e) {
+    lines.push(`create: error ${e.code} ${e.message}`);
+    return lines.join("\n");
+  }
+  const methods = { wait: acp.methods.client.terminal.waitForExit, output: acp.methods.client.terminal.output,
+                    kill: acp.methods.client.terminal.kill, release: acp.methods.client.terminal.release };
+  let bg = null;
+  for (const step of spec.steps ?? ["wait", "output", "release"]) {
+    if (step.startsWith("sleep:")) { await new Promise((r) => setTimeout(r, Number(step.slice(6)))); continue; }
+    const [name, other] = step.split("@");
+    try {
+      if (name === "waitbg") { bg = c.request(methods.wait, { sessionId, terminalId: id }); continue; }
+      const res = name === "join" ? await bg : await c.request(methods[name], { sessionId, terminalId: other ?? id });
+      lines.push(`${name}: ${JSON.stringify(res)}`);
+    } catch (e) { lines.push(`${name}: error ${e.code} ${e.message}`); }
+  }
+  return lines.join("\n");
+}
+
 app.onRequest(acp.methods.agent.session.prompt, async (ctx) => {
   const { sessionId, prompt } = ctx.params;
   const c = ctx.client;
@@ -105,6 +141,10 @@ app.onRequest(acp.methods.agent.session.prompt, async (ctx) => {
       await c.request(acp.methods.client.fs.writeTextFile, { sessionId, path, content: rest.join(" ") });
       await say(c, sessionId, "write: ok");
     } catch (e) { await say(c, sessionId, `write-error: ${e.code} ${e.message}`); }
+  } else if (text === "caps") {
+    await say(c, sessionId, JSON.stringify(clientCapabilities));
+  } else if (text.startsWith("terminal ")) {
+    await say(c, sessionId, await runTerminal(c, sessionId, JSON.parse(text.slice(9))));
   } else if (text === "stall") {
     await say(c, sessionId, "thinking...");
     await new Promise((resolve) => stalls.set(sessionId, resolve));

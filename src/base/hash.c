@@ -1,5 +1,6 @@
 /* hash.c — SHA-256 via libcrypto's EVP interface. Digest choice is fixed on
- * purpose: callers compare hashes across runs, so there is one algorithm. */
+ * purpose: callers compare hashes across runs, so there is one algorithm.
+ * The one-shot SHA-512 exists only to reproduce keys other tools compute. */
 #include "base/hash.h"
 
 #include <errno.h>
@@ -9,6 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static void hex_encode(const unsigned char *md, unsigned int n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned int i = 0; i < n; i++) {
+        out[2 * i] = digits[md[i] >> 4];
+        out[2 * i + 1] = digits[md[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
 
 struct cdsh_hash {
     EVP_MD_CTX *ctx;
@@ -40,7 +51,6 @@ int cdsh_hash_update(cdsh_hash *h, const void *data, size_t n)
 
 int cdsh_hash_final(cdsh_hash *h, char hex_out[CDSH_SHA256_HEX_LEN + 1])
 {
-    static const char digits[] = "0123456789abcdef";
     if (!h || h->finished || !hex_out)
         return CDSH_EINVAL;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -48,11 +58,7 @@ int cdsh_hash_final(cdsh_hash *h, char hex_out[CDSH_SHA256_HEX_LEN + 1])
     h->finished = true;
     if (EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != 32)
         return CDSH_EIO;
-    for (unsigned int i = 0; i < mdlen; i++) {
-        hex_out[2 * i] = digits[md[i] >> 4];
-        hex_out[2 * i + 1] = digits[md[i] & 15];
-    }
-    hex_out[CDSH_SHA256_HEX_LEN] = '\0';
+    hex_encode(md, mdlen, hex_out);
     return 0;
 }
 
@@ -74,6 +80,25 @@ int cdsh_hash_sha256_hex(const void *data, size_t n, char hex_out[CDSH_SHA256_HE
         rc = cdsh_hash_final(h, hex_out);
     cdsh_hash_free(h);
     return rc;
+}
+
+int cdsh_hash_sha512_hex(const void *data, size_t n, char hex_out[CDSH_SHA512_HEX_LEN + 1])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if ((!data && n) || !hex_out)
+        return CDSH_EINVAL;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx)
+        return CDSH_ENOMEM;
+    int ok = EVP_DigestInit_ex(ctx, EVP_sha512(), NULL) == 1 &&
+             EVP_DigestUpdate(ctx, data ? data : "", n) == 1 &&
+             EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 64;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return CDSH_EIO;
+    hex_encode(md, mdlen, hex_out);
+    return 0;
 }
 
 int cdsh_hash_file_sha256_hex(const char *path, char hex_out[CDSH_SHA256_HEX_LEN + 1],

@@ -1,6 +1,6 @@
 /* hash.h — SHA-256 over buffers, files and streams (OpenSSL libcrypto EVP),
- * as lowercase hex. A cdsh_hash is used by one thread at a time; the one-shot
- * functions are thread-safe. */
+ * as lowercase hex, and a one-shot SHA-512 for formats that prescribe it. A cdsh_hash is used by
+ * one thread at a time; the one-shot functions are thread-safe. */
 #ifndef CDSH_BASE_HASH_H
 #define CDSH_BASE_HASH_H
 
@@ -23,6 +23,13 @@ void cdsh_hash_free(cdsh_hash *h);
 
 /* One-shot hash of data[0..n) into hex_out. 0, or CDSH_ENOMEM / CDSH_EIO. */
 int cdsh_hash_sha256_hex(const void *data, size_t n, char hex_out[CDSH_SHA256_HEX_LEN + 1]);
+
+#define CDSH_SHA512_HEX_LEN 128
+
+/* One-shot SHA-512 of data[0..n) as 128 hex digits + NUL, for keys other
+ * programs derive with it (npx's cache directories). 0, or CDSH_ENOMEM /
+ * CDSH_EIO. */
+int cdsh_hash_sha512_hex(const void *data, size_t n, char hex_out[CDSH_SHA512_HEX_LEN + 1]);
 
 /* Hash of a whole file's contents. CDSH_ENOTFOUND (code "NOT_FOUND") if it does
  * not exist, CDSH_EIO (code "IO_ERROR") if it cannot be opened or read, both

@@ -39,7 +39,7 @@ static void normalize_fills_the_seed_defaults(void **state)
     assert_true(json_is_null(json_object_get(json_object_get(r, "capabilities"), "fs")));
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "health"), "status")),
                         "unknown");
-    assert_int_equal(cdsh_acp_engine_init_budget_ms(r), 30000);
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, NULL), 30000);
     json_decref(r);
 }
 
@@ -118,7 +118,11 @@ static void normalize_coerces_values(void **state)
     assert_true(json_is_false(json_object_get(r, "enabled")));
     assert_string_equal(json_string_value(json_object_get(r, "cwdPolicy")), "session");
     assert_int_equal(json_array_size(json_object_get(r, "initialConfigOptions")), 1);
-    assert_int_equal(cdsh_acp_engine_init_budget_ms(r), 300000);
+    /* npx-cache on a command that is not npx: nothing is installed, never cold. */
+    cdsh_acp_cold_check cold;
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 30000);
+    assert_false(cold.cold);
+    assert_string_equal(cold.reason, "a is not npx: nothing to install");
     assert_int_equal(cdsh_acp_engine_prompt_timeout_ms(r), 0);
     assert_int_equal(cdsh_acp_engine_idle_timeout_ms(r), 180000);
     json_decref(r);
@@ -241,6 +245,85 @@ static void resolve_follows_the_candidate_order(void **state)
     cdsh_test_home_free(home);
 }
 
+static void npx_cache_key_matches_npx_for_one_and_many_packages(void **state)
+{
+    (void)state;
+    char key[17];
+    /* Directory names a real npx 11 run created (see engine.c). */
+    const char *one[] = {"is-number"};
+    assert_int_equal(cdsh_acp_npx_cache_key(one, 1, key), 0);
+    assert_string_equal(key, "17faac598b938cd5");
+    const char *two[] = {"is-odd", "is-number@7.0.0"};
+    assert_int_equal(cdsh_acp_npx_cache_key(two, 2, key), 0);
+    assert_string_equal(key, "82596afa42b8ad2e");
+    /* The order localeCompare("en") gives in node, whatever the input order. */
+    const char *many[] = {"is.number", "Is-number", "is_x",   "is-number",
+                          "@scope/a",  "a@^1",      "a@1.0.0"};
+    assert_int_equal(cdsh_acp_npx_cache_key(many, 7, key), 0);
+    assert_string_equal(key, "6a3b1f28c99b7886");
+}
+
+static json_t *npx_row(const char *cache, const char *args_json, const char *probe)
+{
+    char text[8192];
+    snprintf(text, sizeof text,
+             "{\"id\":\"npx-agent\",\"command\":\"npx\",\"args\":%s,\"env\":{\"npm_config_cache\":"
+             "\"%s\"},\"initBudget\":{\"steadySecs\":7,\"coldSecs\":99,\"coldProbe\":\"%s\"}}",
+             args_json, cache, probe);
+    cdsh_error err = {0};
+    json_t *r = norm(text, true, &err);
+    assert_non_null(r);
+    return r;
+}
+
+static void cold_check_reads_a_fake_npx_cache(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char cache[4200], dir[4600], cmd[9300];
+    snprintf(cache, sizeof cache, "%s/npm-cache", home);
+    const char *args = "[\"-y\",\"@fixture/agent@1.2.3\",\"--acp\"]";
+    json_t *r = npx_row(cache, args, "npx-cache");
+    cdsh_acp_cold_check cold;
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 99000);
+    assert_true(cold.cold);
+    snprintf(dir, sizeof dir, "%s/_npx/df55439a177b02ff", cache);
+    char want[5000];
+    snprintf(want, sizeof want, "npx cache miss: @fixture/agent not installed in %s", dir);
+    assert_string_equal(cold.reason, want);
+    /* An empty key directory (an interrupted install) is still cold. */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/node_modules/@fixture/agent", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 99000);
+    char pj[5000];
+    snprintf(pj, sizeof pj, "%s/node_modules/@fixture/agent/package.json", dir);
+    cdsh_test_write_file(pj, "{\"name\":\"@fixture/agent\",\"version\":\"1.2.3\"}");
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 7000);
+    assert_false(cold.cold);
+    snprintf(want, sizeof want, "npx cache hit: %s", dir);
+    assert_string_equal(cold.reason, want);
+    json_decref(r);
+    /* --package specs, `--cache` on the command line, a spec that is not a registry name. */
+    r = npx_row("/nonexistent",
+                "[\"--yes\",\"--package=@fixture/agent@1.2.3\",\"--cache\",\"CACHE\","
+                "\"agent-bin\"]",
+                "npx-cache");
+    json_array_set_new(json_object_get(r, "args"), 3, json_string(cache));
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 7000);
+    json_decref(r);
+    r = npx_row(cache, "[\"-y\",\"github:someone/agent\"]", "npx-cache");
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 99000);
+    assert_string_equal(cold.reason,
+                        "npx package github:someone/agent is not a registry name: assuming cold");
+    json_decref(r);
+    /* coldProbe none: the steady budget, whatever the cache holds. */
+    r = npx_row(cache, "[\"-y\",\"missing-agent\"]", "none");
+    assert_int_equal(cdsh_acp_engine_init_budget_ms(r, &cold), 7000);
+    assert_string_equal(cold.reason, "coldProbe is none");
+    json_decref(r);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +335,8 @@ int main(void)
         cmocka_unit_test(builtins_carry_the_digest_launch_details),
         cmocka_unit_test(patch_merges_env_keeps_timeouts_and_refuses_read_only),
         cmocka_unit_test(resolve_follows_the_candidate_order),
+        cmocka_unit_test(npx_cache_key_matches_npx_for_one_and_many_packages),
+        cmocka_unit_test(cold_check_reads_a_fake_npx_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

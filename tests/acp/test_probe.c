@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acp_fixture.h"
+#include "plugins/acp/engine.h"
 #include "plugins/acp/probe.h"
 #include "plugins/acp/state.h"
 
@@ -35,6 +36,8 @@ static void probe_writes_the_seed_record(void **state)
         "fixture-agent");
     assert_true(json_is_array(json_object_get(init, "authMethods")));
     assert_true(json_is_false(json_object_get(init, "coldStart")));
+    assert_string_equal(json_string_value(json_object_get(init, "coldReason")),
+                        "coldProbe is none");
     json_t *m = json_object_get(rec, "methods");
     const char *oks[] = {"initialize",       "session/new",  "session/set_config_option",
                          "session/set_mode", "session/list", "session/prompt",
@@ -191,10 +194,60 @@ static void cli_lists_probes_and_prompts(void **state)
     cdsh_test_home_free(home);
 }
 
+/* An engine launched through npx: a wrapper named npx (it runs the fixture
+ * agent; nothing is downloaded) and a fake npm cache built here. */
+static void probe_records_cold_start_from_the_npx_cache(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *peer = cdsh_test_peer_path_dup("acp_agent");
+    char bin[4200], npx[4300], cache[4200], script[8800], rows[16384];
+    snprintf(bin, sizeof bin, "%s/bin", home);
+    assert_int_equal(mkdir(bin, 0700), 0);
+    snprintf(npx, sizeof npx, "%s/npx", bin);
+    snprintf(script, sizeof script, "#!/bin/sh\nexec %s\n", peer);
+    cdsh_test_write_file(npx, script);
+    assert_int_equal(chmod(npx, 0700), 0);
+    snprintf(cache, sizeof cache, "%s/npm-cache", home);
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"viax\",\"command\":\"%s\",\"args\":[\"-y\",\"fixture-acp@1.0.0\"],"
+             "\"env\":{\"npm_config_cache\":\"%s\"},\"initBudget\":{\"steadySecs\":20,"
+             "\"coldSecs\":200,\"coldProbe\":\"npx-cache\"}}]",
+             npx, cache);
+    acp_write_engines(home, rows);
+    cdsh_acp_probe_opts o = {.cwd = home};
+    json_t *rec = NULL;
+    assert_int_equal(cdsh_acp_probe_run("viax", &o, &rec, NULL, NULL), 0);
+    json_t *init = json_object_get(rec, "initialize");
+    assert_true(json_is_true(json_object_get(init, "ok")));
+    assert_true(json_is_true(json_object_get(init, "coldStart")));
+    assert_non_null(strstr(json_string_value(json_object_get(init, "coldReason")),
+                           "npx cache miss: fixture-acp not installed in "));
+    assert_int_equal(json_integer_value(json_object_get(rec, "initBudgetMs")), 200000);
+    json_decref(rec);
+    /* sha512("fixture-acp@1.0.0")[0:16], as npx names the directory. */
+    char key[17], dir[4600], cmd[9300];
+    const char *spec[] = {"fixture-acp@1.0.0"};
+    assert_int_equal(cdsh_acp_npx_cache_key(spec, 1, key), 0);
+    snprintf(dir, sizeof dir, "%s/_npx/%s/node_modules/fixture-acp", cache, key);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && echo '{}' > %s/package.json", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(cdsh_acp_probe_run("viax", &o, &rec, NULL, NULL), 0);
+    init = json_object_get(rec, "initialize");
+    assert_true(json_is_false(json_object_get(init, "coldStart")));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(init, "coldReason")), "npx cache hit: "));
+    assert_int_equal(json_integer_value(json_object_get(rec, "initBudgetMs")), 20000);
+    json_decref(rec);
+    free(peer);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(probe_writes_the_seed_record),
+        cmocka_unit_test(probe_records_cold_start_from_the_npx_cache),
         cmocka_unit_test(probe_evidence_has_no_credentials),
         cmocka_unit_test(probe_keeps_rejected_lines_and_records_failures),
         cmocka_unit_test(cli_lists_probes_and_prompts),

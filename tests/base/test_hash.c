@@ -24,6 +24,18 @@ static void buffer_hash_matches_known_vectors(void **state)
     assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+static void sha512_matches_known_vectors(void **state)
+{
+    (void)state;
+    char hex[CDSH_SHA512_HEX_LEN + 1];
+    assert_int_equal(cdsh_hash_sha512_hex("abc", 3, hex), 0);
+    assert_string_equal(hex, "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a"
+                             "2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f");
+    assert_int_equal(cdsh_hash_sha512_hex(NULL, 0, hex), 0);
+    assert_string_equal(hex, "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce"
+                             "47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e");
+}
+
 static void incremental_equals_one_shot(void **state)
 {
     (void)state;
@@ -85,6 +97,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buffer_hash_matches_known_vectors),
+        cmocka_unit_test(sha512_matches_known_vectors),
         cmocka_unit_test(incremental_equals_one_shot),
         cmocka_unit_test(million_a_vector_through_a_file),
         cmocka_unit_test(missing_and_unreadable_files_fail_clearly),

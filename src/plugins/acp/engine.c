@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "base/process.h"
 #include "base/strbuf.h"
 
@@ -473,13 +475,228 @@ int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via
     return rc;
 }
 
-int64_t cdsh_acp_engine_init_budget_ms(const json_t *row)
+/* ---- cold-start detection (initBudget.coldProbe "npx-cache") ------------------------- */
+
+/* Collation weight of one byte as ICU's root order (what JavaScript's
+ * localeCompare(…, "en") uses) ranks the characters of npm specs:
+ * punctuation in ICU's order, then digits, then letters case-folded; other
+ * bytes after them by value. Checked against node for these characters. */
+static int collate_primary(unsigned char ch)
 {
+    static const char punct[] = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+    const char *p = ch ? strchr(punct, ch) : NULL;
+    if (p)
+        return 1 + (int)(p - punct);
+    if (ch >= '0' && ch <= '9')
+        return 100 + (ch - '0');
+    if (isalpha(ch))
+        return 200 + (tolower(ch) - 'a');
+    return 300 + ch;
+}
+
+/* Primary weights over the whole strings first (a prefix sorts first),
+ * then lowercase before uppercase at the first case difference. */
+static int collate_cmp(const void *a, const void *b)
+{
+    const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+    size_t i = 0;
+    for (; x[i] && y[i]; i++) {
+        int d = collate_primary((unsigned char)x[i]) - collate_primary((unsigned char)y[i]);
+        if (d)
+            return d;
+    }
+    if (x[i] || y[i])
+        return x[i] ? 1 : -1;
+    for (i = 0; x[i]; i++)
+        if (x[i] != y[i])
+            return islower((unsigned char)x[i]) ? -1 : 1;
+    return 0;
+}
+
+/* Verified against npm 11's npx here: `npx -y -p is-number true` created
+ * _npx/17faac598b938cd5 = sha512("is-number")[0:16], and `npx -y -p is-odd
+ * -p is-number@7.0.0 true` created _npx/82596afa42b8ad2e =
+ * sha512("is-number@7.0.0\nis-odd")[0:16] (libnpmexec: specs as given,
+ * directory specs resolved, sorted with localeCompare "en", "\n"-joined). */
+int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17])
+{
+    const char **sorted = calloc(n ? n : 1, sizeof *sorted);
+    if (!sorted)
+        return CDSH_ENOMEM;
+    memcpy(sorted, specs, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, collate_cmp);
+    cdsh_strbuf joined;
+    cdsh_strbuf_init(&joined);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            cdsh_strbuf_append_char(&joined, '\n');
+        cdsh_strbuf_append_str(&joined, sorted[i]);
+    }
+    char hex[CDSH_SHA512_HEX_LEN + 1];
+    int rc = cdsh_hash_sha512_hex(joined.data ? joined.data : "", joined.len, hex);
+    cdsh_strbuf_deinit(&joined);
+    free(sorted);
+    if (rc == 0) {
+        memcpy(key, hex, 16);
+        key[16] = '\0';
+    }
+    return rc;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path ? path : "";
+}
+
+/* The package name of a registry spec ("@scope/pkg@^1" → "@scope/pkg"),
+ * written into out; false for git / path / URL / alias specs. */
+static bool spec_name(const char *spec, char *out, size_t size)
+{
+    if (!*spec || spec[0] == '.' || spec[0] == '/' || spec[0] == '~' || strchr(spec, ':'))
+        return false;
+    const char *at = strchr(spec[0] == '@' ? spec + 1 : spec, '@');
+    size_t len = at ? (size_t)(at - spec) : strlen(spec);
+    const char *slash = memchr(spec, '/', len);
+    if (spec[0] == '@' ? !slash || slash == spec + 1 || slash + 1 == spec + len
+                       : slash != NULL) /* user/repo is a GitHub spec */
+        return false;
+    if (len == 0 || len >= size)
+        return false;
+    memcpy(out, spec, len);
+    out[len] = '\0';
+    return true;
+}
+
+/* npm_config_cache from the row's env (npm reads npm_config_* case-insensitively). */
+static const char *row_npm_cache(const json_t *row)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(row, "env"), k, v)
+    {
+        if (strcasecmp(k, "npm_config_cache") == 0 && json_is_string(v))
+            return json_string_value(v);
+    }
+    return NULL;
+}
+
+void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out)
+{
+    out->cold = false;
+    const char *probe =
+        json_string_value(json_object_get(json_object_get(row, "initBudget"), "coldProbe"));
+    if (!probe || strcmp(probe, "npx-cache") != 0) {
+        snprintf(out->reason, sizeof out->reason, "coldProbe is none");
+        return;
+    }
+    const char *cmd = json_string_value(json_object_get(row, "command"));
+    const char *bn = base_name(cmd);
+    json_t *args = json_object_get(row, "args");
+    size_t i = 0, nargs = json_array_size(args);
+    if (strcmp(bn, "npm") == 0) {
+        const char *sub = json_string_value(json_array_get(args, 0));
+        if (!sub || (strcmp(sub, "exec") != 0 && strcmp(sub, "x") != 0))
+            bn = "";
+        i = 1;
+    } else if (strcmp(bn, "npx") != 0) {
+        bn = "";
+    }
+    if (!*bn) {
+        snprintf(out->reason, sizeof out->reason, "%s is not npx: nothing to install",
+                 cmd ? cmd : "the command");
+        return;
+    }
+    const char *specs[64], *first = NULL, *cache = NULL;
+    size_t n = 0;
+    for (bool opts = true; i < nargs; i++) {
+        const char *a = json_string_value(json_array_get(args, i));
+        const char *next = json_string_value(json_array_get(args, i + 1));
+        if (!a)
+            continue;
+        if (opts && strcmp(a, "--") == 0) {
+            opts = false;
+        } else if (opts && (strcmp(a, "-p") == 0 || strcmp(a, "--package") == 0) && next) {
+            if (n < 64)
+                specs[n++] = next;
+            i++;
+        } else if (opts && strncmp(a, "--package=", 10) == 0) {
+            if (n < 64)
+                specs[n++] = a + 10;
+        } else if (opts && strcmp(a, "--cache") == 0 && next) {
+            cache = next;
+            i++;
+        } else if (opts && strncmp(a, "--cache=", 8) == 0) {
+            cache = a + 8;
+        } else if (opts &&
+                   (strcmp(a, "-c") == 0 || strcmp(a, "--call") == 0 ||
+                    strcmp(a, "--registry") == 0 || strcmp(a, "--userconfig") == 0 ||
+                    strcmp(a, "-w") == 0 || strcmp(a, "--workspace") == 0) &&
+                   next) {
+            i++; /* options with a value */
+        } else if (opts && a[0] == '-') {
+            continue; /* -y, --yes, --quiet, --foo=bar ... */
+        } else {
+            first = a; /* the command; also the package when no --package is given */
+            break;
+        }
+    }
+    if (n == 0 && first)
+        specs[n++] = first;
+    if (n == 0) {
+        snprintf(out->reason, sizeof out->reason, "npx names no package: nothing to install");
+        return;
+    }
+    if (!cache)
+        cache = row_npm_cache(row);
+    if (!cache)
+        cache = getenv("npm_config_cache");
+    if (!cache)
+        cache = getenv("NPM_CONFIG_CACHE");
+    char dir[4096], name[512];
+    if (cache && *cache) {
+        char *exp = cdsh_acp_engine_expand_path_dup(cache);
+        snprintf(dir, sizeof dir, "%s/_npx/", exp ? exp : cache);
+        free(exp);
+    } else {
+        const char *home = getenv("HOME");
+        snprintf(dir, sizeof dir, "%s/.npm/_npx/", home && *home ? home : "/root");
+    }
+    char key[17];
+    if (cdsh_acp_npx_cache_key(specs, n, key) < 0) {
+        out->cold = true;
+        snprintf(out->reason, sizeof out->reason, "cannot compute the npx cache key: cold");
+        return;
+    }
+    size_t dl = strlen(dir);
+    snprintf(dir + dl, sizeof dir - dl, "%s", key);
+    for (size_t k = 0; k < n; k++) {
+        if (!spec_name(specs[k], name, sizeof name)) {
+            out->cold = true;
+            snprintf(out->reason, sizeof out->reason,
+                     "npx package %.200s is not a registry name: assuming cold", specs[k]);
+            return;
+        }
+        char pj[4800];
+        snprintf(pj, sizeof pj, "%s/node_modules/%s/package.json", dir, name);
+        if (access(pj, F_OK) != 0) {
+            out->cold = true;
+            snprintf(out->reason, sizeof out->reason,
+                     "npx cache miss: %.200s not installed in %.300s", name, dir);
+            return;
+        }
+    }
+    snprintf(out->reason, sizeof out->reason, "npx cache hit: %.500s", dir);
+}
+
+int64_t cdsh_acp_engine_init_budget_ms(const json_t *row, cdsh_acp_cold_check *check)
+{
+    cdsh_acp_cold_check local = {0};
+    cdsh_acp_cold_check *c = check ? check : &local;
+    cdsh_acp_engine_cold_check(row, c);
     const json_t *ib = json_object_get(row, "initBudget");
-    const char *probe = json_string_value(json_object_get(ib, "coldProbe"));
-    bool cold = probe && strcmp(probe, "none") != 0;
-    int64_t secs = coerce_int(json_object_get(ib, cold ? "coldSecs" : "steadySecs"),
-                              cold ? CDSH_ACP_INIT_COLD_SECS : CDSH_ACP_INIT_STEADY_SECS);
+    int64_t secs = coerce_int(json_object_get(ib, c->cold ? "coldSecs" : "steadySecs"),
+                              c->cold ? CDSH_ACP_INIT_COLD_SECS : CDSH_ACP_INIT_STEADY_SECS);
     return secs > 0 ? secs * 1000 : CDSH_ACP_INIT_STEADY_SECS * 1000;
 }
 

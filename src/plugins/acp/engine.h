@@ -59,10 +59,30 @@ int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via
 /* Expands ${VAR}, %VAR% and a leading "~/" in a path template (owned). */
 char *cdsh_acp_engine_expand_path_dup(const char *tmpl);
 
-/* The initialize budget in ms: coldSecs when initBudget.coldProbe is not
- * "none" (cold detection is not implemented, so any probe means cold),
- * else steadySecs. */
-int64_t cdsh_acp_engine_init_budget_ms(const json_t *row);
+/* Whether the engine's next start is a cold one (initBudget.coldProbe).
+ * "none": never cold. "npx-cache": the command is npx (or `npm exec` /
+ * `npm x`) and one of its packages is missing from npx's cache,
+ * <cache>/_npx/<key>/node_modules/<name> (cache: `--cache` in args, else
+ * the row's or the process's npm_config_cache, else ~/.npm; key: see
+ * cdsh_acp_npx_cache_key); a package spec that is not a registry name
+ * (git, path, URL) counts as cold. A command that is not npx is never
+ * cold. reason says why, in English, naming the directory checked. */
+typedef struct cdsh_acp_cold_check {
+    bool cold;
+    char reason[600];
+} cdsh_acp_cold_check;
+
+void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out);
+
+/* npx's cache directory name for a list of package specs as given on its
+ * command line (libnpmexec): the specs sorted as JavaScript's
+ * localeCompare(…, "en") orders them, joined with "\n", SHA-512, first 16
+ * hex digits. Writes 16 hex digits + NUL into key. 0 or CDSH_EIO. */
+int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17]);
+
+/* The initialize budget in ms: coldSecs when the cold check says cold,
+ * else steadySecs. check (may be NULL) receives the check's outcome. */
+int64_t cdsh_acp_engine_init_budget_ms(const json_t *row, cdsh_acp_cold_check *check);
 
 /* Prompt gates in ms (<= 0 means none): promptTimeoutMs (default
  * CDSH_ACP_PROMPT_TIMEOUT_MS) and idleTimeoutMs (default

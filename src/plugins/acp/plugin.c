@@ -79,6 +79,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         json_array_append_new(mcp, cdsh_acp_cdsh_mcp_server_dup(NULL, glob));
     cdsh_acp_service_opts o = {
         .no_fs = json_is_false(json_object_get(config, "fs")),
+        .no_terminal = json_is_false(json_object_get(config, "terminal")),
         .mcp_servers = mcp,
     };
     cdsh_acp_service *svc = cdsh_acp_service_new(&o, err);
@@ -99,14 +100,17 @@ const cdsh_plugin_def cdsh_acp_plugin = {
     .name = CDSH_ACP_PLUGIN,
     .description = "external coding agents (OpenCode, Codex, Gemini...) over ACP as cdsh sessions",
     .requires = requires_,
-    .config_schema = "{\"type\":\"object\",\"properties\":{\"fs\":{\"type\":\"boolean\","
-                     "\"default\":true,\"description\":\"serve fs/read_text_file and "
-                     "fs/write_text_file inside the session directory\"},\"mcpServers\":{\"type\":"
-                     "\"array\",\"default\":[],\"description\":\"ACP McpServer objects offered to "
-                     "engines whose mcp is inherit\",\"items\":{\"type\":\"object\","
-                     "\"additionalProperties\":true}},\"cdshTools\":{\"type\":\"string\","
-                     "\"default\":\"\",\"description\":\"offer cdsh's own tools matching this "
-                     "glob (cdsh mcp) to engines as an MCP server; empty: none\"}}}",
+    .config_schema =
+        "{\"type\":\"object\",\"properties\":{\"fs\":{\"type\":\"boolean\","
+        "\"default\":true,\"description\":\"serve fs/read_text_file and "
+        "fs/write_text_file inside the session directory\"},\"terminal\":{\"type\":"
+        "\"boolean\",\"default\":true,\"description\":\"run terminal/create "
+        "commands (argv, scrubbed env) inside the session directory\"},\"mcpServers\":{\"type\":"
+        "\"array\",\"default\":[],\"description\":\"ACP McpServer objects offered to "
+        "engines whose mcp is inherit\",\"items\":{\"type\":\"object\","
+        "\"additionalProperties\":true}},\"cdshTools\":{\"type\":\"string\","
+        "\"default\":\"\",\"description\":\"offer cdsh's own tools matching this "
+        "glob (cdsh mcp) to engines as an MCP server; empty: none\"}}}",
     .enabled_by_default = false,
     .apply = apply,
 };

@@ -85,7 +85,8 @@ static json_t *capability_summary(const json_t *init, const json_t *session, con
                              json_object_get(cb, "fs/write_text_file")
                          ? json_true()
                          : json_null(),
-                     "terminal", json_null(), "permissionRequests",
+                     "terminal", json_object_get(cb, "terminal/create") ? json_true() : json_null(),
+                     "permissionRequests",
                      json_object_get(cb, "session/request_permission") ? json_true() : json_null(),
                      "configOptions", session ? json_boolean(json_is_array(opts)) : json_null(),
                      "models", session ? json_boolean(json_is_object(models)) : json_null(),
@@ -138,7 +139,8 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     const char *fixed = json_string_value(json_object_get(row, "cwd"));
     bool use_fixed =
         fixed && strcmp(json_string_value(json_object_get(row, "cwdPolicy")), "fixed") == 0;
-    int64_t budget = cdsh_acp_engine_init_budget_ms(row);
+    cdsh_acp_cold_check cold;
+    int64_t budget = cdsh_acp_engine_init_budget_ms(row, &cold);
     cdsh_acp_conn_opts co = {.name = engine_id,
                              .argv = (const char *const *)argv,
                              .env_set = (const char *const *)env,
@@ -153,10 +155,12 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     rc = cdsh_acp_conn_open(&co, &c, &e);
     json_object_set_new(rec, "initBudgetMs", json_integer(budget));
     if (rc < 0) {
+        json_t *failed = json_pack("{s:b,s:s,s:b,s:s}", "ok", 0, "error", e.message, "coldStart",
+                                   cold.cold, "coldReason", cold.reason);
         bool spawned = strcmp(e.code, "COMMAND_NOT_FOUND") != 0 &&
                        strcmp(e.code, "EXEC_FAILED") != 0 && strcmp(e.code, "CWD_NOT_FOUND") != 0;
         json_object_set_new(rec, "spawn", json_pack("{s:b}", "ok", spawned));
-        json_object_set_new(rec, "initialize", json_pack("{s:b,s:s}", "ok", 0, "error", e.message));
+        json_object_set_new(rec, "initialize", failed);
         json_object_set_new(methods, "initialize", json_sprintf("error: %s", e.message));
         json_object_set_new(health, "error", json_string(e.message));
         goto finish;
@@ -171,11 +175,9 @@ int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, j
     json_object_set_new(
         rec, "initialize",
         json_pack(
-            "{s:b,s:I,s:b,s:O,s:O,s:O,s:O}", "ok", 1, "latencyMs", (json_int_t)lat, "coldStart",
-            strcmp(
-                json_string_value(json_object_get(json_object_get(row, "initBudget"), "coldProbe")),
-                "none") != 0,
-            "protocolVersion", json_object_get(init, "protocolVersion"), "agentInfo",
+            "{s:b,s:I,s:b,s:s,s:O,s:O,s:O,s:O}", "ok", 1, "latencyMs", (json_int_t)lat, "coldStart",
+            cold.cold, "coldReason", cold.reason, "protocolVersion",
+            json_object_get(init, "protocolVersion"), "agentInfo",
             json_object_get(init, "agentInfo") ? json_object_get(init, "agentInfo") : json_null(),
             "authMethods",
             json_object_get(init, "authMethods") ? json_object_get(init, "authMethods")

@@ -21,6 +21,7 @@ typedef struct cdsh_acp_probe_opts {
  * redacted record (owned); *evidence_path (may be NULL) the written file
  * (owned). The record: {engineId, probedAt, command, args, resolved, via,
  * ok, spawn{ok,pid,stderrExcerpt}, initialize{ok, latencyMs, coldStart,
+ * coldReason (see cdsh_acp_engine_cold_check),
  * protocolVersion, agentInfo, authMethods, capabilities, error?},
  * methods{"<method>": "ok"|"method_not_found"|"error: <message>"|
  * "not_advertised"}, sessions[], prompt?, dialectRejects[], rawLines[],

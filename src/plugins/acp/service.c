@@ -53,7 +53,7 @@ struct cdsh_acp_service {
     bool stop;
     pool_engine *engines;
     live_session *sessions;
-    bool no_fs, record;
+    bool no_fs, no_terminal, record;
     json_t *mcp_servers;
 };
 
@@ -248,6 +248,7 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_e
     pthread_cond_init(&svc->cv, NULL);
     if (opts) {
         svc->no_fs = opts->no_fs;
+        svc->no_terminal = opts->no_terminal;
         svc->record = opts->record;
         svc->mcp_servers =
             json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
@@ -366,13 +367,14 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .argv = (const char *const *)argv,
         .env_set = (const char *const *)env,
         .cwd = use_fixed ? fixed : cwd,
-        .init_timeout_ms = cdsh_acp_engine_init_budget_ms(row),
+        .init_timeout_ms = cdsh_acp_engine_init_budget_ms(row, NULL),
         .request_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(row) > 0
                                   ? cdsh_acp_engine_prompt_timeout_ms(row)
                                   : 300000,
         .dispose_grace_ms = json_integer_value(json_object_get(row, "disposeGraceMs")),
         .fs_read = !svc->no_fs,
         .fs_write = !svc->no_fs,
+        .terminal = !svc->no_terminal,
         .record = svc->record,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);

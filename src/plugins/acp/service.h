@@ -37,6 +37,7 @@ typedef struct cdsh_acp_turn_sink {
 
 typedef struct cdsh_acp_service_opts {
     bool no_fs;          /* do not advertise fs/read_text_file, fs/write_text_file */
+    bool no_terminal;    /* do not advertise terminal (terminal/create and the rest) */
     json_t *mcp_servers; /* borrowed ACP McpServer array offered in session/new and
                             session/load when the engine's mcp is "inherit" (e.g. cdsh's
                             own MCP server); NULL: none */

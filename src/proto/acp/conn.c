@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/process.h"
 #include "base/strbuf.h"
+#include "proto/acp/terminal.h"
 
 #define RAW_LINES_MAX 5000
 #define REJECTS_MAX 200
@@ -63,7 +64,8 @@ struct cdsh_acp_conn {
     json_t *init_result;
     int64_t init_latency_ms;
     json_t *raw_lines, *rejects, *callbacks;
-    bool record, fs_read, fs_write;
+    bool record, fs_read, fs_write, terminal;
+    cdsh_acp_terminals *terms; /* the agent's terminal commands, by session */
     int64_t request_timeout_ms, grace_ms;
     char stderr_tail[STDERR_TAIL];
     size_t stderr_len;
@@ -463,22 +465,21 @@ static void on_permission(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
 
 /* ---- incoming: fs ------------------------------------------------------------------- */
 
-/* The absolute, confined path of a fs request, or NULL after answering. */
-static char *fs_path(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **out)
+/* The session a callback names (with a reference), or NULL after answering. */
+static acp_session *callback_session(cdsh_acp_conn *c, cdsh_jsonrpc_request *req)
 {
     json_t *params = cdsh_jsonrpc_request_params(req);
-    const char *path = json_string_value(json_object_get(params, "path"));
     acp_session *s = session_get(c, json_string_value(json_object_get(params, "sessionId")));
-    if (!s) {
+    if (!s)
         cdsh_jsonrpc_respond_error(req, -32002, "Resource not found: unknown session", NULL, NULL);
-        return NULL;
-    }
-    if (!path || !*path) {
-        session_put(c, s);
-        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS,
-                                   "Invalid params: path required", NULL, NULL);
-        return NULL;
-    }
+    return s;
+}
+
+/* path (relative to the session directory or absolute) confined to the
+ * session directory once ".." and symlinks are resolved: the owned absolute
+ * path, or NULL after answering. Used by the fs calls and terminal/create's cwd. */
+static char *confine_dup(const acp_session *s, cdsh_jsonrpc_request *req, const char *path)
+{
     char *full = cdsh_fs_path_join_dup(s->cwd, path);
     if (!full || !cdsh_fs_path_is_inside(s->cwd, full)) {
         char msg[600];
@@ -486,6 +487,26 @@ static char *fs_path(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **
                  "Permission denied: %.256s is outside the session directory %.256s", path, s->cwd);
         cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS, msg, NULL, NULL);
         free(full);
+        return NULL;
+    }
+    return full;
+}
+
+/* The absolute, confined path of a fs request, or NULL after answering. */
+static char *fs_path(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **out)
+{
+    const char *path = json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "path"));
+    acp_session *s = callback_session(c, req);
+    if (!s)
+        return NULL;
+    if (!path || !*path) {
+        session_put(c, s);
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: path required", NULL, NULL);
+        return NULL;
+    }
+    char *full = confine_dup(s, req, path);
+    if (!full) {
         session_put(c, s);
         return NULL;
     }
@@ -583,6 +604,49 @@ static void on_fs_write(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req
     session_put(c, s);
 }
 
+/* ---- incoming: terminals ----------------------------------------------------------- */
+
+static void on_terminal(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)peer;
+    cdsh_acp_conn *c = arg;
+    const char *method = cdsh_jsonrpc_request_method(req);
+    count_callback(c, "", method);
+    if (!c->terminal) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Method not found: %.200s", method);
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_METHOD_NOT_FOUND, msg, NULL, NULL);
+        return;
+    }
+    acp_session *s = callback_session(c, req);
+    if (!s)
+        return;
+    char *cwd = NULL;
+    if (strcmp(method, "terminal/create") == 0) {
+        json_t *jc = json_object_get(cdsh_jsonrpc_request_params(req), "cwd");
+        if (jc && !json_is_null(jc) && (!json_is_string(jc) || !*json_string_value(jc))) {
+            cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS,
+                                       "Invalid params: cwd must be a path or null", NULL, NULL);
+            session_put(c, s);
+            return;
+        }
+        cwd = confine_dup(s, req, json_is_string(jc) ? json_string_value(jc) : s->cwd);
+        if (!cwd) {
+            session_put(c, s);
+            return;
+        }
+    }
+    cdsh_acp_terminals_handle(c->terms, req, s->id, cwd);
+    pthread_mutex_lock(&c->mu);
+    bool removed = s->removed;
+    pthread_mutex_unlock(&c->mu);
+    /* The session closed while the command was being started. */
+    if (removed)
+        cdsh_acp_terminals_release_session(c->terms, s->id);
+    free(cwd);
+    session_put(c, s);
+}
+
 static void on_other(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
 {
     (void)peer;
@@ -606,6 +670,9 @@ static void conn_destroy(cdsh_acp_conn *c)
         return;
     cdsh_jsonrpc_free(c->rpc);
     c->rpc = NULL;
+    /* After the dispatcher stopped, so no terminal/create can race it. */
+    cdsh_acp_terminals_free(c->terms);
+    c->terms = NULL;
     /* Nobody reads the pipe any more: close it so a tee blocked writing
      * into it gets EPIPE instead of hanging the join below. */
     if (c->pipe_r >= 0)
@@ -661,9 +728,11 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     c->record = opts->record;
     c->fs_read = opts->fs_read;
     c->fs_write = opts->fs_write;
+    c->terminal = opts->terminal;
+    c->terms = cdsh_acp_terminals_new();
     c->request_timeout_ms = opts->request_timeout_ms > 0 ? opts->request_timeout_ms : 300000;
     c->grace_ms = opts->dispose_grace_ms > 0 ? opts->dispose_grace_ms : 6000;
-    if (!c->name || !c->raw_lines || !c->rejects || !c->callbacks) {
+    if (!c->name || !c->raw_lines || !c->rejects || !c->callbacks || !c->terms) {
         cdsh_error_set(err, rc, "NO_MEMORY", "out of memory");
         goto fail;
     }
@@ -695,6 +764,12 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
         (rc = cdsh_jsonrpc_handle(c->rpc, "fs/read_text_file", on_fs_read, c, err)) < 0 ||
         (rc = cdsh_jsonrpc_handle(c->rpc, "fs/write_text_file", on_fs_write, c, err)) < 0)
         goto fail;
+    static const char *const terminal_methods[] = {"terminal/create", "terminal/output",
+                                                   "terminal/wait_for_exit", "terminal/kill",
+                                                   "terminal/release"};
+    for (size_t i = 0; i < sizeof terminal_methods / sizeof *terminal_methods; i++)
+        if ((rc = cdsh_jsonrpc_handle(c->rpc, terminal_methods[i], on_terminal, c, err)) < 0)
+            goto fail;
     cdsh_jsonrpc_handle_fallback(c->rpc, on_other, c);
     if (pthread_create(&c->tee, NULL, tee_main, c) != 0) {
         rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot start the reader thread");
@@ -703,10 +778,11 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     c->tee_started = true;
     if ((rc = cdsh_jsonrpc_start(c->rpc, err)) < 0)
         goto fail;
-    json_t *params = json_pack(
-        "{s:i,s:{s:{s:b,s:b},s:b},s:{s:s,s:s,s:s}}", "protocolVersion", CDSH_ACP_PROTOCOL_VERSION,
-        "clientCapabilities", "fs", "readTextFile", opts->fs_read, "writeTextFile", opts->fs_write,
-        "terminal", 0, "clientInfo", "name", "cdsh", "title", "cdsh", "version", CDSH_VERSION);
+    json_t *params =
+        json_pack("{s:i,s:{s:{s:b,s:b},s:b},s:{s:s,s:s,s:s}}", "protocolVersion",
+                  CDSH_ACP_PROTOCOL_VERSION, "clientCapabilities", "fs", "readTextFile",
+                  opts->fs_read, "writeTextFile", opts->fs_write, "terminal", opts->terminal,
+                  "clientInfo", "name", "cdsh", "title", "cdsh", "version", CDSH_VERSION);
     int64_t t0 = cdsh_clock_mono_ms();
     rc = cdsh_acp_conn_request(c, "initialize", params,
                                opts->init_timeout_ms > 0 ? opts->init_timeout_ms : 30000, NULL,
@@ -849,6 +925,8 @@ static void session_unregister(cdsh_acp_conn *c, const char *id)
             break;
         }
     pthread_mutex_unlock(&c->mu);
+    /* A closed session's commands never outlive it (killed and released). */
+    cdsh_acp_terminals_release_session(c->terms, id);
     if (dead)
         session_free(dead);
 }
@@ -931,6 +1009,11 @@ int cdsh_acp_conn_session_release(cdsh_acp_conn *conn, const char *session_id, b
     }
     session_unregister(conn, session_id);
     return rc;
+}
+
+size_t cdsh_acp_conn_terminal_count(cdsh_acp_conn *conn)
+{
+    return conn ? cdsh_acp_terminals_count(conn->terms) : 0;
 }
 
 size_t cdsh_acp_conn_session_count(cdsh_acp_conn *conn)

@@ -1,7 +1,8 @@
 /* conn.h — an ACP (Agent Client Protocol v1) client connection to one agent
  * process: spawn, initialize, authenticate, sessions multiplexed by ACP
  * session id, prompts with streamed session/update, cancel, config options
- * and modes, and the agent→client callbacks (permission, confined fs).
+ * and modes, and the agent→client callbacks (permission, confined fs,
+ * terminals — the latter in terminal.c).
  * It knows nothing about engines, state files or cdsh sessions (plugins/acp).
  *
  * Threads: every function is thread-safe. Incoming session/update
@@ -70,6 +71,7 @@ typedef struct cdsh_acp_conn_opts {
     int64_t request_timeout_ms;   /* other requests (<= 0: 300000) */
     int64_t dispose_grace_ms;     /* SIGTERM → SIGKILL (<= 0: 6000) */
     bool fs_read, fs_write;       /* advertise and serve fs read/write_text_file */
+    bool terminal;                /* advertise and serve the terminal calls (terminal.h) */
     bool record;                  /* keep raw incoming lines for evidence */
 } cdsh_acp_conn_opts;
 
@@ -128,13 +130,18 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
                                const cdsh_acp_session_handlers *handlers, char **out_session_id,
                                cdsh_error *err);
 
-/* Forgets a session locally; sends session/close first when advertised
- * and send_close is set. */
+/* Forgets a session locally (killing and releasing its terminals); sends
+ * session/close first when advertised and send_close is set. */
 int cdsh_acp_conn_session_release(cdsh_acp_conn *conn, const char *session_id, bool send_close,
                                   cdsh_error *err);
 
 /* Number of sessions currently registered on this connection. */
 size_t cdsh_acp_conn_session_count(cdsh_acp_conn *conn);
+
+/* Number of terminals the agent holds (created, not released). Releasing a
+ * session (cdsh_acp_conn_session_release) kills and releases its terminals;
+ * freeing the connection kills them all. */
+size_t cdsh_acp_conn_terminal_count(cdsh_acp_conn *conn);
 
 /* Owned {"configOptions": [...]|null, "modes": {...}|null} exactly as the
  * agent sent them (updated by config_option_update / current_mode_update).
@@ -190,7 +197,7 @@ json_t *cdsh_acp_conn_rejects_dup(cdsh_acp_conn *conn);
 char *cdsh_acp_conn_stderr_tail_dup(cdsh_acp_conn *conn);
 
 /* Owned map of callbacks seen, by name ("sessionUpdate:tool_call",
- * "fs/read_text_file", "unknown:<method>") to counts. */
+ * "fs/read_text_file", "terminal/create", "unknown:<method>") to counts. */
 json_t *cdsh_acp_conn_callbacks_dup(cdsh_acp_conn *conn);
 
 #endif
