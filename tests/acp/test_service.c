@@ -36,11 +36,16 @@ static void s_update(void *ud, const char *sid, cdsh_acp_update_kind kind, const
     pthread_mutex_unlock(&r->mu);
 }
 
-static char *s_perm(void *ud, const char *sid, const json_t *params, cdsh_cancel *cancel)
+/* The "person": a channel that answers every request at once. */
+typedef struct person {
+    cdsh_approvals *ap;
+    sink_rec *r;
+} person;
+
+static int s_perm(void *ud, const json_t *params)
 {
-    (void)sid;
-    (void)cancel;
-    sink_rec *r = ud;
+    person *who = ud;
+    sink_rec *r = who->r;
     size_t i;
     json_t *o;
     r->labels[0] = '\0';
@@ -50,7 +55,10 @@ static char *s_perm(void *ud, const char *sid, const json_t *params, cdsh_cancel
                 sizeof r->labels - strlen(r->labels) - 2);
         strcat(r->labels, "|");
     }
-    return cdsh_acp_permission_option_dup(params, r->outcome);
+    char *id = cdsh_acp_permission_option_dup(params, r->outcome);
+    cdsh_approvals_answer(who->ap, json_string_value(json_object_get(params, "id")), "c", id, NULL);
+    free(id);
+    return 0;
 }
 
 typedef struct fx {
@@ -58,6 +66,8 @@ typedef struct fx {
     cdsh_acp_service *svc;
     sink_rec r;
     cdsh_acp_turn_sink sink;
+    cdsh_approvals *ap;
+    person who;
 } fx;
 
 static int setup(void **state)
@@ -65,7 +75,11 @@ static int setup(void **state)
     fx *f = calloc(1, sizeof *f);
     f->home = cdsh_test_home_new();
     pthread_mutex_init(&f->r.mu, NULL);
-    f->sink = (cdsh_acp_turn_sink){s_update, s_perm, &f->r};
+    f->sink = (cdsh_acp_turn_sink){s_update, &f->r};
+    f->ap = cdsh_approvals_new(0);
+    f->who = (person){f->ap, &f->r};
+    cdsh_approval_channel ch = {s_perm, NULL, &f->who};
+    cdsh_approvals_set_channel(f->ap, &ch);
     *state = f;
     return 0;
 }
@@ -74,6 +88,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     cdsh_acp_service_free(f->svc);
+    cdsh_approvals_free(f->ap);
     pthread_mutex_destroy(&f->r.mu);
     cdsh_test_home_free(f->home);
     free(f);
@@ -215,7 +230,8 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    cdsh_acp_service_opts o = {.approvals = f->ap};
+    f->svc = cdsh_acp_service_new(&o, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     f->r.outcome = CDSH_APPROVAL_ALLOWED_ONCE;
     json_t *res = send(f, "c", "permission");
@@ -228,11 +244,15 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
     f->r.outcome = CDSH_APPROVAL_CANCELLED;
     json_decref(send(f, "c", "permission"));
     assert_string_equal(f->r.text, "permission: cancelled/-");
-    /* No permission callback at all: fail closed. */
-    cdsh_acp_turn_sink mute = {s_update, NULL, &f->r};
-    f->r.text[0] = '\0';
-    json_decref(cdsh_acp_service_prompt(f->svc, "c", "permission", &mute, NULL));
+    /* Nobody to answer (no channel): fail closed. */
+    cdsh_approvals_set_channel(f->ap, NULL);
+    json_decref(send(f, "c", "permission"));
     assert_string_equal(f->r.text, "permission: cancelled/-");
+    /* A service without a broker: fail closed too. */
+    cdsh_acp_service_free(f->svc);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    json_decref(send(f, "c", "permission"));
+    assert_non_null(strstr(f->r.text, "permission: cancelled/-")); /* after session/load's replay */
 }
 
 typedef struct cancel_arg {
