@@ -70,14 +70,10 @@ int cdsh_cli_session_opts_parse(int argc, char **argv, unsigned flags, void (*us
                                 cdsh_cli_session_opts *o)
 {
     static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"profile", required_argument, NULL, 'p'},
-        {"engine", required_argument, NULL, 'e'},
-        {"cwd", required_argument, NULL, 'c'},
-        {"approve", required_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"session", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+        {"profile", required_argument, NULL, 'p'}, {"engine", required_argument, NULL, 'e'},
+        {"cwd", required_argument, NULL, 'c'},     {"approve", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     int c;

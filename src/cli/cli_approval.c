@@ -146,10 +146,8 @@ static void ask(cdsh_cli_approver *a, const json_t *req)
 {
     FILE *out = a->o.out;
     const json_t *options = json_object_get(req, "options");
-    fprintf(out, "\n[approval] %s asks: %s\n", strcmp(str(req, "source"), "acp") == 0
-                                                   ? "the agent"
-                                                   : "a tool",
-            str(req, "title"));
+    fprintf(out, "\n[approval] %s asks: %s\n",
+            strcmp(str(req, "source"), "acp") == 0 ? "the agent" : "a tool", str(req, "title"));
     if (*str(req, "description"))
         fprintf(out, "  %s\n", str(req, "description"));
     size_t i;

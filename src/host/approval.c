@@ -226,9 +226,9 @@ char *cdsh_approvals_ask(cdsh_approvals *ap, const char *session_id, const char 
     p->id = cdsh_random_id_dup("ap-");
     p->session_id = strdup(session_id ? session_id : "");
     if (p->id && p->session_id)
-        p->request = request_new(p->id, p->session_id, source ? source : "tool",
-                                 title && *title ? title : "(untitled)", description, tool_name,
-                                 options);
+        p->request =
+            request_new(p->id, p->session_id, source ? source : "tool",
+                        title && *title ? title : "(untitled)", description, tool_name, options);
     if (!p->request || !json_array_size(json_object_get(p->request, "options"))) {
         json_decref(p->request);
         free(p->id);
@@ -318,10 +318,10 @@ static const char *session_of(const cdsh_scope *scope)
 static cdsh_approval_outcome tool_request(void *ud, const cdsh_tool_exec *exec, const char *reason)
 {
     cdsh_approvals *ap = ud;
-    json_t *options = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]", "optionId",
-                                CDSH_APPROVAL_TOOL_ALLOW, "name", "Allow once", "kind",
-                                "allow_once", "optionId", CDSH_APPROVAL_TOOL_REJECT, "name",
-                                "Reject", "kind", "reject_once");
+    json_t *options =
+        json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s}]", "optionId", CDSH_APPROVAL_TOOL_ALLOW,
+                  "name", "Allow once", "kind", "allow_once", "optionId", CDSH_APPROVAL_TOOL_REJECT,
+                  "name", "Reject", "kind", "reject_once");
     char *args = exec->args ? cdsh_json_dump_compact_dup(exec->args) : NULL;
     size_t n = (reason ? strlen(reason) : 0) + (args ? strlen(args) : 0) + 32;
     char *desc = malloc(n);
@@ -343,9 +343,9 @@ cdsh_approval_outcome cdsh_approvals_tool_outcome(const char *option_id, const c
 {
     if (!option_id)
         return outcome && strcmp(outcome, "unavailable") == 0 ? CDSH_APPROVAL_UNAVAILABLE
-                                                               : CDSH_APPROVAL_CANCELLED;
+                                                              : CDSH_APPROVAL_CANCELLED;
     return strcmp(option_id, CDSH_APPROVAL_TOOL_ALLOW) == 0 ? CDSH_APPROVAL_ALLOWED_ONCE
-                                                             : CDSH_APPROVAL_REJECTED;
+                                                            : CDSH_APPROVAL_REJECTED;
 }
 
 int cdsh_approvals_install(cdsh_approvals *ap, cdsh_tools *tools, cdsh_disposer_t *out,

@@ -405,13 +405,13 @@ static void list_engines(cdsh_api *api, cdsh_web_response *res)
     json_t *row;
     json_array_foreach(engines, i, row)
     {
-        json_array_append_new(
-            out, json_pack("{s:O, s:O, s:O?, s:O, s:O, s:O?}", "id", json_object_get(row, "id"),
-                           "label", json_object_get(row, "label"), "description",
-                           json_object_get(row, "description"), "enabled",
-                           json_object_get(row, "enabled"), "resolved",
-                           json_object_get(row, "resolved"), "health",
-                           json_object_get(row, "health")));
+        json_array_append_new(out, json_pack("{s:O, s:O, s:O?, s:O, s:O, s:O?}", "id",
+                                             json_object_get(row, "id"), "label",
+                                             json_object_get(row, "label"), "description",
+                                             json_object_get(row, "description"), "enabled",
+                                             json_object_get(row, "enabled"), "resolved",
+                                             json_object_get(row, "resolved"), "health",
+                                             json_object_get(row, "health")));
     }
     json_decref(engines);
     cdsh_web_reply_json(res, 200,
@@ -536,9 +536,9 @@ static void session_approvals(cdsh_api *api, const char *sid, const char *id,
                               const cdsh_web_request *req, cdsh_web_response *res)
 {
     if (!*id && strcmp(req->method, "GET") == 0) {
-        cdsh_web_reply_json(res, 200,
-                            json_pack("{s:o}", "approvals",
-                                      cdsh_approvals_pending_dup(api->approvals, sid)));
+        cdsh_web_reply_json(
+            res, 200,
+            json_pack("{s:o}", "approvals", cdsh_approvals_pending_dup(api->approvals, sid)));
         return;
     }
     if (!*id || strcmp(req->method, "POST") != 0) {
@@ -559,9 +559,9 @@ static void session_approvals(cdsh_api *api, const char *sid, const char *id,
     if (rc < 0)
         reply_err(res, &err);
     else
-        cdsh_web_reply_json(res, 200,
-                            json_pack("{s:s, s:s}", "id", id, "outcome",
-                                      cancel ? "cancelled" : "selected"));
+        cdsh_web_reply_json(
+            res, 200,
+            json_pack("{s:s, s:s}", "id", id, "outcome", cancel ? "cancelled" : "selected"));
 }
 
 /* The web channel: a request becomes an SSE event of its session. */

@@ -85,8 +85,8 @@ static void chat_with_an_engine_prints_asks_records_and_resumes(void **state)
 {
     fx *f = *state;
     char *out = NULL, *err = NULL;
-    int rc = cdsh_test_run_cdsh("hello\npermission\nAlways allow\nall-updates\n", &out, &err, "chat",
-                                "--engine", "fixture", "--cwd", f->home, NULL);
+    int rc = cdsh_test_run_cdsh("hello\npermission\nAlways allow\nall-updates\n", &out, &err,
+                                "chat", "--engine", "fixture", "--cwd", f->home, NULL);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "Engine fixture in "));
     assert_non_null(strstr(out, "PONG"));

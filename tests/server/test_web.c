@@ -721,8 +721,8 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
 
     /* A message goes to the engine and streams the normal turn events. */
     json_t *evs = send_and_follow(&s, id, "hello", "event: turn/end");
-    assert_string_equal(
-        json_string_value(json_object_get(find_event(evs, "text/delta"), "text")), "PONG");
+    assert_string_equal(json_string_value(json_object_get(find_event(evs, "text/delta"), "text")),
+                        "PONG");
     assert_string_equal(
         json_string_value(json_object_get(find_event(evs, "assistant/message"), "text")), "PONG");
     assert_string_equal(json_string_value(json_object_get(find_event(evs, "turn/end"), "reason")),
@@ -856,8 +856,8 @@ static void a_tool_that_asks_is_answered_through_the_approval_endpoint(void **st
     assert_string_equal(json_string_value(json_object_get(req, "source")), "tool");
     assert_string_equal(json_string_value(json_object_get(req, "title")), "danger");
     assert_string_equal(json_string_value(json_object_get(req, "sessionId")), id);
-    assert_non_null(strstr(json_string_value(json_object_get(req, "description")),
-                           "danger needs a person"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(req, "description")), "danger needs a person"));
     char path[200];
     snprintf(path, sizeof path, "/api/sessions/%s/events", id);
     sse x;
@@ -865,8 +865,8 @@ static void a_tool_that_asks_is_answered_through_the_approval_endpoint(void **st
     snprintf(path, sizeof path, "/api/sessions/%s/approvals/%s", id,
              json_string_value(json_object_get(req, "id")));
     json_t *v;
-    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"optionId\":\"allow_once\"}", &v),
-                     200);
+    assert_int_equal(
+        http(&s, "POST", path, H(s.auth, JSON_CT), "{\"optionId\":\"allow_once\"}", &v), 200);
     json_decref(v);
     evs = sse_finish(&x);
     json_t *res = find_event(evs, "tool/result");
@@ -888,9 +888,9 @@ static void an_approval_nobody_answers_fails_closed(void **state)
     json_t *evs = send_and_follow(&s, id, "do it", "event: turn/end");
     json_t *res = find_event(evs, "tool/result");
     assert_true(json_is_true(json_object_get(res, "isError")));
-    assert_non_null(strstr(
-        json_string_value(json_object_get(json_object_get(res, "error"), "message")),
-        "approval for tool \"danger\" was cancelled"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(res, "error"), "message")),
+               "approval for tool \"danger\" was cancelled"));
     assert_string_equal(
         json_string_value(json_object_get(find_event(evs, "approval/resolved"), "outcome")),
         "timeout");

@@ -109,7 +109,10 @@ static char *permission_ask(cdsh_approvals *ap, const char *cdsh_id, const json_
                  : "?");
     const json_t *raw = json_object_get(tc, "rawInput");
     char *desc = raw ? cdsh_json_dump_compact_dup(raw) : NULL;
-    char *option = cdsh_approvals_ask(ap, cdsh_id, "acp", title ? title : kind ? kind : fallback,
+    char *option = cdsh_approvals_ask(ap, cdsh_id, "acp",
+                                      title  ? title
+                                      : kind ? kind
+                                             : fallback,
                                       desc, NULL, json_object_get(params, "options"), cancel, NULL);
     free(desc);
     return option;

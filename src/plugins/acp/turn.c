@@ -104,16 +104,11 @@ static char *tool_name_dup(const json_t *u)
     const json_t *meta = json_object_get(u, "_meta");
     const json_t *raw = json_object_get(u, "rawInput");
     const char *cands[] = {
-        str(u, "toolName"),
-        str(u, "name"),
-        str(meta, "toolName"),
-        str(meta, "tool_name"),
-        str(meta, "tool"),
-        str(meta, "name"),
-        str(meta, "toolId"),
-        str(json_object_get(meta, "claudeCode"), "toolName"),
-        str(raw, "tool"),
-        str(raw, "toolName"),
+        str(u, "toolName"),    str(u, "name"),
+        str(meta, "toolName"), str(meta, "tool_name"),
+        str(meta, "tool"),     str(meta, "name"),
+        str(meta, "toolId"),   str(json_object_get(meta, "claudeCode"), "toolName"),
+        str(raw, "tool"),      str(raw, "toolName"),
     };
     for (size_t i = 0; i < sizeof cands / sizeof *cands; i++)
         if (cands[i] && *cands[i])
@@ -185,9 +180,10 @@ static json_t *result_content(const call *c, bool failed)
 
 static void log_result(writer *w, call *c, bool failed, const char *code, const char *why)
 {
-    json_t *content = why ? json_pack("[{s:s, s:s}]", "type", "text", "text", why)
-                          : result_content(c, failed);
-    json_t *p = json_pack("{s:s, s:b, s:o}", "callId", c->id, "isError", failed, "content", content);
+    json_t *content =
+        why ? json_pack("[{s:s, s:s}]", "type", "text", "text", why) : result_content(c, failed);
+    json_t *p =
+        json_pack("{s:s, s:b, s:o}", "callId", c->id, "isError", failed, "content", content);
     if (failed)
         json_object_set_new(p, "error",
                             json_pack("{s:s?, s:s}", "code", code, "message",
@@ -217,9 +213,9 @@ static void on_tool(writer *w, const json_t *u)
         w->calls = c;
         const json_t *raw = json_object_get(u, "rawInput");
         char *args = raw ? cdsh_json_dump_compact_dup(raw) : NULL;
-        json_t *p = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "callId", c->id, "name", c->name,
-                              "arguments", args ? args : "{}", "title", str(u, "title"), "kind",
-                              str(u, "kind"));
+        json_t *p =
+            json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "callId", c->id, "name", c->name, "arguments",
+                      args ? args : "{}", "title", str(u, "title"), "kind", str(u, "kind"));
         free(args);
         record(w, "tool/call", 1, p, json_pack("{s:b}", "parallel", 0));
         json_decref(p);
@@ -257,8 +253,8 @@ static void on_plan(writer *w, const json_t *u)
         cdsh_strbuf_appendf(&sb, "\n[%s] %s", str(e, "status") ? str(e, "status") : "pending",
                             str(e, "content") ? str(e, "content") : "");
     char *text = cdsh_strbuf_take(&sb, NULL);
-    notice(w, "info", "ACP_PLAN", text ? text : "Plan:",
-           json_pack("{s:O}", "entries", json_object_get(u, "entries")));
+    notice(w, "info", "ACP_PLAN",
+           text ? text : "Plan:", json_pack("{s:O}", "entries", json_object_get(u, "entries")));
     free(text);
 }
 

@@ -34,9 +34,9 @@
 #include "plugins/acp/service.h"
 
 typedef struct cdsh_acp_turn_opts {
-    cdsh_acp_service *svc;      /* required; borrowed */
-    cdsh_session_store *store;  /* required; borrowed */
-    int64_t lease_timeout_ms;   /* wait for a session busy elsewhere; 0: refuse at once */
+    cdsh_acp_service *svc;        /* required; borrowed */
+    cdsh_session_store *store;    /* required; borrowed */
+    int64_t lease_timeout_ms;     /* wait for a session busy elsewhere; 0: refuse at once */
     cdsh_agent_event_fn on_event; /* may be NULL; called on the dispatcher thread too */
     void *event_arg;
 } cdsh_acp_turn_opts;
