@@ -267,6 +267,10 @@ static void delete_session(cdsh_api *api, const char *sid, cdsh_web_response *re
         reply_err(res, &err);
         return;
     }
+    /* Its engine binding goes with it (the agent's own session stays). */
+    if (api->acp)
+        cdsh_acp_service_release(api->acp, sid, NULL);
+    cdsh_acp_state_session_remove(sid, NULL);
     json_t *ch = json_pack("{s:s, s:s}", "reason", "deleted", "id", sid);
     cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
     json_decref(ch);
@@ -284,6 +288,10 @@ static void send_message(cdsh_api *api, const char *sid, const cdsh_web_request 
     json_t *s = NULL;
     if (!text || !*text) {
         cdsh_web_reply_error(res, 400, "BAD_REQUEST", "the body needs a non-empty \"text\"");
+    } else if (!api->acp && cdsh_acp_turn_is_bound(sid)) {
+        cdsh_web_reply_error(res, 503, "NO_ENGINES",
+                             "session %s is bound to an engine, but this server runs no engines",
+                             sid);
     } else if (!(s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err))) {
         reply_err(res, &err);
     } else if (start_turn(api, sid, text, &err) != 0) {
