@@ -255,6 +255,50 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
     assert_non_null(strstr(f->r.text, "permission: cancelled/-")); /* after session/load's replay */
 }
 
+typedef struct late {
+    cdsh_approvals *ap;
+    char id[64];
+} late;
+
+static void *answer_late(void *arg)
+{
+    late *l = arg;
+    usleep(900 * 1000);
+    json_t *p = cdsh_approvals_pending_dup(l->ap, "c");
+    json_t *opts = json_object_get(json_array_get(p, 0), "options");
+    cdsh_approvals_answer(l->ap, l->id, "c",
+                          json_string_value(json_object_get(json_array_get(opts, 0), "optionId")),
+                          NULL);
+    json_decref(p);
+    return NULL;
+}
+
+static pthread_t late_thread;
+
+static int present_late(void *ud, const json_t *req)
+{
+    late *l = ud;
+    snprintf(l->id, sizeof l->id, "%s", json_string_value(json_object_get(req, "id")));
+    return pthread_create(&late_thread, NULL, answer_late, l) == 0 ? 0 : -1;
+}
+
+static void a_person_deciding_does_not_trip_the_idle_gate(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "\"idleTimeoutMs\":300");
+    late l = {.ap = f->ap};
+    cdsh_approval_channel ch = {present_late, NULL, &l};
+    cdsh_approvals_set_channel(f->ap, &ch);
+    cdsh_acp_service_opts o = {.approvals = f->ap};
+    f->svc = cdsh_acp_service_new(&o, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "c", "permission");
+    pthread_join(late_thread, NULL);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(f->r.text, "permission: selected/once");
+    json_decref(res);
+}
+
 typedef struct cancel_arg {
     cdsh_acp_service *svc;
     bool refused;
@@ -411,6 +455,7 @@ int main(void)
         T(failed_turns_are_classified_with_the_agents_words),
         T(permissions_reach_the_sink_with_the_agents_labels),
         T(cancel_from_another_thread_ends_the_turn),
+        T(a_person_deciding_does_not_trip_the_idle_gate),
         T(initial_config_options_are_applied_and_shown_verbatim),
         T(idle_engines_are_disposed_and_leave_no_process),
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
