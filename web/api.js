@@ -28,6 +28,17 @@ export const api = {
   cancel: (id) => request('POST', `/api/sessions/${id}/cancel`),
   command: (id, line) => request('POST', `/api/sessions/${id}/commands`, { line }),
   panels: () => request('GET', '/api/panels'),
+  engines: () => request('GET', '/api/engines'),
+  engine: (id) => request('GET', `/api/sessions/${id}/engine`),
+  bindEngine: (id, engineId) => request('POST', `/api/sessions/${id}/engine`, { engineId }),
+  unbindEngine: (id) => request('DELETE', `/api/sessions/${id}/engine`),
+  openEngine: (id) => request('POST', `/api/sessions/${id}/engine/open`, {}),
+  setEngineConfig: (id, configId, value) =>
+    request('POST', `/api/sessions/${id}/engine/config`, { configId, value }),
+  approvals: (id) => request('GET', `/api/sessions/${id}/approvals`),
+  answerApproval: (id, aid, optionId) =>
+    request('POST', `/api/sessions/${id}/approvals/${aid}`, { optionId }),
+  cancelApproval: (id, aid) => request('POST', `/api/sessions/${id}/approvals/${aid}`, { cancel: true }),
   // RPC gateway: resolves to the RpcResult {ok, value} | {ok:false, error}.
   async rpc(channel, endpoint, payload) {
     const ch = channel.replace(/^\//, '');

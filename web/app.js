@@ -1,5 +1,6 @@
 // app.js — the cdsh web page: sessions sidebar, chat with streamed text,
-// folded reasoning, tool-call cards, commands, the model status banner and
+// folded reasoning, tool-call cards, commands, the model status banner, the
+// engine picker (sessions bound to an ACP agent), the approval dialog and
 // the panel area. Server events arrive over SSE (see docs/web.md).
 import { api } from './api.js';
 import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
@@ -23,6 +24,8 @@ const state = {
   cards: new Map(),   // callId -> tool card
   es: null,           // EventSource of the current session
   status: null,
+  engines: [],        // /api/engines rows
+  approvals: [],      // pending approval requests of the current session, oldest first
 };
 
 // ---- rendering -------------------------------------------------------------------
@@ -149,13 +152,20 @@ function render(type, p, live) {
     case 'assistant/message': finishAssistant(p); break;
     case 'tool/call': toolCard(p.callId, p.name, p.arguments); break;
     case 'tool/result': toolResult(p); break;
+    case 'tool/update': {
+      const card = toolCard(p.callId, p.name || '?', '');
+      card.querySelector('.state').textContent = p.status;
+      break;
+    }
+    case 'approval/request': showApproval(p); break;
+    case 'approval/resolved': dropApproval(p.id); break;
     case 'notice': addNotice(p); break;
     case 'command/done':
       if (live) addCommand({ name: p.name || '', args: '' }, p);
       break;
     case 'turn/start': if (live) setRunning(true); break;
     case 'turn/end':
-      if (live) setRunning(false);
+      if (live) { setRunning(false); renderEngine(); }
       if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').textContent });
       break;
     case 'turn/error': addNotice({ level: 'error', text: p.message, code: p.code }); setRunning(false); break;
@@ -168,6 +178,7 @@ function setRunning(on) {
   state.running = on;
   $('stop').hidden = !on;
   $('send').disabled = on;
+  $('engine-select').disabled = on || !!$('engine-lock').textContent;
   renderSessions();
 }
 
@@ -212,10 +223,13 @@ async function openSession(id) {
   state.cards.clear();
   state.stream = null;
   state.reasoning = null;
+  state.approvals = [];
+  if ($('approval').open) $('approval').close();
   messages().textContent = '';
   panelsSetSession(id);
   location.hash = id ? `#${id}` : '';
   if (!id) {
+    $('engine-bar').hidden = true;
     messages().append(el('div', 'empty', t('empty')));
     $('chat-title').textContent = '';
     setRunning(false);
@@ -237,7 +251,8 @@ async function openSession(id) {
   const es = new EventSource(`/api/sessions/${id}/events?after=${data.hubId}`);
   const types = ['turn/start', 'user/message', 'step/start', 'reasoning/delta', 'text/delta',
     'assistant/message', 'tool/call', 'tool/result', 'notice', 'turn/end', 'turn/error',
-    'command/done', 'plugin/state', 'sessions/change', 'reset'];
+    'command/done', 'plugin/state', 'sessions/change', 'reset', 'tool/update',
+    'approval/request', 'approval/resolved'];
   for (const type of types) {
     es.addEventListener(type, (m) => {
       const p = JSON.parse(m.data);
@@ -250,6 +265,156 @@ async function openSession(id) {
   state.es = es;
   renderSessions();
   scrollDown();
+  await renderEngine();
+  try {
+    for (const a of (await api.approvals(id)).approvals) showApproval(a);
+  } catch { /* no pending requests */ }
+}
+
+// ---- engine picker -----------------------------------------------------------------
+
+function engineLabel(e) {
+  const l = e.label || {};
+  let text = l[getLang()] || l.en || e.id;
+  if (!e.enabled) text += ` (${t('engineDisabled')})`;
+  else if (!e.resolved || !e.resolved.found) text += ` (${t('engineMissing')})`;
+  return text;
+}
+
+// A select for one config option or for the modes, with the agent's own names.
+function configSelect(name, current, choices, onPick) {
+  const wrap = el('label', null, `${name} `);
+  const sel = el('select');
+  sel.dataset.testid = 'engine-option';
+  for (const c of choices) {
+    const o = el('option', null, c.name || c.value);
+    o.value = c.value;
+    if (c.description) o.title = c.description;
+    if (c.value === current) o.selected = true;
+    sel.append(o);
+  }
+  sel.onchange = () => onPick(sel.value);
+  wrap.append(sel);
+  return wrap;
+}
+
+function renderConfig(id, config) {
+  const box = $('engine-config');
+  box.textContent = '';
+  if (!config) return;
+  const pick = (configId) => async (value) => {
+    try { await api.setEngineConfig(id, configId, value); } catch (e) { addNotice({ level: 'error', text: e.message }); }
+    renderEngine();
+  };
+  const opts = config.configOptions || [];
+  for (const o of opts) {
+    if (o.type !== 'select') continue;
+    const choices = [];
+    for (const c of o.options || []) {
+      if (c.options) for (const g of c.options) choices.push(g); // grouped options
+      else choices.push(c);
+    }
+    const w = configSelect(o.name || o.id, o.currentValue, choices, pick(o.id));
+    if (o.description) w.title = o.description;
+    box.append(w);
+  }
+  if (!opts.length && config.modes) {
+    const m = config.modes;
+    box.append(configSelect('mode', m.currentModeId,
+      (m.availableModes || []).map((x) => ({ value: x.id, name: x.name, description: x.description })),
+      pick('mode')));
+  }
+}
+
+async function renderEngine() {
+  const id = state.current;
+  const bar = $('engine-bar');
+  if (!id || !state.engines.length) { bar.hidden = true; return; }
+  let info;
+  try { info = await api.engine(id); } catch { bar.hidden = true; return; }
+  if (id !== state.current) return;
+  bar.hidden = false;
+  const sel = $('engine-select');
+  sel.textContent = '';
+  const model = el('option', null, t('engineModel'));
+  model.value = '';
+  sel.append(model);
+  for (const e of state.engines) {
+    const o = el('option', null, engineLabel(e));
+    o.value = e.id;
+    o.disabled = !e.enabled || !e.resolved || !e.resolved.found;
+    sel.append(o);
+  }
+  const bound = info.binding ? info.binding.engineId : '';
+  sel.value = bound;
+  sel.disabled = info.locked || state.running;
+  const lock = $('engine-lock');
+  lock.hidden = !info.locked;
+  lock.textContent = info.locked ? `🔒 ${t('engineLocked')}` : '';
+  renderConfig(id, info.config);
+  sel.onchange = async () => {
+    try {
+      if (sel.value) {
+        await api.bindEngine(id, sel.value);
+        await api.openEngine(id).catch((e) => addNotice({ level: 'error', text: e.message }));
+      } else {
+        await api.unbindEngine(id);
+      }
+    } catch (e) {
+      addNotice({ level: 'error', text: e.message, code: e.code });
+    }
+    renderEngine();
+  };
+}
+
+// ---- approval dialog ------------------------------------------------------------------
+
+function showApproval(req) {
+  if (req.sessionId !== state.current || state.approvals.some((a) => a.id === req.id)) return;
+  state.approvals.push(req);
+  if (state.approvals.length === 1) presentApproval();
+}
+
+function dropApproval(id) {
+  const first = state.approvals[0];
+  state.approvals = state.approvals.filter((a) => a.id !== id);
+  if (first && first.id === id) presentApproval();
+}
+
+// Shows the oldest pending request. An agent's option labels are shown as
+// the agent sent them; only cdsh's own two tool options are translated.
+function presentApproval() {
+  const dlg = $('approval');
+  const req = state.approvals[0];
+  if (!req) { if (dlg.open) dlg.close(); return; }
+  $('approval-head').textContent = `${t('approvalHead')} — ${req.source === 'acp' ? t('approvalAgent') : t('approvalTool')}`;
+  $('approval-title').textContent = req.title;
+  $('approval-desc').textContent = req.description || '';
+  const box = $('approval-options');
+  box.textContent = '';
+  for (const o of req.options) {
+    let label = o.name;
+    if (req.source === 'tool' && o.optionId === 'allow_once') label = t('approvalAllowOnce');
+    if (req.source === 'tool' && o.optionId === 'reject_once') label = t('approvalReject');
+    const b = el('button', (o.kind || '').startsWith('allow') ? 'primary' : 'ghost', label);
+    b.type = 'button';
+    b.dataset.testid = 'approval-option';
+    b.dataset.optionId = o.optionId;
+    b.onclick = () => answerApproval(req, o.optionId);
+    box.append(b);
+  }
+  $('approval-cancel').onclick = () => answerApproval(req, null);
+  if (!dlg.open) dlg.showModal();
+}
+
+async function answerApproval(req, optionId) {
+  try {
+    if (optionId) await api.answerApproval(req.sessionId, req.id, optionId);
+    else await api.cancelApproval(req.sessionId, req.id);
+  } catch (e) {
+    if (e.code !== 'NO_APPROVAL') addNotice({ level: 'error', text: e.message });
+  }
+  dropApproval(req.id);
 }
 
 async function newSession() {
@@ -322,10 +487,12 @@ function renderStatus() {
 
 async function main() {
   applyStatic();
-  onLang(() => { renderStatus(); renderSessions(); });
+  onLang(() => { renderStatus(); renderSessions(); renderEngine(); presentApproval(); });
+  $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
   setupComposer();
   try { state.status = await api.status(); } catch (e) { state.status = null; }
   renderStatus();
+  try { state.engines = (await api.engines()).engines; } catch { state.engines = []; }
   await refreshSessions();
   await mountPanels($('panels'), { send, command });
   const id = location.hash.slice(1);

@@ -8,6 +8,11 @@ const STRINGS = {
     modelOn: 'model', modelOff: 'no model', deleteConfirm: 'Delete this session?',
     turnEnded: 'Turn ended', untitled: 'Untitled', busy: 'A turn is running in this session.',
     reconnecting: 'reconnecting…', switchLang: '中文', commandLabel: 'command',
+    engine: 'Engine', engineModel: 'cdsh (model)', engineLocked: 'locked after the first message',
+    engineMissing: 'not installed', engineDisabled: 'disabled',
+    approvalHead: 'Approval needed', approvalAgent: 'The agent asks to run:',
+    approvalTool: 'A tool asks to run:', approvalCancel: 'Cancel',
+    approvalAllowOnce: 'Allow once', approvalReject: 'Reject',
   },
   zh: {
     newChat: '新对话', send: '发送', stop: '停止', empty: '选择一个会话，或开始新对话。',
@@ -17,6 +22,11 @@ const STRINGS = {
     modelOn: '模型', modelOff: '未配置模型', deleteConfirm: '删除这个会话？',
     turnEnded: '本轮结束', untitled: '未命名', busy: '该会话正在运行一轮对话。',
     reconnecting: '正在重连…', switchLang: 'English', commandLabel: '命令',
+    engine: '引擎', engineModel: 'cdsh（模型）', engineLocked: '首条消息后已锁定',
+    engineMissing: '未安装', engineDisabled: '已停用',
+    approvalHead: '需要批准', approvalAgent: '智能体请求执行：',
+    approvalTool: '工具请求执行：', approvalCancel: '取消',
+    approvalAllowOnce: '允许一次', approvalReject: '拒绝',
   },
 };
 

@@ -66,15 +66,14 @@ char *cdsh_cli_session_pick(const char *sub, cdsh_cli_agent *a, const char *id,
     return sid;
 }
 
-int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*usage)(FILE *),
+int cdsh_cli_session_opts_parse(int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                                 cdsh_cli_session_opts *o)
 {
     static const struct option longopts[] = {
-        {"session", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"profile", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"session", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+        {"profile", required_argument, NULL, 'p'}, {"engine", required_argument, NULL, 'e'},
+        {"cwd", required_argument, NULL, 'c'},     {"approve", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     int c;
@@ -84,11 +83,29 @@ int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*u
         case 's': o->session = optarg; break;
         case 'p': o->profile = optarg; break;
         case 'j':
-            if (!allow_json) {
+            if (!(flags & CDSH_CLI_OPT_JSON)) {
                 usage(stderr);
                 return 2;
             }
             o->json = 1;
+            break;
+        case 'e':
+        case 'c':
+        case 'a':
+            if (!(flags & CDSH_CLI_OPT_ENGINE)) {
+                usage(stderr);
+                return 2;
+            }
+            if (c == 'e')
+                o->engine = optarg;
+            else if (c == 'c')
+                o->cwd = optarg;
+            else if (strcmp(optarg, "allow") == 0 || strcmp(optarg, "reject") == 0)
+                o->approve = optarg;
+            else {
+                fprintf(stderr, "--approve takes allow or reject\n");
+                return 2;
+            }
             break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -154,6 +171,9 @@ void cdsh_cli_print_event(void *arg, const json_t *ev)
             fprintf(p->info, "%s← %s failed: %s%s\n", dim, str(ev, "name"), str(e, "message"), off);
         else
             fprintf(p->info, "%s← %s ok%s\n", dim, str(ev, "name"), off);
+    } else if (strcmp(type, "tool/update") == 0) {
+        close_mode(p);
+        fprintf(p->info, "%s· %s %s%s\n", dim, str(ev, "name"), str(ev, "status"), off);
     } else if (strcmp(type, "notice") == 0) {
         close_mode(p);
         fprintf(p->info, "%s[%s] %s%s\n", p->color ? "\033[1m" : "", str(ev, "code"),

@@ -29,15 +29,21 @@ char *cdsh_cli_session_pick(const char *sub, cdsh_cli_agent *a, const char *id,
                             const char *title_hint);
 
 /* Options of run, exec and chat: --session ID, --profile NAME, --json
- * (only when allow_json), -h/--help. Positional arguments stay in argv from
- * optind on. Returns -1 when the caller should go on, else the exit status
- * (0 after --help, 2 on a usage error, with usage printed). */
+ * (only with CDSH_CLI_OPT_JSON), --engine ID, --cwd DIR and --approve
+ * allow|reject (only with CDSH_CLI_OPT_ENGINE), -h/--help. Positional
+ * arguments stay in argv from optind on. Returns -1 when the caller should
+ * go on, else the exit status (0 after --help, 2 on a usage error, with
+ * usage printed). */
+enum { CDSH_CLI_OPT_JSON = 1u << 0, CDSH_CLI_OPT_ENGINE = 1u << 1 };
 typedef struct cdsh_cli_session_opts {
     const char *session;
     const char *profile;
     int json;
+    const char *engine;
+    const char *cwd;
+    const char *approve;
 } cdsh_cli_session_opts;
-int cdsh_cli_session_opts_parse(int argc, char **argv, bool allow_json, void (*usage)(FILE *),
+int cdsh_cli_session_opts_parse(int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                                 cdsh_cli_session_opts *o);
 
 /* Event printer state for cdsh_cli_print_event. */

@@ -50,27 +50,12 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
     }
     json_t *engines = NULL, *diags = NULL;
     cdsh_error err = {0};
-    if (cdsh_acp_state_engines_load(&engines, &diags, &err) < 0) {
+    if (cdsh_acp_state_engines_listing(&engines, &diags, &err) < 0) {
         fprintf(stderr, "cdsh acp engines: %s\n", err.message);
         return 1;
     }
     size_t i;
     json_t *row;
-    json_array_foreach(engines, i, row)
-    {
-        char *resolved = NULL;
-        const char *via = NULL;
-        cdsh_error re = {0};
-        if (cdsh_acp_engine_resolve(row, &resolved, &via, &re) == 0) {
-            json_object_set_new(
-                row, "resolved",
-                json_pack("{s:b,s:s,s:s}", "found", 1, "path", resolved, "via", via));
-        } else {
-            json_object_set_new(row, "resolved",
-                                json_pack("{s:b,s:s}", "found", 0, "error", re.message));
-        }
-        free(resolved);
-    }
     if (as_json) {
         json_t *out = json_pack("{s:O,s:O}", "engines", engines, "diagnostics", diags);
         char *text = cdsh_json_dump_pretty_dup(out);

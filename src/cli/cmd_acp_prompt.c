@@ -1,8 +1,9 @@
 /* cmd_acp_prompt.c — `cdsh acp prompt <engine> TEXT`: binds a cdsh session
  * id to the engine, sends one message through the ACP service and prints
  * the streamed reply (text on stdout, everything else on stderr).
- * Permission requests are asked on the terminal with the agent's own option
- * labels; without a terminal (and without --approve) they are cancelled. */
+ * Permission requests are asked on the terminal (cli_approval.c) with the
+ * agent's own option labels; without a terminal (and without --approve)
+ * they are cancelled. */
 #include "cli/cmd_acp_prompt.h"
 
 #include <pthread.h>
@@ -14,6 +15,7 @@
 
 #include "base/json.h"
 #include "base/random.h"
+#include "cli/cli_approval.h"
 #include "plugins/acp/service.h"
 
 static volatile sig_atomic_t interrupted;
@@ -43,7 +45,6 @@ static void *watch_main(void *arg)
 }
 
 typedef struct cli_sink {
-    const char *approve; /* NULL: ask on a terminal; "allow" / "reject" */
     bool quiet;
 } cli_sink;
 
@@ -131,46 +132,6 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, co
     }
 }
 
-static char *sink_permission(void *ud, const char *sid, const json_t *params, cdsh_cancel *cancel)
-{
-    cli_sink *s = ud;
-    (void)sid;
-    const json_t *tc = json_object_get(params, "toolCall");
-    const char *title = json_string_value(json_object_get(tc, "title"));
-    fprintf(stderr, "\n[permission] the agent asks to run: %s\n",
-            title ? title : "(untitled tool call)");
-    if (s->approve) {
-        char *id = cdsh_acp_permission_option_dup(params, strcmp(s->approve, "allow") == 0
-                                                              ? CDSH_APPROVAL_ALLOWED_ONCE
-                                                              : CDSH_APPROVAL_REJECTED);
-        fprintf(stderr, "[permission] answered %s by --approve %s\n", id ? id : "cancelled",
-                s->approve);
-        return id;
-    }
-    if (!isatty(STDIN_FILENO)) {
-        fprintf(stderr,
-                "[permission] no terminal to ask: cancelled (use --approve allow|reject)\n");
-        return NULL;
-    }
-    json_t *opts = json_object_get(params, "options");
-    size_t i;
-    json_t *o;
-    json_array_foreach(opts, i, o)
-    {
-        fprintf(stderr, "  %zu) %s\n", i + 1, json_string_value(json_object_get(o, "name")));
-    }
-    fprintf(stderr, "  0) cancel\nchoice: ");
-    char line[64];
-    if (cdsh_cancel_is_fired(cancel) || !fgets(line, sizeof line, stdin))
-        return NULL;
-    long n = strtol(line, NULL, 10);
-    if (n < 1 || (size_t)n > json_array_size(opts) || cdsh_cancel_is_fired(cancel))
-        return NULL;
-    const char *id =
-        json_string_value(json_object_get(json_array_get(opts, (size_t)n - 1), "optionId"));
-    return id ? strdup(id) : NULL;
-}
-
 static void usage(FILE *out)
 {
     fprintf(
@@ -191,6 +152,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
 {
     const char *engine = NULL, *text = NULL, *session = NULL, *cwd = NULL, *tools_glob = NULL;
     cli_sink sink = {0};
+    const char *approve = NULL; /* NULL: ask on a terminal; "allow" / "reject" */
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
@@ -202,7 +164,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
             cwd = argv[++i];
         else if (strcmp(argv[i], "--approve") == 0 && i + 1 < argc)
-            sink.approve = argv[++i];
+            approve = argv[++i];
         else if (strcmp(argv[i], "--cdsh-tools") == 0 && i + 1 < argc)
             tools_glob = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -222,7 +184,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (sink.approve && strcmp(sink.approve, "allow") != 0 && strcmp(sink.approve, "reject") != 0) {
+    if (approve && strcmp(approve, "allow") != 0 && strcmp(approve, "reject") != 0) {
         fprintf(stderr, "cdsh acp prompt: --approve takes allow or reject\n");
         return 2;
     }
@@ -238,11 +200,20 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     /* --cdsh-tools GLOB offers cdsh's own tools (cdsh mcp) to engines that take MCP servers. */
     json_t *mcp =
         tools_glob ? json_pack("[o]", cdsh_acp_cdsh_mcp_server_dup(NULL, tools_glob)) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp};
-    cdsh_acp_service *svc = cdsh_acp_service_new(&so, &err);
+    cdsh_approvals *approvals = cdsh_approvals_new(0);
+    cdsh_cli_approver_opts ao = {
+        .out = stderr,
+        .auto_answer = approve,
+        .hint = "no terminal to ask: cancelled (use --approve allow|reject)",
+    };
+    cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
+    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals};
+    cdsh_acp_service *svc = approver ? cdsh_acp_service_new(&so, &err) : NULL;
     json_decref(mcp);
     if (!svc || !sid) {
-        fprintf(stderr, "cdsh acp prompt: %s\n", err.message);
+        fprintf(stderr, "cdsh acp prompt: %s\n", err.message[0] ? err.message : "out of memory");
+        cdsh_cli_approver_free(approver);
+        cdsh_approvals_free(approvals);
         free(sid);
         return 1;
     }
@@ -260,7 +231,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     watch w = {cancel, 0};
     pthread_t wt;
     bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
-    cdsh_acp_turn_sink ts = {sink_update, sink_permission, &sink};
+    cdsh_acp_turn_sink ts = {sink_update, &sink};
     json_t *res = cdsh_acp_service_prompt(svc, sid, text, &ts, cancel);
     w.stop = 1;
     if (watching)
@@ -298,6 +269,8 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     json_decref(res);
 done:
     cdsh_acp_service_free(svc);
+    cdsh_cli_approver_free(approver);
+    cdsh_approvals_free(approvals);
     free(sid);
     return code;
 }

@@ -1,6 +1,7 @@
 /* cmd_chat.c — `cdsh chat`: an interactive terminal session with line
- * editing (libedit), streamed replies, slash commands, and Ctrl-C that
- * cancels the running turn rather than the program. */
+ * editing (libedit), streamed replies, slash commands, approvals asked on
+ * the terminal, sessions bound to an external ACP engine (--engine), and
+ * Ctrl-C that cancels the running turn rather than the program. */
 #include "cli/cmd_chat.h"
 
 #include <errno.h>
@@ -12,16 +13,33 @@
 #include <editline/readline.h>
 
 #include "cli/cli_agent.h"
+#include "cli/cli_approval.h"
+#include "plugins/acp/service.h"
+#include "plugins/acp/state.h"
+#include "plugins/acp/turn.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: cdsh chat [--session ID] [--profile NAME]\n"
-                 "\n"
-                 "Chats with the model in the terminal. Lines starting with / are commands:\n"
-                 "  /help  list commands     /new  start a new session    /session  show its id\n"
-                 "  /exit  quit (also Ctrl-D, or Ctrl-C twice at the prompt)\n"
-                 "and every slash command the enabled plugins register. Ctrl-C while the model\n"
-                 "is answering cancels that turn.\n");
+    fprintf(out,
+            "Usage: cdsh chat [--session ID] [--profile NAME] [--engine ID [--cwd DIR]]\n"
+            "                 [--approve allow|reject]\n"
+            "\n"
+            "Chats with the model in the terminal. Lines starting with / are commands:\n"
+            "  /help  list commands     /new  start a new session    /session  show its id\n"
+            "  /exit  quit (also Ctrl-D, or Ctrl-C twice at the prompt)\n"
+            "and every slash command the enabled plugins register. Ctrl-C while the model\n"
+            "is answering cancels that turn.\n"
+            "\n"
+            "--engine ID binds the session to an external ACP agent (`cdsh acp engines`)\n"
+            "working in --cwd DIR (default: here): messages go to it instead of the model,\n"
+            "and the binding stays, so `cdsh chat --session ID` resumes it later. A session's\n"
+            "engine cannot change after its first message.\n"
+            "\n"
+            "Approvals (a tool that asks, an agent's permission request) are asked here:\n"
+            "answer with the option's number or label; 0, an empty line at end of input or\n"
+            "Ctrl-C cancels. When stdin is not a terminal the answer is read from it all the\n"
+            "same (a line that names no option refuses). --approve allow|reject answers\n"
+            "every request so without asking.\n");
 }
 
 /* One line from the person: readline on a terminal, fgets otherwise.
@@ -76,10 +94,90 @@ static void print_model_hint(void)
     }
 }
 
+/* What the chat needs for sessions bound to an engine and for approvals. */
+typedef struct chat_engines {
+    cdsh_approvals *approvals;
+    cdsh_cli_approver *approver;
+    cdsh_disposer_t tools_approval;
+    cdsh_acp_service *svc;
+} chat_engines;
+
+static int engines_open(cdsh_cli_agent *a, const cdsh_cli_session_opts *o, chat_engines *e)
+{
+    memset(e, 0, sizeof *e);
+    cdsh_error err = {0};
+    e->approvals = cdsh_approvals_new(0);
+    cdsh_cli_approver_opts ao = {.out = stdout, .auto_answer = o->approve, .read_non_tty = true};
+    e->approver = e->approvals ? cdsh_cli_approver_new(e->approvals, &ao) : NULL;
+    if (!e->approver ||
+        cdsh_approvals_install(e->approvals, cdsh_host_tools(a->host), &e->tools_approval, &err))
+        goto fail;
+    /* cdsh's own tools, for engines whose mcp is "inherit". */
+    json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
+    json_t *mcp = self ? json_pack("[o]", self) : NULL;
+    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = e->approvals};
+    e->svc = cdsh_acp_service_new(&so, &err);
+    json_decref(mcp);
+    if (e->svc)
+        return 0;
+fail:
+    fprintf(stderr, "cdsh chat: %s\n", err.message[0] ? err.message : "out of memory");
+    return -1;
+}
+
+static void engines_close(chat_engines *e)
+{
+    cdsh_acp_service_free(e->svc); /* disposes the engine processes */
+    cdsh_disposer_run(&e->tools_approval);
+    cdsh_cli_approver_free(e->approver);
+    cdsh_approvals_free(e->approvals);
+    memset(e, 0, sizeof *e);
+}
+
+/* Binds sid to the engine given with --engine; prints why not. */
+static int bind_engine(chat_engines *e, const char *sid, const char *engine, const char *cwd)
+{
+    cdsh_error err = {0};
+    if (cdsh_acp_service_bind(e->svc, sid, engine, cwd, &err) == 0)
+        return 0;
+    fprintf(stderr, "cdsh chat: %s: %s\n", err.code, err.message);
+    return -1;
+}
+
+static void print_engine_hint(const char *sid)
+{
+    json_t *entry = NULL;
+    if (cdsh_acp_state_session_get(sid, &entry, NULL) == 0) {
+        const char *cwd = json_string_value(json_object_get(entry, "cwd"));
+        printf("Engine %s in %s%s.\n", json_string_value(json_object_get(entry, "engineId")),
+               cwd ? cwd : "(the current directory)",
+               json_is_string(json_object_get(entry, "lockedEngineId")) ? " (locked)" : "");
+    }
+    json_decref(entry);
+}
+
+/* One message to the session's engine, recorded like a model turn. */
+static void engine_turn(cdsh_cli_agent *a, chat_engines *e, const char *sid, const char *text,
+                        cdsh_cli_printer *pr, cdsh_cancel *tok)
+{
+    cdsh_acp_turn_opts to = {
+        .svc = e->svc, .store = a->store, .on_event = cdsh_cli_print_event, .event_arg = pr};
+    json_t *res = NULL;
+    cdsh_error err = {0};
+    if (cdsh_acp_turn_run(&to, sid, text, tok, &res, &err) != 0) {
+        printf("%s: %s\n", err.code, err.message);
+        return;
+    }
+    const char *stop = json_string_value(json_object_get(res, "stopReason"));
+    if (json_is_true(json_object_get(res, "ok")) && stop && strcmp(stop, "end_turn") != 0)
+        printf("(turn ended: %s)\n", stop);
+    json_decref(res);
+}
+
 int cdsh_cmd_chat(int argc, char **argv)
 {
     cdsh_cli_session_opts o;
-    int parsed = cdsh_cli_session_opts_parse(argc, argv, false, usage, &o);
+    int parsed = cdsh_cli_session_opts_parse(argc, argv, CDSH_CLI_OPT_ENGINE, usage, &o);
     if (parsed >= 0)
         return parsed;
     const char *session = o.session, *profile = o.profile;
@@ -87,11 +185,29 @@ int cdsh_cmd_chat(int argc, char **argv)
         fprintf(stderr, "cdsh chat: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    char here[4096];
+    const char *cwd = o.cwd ? o.cwd : getcwd(here, sizeof here) ? here : "/";
+    if (o.cwd && !o.engine) {
+        fprintf(stderr, "cdsh chat: --cwd goes with --engine\n");
+        return 2;
+    }
+    if (cwd[0] != '/') {
+        fprintf(stderr, "cdsh chat: --cwd must be an absolute path\n");
+        return 2;
+    }
     cdsh_cli_agent a;
     if (cdsh_cli_agent_open("chat", profile, &a))
         return 1;
+    chat_engines eng;
+    if (engines_open(&a, &o, &eng)) {
+        engines_close(&eng);
+        cdsh_cli_agent_close(&a);
+        return 1;
+    }
     char *sid = cdsh_cli_session_pick("chat", &a, session, "chat");
-    if (!sid) {
+    if (!sid || (o.engine && bind_engine(&eng, sid, o.engine, cwd))) {
+        free(sid);
+        engines_close(&eng);
         cdsh_cli_agent_close(&a);
         return 1;
     }
@@ -100,7 +216,10 @@ int cdsh_cmd_chat(int argc, char **argv)
     rl_catch_signals = 0;
     cdsh_cli_sigint_start(tty);
     printf("cdsh chat — session %s. /help lists commands; Ctrl-C cancels a running turn.\n", sid);
-    print_model_hint();
+    if (cdsh_acp_turn_is_bound(sid))
+        print_engine_hint(sid);
+    else
+        print_model_hint();
     fflush(stdout);
     cdsh_cli_printer pr = {.out = stdout, .info = stdout, .color = tty};
     int status = 0;
@@ -128,6 +247,10 @@ int cdsh_cmd_chat(int argc, char **argv)
             printf("%s\n", sid);
         } else if (strcmp(text, "/new") == 0) {
             char *fresh = cdsh_cli_session_pick("chat", &a, NULL, "chat");
+            if (fresh && o.engine && bind_engine(&eng, fresh, o.engine, cwd)) {
+                free(fresh);
+                fresh = NULL;
+            }
             if (fresh) {
                 free(sid);
                 sid = fresh;
@@ -147,6 +270,14 @@ int cdsh_cmd_chat(int argc, char **argv)
         } else {
             cdsh_cancel *tok = cdsh_cancel_new(NULL);
             cdsh_cli_sigint_set_turn(tok);
+            if (cdsh_acp_turn_is_bound(sid)) {
+                engine_turn(&a, &eng, sid, text, &pr, tok);
+                cdsh_cli_sigint_set_turn(NULL);
+                cdsh_cancel_free(tok);
+                fflush(stdout);
+                free(line);
+                continue;
+            }
             cdsh_agent_outcome out;
             cdsh_error err = {0};
             int rc =
@@ -165,6 +296,7 @@ int cdsh_cmd_chat(int argc, char **argv)
     }
     cdsh_cli_sigint_stop();
     free(sid);
+    engines_close(&eng);
     cdsh_cli_agent_close(&a);
     return status;
 }

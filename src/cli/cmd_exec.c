@@ -28,7 +28,7 @@ static void usage(FILE *out)
 int cdsh_cmd_exec(int argc, char **argv)
 {
     cdsh_cli_session_opts o;
-    int parsed = cdsh_cli_session_opts_parse(argc, argv, true, usage, &o);
+    int parsed = cdsh_cli_session_opts_parse(argc, argv, CDSH_CLI_OPT_JSON, usage, &o);
     if (parsed >= 0)
         return parsed;
     const char *session = o.session, *profile = o.profile;

@@ -1,6 +1,8 @@
 /* api.c — the /api routes: sessions, turns on background threads with
- * their cancel tokens, commands, status, panels, and the SSE streams fed by
- * the agent's events and the host bus. The agent loop itself is agent.c. */
+ * their cancel tokens (model turns, or engine turns for sessions bound to
+ * an ACP engine), commands, status, panels, engines, approvals, and the SSE
+ * streams fed by the agent's events and the host bus. The agent loop itself
+ * is agent.c; engine turns are plugins/acp/turn.c. */
 #include "server/api.h"
 
 #include <microhttpd.h>
@@ -8,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
+#include "plugins/acp/state.h"
+#include "plugins/acp/turn.h"
 #include "server/web_assets.h"
 
 typedef struct running {
@@ -21,6 +26,7 @@ typedef struct running {
     pthread_t th;
     bool started; /* a thread exists (to join) */
     bool done;
+    bool engine; /* the session is bound to an ACP engine */
 } running;
 
 struct cdsh_api {
@@ -32,6 +38,10 @@ struct cdsh_api {
     bool shutting_down;
     cdsh_disposer_t bus_state, bus_plugins;
     int route_ids[4];
+    cdsh_acp_service *acp;     /* borrowed; NULL: no engines */
+    cdsh_approvals *approvals; /* borrowed or owned (own_approvals) */
+    bool own_approvals;
+    cdsh_disposer_t tools_approval;
 };
 
 cdsh_hub *cdsh_api_hub(cdsh_api *api)
@@ -95,8 +105,19 @@ static void *turn_main(void *arg)
     running *r = arg;
     cdsh_error err = {0};
     cdsh_agent_outcome out;
-    int rc =
-        cdsh_agent_run_turn(r->api->agent, r->sid, r->text, r->tok, publish_event, r, &out, &err);
+    int rc;
+    if (r->engine) {
+        cdsh_acp_turn_opts to = {.svc = r->api->acp,
+                                 .store = cdsh_agent_store(r->api->agent),
+                                 .on_event = publish_event,
+                                 .event_arg = r};
+        rc = cdsh_acp_turn_run(&to, r->sid, r->text, r->tok, NULL, &err);
+        if (rc == 0)
+            memset(&out, 0, sizeof out);
+    } else {
+        rc = cdsh_agent_run_turn(r->api->agent, r->sid, r->text, r->tok, publish_event, r, &out,
+                                 &err);
+    }
     if (rc) {
         json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "turn/error", "sessionId", r->sid,
                                "code", err.code, "message", err.message);
@@ -147,6 +168,7 @@ static int start_turn(cdsh_api *api, const char *sid, const char *text, cdsh_err
     r->text = strdup(text);
     r->tok = cdsh_cancel_new(NULL);
     r->done = false;
+    r->engine = api->acp && cdsh_acp_turn_is_bound(sid);
     if (!r->text || !r->tok || pthread_create(&r->th, NULL, turn_main, r) != 0) {
         r->done = true;
         pthread_mutex_unlock(&api->mu);
@@ -245,6 +267,10 @@ static void delete_session(cdsh_api *api, const char *sid, cdsh_web_response *re
         reply_err(res, &err);
         return;
     }
+    /* Its engine binding goes with it (the agent's own session stays). */
+    if (api->acp)
+        cdsh_acp_service_release(api->acp, sid, NULL);
+    cdsh_acp_state_session_remove(sid, NULL);
     json_t *ch = json_pack("{s:s, s:s}", "reason", "deleted", "id", sid);
     cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
     json_decref(ch);
@@ -262,6 +288,10 @@ static void send_message(cdsh_api *api, const char *sid, const cdsh_web_request 
     json_t *s = NULL;
     if (!text || !*text) {
         cdsh_web_reply_error(res, 400, "BAD_REQUEST", "the body needs a non-empty \"text\"");
+    } else if (!api->acp && cdsh_acp_turn_is_bound(sid)) {
+        cdsh_web_reply_error(res, 503, "NO_ENGINES",
+                             "session %s is bound to an engine, but this server runs no engines",
+                             sid);
     } else if (!(s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err))) {
         reply_err(res, &err);
     } else if (start_turn(api, sid, text, &err) != 0) {
@@ -281,6 +311,7 @@ static void cancel_turn(cdsh_api *api, const char *sid, cdsh_web_response *res)
     if (fired)
         cdsh_cancel_fire(r->tok, "cancelled from the web UI");
     pthread_mutex_unlock(&api->mu);
+    cdsh_approvals_cancel_session(api->approvals, sid);
     cdsh_web_reply_json(res, 200, json_pack("{s:s, s:b}", "sessionId", sid, "cancelled", fired));
 }
 
@@ -367,6 +398,197 @@ static void status(cdsh_api *api, cdsh_web_response *res)
                                   (json_int_t)cdsh_hub_last_id(api->hub)));
 }
 
+/* ---- engines (external ACP agents) ---------------------------------------------------- */
+
+static void list_engines(cdsh_api *api, cdsh_web_response *res)
+{
+    json_t *engines = NULL, *diags = NULL;
+    cdsh_error err = {0};
+    if (cdsh_acp_state_engines_listing(&engines, &diags, &err) < 0) {
+        reply_err(res, &err);
+        return;
+    }
+    json_t *out = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(engines, i, row)
+    {
+        json_array_append_new(out, json_pack("{s:O, s:O, s:O?, s:O, s:O, s:O?}", "id",
+                                             json_object_get(row, "id"), "label",
+                                             json_object_get(row, "label"), "description",
+                                             json_object_get(row, "description"), "enabled",
+                                             json_object_get(row, "enabled"), "resolved",
+                                             json_object_get(row, "resolved"), "health",
+                                             json_object_get(row, "health")));
+    }
+    json_decref(engines);
+    cdsh_web_reply_json(res, 200,
+                        json_pack("{s:o, s:o, s:b}", "engines", out, "diagnostics",
+                                  diags ? diags : json_array(), "available", api->acp != NULL));
+}
+
+/* {binding: entry|null, locked, config: {configOptions, modes}|null} */
+static json_t *engine_state(cdsh_api *api, const char *sid)
+{
+    json_t *entry = NULL;
+    if (cdsh_acp_state_session_get(sid, &entry, NULL) < 0)
+        entry = NULL;
+    json_t *cfg = api->acp && entry ? cdsh_acp_service_config_dup(api->acp, sid) : NULL;
+    bool locked = entry && json_is_string(json_object_get(entry, "lockedEngineId"));
+    return json_pack("{s:o, s:b, s:o}", "binding", entry ? entry : json_null(), "locked", locked,
+                     "config", cfg ? cfg : json_null());
+}
+
+static bool session_exists(cdsh_api *api, const char *sid, cdsh_web_response *res)
+{
+    cdsh_error err = {0};
+    json_t *s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err);
+    if (!s)
+        reply_err(res, &err);
+    json_decref(s);
+    return s != NULL;
+}
+
+static void reply_engine_err(cdsh_web_response *res, const cdsh_error *err)
+{
+    cdsh_web_reply_error(res, err->rc == CDSH_EPERM ? 409 : status_for(err),
+                         err->code[0] ? err->code : "INTERNAL", "%s", err->message);
+}
+
+static void session_engine(cdsh_api *api, const char *sid, const char *sub,
+                           const cdsh_web_request *req, cdsh_web_response *res)
+{
+    if (!session_exists(api, sid, res))
+        return;
+    const char *m = req->method;
+    if (!api->acp && strcmp(m, "GET") != 0) {
+        cdsh_web_reply_error(res, 503, "NO_ENGINES", "this server was started without engines");
+        return;
+    }
+    cdsh_error err = {0};
+    if (!*sub && strcmp(m, "GET") == 0) {
+        cdsh_web_reply_json(res, 200, engine_state(api, sid));
+        return;
+    }
+    if (is_running(api, sid) && strcmp(sub, "config") != 0) {
+        cdsh_web_reply_error(res, 409, "SESSION_BUSY", "session %s is running a turn", sid);
+        return;
+    }
+    if (!*sub && strcmp(m, "DELETE") == 0) {
+        json_t *entry = NULL;
+        int rc = cdsh_acp_state_session_get(sid, &entry, &err);
+        if (rc == 0 && json_is_string(json_object_get(entry, "lockedEngineId")))
+            rc = cdsh_error_set(&err, CDSH_EPERM, "ENGINE_LOCKED",
+                                "the session's engine is locked after its first message");
+        json_decref(entry);
+        if (rc == 0)
+            cdsh_acp_service_release(api->acp, sid, NULL);
+        if (rc == 0)
+            rc = cdsh_acp_state_session_remove(sid, &err);
+        if (rc < 0)
+            reply_engine_err(res, &err);
+        else
+            cdsh_web_reply_json(res, 200, engine_state(api, sid));
+        return;
+    }
+    if (strcmp(m, "POST") != 0) {
+        cdsh_web_reply_error(res, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
+        return;
+    }
+    json_t *body = body_or_empty(req, res);
+    if (!body)
+        return;
+    int rc = 0;
+    const char *via = NULL;
+    if (!*sub) {
+        const char *engine = json_string_value(json_object_get(body, "engineId"));
+        const char *cwd = json_string_value(json_object_get(body, "cwd"));
+        char here[4096];
+        if (!cwd && !cdsh_acp_turn_is_bound(sid))
+            cwd = getcwd(here, sizeof here) ? here : "/";
+        rc = engine ? cdsh_acp_service_bind(api->acp, sid, engine, cwd, &err)
+                    : cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST",
+                                     "the body needs an \"engineId\"");
+    } else if (strcmp(sub, "open") == 0) {
+        json_t *warnings = NULL;
+        rc = cdsh_acp_service_open(api->acp, sid, NULL, &warnings, &err);
+        json_decref(warnings);
+    } else if (strcmp(sub, "config") == 0) {
+        const char *id = json_string_value(json_object_get(body, "configId"));
+        const char *value = json_string_value(json_object_get(body, "value"));
+        rc = id && value ? cdsh_acp_service_set_config(api->acp, sid, id, value, &via, &err)
+                         : cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST",
+                                          "the body needs \"configId\" and \"value\"");
+    } else {
+        rc = cdsh_error_set(&err, CDSH_ENOTFOUND, "NOT_FOUND", "no such API route");
+    }
+    json_decref(body);
+    if (rc < 0) {
+        reply_engine_err(res, &err);
+        return;
+    }
+    json_t *out = engine_state(api, sid);
+    if (via)
+        json_object_set_new(out, "via", json_string(via));
+    if (!*sub) {
+        json_t *ch = json_pack("{s:s, s:s}", "reason", "engine", "id", sid);
+        cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
+        json_decref(ch);
+    }
+    cdsh_web_reply_json(res, 200, out);
+}
+
+/* ---- approvals ------------------------------------------------------------------------- */
+
+static void session_approvals(cdsh_api *api, const char *sid, const char *id,
+                              const cdsh_web_request *req, cdsh_web_response *res)
+{
+    if (!*id && strcmp(req->method, "GET") == 0) {
+        cdsh_web_reply_json(
+            res, 200,
+            json_pack("{s:o}", "approvals", cdsh_approvals_pending_dup(api->approvals, sid)));
+        return;
+    }
+    if (!*id || strcmp(req->method, "POST") != 0) {
+        cdsh_web_reply_error(res, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
+        return;
+    }
+    json_t *body = cdsh_web_body_object(req, res);
+    if (!body)
+        return;
+    const char *option = json_string_value(json_object_get(body, "optionId"));
+    bool cancel = json_is_true(json_object_get(body, "cancel"));
+    cdsh_error err = {0};
+    int rc = option || cancel
+                 ? cdsh_approvals_answer(api->approvals, id, sid, cancel ? NULL : option, &err)
+                 : cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST",
+                                  "the body needs an \"optionId\" or \"cancel\": true");
+    json_decref(body);
+    if (rc < 0)
+        reply_err(res, &err);
+    else
+        cdsh_web_reply_json(
+            res, 200,
+            json_pack("{s:s, s:s}", "id", id, "outcome", cancel ? "cancelled" : "selected"));
+}
+
+/* The web channel: a request becomes an SSE event of its session. */
+static int web_present(void *ud, const json_t *request)
+{
+    cdsh_api *api = ud;
+    const char *sid = json_string_value(json_object_get(request, "sessionId"));
+    return cdsh_hub_publish(api->hub, sid && *sid ? sid : NULL, "approval/request", request) > 0
+               ? 0
+               : CDSH_ECLOSED;
+}
+
+static void web_resolved(void *ud, const json_t *resolution)
+{
+    cdsh_api *api = ud;
+    const char *sid = json_string_value(json_object_get(resolution, "sessionId"));
+    cdsh_hub_publish(api->hub, sid && *sid ? sid : NULL, "approval/resolved", resolution);
+}
+
 /* /api/sessions/<id>[/<action>] */
 static void sessions_route(void *arg, const cdsh_web_request *req, cdsh_web_response *res)
 {
@@ -387,7 +609,11 @@ static void sessions_route(void *arg, const cdsh_web_request *req, cdsh_web_resp
     const char *action = slash ? slash + 1 : "";
     const char *m = req->method;
     bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
-    if (!*action && get)
+    if (strcmp(action, "engine") == 0 || strncmp(action, "engine/", 7) == 0)
+        session_engine(api, sid, action[6] ? action + 7 : "", req, res);
+    else if (strcmp(action, "approvals") == 0 || strncmp(action, "approvals/", 10) == 0)
+        session_approvals(api, sid, action[9] ? action + 10 : "", req, res);
+    else if (!*action && get)
         show_session(api, sid, req, res);
     else if (!*action && strcmp(m, "DELETE") == 0)
         delete_session(api, sid, res);
@@ -423,6 +649,8 @@ static void api_route(void *arg, const cdsh_web_request *req, cdsh_web_response 
         cdsh_web_reply_json(res, 200, json_pack("{s:o}", "panels", panels_json(api)));
     } else if (strcmp(req->path, "/api/events") == 0 && get) {
         stream(api, NULL, req, res);
+    } else if (strcmp(req->path, "/api/engines") == 0 && get) {
+        list_engines(api, res);
     } else {
         cdsh_web_reply_error(res, 404, "NOT_FOUND", "no such API route");
     }
@@ -442,6 +670,12 @@ static void on_bus(void *arg, const char *name, const cdsh_scope *scope, const j
 
 int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error *err)
 {
+    return cdsh_api_start_ex(web, agent, NULL, out, err);
+}
+
+int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *opts,
+                      cdsh_api **out, cdsh_error *err)
+{
     *out = NULL;
     cdsh_api *api = calloc(1, sizeof *api);
     if (!api)
@@ -450,7 +684,21 @@ int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error 
     api->agent = agent;
     pthread_mutex_init(&api->mu, NULL);
     api->hub = cdsh_hub_new(0);
-    int rc = api->hub ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    api->acp = opts ? opts->acp : NULL;
+    api->approvals = opts ? opts->approvals : NULL;
+    if (!api->approvals) {
+        api->approvals = cdsh_approvals_new(opts ? opts->approval_timeout_ms : 0);
+        api->own_approvals = true;
+    }
+    int rc = api->hub && api->approvals
+                 ? 0
+                 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    if (rc == 0) {
+        cdsh_approval_channel ch = {web_present, web_resolved, api};
+        cdsh_approvals_set_channel(api->approvals, &ch);
+        rc = cdsh_approvals_install(api->approvals, cdsh_host_tools(cdsh_agent_host(agent)),
+                                    &api->tools_approval, err);
+    }
     cdsh_events *bus = cdsh_host_events(cdsh_agent_host(agent));
     if (rc == 0)
         rc = cdsh_events_on(bus, "plugin/state", NULL, on_bus, api, &api->bus_state, err);
@@ -459,8 +707,9 @@ int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error 
     if (rc == 0)
         rc = cdsh_web_route(web, NULL, "/api/sessions/", CDSH_WEB_ROUTE_PREFIX, sessions_route, api,
                             &api->route_ids[0], err);
-    const char *exact[] = {"/api/sessions", "/api/status", "/api/panels", "/api/events"};
-    for (int i = 0; rc == 0 && i < 4; i++) {
+    const char *exact[] = {"/api/sessions", "/api/status", "/api/panels", "/api/events",
+                           "/api/engines"};
+    for (int i = 0; rc == 0 && i < 5; i++) {
         int id = 0;
         rc = cdsh_web_route(web, NULL, exact[i], 0, api_route, api, &id, err);
         (void)id; /* exact routes go away with the server */
@@ -484,6 +733,9 @@ void cdsh_api_shutdown(cdsh_api *api)
         if (!r->done)
             cdsh_cancel_fire(r->tok, "the server is stopping");
     pthread_mutex_unlock(&api->mu);
+    /* Pending requests end "cancelled" and new ones fail closed at once. */
+    cdsh_approvals_close(api->approvals);
+    cdsh_approvals_set_channel(api->approvals, NULL);
     cdsh_disposer_run(&api->bus_state);
     cdsh_disposer_run(&api->bus_plugins);
     if (api->hub)
@@ -504,6 +756,9 @@ void cdsh_api_free(cdsh_api *api)
         free(r);
         r = next;
     }
+    cdsh_disposer_run(&api->tools_approval); /* no turn asks any more */
+    if (api->own_approvals)
+        cdsh_approvals_free(api->approvals);
     cdsh_hub_free(api->hub);
     pthread_mutex_destroy(&api->mu);
     free(api);

@@ -6,18 +6,36 @@
 #define CDSH_SERVER_API_H
 
 #include "agent/agent.h"
+#include "host/approval.h"
+#include "plugins/acp/service.h"
 #include "server/hub.h"
 #include "server/web.h"
 
 typedef struct cdsh_api cdsh_api;
 
+typedef struct cdsh_api_options {
+    /* External ACP engines (borrowed; create it with .approvals set to the
+     * broker below). NULL: sessions cannot be bound to engines (the
+     * engine list still shows what is installed). */
+    cdsh_acp_service *acp;
+    /* The approval broker the page answers (borrowed). NULL: the api makes
+     * its own with approval_timeout_ms. Either way the api installs its web
+     * channel on it and the broker as the host tools' approval service. */
+    cdsh_approvals *approvals;
+    int64_t approval_timeout_ms; /* own broker only; <= 0: the default */
+} cdsh_api_options;
+
 /* Registers the /api routes on web and listens on the agent's host bus for
- * "plugin/state" and "plugins/change". agent and web are borrowed and must
- * outlive the api. */
+ * "plugin/state" and "plugins/change". agent and web (and the options'
+ * objects) are borrowed and must outlive the api. opts may be NULL. */
+int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *opts,
+                      cdsh_api **out, cdsh_error *err);
+
+/* cdsh_api_start_ex without engines and with its own broker. */
 int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error *err);
 
-/* Cancels running turns and ends every SSE stream, so the web server can
- * stop. Call before cdsh_web_stop. */
+/* Cancels running turns, ends pending approval requests ("cancelled") and
+ * every SSE stream, so the web server can stop. Call before cdsh_web_stop. */
 void cdsh_api_shutdown(cdsh_api *api);
 
 /* After cdsh_web_stop: waits for the turn threads and frees. NULL-safe. */

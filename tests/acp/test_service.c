@@ -36,11 +36,16 @@ static void s_update(void *ud, const char *sid, cdsh_acp_update_kind kind, const
     pthread_mutex_unlock(&r->mu);
 }
 
-static char *s_perm(void *ud, const char *sid, const json_t *params, cdsh_cancel *cancel)
+/* The "person": a channel that answers every request at once. */
+typedef struct person {
+    cdsh_approvals *ap;
+    sink_rec *r;
+} person;
+
+static int s_perm(void *ud, const json_t *params)
 {
-    (void)sid;
-    (void)cancel;
-    sink_rec *r = ud;
+    person *who = ud;
+    sink_rec *r = who->r;
     size_t i;
     json_t *o;
     r->labels[0] = '\0';
@@ -50,7 +55,10 @@ static char *s_perm(void *ud, const char *sid, const json_t *params, cdsh_cancel
                 sizeof r->labels - strlen(r->labels) - 2);
         strcat(r->labels, "|");
     }
-    return cdsh_acp_permission_option_dup(params, r->outcome);
+    char *id = cdsh_acp_permission_option_dup(params, r->outcome);
+    cdsh_approvals_answer(who->ap, json_string_value(json_object_get(params, "id")), "c", id, NULL);
+    free(id);
+    return 0;
 }
 
 typedef struct fx {
@@ -58,6 +66,8 @@ typedef struct fx {
     cdsh_acp_service *svc;
     sink_rec r;
     cdsh_acp_turn_sink sink;
+    cdsh_approvals *ap;
+    person who;
 } fx;
 
 static int setup(void **state)
@@ -65,7 +75,11 @@ static int setup(void **state)
     fx *f = calloc(1, sizeof *f);
     f->home = cdsh_test_home_new();
     pthread_mutex_init(&f->r.mu, NULL);
-    f->sink = (cdsh_acp_turn_sink){s_update, s_perm, &f->r};
+    f->sink = (cdsh_acp_turn_sink){s_update, &f->r};
+    f->ap = cdsh_approvals_new(0);
+    f->who = (person){f->ap, &f->r};
+    cdsh_approval_channel ch = {s_perm, NULL, &f->who};
+    cdsh_approvals_set_channel(f->ap, &ch);
     *state = f;
     return 0;
 }
@@ -74,6 +88,7 @@ static int teardown(void **state)
 {
     fx *f = *state;
     cdsh_acp_service_free(f->svc);
+    cdsh_approvals_free(f->ap);
     pthread_mutex_destroy(&f->r.mu);
     cdsh_test_home_free(f->home);
     free(f);
@@ -215,7 +230,8 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    cdsh_acp_service_opts o = {.approvals = f->ap};
+    f->svc = cdsh_acp_service_new(&o, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     f->r.outcome = CDSH_APPROVAL_ALLOWED_ONCE;
     json_t *res = send(f, "c", "permission");
@@ -228,11 +244,59 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
     f->r.outcome = CDSH_APPROVAL_CANCELLED;
     json_decref(send(f, "c", "permission"));
     assert_string_equal(f->r.text, "permission: cancelled/-");
-    /* No permission callback at all: fail closed. */
-    cdsh_acp_turn_sink mute = {s_update, NULL, &f->r};
-    f->r.text[0] = '\0';
-    json_decref(cdsh_acp_service_prompt(f->svc, "c", "permission", &mute, NULL));
+    /* Nobody to answer (no channel): fail closed. */
+    cdsh_approvals_set_channel(f->ap, NULL);
+    json_decref(send(f, "c", "permission"));
     assert_string_equal(f->r.text, "permission: cancelled/-");
+    /* A service without a broker: fail closed too. */
+    cdsh_acp_service_free(f->svc);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    json_decref(send(f, "c", "permission"));
+    assert_non_null(strstr(f->r.text, "permission: cancelled/-")); /* after session/load's replay */
+}
+
+typedef struct late {
+    cdsh_approvals *ap;
+    char id[64];
+} late;
+
+static void *answer_late(void *arg)
+{
+    late *l = arg;
+    usleep(900 * 1000);
+    json_t *p = cdsh_approvals_pending_dup(l->ap, "c");
+    json_t *opts = json_object_get(json_array_get(p, 0), "options");
+    cdsh_approvals_answer(l->ap, l->id, "c",
+                          json_string_value(json_object_get(json_array_get(opts, 0), "optionId")),
+                          NULL);
+    json_decref(p);
+    return NULL;
+}
+
+static pthread_t late_thread;
+
+static int present_late(void *ud, const json_t *req)
+{
+    late *l = ud;
+    snprintf(l->id, sizeof l->id, "%s", json_string_value(json_object_get(req, "id")));
+    return pthread_create(&late_thread, NULL, answer_late, l) == 0 ? 0 : -1;
+}
+
+static void a_person_deciding_does_not_trip_the_idle_gate(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "\"idleTimeoutMs\":300");
+    late l = {.ap = f->ap};
+    cdsh_approval_channel ch = {present_late, NULL, &l};
+    cdsh_approvals_set_channel(f->ap, &ch);
+    cdsh_acp_service_opts o = {.approvals = f->ap};
+    f->svc = cdsh_acp_service_new(&o, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "c", "permission");
+    pthread_join(late_thread, NULL);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(f->r.text, "permission: selected/once");
+    json_decref(res);
 }
 
 typedef struct cancel_arg {
@@ -391,6 +455,7 @@ int main(void)
         T(failed_turns_are_classified_with_the_agents_words),
         T(permissions_reach_the_sink_with_the_agents_labels),
         T(cancel_from_another_thread_ends_the_turn),
+        T(a_person_deciding_does_not_trip_the_idle_gate),
         T(initial_config_options_are_applied_and_shown_verbatim),
         T(idle_engines_are_disposed_and_leave_no_process),
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),

@@ -126,3 +126,30 @@ test("probe writes redacted evidence with every method's outcome", () => {
   assert.equal(sdk.capabilities.configOptions, false);
   rmSync(h, { recursive: true, force: true });
 });
+
+test("cdsh chat --engine talks to the SDK agent, asks on stdin and resumes", () => {
+  const h = home([sdkEngine()]);
+  const run = (input, ...args) => {
+    const r = spawnSync(CDSH, ["chat", ...args], { env: { ...process.env, CDSH_HOME: h }, cwd: h,
+                                                   encoding: "utf8", timeout: 60000, input });
+    return { code: r.status, out: r.stdout, err: r.stderr };
+  };
+  let r = run("hello\npermission\nAllow once\nall-updates\n", "--engine", "sdk", "--cwd", h);
+  assert.equal(r.code, 0, r.err);
+  assert.ok(r.out.includes("PONG"), r.out);
+  assert.ok(r.out.includes("[approval] the agent asks: rm -rf build\n  1) Allow once\n  2) Reject\n"), r.out);
+  assert.ok(r.out.includes("permission: selected/once"), r.out);
+  assert.ok(r.out.includes("(thinking) thinking about it"), r.out);
+  const sid = r.out.match(/session (s-[A-Za-z0-9_-]+)/)[1];
+  const shown = JSON.parse(cdsh(h, "sessions", "show", sid, "--json").out);
+  const events = shown.events ?? shown;
+  const replies = events.filter((e) => e.type === "assistant/message").map((e) => e.payload.text);
+  assert.deepEqual(replies, ["PONG", "permission: selected/once", "all done"]);
+  const result = events.find((e) => e.type === "tool/result" && e.payload.callId === "call-1");
+  assert.equal(result.payload.content[0].text, "a.txt");
+  // A new process resumes the bound session.
+  r = run("hello\n", "--session", sid);
+  assert.equal(r.code, 0, r.err);
+  assert.ok(r.out.includes("(locked)") && r.out.includes("PONG"), r.out);
+  rmSync(h, { recursive: true, force: true });
+});

@@ -14,8 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acp/acp_fixture.h"
 #include "agent/agent.h"
 #include "base/strbuf.h"
+#include "host/dispatch.h"
 #include "server/api.h"
 #include "server/rpc_gateway.h"
 #include "server/web.h"
@@ -33,6 +35,8 @@ typedef struct srv {
     char auth[128];
     cdsh_test_fake_model fake;
     bool has_fake;
+    cdsh_approvals *approvals; /* with engines (srv_open_ex) */
+    cdsh_acp_service *acp;
 } srv;
 
 static int echo_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
@@ -46,7 +50,9 @@ static int echo_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh
     return 0;
 }
 
-static void srv_open(srv *s, size_t max_body, const char *script)
+/* engines: an ACP service and an approval broker waiting approval_ms. */
+static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engines,
+                        int64_t approval_ms)
 {
     memset(s, 0, sizeof *s);
     s->home = cdsh_test_home_new();
@@ -66,10 +72,23 @@ static void srv_open(srv *s, size_t max_body, const char *script)
     assert_int_equal(cdsh_agent_new(&o, &s->agent, &err), 0);
     cdsh_web_options wo = {.token = "secret-token", .max_body = max_body};
     assert_int_equal(cdsh_web_start(&wo, &s->web, &err), 0);
-    assert_int_equal(cdsh_api_start(s->web, s->agent, &s->api, &err), 0);
+    cdsh_api_options ao = {.approval_timeout_ms = approval_ms};
+    if (engines) {
+        s->approvals = cdsh_approvals_new(approval_ms);
+        cdsh_acp_service_opts so = {.approvals = s->approvals};
+        s->acp = cdsh_acp_service_new(&so, &err);
+        ao.acp = s->acp;
+        ao.approvals = s->approvals;
+    }
+    assert_int_equal(cdsh_api_start_ex(s->web, s->agent, &ao, &s->api, &err), 0);
     assert_int_equal(cdsh_rpc_gateway_mount(s->web, cdsh_host_rpc(s->host), NULL, &err), 0);
     snprintf(s->base, sizeof s->base, "http://127.0.0.1:%u", cdsh_web_port(s->web));
     snprintf(s->auth, sizeof s->auth, "Authorization: Bearer secret-token");
+}
+
+static void srv_open(srv *s, size_t max_body, const char *script)
+{
+    srv_open_ex(s, max_body, script, false, 0);
 }
 
 static void srv_close(srv *s)
@@ -77,6 +96,8 @@ static void srv_close(srv *s)
     cdsh_api_shutdown(s->api);
     cdsh_web_stop(s->web);
     cdsh_api_free(s->api);
+    cdsh_acp_service_free(s->acp);
+    cdsh_approvals_free(s->approvals);
     cdsh_agent_free(s->agent);
     cdsh_session_store_close(s->store);
     cdsh_host_free(s->host);
@@ -607,6 +628,277 @@ static void remote_bind_needs_allow_remote(void **state)
     cdsh_web_stop(web);
 }
 
+/* ---- engines and approvals ------------------------------------------------------------ */
+
+static json_t *find_event(json_t *evs, const char *type)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(evs, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "event")), type) == 0)
+            return json_object_get(e, "data");
+    }
+    return NULL;
+}
+
+/* POSTs a message to an engine session and returns its SSE events up to
+ * `until` (owned). */
+static json_t *send_and_follow(srv *s, const char *id, const char *text, const char *until)
+{
+    char path[160], body[256];
+    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
+    sse x;
+    sse_start(&x, s, path, until);
+    snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
+    snprintf(body, sizeof body, "{\"text\":\"%s\"}", text);
+    json_t *v;
+    assert_int_equal(http(s, "POST", path, H(s->auth, JSON_CT), body, &v), 202);
+    json_decref(v);
+    return sse_finish(&x);
+}
+
+static void wait_idle(srv *s, const char *id)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/api/sessions/%s", id);
+    for (int i = 0; i < 1000; i++) {
+        json_t *v;
+        http(s, "GET", path, H(s->auth), NULL, &v);
+        bool running = json_is_true(json_object_get(json_object_get(v, "session"), "running"));
+        json_decref(v);
+        if (!running)
+            return;
+        usleep(20 * 1000);
+    }
+    fail_msg("the turn did not end");
+}
+
+static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open_ex(&s, 0, NULL, true, 0);
+    char pidfile[4300], args[4400];
+    snprintf(pidfile, sizeof pidfile, "%s/pids", s.home);
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
+    acp_write_fixture_engine(s.home, args, "");
+    json_t *v;
+    assert_int_equal(http(&s, "GET", "/api/engines", H(s.auth), NULL, &v), 200);
+    json_t *fx = NULL, *e;
+    size_t i;
+    json_array_foreach(json_object_get(v, "engines"), i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "id")), "fixture") == 0)
+            fx = e;
+    }
+    assert_non_null(fx);
+    assert_true(json_is_true(json_object_get(json_object_get(fx, "resolved"), "found")));
+    assert_true(json_is_true(json_object_get(fx, "enabled")));
+    json_decref(v);
+
+    char *id = create_session(&s);
+    char path[160], body[4400];
+    snprintf(path, sizeof path, "/api/sessions/%s/engine", id);
+    snprintf(body, sizeof body, "{\"engineId\":\"fixture\",\"cwd\":\"%s\"}", s.home);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), body, &v), 200);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(v, "binding"), "engineId")), "fixture");
+    assert_false(json_is_true(json_object_get(v, "locked")));
+    json_decref(v);
+    /* Opened before the first message: the agent's own option names. */
+    snprintf(path, sizeof path, "/api/sessions/%s/engine/open", id);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{}", &v), 200);
+    json_t *opt = json_array_get(json_object_get(json_object_get(v, "config"), "configOptions"), 0);
+    assert_string_equal(json_string_value(json_object_get(opt, "name")), "Session Mode");
+    json_decref(v);
+    snprintf(path, sizeof path, "/api/sessions/%s/engine/config", id);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT),
+                          "{\"configId\":\"mode\",\"value\":\"plan\"}", &v),
+                     200);
+    assert_string_equal(json_string_value(json_object_get(v, "via")), "set_config_option");
+    json_decref(v);
+
+    /* A message goes to the engine and streams the normal turn events. */
+    json_t *evs = send_and_follow(&s, id, "hello", "event: turn/end");
+    assert_string_equal(json_string_value(json_object_get(find_event(evs, "text/delta"), "text")),
+                        "PONG");
+    assert_string_equal(
+        json_string_value(json_object_get(find_event(evs, "assistant/message"), "text")), "PONG");
+    assert_string_equal(json_string_value(json_object_get(find_event(evs, "turn/end"), "reason")),
+                        "done");
+    json_decref(evs);
+    wait_idle(&s, id);
+    /* Locked now. */
+    snprintf(path, sizeof path, "/api/sessions/%s/engine", id);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    assert_true(json_is_true(json_object_get(v, "locked")));
+    json_decref(v);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"engineId\":\"gemini\"}", &v),
+                     409);
+    assert_string_equal(err_code(v), "ENGINE_LOCKED");
+    json_decref(v);
+
+    /* A permission request reaches the page with the agent's labels and is
+     * answered through the approval endpoint. */
+    evs = send_and_follow(&s, id, "permission", "event: approval/request");
+    json_t *req = json_deep_copy(find_event(evs, "approval/request"));
+    json_decref(evs);
+    assert_non_null(req);
+    assert_string_equal(json_string_value(json_object_get(req, "title")), "rm -rf build");
+    assert_string_equal(json_string_value(json_object_get(req, "source")), "acp");
+    json_t *opts = json_object_get(req, "options");
+    assert_int_equal(json_array_size(opts), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(opts, 1), "name")),
+                        "Always allow");
+    const char *aid = json_string_value(json_object_get(req, "id"));
+    snprintf(path, sizeof path, "/api/sessions/%s/approvals", id);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    assert_int_equal(json_array_size(json_object_get(v, "approvals")), 1);
+    json_decref(v);
+    snprintf(path, sizeof path, "/api/sessions/%s/approvals/%s", id, aid);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"optionId\":\"nope\"}", &v),
+                     400);
+    assert_string_equal(err_code(v), "BAD_OPTION");
+    json_decref(v);
+    snprintf(body, sizeof body, "{\"optionId\":\"%s\"}",
+             json_string_value(json_object_get(json_array_get(opts, 0), "optionId")));
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), body, &v), 200);
+    json_decref(v);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), body, &v), 404);
+    assert_string_equal(err_code(v), "NO_APPROVAL");
+    json_decref(v);
+    json_decref(req);
+    wait_idle(&s, id);
+    snprintf(path, sizeof path, "/api/sessions/%s", id);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    const char *last_text = NULL;
+    json_array_foreach(json_object_get(v, "events"), i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "type")), "assistant/message") == 0)
+            last_text = json_string_value(json_object_get(json_object_get(e, "payload"), "text"));
+    }
+    assert_string_equal(last_text, "permission: selected/once");
+    json_decref(v);
+
+    /* Cancel ends an engine turn. */
+    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
+    sse x, w;
+    sse_start(&x, &s, path, "event: turn/end");
+    sse_start(&w, &s, path, "event: text/delta");
+    snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"stall\"}", &v), 202);
+    json_decref(v);
+    json_decref(sse_finish(&w));
+    snprintf(path, sizeof path, "/api/sessions/%s/cancel", id);
+    assert_int_equal(http(&s, "POST", path, H(s.auth), NULL, &v), 200);
+    json_decref(v);
+    evs = sse_finish(&x);
+    assert_string_equal(json_string_value(json_object_get(find_event(evs, "turn/end"), "reason")),
+                        "cancelled");
+    json_decref(evs);
+    wait_idle(&s, id);
+    char *pids = cdsh_test_read_file(pidfile, NULL);
+    int pid = atoi(pids);
+    free(pids);
+    free(id);
+    srv_close(&s);
+    assert_false(acp_pid_alive(pid)); /* the server's stop disposed the agent */
+}
+
+static cdsh_tools_verdict always_ask(void *ud, const cdsh_tool_exec *exec, char **reason)
+{
+    (void)ud;
+    if (strcmp(exec->name, "danger") != 0)
+        return CDSH_TOOLS_ALLOW;
+    *reason = strdup("danger needs a person");
+    return CDSH_TOOLS_ASK;
+}
+
+static int danger_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud;
+    (void)exec;
+    *value = json_string("boom done");
+    return 0;
+}
+
+static void add_asking_tool(srv *s)
+{
+    json_t *out = json_pack("{s:s}", "type", "string");
+    cdsh_tool_def def = {.name = "danger",
+                         .description = "does something dangerous",
+                         .output_schema = out,
+                         .execute = danger_body};
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_tools_register(cdsh_host_tools(s->host), NULL, &def, &d, NULL), 0);
+    assert_int_equal(
+        cdsh_tools_on_pre_execute(cdsh_host_tools(s->host), NULL, always_ask, NULL, NULL, &d, NULL),
+        0);
+    json_decref(out);
+}
+
+#define DANGER_SCRIPT                                                                              \
+    "[{\"chunks\":[{\"tool_call\":{\"index\":0,\"id\":\"c1\",\"name\":\"danger\","                 \
+    "\"arguments\":\"{}\"}}],\"finish_reason\":\"tool_calls\"},"                                   \
+    "{\"chunks\":[{\"text\":\"after\"}],\"finish_reason\":\"stop\"}]"
+
+static void a_tool_that_asks_is_answered_through_the_approval_endpoint(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open_ex(&s, 0, DANGER_SCRIPT, false, 0);
+    add_asking_tool(&s);
+    char *id = create_session(&s);
+    json_t *evs = send_and_follow(&s, id, "do it", "event: approval/request");
+    json_t *req = json_deep_copy(find_event(evs, "approval/request"));
+    json_decref(evs);
+    assert_string_equal(json_string_value(json_object_get(req, "source")), "tool");
+    assert_string_equal(json_string_value(json_object_get(req, "title")), "danger");
+    assert_string_equal(json_string_value(json_object_get(req, "sessionId")), id);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(req, "description")), "danger needs a person"));
+    char path[200];
+    snprintf(path, sizeof path, "/api/sessions/%s/events", id);
+    sse x;
+    sse_start(&x, &s, path, "event: turn/end");
+    snprintf(path, sizeof path, "/api/sessions/%s/approvals/%s", id,
+             json_string_value(json_object_get(req, "id")));
+    json_t *v;
+    assert_int_equal(
+        http(&s, "POST", path, H(s.auth, JSON_CT), "{\"optionId\":\"allow_once\"}", &v), 200);
+    json_decref(v);
+    evs = sse_finish(&x);
+    json_t *res = find_event(evs, "tool/result");
+    assert_false(json_is_true(json_object_get(res, "isError")));
+    assert_non_null(find_event(evs, "approval/resolved"));
+    json_decref(evs);
+    json_decref(req);
+    free(id);
+    srv_close(&s);
+}
+
+static void an_approval_nobody_answers_fails_closed(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open_ex(&s, 0, DANGER_SCRIPT, false, 300);
+    add_asking_tool(&s);
+    char *id = create_session(&s);
+    json_t *evs = send_and_follow(&s, id, "do it", "event: turn/end");
+    json_t *res = find_event(evs, "tool/result");
+    assert_true(json_is_true(json_object_get(res, "isError")));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(res, "error"), "message")),
+               "approval for tool \"danger\" was cancelled"));
+    assert_string_equal(
+        json_string_value(json_object_get(find_event(evs, "approval/resolved"), "outcome")),
+        "timeout");
+    json_decref(evs);
+    free(id);
+    srv_close(&s);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -623,6 +915,9 @@ int main(void)
         cmocka_unit_test(without_a_model_the_status_says_how_to_set_one),
         cmocka_unit_test(modules_add_and_remove_routes),
         cmocka_unit_test(remote_bind_needs_allow_remote),
+        cmocka_unit_test(engine_sessions_bind_stream_ask_and_cancel_over_http),
+        cmocka_unit_test(a_tool_that_asks_is_answered_through_the_approval_endpoint),
+        cmocka_unit_test(an_approval_nobody_answers_fails_closed),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "plugins/acp/engine.h"
 #include "plugins/acp/state.h"
@@ -55,6 +56,7 @@ struct cdsh_acp_service {
     live_session *sessions;
     bool no_fs, no_terminal, record;
     json_t *mcp_servers;
+    cdsh_approvals *approvals;
 };
 
 /* ---- sink trampolines (dispatcher thread) ---------------------------------- */
@@ -92,13 +94,37 @@ static void tramp_update(void *ud, cdsh_acp_update_kind kind, const char *kind_n
     sink_leave(ls, sink);
 }
 
+/* The agent's request as a request to the person: its own options and
+ * words, never cdsh's (digest §4.7 for the title). */
+static char *permission_ask(cdsh_approvals *ap, const char *cdsh_id, const json_t *params,
+                            cdsh_cancel *cancel)
+{
+    const json_t *tc = json_object_get(params, "toolCall");
+    const char *title = json_string_value(json_object_get(tc, "title"));
+    const char *kind = json_string_value(json_object_get(tc, "kind"));
+    char fallback[160];
+    snprintf(fallback, sizeof fallback, "acp:%s",
+             json_string_value(json_object_get(tc, "toolCallId"))
+                 ? json_string_value(json_object_get(tc, "toolCallId"))
+                 : "?");
+    const json_t *raw = json_object_get(tc, "rawInput");
+    char *desc = raw ? cdsh_json_dump_compact_dup(raw) : NULL;
+    char *option = cdsh_approvals_ask(ap, cdsh_id, "acp",
+                                      title  ? title
+                                      : kind ? kind
+                                             : fallback,
+                                      desc, NULL, json_object_get(params, "options"), cancel, NULL);
+    free(desc);
+    return option;
+}
+
 static char *tramp_permission(void *ud, const json_t *params, cdsh_cancel *cancel)
 {
     live_session *ls = ud;
     const cdsh_acp_turn_sink *sink = sink_enter(ls);
     char *option = NULL; /* nobody can answer: fail closed */
-    if (sink && sink->on_permission)
-        option = sink->on_permission(sink->ud, ls->cdsh_id, params, cancel);
+    if (sink && ls->svc->approvals)
+        option = permission_ask(ls->svc->approvals, ls->cdsh_id, params, cancel);
     sink_leave(ls, sink);
     return option;
 }
@@ -250,6 +276,7 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_e
         svc->no_fs = opts->no_fs;
         svc->no_terminal = opts->no_terminal;
         svc->record = opts->record;
+        svc->approvals = opts->approvals;
         svc->mcp_servers =
             json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
     }

@@ -18,20 +18,17 @@
 
 #include "base/cancel.h"
 #include "base/err.h"
+#include "host/approval.h"
 #include "host/tools.h"
 #include "proto/acp/conn.h"
 
 typedef struct cdsh_acp_service cdsh_acp_service;
 
-/* Where a turn's output goes. Any member may be NULL. on_permission returns
- * an owned optionId chosen among params.options (the agent's own ids and
- * labels; show `name` verbatim) or NULL to answer "cancelled"; without it
- * every permission request is answered "cancelled" (fail closed). */
+/* Where a turn's streamed updates go (on_update may be NULL). Permission
+ * requests do not go here: they go to the service's approval broker. */
 typedef struct cdsh_acp_turn_sink {
     void (*on_update)(void *ud, const char *cdsh_session_id, cdsh_acp_update_kind kind,
                       const char *kind_name, const json_t *update);
-    char *(*on_permission)(void *ud, const char *cdsh_session_id, const json_t *params,
-                           cdsh_cancel *cancel);
     void *ud;
 } cdsh_acp_turn_sink;
 
@@ -42,6 +39,13 @@ typedef struct cdsh_acp_service_opts {
                             session/load when the engine's mcp is "inherit" (e.g. cdsh's
                             own MCP server); NULL: none */
     bool record;         /* keep raw lines (probe) */
+    /* Borrowed; must outlive the service. session/request_permission during
+     * a turn (or an open) becomes a request to the person with the agent's
+     * options (optionId, `name` shown verbatim, kind), titled with the
+     * tool call's title (else kind, else "acp:<toolCallId>") and the cdsh
+     * session id; answered "cancelled" on any ending but a selection.
+     * NULL, or a request outside a turn: "cancelled" (fail closed). */
+    cdsh_approvals *approvals;
 } cdsh_acp_service_opts;
 
 /* opts may be NULL. NULL with err filled on failure. */

@@ -514,3 +514,27 @@ int cdsh_acp_state_session_remove(const char *cdsh_session_id, cdsh_error *err)
     session_arg a = {.sid = cdsh_session_id, .op = OP_REMOVE};
     return session_op(&a, err);
 }
+
+int cdsh_acp_state_engines_listing(json_t **engines, json_t **diagnostics, cdsh_error *err)
+{
+    int rc = cdsh_acp_state_engines_load(engines, diagnostics, err);
+    if (rc < 0)
+        return rc;
+    size_t i;
+    json_t *row;
+    json_array_foreach(*engines, i, row)
+    {
+        char *resolved = NULL;
+        const char *via = NULL;
+        cdsh_error re = {0};
+        if (cdsh_acp_engine_resolve(row, &resolved, &via, &re) == 0)
+            json_object_set_new(
+                row, "resolved",
+                json_pack("{s:b,s:s,s:s}", "found", 1, "path", resolved, "via", via));
+        else
+            json_object_set_new(row, "resolved",
+                                json_pack("{s:b,s:s}", "found", 0, "error", re.message));
+        free(resolved);
+    }
+    return 0;
+}

@@ -25,6 +25,11 @@ int cdsh_acp_state_dir_dup(char **out, cdsh_error *err);
  * diagnostics may be NULL. */
 int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_error *err);
 
+/* As cdsh_acp_state_engines_load, each row with "resolved": {found:true,
+ * path, via} or {found:false, error} (PATH resolution of its command) —
+ * the listing `cdsh acp engines` and the web picker show. */
+int cdsh_acp_state_engines_listing(json_t **engines, json_t **diagnostics, cdsh_error *err);
+
 /* The effective row of one engine (owned). CDSH_ENOTFOUND, code
  * "UNKNOWN_ENGINE". */
 int cdsh_acp_state_engine_find(const char *id, json_t **row, cdsh_error *err);

@@ -446,6 +446,7 @@ static void on_permission(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
                 *pp = pt.next;
                 break;
             }
+        s->last_update_ms = cdsh_clock_mono_ms(); /* the idle gate restarts after the answer */
         pthread_mutex_unlock(&c->mu);
     }
     bool fired = cdsh_cancel_is_fired(pt.tok);
@@ -1224,7 +1225,8 @@ int cdsh_acp_conn_prompt(cdsh_acp_conn *conn, const char *session_id, json_t *pr
             break;
         int64_t now = cdsh_clock_mono_ms();
         bool user = s->cancel_requested;
-        int64_t last = s->last_update_ms;
+        /* A person deciding a permission request is not a stalled engine. */
+        int64_t last = s->perms ? now : s->last_update_ms;
         pthread_mutex_unlock(&conn->mu);
         user = user || cdsh_cancel_is_fired(cancel);
         if (why == RUNNING) {

@@ -1,0 +1,107 @@
+// web_engine.js — browser test of the engine picker and the approval dialog
+// (Playwright driving Debian's Chromium): bind a new session to the fixture
+// agent built on the official ACP SDK, see its config options under the
+// agent's own names, send a message, answer its permission request in the
+// dialog with the agent's label, see the reply and the engine lock.
+// Usage: node web_engine.js <cdsh> <screenshot.png>
+// Exits 77 (skipped) when Chromium, playwright-core or the SDK is missing.
+'use strict';
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+
+const [cdsh, shot] = process.argv.slice(2);
+const CHROMIUM = '/usr/bin/chromium';
+const AGENT = path.join(__dirname, '..', 'acp-fixture-agent.mjs');
+
+function skip(why) {
+  console.log(`skipped: ${why}`);
+  process.exit(77);
+}
+
+let chromium;
+try {
+  ({ chromium } = require(path.join(__dirname, '..', 'node_modules', 'playwright-core')));
+} catch {
+  skip('playwright-core is not installed (run scripts/bootstrap.sh)');
+}
+if (!fs.existsSync(CHROMIUM)) skip(`${CHROMIUM} is missing`);
+if (!fs.existsSync(path.join(__dirname, '..', 'node_modules', '@agentclientprotocol', 'sdk')))
+  skip('@agentclientprotocol/sdk is not installed');
+
+function check(cond, msg) {
+  if (!cond) throw new Error(`check failed: ${msg}`);
+}
+
+async function main() {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-e2e-engine-'));
+  fs.mkdirSync(path.join(home, 'multi-acp'));
+  fs.writeFileSync(path.join(home, 'multi-acp', 'engines.json'), JSON.stringify({
+    version: 1, engines: [{ id: 'sdk', label: 'SDK fixture', command: process.execPath, args: [AGENT] }] }));
+  const env = { ...process.env, CDSH_HOME: home, DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
+  const web = spawn(cdsh, ['web', '--no-open', '--json', '--port', '0'], { env, cwd: home,
+    stdio: ['pipe', 'pipe', 'inherit'] });
+  const info = await new Promise((resolve, reject) => {
+    readline.createInterface({ input: web.stdout }).once('line', (l) => resolve(JSON.parse(l)));
+    web.once('exit', (code) => reject(new Error(`cdsh web exited with ${code}`)));
+  });
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-chromium-'));
+  const browser = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 800 },
+    locale: 'en-US',
+  });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(info.url);
+    await page.click('[data-testid=new-session]');
+    await page.waitForSelector('[data-testid=engine-bar]:not([hidden])');
+    const labels = await page.$$eval('[data-testid=engine-select] option', (os) => os.map((o) => o.textContent));
+    check(labels.includes('SDK fixture'), `the picker lists the engine: ${labels.join(', ')}`);
+    await page.selectOption('[data-testid=engine-select]', 'sdk');
+    // Opened before the first message: options under the agent's own names.
+    await page.waitForSelector('[data-testid=engine-option]', { timeout: 20000 });
+    check((await page.textContent('[data-testid=engine-config]')).includes('Session Mode'),
+      'config option named as the agent names it');
+
+    await page.fill('[data-testid=input]', 'permission');
+    await page.press('[data-testid=input]', 'Enter');
+    const dialog = page.locator('[data-testid=approval-dialog]');
+    await dialog.waitFor({ state: 'visible', timeout: 20000 });
+    check((await page.textContent('[data-testid=approval-title]')) === 'rm -rf build', 'dialog title');
+    const options = await page.$$eval('[data-testid=approval-option]', (bs) => bs.map((b) => b.textContent));
+    check(options.join('|') === 'Allow once|Reject', `the agent's labels: ${options.join('|')}`);
+    await page.screenshot({ path: shot, fullPage: true });
+    await page.click('[data-testid=approval-option] >> text=Allow once');
+    await dialog.waitFor({ state: 'hidden' });
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant:not(.streaming) .text')]
+      .some((e) => e.textContent === 'permission: selected/once'), null, { timeout: 20000 });
+    await page.waitForSelector('[data-testid=engine-lock]:not([hidden])', { timeout: 10000 });
+    check(await page.$eval('[data-testid=engine-select]', (s) => s.disabled), 'the picker is locked');
+
+    // The transcript survives a reload (it is the session store's).
+    await page.reload();
+    await page.waitForFunction(() => document.querySelector('[data-testid=messages]').textContent
+      .includes('permission: selected/once'), null, { timeout: 10000 });
+    check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
+    console.log(`ok: engine bound, approval answered, reply seen; screenshot ${shot}`);
+  } finally {
+    await browser.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  }
+  web.kill('SIGTERM');
+  await new Promise((resolve) => web.once('exit', resolve));
+  fs.rmSync(home, { recursive: true, force: true });
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(e.stack || e.message);
+  process.exit(1);
+});
