@@ -327,7 +327,9 @@ async function main() {
   try { state.status = await api.status(); } catch (e) { state.status = null; }
   renderStatus();
   await refreshSessions();
-  await mountPanels($('panels'), { send, command });
+  // Panels may switch the page to a session they created (a tavern branch).
+  const openFromPanel = async (id) => { await refreshSessions(); await openSession(id); };
+  await mountPanels($('panels'), { send, command, openSession: openFromPanel });
   const id = location.hash.slice(1);
   if (id && state.sessions.some((s) => s.id === id)) await openSession(id);
   // Global events: plugin state without a session, session list changes.
