@@ -12,38 +12,15 @@
 // Usage: node web_tavern.js <cdsh> <fake_model> <card.json> <screenshot.png>
 // Exits 77 (skipped) when Chromium or playwright-core is missing.
 'use strict';
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
+const { playwright, start, launch, run } = require('./web_lib.js');
 
 const [cdsh, fakeModel, sampleCard, shot] = process.argv.slice(2);
-const CHROMIUM = '/usr/bin/chromium';
+const chromium = playwright();
 
-function skip(why) {
-  console.log(`skipped: ${why}`);
-  process.exit(77);
-}
-
-let chromium;
-try {
-  ({ chromium } = require(path.join(__dirname, '..', 'node_modules', 'playwright-core')));
-} catch {
-  skip('playwright-core is not installed (run scripts/bootstrap.sh)');
-}
-if (!fs.existsSync(CHROMIUM)) skip(`${CHROMIUM} is missing (install Debian's chromium: scripts/bootstrap.sh)`);
-
-const children = [];
-function start(cmd, args, env) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    const rl = readline.createInterface({ input: child.stdout });
-    rl.once('line', (line) => resolve({ child, info: JSON.parse(line) }));
-    child.once('exit', (code) => reject(new Error(`${cmd} exited with ${code}`)));
-  });
-}
 function stop(proc) {
   return new Promise((resolve) => {
     if (proc.child.exitCode !== null) return resolve();
@@ -110,15 +87,7 @@ async function main() {
   execFileSync(cdsh, ['config', 'enable', 'tavern'], { env: { ...process.env, ...env } });
   let web = await start(cdsh, ['web', '--no-open', '--json', '--port', '0'], env);
 
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-chromium-'));
-  const browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1400, height: 1000 },
-    locale: 'en-US',
-  });
+  const { browser, close } = await launch(chromium, { width: 1400, height: 1000 });
   try {
     const page = await browser.newPage();
     const errors = [];
@@ -368,16 +337,11 @@ async function main() {
     check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
     console.log(`ok: role-play UI end to end; screenshot ${shot}`);
   } finally {
-    await browser.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
+    await close();
   }
   await stop(web);
   fake.child.stdin.end();
   fs.rmSync(home, { recursive: true, force: true });
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error(e.stack || e.message);
-  for (const c of children) c.kill('SIGKILL');
-  process.exit(1);
-});
+run(main);
