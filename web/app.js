@@ -17,6 +17,7 @@ const state = {
   sessions: [],
   current: null,      // session id
   running: false,
+  turnsEnded: 0,      // live turn/end and turn/error events seen
   seen: new Set(),    // logged event seqs already rendered
   stream: null,       // the assistant bubble being streamed
   reasoning: null,    // its reasoning <details>
@@ -165,6 +166,7 @@ function render(type, p, live) {
 }
 
 function setRunning(on) {
+  if (!on) state.turnsEnded++;
   state.running = on;
   $('stop').hidden = !on;
   $('send').disabled = on;
@@ -267,8 +269,10 @@ async function send(text) {
   if (!state.current) await newSession();
   if (text.startsWith('/')) return command(text);
   try {
+    const ended = state.turnsEnded;
     await api.send(state.current, text);
-    setRunning(true);
+    // a fast turn may have ended before the POST returned: do not revive Stop
+    if (state.turnsEnded === ended) setRunning(true);
   } catch (e) {
     addNotice({ level: 'error', text: e.code === 'SESSION_BUSY' ? t('busy') : e.message });
   }
