@@ -18,6 +18,7 @@ const state = {
   sessions: [],
   current: null,      // session id
   running: false,
+  turnsEnded: 0,      // live turn/end and turn/error events seen
   seen: new Set(),    // logged event seqs already rendered
   stream: null,       // the assistant bubble being streamed
   reasoning: null,    // its reasoning <details>
@@ -175,6 +176,7 @@ function render(type, p, live) {
 }
 
 function setRunning(on) {
+  if (!on) state.turnsEnded++;
   state.running = on;
   $('stop').hidden = !on;
   $('send').disabled = on;
@@ -432,8 +434,10 @@ async function send(text) {
   if (!state.current) await newSession();
   if (text.startsWith('/')) return command(text);
   try {
+    const ended = state.turnsEnded;
     await api.send(state.current, text);
-    setRunning(true);
+    // a fast turn may have ended before the POST returned: do not revive Stop
+    if (state.turnsEnded === ended) setRunning(true);
   } catch (e) {
     addNotice({ level: 'error', text: e.code === 'SESSION_BUSY' ? t('busy') : e.message });
   }
@@ -494,7 +498,9 @@ async function main() {
   renderStatus();
   try { state.engines = (await api.engines()).engines; } catch { state.engines = []; }
   await refreshSessions();
-  await mountPanels($('panels'), { send, command });
+  // Panels may switch the page to a session they created (a tavern branch).
+  const openFromPanel = async (id) => { await refreshSessions(); await openSession(id); };
+  await mountPanels($('panels'), { send, command, openSession: openFromPanel });
   const id = location.hash.slice(1);
   if (id && state.sessions.some((s) => s.id === id)) await openSession(id);
   // Global events: plugin state without a session, session list changes.

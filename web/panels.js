@@ -22,6 +22,7 @@ export function panelsDeliver(type, data) {
 export async function mountPanels(root, app) {
   current.send = app.send;
   current.command = app.command;
+  current.openSession = app.openSession;
   let list = [];
   try { list = (await api.panels()).panels.filter((p) => p.active); } catch { list = []; }
   root.hidden = list.length === 0;
@@ -60,6 +61,8 @@ function makeHost(plugin, titleEl) {
     sessionId: () => current.sessionId,
     onSession(fn) { sessionListeners.add(fn); return () => sessionListeners.delete(fn); },
     send: (text) => current.send(text),
+    // switches the whole page (transcript, session list, panels) to a session
+    openSession: (id) => current.openSession(id),
     command: (line) => current.command(line),
     lang: getLang,
     onLang,

@@ -156,7 +156,8 @@ int cdsh_cmd_web(int argc, char **argv)
     }
     if (cdsh_web_start(&opts, &web, &err) != 0 ||
         cdsh_api_start_ex(web, a.agent, &ao, &api, &err) != 0 ||
-        cdsh_rpc_gateway_mount(web, cdsh_host_rpc(a.host), NULL, &err) != 0) {
+        cdsh_rpc_gateway_mount(web, cdsh_host_rpc(a.host), NULL, &err) != 0 ||
+        cdsh_rpc_gateway_mount_frames(web, cdsh_host_rpc(a.host), NULL, &err) != 0) {
         fprintf(stderr, "cdsh web: %s\n", err.message);
         goto done;
     }

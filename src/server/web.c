@@ -113,6 +113,22 @@ const char *cdsh_web_query(const cdsh_web_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+static enum MHD_Result add_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    json_object_set_new(cls, key, json_string(value ? value : ""));
+    return MHD_YES;
+}
+
+json_t *cdsh_web_query_object(const cdsh_web_request *req)
+{
+    json_t *o = json_object();
+    if (o)
+        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, add_query_arg, o);
+    return o;
+}
+
 json_t *cdsh_web_body_object(const cdsh_web_request *req, cdsh_web_response *res)
 {
     const char *ct = cdsh_web_header(req, "Content-Type");
@@ -157,9 +173,11 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, cdsh_web_respo
     free(res->body);
     if (!r)
         return MHD_NO;
+    if (res->csp)
+        MHD_add_response_header(r, "Content-Security-Policy", res->csp);
     MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "X-Frame-Options", res->frameable ? "SAMEORIGIN" : "DENY");
     MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
     if (cookie)
         MHD_add_response_header(r, "Set-Cookie", cookie);

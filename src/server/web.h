@@ -59,6 +59,8 @@ typedef struct cdsh_web_response {
     size_t body_len;
     const char *content_type; /* static string for body */
     struct MHD_Response *raw; /* a ready response (streams); destroyed after queueing */
+    const char *csp;          /* static Content-Security-Policy header, or NULL */
+    bool frameable; /* pages of this origin may frame it (X-Frame-Options SAMEORIGIN, not DENY) */
 } cdsh_web_response;
 
 typedef void (*cdsh_web_handler_fn)(void *arg, const cdsh_web_request *req, cdsh_web_response *res);
@@ -100,6 +102,9 @@ char *cdsh_web_url_dup(const cdsh_web *web);
 /* Request helpers: a header or query argument (borrowed), or NULL. */
 const char *cdsh_web_header(const cdsh_web_request *req, const char *name);
 const char *cdsh_web_query(const cdsh_web_request *req, const char *name);
+/* Every query argument as an owned object of strings (an argument without a
+ * value is ""; a repeated one keeps its last value). */
+json_t *cdsh_web_query_object(const cdsh_web_request *req);
 
 /* Response helpers. json is taken. error bodies are
  * {"error":{"code":code,"message":message}}. */

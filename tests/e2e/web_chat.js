@@ -5,38 +5,13 @@
 // Usage: node web_chat.js <cdsh> <fake_model> <screenshot.png>
 // Exits 77 (skipped) when Chromium or playwright-core is missing.
 'use strict';
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
+const { playwright, start, launch, run } = require('./web_lib.js');
 
 const [cdsh, fakeModel, shot] = process.argv.slice(2);
-const CHROMIUM = '/usr/bin/chromium';
-
-function skip(why) {
-  console.log(`skipped: ${why}`);
-  process.exit(77);
-}
-
-let chromium;
-try {
-  ({ chromium } = require(path.join(__dirname, '..', 'node_modules', 'playwright-core')));
-} catch {
-  skip('playwright-core is not installed (run scripts/bootstrap.sh)');
-}
-if (!fs.existsSync(CHROMIUM)) skip(`${CHROMIUM} is missing (install Debian's chromium: scripts/bootstrap.sh)`);
-
-const children = [];
-function start(cmd, args, env) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    const rl = readline.createInterface({ input: child.stdout });
-    rl.once('line', (line) => resolve({ child, info: JSON.parse(line) }));
-    child.once('exit', (code) => reject(new Error(`${cmd} exited with ${code}`)));
-  });
-}
+const chromium = playwright();
 
 function check(cond, msg) {
   if (!cond) throw new Error(`check failed: ${msg}`);
@@ -66,16 +41,7 @@ async function main() {
   check(r.status === 401, `no token gives 401, got ${r.status}`);
   check((await r.json()).error.code === 'UNAUTHORIZED', 'JSON error body');
 
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-chromium-'));
-  // A fresh profile directory (Playwright passes it as --user-data-dir).
-  const browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 800 },
-    locale: 'en-US',
-  });
+  const { browser, close } = await launch(chromium, { width: 1280, height: 800 });
   try {
     const page = await browser.newPage();
     const errors = [];
@@ -84,6 +50,8 @@ async function main() {
     await page.waitForSelector('[data-testid=model-status] .dot');
     check((await page.textContent('[data-testid=model-status]')).includes('fake-model'),
       'the model status names the model');
+    // the page drops the token once it has mounted everything
+    await page.waitForFunction(() => !location.href.includes('token='));
     check(!page.url().includes('token='), 'the token left the address bar');
 
     await page.click('[data-testid=new-session]');
@@ -115,16 +83,11 @@ async function main() {
     check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
     console.log(`ok: streamed reply and tool card seen; screenshot ${shot}`);
   } finally {
-    await browser.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
+    await close();
   }
   web.child.kill('SIGTERM');
   fake.child.stdin.end();
   fs.rmSync(home, { recursive: true, force: true });
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error(e.stack || e.message);
-  for (const c of children) c.kill('SIGKILL');
-  process.exit(1);
-});
+run(main);

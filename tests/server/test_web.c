@@ -50,6 +50,25 @@ static int echo_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh
     return 0;
 }
 
+/* A channel with one document endpoint ("frameDoc" → {html}, echoing the
+ * query's q unescaped: the CSP, not the producer, confines it), one that
+ * returns no html and one that fails. */
+static int doc_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
+                   json_t **result, cdsh_error *err)
+{
+    (void)arg, (void)cancel, (void)err;
+    const char *q = json_string_value(json_object_get(payload, "q"));
+    if (strcmp(endpoint, "frameDoc") == 0)
+        *result = cdsh_rpc_ok_new(json_pack("{s:s++}", "html", "<p>", q ? q : "", "</p>"));
+    else if (strcmp(endpoint, "frameNoHtml") == 0)
+        *result = cdsh_rpc_ok_new(json_pack("{s:i}", "n", 1));
+    else if (strcmp(endpoint, "frameNope") == 0)
+        *result = cdsh_rpc_error_new("not-bound", "no binding", NULL);
+    else
+        *result = cdsh_rpc_ok_new(json_pack("{s:s}", "reached", endpoint));
+    return 0;
+}
+
 /* engines: an ACP service and an approval broker waiting approval_ms. */
 static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engines,
                         int64_t approval_ms)
@@ -67,6 +86,7 @@ static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engine
     cdsh_error err;
     cdsh_disposer_t d;
     assert_int_equal(cdsh_rpc_handle(cdsh_host_rpc(s->host), "/echo", echo_rpc, NULL, &d, &err), 0);
+    assert_int_equal(cdsh_rpc_handle(cdsh_host_rpc(s->host), "/doc", doc_rpc, NULL, &d, &err), 0);
     assert_int_equal(cdsh_session_store_open(NULL, &s->store, &err), 0);
     cdsh_agent_options o = {.host = s->host, .store = s->store};
     assert_int_equal(cdsh_agent_new(&o, &s->agent, &err), 0);
@@ -82,6 +102,7 @@ static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engine
     }
     assert_int_equal(cdsh_api_start_ex(s->web, s->agent, &ao, &s->api, &err), 0);
     assert_int_equal(cdsh_rpc_gateway_mount(s->web, cdsh_host_rpc(s->host), NULL, &err), 0);
+    assert_int_equal(cdsh_rpc_gateway_mount_frames(s->web, cdsh_host_rpc(s->host), NULL, &err), 0);
     snprintf(s->base, sizeof s->base, "http://127.0.0.1:%u", cdsh_web_port(s->web));
     snprintf(s->auth, sizeof s->auth, "Authorization: Bearer secret-token");
 }
@@ -398,6 +419,83 @@ static void rpc_gateway_follows_the_envelope_contract(void **state)
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_object_get(v, "result"), "error"), "message")),
                         "handler failure: it broke");
+    json_decref(v);
+    srv_close(&s);
+}
+
+/* A GET with the response headers and body kept as text (both owned). */
+static long http_get_raw(const srv *s, const char *path, const char *header, char **head,
+                         char **body)
+{
+    CURL *c = curl_easy_init();
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", s->base, path);
+    cdsh_strbuf hb, bb;
+    cdsh_strbuf_init(&hb);
+    cdsh_strbuf_init(&bb);
+    struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &bb);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &hb);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    *head = cdsh_strbuf_take(&hb, NULL);
+    *body = cdsh_strbuf_take(&bb, NULL);
+    return status;
+}
+
+static void frame_documents_get_the_sandbox_csp_and_only_frame_endpoints(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    char *head, *body;
+    assert_int_equal(
+        http_get_raw(&s, "/frame/doc/frameDoc?q=%3Cb%3Ehi%3C/b%3E", s.auth, &head, &body), 200);
+    assert_string_equal(body, "<p><b>hi</b></p>");
+    assert_non_null(strstr(head, "Content-Type: text/html; charset=utf-8"));
+    assert_non_null(strstr(head, "Content-Security-Policy: " CDSH_WEB_FRAME_CSP "\r\n"));
+    assert_non_null(strstr(head, "X-Frame-Options: SAMEORIGIN"));
+    assert_null(strstr(head, "DENY"));
+    free(head);
+    free(body);
+    /* the same access checks as every route */
+    assert_int_equal(http_get_raw(&s, "/frame/doc/frameDoc", NULL, &head, &body), 401);
+    free(head);
+    free(body);
+    /* only frame* endpoints; errors are JSON, never a page */
+    const struct {
+        const char *path;
+        long status;
+        const char *code;
+    } refused[] = {
+        {"/frame/doc/other", 404, "NOT_FOUND"},
+        {"/frame/doc/frameNoHtml", 502, "BAD_FRAME"},
+        {"/frame/doc/frameNope?q=%3Cscript%3E", 422, "not-bound"},
+        {"/frame/nobody/frameDoc", 404, "not-found"},
+        {"/frame/doc", 404, "NOT_FOUND"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        assert_int_equal(http_get_raw(&s, refused[i].path, s.auth, &head, &body),
+                         refused[i].status);
+        json_t *v = json_loads(body, 0, NULL);
+        assert_string_equal(err_code(v), refused[i].code);
+        assert_non_null(strstr(head, "Content-Type: application/json"));
+        assert_null(strstr(head, "Content-Security-Policy"));
+        assert_null(strstr(body, "<script>"));
+        json_decref(v);
+        free(head);
+        free(body);
+    }
+    json_t *v;
+    assert_int_equal(http(&s, "POST", "/frame/doc/frameDoc", H(s.auth, JSON_CT), "{}", &v), 404);
     json_decref(v);
     srv_close(&s);
 }
@@ -908,6 +1006,7 @@ int main(void)
         cmocka_unit_test(bad_host_or_origin_gets_403),
         cmocka_unit_test(oversize_bodies_get_413),
         cmocka_unit_test(rpc_gateway_follows_the_envelope_contract),
+        cmocka_unit_test(frame_documents_get_the_sandbox_csp_and_only_frame_endpoints),
         cmocka_unit_test(sessions_can_be_created_listed_shown_and_deleted),
         cmocka_unit_test(a_turn_streams_its_events_in_order),
         cmocka_unit_test(cancel_stops_a_running_turn),

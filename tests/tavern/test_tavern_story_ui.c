@@ -2,7 +2,8 @@
  * zh/en dictionaries with identical key sets and non-empty values, no Han
  * characters in English, every t('key') used by the panel defined, card
  * HTML only in a sandbox="allow-scripts" iframe (never allow-same-origin)
- * with a connect-denying CSP and a source-checked swipeGreeting-only
+ * loaded from cdsh web with its own connect-denying CSP (never srcdoc,
+ * which inherits the page's) and a source-checked swipeGreeting-only
  * bridge, and no window.confirm / prompt dialogs. */
 #include "support/testkit.h"
 
@@ -91,10 +92,27 @@ static void card_html_is_sandboxed_and_bridge_is_narrow(void **state)
     assert_non_null(frame);
     assert_non_null(strstr(frame, "setAttribute('sandbox', 'allow-scripts')"));
     assert_null(strstr(frame, "allow-same-origin"));
-    assert_non_null(strstr(frame, "connect-src 'none'"));
+    assert_null(strstr(frame, "srcdoc")); /* srcdoc would inherit the page's CSP */
+    assert_non_null(strstr(frame, "/frame/tavern/frameGreeting"));
     assert_non_null(strstr(frame, "ev.source !== frame.contentWindow"));
     assert_non_null(strstr(frame, "d.type !== 'tavern:swipeGreeting'"));
     free(frame);
+    /* the document's own CSP, sent by cdsh web with it */
+    char *gw = cdsh_test_read_file(CDSH_SOURCE_DIR "/src/server/rpc_gateway.h", NULL);
+    assert_non_null(gw);
+    const char *csp = strstr(gw, "#define CDSH_WEB_FRAME_CSP");
+    assert_non_null(csp);
+    const char *end = strstr(csp, "\"frame-ancestors 'self'\"");
+    assert_non_null(end);
+    const char *need[] = {"\"sandbox allow-scripts;", "default-src 'none'", "connect-src 'none'",
+                          "form-action 'none'"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *at = strstr(csp, need[i]);
+        assert_true(at && at < end);
+    }
+    const char *same = strstr(csp, "allow-same-origin");
+    assert_true(!same || same > end);
+    free(gw);
     const char *files[] = {"tavern.js", "frame.js", "render.js", "dialog.js"};
     for (size_t i = 0; i < 4; i++) {
         char path[512];

@@ -1,26 +1,24 @@
 // frame.js — interactive card HTML (seed boundary 8): only inside an iframe
-// with sandbox="allow-scripts" (never the same-origin flag) and a CSP that
-// denies connections; images and fonts may come from http/https/data. The
-// only bridge is swipeGreeting, accepted only from this frame's window.
-export const CARD_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; " +
-  "img-src http: https: data:; font-src http: https: data:; connect-src 'none'; " +
-  "form-action 'none'; frame-src 'none'";
+// with sandbox="allow-scripts" (never the same-origin flag), loaded from cdsh
+// web's GET /frame/tavern/frameGreeting, which serves the card document with
+// its own CSP (sandbox allow-scripts; connect-src 'none'; ... — see
+// CDSH_WEB_FRAME_CSP in src/server/rpc_gateway.h), so the page's strict CSP
+// stays as it is. The only bridge is swipeGreeting, accepted only from this
+// frame's window.
+export function cardFrameUrl(sessionId) {
+  return `/frame/tavern/frameGreeting?sessionId=${encodeURIComponent(sessionId)}`;
+}
 
-const STUB = `<script>window.SillyTavern={swipeGreeting:function(i){` +
-  `parent.postMessage({type:'tavern:swipeGreeting',index:Number(i)},'*');}};<\/script>`;
-
-export function mountCardFrame(container, html, onSwipeGreeting) {
+export function mountCardFrame(container, src, onSwipeGreeting) {
   const frame = document.createElement('iframe');
   frame.setAttribute('sandbox', 'allow-scripts');
   frame.setAttribute('referrerpolicy', 'no-referrer');
   frame.className = 'tavern-card-frame';
-  const meta = `<meta http-equiv="Content-Security-Policy" content="${CARD_CSP}">`;
-  const body = html.replace(/^[\s\S]*?```html\s*\n/i, '').replace(/```\s*$/, '');
-  frame.srcdoc = /<head[^>]*>/i.test(body)
-    ? body.replace(/<head([^>]*)>/i, `<head$1>${meta}${STUB}`)
-    : `<!doctype html><html><head>${meta}${STUB}</head><body>${body}</body></html>`;
+  frame.dataset.testid = 'card-frame';
+  frame.src = src;
   const listener = (ev) => {
     if (ev.source !== frame.contentWindow) return; // only our frame
+    if (ev.origin !== 'null') return; // the sandboxed document has an opaque origin
     const d = ev.data;
     if (!d || d.type !== 'tavern:swipeGreeting' || !Number.isInteger(d.index)) return;
     onSwipeGreeting(d.index);

@@ -6,7 +6,7 @@
 // implements each of them (a test enumerates the calls in this file).
 import { translate } from './i18n.js';
 import { applyDisplayRegex, renderMarkdown, isCardHtml } from './render.js';
-import { mountCardFrame } from './frame.js';
+import { mountCardFrame, cardFrameUrl } from './frame.js';
 import { dialog } from './dialog.js';
 
 const TABS = ['Library', 'Chat', 'Lore', 'Memory', 'World', 'Journal', 'Settings', 'Prompt'];
@@ -15,6 +15,7 @@ const TAB_KEYS = { Library: 'tabLibrary', Chat: 'tabChat', Lore: 'tabLore', Memo
 
 function standaloneHost() {
   let sid = new URLSearchParams(location.search).get('session');
+  const listeners = new Set();
   return {
     async rpc(channel, endpoint, payload) {
       const rpcId = String(Math.random()).slice(2);
@@ -25,11 +26,16 @@ function standaloneHost() {
       return (await res.json()).result;
     },
     sessionId: () => sid,
-    onSession: () => () => {},
+    onSession: (fn) => { listeners.add(fn); return () => listeners.delete(fn); },
     send: async () => {},
     lang: () => (navigator.language || 'en').startsWith('zh') ? 'zh' : 'en',
     onLang: () => () => {},
-    openSession: (id) => { sid = id; },
+    // a branch's child session becomes the page's session (and its address)
+    openSession: async (id) => {
+      sid = id;
+      history.replaceState(null, '', `?session=${encodeURIComponent(id)}`);
+      for (const fn of listeners) fn(id);
+    },
   };
 }
 
@@ -82,11 +88,23 @@ export async function mount(root, host = standaloneHost()) {
     })));
   }
 
-  async function redraw() {
+  async function drawOnce() {
     for (const d of state.frames.splice(0)) d();
     drawTabs();
     view.replaceChildren();
     try { await VIEWS[state.tab](); } catch (e) { status.textContent = t('error', { msg: e.message }); }
+  }
+  // One draw at a time: a session switch, a language change and a button can
+  // all ask at once; requests during a draw fold into one more draw after it.
+  let drawing = null;
+  let again = false;
+  function redraw() {
+    if (drawing) { again = true; return drawing; }
+    drawing = (async () => {
+      do { again = false; await drawOnce(); } while (again);
+      drawing = null;
+    })();
+    return drawing;
   }
 
   // ---- character library ----------------------------------------------------
@@ -157,21 +175,36 @@ export async function mount(root, host = standaloneHost()) {
   }
 
   // ---- chat: floors, siblings, branch actions ----------------------------------
+  // A branch is a child session: the whole page follows it (transcript,
+  // session list, this panel), then the turn to replay is sent there.
+  async function openSession(id) {
+    if (host.openSession) await host.openSession(id);
+    await redraw();
+  }
   async function openChild(res) {
+    await openSession(res.childSessionId);
     status.textContent = t('branchOpened', { id: res.childSessionId });
-    if (host.openSession) await host.openSession(res.childSessionId);
     if (res.resend && host.send) await host.send(res.resend.text);
-    redraw();
   }
 
-  async function renderReply(container, text, rules) {
+  // The greeting: card HTML runs in the sandboxed frame when interactive
+  // cards are on, and is shown as inert text when they are off.
+  async function renderGreeting(container, text, rules, interactive) {
     if (isCardHtml(text)) {
-      state.frames.push(mountCardFrame(container, text, async (index) => {
+      if (!interactive) {
+        container.append(el('pre', { class: 'tavern-inert', 'data-testid': 'card-inert', text }));
+        return;
+      }
+      state.frames.push(mountCardFrame(container, cardFrameUrl(sid()), async (index) => {
         await rpc('swipeGreeting', { sessionId: sid(), index });
         redraw();
       }));
       return;
     }
+    await renderReply(container, text, rules);
+  }
+
+  async function renderReply(container, text, rules) {
     const shown = await applyDisplayRegex(text, rules);
     const div = el('div', { class: 'tavern-md' });
     div.innerHTML = renderMarkdown(shown); // escaped by renderMarkdown
@@ -181,35 +214,43 @@ export async function mount(root, host = standaloneHost()) {
   async function viewChat() {
     const b = await needBound();
     if (!b) return;
-    const rules = await rpc('listRegexRules');
+    const [rules, settings] = await Promise.all([rpc('listRegexRules'), rpc('getSettings')]);
     if (b.canSwipeGreeting || !b.conversationStarted) {
       const g = await rpc('getGreetingSwipe', { sessionId: sid() });
-      const box = el('div', { class: 'tavern-greeting' }, el('h4', { text: t('greeting') }));
+      const box = el('div', { class: 'tavern-greeting', 'data-testid': 'greeting' }, el('h4', { text: t('greeting') }));
       const nav = el('div', { class: 'swipe' },
         el('button', { text: '‹', onclick: async () => {
           await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + g.total - 1) % g.total }); redraw();
         } }),
-        el('span', { text: `${g.index + 1}/${g.total}` }),
+        el('span', { 'data-testid': 'greeting-index', text: `${g.index + 1}/${g.total}` }),
         el('button', { text: '›', onclick: async () => {
           await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + 1) % g.total }); redraw();
         } }));
       if (b.canSwipeGreeting) box.append(nav);
-      await renderReply(box, g.text, rules);
+      await renderGreeting(box, g.text, rules, settings.interactiveCards !== false);
       view.append(box);
     }
+    // Siblings: the parent first, then its branches at the same turn.
     const sib = (await rpc('getFloorSiblings', { sessionId: sid() })).swipe;
     if (sib) {
-      const go = (i) => host.openSession && host.openSession(sib.siblings[i]).then(redraw);
-      view.append(el('div', { class: 'swipe', title: t('siblings') },
-        el('button', { text: '‹', onclick: () => go((sib.index - 2 + sib.total) % sib.total) }),
-        el('span', { text: `${sib.index}/${sib.total}` }),
-        el('button', { text: '›', onclick: () => go(sib.index % sib.total) })));
+      const go = (i) => openSession(sib.siblings[i]);
+      view.append(el('div', { class: 'swipe', title: t('siblings'), 'data-testid': 'siblings' },
+        el('span', { text: t('siblingsAt', { n: sib.turn }) }),
+        el('button', { text: '‹', 'aria-label': t('previousSibling'), onclick: () => go((sib.index - 2 + sib.total) % sib.total) }),
+        el('span', { 'data-testid': 'sibling-index', text: `${sib.index}/${sib.total}` }),
+        el('button', { text: '›', 'aria-label': t('nextSibling'), onclick: () => go(sib.index % sib.total) }),
+        sib.index > 1 ? el('button', { 'data-testid': 'parent-session', text: t('backToParent'), onclick: () => go(0) }) : null));
     }
-    const floors = (await rpc('listFloors', { sessionId: sid() })).filter((f) => !f.rolledBack && f.session === sid());
+    // A child's story holds the floors it inherited from its lineage (each
+    // ancestor up to its throughTurn) besides its own.
+    const lineage = b.binding.walLineage || [];
+    const live = (f) => !f.rolledBack && (f.session === sid() ||
+      lineage.some((l) => l.sessionId === f.session && f.turn <= l.throughTurn));
+    const floors = (await rpc('listFloors', { sessionId: sid() })).filter(live);
     const list = el('ol', { class: 'tavern-floors' });
     for (const f of floors) {
       const turn = f.turn;
-      list.append(el('li', {}, el('span', { text: t('turn', { n: turn }) }),
+      list.append(el('li', { 'data-testid': 'floor', 'data-turn': String(turn) }, el('span', { text: t('turn', { n: turn }) }),
         el('button', { text: t('regenerate'), onclick: async () => openChild(await rpc('regenerate', { sessionId: sid(), turn })) }),
         el('button', { text: t('rollback'), onclick: async () => openChild(await rpc('rollbackToFloor', { sessionId: sid(), turn })) }),
         el('button', { text: t('editUser'), onclick: async () => {
@@ -329,12 +370,16 @@ export async function mount(root, host = standaloneHost()) {
     const dedup = num(t('dedupSimilarity'), s.memory.dedupSimilarity);
     const locale = el('select', { 'aria-label': t('locale') }, ...['auto', 'en', 'zh'].map((v) => el('option', { value: v, text: v })));
     locale.value = s.locale;
+    const interactive = el('input', { type: 'checkbox', 'aria-label': t('interactiveCards'), 'data-testid': 'interactive-cards' });
+    interactive.checked = s.interactiveCards !== false;
     const row = (label, input) => el('label', { class: 'row', text: label }, input);
-    view.append(row(t('locale'), locale), row(t('temperature'), temp), row(t('maxTokens'), maxTok),
+    view.append(row(t('locale'), locale), row(t('interactiveCards'), interactive),
+      row(t('temperature'), temp), row(t('maxTokens'), maxTok),
       row(t('retrievalTopK'), topK), row(t('halfLifeDays'), half), row(t('dedupSimilarity'), dedup),
       el('button', { text: t('save'), onclick: async () => {
         await rpc('updateSettings', { patch: {
           locale: locale.value,
+          interactiveCards: interactive.checked,
           sampling: { temperature: Number(temp.value), maxTokens: Math.trunc(Number(maxTok.value)) },
           memory: { retrievalTopK: Math.trunc(Number(topK.value)), halfLifeDays: Number(half.value), dedupSimilarity: Number(dedup.value) },
         } });

@@ -13,6 +13,7 @@
 #include "plugins/tavern/b64.h"
 #include "plugins/tavern/branch.h"
 #include "plugins/tavern/card.h"
+#include "plugins/tavern/card_frame.h"
 #include "plugins/tavern/service_priv.h"
 #include "plugins/tavern/wire.h"
 #include "plugins/tavern/worldstate.h"
@@ -725,6 +726,26 @@ static int m_library(cdsh_tavern_service *svc, const char *name, const json_t *p
                  err);
 }
 
+/* The current greeting as the sandboxed frame's document (the web server's
+ * GET /frame/tavern/frameGreeting serves it under its sandbox CSP). */
+static int frame_greeting(cdsh_tavern_service *svc, const char *text, json_t **value,
+                          cdsh_error *err)
+{
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    bool on = json_is_true(json_object_get(settings, "interactiveCards"));
+    json_decref(settings);
+    if (!on)
+        return cdsh_error_set(err, CDSH_EPERM, "interactive-cards-off",
+                              "interactive cards are turned off in the tavern settings");
+    char *doc = cdsh_tavern_card_document_dup(text ? text : "");
+    if (!doc)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found",
+                              "the current greeting is not an interactive card document");
+    *value = json_pack("{s:s}", "html", doc);
+    free(doc);
+    return *value ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "storage-error", "out of memory");
+}
+
 static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
                      cdsh_error *err)
 {
@@ -792,6 +813,9 @@ static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p
                 "{s:I,s:I,s:O}", "index", idx, "total", (json_int_t)json_array_size(greets), "text",
                 json_array_get(greets, (size_t)idx) ? json_array_get(greets, (size_t)idx)
                                                     : json_string(""));
+    } else if (strcmp(name, "frameGreeting") == 0) {
+        rc =
+            frame_greeting(svc, json_string_value(json_array_get(greets, (size_t)idx)), value, err);
     } else { /* getFloorSiblings */
         json_t *sib = NULL;
         rc = kebab(cdsh_tavern_binding_siblings(svc->bindings, sid, &sib, err), err);
@@ -1079,6 +1103,7 @@ static const method_def METHODS[] = {
     {"clearSessionBinding", m_binding},
     {"getGreetingSwipe", m_binding},
     {"swipeGreeting", m_binding},
+    {"frameGreeting", m_binding},
     {"getFloorSiblings", m_binding},
     {"regenerate", m_branch},
     {"rollbackToFloor", m_branch},
@@ -1132,6 +1157,7 @@ const char *const cdsh_tavern_methods[] = {
     "clearSessionBinding",
     "getGreetingSwipe",
     "swipeGreeting",
+    "frameGreeting",
     "getFloorSiblings",
     "regenerate",
     "rollbackToFloor",
