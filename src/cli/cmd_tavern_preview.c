@@ -1,8 +1,9 @@
 /* cmd_tavern_preview.c — `cdsh tavern preview CARD_ID [--chat FILE]
  * [--preset ID] [--persona ID] [--story ID] [--json]`: loads the card and
  * its assets from the store, reads an optional chat, runs the prompt engine
- * as a dry run and prints the plan. It never writes: timed effects and
- * variables are read from the story state and evaluated on copies. */
+ * as a dry run and prints the plan. It never writes: timed effects, local
+ * and global variables are read from the state directory and evaluated on
+ * copies. */
 #include "cli/cmd_tavern_preview.h"
 
 #include <getopt.h>
@@ -16,6 +17,7 @@
 #include "base/json.h"
 #include "plugins/tavern/assemble.h"
 #include "plugins/tavern/card.h"
+#include "plugins/tavern/globals.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/regex.h"
 #include "plugins/tavern/store.h"
@@ -248,11 +250,11 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
     if (rc == 0) {
         json_t *timed = json_object_get(state, "timed"), *vars = json_object_get(state, "vars");
         json_t *vl = json_deep_copy(json_object_get(vars, "local"));
-        json_t *vg = json_deep_copy(json_object_get(vars, "global"));
+        json_t *vg = NULL;
         if (!vl)
             vl = json_object();
-        if (!vg)
-            vg = json_object();
+        /* Global variables are home-wide (shared by every story); a copy. */
+        rc = cdsh_tavern_globals_load(state_dir, &vg, &err);
         cdsh_tavern_assemble_input in = {
             .card = card,
             .preset = preset,
@@ -276,7 +278,8 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
             in.wi.max_context =
                 (int)json_integer_value(json_object_get(preset, "openai_max_context"));
-        rc = cdsh_tavern_assemble(&in, &plan, &err);
+        if (rc == 0)
+            rc = cdsh_tavern_assemble(&in, &plan, &err);
         json_decref(vl);
         json_decref(vg);
     }

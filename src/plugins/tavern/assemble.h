@@ -31,6 +31,17 @@
 #define CDSH_TAVERN_BUDGET_MEMORIES 1200
 #define CDSH_TAVERN_BUDGET_JOURNAL 800
 
+/* Author's note positions (SillyTavern's values in brackets). */
+enum {
+    CDSH_TAVERN_AN_IN_CHAT = 0,     /* [1] an in-chat injection at author_note_depth */
+    CDSH_TAVERN_AN_AFTER_MAIN = 1,  /* [0] "in prompt": right after the main prompt */
+    CDSH_TAVERN_AN_BEFORE_MAIN = 2, /* [2] right before the main prompt */
+};
+
+/* SillyTavern's position value (0 in prompt, 1 in chat, 2 before prompt) as
+ * CDSH_TAVERN_AN_*; anything else is in-chat. */
+int cdsh_tavern_an_position_from_st(int st);
+
 typedef struct cdsh_tavern_chat_msg {
     const char *role; /* "user", "assistant" or "system" */
     const char *name; /* speaker name, may be NULL */
@@ -50,8 +61,12 @@ typedef struct cdsh_tavern_assemble_input {
     const json_t *regex_rules;        /* effective rules (global + card + preset), or NULL */
     const cdsh_tavern_chat_msg *chat; /* oldest first */
     size_t n_chat;
-    const char *author_note;                      /* session author's note or NULL */
-    int author_note_depth;                        /* default 4 */
+    const char *author_note;  /* session author's note or NULL */
+    int author_note_depth;    /* in-chat depth; default 4 */
+    int author_note_position; /* CDSH_TAVERN_AN_*; default in-chat */
+    int author_note_role;     /* in-chat role: 0 system, 1 user, 2 assistant */
+    bool author_note_scan;    /* SillyTavern's "allow WI scan": the expanded note joins the
+                               * world-info inject buffer (scanned whatever the position) */
     const char *memories, *world_state, *journal; /* from the story engine; NULL = empty */
     cdsh_tavern_wi_settings wi;
     const char *generation_type; /* "normal" (default), "continue", "impersonate", ... */
