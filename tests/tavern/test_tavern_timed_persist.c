@@ -1,7 +1,8 @@
 /* test_tavern_timed_persist.c — live tavern turns through the real agent loop
  * and the fake model persist world-info timed effects (sticky, cooldown) and
  * macro variables in the story between turns; previews read that state but
- * never write it; two stories keep separate state. */
+ * never write it; two stories keep separate state; the author's note setting
+ * reaches the turn and, with "allow WI scan", the world-info scan. */
 #include "support/testkit.h"
 
 #include <stdio.h>
@@ -160,6 +161,28 @@ static void two_stories_keep_separate_state(void **state)
     env_close(&e);
 }
 
+static void author_note_setting_is_scanned_only_when_allowed(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e, "[" SAY("One.") "," SAY("Two.") "]");
+    char *sid = bound_story(&e.w, "note");
+    /* "lantern" appears only in the author's note. */
+    json_decref(cdsh_test_tavern_rpc(&e.w, "updateSettings",
+                                     json_pack("{s:{s:{s:s, s:i}}}", "patch", "authorNote", "text",
+                                               "NOTEMARK the lantern.", "depth", 2)));
+    cdsh_test_tavern_turn(&e.w, sid, "I rest.");
+    assert_true(request_has(&e.f, 0, "NOTEMARK the lantern."));
+    assert_false(request_has(&e.f, 0, "STICKYMARK"));
+    json_decref(
+        cdsh_test_tavern_rpc(&e.w, "updateSettings",
+                             json_pack("{s:{s:{s:b}}}", "patch", "authorNote", "allowWIScan", 1)));
+    cdsh_test_tavern_turn(&e.w, sid, "I rest again.");
+    assert_true(request_has(&e.f, 1, "STICKYMARK"));
+    free(sid);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +190,7 @@ int main(void)
         cmocka_unit_test(cooldown_entry_does_not_refire_during_cooldown),
         cmocka_unit_test(preview_between_turns_reads_but_never_writes),
         cmocka_unit_test(two_stories_keep_separate_state),
+        cmocka_unit_test(author_note_setting_is_scanned_only_when_allowed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

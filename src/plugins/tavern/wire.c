@@ -173,6 +173,17 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         .run_templates = true,
         .revision = tag,
     };
+    /* The author's note (settings.authorNote, SillyTavern's fields). */
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    json_t *an = json_object_get(settings, "authorNote");
+    if (json_string_length(json_object_get(an, "text"))) {
+        in.author_note = str(an, "text");
+        in.author_note_position = cdsh_tavern_an_position_from_st(
+            (int)json_number_value(json_object_get(an, "position")));
+        in.author_note_depth = (int)json_number_value(json_object_get(an, "depth"));
+        in.author_note_role = (int)json_number_value(json_object_get(an, "role"));
+        in.author_note_scan = json_is_true(json_object_get(an, "allowWIScan"));
+    }
     cdsh_tavern_wi_settings_default(&in.wi);
     if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
         in.wi.max_context = (int)json_integer_value(json_object_get(preset, "openai_max_context"));
@@ -187,6 +198,7 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         vg0 = NULL;
     }
     json_decref(vg0);
+    json_decref(settings);
     json_decref(vl);
     json_decref(vg);
     json_decref(timed);
