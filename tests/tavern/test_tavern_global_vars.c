@@ -1,8 +1,8 @@
-/* test_tavern_global_vars.c — global variables ({{setglobalvar}} and
- * friends, the template API's global scope) live in one home-wide file:
- * shared by every story, surviving a restart, written once at a live turn's
- * end and never by a preview; commits merge under a cross-process lock, so
- * forked children incrementing at once lose nothing. */
+/* test_tavern_global_vars.c — the home-wide global variables file
+ * (globals.h): commits merge a turn's own changes under a cross-process
+ * lock, so forked children incrementing at once lose nothing; a damaged
+ * file is an error. The live-turn behaviour (shared by stories, surviving a
+ * restart, never written by previews) is in test_tavern_timed_persist.c. */
 #include "support/testkit.h"
 
 #include <stdio.h>
@@ -14,21 +14,6 @@
 #include "base/fs.h"
 #include "plugins/tavern/globals.h"
 #include "plugins/tavern/macros.h"
-#include "support/model_env.h"
-#include "support/tavern_world.h"
-
-/* A constant entry that bumps a global counter and shows it. */
-static const char CARD[] =
-    "{\"spec\":\"chara_card_v2\",\"spec_version\":\"2.0\",\"data\":{\"name\":\"Gale\","
-    "\"description\":\"A wind.\",\"personality\":\"\",\"scenario\":\"\",\"first_mes\":\"Hi.\","
-    "\"mes_example\":\"\",\"creator_notes\":\"\",\"system_prompt\":\"\","
-    "\"post_history_instructions\":\"\",\"alternate_greetings\":[],\"tags\":[],\"creator\":\"\","
-    "\"character_version\":\"1\",\"extensions\":{},\"character_book\":{\"name\":\"GB\","
-    "\"entries\":[{\"id\":1,\"keys\":[],\"constant\":true,\"content\":"
-    "\"{{incglobalvar::visits}}VISITS={{getglobalvar::visits}};\",\"enabled\":true,"
-    "\"insertion_order\":100,\"extensions\":{}}]}}}";
-
-#define SAY(text) "{\"chunks\":[{\"text\":\"" text "\"}],\"finish_reason\":\"stop\"}"
 
 static char *globals_dir(void)
 {
@@ -45,99 +30,6 @@ static json_t *globals_now(void)
     assert_int_equal(cdsh_tavern_globals_load(dir, &g, &err), 0);
     free(dir);
     return g;
-}
-
-static long long visits(void)
-{
-    json_t *g = globals_now();
-    long long v = json_integer_value(json_object_get(g, "visits"));
-    json_decref(g);
-    return v;
-}
-
-static bool request_has(cdsh_test_fake_model *f, size_t k, const char *mark)
-{
-    json_t *bodies = cdsh_test_model_env_bodies(f);
-    assert_true(k < json_array_size(bodies));
-    char *text = json_dumps(json_array_get(bodies, k), 0);
-    bool has = text && strstr(text, mark);
-    free(text);
-    json_decref(bodies);
-    return has;
-}
-
-static char *bound(cdsh_test_tavern_world *w, const char *title)
-{
-    return cdsh_test_tavern_bound_session_bytes(w, CARD, strlen(CARD), "import", title, NULL);
-}
-
-static void a_global_set_in_one_story_is_read_in_another_and_survives_a_restart(void **state)
-{
-    (void)state;
-    char *home = cdsh_test_home_new();
-    unsetenv("DEEPSEEK_API_KEY");
-    unsetenv("CDSH_API_KEY");
-    cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, "[" SAY("A1.") "," SAY("B1.") "," SAY("A2.") "]");
-    cdsh_test_tavern_world w;
-    cdsh_test_tavern_world_open(&w);
-    char *a = bound(&w, "story a");
-    char *b = bound(&w, "story b");
-    cdsh_test_tavern_turn(&w, a, "Hello.");
-    assert_true(request_has(&f, 0, "VISITS=1;"));
-    assert_int_equal(visits(), 1);
-    /* Story b is another story (own chat, own floors) but the same globals. */
-    cdsh_test_tavern_turn(&w, b, "Hello there.");
-    assert_true(request_has(&f, 1, "VISITS=2;"));
-    assert_int_equal(visits(), 2);
-    free(b);
-    cdsh_test_tavern_world_close(&w);
-    /* A new host on the same home: the globals are read back from disk. */
-    cdsh_test_tavern_world_open(&w);
-    cdsh_test_tavern_turn(&w, a, "Back again.");
-    assert_true(request_has(&f, 2, "VISITS=3;"));
-    assert_int_equal(visits(), 3);
-    free(a);
-    cdsh_test_tavern_world_close(&w);
-    cdsh_test_model_env_stop(&f);
-    cdsh_test_home_free(home);
-}
-
-static void previews_read_globals_but_never_write_them(void **state)
-{
-    (void)state;
-    char *home = cdsh_test_home_new();
-    unsetenv("DEEPSEEK_API_KEY");
-    unsetenv("CDSH_API_KEY");
-    cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, "[" SAY("One.") "]");
-    cdsh_test_tavern_world w;
-    cdsh_test_tavern_world_open(&w);
-    char *sid = bound(&w, "preview");
-    cdsh_test_tavern_turn(&w, sid, "Hello.");
-    assert_int_equal(visits(), 1);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tavern/state/" CDSH_TAVERN_GLOBALS_FILE, home);
-    char *before = NULL;
-    assert_int_equal(cdsh_fs_read_file(path, 1 << 20, &before, NULL, NULL), 0);
-    for (int i = 0; i < 3; i++) {
-        json_t *p = cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
-        char *text = json_dumps(p, 0);
-        /* The preview sees the saved 1 plus its own increment, every time. */
-        assert_non_null(strstr(text, "VISITS=2;"));
-        free(text);
-        json_decref(p);
-    }
-    char *after = NULL;
-    assert_int_equal(cdsh_fs_read_file(path, 1 << 20, &after, NULL, NULL), 0);
-    assert_string_equal(before, after);
-    assert_int_equal(visits(), 1);
-    free(before);
-    free(after);
-    free(sid);
-    cdsh_test_tavern_world_close(&w);
-    cdsh_test_model_env_stop(&f);
-    cdsh_test_home_free(home);
 }
 
 /* One "turn" the way the wire runs it: a frozen load, the macros, a commit. */
@@ -228,8 +120,6 @@ static void commit_merges_only_the_turns_own_changes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_global_set_in_one_story_is_read_in_another_and_survives_a_restart),
-        cmocka_unit_test(previews_read_globals_but_never_write_them),
         cmocka_unit_test(two_processes_incrementing_lose_no_update),
         cmocka_unit_test(commit_merges_only_the_turns_own_changes),
     };

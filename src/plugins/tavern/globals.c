@@ -3,13 +3,13 @@
  * Which turn commits, and when, is the caller's business (wire.c). */
 #include "plugins/tavern/globals.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/fs.h"
 #include "base/json.h"
+#include "plugins/tavern/macros.h"
 
 #define LOCK_TIMEOUT_MS 15000
 
@@ -49,36 +49,6 @@ int cdsh_tavern_globals_load(const char *dir, json_t **vars, cdsh_error *err)
     return rc;
 }
 
-/* A number as SillyTavern's addvar reads one: a JSON number, a string that
- * is entirely a finite decimal number, or nothing (0). */
-static bool numeric(const json_t *v, double *out)
-{
-    if (!v || json_is_null(v)) {
-        *out = 0;
-        return true;
-    }
-    if (json_is_number(v)) {
-        *out = json_number_value(v);
-        return true;
-    }
-    const char *s = json_string_value(v);
-    if (!s || !*s || strpbrk(s, "xXnNiI"))
-        return false;
-    char *end = NULL;
-    double d = strtod(s, &end);
-    if (*end || !isfinite(d))
-        return false;
-    *out = d;
-    return true;
-}
-
-static json_t *number_json(double d)
-{
-    if (d == floor(d) && fabs(d) < 9e15)
-        return json_integer((json_int_t)d);
-    return json_real(d);
-}
-
 /* Applies one key's change (before → after) to cur. */
 static void merge_key(json_t *cur, const char *k, const json_t *b, const json_t *a)
 {
@@ -88,9 +58,10 @@ static void merge_key(json_t *cur, const char *k, const json_t *b, const json_t 
     }
     double vb, va, vc;
     /* add/inc/dec leave a JSON number: replay it as a delta on today's value. */
-    if (json_is_number(a) && numeric(b, &vb) && numeric(json_object_get(cur, k), &vc)) {
+    if (json_is_number(a) && cdsh__tavern_var_number(b, &vb) &&
+        cdsh__tavern_var_number(json_object_get(cur, k), &vc)) {
         va = json_number_value(a);
-        json_object_set_new(cur, k, number_json(vc + (va - vb)));
+        json_object_set_new(cur, k, cdsh__tavern_var_number_json(vc + (va - vb)));
         return;
     }
     json_object_set_new(cur, k, json_deep_copy(a));
