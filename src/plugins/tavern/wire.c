@@ -82,6 +82,16 @@ static char *globals_dir_dup(cdsh_tavern_service *svc)
     return cdsh_fs_path_join_dup(cdsh_tavern_store_root_get(svc->store), "state");
 }
 
+/* Logs a failed load or commit of the globals (dir NULL: out of memory). */
+static void globals_failed(cdsh_tavern_service *svc, const char *sid, const char *dir,
+                           const cdsh_error *err)
+{
+    cdsh__tavern_log(svc, "globals-failed",
+                     json_pack("{s:s,s:s,s:s}", "sessionId", sid, "code",
+                               dir ? err->code : "OUT_OF_MEMORY", "message",
+                               dir ? err->message : "out of memory"));
+}
+
 /* The frozen globals for a plan; an unreadable file is reported and read as
  * empty (the turn still runs; its commit then fails loudly too). */
 static json_t *globals_load(cdsh_tavern_service *svc, const char *sid)
@@ -90,10 +100,7 @@ static json_t *globals_load(cdsh_tavern_service *svc, const char *sid)
     json_t *g = NULL;
     cdsh_error err = {0};
     if (!dir || cdsh_tavern_globals_load(dir, &g, &err) < 0)
-        cdsh__tavern_log(svc, "globals-failed",
-                         json_pack("{s:s,s:s,s:s}", "sessionId", sid, "code",
-                                   dir ? err.code : "OUT_OF_MEMORY", "message",
-                                   dir ? err.message : "out of memory"));
+        globals_failed(svc, sid, dir, &err);
     free(dir);
     return g ? g : json_object();
 }
@@ -393,10 +400,7 @@ static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const 
         char *dir = globals_dir_dup(w->svc);
         if (!dir ||
             cdsh_tavern_globals_commit(dir, t->globals_before, t->globals_after, NULL, &err) < 0)
-            cdsh__tavern_log(w->svc, "globals-failed",
-                             json_pack("{s:s,s:s,s:s}", "sessionId", sid, "code",
-                                       dir ? err.code : "OUT_OF_MEMORY", "message",
-                                       dir ? err.message : "out of memory"));
+            globals_failed(w->svc, sid, dir, &err);
         free(dir);
     }
     open_turn_free(t);
