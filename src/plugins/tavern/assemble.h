@@ -7,7 +7,8 @@
  *   - the turn context (runtime context of this turn): playbook, keyword
  *     world info, memories, world deltas, author's note, journal and every
  *     turn-local piece, each under its budget with truncation notes;
- *   - the full SillyTavern message sequence as a simulation for preview.
+ *   - the full SillyTavern message sequence as a simulation for preview,
+ *     trimmed to the context as SillyTavern trims it.
  * Pure apart from the story state objects the caller lends (timed effects,
  * variables). One call per thread. */
 #ifndef CDSH_TAVERN_ASSEMBLE_H
@@ -87,7 +88,8 @@ typedef struct cdsh_tavern_assemble_input {
 
 /* Builds a plan (owned):
  * {standing, turn, messages:[{role, content, source}], standingKey,
- *  budgets:{worldInfo|deltas|memories|journal:{limit, used, truncated}},
+ *  budgets:{worldInfo|deltas|memories|journal:{limit, used, truncated},
+ *           simulation:{limit, used, truncated, droppedMessages, droppedExamples}},
  *  notes:[str], worldInfo:<wi_activate result>, regexFailures:[...],
  *  unknownMacros:[...]}.
  * Errors: INVALID_ARGS, OUT_OF_MEMORY. */
