@@ -1,8 +1,9 @@
 /* cmd_tavern_preview.c — `cdsh tavern preview CARD_ID [--chat FILE]
  * [--preset ID] [--persona ID] [--story ID] [--json]`: loads the card and
  * its assets from the store, reads an optional chat, runs the prompt engine
- * as a dry run and prints the plan. It never writes: timed effects and
- * variables are read from the story state and evaluated on copies. */
+ * as a dry run and prints the plan. It never writes: timed effects, local
+ * and global variables are read from the state directory and evaluated on
+ * copies. */
 #include "cli/cmd_tavern_preview.h"
 
 #include <getopt.h>
@@ -16,6 +17,7 @@
 #include "base/json.h"
 #include "plugins/tavern/assemble.h"
 #include "plugins/tavern/card.h"
+#include "plugins/tavern/globals.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/regex.h"
 #include "plugins/tavern/store.h"
@@ -25,7 +27,8 @@
 static void usage(FILE *out)
 {
     fprintf(out, "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
-                 "                           [--story ID] [--note TEXT] [--json]\n"
+                 "                           [--story ID] [--note TEXT [--note-...]]\n"
+                 "                           [--context N] [--json]\n"
                  "\n"
                  "Shows the prompt the card would get for the next turn: the standing segment\n"
                  "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
@@ -38,7 +41,18 @@ static void usage(FILE *out)
                  "  --story ID      story whose timed effects and variables to read\n"
                  "                  ($CDSH_HOME/tavern/state/<ID>.json; default: the card id)\n"
                  "  --note TEXT     author's note for this turn\n"
-                 "  --json          print one JSON object {ok, plan...}\n");
+                 "  --note-position N  SillyTavern's: 1 in chat at its depth (default),\n"
+                 "                  0 after the main prompt, 2 before it\n"
+                 "  --note-depth N  in-chat depth of the note (default 4)\n"
+                 "  --note-role R   in-chat role: system (default), user, assistant\n"
+                 "  --note-scan     let world info scan the note (\"allow WI scan\")\n"
+                 "  --context N     context size in tokens (default: the preset's\n"
+                 "                  openai_max_context); the simulated messages are trimmed\n"
+                 "                  to it minus the preset's reply tokens\n"
+                 "  --json          print one JSON object {ok, plan...}\n"
+                 "\n"
+                 "Global variables are read from $CDSH_HOME/tavern/state/global-variables.json\n"
+                 "(shared by every story) and never written.\n");
 }
 
 typedef struct chat {
@@ -160,6 +174,17 @@ static void print_text(const json_t *plan)
            (long long)json_integer_value(json_object_get(wi, "loops")));
 }
 
+/* A whole decimal number in [lo, hi]. */
+static bool int_arg(const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
 static int fail(bool as_json, const cdsh_error *err)
 {
     if (as_json) {
@@ -177,14 +202,23 @@ static int fail(bool as_json, const cdsh_error *err)
 
 int cdsh_cmd_tavern_preview(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"chat", required_argument, NULL, 'c'},    {"preset", required_argument, NULL, 'p'},
-        {"persona", required_argument, NULL, 'P'}, {"story", required_argument, NULL, 's'},
-        {"note", required_argument, NULL, 'n'},    {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"chat", required_argument, NULL, 'c'},
+                                             {"preset", required_argument, NULL, 'p'},
+                                             {"persona", required_argument, NULL, 'P'},
+                                             {"story", required_argument, NULL, 's'},
+                                             {"note", required_argument, NULL, 'n'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"note-position", required_argument, NULL, 'O'},
+                                             {"note-depth", required_argument, NULL, 'D'},
+                                             {"note-role", required_argument, NULL, 'R'},
+                                             {"note-scan", no_argument, NULL, 'S'},
+                                             {"context", required_argument, NULL, 'C'},
+                                             {NULL, 0, NULL, 0}};
     const char *chat_path = NULL, *preset_id = NULL, *persona_id = NULL, *story = NULL,
                *note = NULL;
-    bool as_json = false;
+    bool as_json = false, note_scan = false;
+    int note_pos = 1, note_depth = 4, note_role = 0, context = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -196,6 +230,32 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         case 's': story = optarg; break;
         case 'n': note = optarg; break;
         case 'j': as_json = true; break;
+        case 'S': note_scan = true; break;
+        case 'O':
+        case 'D':
+        case 'C': {
+            int *dst = c == 'O' ? &note_pos : c == 'D' ? &note_depth : &context;
+            if (!int_arg(optarg, c == 'O' ? 0 : 1,
+                         c == 'O'   ? 2
+                         : c == 'D' ? 1000
+                                    : 10000000,
+                         dst)) {
+                fprintf(stderr, "cdsh tavern preview: bad number '%s' for %s\n", optarg,
+                        argv[optind - 1]);
+                return 2;
+            }
+            break;
+        }
+        case 'R':
+            note_role = !strcmp(optarg, "system")      ? 0
+                        : !strcmp(optarg, "user")      ? 1
+                        : !strcmp(optarg, "assistant") ? 2
+                                                       : -1;
+            if (note_role < 0) {
+                fprintf(stderr, "cdsh tavern preview: --note-role is system, user or assistant\n");
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr, "cdsh tavern preview: bad option '%s'\n", argv[optind - 1]);
@@ -248,11 +308,11 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
     if (rc == 0) {
         json_t *timed = json_object_get(state, "timed"), *vars = json_object_get(state, "vars");
         json_t *vl = json_deep_copy(json_object_get(vars, "local"));
-        json_t *vg = json_deep_copy(json_object_get(vars, "global"));
+        json_t *vg = NULL;
         if (!vl)
             vl = json_object();
-        if (!vg)
-            vg = json_object();
+        /* Global variables are home-wide (shared by every story); a copy. */
+        rc = cdsh_tavern_globals_load(state_dir, &vg, &err);
         cdsh_tavern_assemble_input in = {
             .card = card,
             .preset = preset,
@@ -261,6 +321,10 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             .chat = ch.msgs,
             .n_chat = ch.n,
             .author_note = note,
+            .author_note_position = cdsh_tavern_an_position_from_st(note_pos),
+            .author_note_depth = note_depth,
+            .author_note_role = note_role,
+            .author_note_scan = note_scan,
             .chat_id = story ? story : card_id,
             .now_ms = cdsh_clock_wall_ms(),
             .seed = 0,
@@ -276,7 +340,10 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
             in.wi.max_context =
                 (int)json_integer_value(json_object_get(preset, "openai_max_context"));
-        rc = cdsh_tavern_assemble(&in, &plan, &err);
+        if (context > 0)
+            in.wi.max_context = context;
+        if (rc == 0)
+            rc = cdsh_tavern_assemble(&in, &plan, &err);
         json_decref(vl);
         json_decref(vg);
     }

@@ -1,6 +1,7 @@
 /* test_cmd_tavern_preview.c — `cdsh tavern preview` through the built
  * binary: text and JSON output with a chat, the trigger log, SillyTavern
- * JSONL chats, usage and unknown-card errors, and that it writes nothing. */
+ * JSONL chats, the author's note in the scan, the simulation trimmed to
+ * --context, usage and unknown-card errors, and that it writes nothing. */
 #include "support/testkit.h"
 
 #include <stdio.h>
@@ -107,6 +108,58 @@ static void preview_reads_sillytavern_jsonl_chats(void **state)
     cdsh_test_home_free(home);
 }
 
+static void preview_scans_the_note_when_asked_and_trims_to_the_context(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *id = import_card(home);
+    char *out = NULL;
+    /* The key "dragon" appears only in the author's note. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--note",
+                                        "A dragon circles.", "--json", NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_null(strstr(json_string_value(json_object_get(j, "turn")), "Dragons."));
+    json_decref(j);
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--note",
+                                        "A dragon circles.", "--note-scan", "--note-position", "2",
+                                        "--json", NULL),
+                     0);
+    j = json_loads(out, 0, NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "turn")), "Dragons."));
+    json_t *first = json_array_get(json_object_get(j, "messages"), 0);
+    assert_string_equal(json_string_value(json_object_get(first, "source")), "authorsNote");
+    json_decref(j);
+    free(out);
+    /* Forty messages into a 120-token context: the oldest are dropped. */
+    char chat[4096], *text = malloc(1 << 16);
+    snprintf(chat, sizeof chat, "%s/chat.json", home);
+    strcpy(text, "[");
+    for (int i = 0; i < 40; i++)
+        snprintf(text + strlen(text), 256, "%s{\"role\":\"%s\",\"text\":\"line %d of the chat\"}",
+                 i ? "," : "", i % 2 ? "assistant" : "user", i);
+    strcat(text, "]");
+    cdsh_test_write_file(chat, text);
+    free(text);
+    char *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--chat", chat,
+                                        "--context", "120", NULL),
+                     0);
+    assert_non_null(strstr(out, "note: simulated messages trimmed to the 120-token context"));
+    assert_non_null(strstr(out, "line 39 of the chat"));
+    assert_null(strstr(out, "line 0 of the chat"));
+    assert_non_null(strstr(out, "simulation "));
+    free(out);
+    free(err);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--context", "x", NULL), 2);
+    free(out);
+    free(err);
+    free(id);
+    cdsh_test_home_free(home);
+}
+
 static void preview_usage_and_unknown_card(void **state)
 {
     (void)state;
@@ -135,6 +188,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(preview_prints_channels_messages_budgets_and_log),
         cmocka_unit_test(preview_reads_sillytavern_jsonl_chats),
+        cmocka_unit_test(preview_scans_the_note_when_asked_and_trims_to_the_context),
         cmocka_unit_test(preview_usage_and_unknown_card),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,9 +2,13 @@
  * (liketavern §10 and the §16 pipelineCache cases): standing vs turn
  * channels, card overrides, budgets and truncation notes, the simulated
  * message order with depth injections, synthetic texts, plan replay within
- * a turn, standing pin reuse and re-pin, and the story state stores. */
+ * a turn, standing pin reuse and re-pin, the story state stores, world-info
+ * entry templates (after the scan, budgeted, frozen, failing alone), the
+ * author's note in the scan, and the simulation trimmed to the context. */
 #include "support/testkit.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +16,7 @@
 #include "plugins/tavern/lorebook.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/preset.h"
+#include "plugins/tavern/tokens.h"
 
 static const char CARD[] =
     "{\"spec\":\"chara_card_v3\",\"spec_version\":\"3.0\",\"data\":{"
@@ -443,6 +448,386 @@ static void outlets_fill_outlet_macros_in_the_turn(void **state)
     fx_free(&f);
 }
 
+/* A global book {"name": name, entries} from "uid|key|content" triples
+ * (key "" = constant). Owned array of one book. */
+static json_t *books_of(const char *name, const char *const *rows, size_t n)
+{
+    json_t *entries = json_object();
+    for (size_t i = 0; i < n; i += 3) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "%s", rows[i]);
+        bool constant = !*rows[i + 1];
+        json_t *keys = json_array();
+        if (!constant)
+            json_array_append_new(keys, json_string(rows[i + 1]));
+        json_object_set_new(entries, uid,
+                            json_pack("{s:i, s:o, s:s, s:s, s:b, s:i}", "uid", atoi(rows[i]), "key",
+                                      keys, "content", rows[i + 2], "comment", rows[i], "constant",
+                                      constant, "order", 100));
+    }
+    json_t *raw = json_pack("{s:s, s:o}", "name", name, "entries", entries);
+    json_t *books = json_array();
+    json_array_append_new(books, cdsh_tavern_lorebook_normalize_dup(raw, NULL));
+    json_decref(raw);
+    return books;
+}
+
+static const json_t *log_of(const json_t *plan, int uid)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(plan, "worldInfo"), "log"), i, e)
+    {
+        if (!strcmp(S(e, "book"), "T") && json_integer_value(json_object_get(e, "uid")) == uid)
+            return e;
+    }
+    return NULL;
+}
+
+static bool has_note(const json_t *plan, const char *part)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(plan, "notes"), i,
+                       n) if (strstr(json_string_value(n), part)) return true;
+    return false;
+}
+
+static void templates_on(fx *f, cdsh_tavern_template_limits *lim)
+{
+    cdsh_tavern_template_limits_default(lim);
+    lim->wall_ms = 20000; /* sanitizer builds are slow; never a timing assertion */
+    f->in.template_limits = lim;
+    f->in.run_templates = true;
+    f->in.trigger_log = true;
+}
+
+static void world_info_templates_run_after_the_scan_on_the_raw_text(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    cdsh_tavern_template_limits lim;
+    templates_on(&f, &lim);
+    /* Entry 0's evaluated text says "tower" (its raw text does not); its raw
+     * text says "bell" inside a comment tag (its output does not). Recursion
+     * scans the raw text, as SillyTavern's template extension runs after
+     * activation: the bell entry fires, the tower entry does not. */
+    const char *rows[] = {"0",
+                          "gate",
+                          "Gate <%- entry.comment %>:<%= 6*7 %> near the <%= 'to' + 'wer' %>"
+                          "<%# bell %><% setvar('opened', 'yes', {scope: 'global'}) %>",
+                          "1",
+                          "tower",
+                          "TOWERLORE",
+                          "2",
+                          "bell",
+                          "BELLLORE <%= activewi().length %> active"};
+    json_t *books = books_of("T", rows, 9);
+    f.in.global_books = books;
+    json_t *global = json_object(), *local = json_object();
+    f.in.vars_global = global;
+    f.in.vars_local = local;
+    msg(&f, "user", "I open the gate.", false);
+    json_t *plan = assemble(&f);
+    const char *turn = S(plan, "turn");
+    assert_non_null(strstr(turn, "Gate 0:42 near the tower"));
+    assert_null(strstr(turn, "<%"));
+    assert_null(strstr(turn, "TOWERLORE"));
+    assert_non_null(strstr(turn, "BELLLORE 3 active"));
+    assert_false(json_is_true(json_object_get(log_of(plan, 1), "fired")));
+    /* Evaluated output is what is counted and placed; it is turn-local. */
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(json_object_get(plan, "worldInfo"), "activated"), i, e)
+    {
+        assert_int_equal(json_integer_value(json_object_get(e, "tokens")),
+                         cdsh_tavern_tokens_count_str(S(e, "content")));
+        assert_null(strstr(S(e, "content"), "<%"));
+        if (json_integer_value(json_object_get(e, "uid")) == 0 && !strcmp(S(e, "book"), "T"))
+            assert_true(json_is_true(json_object_get(e, "turnLocal")));
+    }
+    assert_null(strstr(S(plan, "standing"), "Gate"));
+    /* The template's global write is applied (live), and a dry run writes nothing. */
+    assert_string_equal(json_string_value(json_object_get(global, "opened")), "yes");
+    json_object_clear(global);
+    f.in.dry_run = true;
+    json_t *plan2 = assemble(&f);
+    assert_non_null(strstr(S(plan2, "turn"), "Gate 0:42 near the tower"));
+    assert_null(json_object_get(global, "opened"));
+    json_decref(plan2);
+    json_decref(plan);
+    json_decref(global);
+    json_decref(local);
+    json_decref(books);
+    fx_free(&f);
+}
+
+static void a_failing_world_info_template_drops_only_that_entry(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    cdsh_tavern_template_limits lim;
+    templates_on(&f, &lim);
+    const char *rows[] = {"5",
+                          "gate",
+                          "<% setvar('broke', 1, {scope: 'global'}); "
+                          "throw new Error('bad gate') %>",
+                          "6",
+                          "gate",
+                          "GATELORE <%= 1+1 %>"};
+    json_t *books = books_of("T", rows, 6);
+    f.in.global_books = books;
+    json_t *global = json_object();
+    f.in.vars_global = global;
+    msg(&f, "user", "The gate.", false);
+    json_t *plan = assemble(&f);
+    assert_non_null(strstr(S(plan, "turn"), "GATELORE 2"));
+    assert_null(strstr(S(plan, "turn"), "bad gate"));
+    assert_true(has_note(plan, "world-info entry T.5 template failed (TEMPLATE_ERROR)"));
+    const json_t *lg = log_of(plan, 5);
+    assert_false(json_is_true(json_object_get(lg, "fired")));
+    assert_non_null(strstr(S(lg, "reason"), "template failed (TEMPLATE_ERROR)"));
+    json_t *fails = json_object_get(json_object_get(plan, "worldInfo"), "templateFailures");
+    assert_int_equal(json_array_size(fails), 1);
+    assert_null(json_object_get(global, "broke")); /* a failing template commits nothing */
+    json_decref(plan);
+    /* Templates off: the entry is left out with a note, the others stay. */
+    f.in.run_templates = false;
+    plan = assemble(&f);
+    assert_true(has_note(plan, "world-info entry T.6 template failed (TEMPLATES_OFF)"));
+    assert_null(strstr(S(plan, "turn"), "GATELORE"));
+    json_decref(plan);
+    json_decref(global);
+    json_decref(books);
+    fx_free(&f);
+}
+
+static void world_info_template_output_counts_against_the_budget(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    cdsh_tavern_template_limits lim;
+    templates_on(&f, &lim);
+    /* 40 000 ASCII characters ≈ 11 941 tokens: over the 8 192 turn budget
+     * although the raw entry is a few tokens. */
+    const char *rows[] = {"7", "flood", "<%= new Array(40001).join('x') %>", "8", "flood", "SMALL"};
+    json_t *books = books_of("T", rows, 6);
+    f.in.global_books = books;
+    msg(&f, "user", "A flood.", false);
+    json_t *plan = assemble(&f);
+    const char *turn = S(plan, "turn");
+    assert_non_null(strstr(turn, "SMALL"));
+    assert_null(strstr(turn, "xxxxxxxxxx"));
+    assert_non_null(strstr(turn, "【世界书·未收录】T.7"));
+    json_t *wib = json_object_get(json_object_get(plan, "budgets"), "worldInfo");
+    assert_true(json_is_true(json_object_get(wib, "truncated")));
+    assert_true(json_integer_value(json_object_get(wib, "used")) <= 8192);
+    json_decref(plan);
+    json_decref(books);
+    fx_free(&f);
+}
+
+static void world_info_templates_are_frozen_for_the_turn(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    cdsh_tavern_template_limits lim;
+    templates_on(&f, &lim);
+    const char *rows[] = {"9", "", "R=<%= Math.random() %> T=<%= Date.now() %>"};
+    json_t *books = books_of("T", rows, 3);
+    f.in.global_books = books;
+    cdsh_tavern_pipeline *p = cdsh_tavern_pipeline_new();
+    json_t *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    bool cached = false;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_tavern_pipeline_plan(p, "t1", &f.in, &p1, &cached, &err), 0);
+    assert_non_null(strstr(S(p1, "turn"), "T=1767225600000"));
+    /* A later step of the turn (the clock moved, the seed is another one). */
+    f.in.now_ms += 5000;
+    f.in.seed = 10;
+    assert_int_equal(cdsh_tavern_pipeline_plan(p, "t1", &f.in, &p2, &cached, &err), 0);
+    assert_true(cached);
+    assert_string_equal(S(p1, "turn"), S(p2, "turn"));
+    /* The same turn inputs evaluate to the same bytes even without the cache. */
+    f.in.now_ms -= 5000;
+    f.in.seed = 9;
+    json_t *again = assemble(&f);
+    assert_string_equal(S(p1, "turn"), S(again, "turn"));
+    /* The next turn draws anew. */
+    cdsh_tavern_pipeline_end_turn(p, "t1");
+    f.in.seed = 10;
+    assert_int_equal(cdsh_tavern_pipeline_plan(p, "t2", &f.in, &p3, &cached, &err), 0);
+    assert_string_not_equal(S(p1, "turn"), S(p3, "turn"));
+    json_decref(again);
+    json_decref(p1);
+    json_decref(p2);
+    json_decref(p3);
+    cdsh_tavern_pipeline_free(p);
+    json_decref(books);
+    fx_free(&f);
+}
+
+static size_t index_of(const json_t *msgs, const char *source)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) if (!strcmp(S(m, "source"), source)) return i;
+    return SIZE_MAX;
+}
+
+static void author_note_feeds_the_scan_only_when_allowed(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    f.in.trigger_log = true;
+    const char *rows[] = {"3", "comet", "COMETLORE"};
+    json_t *books = books_of("T", rows, 3);
+    f.in.global_books = books;
+    f.in.author_note = "Keep the {{random::comet::comet}} in view.";
+    f.in.author_note_depth = 1;
+    msg(&f, "user", "We look at the sky.", false);
+    json_t *plan = assemble(&f);
+    assert_null(strstr(S(plan, "turn"), "COMETLORE"));
+    assert_false(json_is_true(json_object_get(log_of(plan, 3), "fired")));
+    json_decref(plan);
+    f.in.author_note_scan = true;
+    plan = assemble(&f);
+    assert_non_null(strstr(S(plan, "turn"), "COMETLORE"));
+    assert_true(json_is_true(json_object_get(log_of(plan, 3), "fired")));
+    /* Default position: in chat at its depth (here 1, system). */
+    json_t *m = json_object_get(plan, "messages");
+    size_t an = SIZE_MAX, k;
+    json_t *x;
+    json_array_foreach(m, k, x) if (strstr(S(x, "content"), "Keep the comet")) an = k;
+    assert_true(an != SIZE_MAX);
+    assert_string_equal(S(json_array_get(m, an), "source"), "injection");
+    assert_string_equal(S(json_array_get(m, an), "role"), "system");
+    json_decref(plan);
+    /* Scanned whatever the position; placed where the position says. */
+    f.in.author_note_position = cdsh_tavern_an_position_from_st(2);
+    plan = assemble(&f);
+    m = json_object_get(plan, "messages");
+    assert_non_null(strstr(S(plan, "turn"), "COMETLORE"));
+    assert_int_equal(index_of(m, "authorsNote") + 1, index_of(m, "main"));
+    json_decref(plan);
+    f.in.author_note_position = cdsh_tavern_an_position_from_st(0);
+    plan = assemble(&f);
+    m = json_object_get(plan, "messages");
+    assert_int_equal(index_of(m, "authorsNote"), index_of(m, "main") + 1);
+    json_decref(plan);
+    f.in.author_note_position = cdsh_tavern_an_position_from_st(1);
+    f.in.author_note_role = 1;
+    plan = assemble(&f);
+    m = json_object_get(plan, "messages");
+    assert_int_equal(index_of(m, "authorsNote"), SIZE_MAX);
+    json_array_foreach(m, k, x) if (strstr(S(x, "content"), "Keep the comet")) an = k;
+    assert_string_equal(S(json_array_get(m, an), "role"), "user");
+    json_decref(plan);
+    json_decref(books);
+    fx_free(&f);
+}
+
+static size_t count_source(const json_t *msgs, const char *source)
+{
+    size_t i, n = 0;
+    json_t *m;
+    json_array_foreach(msgs, i, m) n += !strcmp(S(m, "source"), source);
+    return n;
+}
+
+static void simulation_is_trimmed_to_the_context_budget(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    json_object_set_new(json_object_get(f.card, "data"), "mes_example",
+                        json_string("<START>\n{{char}}: first example, rather long words here\n"
+                                    "<START>\n{{char}}: second example, rather long words too"));
+    static char texts[12][160];
+    for (int i = 0; i < 12; i++) {
+        snprintf(texts[i], sizeof texts[i], "message %02d with about a dozen words of chat text",
+                 i);
+        msg(&f, i % 2 ? "assistant" : "user", texts[i], false);
+    }
+    f.chat[10].text = "message 10 the last user message"; /* index 10 is the last user */
+    /* Plenty of room: nothing dropped. */
+    json_t *plan = assemble(&f);
+    json_t *sim = json_object_get(json_object_get(plan, "budgets"), "simulation");
+    assert_int_equal(json_integer_value(json_object_get(sim, "limit")), 128000 - 300);
+    assert_int_equal(json_integer_value(json_object_get(sim, "droppedMessages")), 0);
+    json_t *msgs = json_object_get(plan, "messages");
+    assert_int_equal(count_source(msgs, "chatHistory"), 12);
+    assert_int_equal(count_source(msgs, "dialogueExamples"), 2);
+    size_t fixed = 0, hist = 0, i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+    {
+        size_t t = cdsh_tavern_tokens_count_str(S(m, "content"));
+        if (!strcmp(S(m, "source"), "chatHistory") || !strcmp(S(m, "source"), "injection"))
+            hist += t;
+        else if (strcmp(S(m, "source"), "dialogueExamples"))
+            fixed += t;
+    }
+    json_decref(plan);
+    /* Room for the fixed parts and about half the history: the oldest go
+     * first, examples (filled after history) go entirely, the newest stay. */
+    f.in.wi.max_context = (int)(300 + fixed + hist / 2);
+    plan = assemble(&f);
+    msgs = json_object_get(plan, "messages");
+    sim = json_object_get(json_object_get(plan, "budgets"), "simulation");
+    size_t kept = count_source(msgs, "chatHistory");
+    assert_true(kept > 0 && kept < 12);
+    assert_int_equal(json_integer_value(json_object_get(sim, "droppedMessages")), 12 - kept);
+    assert_int_equal(count_source(msgs, "dialogueExamples"), 0);
+    assert_true(json_integer_value(json_object_get(sim, "used")) <=
+                json_integer_value(json_object_get(sim, "limit")));
+    assert_true(json_is_true(json_object_get(sim, "truncated")));
+    /* The kept history is the newest suffix, in order. */
+    size_t want = 12 - kept;
+    json_array_foreach(msgs, i, m)
+    {
+        if (strcmp(S(m, "source"), "chatHistory"))
+            continue;
+        assert_string_equal(S(m, "content"), f.in.chat[want].text);
+        want++;
+    }
+    assert_int_equal(want, 12);
+    assert_true(index_of(msgs, "main") != SIZE_MAX);
+    assert_true(index_of(msgs, "charDescription") != SIZE_MAX);
+    assert_true(index_of(msgs, "jailbreak") != SIZE_MAX);
+    char note[160];
+    snprintf(note, sizeof note, "dropped %zu of 12 chat messages (oldest first) and 2 of 2",
+             12 - kept);
+    assert_true(has_note(plan, note));
+    json_decref(plan);
+    /* Room for history but not for both examples: one block stays. */
+    size_t ex1 = cdsh_tavern_tokens_count_str("[Example Chat]\nSera: first example, rather long "
+                                              "words here");
+    f.in.wi.max_context = (int)(300 + fixed + hist + ex1);
+    plan = assemble(&f);
+    msgs = json_object_get(plan, "messages");
+    assert_int_equal(count_source(msgs, "chatHistory"), 12);
+    assert_int_equal(count_source(msgs, "dialogueExamples"), 1);
+    assert_true(has_note(plan, "dropped 0 of 12 chat messages (oldest first) and 1 of 2"));
+    json_decref(plan);
+    /* Too small for anything: the fixed parts and the last user message stay. */
+    f.in.wi.max_context = 310;
+    plan = assemble(&f);
+    msgs = json_object_get(plan, "messages");
+    assert_int_equal(count_source(msgs, "chatHistory"), 1);
+    assert_string_equal(S(json_array_get(msgs, index_of(msgs, "chatHistory")), "content"),
+                        "message 10 the last user message");
+    assert_true(index_of(msgs, "main") != SIZE_MAX);
+    assert_true(has_note(plan, "SillyTavern would refuse to send"));
+    json_decref(plan);
+    fx_free(&f);
+}
+
 static void bad_arguments_are_refused(void **state)
 {
     (void)state;
@@ -468,6 +853,12 @@ int main(void)
         cmocka_unit_test(state_stores_keep_story_state),
         cmocka_unit_test(templates_render_in_the_worker_and_commit_only_on_success),
         cmocka_unit_test(outlets_fill_outlet_macros_in_the_turn),
+        cmocka_unit_test(world_info_templates_run_after_the_scan_on_the_raw_text),
+        cmocka_unit_test(a_failing_world_info_template_drops_only_that_entry),
+        cmocka_unit_test(world_info_template_output_counts_against_the_budget),
+        cmocka_unit_test(world_info_templates_are_frozen_for_the_turn),
+        cmocka_unit_test(author_note_feeds_the_scan_only_when_allowed),
+        cmocka_unit_test(simulation_is_trimmed_to_the_context_budget),
         cmocka_unit_test(bad_arguments_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

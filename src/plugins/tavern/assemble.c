@@ -48,8 +48,10 @@ typedef struct asm_ctx {
     const char *char_name, *user_name;
     cdsh_tavern_rxset *rx;
     json_t *notes, *regex_failures, *unknown;
-    json_t *rendered; /* prompt id -> template output (or null when it failed) */
-    json_t *wi;       /* the activation result (for templates) */
+    json_t *rendered;   /* prompt id -> template output (or null when it failed) */
+    json_t *wi;         /* the activation result (for templates) */
+    json_t *wi_books;   /* getwi() view of the books, built on first use */
+    json_t *char_books; /* the character books of this plan */
     cdsh_strbuf standing, turn;
     json_t *messages;
 } asm_ctx;
@@ -284,7 +286,18 @@ static json_t *character_books(asm_ctx *a)
     return books;
 }
 
-static json_t *run_wi(asm_ctx *a)
+static int render_entry(void *ud, const json_t *entry, const json_t *active, char **out,
+                        cdsh_error *err);
+
+int cdsh_tavern_an_position_from_st(int st)
+{
+    return st == 0   ? CDSH_TAVERN_AN_AFTER_MAIN
+           : st == 2 ? CDSH_TAVERN_AN_BEFORE_MAIN
+                     : CDSH_TAVERN_AN_IN_CHAT;
+}
+
+/* an: the expanded author's note (scanned when author_note_scan). */
+static json_t *run_wi(asm_ctx *a, const char *an)
 {
     const cdsh_tavern_assemble_input *in = a->in;
     cdsh_tavern_wi_message *msgs = calloc(in->n_chat + 1, sizeof *msgs);
@@ -316,7 +329,15 @@ static json_t *run_wi(asm_ctx *a)
         .seed = in->seed,
         .no_log = !in->trigger_log,
         .char_filename = a->char_name,
+        .render = render_entry,
+        .render_ud = a,
     };
+    /* The note is an extension prompt flagged for scanning (formats §3). */
+    if (in->author_note_scan && an && *an) {
+        wi.inject = &an;
+        wi.n_inject = 1;
+    }
+    a->char_books = books;
     json_t *scan =
         json_pack("{s:s, s:s, s:s, s:s}", "personaDescription", dstr(in->persona, "description"),
                   "characterDescription", dstr(a->data, "description"), "characterPersonality",
@@ -325,7 +346,13 @@ static json_t *run_wi(asm_ctx *a)
     json_t *out = NULL;
     cdsh_tavern_wi_activate(&wi, &out, NULL);
     json_decref(scan);
-    json_decref(books);
+    /* A failed entry template is loud: a note per entry (plus the trigger log). */
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(out, "templateFailures"), i, f) json_array_append_new(
+        a->notes, json_sprintf("world-info entry %s.%lld template failed (%s): %s", dstr(f, "book"),
+                               (long long)json_integer_value(json_object_get(f, "uid")),
+                               dstr(f, "code"), dstr(f, "message")));
     free(msgs);
     return out;
 }
@@ -422,20 +449,17 @@ static void add_inj(inj **list, size_t *n, int depth, int role, int order, const
     (*n)++;
 }
 
-/* Splits mes_example on <START> into "[Example Chat]" blocks. */
-static char *examples_text(const char *mes, const json_t *wi_examples)
+/* Splits mes_example on <START> into "[Example Chat]" blocks, with the
+ * example-position world info before and after: an owned array of strings. */
+static json_t *examples_blocks(const char *mes, const json_t *wi_examples)
 {
-    cdsh_strbuf sb;
-    cdsh_strbuf_init(&sb);
+    json_t *blocks = json_array();
     size_t i;
     json_t *e;
     json_array_foreach(wi_examples, i, e)
     {
-        if (!strcmp(dstr(e, "position"), "before")) {
-            if (sb.len)
-                cdsh_strbuf_append_char(&sb, '\n');
-            cdsh_strbuf_append_str(&sb, dstr(e, "content"));
-        }
+        if (!strcmp(dstr(e, "position"), "before"))
+            json_array_append_new(blocks, json_string(dstr(e, "content")));
     }
     const char *p = mes ? mes : "";
     while (*p) {
@@ -447,22 +471,236 @@ static char *examples_text(const char *mes, const json_t *wi_examples)
         while (b > a && (b[-1] == '\n' || b[-1] == ' ' || b[-1] == '\r'))
             b--;
         if (b > a) {
-            if (sb.len)
-                cdsh_strbuf_append_char(&sb, '\n');
+            cdsh_strbuf sb;
+            cdsh_strbuf_init(&sb);
             cdsh_strbuf_append_str(&sb, "[Example Chat]\n");
             cdsh_strbuf_append(&sb, a, (size_t)(b - a));
+            json_array_append_new(blocks, json_stringn(sb.data, sb.len));
+            cdsh_strbuf_deinit(&sb);
         }
         p = s ? s + 7 : end;
     }
     json_array_foreach(wi_examples, i, e)
     {
-        if (!strcmp(dstr(e, "position"), "after")) {
-            if (sb.len)
-                cdsh_strbuf_append_char(&sb, '\n');
-            cdsh_strbuf_append_str(&sb, dstr(e, "content"));
+        if (!strcmp(dstr(e, "position"), "after"))
+            json_array_append_new(blocks, json_string(dstr(e, "content")));
+    }
+    return blocks;
+}
+
+/* The example blocks joined by newlines (the standing segment's form). */
+static char *examples_text(const char *mes, const json_t *wi_examples)
+{
+    json_t *blocks = examples_blocks(mes, wi_examples);
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    size_t i;
+    json_t *b;
+    json_array_foreach(blocks, i, b)
+    {
+        if (sb.len)
+            cdsh_strbuf_append_char(&sb, '\n');
+        cdsh_strbuf_append_str(&sb, json_string_value(b));
+    }
+    json_decref(blocks);
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+/* ---- simulation budget ------------------------------------------------------ */
+
+enum { SIM_FIXED, SIM_HISTORY, SIM_EXAMPLE };
+
+static int sim_kind(const json_t *m)
+{
+    const char *src = dstr(m, "source");
+    if (!strcmp(src, "chatHistory") || !strcmp(src, "injection"))
+        return SIM_HISTORY;
+    return !strcmp(src, "dialogueExamples") ? SIM_EXAMPLE : SIM_FIXED;
+}
+
+/* Trims the simulated messages to the context budget (max context minus
+ * the preset's reply tokens) the way SillyTavern's populateChatCompletion
+ * does: every system / character part is kept; chat history (with its
+ * in-chat injections) is filled newest first and stops at the first message
+ * that does not fit, so the oldest go first — except that the last user
+ * message is always kept; example blocks then take what is left, each block
+ * whole or not at all (SillyTavern adds a block's lines while they fit).
+ * Counts with the budgets' token estimate. Adds budgets.simulation and a
+ * note when anything was dropped. */
+static int trim_simulation(asm_ctx *a, json_t *budgets)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    json_t *reply = json_object_get(in->preset, "openai_max_tokens");
+    long limit =
+        (long)in->wi.max_context - (json_is_integer(reply) ? (long)json_integer_value(reply) : 0);
+    if (limit < 0)
+        limit = 0;
+    size_t n = json_array_size(a->messages);
+    size_t *tok = calloc(n + 1, sizeof *tok);
+    bool *keep = calloc(n + 1, sizeof *keep);
+    json_t *kept = json_array();
+    if (!tok || !keep || !kept) {
+        free(tok);
+        free(keep);
+        json_decref(kept);
+        return CDSH_ENOMEM;
+    }
+    long fixed = 0;
+    size_t last_user = SIZE_MAX, n_hist = 0, n_ex = 0, drop_hist = 0, drop_ex = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(a->messages, i);
+        tok[i] = cdsh_tavern_tokens_count_str(dstr(m, "content"));
+        int k = sim_kind(m);
+        if (k == SIM_FIXED) {
+            keep[i] = true;
+            fixed += (long)tok[i];
+        } else if (k == SIM_HISTORY && !strcmp(dstr(m, "source"), "chatHistory")) {
+            n_hist++;
+            if (!strcmp(dstr(m, "role"), "user"))
+                last_user = i;
+        }
+        n_ex += k == SIM_EXAMPLE;
+    }
+    if (last_user != SIZE_MAX) {
+        keep[last_user] = true;
+        fixed += (long)tok[last_user];
+    }
+    long left = limit - fixed;
+    bool stopped = false;
+    for (size_t i = n; i-- > 0;) {
+        const json_t *m = json_array_get(a->messages, i);
+        if (i == last_user || sim_kind(m) != SIM_HISTORY)
+            continue;
+        if (!stopped && (long)tok[i] <= left) {
+            keep[i] = true;
+            left -= (long)tok[i];
+            continue;
+        }
+        stopped = true;
+        drop_hist += !strcmp(dstr(m, "source"), "chatHistory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sim_kind(json_array_get(a->messages, i)) != SIM_EXAMPLE)
+            continue;
+        if ((long)tok[i] <= left) {
+            keep[i] = true;
+            left -= (long)tok[i];
+        } else {
+            drop_ex++;
         }
     }
-    return cdsh_strbuf_take(&sb, NULL);
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!keep[i])
+            continue;
+        used += tok[i];
+        json_array_append(kept, json_array_get(a->messages, i));
+    }
+    json_decref(a->messages);
+    a->messages = kept;
+    json_t *sim = json_pack("{s:I, s:I, s:b, s:I, s:I}", "limit", (json_int_t)limit, "used",
+                            (json_int_t)used, "truncated", drop_hist || drop_ex, "droppedMessages",
+                            (json_int_t)drop_hist, "droppedExamples", (json_int_t)drop_ex);
+    json_object_set_new(budgets, "simulation", sim);
+    if (drop_hist || drop_ex)
+        json_array_append_new(
+            a->notes, json_sprintf("simulated messages trimmed to the %ld-token context: dropped "
+                                   "%zu of %zu chat messages (oldest first) and %zu of %zu "
+                                   "example blocks",
+                                   limit, drop_hist, n_hist, drop_ex, n_ex));
+    if (fixed > limit)
+        json_array_append_new(
+            a->notes, json_sprintf("simulated messages: the system and character parts and the "
+                                   "last user message need %ld tokens, more than the %ld-token "
+                                   "context (SillyTavern would refuse to send)",
+                                   fixed, limit));
+    free(tok);
+    free(keep);
+    return 0;
+}
+
+/* {name: [{uid, comment, content}]} of every book of the plan, for getwi();
+ * built on first use, so plans without templates never pay for it. */
+static const json_t *wi_books(asm_ctx *a)
+{
+    if (a->wi_books)
+        return a->wi_books;
+    a->wi_books = json_object();
+    const json_t *single[] = {a->in->chat_book, a->in->persona_book};
+    const json_t *lists[] = {a->in->global_books, a->char_books};
+    json_t *all = json_array();
+    for (size_t k = 0; k < 2; k++)
+        if (json_is_object(single[k]))
+            json_array_append(all, (json_t *)single[k]);
+    for (size_t k = 0; k < 2; k++)
+        json_array_extend(all, (json_t *)lists[k]);
+    size_t i;
+    json_t *b;
+    json_array_foreach(all, i, b)
+    {
+        const char *name = dstr(b, "name");
+        if (json_object_get(a->wi_books, name))
+            continue; /* a book is loaded once, as activation does */
+        json_t *list = json_array();
+        const char *uid;
+        json_t *e;
+        json_object_foreach(json_object_get(b, "entries"), uid, e) json_array_append_new(
+            list, json_pack("{s:O?, s:s, s:s}", "uid", json_object_get(e, "uid"), "comment",
+                            dstr(e, "comment"), "content", dstr(e, "content")));
+        json_object_set_new(a->wi_books, name, list);
+    }
+    json_decref(all);
+    return a->wi_books;
+}
+
+/* Runs one template in the sandboxed worker with the variable API, the
+ * world-info access API (active: the activated entries; entry: the entry
+ * being evaluated, or NULL) and the turn's frozen clock and seed. Variable
+ * writes are applied only after a successful render and never in a dry run
+ * (seed invariant 6). *out owned. */
+static int run_template(asm_ctx *a, const char *raw, const json_t *active, const json_t *entry,
+                        char **out, cdsh_error *err)
+{
+    *out = NULL;
+    json_t *ctx = json_pack("{s:{s:O?, s:O?, s:{}}, s:{s:s, s:s}, s:I, s:I, s:{s:O, s:O}, s:O?}",
+                            "vars", "global", a->in->vars_global, "local", a->in->vars_local,
+                            "message", "macros", "char", a->char_name, "user", a->user_name, "now",
+                            (json_int_t)a->in->now_ms, "seed", (json_int_t)a->in->seed, "wi",
+                            "active", active, "books", wi_books(a), "entry", entry);
+    if (!ctx)
+        return cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    json_t *res = NULL;
+    bool write = !a->in->dry_run;
+    int rc = cdsh_tavern_template_render(raw, ctx, write, a->in->template_limits, &res, err);
+    json_decref(ctx);
+    if (rc < 0)
+        return rc;
+    json_t *vars = json_object_get(res, "vars");
+    if (write && json_is_true(json_object_get(res, "changed"))) {
+        if (a->in->vars_local && json_is_object(json_object_get(vars, "local"))) {
+            json_object_clear(a->in->vars_local);
+            json_object_update(a->in->vars_local, json_object_get(vars, "local"));
+        }
+        if (a->in->vars_global && json_is_object(json_object_get(vars, "global"))) {
+            json_object_clear(a->in->vars_global);
+            json_object_update(a->in->vars_global, json_object_get(vars, "global"));
+        }
+    }
+    const char *o = json_string_value(json_object_get(res, "output"));
+    *out = strdup(o ? o : "");
+    json_decref(res);
+    return *out ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+}
+
+/* World-info entry templates (the wi_activate render hook). */
+static int render_entry(void *ud, const json_t *entry, const json_t *active, char **out,
+                        cdsh_error *err)
+{
+    asm_ctx *a = ud;
+    if (!a->in->run_templates)
+        return cdsh_error_set(err, CDSH_EPERM, "TEMPLATES_OFF",
+                              "the entry holds a template and templates are off");
+    return run_template(a, dstr(entry, "content"), active, entry, out, err);
 }
 
 /* Renders a template prompt once per plan in the worker; NULL (with a note)
@@ -486,37 +724,19 @@ static const char *render_template(asm_ctx *a, const char *id, const char *raw)
         active, json_pack("{s:O, s:O, s:O, s:O}", "book", json_object_get(e, "book"), "uid",
                           json_object_get(e, "uid"), "comment", json_object_get(e, "comment"),
                           "content", json_object_get(e, "content")));
-    json_t *ctx =
-        json_pack("{s:{s:O?, s:O?, s:{}}, s:{s:s, s:s}, s:I, s:I, s:{s:o}}", "vars", "global",
-                  a->in->vars_global, "local", a->in->vars_local, "message", "macros", "char",
-                  a->char_name, "user", a->user_name, "now", (json_int_t)a->in->now_ms, "seed",
-                  (json_int_t)a->in->seed, "wi", "active", active);
-    json_t *res = NULL;
+    char *out = NULL;
     cdsh_error err = {0};
-    bool write = !a->in->dry_run;
-    if (!ctx ||
-        cdsh_tavern_template_render(raw, ctx, write, a->in->template_limits, &res, &err) < 0) {
+    int rc = active ? run_template(a, raw, active, NULL, &out, &err)
+                    : cdsh_error_set(&err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    json_decref(active);
+    if (rc < 0) {
         json_array_append_new(a->notes, json_sprintf("prompt '%s' template failed (%s): %s", id,
                                                      err.code, err.message));
         json_object_set_new(a->rendered, id, json_null());
-        json_decref(ctx);
         return NULL;
     }
-    json_decref(ctx);
-    json_t *vars = json_object_get(res, "vars");
-    if (write && json_is_true(json_object_get(res, "changed"))) {
-        /* Committed only after a successful render (seed invariant 6). */
-        if (a->in->vars_local && json_is_object(json_object_get(vars, "local"))) {
-            json_object_clear(a->in->vars_local);
-            json_object_update(a->in->vars_local, json_object_get(vars, "local"));
-        }
-        if (a->in->vars_global && json_is_object(json_object_get(vars, "global"))) {
-            json_object_clear(a->in->vars_global);
-            json_object_update(a->in->vars_global, json_object_get(vars, "global"));
-        }
-    }
-    json_object_set(a->rendered, id, json_object_get(res, "output"));
-    json_decref(res);
+    json_object_set_new(a->rendered, id, json_string(out));
+    free(out);
     return json_string_value(json_object_get(a->rendered, id));
 }
 
@@ -573,6 +793,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     inj *injs = NULL;
     size_t ninj = 0;
     json_t *wi = NULL, *order = NULL, *budgets = json_object();
+    char *an_x = NULL;
     int rc = 0;
     cdsh_strbuf_init(&a.standing);
     cdsh_strbuf_init(&a.turn);
@@ -630,7 +851,9 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     };
     if ((rc = build_history(&a, &h)) < 0)
         goto nomem;
-    wi = run_wi(&a);
+    /* Expanded before activation: with "allow WI scan" it is scanned. */
+    an_x = in->author_note ? expand(&a, in->author_note, false, NULL) : NULL;
+    wi = run_wi(&a, an_x);
     if (!wi)
         goto nomem;
     a.wi = wi;
@@ -846,7 +1069,6 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     /* Author's note with AN-top / AN-bottom world info (unlabelled). */
     cdsh_strbuf an;
     cdsh_strbuf_init(&an);
-    char *an_x = in->author_note ? expand(&a, in->author_note, false, NULL) : NULL;
     if (an_x && *an_x) {
         json_array_foreach(json_object_get(wi, "anTop"), i, o)
         {
@@ -860,7 +1082,6 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
             cdsh_strbuf_append_str(&an, json_string_value(o));
         }
     }
-    free(an_x);
     section(&a.turn, "【作者注释】", an.data);
     {
         size_t used = 0;
@@ -877,9 +1098,11 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     json_array_foreach(wdepth, i, o)
         add_inj(&injs, &ninj, (int)json_integer_value(json_object_get(o, "depth")),
                 (int)json_integer_value(json_object_get(o, "role")), 100, dstr(o, "content"));
-    if (an.len)
-        add_inj(&injs, &ninj, in->author_note_depth > 0 ? in->author_note_depth : 4, 0, 100,
-                an.data);
+    int an_pos = in->author_note_position;
+    if (an.len && an_pos != CDSH_TAVERN_AN_AFTER_MAIN && an_pos != CDSH_TAVERN_AN_BEFORE_MAIN)
+        add_inj(&injs, &ninj, in->author_note_depth > 0 ? in->author_note_depth : 4,
+                in->author_note_role >= 0 && in->author_note_role <= 2 ? in->author_note_role : 0,
+                100, an.data);
     bool history_done = false;
     json_array_foreach(order, i, o)
     {
@@ -920,9 +1143,19 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         else if (!strcmp(id, "personaDescription"))
             x = expand(&a, dstr(in->persona, "description"), false, NULL);
         else if (!strcmp(id, "dialogueExamples")) {
-            char *e = examples_text(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
-            x = expand(&a, e, false, NULL);
-            free(e);
+            /* One message per block: the budget keeps or drops whole blocks. */
+            json_t *blocks =
+                examples_blocks(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
+            size_t k;
+            json_t *b;
+            json_array_foreach(blocks, k, b)
+            {
+                char *bx = expand(&a, json_string_value(b), false, NULL);
+                push_msg(a.messages, role, bx, id);
+                free(bx);
+            }
+            json_decref(blocks);
+            continue;
         } else if (!strcmp(id, "agentMemory"))
             x = strdup(fitted[0] ? fitted[0] : "");
         else if (!strcmp(id, "worldState"))
@@ -935,6 +1168,14 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
             a.env.original = orig;
             x = expand(&a, t, false, NULL);
             a.env.original = NULL;
+            if (!strcmp(id, "main") && an.len && an_pos == CDSH_TAVERN_AN_BEFORE_MAIN)
+                push_msg(a.messages, "system", an.data, "authorsNote");
+            if (!strcmp(id, "main") && an.len && an_pos == CDSH_TAVERN_AN_AFTER_MAIN) {
+                push_msg(a.messages, role, x, id);
+                free(x);
+                push_msg(a.messages, "system", an.data, "authorsNote");
+                continue;
+            }
         } else if (p) {
             const char *c = dstr(p, "content");
             if (cdsh_tavern_template_has_tags(c)) {
@@ -955,12 +1196,15 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         json_array_extend(a.messages, hm);
         json_decref(hm);
     }
+    int trim_rc = trim_simulation(&a, budgets);
     free(fitted[0]);
     free(fitted[1]);
     cdsh_strbuf_deinit(&an);
     cdsh_strbuf_deinit(&turn_extra);
     cdsh_strbuf_deinit(&wi_standing);
     cdsh_strbuf_deinit(&wi_turn);
+    if (trim_rc < 0)
+        goto nomem;
 
     char *standing = cdsh_tavern_assemble_neutralize_dup(a.standing.data);
     char *turn = cdsh_tavern_assemble_neutralize_dup(a.turn.data);
@@ -997,6 +1241,9 @@ cleanup:
     json_decref(a.unknown);
     json_decref(a.messages);
     json_decref(a.rendered);
+    json_decref(a.wi_books);
+    json_decref(a.char_books);
+    free(an_x);
     json_decref(wi);
     json_decref(order);
     json_decref(budgets);

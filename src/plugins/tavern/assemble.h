@@ -7,7 +7,8 @@
  *   - the turn context (runtime context of this turn): playbook, keyword
  *     world info, memories, world deltas, author's note, journal and every
  *     turn-local piece, each under its budget with truncation notes;
- *   - the full SillyTavern message sequence as a simulation for preview.
+ *   - the full SillyTavern message sequence as a simulation for preview,
+ *     trimmed to the context as SillyTavern trims it.
  * Pure apart from the story state objects the caller lends (timed effects,
  * variables). One call per thread. */
 #ifndef CDSH_TAVERN_ASSEMBLE_H
@@ -31,6 +32,17 @@
 #define CDSH_TAVERN_BUDGET_MEMORIES 1200
 #define CDSH_TAVERN_BUDGET_JOURNAL 800
 
+/* Author's note positions (SillyTavern's values in brackets). */
+enum {
+    CDSH_TAVERN_AN_IN_CHAT = 0,     /* [1] an in-chat injection at author_note_depth */
+    CDSH_TAVERN_AN_AFTER_MAIN = 1,  /* [0] "in prompt": right after the main prompt */
+    CDSH_TAVERN_AN_BEFORE_MAIN = 2, /* [2] right before the main prompt */
+};
+
+/* SillyTavern's position value (0 in prompt, 1 in chat, 2 before prompt) as
+ * CDSH_TAVERN_AN_*; anything else is in-chat. */
+int cdsh_tavern_an_position_from_st(int st);
+
 typedef struct cdsh_tavern_chat_msg {
     const char *role; /* "user", "assistant" or "system" */
     const char *name; /* speaker name, may be NULL */
@@ -50,8 +62,12 @@ typedef struct cdsh_tavern_assemble_input {
     const json_t *regex_rules;        /* effective rules (global + card + preset), or NULL */
     const cdsh_tavern_chat_msg *chat; /* oldest first */
     size_t n_chat;
-    const char *author_note;                      /* session author's note or NULL */
-    int author_note_depth;                        /* default 4 */
+    const char *author_note;  /* session author's note or NULL */
+    int author_note_depth;    /* in-chat depth; default 4 */
+    int author_note_position; /* CDSH_TAVERN_AN_*; default in-chat */
+    int author_note_role;     /* in-chat role: 0 system, 1 user, 2 assistant */
+    bool author_note_scan;    /* SillyTavern's "allow WI scan": the expanded note joins the
+                               * world-info inject buffer (scanned whatever the position) */
     const char *memories, *world_state, *journal; /* from the story engine; NULL = empty */
     cdsh_tavern_wi_settings wi;
     const char *generation_type; /* "normal" (default), "continue", "impersonate", ... */
@@ -72,7 +88,8 @@ typedef struct cdsh_tavern_assemble_input {
 
 /* Builds a plan (owned):
  * {standing, turn, messages:[{role, content, source}], standingKey,
- *  budgets:{worldInfo|deltas|memories|journal:{limit, used, truncated}},
+ *  budgets:{worldInfo|deltas|memories|journal:{limit, used, truncated},
+ *           simulation:{limit, used, truncated, droppedMessages, droppedExamples}},
  *  notes:[str], worldInfo:<wi_activate result>, regexFailures:[...],
  *  unknownMacros:[...]}.
  * Errors: INVALID_ARGS, OUT_OF_MEMORY. */

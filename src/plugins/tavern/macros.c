@@ -112,14 +112,14 @@ static bool js_number(const char *s, size_t n, double *out)
     return true;
 }
 
-static json_t *number_json(double d)
+json_t *cdsh__tavern_var_number_json(double d)
 {
     if (d == floor(d) && fabs(d) < 9e15)
         return json_integer((json_int_t)d);
     return json_real(d);
 }
 
-static bool value_number(const json_t *v, double *out)
+bool cdsh__tavern_var_number(const json_t *v, double *out)
 {
     if (!v || json_is_null(v)) {
         *out = 0;
@@ -143,8 +143,8 @@ static void var_add(json_t *store, const char *name, const char *val, size_t vle
         json_array_append_new(cur, json_stringn(val, vlen));
         return;
     }
-    if (value_number(cur, &a) && js_number(val, vlen, &b)) {
-        json_object_set_new(store, name, number_json(a + b));
+    if (cdsh__tavern_var_number(cur, &a) && js_number(val, vlen, &b)) {
+        json_object_set_new(store, name, cdsh__tavern_var_number_json(a + b));
         return;
     }
     cdsh_strbuf sb;

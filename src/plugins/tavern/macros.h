@@ -54,4 +54,10 @@ char *cdsh_tavern_macros_expand_dup(const char *text, cdsh_tavern_macro_env *env
  * syntactic check (no expansion). */
 bool cdsh_tavern_macros_turn_local(const char *text);
 
+/* Variable numbers as addvar reads them (a JSON number, a string JavaScript's
+ * Number() accepts, or nothing = 0) and writes them (integral values as
+ * integers). Shared with globals.c. */
+bool cdsh__tavern_var_number(const json_t *v, double *out);
+json_t *cdsh__tavern_var_number_json(double d);
+
 #endif

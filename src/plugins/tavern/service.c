@@ -89,14 +89,15 @@ static json_t *settings_defaults(void)
 {
     cdsh_tavern_memory_cfg m = cdsh_tavern_memory_cfg_default();
     return json_pack("{s:s,s:{s:f,s:f,s:i,s:[],s:f,s:f,s:s},s:{s:i,s:i,s:i,s:i,s:f,s:f,s:i},"
-                     "s:b,s:i}",
+                     "s:b,s:i,s:{s:s,s:i,s:i,s:i,s:b}}",
                      "locale", "auto", "sampling", "temperature", 1.0, "topP", 1.0, "maxTokens", 0,
                      "stop", "presencePenalty", 0.0, "frequencyPenalty", 0.0, "thinking", "enabled",
                      "memory", "maxEntries", m.max_entries, "maxTokens", m.max_tokens,
                      "retrievalTopK", m.retrieval_top_k, "retrievalTokenBudget", m.retrieval_budget,
                      "halfLifeDays", m.half_life_days, "dedupSimilarity", m.dedup_similarity,
                      "compressBatch", m.compress_batch, "interactiveCards", 1, "triggerLogMax",
-                     LOG_MAX_DEFAULT);
+                     LOG_MAX_DEFAULT, "authorNote", "text", "", "position", 1, "depth", 4, "role",
+                     0, "allowWIScan", 0);
 }
 
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
@@ -945,8 +946,9 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
                 {
                     json_t *d2 = json_object_get(d, k2);
                     ok = ok && d2 &&
-                         (json_is_number(d2) ? json_is_number(v2)
-                                             : json_typeof(d2) == json_typeof(v2));
+                         (json_is_number(d2)    ? json_is_number(v2)
+                          : json_is_boolean(d2) ? json_is_boolean(v2)
+                                                : json_typeof(d2) == json_typeof(v2));
                 }
             }
             if (!ok) {

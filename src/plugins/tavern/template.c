@@ -233,6 +233,7 @@ static const char PRELUDE[] =
     "e=list[i]; if(e.uid===key||String(e.uid)===String(key)||e.comment===key) return e.content; } "
     "return ''; };\n"
     "g.activewi=function(){ return JSON.parse(JSON.stringify(wi.active||[])); };\n"
+    "g.entry=ctx.entry&&typeof ctx.entry==='object'?ctx.entry:null;\n"
     "g.macros=ctx.macros||{}; g.charName=g.macros.char||''; g.userName=g.macros.user||'';\n"
     "var seed=(ctx.seed>>>0)||1; Math.random=function(){ seed=(seed+0x6D2B79F5)>>>0; var t=seed; "
     "t=Math.imul(t^(t>>>15),t|1); t^=t+Math.imul(t^(t>>>7),t|61); return "

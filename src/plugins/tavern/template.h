@@ -38,10 +38,11 @@ int cdsh_tavern_template_compile(const char *src, size_t len, char **js, cdsh_er
 
 /* Renders src. ctx (borrowed, may be NULL):
  *   {vars:{global:{}, local:{}, message:{}}, wi:{books:{name:[entry]},
- *    active:[entry]}, macros:{char, user, ...}, now (Unix ms), seed}
+ *    active:[entry]}, entry (the world-info entry being evaluated, or
+ *    absent), macros:{char, user, ...}, now (Unix ms), seed}
  * The template sees getvar/setvar/incvar/decvar/delvar(path, [value],
  * {scope:"global"|"local"|"message"}), getwi(book, uidOrComment),
- * activewi(), print(...), the macro names as read-only globals (charName,
+ * activewi(), `entry`, print(...), the macro names as read-only globals (charName,
  * userName, and ctx.macros under `macros`).
  * write = false (preview, redraw): *result is {output}; write = true:
  * {output, vars, changed} where vars are the three scopes after the run.

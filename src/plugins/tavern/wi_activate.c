@@ -1060,6 +1060,90 @@ static void check_timed(run *r)
             r->e[i].is_delay = true;
 }
 
+static void set_str(json_t *obj, const char *key, const char *v);
+
+/* Evaluates templates of activated entries (see render in wi_activate.h).
+ * A failed entry leaves the activated list; *tokens follows the new text. */
+static json_t *active_list(const run *r)
+{
+    json_t *active = json_array();
+    for (size_t i = 0; active && i < r->nactivated; i++) {
+        const wi_entry *e = r->activated[i];
+        json_t *x = json_object();
+        set_str(x, "book", e->book);
+        json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
+        set_str(x, "comment", e->comment);
+        set_str(x, "content", e->content);
+        json_array_append_new(active, x);
+    }
+    return active;
+}
+
+static int render_templates(run *r, size_t *tokens, json_t *failures)
+{
+    size_t keep = 0;
+    json_t *active = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < r->nactivated; i++) {
+        wi_entry *e = r->activated[i];
+        if (!strstr(e->content, "<%")) {
+            r->activated[keep++] = e;
+            continue;
+        }
+        if (!active && !(active = active_list(r))) {
+            rc = CDSH_ENOMEM;
+            break;
+        }
+        json_t *x = json_object();
+        if (!x) {
+            rc = CDSH_ENOMEM;
+            break;
+        }
+        set_str(x, "book", e->book);
+        json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
+        set_str(x, "comment", e->comment);
+        set_str(x, "content", e->content);
+        json_object_set_nocheck(x, "keys", e->keys ? (json_t *)e->keys : json_array());
+        json_object_set_new_nocheck(x, "position", json_integer(e->position));
+        json_object_set_new_nocheck(x, "order", json_integer(e->order));
+        json_object_set_new_nocheck(x, "depth", json_integer(e->depth));
+        char *out = NULL;
+        cdsh_error err = {0};
+        rc = r->in->render(r->in->render_ud, x, active, &out, &err);
+        json_decref(x);
+        if (rc == CDSH_ENOMEM) {
+            free(out);
+            break;
+        }
+        size_t old = cdsh_tavern_tokens_count_str(e->content);
+        if (rc < 0 || !out) {
+            free(out);
+            e->activated = false;
+            const char *code = *err.code ? err.code : "TEMPLATE_ERROR";
+            reason(e, false, "template failed (%s): %s", code, err.message);
+            json_array_append_new(failures,
+                                  json_pack("{s:s, s:I, s:s, s:s, s:s}", "book", e->book, "uid",
+                                            (json_int_t)e->uid, "comment", e->comment, "code", code,
+                                            "message", err.message));
+            *tokens = *tokens > old ? *tokens - old : 0;
+            continue;
+        }
+        *tokens = (*tokens > old ? *tokens - old : 0) + cdsh_tavern_tokens_count_str(out);
+        if (e->content_owned)
+            free(e->content);
+        e->content = out;
+        e->content_owned = true;
+        /* Template output is per turn (clock, randomness, variables). */
+        e->turn_local = true;
+        r->activated[keep++] = e;
+    }
+    json_decref(active);
+    if (rc == CDSH_ENOMEM)
+        return rc;
+    r->nactivated = keep;
+    return 0;
+}
+
 static void set_timed(run *r)
 {
     for (size_t i = 0; i < r->nactivated; i++) {
@@ -1847,10 +1931,18 @@ int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_e
     size_t tokens = 0;
     if (r.n && (rc = scan(&r, budget, &overflow, &loops, &tokens)) < 0)
         goto nomem;
+    json_t *failures = json_array();
+    if (!failures || (in->render && render_templates(&r, &tokens, failures) < 0)) {
+        json_decref(failures);
+        goto nomem;
+    }
     set_timed(&r);
     *out = build_output(&r, budget, overflow, loops, tokens, !in->no_log);
-    if (!*out)
+    if (!*out) {
+        json_decref(failures);
         goto nomem;
+    }
+    json_object_set_new(*out, "templateFailures", failures);
     rc = 0;
     goto cleanup;
 nomem:

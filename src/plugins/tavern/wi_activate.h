@@ -79,6 +79,18 @@ typedef struct cdsh_tavern_wi_input {
     bool dry_run;                   /* evaluate timed effects on a copy; `timed` untouched */
     uint32_t seed;                  /* probability rolls and group picks */
     bool no_log;                    /* skip the trigger log (live turns); "log" is null then */
+    /* Optional template evaluation of activated entries whose content holds
+     * an EJS tag ("<%"). It runs after the scan loop, so matching and
+     * recursion saw the unevaluated (macro-expanded) text, as SillyTavern's
+     * template extension does, and before output, so every position, the
+     * token counts and `tokens` use the evaluated text. entry (borrowed) is
+     * {book, uid, comment, content, keys, position, order, depth}; active
+     * (borrowed) lists every activated entry as {book, uid, comment,
+     * content} before evaluation. Returns 0
+     * with an owned *out, or < 0 with err: that entry alone is left out, the
+     * log says why and it is listed in templateFailures. */
+    int (*render)(void *ud, const json_t *entry, const json_t *active, char **out, cdsh_error *err);
+    void *render_ud;
 } cdsh_tavern_wi_input;
 
 /* Runs activation. *out (owned):
@@ -90,7 +102,8 @@ typedef struct cdsh_tavern_wi_input {
  *  activated:[{book, uid, comment, position, order, depth, role, content,
  *              tokens, turnLocal, standingSafe}],
  *  truncated:[{book, uid, comment}] (matched but cut by the budget),
- *  log:[{book, uid, comment, fired, reason}], budget, tokens, overflow, loops}.
+ *  log:[{book, uid, comment, fired, reason}], budget, tokens, overflow, loops,
+ *  templateFailures:[{book, uid, comment, code, message}]}.
  * Errors: INVALID_ARGS, OUT_OF_MEMORY. Bad regex keys never fail the call;
  * they are reported in the log. */
 int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_error *err);

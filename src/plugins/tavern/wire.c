@@ -11,9 +11,11 @@
 
 #include "agent/session_store.h"
 #include "base/clock.h"
+#include "base/fs.h"
 #include "host/prompt.h"
 #include "plugins/tavern/assemble.h"
 #include "plugins/tavern/binding.h"
+#include "plugins/tavern/globals.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/service_priv.h"
 #include "plugins/tavern/story.h"
@@ -26,6 +28,7 @@ typedef struct open_turn {
     char *sid;
     long long turn;
     cdsh_tavern_pipeline *pipe;
+    json_t *globals_before, *globals_after; /* the turn's globals, committed at its end */
 } open_turn;
 
 typedef struct wire {
@@ -73,18 +76,49 @@ static int state_save(cdsh_tavern_story *story, const char *sid, long long turn,
     return rc;
 }
 
+/* <tavern root>/state: where the home-wide global variables live. */
+static char *globals_dir_dup(cdsh_tavern_service *svc)
+{
+    return cdsh_fs_path_join_dup(cdsh_tavern_store_root_get(svc->store), "state");
+}
+
+/* Logs a failed load or commit of the globals (dir NULL: out of memory). */
+static void globals_failed(cdsh_tavern_service *svc, const char *sid, const char *dir,
+                           const cdsh_error *err)
+{
+    cdsh__tavern_log(svc, "globals-failed",
+                     json_pack("{s:s,s:s,s:s}", "sessionId", sid, "code",
+                               dir ? err->code : "OUT_OF_MEMORY", "message",
+                               dir ? err->message : "out of memory"));
+}
+
+/* The frozen globals for a plan; an unreadable file is reported and read as
+ * empty (the turn still runs; its commit then fails loudly too). */
+static json_t *globals_load(cdsh_tavern_service *svc, const char *sid)
+{
+    char *dir = globals_dir_dup(svc);
+    json_t *g = NULL;
+    cdsh_error err = {0};
+    if (!dir || cdsh_tavern_globals_load(dir, &g, &err) < 0)
+        globals_failed(svc, sid, dir, &err);
+    free(dir);
+    return g ? g : json_object();
+}
+
 static json_t *obj_or_new(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_object(v) ? json_incref(v) : json_object();
 }
 
-/* Builds the plan from the story's saved timed effects and variables.
- * pipe/turn_id NULL: a dry run (preview; nothing written). With a pipeline
- * the turn is live: the updated state is saved back once, when the turn's
- * plan is first built. */
+/* Builds the plan from the story's saved timed effects and variables and
+ * the home's global variables. pipe/turn_id NULL: a dry run (preview;
+ * nothing written). With a pipeline the turn is live: the story state is
+ * saved back once, when the turn's plan is first built, and *g_before /
+ * *g_after (owned, may stay NULL) get the globals to commit at turn end. */
 static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
-                      const char *turn_id, long long turn, json_t **plan, cdsh_error *err)
+                      const char *turn_id, long long turn, json_t **plan, json_t **g_before,
+                      json_t **g_after, cdsh_error *err)
 {
     cdsh_tavern_story *story = NULL;
     json_t *state = NULL;
@@ -126,8 +160,10 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
     if (str(b, "storyId") && cdsh_tavern_binding_open_story(svc->bindings, sid, &story, NULL) < 0)
         story = NULL;
     state = state_load(story);
-    json_t *vl = obj_or_new(state, "vars"), *vg = json_object(),
+    json_t *vl = obj_or_new(state, "vars"), *vg = globals_load(svc, sid),
            *timed = obj_or_new(state, "timed");
+    bool live = pipe && story;
+    json_t *vg0 = live ? json_deep_copy(vg) : NULL;
     cdsh_tavern_assemble_input in = {
         .card = card,
         .preset = preset,
@@ -140,17 +176,36 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         .timed = timed,
         .vars_local = vl,
         .vars_global = vg,
-        .dry_run = !pipe || !story,
+        .dry_run = !live,
+        .run_templates = true,
         .revision = tag,
     };
+    /* The author's note (settings.authorNote, SillyTavern's fields). */
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    json_t *an = json_object_get(settings, "authorNote");
+    if (json_string_length(json_object_get(an, "text"))) {
+        in.author_note = str(an, "text");
+        in.author_note_position = cdsh_tavern_an_position_from_st(
+            (int)json_number_value(json_object_get(an, "position")));
+        in.author_note_depth = (int)json_number_value(json_object_get(an, "depth"));
+        in.author_note_role = (int)json_number_value(json_object_get(an, "role"));
+        in.author_note_scan = json_is_true(json_object_get(an, "allowWIScan"));
+    }
     cdsh_tavern_wi_settings_default(&in.wi);
     if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
         in.wi.max_context = (int)json_integer_value(json_object_get(preset, "openai_max_context"));
     bool cached = true;
     rc = pipe ? cdsh_tavern_pipeline_plan(pipe, turn_id, &in, plan, &cached, err)
               : cdsh_tavern_assemble(&in, plan, err);
-    if (rc == 0 && pipe && story && !cached)
+    if (rc == 0 && live && !cached)
         rc = state_save(story, sid, turn, timed, vl, err);
+    if (rc == 0 && live && !cached && g_before && g_after) {
+        *g_before = vg0;
+        *g_after = json_incref(vg);
+        vg0 = NULL;
+    }
+    json_decref(vg0);
+    json_decref(settings);
     json_decref(vl);
     json_decref(vg);
     json_decref(timed);
@@ -173,7 +228,22 @@ int cdsh_tavern_wire_plan(cdsh_tavern_service *svc, const char *session_id, json
 {
     if (!svc || !session_id || !plan)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "plan: missing argument");
-    return build_plan(svc, session_id, NULL, NULL, 0, plan, err);
+    return build_plan(svc, session_id, NULL, NULL, 0, plan, NULL, NULL, err);
+}
+
+static void drop_globals(open_turn *t)
+{
+    json_decref(t->globals_before);
+    json_decref(t->globals_after);
+    t->globals_before = t->globals_after = NULL;
+}
+
+static void open_turn_free(open_turn *t)
+{
+    drop_globals(t);
+    cdsh_tavern_pipeline_free(t->pipe);
+    free(t->sid);
+    free(t);
 }
 
 /* The session's frozen plan of its open turn (built on first use), or a dry
@@ -203,13 +273,24 @@ static json_t *turn_plan(wire *w, const char *sid, long long turn, bool open)
         snprintf(old, sizeof old, "%s#t%lld", sid, t->turn);
         cdsh_tavern_pipeline_end_turn(t->pipe, old);
         t->turn = turn;
+        /* That turn never reported its end: its globals are not committed. */
+        drop_globals(t);
     }
     char id[160];
     if (t)
         snprintf(id, sizeof id, "%s#t%lld", sid, t->turn);
     /* Held while building: one plan per turn, and the pipeline is per session. */
-    int rc =
-        build_plan(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL, t ? t->turn : 0, &plan, &err);
+    json_t *gb = NULL, *ga = NULL;
+    int rc = build_plan(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL, t ? t->turn : 0, &plan, &gb,
+                        &ga, &err);
+    if (t && gb && ga) {
+        drop_globals(t);
+        t->globals_before = gb;
+        t->globals_after = ga;
+    } else {
+        json_decref(gb);
+        json_decref(ga);
+    }
     pthread_mutex_unlock(&w->mu);
     if (rc < 0) {
         cdsh__tavern_log(
@@ -301,18 +382,28 @@ static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const 
     const char *sid = str(payload, "sessionId"), *phase = str(payload, "phase");
     if (!sid || !phase || strcmp(phase, "end") != 0)
         return;
+    open_turn *t = NULL;
     pthread_mutex_lock(&w->mu);
     for (open_turn **pp = &w->turns; *pp; pp = &(*pp)->next) {
         if (strcmp((*pp)->sid, sid) == 0) {
-            open_turn *t = *pp;
+            t = *pp;
             *pp = t->next;
-            cdsh_tavern_pipeline_free(t->pipe);
-            free(t->sid);
-            free(t);
             break;
         }
     }
     pthread_mutex_unlock(&w->mu);
+    if (!t)
+        return;
+    /* Once per live turn, at its end, outside the wire's mutex (disk + flock). */
+    if (t->globals_before && t->globals_after) {
+        cdsh_error err = {0};
+        char *dir = globals_dir_dup(w->svc);
+        if (!dir ||
+            cdsh_tavern_globals_commit(dir, t->globals_before, t->globals_after, NULL, &err) < 0)
+            globals_failed(w->svc, sid, dir, &err);
+        free(dir);
+    }
+    open_turn_free(t);
 }
 
 static void wire_free(void *arg)
@@ -321,9 +412,7 @@ static void wire_free(void *arg)
     while (w->turns) {
         open_turn *t = w->turns;
         w->turns = t->next;
-        cdsh_tavern_pipeline_free(t->pipe);
-        free(t->sid);
-        free(t);
+        open_turn_free(t);
     }
     pthread_mutex_destroy(&w->mu);
     free(w);
