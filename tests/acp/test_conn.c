@@ -550,10 +550,11 @@ static void fork_carries_the_context_and_leaves_the_source_alone(void **state)
     say_on(f, child, "only the child heard this");
     say_on(f, f->sid, "recall");
     assert_string_equal(f->r.text, "recall: the parent's last words");
+    free(child);
     assert_int_equal(cdsh_acp_conn_fork(f->c, "fx-unknown", f->home, NULL, &h, &child, &err),
                      CDSH_EPROTO);
     assert_non_null(strstr(err.message, "Resource not found"));
-    free(child);
+    assert_null(child);
 }
 
 static void fork_and_list_are_never_sent_when_not_advertised(void **state)

@@ -70,6 +70,16 @@ static json_t *send(fx *f, const char *sid, const char *text)
     return res;
 }
 
+/* A new service (extra engine args as write_engine) and sid bound to the
+ * fixture with one turn that said `text`. */
+static void bound_with_one_turn(fx *f, const char *extra_args, const char *sid, const char *text)
+{
+    write_engine(f, extra_args);
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, sid, "fixture", f->home, NULL), 0);
+    json_decref(send(f, sid, text));
+}
+
 static json_t *entry_of(const char *sid)
 {
     json_t *e = NULL;
@@ -85,10 +95,7 @@ static const char *str(const json_t *o, const char *k)
 static void a_fork_carries_the_agents_context_into_a_live_locked_child(void **state)
 {
     fx *f = *state;
-    write_engine(f, "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
-    assert_int_equal(cdsh_acp_service_bind(f->svc, "s-parent", "fixture", f->home, NULL), 0);
-    json_decref(send(f, "s-parent", "the parent's last message"));
+    bound_with_one_turn(f, "", "s-parent", "the parent's last message");
     json_t *before = entry_of("s-parent");
     json_t *w = json_array();
     cdsh_error err = {0};
@@ -128,10 +135,7 @@ static void a_fork_carries_the_agents_context_into_a_live_locked_child(void **st
 static void a_fork_after_a_restart_forks_from_the_agents_store(void **state)
 {
     fx *f = *state;
-    write_engine(f, "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
-    assert_int_equal(cdsh_acp_service_bind(f->svc, "s-p", "fixture", f->home, NULL), 0);
-    json_decref(send(f, "s-p", "said before the restart"));
+    bound_with_one_turn(f, "", "s-p", "said before the restart");
     cdsh_acp_service_free(f->svc);
     f->svc = cdsh_acp_service_new(NULL, NULL);
     json_t *w = json_array();
@@ -150,10 +154,7 @@ static void a_fork_after_a_restart_forks_from_the_agents_store(void **state)
 static void without_session_fork_the_child_starts_fresh_and_says_so(void **state)
 {
     fx *f = *state;
-    write_engine(f, "\"--no-fork\"");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
-    assert_int_equal(cdsh_acp_service_bind(f->svc, "s-p", "fixture", f->home, NULL), 0);
-    json_decref(send(f, "s-p", "context the child will not have"));
+    bound_with_one_turn(f, "\"--no-fork\"", "s-p", "context the child will not have");
     json_t *w = json_array();
     assert_int_equal(cdsh_acp_service_fork(f->svc, "s-p", "s-c", true, w, NULL), 0);
     assert_int_equal(json_array_size(w), 1);
@@ -254,9 +255,14 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
     assert_string_equal(err.code, "METHOD_NOT_ADVERTISED");
 }
 
-/* A session in the store bound to the engine, with one engine turn. */
-static char *stored_bound_session(fx *f, cdsh_session_store *st)
+/* A new service and an open store (*st) holding a session bound to the
+ * fixture engine, with one engine turn. */
+static char *stored_bound_session(fx *f, cdsh_session_store **out)
 {
+    write_engine(f, "");
+    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_session_store_open(NULL, out, NULL), 0);
+    cdsh_session_store *st = *out;
     char *id = NULL;
     assert_int_equal(cdsh_session_store_create(st, NULL, &id, NULL), 0);
     json_t *p = json_pack("{s:s}", "text", "the stored parent's words");
@@ -270,11 +276,8 @@ static char *stored_bound_session(fx *f, cdsh_session_store *st)
 static void store_forks_run_the_builtin_participants(void **state)
 {
     fx *f = *state;
-    write_engine(f, "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
     cdsh_session_store *st = NULL;
-    assert_int_equal(cdsh_session_store_open(NULL, &st, NULL), 0);
-    char *parent = stored_bound_session(f, st);
+    char *parent = stored_bound_session(f, &st);
     char *child = NULL;
     json_t *notes = NULL;
     cdsh_error err = {0};
@@ -329,11 +332,8 @@ static void store_forks_run_the_builtin_participants(void **state)
 static void the_cli_forks_bound_sessions_and_lists_the_agents_own(void **state)
 {
     fx *f = *state;
-    write_engine(f, "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
     cdsh_session_store *st = NULL;
-    assert_int_equal(cdsh_session_store_open(NULL, &st, NULL), 0);
-    char *parent = stored_bound_session(f, st);
+    char *parent = stored_bound_session(f, &st);
     cdsh_session_store_close(st);
     cdsh_acp_service_free(f->svc);
     f->svc = NULL;

@@ -46,10 +46,11 @@ const xdg = (dir) => ({
   XDG_CACHE_HOME: join(dir, "home/.cache"), XDG_STATE_HOME: join(dir, "home/.local/state"),
 });
 
-test("OpenCode: initialize → session/new → prompt → end_turn through cdsh", { skip: !existsSync(OPENCODE) && "opencode-ai is not installed" }, async () => {
-  const script = join(tmpdir(), `cdsh-oc-script-${process.pid}.json`);
+// The fake model (recording its requests when `record` is given) and a
+// sandbox whose "opencode" engine row sends OpenCode's traffic to it.
+async function openCodeSandbox(script, record) {
   writeFileSync(script, JSON.stringify([{ text: "PONG", finish_reason: "stop", repeat: true }]));
-  const model = spawn(join(PEERS, "fake_model"), ["--script", script], { stdio: ["pipe", "pipe", "inherit"] });
+  const model = spawn(join(PEERS, "fake_model"), ["--script", script, ...(record ? ["--record", record] : [])], { stdio: ["pipe", "pipe", "inherit"] });
   const port = await new Promise((resolve) => model.stdout.once("data", (d) => resolve(JSON.parse(String(d)).port)));
   const dir = sandbox((d) => ({
     id: "opencode", command: OPENCODE, args: ["acp"],
@@ -58,6 +59,12 @@ test("OpenCode: initialize → session/new → prompt → end_turn through cdsh"
         provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "dummy" }, models: { "fake-model": {} } } },
         model: "local/fake-model" }) },
   }));
+  return { model, dir };
+}
+
+test("OpenCode: initialize → session/new → prompt → end_turn through cdsh", { skip: !existsSync(OPENCODE) && "opencode-ai is not installed" }, async () => {
+  const script = join(tmpdir(), `cdsh-oc-script-${process.pid}.json`);
+  const { model, dir } = await openCodeSandbox(script);
   try {
     const r = await run(CDSH, ["acp", "prompt", "opencode", "Reply with exactly: PONG", "--session", "oc", "--cwd", join(dir, "proj")],
                         { ...process.env, CDSH_HOME: join(dir, "cdsh") });
@@ -78,16 +85,7 @@ test("OpenCode: initialize → session/new → prompt → end_turn through cdsh"
 test("OpenCode: session/list and session/fork of a bound cdsh session carry the context", { skip: !existsSync(OPENCODE) && "opencode-ai is not installed" }, async () => {
   const script = join(tmpdir(), `cdsh-oc-fork-script-${process.pid}.json`);
   const record = join(tmpdir(), `cdsh-oc-fork-record-${process.pid}.jsonl`);
-  writeFileSync(script, JSON.stringify([{ text: "PONG", finish_reason: "stop", repeat: true }]));
-  const model = spawn(join(PEERS, "fake_model"), ["--script", script, "--record", record], { stdio: ["pipe", "pipe", "inherit"] });
-  const port = await new Promise((resolve) => model.stdout.once("data", (d) => resolve(JSON.parse(String(d)).port)));
-  const dir = sandbox((d) => ({
-    id: "opencode", command: OPENCODE, args: ["acp"],
-    env: { ...xdg(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-      OPENCODE_CONFIG_CONTENT: JSON.stringify({
-        provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "dummy" }, models: { "fake-model": {} } } },
-        model: "local/fake-model" }) },
-  }));
+  const { model, dir } = await openCodeSandbox(script, record);
   const proj = join(dir, "proj");
   const env = { ...process.env, CDSH_HOME: join(dir, "cdsh") };
   const chat = (args, input) => new Promise((resolve) => {
