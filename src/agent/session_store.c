@@ -1673,3 +1673,44 @@ unlock:
     free(new_id);
     return rc;
 }
+
+int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t upto_seq,
+                                 const char *title, const cdsh_session_fork_hook *const *hooks,
+                                 char **new_id_out, json_t **notes, cdsh_error *err)
+{
+    if (notes)
+        *notes = NULL;
+    int rc = cdsh_session_store_fork(s, id, upto_seq, title, new_id_out, err);
+    if (rc)
+        return rc;
+    json_t *parent = cdsh_session_store_get(s, id, NULL);
+    json_t *child = cdsh_session_store_get(s, *new_id_out, NULL);
+    json_t *list = json_array();
+    int64_t point = json_integer_value(json_object_get(child, "forkSeq"));
+    cdsh_session_fork_info info = {
+        .store = s,
+        .parent_id = id,
+        .child_id = *new_id_out,
+        .fork_seq = point,
+        /* An event appended to the parent meanwhile makes the fork partial. */
+        .whole = parent && point == json_integer_value(json_object_get(parent, "lastSeq")),
+    };
+    for (const cdsh_session_fork_hook *const *h = hooks; rc == 0 && h && *h; h++) {
+        cdsh_error he = {0};
+        rc = (*h)->fn((*h)->arg, &info, list, &he);
+        if (rc < 0) {
+            cdsh_error_set(err, rc, he.code[0] ? he.code : "FORK_HOOK_FAILED", "%s: %s", (*h)->name,
+                           he.message);
+            cdsh_session_store_delete(s, *new_id_out, NULL);
+            free(*new_id_out);
+            *new_id_out = NULL;
+        }
+    }
+    json_decref(parent);
+    json_decref(child);
+    if (rc == 0 && notes)
+        *notes = list;
+    else
+        json_decref(list);
+    return rc;
+}

@@ -111,6 +111,41 @@ int cdsh_session_store_set_model(cdsh_session_store *s, const char *id, const ch
 int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_seq,
                             const char *title, char **new_id_out, cdsh_error *err);
 
+/* ---- fork participants -----------------------------------------------------
+ * State other layers keep about a session outside this store (a binding to
+ * an external agent, say) is carried over to a fork by a participant: a
+ * hook run after the events were copied. Front ends fork through
+ * cdsh_session_store_fork_with with the table of participants they were
+ * given (plugins/builtin.h: cdsh_builtin_fork_hooks), so they need not know
+ * what the participants are. */
+
+typedef struct cdsh_session_fork_info {
+    cdsh_session_store *store;
+    const char *parent_id, *child_id; /* borrowed */
+    int64_t fork_seq;                 /* the last copied seq */
+    bool whole;                       /* every event the parent had was copied */
+} cdsh_session_fork_info;
+
+/* Appends human-readable notes (strings) for the person to `notes`.
+ * Returns 0, or a negative CDSH_E* with err filled when it could not carry
+ * its state over (the fork is then undone). */
+typedef int (*cdsh_session_fork_fn)(void *arg, const cdsh_session_fork_info *info, json_t *notes,
+                                    cdsh_error *err);
+
+typedef struct cdsh_session_fork_hook {
+    const char *name; /* prefixed to its error messages */
+    cdsh_session_fork_fn fn;
+    void *arg;
+} cdsh_session_fork_hook;
+
+/* cdsh_session_store_fork, then every hook of `hooks` (NULL-terminated;
+ * NULL: none) in order. *notes (may be NULL) gets an owned array of their
+ * notes. A hook that fails undoes the fork (the child is deleted) and its
+ * error is returned, its message prefixed "<name>: ". */
+int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t upto_seq,
+                                 const char *title, const cdsh_session_fork_hook *const *hooks,
+                                 char **new_id_out, json_t **notes, cdsh_error *err);
+
 /* ---- events --------------------------------------------------------------
  * Types and required payload fields (payloads are JSON objects; names are
  * camelCase as in DSH; extra fields are kept):

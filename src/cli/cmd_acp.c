@@ -3,21 +3,27 @@
  * cmd_acp_prompt.c; all business logic is in plugins/acp. */
 #include "cli/cmd_acp.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
 #include "cli/cmd_acp_probe.h"
 #include "cli/cmd_acp_prompt.h"
+#include "cli/cli_host.h"
 #include "cli/group.h"
 #include "plugins/acp/engine.h"
+#include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
 
 static const cdsh_subcommand subs[] = {
     {"engines", "list engines: resolved command, enabled, health", cdsh_cmd_acp_engines},
     {"probe", "try-connect an engine and write an evidence record", cdsh_cmd_acp_probe},
     {"prompt", "send one message to an engine and show its streamed reply", cdsh_cmd_acp_prompt},
-    {"sessions", "list cdsh sessions bound to engines", cdsh_cmd_acp_sessions},
+    {"sessions", "list cdsh sessions bound to engines, or an engine's own (--remote)",
+     cdsh_cmd_acp_sessions},
     {NULL, NULL, NULL},
 };
 
@@ -99,13 +105,83 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
     return 0;
 }
 
+static void print_json_out(const json_t *v)
+{
+    char *text = cdsh_json_dump_pretty_dup(v);
+    fputs(text ? text : "{}\n", stdout);
+    free(text);
+}
+
+/* `--remote ENGINE`: the agent's own sessions (session/list). */
+static int list_remote(const char *engine, const char *cwd, bool as_json)
+{
+    char abs[PATH_MAX];
+    if (cwd && !realpath(cwd, abs)) {
+        fprintf(stderr, "cdsh acp sessions: --cwd %s: %s\n", cwd, strerror(errno));
+        return 1;
+    }
+    cdsh_error err = {0};
+    cdsh_acp_service *svc = cdsh_acp_service_new(NULL, &err);
+    json_t *out = NULL;
+    int rc = svc ? cdsh_acp_service_list_remote(svc, engine, cwd ? abs : NULL, &out, &err) : err.rc;
+    cdsh_acp_service_free(svc); /* disposes the engine process */
+    if (rc < 0) {
+        fprintf(stderr, "cdsh acp sessions: %s\n", err.message);
+        return 1;
+    }
+    if (as_json) {
+        print_json_out(out);
+    } else {
+        printf("%-36s %-24s %-14s %-30s %s\n", "ACP SESSION", "UPDATED", "CDSH SESSION", "TITLE",
+               "CWD");
+        size_t i;
+        json_t *info;
+        json_array_foreach(json_object_get(out, "sessions"), i, info)
+        {
+            const char *title = json_string_value(json_object_get(info, "title"));
+            const char *upd = json_string_value(json_object_get(info, "updatedAt"));
+            const char *bound = json_string_value(json_object_get(info, "cdshSessionId"));
+            char cut[64];
+            printf("%-36s %-24s %-14s %-30s %s\n",
+                   json_string_value(json_object_get(info, "sessionId")), upd ? upd : "-",
+                   bound ? bound : "-", title ? cdsh_cli_summary(title, cut, sizeof cut, 30) : "-",
+                   json_string_value(json_object_get(info, "cwd")));
+        }
+        if (json_is_true(json_object_get(out, "truncated")))
+            printf("(more sessions than %d pages; narrow with --cwd)\n", CDSH_ACP_LIST_MAX_PAGES);
+    }
+    json_decref(out);
+    return 0;
+}
+
 int cdsh_cmd_acp_sessions(int argc, char **argv)
 {
-    bool as_json = argc > 1 && strcmp(argv[1], "--json") == 0;
-    if (argc > 1 && !as_json) {
-        printf("Usage: cdsh acp sessions [--json]\n");
-        return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    bool as_json = false;
+    const char *remote = NULL, *cwd = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(argv[i], "--remote") == 0 && i + 1 < argc) {
+            remote = argv[++i];
+        } else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc) {
+            cwd = argv[++i];
+        } else {
+            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+            fprintf(help ? stdout : stderr,
+                    "Usage: cdsh acp sessions [--json]\n"
+                    "       cdsh acp sessions --remote ENGINE [--cwd DIR] [--json]\n\n"
+                    "Without --remote: the cdsh sessions bound to engines (sessions.json).\n"
+                    "With --remote: the engine's own sessions (session/list, every page), in DIR\n"
+                    "only with --cwd, each with the cdsh session bound to it, if any.\n");
+            return help ? 0 : 2;
+        }
     }
+    if (cwd && !remote) {
+        fprintf(stderr, "cdsh acp sessions: --cwd needs --remote ENGINE\n");
+        return 2;
+    }
+    if (remote)
+        return list_remote(remote, cwd, as_json);
     json_t *sessions = NULL;
     cdsh_error err = {0};
     if (cdsh_acp_state_sessions_dup(&sessions, &err) < 0) {
@@ -113,9 +189,7 @@ int cdsh_cmd_acp_sessions(int argc, char **argv)
         return 1;
     }
     if (as_json) {
-        char *text = cdsh_json_dump_pretty_dup(sessions);
-        fputs(text ? text : "{}\n", stdout);
-        free(text);
+        print_json_out(sessions);
     } else {
         const char *k;
         json_t *v;
@@ -123,10 +197,12 @@ int cdsh_cmd_acp_sessions(int argc, char **argv)
         {
             const char *acp = json_string_value(json_object_get(v, "acpSessionId"));
             const char *used = json_string_value(json_object_get(v, "lastUsedAt"));
-            printf("%s  engine=%s  acp=%s  lastUsed=%s%s\n", k,
+            const char *from = json_string_value(json_object_get(v, "forkedFrom"));
+            printf("%s  engine=%s  acp=%s  lastUsed=%s%s%s%s\n", k,
                    json_string_value(json_object_get(v, "engineId")), acp ? acp : "-",
                    used ? used : "-",
-                   json_is_string(json_object_get(v, "lockedEngineId")) ? "  (engine locked)" : "");
+                   json_is_string(json_object_get(v, "lockedEngineId")) ? "  (engine locked)" : "",
+                   from ? "  forkedFrom=" : "", from ? from : "");
         }
     }
     json_decref(sessions);

@@ -10,6 +10,7 @@
 
 #include "agent/session_store.h"
 #include "base/json.h"
+#include "plugins/builtin.h"
 
 static void usage(FILE *out)
 {
@@ -25,7 +26,8 @@ static void usage(FILE *out)
                  "                                     (default 0), at most N (default 200)\n"
                  "  rm <id>...                         delete sessions and their events\n"
                  "  fork <id> [--at SEQ] [--title T]   copy the events up to SEQ (default: all)\n"
-                 "                                     into a new session linked to <id>\n"
+                 "                                     into a new session linked to <id>;\n"
+                 "                                     an engine-bound session stays bound\n"
                  "  rename <id> <title>                set the title\n"
                  "\n"
                  "Options:\n"
@@ -303,13 +305,22 @@ static int cmd_rm(cdsh_session_store *st, int n, char **ids, const opts *o)
     return status;
 }
 
+/* notes (may be NULL): what the fork participants said, shown with it. */
 static int print_session_result(cdsh_session_store *st, const char *id, const opts *o,
-                                const char *verb)
+                                const char *verb, const json_t *notes)
 {
     cdsh_error e = {0};
     json_t *s = cdsh_session_store_get(st, id, &e);
     if (!s)
         return fail(&e);
+    if (notes && o->json)
+        json_object_set(s, "notes", (json_t *)notes);
+    size_t i;
+    json_t *n;
+    json_array_foreach(o->json ? NULL : notes, i, n)
+    {
+        fprintf(stderr, "cdsh sessions: %s\n", json_string_value(n));
+    }
     if (o->json) {
         print_json(s);
     } else if (strcmp(verb, "forked") == 0) {
@@ -425,16 +436,19 @@ int cdsh_cmd_sessions(int argc, char **argv)
         status = cmd_rm(st, nargs, args, &o);
     } else if (strcmp(action, "fork") == 0) {
         char *new_id = NULL;
-        if (cdsh_session_store_fork(st, args[0], o.at, o.title, &new_id, &e) != 0)
+        json_t *notes = NULL;
+        if (cdsh_session_store_fork_with(st, args[0], o.at, o.title, cdsh_builtin_fork_hooks,
+                                         &new_id, &notes, &e) != 0)
             status = fail(&e);
         else
-            status = print_session_result(st, new_id, &o, "forked");
+            status = print_session_result(st, new_id, &o, "forked", notes);
+        json_decref(notes);
         free(new_id);
     } else {
         if (cdsh_session_store_rename(st, args[0], args[1], &e) != 0)
             status = fail(&e);
         else
-            status = print_session_result(st, args[0], &o, "renamed");
+            status = print_session_result(st, args[0], &o, "renamed", NULL);
     }
     cdsh_session_store_close(st);
     return status;

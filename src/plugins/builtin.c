@@ -20,6 +20,11 @@ const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     NULL,
 };
 
+const cdsh_session_fork_hook *const cdsh_builtin_fork_hooks[] = {
+    &cdsh_acp_fork_hook, /* a fork of an engine-bound session stays bound */
+    NULL,
+};
+
 const cdsh_plugin_def *cdsh_builtin_plugin_find(const char *name)
 {
     for (const cdsh_plugin_def *const *d = cdsh_builtin_plugins; name && *d; d++)

@@ -517,6 +517,132 @@ static void init_failures_leave_no_process(void **state)
     assert_null(f->c);
 }
 
+/* The text of one prompt on a session (f->r.text reset first). */
+static void say_on(fx *f, const char *sid, const char *text)
+{
+    f->r.text[0] = '\0';
+    json_t *p = json_pack("[{s:s,s:s}]", "type", "text", "text", text);
+    cdsh_acp_prompt_result res;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_conn_prompt(f->c, sid, p, NULL, NULL, &res, &err), 0);
+    cdsh_acp_prompt_result_deinit(&res);
+    json_decref(p);
+}
+
+static void fork_carries_the_context_and_leaves_the_source_alone(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(open_fixture(f, NULL, true, NULL), 0);
+    open_session(f);
+    say_on(f, f->sid, "the parent's last words");
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    char *child = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_conn_fork(f->c, f->sid, f->home, NULL, &h, &child, &err), 0);
+    assert_string_not_equal(child, f->sid);
+    assert_int_equal(cdsh_acp_conn_session_count(f->c), 2);
+    /* The fork answered with the agent's config, kept like session/new's. */
+    json_t *cfg = cdsh_acp_conn_session_config_dup(f->c, child);
+    assert_true(json_is_array(json_object_get(cfg, "configOptions")));
+    json_decref(cfg);
+    say_on(f, child, "recall");
+    assert_string_equal(f->r.text, "recall: the parent's last words");
+    say_on(f, child, "only the child heard this");
+    say_on(f, f->sid, "recall");
+    assert_string_equal(f->r.text, "recall: the parent's last words");
+    free(child);
+    assert_int_equal(cdsh_acp_conn_fork(f->c, "fx-unknown", f->home, NULL, &h, &child, &err),
+                     CDSH_EPROTO);
+    assert_non_null(strstr(err.message, "Resource not found"));
+    assert_null(child);
+}
+
+static void fork_and_list_are_never_sent_when_not_advertised(void **state)
+{
+    fx *f = *state;
+    const char *args[] = {"--no-fork", "--no-list", "--no-load", NULL};
+    assert_int_equal(open_fixture(f, args, true, NULL), 0);
+    open_session(f);
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    char *child = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_conn_fork(f->c, f->sid, f->home, NULL, &h, &child, &err),
+                     CDSH_EUNSUPPORTED);
+    assert_string_equal(err.code, "METHOD_NOT_ADVERTISED");
+    assert_string_equal(err.message, "fixture does not advertise session/fork");
+    assert_null(child);
+    assert_int_equal(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_LOAD, f->sid, f->home, NULL, &h,
+                                                &child, &err),
+                     CDSH_EUNSUPPORTED);
+    assert_string_equal(err.message, "fixture does not advertise session/load");
+    json_t *list = NULL;
+    assert_int_equal(cdsh_acp_conn_list_sessions(f->c, NULL, 0, NULL, &list, NULL, &err),
+                     CDSH_EUNSUPPORTED);
+    assert_string_equal(err.message, "fixture does not advertise session/list");
+    assert_null(list);
+    /* Nothing went out: the agent saw neither call. */
+    json_t *raw = cdsh_acp_conn_raw_lines_dup(f->c);
+    size_t i;
+    json_t *line;
+    json_array_foreach(raw, i, line)
+    {
+        assert_null(strstr(json_string_value(line), "Method not found"));
+    }
+    json_decref(raw);
+    assert_int_equal(cdsh_acp_conn_session_count(f->c), 1);
+}
+
+static void list_follows_every_page_filtered_by_cwd(void **state)
+{
+    fx *f = *state;
+    const char *args[] = {"--page-size", "2", NULL};
+    assert_int_equal(open_fixture(f, args, true, NULL), 0);
+    char other[4200];
+    snprintf(other, sizeof other, "%s/elsewhere", f->home);
+    mkdir(other, 0700);
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    char *ids[5] = {0};
+    cdsh_error err = {0};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL,
+                                                    i == 4 ? other : f->home, NULL, &h, &ids[i],
+                                                    &err),
+                         0);
+    say_on(f, ids[1], "name me");
+    json_t *list = NULL;
+    bool more = true;
+    assert_int_equal(cdsh_acp_conn_list_sessions(f->c, f->home, 0, NULL, &list, &more, &err), 0);
+    assert_false(more);
+    assert_int_equal(json_array_size(list), 4); /* two pages of 2 */
+    size_t i;
+    json_t *info;
+    int titled = 0;
+    json_array_foreach(list, i, info)
+    {
+        assert_string_equal(json_string_value(json_object_get(info, "cwd")), f->home);
+        assert_string_not_equal(json_string_value(json_object_get(info, "sessionId")), ids[4]);
+        if (strcmp(json_string_value(json_object_get(info, "sessionId")), ids[1]) == 0) {
+            assert_string_equal(json_string_value(json_object_get(info, "title")), "name me");
+            assert_true(json_is_string(json_object_get(info, "updatedAt")));
+            titled++;
+        }
+    }
+    assert_int_equal(titled, 1);
+    json_decref(list);
+    assert_int_equal(cdsh_acp_conn_list_sessions(f->c, NULL, 0, NULL, &list, NULL, &err), 0);
+    assert_int_equal(json_array_size(list), 5);
+    json_decref(list);
+    /* A bound of one page stops early and says so. */
+    assert_int_equal(cdsh_acp_conn_list_sessions(f->c, NULL, 1, NULL, &list, &more, &err), 0);
+    assert_int_equal(json_array_size(list), 2);
+    assert_true(more);
+    json_decref(list);
+    assert_int_equal(cdsh_acp_conn_list_sessions(f->c, "relative", 0, NULL, &list, NULL, &err),
+                     CDSH_EINVAL);
+    for (int k = 0; k < 5; k++)
+        free(ids[k]);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -536,6 +662,9 @@ int main(void)
         T(authenticate_unlocks_session_new),
         T(load_replays_history_through_the_handlers),
         T(init_failures_leave_no_process),
+        T(fork_carries_the_context_and_leaves_the_source_alone),
+        T(fork_and_list_are_never_sent_when_not_advertised),
+        T(list_follows_every_page_filtered_by_cwd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

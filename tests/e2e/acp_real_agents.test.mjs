@@ -3,7 +3,9 @@
 // scripts/bootstrap.sh) driven by `cdsh acp prompt`, offline, with their
 // model traffic sent to fake endpoints on 127.0.0.1 as acp-peers.md
 // describes: OpenCode → tests/peers/fake_model (OpenAI chat completions),
-// Codex ACP → a Responses-API stub in this file. Each test is skipped when
+// Codex ACP → a Responses-API stub in this file. OpenCode also lists its
+// sessions (session/list) and forks a bound cdsh session (session/fork),
+// its context carried over. Each test is skipped when
 // its agent's native binary is not installed for this platform.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -44,10 +46,11 @@ const xdg = (dir) => ({
   XDG_CACHE_HOME: join(dir, "home/.cache"), XDG_STATE_HOME: join(dir, "home/.local/state"),
 });
 
-test("OpenCode: initialize → session/new → prompt → end_turn through cdsh", { skip: !existsSync(OPENCODE) && "opencode-ai is not installed" }, async () => {
-  const script = join(tmpdir(), `cdsh-oc-script-${process.pid}.json`);
+// The fake model (recording its requests when `record` is given) and a
+// sandbox whose "opencode" engine row sends OpenCode's traffic to it.
+async function openCodeSandbox(script, record) {
   writeFileSync(script, JSON.stringify([{ text: "PONG", finish_reason: "stop", repeat: true }]));
-  const model = spawn(join(PEERS, "fake_model"), ["--script", script], { stdio: ["pipe", "pipe", "inherit"] });
+  const model = spawn(join(PEERS, "fake_model"), ["--script", script, ...(record ? ["--record", record] : [])], { stdio: ["pipe", "pipe", "inherit"] });
   const port = await new Promise((resolve) => model.stdout.once("data", (d) => resolve(JSON.parse(String(d)).port)));
   const dir = sandbox((d) => ({
     id: "opencode", command: OPENCODE, args: ["acp"],
@@ -56,6 +59,12 @@ test("OpenCode: initialize → session/new → prompt → end_turn through cdsh"
         provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "dummy" }, models: { "fake-model": {} } } },
         model: "local/fake-model" }) },
   }));
+  return { model, dir };
+}
+
+test("OpenCode: initialize → session/new → prompt → end_turn through cdsh", { skip: !existsSync(OPENCODE) && "opencode-ai is not installed" }, async () => {
+  const script = join(tmpdir(), `cdsh-oc-script-${process.pid}.json`);
+  const { model, dir } = await openCodeSandbox(script);
   try {
     const r = await run(CDSH, ["acp", "prompt", "opencode", "Reply with exactly: PONG", "--session", "oc", "--cwd", join(dir, "proj")],
                         { ...process.env, CDSH_HOME: join(dir, "cdsh") });
@@ -70,6 +79,69 @@ test("OpenCode: initialize → session/new → prompt → end_turn through cdsh"
     model.kill();
     rmSync(dir, { recursive: true, force: true });
     rmSync(script, { force: true });
+  }
+});
+
+test("OpenCode: session/list and session/fork of a bound cdsh session carry the context", { skip: !existsSync(OPENCODE) && "opencode-ai is not installed" }, async () => {
+  const script = join(tmpdir(), `cdsh-oc-fork-script-${process.pid}.json`);
+  const record = join(tmpdir(), `cdsh-oc-fork-record-${process.pid}.jsonl`);
+  const { model, dir } = await openCodeSandbox(script, record);
+  const proj = join(dir, "proj");
+  const env = { ...process.env, CDSH_HOME: join(dir, "cdsh") };
+  const chat = (args, input) => new Promise((resolve) => {
+    const p = spawn(CDSH, ["chat", ...args, "--approve", "reject"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "", err = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (err += d));
+    p.on("close", (code) => resolve({ code, out, err }));
+    p.stdin.end(input);
+  });
+  try {
+    let r = await chat(["--engine", "opencode", "--cwd", proj], "Remember the word PAPAYA and reply PONG\n");
+    assert.equal(r.code, 0, r.err);
+    assert.ok(r.out.includes("PONG"), r.out);
+    r = await run(CDSH, ["sessions", "list", "--json"], env);
+    const parent = JSON.parse(r.out).sessions[0].id;
+    const before = JSON.parse(readFileSync(join(dir, "cdsh/multi-acp/sessions.json"), "utf8")).sessions[parent];
+    assert.equal(before.engineId, "opencode");
+
+    // session/list: the agent's own sessions, the bound one named.
+    r = await run(CDSH, ["acp", "sessions", "--remote", "opencode", "--cwd", proj, "--json"], env);
+    assert.equal(r.code, 0, r.err);
+    const listed = JSON.parse(r.out);
+    const mine = listed.sessions.find((s) => s.sessionId === before.acpSessionId);
+    assert.ok(mine, r.out);
+    assert.equal(mine.cdshSessionId, parent);
+    assert.equal(mine.cwd, proj);
+
+    // session/fork through `cdsh sessions fork` (OpenCode advertises fork: {}).
+    r = await run(CDSH, ["sessions", "fork", parent, "--json"], env);
+    assert.equal(r.code, 0, r.err);
+    const forked = JSON.parse(r.out);
+    assert.ok(forked.notes.some((n) => n.startsWith("bound to engine opencode, ACP session forked as ")), r.out);
+    const map = JSON.parse(readFileSync(join(dir, "cdsh/multi-acp/sessions.json"), "utf8")).sessions;
+    const child = map[forked.id];
+    assert.equal(child.engineId, "opencode");
+    assert.equal(child.lockedEngineId, "opencode");
+    assert.equal(child.forkedFrom, parent);
+    assert.notEqual(child.acpSessionId, before.acpSessionId);
+    assert.deepEqual(map[parent], before, "the parent's binding is untouched");
+
+    // The fork's first turn reaches the model with the parent's conversation.
+    r = await chat(["--session", forked.id], "What was the word?\n");
+    assert.equal(r.code, 0, r.err);
+    assert.ok(r.out.includes("PONG"), r.out);
+    assert.ok(!r.out.includes("not carried over") && !r.err.includes("not carried over"), r.out + r.err);
+    const bodies = readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.stringify(JSON.parse(l).body));
+    const asked = bodies.filter((b) => b.includes("What was the word?"));
+    assert.ok(asked.length > 0, "the fork's prompt reached the model");
+    assert.ok(asked.every((b) => b.includes("PAPAYA")), "the fork's request carries the parent's message");
+  } finally {
+    model.stdin.end();
+    model.kill();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(script, { force: true });
+    rmSync(record, { force: true });
   }
 });
 

@@ -2,18 +2,26 @@
  * with the rest). Behaviour on start-up comes from flags; each prompt's
  * first text block is a command: hello, all-updates, permission, read P,
  * write P TEXT, stall, stall-hard, slow N, die, garbage, funds, auth,
- * ratelimit, sessions, mcp. Not a real agent: it never calls a model. */
+ * ratelimit, sessions, mcp, recall (quotes the session's previous message,
+ * which session/fork carries over). Sessions are listed by session/list in
+ * pages of --page-size and kept in --state-dir DIR/sessions.json when given
+ * (so another process can fork them, as real agents' stores allow).
+ * Not a real agent: it never calls a model. */
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/jsonrpc.h"
 
 static const char *config_style = "both"; /* options | modes | both | none */
-static int no_load, need_auth, authed, leak, garbage_first;
+static int no_load, need_auth, authed, leak, garbage_first, no_fork, no_list;
+static int page_size = 2;
+static const char *state_dir; /* NULL: sessions only in memory */
+static json_t *memory_db;     /* sessionId → {sessionId, cwd, title, updatedAt, last} */
 static int init_delay_ms;
 static int session_counter;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -22,6 +30,65 @@ static int held_soft;
 static char current_mode[32] = "default";
 static char current_model[64] = "fake/one";
 static char mcp_names[256] = "-"; /* names of the MCP servers of the last session/new */
+
+/* The session table: re-read from --state-dir at every use so that a fork
+ * in another process sees what this one wrote. Caller holds mu. */
+static json_t *db_load(void)
+{
+    if (!state_dir)
+        return json_incref(memory_db);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/sessions.json", state_dir);
+    json_t *db = json_load_file(path, 0, NULL);
+    return json_is_object(db) ? db : (json_decref(db), json_object());
+}
+
+static void db_save(json_t *db)
+{
+    if (!state_dir)
+        return;
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/sessions.json", state_dir);
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    if (json_dump_file(db, tmp, JSON_COMPACT) == 0)
+        rename(tmp, path);
+}
+
+static void db_put(const char *sid, const char *cwd, const char *title, const char *last)
+{
+    char now[32];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    pthread_mutex_lock(&mu);
+    json_t *db = db_load();
+    json_t *e = json_object_get(db, sid);
+    if (!e) {
+        e = json_pack("{s:s,s:s,s:n,s:n}", "sessionId", sid, "cwd", cwd ? cwd : "/", "title",
+                      "last");
+        json_object_set_new(db, sid, e);
+    }
+    if (cwd)
+        json_object_set_new(e, "cwd", json_string(cwd));
+    if (title && !json_is_string(json_object_get(e, "title")))
+        json_object_set_new(e, "title", json_string(title));
+    if (last)
+        json_object_set_new(e, "last", json_string(last));
+    json_object_set_new(e, "updatedAt", json_string(now));
+    db_save(db);
+    json_decref(db);
+    pthread_mutex_unlock(&mu);
+}
+
+/* Owned copy of one session's row, or NULL. */
+static json_t *db_get(const char *sid)
+{
+    pthread_mutex_lock(&mu);
+    json_t *db = db_load();
+    json_t *e = sid ? json_deep_copy(json_object_get(db, sid)) : NULL;
+    json_decref(db);
+    pthread_mutex_unlock(&mu);
+    return e;
+}
 
 static json_t *config_options(void)
 {
@@ -95,14 +162,19 @@ static void on_initialize(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     (void)peer;
     if (init_delay_ms)
         usleep((useconds_t)init_delay_ms * 1000);
-    json_t *r = json_pack(
-        "{s:i,s:{s:b,s:{s:b,s:b},s:{s:b,s:b},s:{s:{},s:{},s:{},s:{}}},s:{s:s,s:s,s:s},"
-        "s:[{s:s,s:s,s:s}]}",
-        "protocolVersion", 1, "agentCapabilities", "loadSession", !no_load, "mcpCapabilities",
-        "http", 1, "sse", 0, "promptCapabilities", "image", 0, "embeddedContext", 1,
-        "sessionCapabilities", "list", "close", "resume", "fork", "agentInfo", "name",
-        "fixture-agent", "title", "Fixture Agent", "version", "1.0.0", "authMethods", "id",
-        "fixture-login", "name", "Fixture login", "description", "Log in to the fixture");
+    json_t *r = json_pack("{s:i,s:{s:b,s:{s:b,s:b},s:{s:b,s:b},s:{s:{},s:{}}},s:{s:s,s:s,s:s},"
+                          "s:[{s:s,s:s,s:s}]}",
+                          "protocolVersion", 1, "agentCapabilities", "loadSession", !no_load,
+                          "mcpCapabilities", "http", 1, "sse", 0, "promptCapabilities", "image", 0,
+                          "embeddedContext", 1, "sessionCapabilities", "close", "resume",
+                          "agentInfo", "name", "fixture-agent", "title", "Fixture Agent", "version",
+                          "1.0.0", "authMethods", "id", "fixture-login", "name", "Fixture login",
+                          "description", "Log in to the fixture");
+    json_t *caps = json_object_get(json_object_get(r, "agentCapabilities"), "sessionCapabilities");
+    if (!no_list)
+        json_object_set_new(caps, "list", json_object());
+    if (!no_fork)
+        json_object_set_new(caps, "fork", json_object());
     if (leak) {
         json_object_set_new(r, "_meta",
                             json_pack("{s:s,s:s,s:s}", "apiKey", "sk-fixtureSECRET1234567890",
@@ -150,6 +222,8 @@ static void on_session_new(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *
     }
     if (!mcp_names[0])
         snprintf(mcp_names, sizeof mcp_names, "-");
+    db_put(sid, json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "cwd")), NULL,
+           NULL);
     json_t *r = json_pack("{s:s}", "sessionId", sid);
     add_config(r);
     cdsh_jsonrpc_respond(req, r, NULL);
@@ -232,11 +306,70 @@ static void on_simple(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
 {
     (void)arg;
     (void)peer;
-    json_t *r = strcmp(cdsh_jsonrpc_request_method(req), "session/list") == 0
-                    ? json_pack("{s:[]}", "sessions")
-                    : json_object();
+    json_t *r = json_object();
     cdsh_jsonrpc_respond(req, r, NULL);
     json_decref(r);
+}
+
+/* session/fork: a new session with the source's remembered message. */
+static void on_fork(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    (void)peer;
+    json_t *params = cdsh_jsonrpc_request_params(req);
+    json_t *src = db_get(json_string_value(json_object_get(params, "sessionId")));
+    if (!src) {
+        cdsh_jsonrpc_respond_error(req, -32002, "Resource not found: session", NULL, NULL);
+        return;
+    }
+    char sid[64], title[256];
+    snprintf(sid, sizeof sid, "fx-%d-%d", (int)getpid(), ++session_counter);
+    snprintf(title, sizeof title, "fork of %s",
+             json_string_value(json_object_get(src, "title"))
+                 ? json_string_value(json_object_get(src, "title"))
+                 : json_string_value(json_object_get(src, "sessionId")));
+    db_put(sid, json_string_value(json_object_get(params, "cwd")), title,
+           json_string_value(json_object_get(src, "last")));
+    json_decref(src);
+    json_t *r = json_pack("{s:s}", "sessionId", sid);
+    add_config(r);
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+}
+
+/* session/list: the table filtered by cwd, page_size rows a page; the
+ * cursor is the offset of the next row. */
+static void on_list(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    (void)arg;
+    (void)peer;
+    json_t *params = cdsh_jsonrpc_request_params(req);
+    const char *cwd = json_string_value(json_object_get(params, "cwd"));
+    const char *cursor = json_string_value(json_object_get(params, "cursor"));
+    int from = cursor ? atoi(cursor) : 0, seen = 0;
+    pthread_mutex_lock(&mu);
+    json_t *db = db_load();
+    pthread_mutex_unlock(&mu);
+    json_t *page = json_array(), *r = json_pack("{s:o}", "sessions", page);
+    const char *k;
+    json_t *e;
+    json_object_foreach(db, k, e)
+    {
+        if (cwd && strcmp(cwd, json_string_value(json_object_get(e, "cwd"))) != 0)
+            continue;
+        if (seen >= from && (int)json_array_size(page) < page_size)
+            json_array_append_new(page, json_pack("{s:O,s:O,s:O,s:O}", "sessionId",
+                                                  json_object_get(e, "sessionId"), "cwd",
+                                                  json_object_get(e, "cwd"), "title",
+                                                  json_object_get(e, "title"), "updatedAt",
+                                                  json_object_get(e, "updatedAt")));
+        seen++;
+    }
+    if (from + page_size < seen)
+        json_object_set_new(r, "nextCursor", json_sprintf("%d", from + page_size));
+    cdsh_jsonrpc_respond(req, r, NULL);
+    json_decref(r);
+    json_decref(db);
 }
 
 static void on_cancel(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
@@ -388,6 +521,13 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         char msg[300];
         snprintf(msg, sizeof msg, "mcp: %s", mcp_names);
         say(peer, sid, msg);
+    } else if (strcmp(cmd, "recall") == 0) {
+        json_t *e = db_get(sid);
+        const char *last = json_string_value(json_object_get(e, "last"));
+        char msg[4200];
+        snprintf(msg, sizeof msg, "recall: %s", last ? last : "-");
+        json_decref(e);
+        say(peer, sid, msg);
     } else if (strcmp(cmd, "sessions") == 0) {
         char msg[64];
         snprintf(msg, sizeof msg, "sessions: %d", session_counter);
@@ -395,6 +535,8 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
     } else {
         say(peer, sid, "PONG");
     }
+    if (strcmp(cmd, "recall") != 0) /* what the next recall quotes */
+        db_put(sid, NULL, cmd, cmd);
     reply_stop(req, "end_turn");
 }
 
@@ -410,6 +552,14 @@ int main(int argc, char **argv)
             need_auth = 1;
         else if (strcmp(argv[i], "--leak") == 0)
             leak = 1;
+        else if (strcmp(argv[i], "--no-fork") == 0)
+            no_fork = 1;
+        else if (strcmp(argv[i], "--no-list") == 0)
+            no_list = 1;
+        else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
+            state_dir = argv[++i];
+        else if (strcmp(argv[i], "--page-size") == 0 && i + 1 < argc)
+            page_size = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 2;
         else if (strcmp(argv[i], "--garbage-first") == 0)
             garbage_first = 1;
         else if (strcmp(argv[i], "--init-delay") == 0 && i + 1 < argc)
@@ -430,6 +580,7 @@ int main(int argc, char **argv)
     }
     if (garbage_first)
         raw_line("fixture agent starting (not json)\n");
+    memory_db = json_object();
     fprintf(stderr, "fixture agent ready\n");
     cdsh_jsonrpc_config cfg = {.name = "client"};
     cdsh_jsonrpc *peer = cdsh_jsonrpc_new(0, 1, &cfg, NULL);
@@ -443,7 +594,8 @@ int main(int argc, char **argv)
     cdsh_jsonrpc_handle(peer, "session/set_config_option", on_set_config, NULL, NULL);
     cdsh_jsonrpc_handle(peer, "session/set_mode", on_set_mode, NULL, NULL);
     cdsh_jsonrpc_handle(peer, "session/close", on_simple, NULL, NULL);
-    cdsh_jsonrpc_handle(peer, "session/list", on_simple, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/list", on_list, NULL, NULL);
+    cdsh_jsonrpc_handle(peer, "session/fork", on_fork, NULL, NULL);
     cdsh_jsonrpc_handle(peer, "session/prompt", on_prompt, NULL, NULL);
     cdsh_jsonrpc_handle(peer, "session/cancel", on_cancel, NULL, NULL);
     cdsh_jsonrpc_start(peer, NULL);
@@ -456,5 +608,6 @@ int main(int argc, char **argv)
     if (h)
         cdsh_jsonrpc_respond_error(h, -32603, "shutting down", NULL, NULL);
     cdsh_jsonrpc_free(peer);
+    json_decref(memory_db);
     return 0;
 }

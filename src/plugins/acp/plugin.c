@@ -94,6 +94,45 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     return rc;
 }
 
+static int on_fork(void *arg, const cdsh_session_fork_info *info, json_t *notes, cdsh_error *err)
+{
+    json_t *entry = NULL;
+    cdsh_error ge = {0};
+    int rc = cdsh_acp_state_session_get(info->parent_id, &entry, &ge);
+    json_decref(entry);
+    if (rc == CDSH_ENOTFOUND)
+        return 0; /* not bound: nothing to carry over */
+    if (rc < 0)
+        return cdsh_error_set(err, rc, ge.code, "%s", ge.message);
+    cdsh_acp_service *svc = arg, *own = NULL;
+    if (!svc) {
+        json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
+        json_t *mcp = self ? json_pack("[o]", self) : json_array();
+        cdsh_acp_service_opts so = {.mcp_servers = mcp};
+        svc = own = cdsh_acp_service_new(&so, err);
+        json_decref(mcp);
+        if (!svc)
+            return err ? err->rc : CDSH_ENOMEM;
+    }
+    json_t *warnings = json_array();
+    rc = cdsh_acp_service_fork(svc, info->parent_id, info->child_id, info->whole, warnings, err);
+    if (rc == 0 && cdsh_acp_state_session_get(info->child_id, &entry, NULL) == 0) {
+        const char *acp = json_string_value(json_object_get(entry, "acpSessionId"));
+        json_array_append_new(
+            notes, json_sprintf("bound to engine %s%s%s",
+                                json_string_value(json_object_get(entry, "engineId")),
+                                acp ? ", ACP session forked as " : " (no ACP session yet)",
+                                acp ? acp : ""));
+        json_decref(entry);
+    }
+    json_array_extend(notes, warnings);
+    json_decref(warnings);
+    cdsh_acp_service_free(own); /* disposes the process it spawned */
+    return rc;
+}
+
+const cdsh_session_fork_hook cdsh_acp_fork_hook = {.name = "acp", .fn = on_fork, .arg = NULL};
+
 static const char *const requires_[] = {NULL};
 
 const cdsh_plugin_def cdsh_acp_plugin = {

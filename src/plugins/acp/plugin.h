@@ -5,6 +5,7 @@
 #ifndef CDSH_PLUGINS_ACP_PLUGIN_H
 #define CDSH_PLUGINS_ACP_PLUGIN_H
 
+#include "agent/session_store.h"
 #include "host/plugins.h"
 
 #define CDSH_ACP_PLUGIN "acp"
@@ -19,5 +20,12 @@
  * engine, cwd?}; sessions → the sessions map; config {session} → the live
  * session's {configOptions, modes}. */
 extern const cdsh_plugin_def cdsh_acp_plugin;
+
+/* The fork participant (plugins/builtin.h): a fork of an engine-bound
+ * session is bound too (cdsh_acp_service_fork). arg: a cdsh_acp_service to
+ * use, or NULL (the builtin row) for one made for the call — its engine
+ * process is disposed when the fork is done; cdsh's own tools are offered
+ * as in `cdsh chat`. Unbound sessions cost nothing (no process). */
+extern const cdsh_session_fork_hook cdsh_acp_fork_hook;
 
 #endif

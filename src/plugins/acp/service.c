@@ -571,11 +571,17 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
         if (rc < 0)
             json_array_append_new(warnings, json_sprintf("session/resume failed: %s", le.message));
     }
+    const char *forked = json_string_value(json_object_get(entry, "forkedFrom"));
     if (rc < 0) {
         if (prev)
             json_array_append_new(warnings,
                                   json_string("engine context not restored: a fresh ACP session "
                                               "was opened"));
+        else if (forked)
+            json_array_append_new(warnings,
+                                  json_sprintf("engine context not carried over from %s: a fresh "
+                                               "ACP session was opened for this fork",
+                                               forked));
         rc = cdsh_acp_conn_session_open(e->conn, CDSH_ACP_OPEN_NEW, NULL, cwd, mcp, &h, &sid, err);
         *opened = "new";
     }
@@ -880,5 +886,168 @@ int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
         return rc;
     rc = cdsh_acp_conn_authenticate(e->conn, method_id, err);
     engine_put(svc, e);
+    return rc;
+}
+
+/* ---- the agent's own sessions, forks ------------------------------------------- */
+
+/* The engine's running process for an operation outside a turn: the one the
+ * live session cdsh_id uses when there is one (so the agent has its context
+ * in memory), else any process of the engine, spawned if needed. */
+static int engine_for(cdsh_acp_service *svc, const json_t *row, const char *cdsh_id,
+                      const char *cwd, pool_engine **out, cdsh_error *err)
+{
+    live_session *ls = cdsh_id ? live_acquire(svc, cdsh_id) : NULL;
+    if (ls) {
+        *out = ls->engine;
+        return 0;
+    }
+    if (!json_is_true(json_object_get(row, "enabled")))
+        return cdsh_error_set(err, CDSH_EPERM, "ENGINE_DISABLED", "engine \"%s\" is disabled",
+                              json_string_value(json_object_get(row, "id")));
+    char here[4096];
+    if (!cwd || cwd[0] != '/')
+        cwd = getcwd(here, sizeof here) ? here : "/";
+    return engine_get(svc, row, cwd, out, err);
+}
+
+int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, const char *cwd,
+                                 json_t **out, cdsh_error *err)
+{
+    if (!svc || !engine_id || !out || (cwd && cwd[0] != '/'))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "listing needs an engine (and an absolute cwd if any)");
+    json_t *row = NULL, *list = NULL, *bindings = NULL;
+    pool_engine *e = NULL;
+    bool more = false;
+    int rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    if (rc == 0)
+        rc = engine_for(svc, row, NULL, cwd, &e, err);
+    if (rc == 0) {
+        rc = cdsh_acp_conn_list_sessions(e->conn, cwd, 0, NULL, &list, &more, err);
+        engine_put(svc, e);
+    }
+    if (rc == 0)
+        rc = cdsh_acp_state_sessions_dup(&bindings, err);
+    if (rc < 0)
+        goto done;
+    size_t i;
+    json_t *info;
+    json_array_foreach(list, i, info)
+    {
+        const char *sid = json_string_value(json_object_get(info, "sessionId"));
+        const char *bound = NULL, *k;
+        json_t *b;
+        json_object_foreach(bindings, k, b)
+        {
+            const char *acp = json_string_value(json_object_get(b, "acpSessionId"));
+            if (acp && strcmp(acp, sid) == 0 &&
+                strcmp(json_string_value(json_object_get(b, "engineId")), engine_id) == 0)
+                bound = k;
+        }
+        json_object_set_new(info, "cdshSessionId", bound ? json_string(bound) : json_null());
+    }
+    *out = json_pack("{s:s,s:s?,s:O,s:b}", "engineId", engine_id, "cwd", cwd, "sessions", list,
+                     "truncated", more);
+    if (!*out)
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+done:
+    json_decref(bindings);
+    json_decref(list);
+    json_decref(row);
+    return rc;
+}
+
+/* Forks the ACP session prev of parent on the engine into a live session
+ * of child (*acp_out owned). Every reason not to is a warning: the child
+ * then opens a fresh ACP session on its first prompt. */
+static void fork_remote(cdsh_acp_service *svc, const json_t *row, const char *parent,
+                        const char *child, const char *prev, const char *cwd, json_t *warnings,
+                        char **acp_out)
+{
+    static const char fresh[] = "the fork's first message starts a fresh ACP session without the "
+                                "parent's context";
+    const char *engine_id = json_string_value(json_object_get(row, "id"));
+    pool_engine *e = NULL;
+    cdsh_error le = {0};
+    if (engine_for(svc, row, parent, cwd, &e, &le) < 0) {
+        json_array_append_new(warnings,
+                              json_sprintf("engine %s: %s; %s", engine_id, le.message, fresh));
+        return;
+    }
+    live_session *ls = NULL;
+    if (!cdsh_acp_conn_supports(e->conn, "session/fork")) {
+        json_array_append_new(
+            warnings,
+            json_sprintf("engine %s does not advertise session/fork: %s", engine_id, fresh));
+        goto done;
+    }
+    ls = calloc(1, sizeof *ls);
+    if (!ls || !(ls->cdsh_id = strdup(child))) {
+        json_array_append_new(warnings, json_sprintf("out of memory: %s", fresh));
+        goto done;
+    }
+    ls->engine = e;
+    ls->svc = svc;
+    cdsh_acp_session_handlers h = {tramp_update, tramp_permission, ls};
+    json_t *mcp = mcp_for(svc, row, e->conn);
+    int rc = cdsh_acp_conn_fork(e->conn, prev, cwd, mcp, &h, &ls->acp_id, &le);
+    json_decref(mcp);
+    if (rc < 0 || !(*acp_out = strdup(ls->acp_id))) {
+        json_array_append_new(warnings, json_sprintf("session/fork failed: %s; %s",
+                                                     rc < 0 ? le.message : "out of memory", fresh));
+        if (rc == 0)
+            cdsh_acp_conn_session_release(e->conn, ls->acp_id, true, NULL);
+        goto done;
+    }
+    pthread_mutex_lock(&svc->mu);
+    ls->next = svc->sessions;
+    svc->sessions = ls;
+    pthread_mutex_unlock(&svc->mu);
+    ls = NULL;
+done:
+    if (ls) {
+        free(ls->acp_id);
+        free(ls->cdsh_id);
+        free(ls);
+    }
+    engine_put(svc, e);
+}
+
+int cdsh_acp_service_fork(cdsh_acp_service *svc, const char *parent_id, const char *child_id,
+                          bool whole, json_t *warnings, cdsh_error *err)
+{
+    if (!svc || !parent_id || !child_id || !json_is_array(warnings))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "fork needs a parent, a child and a warnings array");
+    json_t *entry = NULL, *row = NULL;
+    char *acp = NULL;
+    int rc = cdsh_acp_state_session_get(parent_id, &entry, err);
+    if (rc < 0)
+        return rc;
+    const char *engine_id = json_string_value(json_object_get(entry, "engineId"));
+    const char *prev = json_string_value(json_object_get(entry, "acpSessionId"));
+    const char *cwd = json_string_value(json_object_get(entry, "cwd"));
+    rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    if (rc < 0)
+        goto done;
+    if (prev && !whole)
+        /* The agent forks its whole session: it cannot be cut at an earlier event. */
+        json_array_append_new(warnings,
+                              json_sprintf("forked before the parent's last event: engine %s "
+                                           "cannot fork its session at that point, so the fork's "
+                                           "first message starts a fresh ACP session",
+                                           engine_id));
+    else if (prev)
+        fork_remote(svc, row, parent_id, child_id, prev, cwd, warnings, &acp);
+    rc = cdsh_acp_state_session_fork(parent_id, child_id, acp, err);
+    if (rc < 0 && acp) {
+        cdsh_error ignored = {0};
+        cdsh_acp_service_release(svc, child_id, &ignored);
+    }
+done:
+    free(acp);
+    json_decref(row);
+    json_decref(entry);
     return rc;
 }

@@ -98,6 +98,29 @@ int cdsh_acp_service_set_config(cdsh_acp_service *svc, const char *cdsh_session_
  * idleDisposeMs after its last session went. */
 int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id, cdsh_error *err);
 
+/* The engine's own sessions: session/list (every page up to
+ * CDSH_ACP_LIST_MAX_PAGES) filtered by cwd (absolute; NULL: every
+ * directory), on the engine's process (spawned if needed). *out (owned):
+ * {engineId, cwd, sessions:[SessionInfo as sent (sessionId, cwd, title?,
+ * updatedAt?, ...) + cdshSessionId: the cdsh session bound to it or null],
+ * truncated}. Errors: UNKNOWN_ENGINE, ENGINE_DISABLED, METHOD_NOT_ADVERTISED
+ * (CDSH_EUNSUPPORTED, nothing sent), spawn and remote errors. */
+int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, const char *cwd,
+                                 json_t **out, cdsh_error *err);
+
+/* The ACP side of a fork: child_id (just forked from parent_id in the
+ * session store; whole = it got every event) is bound like the parent
+ * (cdsh_acp_state_session_fork: same engine and cwd, locked when the parent
+ * is). When the parent has an ACP session, the fork is whole and the engine
+ * advertises session/fork, the agent's session is forked on the process the
+ * parent uses (or a new one) and becomes the child's, live; otherwise a
+ * warning says the child's first message starts a fresh ACP session. The
+ * parent's binding and ACP session are untouched. Warnings are appended to
+ * `warnings` (an array). Errors: UNBOUND_SESSION (the parent has no
+ * engine: nothing to do), state-file errors. */
+int cdsh_acp_service_fork(cdsh_acp_service *svc, const char *parent_id, const char *child_id,
+                          bool whole, json_t *warnings, cdsh_error *err);
+
 /* authenticate {methodId} on the engine's process (spawning it if needed). */
 int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
                                   const char *method_id, cdsh_error *err);

@@ -411,8 +411,8 @@ int cdsh_acp_state_sessions_dup(json_t **sessions, cdsh_error *err)
 }
 
 typedef struct session_arg {
-    const char *sid, *engine, *cwd, *acp;
-    enum { OP_BIND, OP_SET_ACP, OP_MESSAGE, OP_REMOVE } op;
+    const char *sid, *engine, *cwd, *acp, *parent;
+    enum { OP_BIND, OP_SET_ACP, OP_MESSAGE, OP_REMOVE, OP_FORK } op;
 } session_arg;
 
 static int edit_session(json_t *doc, void *arg, cdsh_error *err)
@@ -466,6 +466,33 @@ static int edit_session(json_t *doc, void *arg, cdsh_error *err)
         }
         json_object_set_new(e, "lastUsedAt", json_string(now));
         break;
+    case OP_FORK: {
+        json_t *p = json_object_get(map, a->parent);
+        if (e) {
+            rc = cdsh_error_set(err, CDSH_EEXIST, "SESSION_BOUND",
+                                "session \"%s\" is already bound to engine \"%s\"", a->sid,
+                                json_string_value(json_object_get(e, "engineId")));
+            goto done;
+        }
+        if (!p) {
+            rc = cdsh_error_set(err, CDSH_ENOTFOUND, "UNBOUND_SESSION",
+                                "session \"%s\" is not bound to an engine", a->parent);
+            goto done;
+        }
+        if ((rc = check_entry(a->parent, p, err)) < 0)
+            goto done;
+        rc = 1;
+        /* Same engine and directory; locked exactly when the parent is, since
+         * the child starts with the parent's messages. */
+        json_object_set_new(map, a->sid,
+                            json_pack("{s:O,s:s?,s:O?,s:s,s:s,s:O?,s:O?,s:s}", "engineId",
+                                      json_object_get(p, "engineId"), "acpSessionId", a->acp, "cwd",
+                                      json_object_get(p, "cwd"), "createdAt", now, "lastUsedAt",
+                                      now, "firstMessageAt", json_object_get(p, "firstMessageAt"),
+                                      "lockedEngineId", json_object_get(p, "lockedEngineId"),
+                                      "forkedFrom", a->parent));
+        break;
+    }
     case OP_REMOVE:
         if (!e) {
             rc = cdsh_error_set(err, CDSH_ENOTFOUND, "UNBOUND_SESSION",
@@ -506,6 +533,15 @@ int cdsh_acp_state_session_set_acp(const char *cdsh_session_id, const char *acp_
 int cdsh_acp_state_session_mark_message(const char *cdsh_session_id, cdsh_error *err)
 {
     session_arg a = {.sid = cdsh_session_id, .op = OP_MESSAGE};
+    return session_op(&a, err);
+}
+
+int cdsh_acp_state_session_fork(const char *parent_id, const char *child_id,
+                                const char *acp_session_id, cdsh_error *err)
+{
+    if (!parent_id || !*parent_id)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "parent session id required");
+    session_arg a = {.sid = child_id, .parent = parent_id, .acp = acp_session_id, .op = OP_FORK};
     return session_op(&a, err);
 }
 

@@ -2,7 +2,8 @@
  * engines.json (user layer {version:1, engines:[...]}, whole-row override of
  * builtins), runtime.json (probed capabilities and health, written by cdsh
  * only) and sessions.json ({version:1, sessions:{<cdshSessionId>:{engineId,
- * acpSessionId, cwd, createdAt, lastUsedAt, firstMessageAt, lockedEngineId}}}).
+ * acpSessionId, cwd, createdAt, lastUsedAt, firstMessageAt, lockedEngineId,
+ * forkedFrom?}}}).
  * Every change is read-modify-write under <file>.lock with an atomic write;
  * a corrupt file is reported (CDSH_EPROTO, code "STATE_CORRUPT", naming the
  * file) and never overwritten. Thread- and process-safe. */
@@ -68,6 +69,15 @@ int cdsh_acp_state_session_set_acp(const char *cdsh_session_id, const char *acp_
 /* Marks the first message (sets firstMessageAt and lockedEngineId once) and
  * refreshes lastUsedAt. */
 int cdsh_acp_state_session_mark_message(const char *cdsh_session_id, cdsh_error *err);
+
+/* Binds child_id (a fork of parent_id) like its parent: same engineId and
+ * cwd, acpSessionId = acp_session_id (NULL: none yet, a fresh ACP session
+ * on the first prompt), firstMessageAt / lockedEngineId copied (locked
+ * exactly when the parent is), forkedFrom = parent_id; the parent's entry
+ * is not touched. Errors: UNBOUND_SESSION (parent), SESSION_BOUND
+ * (CDSH_EEXIST: the child already has an entry), ENGINE_LOCKED. */
+int cdsh_acp_state_session_fork(const char *parent_id, const char *child_id,
+                                const char *acp_session_id, cdsh_error *err);
 
 /* Removes an entry (unbinding is allowed at any time). CDSH_ENOTFOUND if absent. */
 int cdsh_acp_state_session_remove(const char *cdsh_session_id, cdsh_error *err);

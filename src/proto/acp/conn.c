@@ -944,13 +944,21 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
     *out_session_id = NULL;
     const char *method = mode == CDSH_ACP_OPEN_NEW    ? "session/new"
                          : mode == CDSH_ACP_OPEN_LOAD ? "session/load"
+                         : mode == CDSH_ACP_OPEN_FORK ? "session/fork"
                                                       : "session/resume";
+    /* Never a blind call: an unadvertised method is refused before the wire. */
+    if (!cdsh_acp_conn_supports(conn, method))
+        return cdsh_error_set(err, CDSH_EUNSUPPORTED, "METHOD_NOT_ADVERTISED",
+                              "%s does not advertise %s", conn->name, method);
+    /* New and fork answer with the new session's id: registered after. */
+    bool fresh = mode == CDSH_ACP_OPEN_NEW || mode == CDSH_ACP_OPEN_FORK;
     json_t *params =
         json_pack("{s:s,s:O}", "cwd", cwd, "mcpServers", mcp_servers ? mcp_servers : json_array());
     if (!mcp_servers)
         json_decref(json_object_get(params, "mcpServers")); /* O took a second reference */
-    if (mode != CDSH_ACP_OPEN_NEW) {
+    if (mode != CDSH_ACP_OPEN_NEW)
         json_object_set_new(params, "sessionId", json_string(session_id));
+    if (!fresh) {
         /* Load replays history as updates: the handlers must be in place first. */
         if (!session_register(conn, session_id, cwd, handlers)) {
             json_decref(params);
@@ -960,16 +968,14 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
     json_t *res = NULL;
     int rc = cdsh_acp_conn_request(conn, method, params, 0, NULL, &res, NULL, err);
     json_decref(params);
-    const char *sid = mode == CDSH_ACP_OPEN_NEW
-                          ? json_string_value(json_object_get(res, "sessionId"))
-                          : session_id;
+    const char *sid = fresh ? json_string_value(json_object_get(res, "sessionId")) : session_id;
     if (rc == 0 && (!json_is_object(res) || !sid || !*sid))
         rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE", "%s: %s answered without a sessionId",
                             conn->name, method);
-    if (rc == 0 && mode == CDSH_ACP_OPEN_NEW && !session_register(conn, sid, cwd, handlers))
+    if (rc == 0 && fresh && !session_register(conn, sid, cwd, handlers))
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     if (rc < 0) {
-        if (mode != CDSH_ACP_OPEN_NEW)
+        if (!fresh)
             session_unregister(conn, session_id);
         json_decref(res);
         return rc;
@@ -993,6 +999,83 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
     json_decref(res);
     if (!*out_session_id)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    return 0;
+}
+
+int cdsh_acp_conn_fork(cdsh_acp_conn *conn, const char *source_session_id, const char *cwd,
+                       json_t *mcp_servers, const cdsh_acp_session_handlers *handlers,
+                       char **out_session_id, cdsh_error *err)
+{
+    return cdsh_acp_conn_session_open(conn, CDSH_ACP_OPEN_FORK, source_session_id, cwd, mcp_servers,
+                                      handlers, out_session_id, err);
+}
+
+int cdsh_acp_conn_list_sessions(cdsh_acp_conn *conn, const char *cwd, int max_pages,
+                                cdsh_cancel *cancel, json_t **out_sessions, bool *more,
+                                cdsh_error *err)
+{
+    if (!conn || !out_sessions || (cwd && cwd[0] != '/'))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                              "session/list needs a connection (and an absolute cwd if any)");
+    *out_sessions = NULL;
+    if (more)
+        *more = false;
+    if (!cdsh_acp_conn_supports(conn, "session/list"))
+        return cdsh_error_set(err, CDSH_EUNSUPPORTED, "METHOD_NOT_ADVERTISED",
+                              "%s does not advertise session/list", conn->name);
+    if (max_pages <= 0)
+        max_pages = CDSH_ACP_LIST_MAX_PAGES;
+    json_t *all = json_array();
+    char *cursor = NULL;
+    int rc = 0;
+    for (int page = 0; page < max_pages; page++) {
+        json_t *params = json_object();
+        if (cwd)
+            json_object_set_new(params, "cwd", json_string(cwd));
+        if (cursor)
+            json_object_set_new(params, "cursor", json_string(cursor));
+        json_t *res = NULL;
+        rc = cdsh_acp_conn_request(conn, "session/list", params, 0, cancel, &res, NULL, err);
+        json_decref(params);
+        if (rc < 0)
+            break;
+        json_t *sessions = json_object_get(res, "sessions");
+        if (!json_is_array(sessions)) {
+            json_decref(res);
+            rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE",
+                                "%s: session/list answered without a sessions array", conn->name);
+            break;
+        }
+        size_t i;
+        json_t *info;
+        json_array_foreach(sessions, i, info)
+        {
+            /* SessionInfo needs sessionId and cwd; others are skipped, as the SDK does. */
+            if (json_is_string(json_object_get(info, "sessionId")) &&
+                json_is_string(json_object_get(info, "cwd")))
+                json_array_append(all, info);
+        }
+        const char *next = json_string_value(json_object_get(res, "nextCursor"));
+        /* A cursor handed back unchanged would loop for ever: stop there. */
+        bool again = next && *next && (!cursor || strcmp(next, cursor) != 0);
+        free(cursor);
+        cursor = again ? strdup(next) : NULL;
+        json_decref(res);
+        if (!again)
+            break;
+        if (!cursor) {
+            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+            break;
+        }
+    }
+    if (rc == 0 && cursor && more)
+        *more = true; /* stopped at the bound with pages left */
+    free(cursor);
+    if (rc < 0) {
+        json_decref(all);
+        return rc;
+    }
+    *out_sessions = all;
     return 0;
 }
 

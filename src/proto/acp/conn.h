@@ -111,7 +111,11 @@ typedef enum cdsh_acp_open_mode {
     CDSH_ACP_OPEN_NEW = 0, /* session/new */
     CDSH_ACP_OPEN_LOAD,    /* session/load (history replayed as updates) */
     CDSH_ACP_OPEN_RESUME,  /* session/resume */
+    CDSH_ACP_OPEN_FORK,    /* session/fork (unstable; sessionCapabilities.fork) */
 } cdsh_acp_open_mode;
+
+/* Pages session/list follows at most when the caller gives no bound. */
+#define CDSH_ACP_LIST_MAX_PAGES 50
 
 typedef struct cdsh_acp_session_handlers {
     cdsh_acp_update_fn on_update;
@@ -121,7 +125,10 @@ typedef struct cdsh_acp_session_handlers {
 
 /* Opens an ACP session with cwd (absolute; also the fs confinement root)
  * and mcp_servers (borrowed array, NULL = []). For LOAD/RESUME session_id
- * names the agent's session; for NEW it is ignored. handlers are copied and
+ * names the agent's session, for FORK the session forked; for NEW it is
+ * ignored. A method the agent did not advertise (loadSession,
+ * sessionCapabilities.resume / fork) is refused without being sent:
+ * CDSH_EUNSUPPORTED, code "METHOD_NOT_ADVERTISED". handlers are copied and
  * installed before the request goes out (load replays history through
  * them). *out_session_id (owned) is the ACP session id. The response's
  * modes / configOptions are kept (see _session_config_dup). */
@@ -129,6 +136,25 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
                                const char *cwd, json_t *mcp_servers,
                                const cdsh_acp_session_handlers *handlers, char **out_session_id,
                                cdsh_error *err);
+
+/* session/fork {sessionId: source_session_id, cwd, mcpServers}: a new ACP
+ * session carrying the source's context, registered with handlers like
+ * session/new (*out_session_id owned). Same as session_open with FORK. */
+int cdsh_acp_conn_fork(cdsh_acp_conn *conn, const char *source_session_id, const char *cwd,
+                       json_t *mcp_servers, const cdsh_acp_session_handlers *handlers,
+                       char **out_session_id, cdsh_error *err);
+
+/* session/list {cwd?, cursor?}, following nextCursor for at most max_pages
+ * pages (<= 0: CDSH_ACP_LIST_MAX_PAGES); a cursor handed back unchanged
+ * ends the walk. *out_sessions: owned array of the SessionInfo objects as
+ * sent (entries without sessionId or cwd skipped). *more (may be NULL):
+ * the bound stopped the walk with pages left. cwd NULL: every directory.
+ * cancel may be NULL; each page has the request timeout. Not advertised
+ * (sessionCapabilities.list): CDSH_EUNSUPPORTED "METHOD_NOT_ADVERTISED",
+ * nothing sent. */
+int cdsh_acp_conn_list_sessions(cdsh_acp_conn *conn, const char *cwd, int max_pages,
+                                cdsh_cancel *cancel, json_t **out_sessions, bool *more,
+                                cdsh_error *err);
 
 /* Forgets a session locally (killing and releasing its terminals); sends
  * session/close first when advertised and send_close is set. */
