@@ -74,6 +74,13 @@ function appendText(text) {
 
 // Replaces the streamed bubble with the final message (or renders a stored one).
 function finishAssistant(p) {
+  // An engine turn advertises its tool calls in a message without text while
+  // its reply still streams (the text is written once, at the end): keep the
+  // streaming bubble and just add the cards.
+  if (!p.text && !p.reasoning && (p.toolCalls || []).length) {
+    for (const c of p.toolCalls) toolCard(c.id, c.name, c.arguments);
+    return;
+  }
   const b = ensureStream();
   b.classList.remove('streaming');
   b.querySelector('.text').textContent = p.text || '';
