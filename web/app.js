@@ -510,6 +510,9 @@ function renderStatus() {
 }
 
 async function main() {
+  // The page's response set the token cookie: drop the token from the address bar
+  // first, before anything is shown.
+  if (location.search.includes('token=')) history.replaceState(null, '', `/${location.hash}`);
   applyStatic();
   onLang(() => { renderStatus(); renderSessions(); renderEngine(); presentApproval(); });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
@@ -527,8 +530,6 @@ async function main() {
     if (!state.es) panelsDeliver('plugin/state', JSON.parse(m.data));
   });
   g.addEventListener('sessions/change', () => refreshSessions());
-  // The token is in the cookie now: drop it from the address bar.
-  if (location.search.includes('token=')) history.replaceState(null, '', `/${location.hash}`);
 }
 
 main();
