@@ -9,23 +9,7 @@
 #include "cli/cli_host.h"
 #include "cli/subcommands.h"
 #include "host/dispatch.h"
-
-static cdsh_tools_verdict always_ask(void *ud, const cdsh_tool_exec *exec, char **reason)
-{
-    (void)ud;
-    if (strcmp(exec->name, "danger") != 0)
-        return CDSH_TOOLS_ALLOW;
-    *reason = strdup("danger needs a person");
-    return CDSH_TOOLS_ASK;
-}
-
-static int danger_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
-{
-    (void)ud;
-    (void)exec;
-    *value = json_string("boom done");
-    return 0;
-}
+#include "../support/danger_tool.h"
 
 typedef struct asker {
     cdsh_host *host;
@@ -65,7 +49,7 @@ static int asking_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *
     int rc = cdsh_ctx_register_tool(ctx, &tool, err);
     json_decref(schema);
     if (rc == 0)
-        rc = cdsh_ctx_on_pre_execute(ctx, always_ask, NULL, NULL, err);
+        rc = cdsh_ctx_on_pre_execute(ctx, danger_always_asks, NULL, NULL, err);
     if (rc == 0)
         rc = cdsh_ctx_register_command(ctx, &cmd, err);
     return rc;
