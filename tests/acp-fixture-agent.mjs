@@ -103,6 +103,14 @@ async function runTerminal(c, sessionId, spec) {
     const [name, other] = step.split("@");
     try {
       if (name === "waitbg") { bg = c.request(methods.wait, { sessionId, terminalId: id }); continue; }
+      if (name === "waitcancel") {
+        // $/cancel_request for a pending wait; the client still answers it (-32800).
+        const ac = new AbortController();
+        const p = c.request(methods.wait, { sessionId, terminalId: id }, { cancellationSignal: ac.signal });
+        setTimeout(() => ac.abort(), 200);
+        lines.push(`${name}: ${JSON.stringify(await p)}`);
+        continue;
+      }
       const res = name === "join" ? await bg : await c.request(methods[name], { sessionId, terminalId: other ?? id });
       lines.push(`${name}: ${JSON.stringify(res)}`);
     } catch (e) { lines.push(`${name}: error ${e.code} ${e.message}`); }

@@ -26,6 +26,7 @@ const state = {
   es: null,           // EventSource of the current session
   status: null,
   engines: [],        // /api/engines rows
+  bound: null,        // the current session's engine binding {engineId, cwd, ...}, or null
   approvals: [],      // pending approval requests of the current session, oldest first
 };
 
@@ -75,6 +76,13 @@ function appendText(text) {
 
 // Replaces the streamed bubble with the final message (or renders a stored one).
 function finishAssistant(p) {
+  // An engine turn advertises its tool calls in a message without text while
+  // its reply still streams (the text is written once, at the end): keep the
+  // streaming bubble and just add the cards.
+  if (!p.text && !p.reasoning && (p.toolCalls || []).length) {
+    for (const c of p.toolCalls) toolCard(c.id, c.name, c.arguments);
+    return;
+  }
   const b = ensureStream();
   b.classList.remove('streaming');
   b.querySelector('.text').textContent = p.text || '';
@@ -275,9 +283,13 @@ async function openSession(id) {
 
 // ---- engine picker -----------------------------------------------------------------
 
-function engineLabel(e) {
+function engineName(e) {
   const l = e.label || {};
-  let text = l[getLang()] || l.en || e.id;
+  return l[getLang()] || l.en || e.id;
+}
+
+function engineLabel(e) {
+  let text = engineName(e);
   if (!e.enabled) text += ` (${t('engineDisabled')})`;
   else if (!e.resolved || !e.resolved.found) text += ` (${t('engineMissing')})`;
   return text;
@@ -331,11 +343,14 @@ function renderConfig(id, config) {
 async function renderEngine() {
   const id = state.current;
   const bar = $('engine-bar');
-  if (!id || !state.engines.length) { bar.hidden = true; return; }
+  const unbound = () => { bar.hidden = true; state.bound = null; renderStatus(); };
+  if (!id || !state.engines.length) return unbound();
   let info;
-  try { info = await api.engine(id); } catch { bar.hidden = true; return; }
+  try { info = await api.engine(id); } catch { return unbound(); }
   if (id !== state.current) return;
   bar.hidden = false;
+  state.bound = info.binding || null;
+  renderStatus();
   const sel = $('engine-select');
   sel.textContent = '';
   const model = el('option', null, t('engineModel'));
@@ -482,14 +497,26 @@ function renderStatus() {
   box.append(dot, document.createTextNode(s.model.configured
     ? `${t('modelOn')}: ${s.model.model} · ${s.model.baseUrl}` : t('modelOff')));
   const banner = $('banner');
-  banner.hidden = s.model.configured;
-  if (!s.model.configured) {
-    banner.textContent = '';
-    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + s.model.hint));
+  banner.textContent = '';
+  banner.classList.toggle('engine', !!state.bound);
+  if (state.bound) {
+    // A session bound to an ACP engine needs no model: say who answers instead.
+    const e = state.engines.find((x) => x.id === state.bound.engineId);
+    banner.hidden = false;
+    banner.append(el('strong', null, `${t('engineBanner')}: ${e ? engineName(e) : state.bound.engineId}`),
+      document.createTextNode(` — ${t('engineNoModel')}` +
+        (state.bound.cwd ? ` (${t('engineCwd')} ${state.bound.cwd})` : '')));
+    return;
   }
+  banner.hidden = s.model.configured;
+  if (!s.model.configured)
+    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + s.model.hint));
 }
 
 async function main() {
+  // The page's response set the token cookie: drop the token from the address bar
+  // first, before anything is shown.
+  if (location.search.includes('token=')) history.replaceState(null, '', `/${location.hash}`);
   applyStatic();
   onLang(() => { renderStatus(); renderSessions(); renderEngine(); presentApproval(); });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
@@ -509,8 +536,6 @@ async function main() {
     if (!state.es) panelsDeliver('plugin/state', JSON.parse(m.data));
   });
   g.addEventListener('sessions/change', () => refreshSessions());
-  // The token is in the cookie now: drop it from the address bar.
-  if (location.search.includes('token=')) history.replaceState(null, '', `/${location.hash}`);
 }
 
 main();

@@ -92,7 +92,7 @@ int cdsh_cli_session_opts_parse(int argc, char **argv, unsigned flags, void (*us
         case 'e':
         case 'c':
         case 'a':
-            if (!(flags & CDSH_CLI_OPT_ENGINE)) {
+            if (!(flags & (c == 'a' ? CDSH_CLI_OPT_APPROVE : CDSH_CLI_OPT_ENGINE))) {
                 usage(stderr);
                 return 2;
             }
@@ -138,9 +138,11 @@ void cdsh_cli_print_event(void *arg, const json_t *ev)
     if (p->json) {
         char *line = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (line) {
+            flockfile(p->out); /* approval events may come from another thread */
             fputs(line, p->out);
             fputc('\n', p->out);
             fflush(p->out);
+            funlockfile(p->out);
             free(line);
         }
         return;

@@ -29,12 +29,13 @@ char *cdsh_cli_session_pick(const char *sub, cdsh_cli_agent *a, const char *id,
                             const char *title_hint);
 
 /* Options of run, exec and chat: --session ID, --profile NAME, --json
- * (only with CDSH_CLI_OPT_JSON), --engine ID, --cwd DIR and --approve
- * allow|reject (only with CDSH_CLI_OPT_ENGINE), -h/--help. Positional
+ * (only with CDSH_CLI_OPT_JSON), --engine ID and --cwd DIR (only with
+ * CDSH_CLI_OPT_ENGINE), --approve allow|reject (only with
+ * CDSH_CLI_OPT_APPROVE), -h/--help. Positional
  * arguments stay in argv from optind on. Returns -1 when the caller should
  * go on, else the exit status (0 after --help, 2 on a usage error, with
  * usage printed). */
-enum { CDSH_CLI_OPT_JSON = 1u << 0, CDSH_CLI_OPT_ENGINE = 1u << 1 };
+enum { CDSH_CLI_OPT_JSON = 1u << 0, CDSH_CLI_OPT_ENGINE = 1u << 1, CDSH_CLI_OPT_APPROVE = 1u << 2 };
 typedef struct cdsh_cli_session_opts {
     const char *session;
     const char *profile;

@@ -1,7 +1,7 @@
 /* cli_approval.c — the terminal approval channel: a queue of shown
  * requests and one reader thread that asks for each in turn. Reads stdin
  * with poll() on a terminal (so a withdrawn request stops the read) and
- * with fgets() otherwise (the same FILE the chat loop reads lines from). */
+ * from the shared line queue otherwise (the one the chat loop reads). */
 #include "cli/cli_approval.h"
 
 #include <errno.h>
@@ -37,9 +37,22 @@ static const char *str(const json_t *o, const char *k)
     return s ? s : "";
 }
 
+static void emit(cdsh_cli_approver *a, const char *type, const json_t *body)
+{
+    if (!a->o.on_event)
+        return;
+    json_t *ev = json_pack("{s:s}", "type", type);
+    if (!ev)
+        return;
+    json_object_update(ev, (json_t *)body);
+    a->o.on_event(a->o.event_arg, ev);
+    json_decref(ev);
+}
+
 static int present(void *ud, const json_t *request)
 {
     cdsh_cli_approver *a = ud;
+    emit(a, "approval/request", request);
     if (a->o.auto_answer) {
         char *id = cdsh_acp_permission_option_dup(request, strcmp(a->o.auto_answer, "allow") == 0
                                                                ? CDSH_APPROVAL_ALLOWED_ONCE
@@ -51,7 +64,7 @@ static int present(void *ud, const json_t *request)
         free(id);
         return 0;
     }
-    if (!isatty(STDIN_FILENO) && !a->o.read_non_tty) {
+    if (!isatty(STDIN_FILENO) && !a->o.lines) {
         fprintf(a->o.out, "\n[approval] %s: %s\n", str(request, "title"),
                 a->o.hint ? a->o.hint : "no terminal to ask: cancelled");
         fflush(a->o.out);
@@ -74,6 +87,7 @@ static int present(void *ud, const json_t *request)
 static void resolved(void *ud, const json_t *res)
 {
     cdsh_cli_approver *a = ud;
+    emit(a, "approval/resolved", res);
     const char *id = str(res, "id");
     pthread_mutex_lock(&a->mu);
     if (strcmp(a->current, id) == 0)
@@ -89,17 +103,21 @@ static void resolved(void *ud, const json_t *res)
     pthread_mutex_unlock(&a->mu);
 }
 
-/* One line of the answer into buf. 1: got one; 0: EOF/stop; -1: the request ended. */
+static bool ended(cdsh_cli_approver *a)
+{
+    pthread_mutex_lock(&a->mu);
+    bool e = a->current_ended || a->stop;
+    pthread_mutex_unlock(&a->mu);
+    return e;
+}
+
+/* One line of the answer from the terminal into buf. 1: got one; 0:
+ * EOF/stop; -1: the request ended. */
 static int read_answer(cdsh_cli_approver *a, char *buf, size_t n)
 {
-    if (!isatty(STDIN_FILENO))
-        return fgets(buf, (int)n, stdin) ? 1 : 0;
     size_t len = 0;
     for (;;) {
-        pthread_mutex_lock(&a->mu);
-        bool ended = a->current_ended, stop = a->stop;
-        pthread_mutex_unlock(&a->mu);
-        if (ended || stop)
+        if (ended(a))
             return -1;
         struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
         int r = poll(&p, 1, 100);
@@ -142,6 +160,61 @@ static const char *choice(const json_t *options, const char *answer, bool *cance
     return NULL;
 }
 
+/* The answer with blanks around it cut, in place. */
+static char *trim(char *line)
+{
+    line[strcspn(line, "\r\n")] = '\0';
+    char *t = line + strspn(line, " \t");
+    for (size_t n = strlen(t); n && (t[n - 1] == ' ' || t[n - 1] == '\t'); n--)
+        t[n - 1] = '\0';
+    return t;
+}
+
+typedef struct scripted {
+    cdsh_cli_approver *a;
+    const json_t *req;
+} scripted;
+
+/* Offered the next script line: takes it as the answer unless the request
+ * already ended, which leaves the line to the chat. On a script an answer
+ * that names no option is a refusal: fail closed. */
+static bool take_scripted(void *ud, const char *line)
+{
+    scripted *sc = ud;
+    if (ended(sc->a))
+        return false;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", line);
+    char *t = trim(buf);
+    bool cancel;
+    const char *id = choice(json_object_get(sc->req, "options"), t, &cancel);
+    if (cdsh_approvals_answer(sc->a->ap, str(sc->req, "id"), NULL, id, NULL) != 0)
+        return false; /* it ended a moment ago */
+    fprintf(sc->a->o.out, "[approval] %s\n", id ? t : "cancelled");
+    return true;
+}
+
+static void ask_script(cdsh_cli_approver *a, const json_t *req)
+{
+    scripted sc = {a, req};
+    for (;;) {
+        if (ended(a))
+            break;
+        int r = cdsh_cli_lines_offer(a->o.lines, 100, take_scripted, &sc);
+        if (r == 1)
+            return;
+        if (r == 2)
+            break;
+        if (r == 0 || (r == -1 && errno != EINTR)) {
+            fprintf(a->o.out, "\n[approval] no answer: cancelled\n");
+            cdsh_approvals_answer(a->ap, str(req, "id"), NULL, NULL, NULL);
+            return;
+        }
+    }
+    fprintf(a->o.out, "\n[approval] the request ended (cancelled or timed out); "
+                      "the next input line is a chat message again\n");
+}
+
 static void ask(cdsh_cli_approver *a, const json_t *req)
 {
     FILE *out = a->o.out;
@@ -154,6 +227,13 @@ static void ask(cdsh_cli_approver *a, const json_t *req)
     json_t *o;
     json_array_foreach(options, i, o) fprintf(out, "  %zu) %s\n", i + 1, str(o, "name"));
     fprintf(out, "  0) cancel\n");
+    if (a->o.lines) {
+        fprintf(out, "choice: ");
+        fflush(out);
+        ask_script(a, req);
+        fflush(out);
+        return;
+    }
     for (;;) {
         fprintf(out, "choice: ");
         fflush(out);
@@ -168,14 +248,10 @@ static void ask(cdsh_cli_approver *a, const json_t *req)
             cdsh_approvals_answer(a->ap, str(req, "id"), NULL, NULL, NULL);
             return;
         }
-        line[strcspn(line, "\r\n")] = '\0';
-        char *t = line + strspn(line, " \t");
-        for (size_t n = strlen(t); n && (t[n - 1] == ' ' || t[n - 1] == '\t'); n--)
-            t[n - 1] = '\0';
+        char *t = trim(line);
         bool cancel;
         const char *id = choice(options, t, &cancel);
-        if (id || cancel || !isatty(STDIN_FILENO)) {
-            /* On a script an answer that names no option is a refusal: fail closed. */
+        if (id || cancel) {
             if (cdsh_approvals_answer(a->ap, str(req, "id"), NULL, id, NULL) == 0)
                 fprintf(out, "[approval] %s\n", id ? t : "cancelled");
             return;
@@ -240,7 +316,6 @@ void cdsh_cli_approver_free(cdsh_cli_approver *a)
     a->stop = true;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
-    /* A non-terminal reader blocked in fgets finishes when stdin does. */
     pthread_join(a->th, NULL);
     while (a->queue) {
         item *it = a->queue;
@@ -251,4 +326,44 @@ void cdsh_cli_approver_free(cdsh_cli_approver *a)
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);
     free(a);
+}
+
+int cdsh_cli_approvals_open(cdsh_cli_approvals *out, cdsh_tools *tools,
+                            const cdsh_cli_approver_opts *opts, cdsh_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->broker = cdsh_approvals_new(0);
+    out->approver = out->broker ? cdsh_cli_approver_new(out->broker, opts) : NULL;
+    int rc = out->approver ? cdsh_approvals_install(out->broker, tools, &out->tools, err)
+                           : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    if (rc)
+        cdsh_cli_approvals_close(out);
+    return rc;
+}
+
+int cdsh_cli_approvals_open_oneshot(const char *sub, cdsh_cli_approvals *out, cdsh_tools *tools,
+                                    const char *approve, void (*on_event)(void *, const json_t *),
+                                    void *event_arg)
+{
+    cdsh_cli_approver_opts ao = {
+        .out = stderr,
+        .auto_answer = approve,
+        .hint = "stdin is not a terminal, so nobody can answer: refused. To allow it, run "
+                "again with --approve allow (--approve reject refuses without asking)",
+        .on_event = on_event,
+        .event_arg = event_arg,
+    };
+    cdsh_error err = {0};
+    if (cdsh_cli_approvals_open(out, tools, &ao, &err) == 0)
+        return 0;
+    fprintf(stderr, "cdsh %s: %s\n", sub, err.message);
+    return 1;
+}
+
+void cdsh_cli_approvals_close(cdsh_cli_approvals *c)
+{
+    cdsh_disposer_run(&c->tools);
+    cdsh_cli_approver_free(c->approver);
+    cdsh_approvals_free(c->broker);
+    memset(c, 0, sizeof *c);
 }

@@ -1,4 +1,6 @@
-/* cli_host.c — profile and host set-up shared by the inspection subcommands. */
+/* cli_host.c — profile and host set-up shared by the inspection subcommands.
+ * Global state (documented): the embedder's extra plugin table, set once
+ * before any subcommand runs. */
 #include "cli/cli_host.h"
 
 #include <getopt.h>
@@ -34,6 +36,13 @@ int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock
     return 0;
 }
 
+static const cdsh_plugin_def *const *extra_plugins;
+
+void cdsh_cli_host_set_extra_plugins(const cdsh_plugin_def *const *defs)
+{
+    extra_plugins = defs;
+}
+
 int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **host,
                        cdsh_profile **profile)
 {
@@ -48,6 +57,7 @@ int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **ho
         return 1;
     }
     cdsh_host_load_plugins(*host, cdsh_builtin_plugins, *profile, NULL);
+    cdsh_host_load_plugins(*host, extra_plugins, *profile, NULL);
     json_t *list = cdsh_host_plugins_list(*host);
     size_t i;
     json_t *p;

@@ -21,6 +21,12 @@ int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock
 int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **host,
                        cdsh_profile **profile);
 
+/* Plugins that every host cdsh_cli_host_open opens loads after the built-in
+ * ones (NULL-terminated, borrowed for the process; the profile enables them
+ * like built-ins). For a program that embeds cdsh's subcommands with tools of
+ * its own; set it once, before the first subcommand runs. Not thread-safe. */
+void cdsh_cli_host_set_extra_plugins(const cdsh_plugin_def *const *defs);
+
 /* Options shared by the inspection subcommands, parsed after the action word
  * (argv[0] = subcommand, argv[1] = action). */
 typedef struct cdsh_cli_opts {

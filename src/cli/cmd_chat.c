@@ -42,9 +42,10 @@ static void usage(FILE *out)
             "every request so without asking.\n");
 }
 
-/* One line from the person: readline on a terminal, fgets otherwise.
- * NULL at end of input; *interrupted says a Ctrl-C ended the read. */
-static char *read_line(bool tty, bool *interrupted)
+/* One line from the person: readline on a terminal, the line queue it
+ * shares with the approval reader otherwise. NULL at end of input;
+ * *interrupted says a Ctrl-C ended the read. */
+static char *read_line(bool tty, cdsh_cli_lines *lines, bool *interrupted)
 {
     *interrupted = false;
     if (tty) {
@@ -56,14 +57,7 @@ static char *read_line(bool tty, bool *interrupted)
             add_history(line);
         return line;
     }
-    char buf[65536];
-    errno = 0;
-    if (!fgets(buf, sizeof buf, stdin)) {
-        *interrupted = errno == EINTR;
-        return NULL;
-    }
-    buf[strcspn(buf, "\n")] = '\0';
-    return strdup(buf);
+    return cdsh_cli_lines_next_dup(lines, interrupted);
 }
 
 static void print_help(cdsh_cli_agent *a)
@@ -96,9 +90,8 @@ static void print_model_hint(void)
 
 /* What the chat needs for sessions bound to an engine and for approvals. */
 typedef struct chat_engines {
-    cdsh_approvals *approvals;
-    cdsh_cli_approver *approver;
-    cdsh_disposer_t tools_approval;
+    cdsh_cli_lines *lines; /* stdin's lines when it is not a terminal */
+    cdsh_cli_approvals approvals;
     cdsh_acp_service *svc;
 } chat_engines;
 
@@ -106,16 +99,16 @@ static int engines_open(cdsh_cli_agent *a, const cdsh_cli_session_opts *o, chat_
 {
     memset(e, 0, sizeof *e);
     cdsh_error err = {0};
-    e->approvals = cdsh_approvals_new(0);
-    cdsh_cli_approver_opts ao = {.out = stdout, .auto_answer = o->approve, .read_non_tty = true};
-    e->approver = e->approvals ? cdsh_cli_approver_new(e->approvals, &ao) : NULL;
-    if (!e->approver ||
-        cdsh_approvals_install(e->approvals, cdsh_host_tools(a->host), &e->tools_approval, &err))
+    /* Without readline (see the loop) the chat and the approvals share stdin's lines. */
+    if (!(isatty(0) && isatty(1)) && !(e->lines = cdsh_cli_lines_new(STDIN_FILENO)))
+        goto fail;
+    cdsh_cli_approver_opts ao = {.out = stdout, .auto_answer = o->approve, .lines = e->lines};
+    if (cdsh_cli_approvals_open(&e->approvals, cdsh_host_tools(a->host), &ao, &err))
         goto fail;
     /* cdsh's own tools, for engines whose mcp is "inherit". */
     json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
     json_t *mcp = self ? json_pack("[o]", self) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = e->approvals};
+    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = e->approvals.broker};
     e->svc = cdsh_acp_service_new(&so, &err);
     json_decref(mcp);
     if (e->svc)
@@ -128,9 +121,8 @@ fail:
 static void engines_close(chat_engines *e)
 {
     cdsh_acp_service_free(e->svc); /* disposes the engine processes */
-    cdsh_disposer_run(&e->tools_approval);
-    cdsh_cli_approver_free(e->approver);
-    cdsh_approvals_free(e->approvals);
+    cdsh_cli_approvals_close(&e->approvals);
+    cdsh_cli_lines_free(e->lines);
     memset(e, 0, sizeof *e);
 }
 
@@ -177,7 +169,8 @@ static void engine_turn(cdsh_cli_agent *a, chat_engines *e, const char *sid, con
 int cdsh_cmd_chat(int argc, char **argv)
 {
     cdsh_cli_session_opts o;
-    int parsed = cdsh_cli_session_opts_parse(argc, argv, CDSH_CLI_OPT_ENGINE, usage, &o);
+    int parsed = cdsh_cli_session_opts_parse(argc, argv, CDSH_CLI_OPT_ENGINE | CDSH_CLI_OPT_APPROVE,
+                                             usage, &o);
     if (parsed >= 0)
         return parsed;
     const char *session = o.session, *profile = o.profile;
@@ -225,7 +218,7 @@ int cdsh_cmd_chat(int argc, char **argv)
     int status = 0;
     for (;;) {
         bool interrupted;
-        char *line = read_line(tty, &interrupted);
+        char *line = read_line(tty, eng.lines, &interrupted);
         if (!line) {
             if (interrupted)
                 continue;

@@ -252,6 +252,26 @@ static void terminal_kill_ends_a_long_runner_and_wait_does_not_block_other_calls
     assert_int_equal(cdsh_acp_conn_terminal_count(f->c), 1);
 }
 
+/* The agent sends $/cancel_request for its pending wait_for_exit: the wait
+ * is answered -32800 while the command keeps running (a kill ends it). */
+static void a_cancelled_wait_is_answered_request_cancelled(void **state)
+{
+    fx *f = *state;
+    open_agent(f, true);
+    json_t *spec = sh_spec("echo $$ > wait.pid; exec sleep 60");
+    json_object_set_new(
+        spec, "steps", json_pack("[s,s,s,s,s]", "waitcancel", "output", "kill", "wait", "release"));
+    const char *out = run_terminal(f, spec);
+    assert_non_null(strstr(out, "waitcancel: error -32800 Request cancelled\n"
+                                "output: {\"output\":\"\",\"truncated\":false,"
+                                "\"exitStatus\":null}\nkill: {}\n"
+                                "wait: {\"exitCode\":null,\"signal\":\"SIGKILL\"}\nrelease: {}"));
+    int pid = read_pid(f, "wait.pid");
+    assert_true(pid > 0);
+    assert_true(gone_soon(pid));
+    assert_int_equal(cdsh_acp_conn_terminal_count(f->c), 0);
+}
+
 static void terminal_calls_are_refused_when_disabled(void **state)
 {
     fx *f = *state;
@@ -305,6 +325,7 @@ int main(void)
         T(terminal_cwd_outside_the_session_is_refused),
         T(terminal_output_is_truncated_from_the_front_at_a_character_boundary),
         T(terminal_kill_ends_a_long_runner_and_wait_does_not_block_other_calls),
+        T(a_cancelled_wait_is_answered_request_cancelled),
         T(terminal_calls_are_refused_when_disabled),
         T(closing_the_session_or_the_connection_leaves_no_command_running),
     };

@@ -107,12 +107,17 @@ static void chat_with_an_engine_prints_asks_records_and_resumes(void **state)
     assert_int_equal(json_array_size(users), 3);
     assert_string_equal(text_at(users, 0, "text"), "hello");
     json_decref(users);
+    /* Replies, and before each tool call the message that advertises it. */
     json_t *replies = events_of(sid, "assistant/message");
-    assert_int_equal(json_array_size(replies), 3);
+    assert_int_equal(json_array_size(replies), 5);
     assert_string_equal(text_at(replies, 0, "text"), "PONG");
     assert_string_equal(text_at(replies, 0, "finishReason"), "end_turn");
-    assert_string_equal(text_at(replies, 1, "text"), "permission: selected/always");
-    assert_string_equal(text_at(replies, 2, "reasoning"), "thinking about it");
+    json_t *ad = json_object_get(json_array_get(replies, 1), "toolCalls");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ad, 0), "id")), "call-p");
+    assert_string_equal(text_at(replies, 2, "text"), "permission: selected/always");
+    ad = json_object_get(json_array_get(replies, 3), "toolCalls");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ad, 0), "id")), "call-1");
+    assert_string_equal(text_at(replies, 4, "reasoning"), "thinking about it");
     json_decref(replies);
     json_t *calls = events_of(sid, "tool/call");
     json_t *results = events_of(sid, "tool/result");
@@ -157,8 +162,8 @@ static void chat_with_an_engine_prints_asks_records_and_resumes(void **state)
     free(out);
     free(err);
     replies = events_of(sid, "assistant/message");
-    assert_int_equal(json_array_size(replies), 5);
-    assert_string_equal(text_at(replies, 3, "text"), "PONG");
+    assert_int_equal(json_array_size(replies), 8); /* PONG, the advertisement, permission */
+    assert_string_equal(text_at(replies, 5, "text"), "PONG");
     json_decref(replies);
     assert_int_equal(cdsh_acp_state_session_get(sid, &entry, NULL), 0);
     assert_string_equal(json_string_value(json_object_get(entry, "acpSessionId")), acp);

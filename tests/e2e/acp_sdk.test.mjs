@@ -143,8 +143,13 @@ test("cdsh chat --engine talks to the SDK agent, asks on stdin and resumes", () 
   const sid = r.out.match(/session (s-[A-Za-z0-9_-]+)/)[1];
   const shown = JSON.parse(cdsh(h, "sessions", "show", sid, "--json").out);
   const events = shown.events ?? shown;
-  const replies = events.filter((e) => e.type === "assistant/message").map((e) => e.payload.text);
+  const replies = events.filter((e) => e.type === "assistant/message" && e.payload.text).map((e) => e.payload.text);
   assert.deepEqual(replies, ["PONG", "permission: selected/once", "all done"]);
+  // The tool call is advertised (an assistant/message naming it) before its tool/call.
+  const ad = events.findIndex((e) => e.type === "assistant/message" &&
+    (e.payload.toolCalls ?? []).some((c) => c.id === "call-1"));
+  const call = events.findIndex((e) => e.type === "tool/call" && e.payload.callId === "call-1");
+  assert.ok(ad >= 0 && ad < call, "advertised before the call");
   const result = events.find((e) => e.type === "tool/result" && e.payload.callId === "call-1");
   assert.equal(result.payload.content[0].text, "a.txt");
   // A new process resumes the bound session.

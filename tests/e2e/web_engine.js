@@ -65,11 +65,20 @@ async function main() {
     await page.waitForSelector('[data-testid=engine-bar]:not([hidden])');
     const labels = await page.$$eval('[data-testid=engine-select] option', (os) => os.map((o) => o.textContent));
     check(labels.includes('SDK fixture'), `the picker lists the engine: ${labels.join(', ')}`);
+    // No model is configured: an unbound session says so...
+    await page.waitForSelector('[data-testid=banner]:not([hidden])');
+    check((await page.textContent('[data-testid=banner]')).includes('No model is configured'),
+      'an unbound session without a model shows the no-model banner');
     await page.selectOption('[data-testid=engine-select]', 'sdk');
     // Opened before the first message: options under the agent's own names.
     await page.waitForSelector('[data-testid=engine-option]', { timeout: 20000 });
     check((await page.textContent('[data-testid=engine-config]')).includes('Session Mode'),
       'config option named as the agent names it');
+    // ...a session bound to an engine needs none: the banner names the engine.
+    await page.waitForFunction(() => document.querySelector('[data-testid=banner]').textContent
+      .includes('This session talks to the engine: SDK fixture'), null, { timeout: 10000 });
+    check(!(await page.textContent('[data-testid=banner]')).includes('No model'),
+      'no no-model banner on an engine session');
 
     await page.fill('[data-testid=input]', 'permission');
     await page.press('[data-testid=input]', 'Enter');
@@ -90,14 +99,19 @@ async function main() {
     await page.reload();
     await page.waitForFunction(() => document.querySelector('[data-testid=messages]').textContent
       .includes('permission: selected/once'), null, { timeout: 10000 });
+    await page.waitForFunction(() => document.querySelector('[data-testid=banner]').textContent
+      .includes('SDK fixture'), null, { timeout: 10000 });
+    check(!(await page.textContent('[data-testid=banner]')).includes('No model'),
+      'the engine banner after a reload');
     check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
     console.log(`ok: engine bound, approval answered, reply seen; screenshot ${shot}`);
   } finally {
     await browser.close();
     fs.rmSync(userDataDir, { recursive: true, force: true });
+    // Also on a failure, or the test waits for its timeout.
+    web.kill('SIGTERM');
+    await new Promise((resolve) => web.once('exit', resolve));
   }
-  web.kill('SIGTERM');
-  await new Promise((resolve) => web.once('exit', resolve));
   fs.rmSync(home, { recursive: true, force: true });
 }
 

@@ -419,6 +419,34 @@ static void all_updates(cdsh_jsonrpc *peer, const char *sid)
     say(peer, sid, "all done");
 }
 
+static void tool_call(cdsh_jsonrpc *peer, const char *sid, const char *id, const char *path)
+{
+    update(peer, sid,
+           json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s}}", "sessionUpdate", "tool_call", "toolCallId",
+                     id, "title", "read", "kind", "read", "status", "pending", "rawInput", "path",
+                     path));
+}
+
+static void tool_done(cdsh_jsonrpc *peer, const char *sid, const char *id, const char *text)
+{
+    update(peer, sid,
+           json_pack("{s:s,s:s,s:s,s:[{s:s,s:{s:s,s:s}}]}", "sessionUpdate", "tool_call_update",
+                     "toolCallId", id, "status", "completed", "content", "type", "content",
+                     "content", "type", "text", "text", text));
+}
+
+/* Calls that overlap: b starts while a runs and ends first; c never ends. */
+static void overlapping_tools(cdsh_jsonrpc *peer, const char *sid)
+{
+    say(peer, sid, "looking ");
+    tool_call(peer, sid, "call-a", "a.txt");
+    tool_call(peer, sid, "call-b", "b.txt");
+    tool_done(peer, sid, "call-b", "B");
+    tool_done(peer, sid, "call-a", "A");
+    tool_call(peer, sid, "call-c", "c.txt");
+    say(peer, sid, "done");
+}
+
 static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
 {
     (void)arg;
@@ -434,6 +462,8 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
     }
     if (strcmp(cmd, "all-updates") == 0) {
         all_updates(peer, sid);
+    } else if (strcmp(cmd, "overlapping-tools") == 0) {
+        overlapping_tools(peer, sid);
     } else if (strcmp(cmd, "permission") == 0) {
         update(peer, sid,
                json_pack("{s:s,s:s,s:s,s:s,s:s}", "sessionUpdate", "tool_call", "toolCallId",

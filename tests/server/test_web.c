@@ -21,6 +21,7 @@
 #include "server/api.h"
 #include "server/rpc_gateway.h"
 #include "server/web.h"
+#include "support/danger_tool.h"
 
 /* ---- fixture ----------------------------------------------------------------------- */
 
@@ -904,23 +905,6 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
     assert_false(acp_pid_alive(pid)); /* the server's stop disposed the agent */
 }
 
-static cdsh_tools_verdict always_ask(void *ud, const cdsh_tool_exec *exec, char **reason)
-{
-    (void)ud;
-    if (strcmp(exec->name, "danger") != 0)
-        return CDSH_TOOLS_ALLOW;
-    *reason = strdup("danger needs a person");
-    return CDSH_TOOLS_ASK;
-}
-
-static int danger_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
-{
-    (void)ud;
-    (void)exec;
-    *value = json_string("boom done");
-    return 0;
-}
-
 static void add_asking_tool(srv *s)
 {
     json_t *out = json_pack("{s:s}", "type", "string");
@@ -930,9 +914,9 @@ static void add_asking_tool(srv *s)
                          .execute = danger_body};
     cdsh_disposer_t d;
     assert_int_equal(cdsh_tools_register(cdsh_host_tools(s->host), NULL, &def, &d, NULL), 0);
-    assert_int_equal(
-        cdsh_tools_on_pre_execute(cdsh_host_tools(s->host), NULL, always_ask, NULL, NULL, &d, NULL),
-        0);
+    assert_int_equal(cdsh_tools_on_pre_execute(cdsh_host_tools(s->host), NULL, danger_always_asks,
+                                               NULL, NULL, &d, NULL),
+                     0);
     json_decref(out);
 }
 

@@ -16,12 +16,18 @@
 #define MODULE "acp"
 
 typedef struct call {
-    struct call *next;
+    struct call *next; /* in order of first sight */
     char *id;
     char *name;
+    char *args;  /* rawInput as JSON text, "{}" without one */
+    char *title; /* of the first sight; may be NULL */
+    char *kind;  /* likewise */
     char *status;
     json_t *content;    /* the latest ToolCallContent array */
     json_t *raw_output; /* the latest rawOutput */
+    bool logged;        /* advertised and its tool/call logged */
+    bool ended;         /* a completed/failed status was seen */
+    bool failed;        /* that status was failed */
     bool done;          /* its tool/result is logged */
 } call;
 
@@ -195,30 +201,66 @@ static void log_result(writer *w, call *c, bool failed, const char *code, const 
     json_decref(p);
 }
 
+/* The advertisement rule (digest §4.5): a call's tool/call is logged only
+ * after an assistant/message whose toolCalls name it with the same name and
+ * arguments, so a replay to a model pairs every result with its call. An
+ * assistant message may not follow open calls, so calls first seen while
+ * others are open wait (unlogged) until those have results, then are
+ * advertised together; their results, if already known, follow at once. */
+static void advertise(writer *w)
+{
+    for (call *c = w->calls; c; c = c->next)
+        if (c->logged && !c->done)
+            return;
+    json_t *list = json_array();
+    for (call *c = w->calls; c; c = c->next)
+        if (!c->logged)
+            json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "id", c->id, "name", c->name,
+                                                  "arguments", c->args));
+    if (!json_array_size(list)) {
+        json_decref(list);
+        return;
+    }
+    json_t *p = json_pack("{s:s, s:o}", "text", "", "toolCalls", list);
+    record(w, "assistant/message", 1, p, NULL);
+    json_decref(p);
+    bool parallel = json_array_size(list) > 1;
+    for (call *c = w->calls; c; c = c->next) {
+        if (c->logged)
+            continue;
+        c->logged = true;
+        json_t *tc = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "callId", c->id, "name", c->name,
+                               "arguments", c->args, "title", c->title, "kind", c->kind);
+        record(w, "tool/call", 1, tc, json_pack("{s:b}", "parallel", parallel));
+        json_decref(tc);
+    }
+    for (call *c = w->calls; c; c = c->next)
+        if (c->ended && !c->done)
+            log_result(w, c, c->failed, "ACP_TOOL_FAILED", NULL);
+}
+
 static void on_tool(writer *w, const json_t *u)
 {
     const char *id = str(u, "toolCallId");
     if (!id)
         return;
-    call *c = w->calls;
-    while (c && strcmp(c->id, id) != 0)
-        c = c->next;
+    call **pp = &w->calls;
+    while (*pp && strcmp((*pp)->id, id) != 0)
+        pp = &(*pp)->next;
+    call *c = *pp;
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c)
             return;
+        const json_t *raw = json_object_get(u, "rawInput");
         c->id = strdup(id);
         c->name = tool_name_dup(u);
-        c->next = w->calls;
-        w->calls = c;
-        const json_t *raw = json_object_get(u, "rawInput");
-        char *args = raw ? cdsh_json_dump_compact_dup(raw) : NULL;
-        json_t *p =
-            json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "callId", c->id, "name", c->name, "arguments",
-                      args ? args : "{}", "title", str(u, "title"), "kind", str(u, "kind"));
-        free(args);
-        record(w, "tool/call", 1, p, json_pack("{s:b}", "parallel", 0));
-        json_decref(p);
+        c->args = raw ? cdsh_json_dump_compact_dup(raw) : NULL;
+        if (!c->args)
+            c->args = strdup("{}");
+        c->title = str(u, "title") ? strdup(str(u, "title")) : NULL;
+        c->kind = str(u, "kind") ? strdup(str(u, "kind")) : NULL;
+        *pp = c;
     }
     if (json_is_array(json_object_get(u, "content"))) {
         json_decref(c->content);
@@ -229,17 +271,21 @@ static void on_tool(writer *w, const json_t *u)
         c->raw_output = json_deep_copy(json_object_get(u, "rawOutput"));
     }
     const char *status = str(u, "status");
-    if (!status || c->done)
-        return;
-    if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0) {
-        log_result(w, c, strcmp(status, "failed") == 0, "ACP_TOOL_FAILED", NULL);
-    } else if (!c->status || strcmp(c->status, status) != 0) {
-        emit(w, "tool/update", true,
-             json_pack("{s:s, s:s, s:s, s:s?}", "callId", c->id, "name", c->name, "status", status,
-                       "title", str(u, "title")));
+    if (status && !c->ended) {
+        if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0) {
+            c->ended = true;
+            c->failed = strcmp(status, "failed") == 0;
+            if (c->logged)
+                log_result(w, c, c->failed, "ACP_TOOL_FAILED", NULL);
+        } else if (c->logged && (!c->status || strcmp(c->status, status) != 0)) {
+            emit(w, "tool/update", true,
+                 json_pack("{s:s, s:s, s:s, s:s?}", "callId", c->id, "name", c->name, "status",
+                           status, "title", str(u, "title")));
+        }
+        free(c->status);
+        c->status = strdup(status);
     }
-    free(c->status);
-    c->status = strdup(status);
+    advertise(w);
 }
 
 static void on_plan(writer *w, const json_t *u)
@@ -323,6 +369,11 @@ static void finish(writer *w, const json_t *res)
              strcmp(reason, "cancelled") == 0 ? "was cancelled"
              : strcmp(reason, "error") == 0   ? "failed"
                                               : "ended");
+    /* Open calls get their error result, so the waiting ones can be advertised. */
+    for (call *c = w->calls; c; c = c->next)
+        if (c->logged && !c->done)
+            log_result(w, c, true, "ACP_NO_RESULT", why);
+    advertise(w);
     for (call *c = w->calls; c; c = c->next)
         if (!c->done)
             log_result(w, c, true, "ACP_NO_RESULT", why);
@@ -438,6 +489,9 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
         w.calls = c->next;
         free(c->id);
         free(c->name);
+        free(c->args);
+        free(c->title);
+        free(c->kind);
         free(c->status);
         json_decref(c->content);
         json_decref(c->raw_output);

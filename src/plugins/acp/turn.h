@@ -9,10 +9,14 @@
  * text/delta and reasoning/delta and are written once, at the end, as one
  * assistant/message {text, reasoning, finishReason: stopReason}; the first
  * sight of a toolCallId logs tool/call {callId, name, arguments (rawInput
- * as JSON, else "{}"), title?, kind?}; its first completed/failed status
- * logs tool/result {callId, isError, content}; other status changes are
- * the live event tool/update {callId, name, status, title?}; calls without
- * a final status get an error result ACP_NO_RESULT at the end; a plan is a
+ * as JSON, else "{}"), title?, kind?}, advertised first (the advertisement
+ * rule) by an assistant/message {text:"", toolCalls:[{id, name,
+ * arguments}]} — calls first seen while others are still open wait for
+ * those results and are then advertised together; its first
+ * completed/failed status logs tool/result {callId, isError, content};
+ * other status changes are the live event tool/update {callId, name,
+ * status, title?}; calls without a final status get an error result
+ * ACP_NO_RESULT at the end; a plan is a
  * notice ACP_PLAN listing its entries; a failure is a notice whose code is
  * the class (INSUFFICIENT_FUNDS, ..., UNKNOWN) and whose text is the
  * agent's own message; turn/end {reason, stopReason?, engineId}. Other

@@ -648,6 +648,22 @@ static void on_terminal(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req
     session_put(c, s);
 }
 
+/* $/cancel_request {requestId}: the agent gives up on one of its requests
+ * (a terminal/wait_for_exit, a permission request). Its handler still
+ * answers it (-32800 "Request cancelled" where it stops waiting). */
+static void on_cancel_request(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
+{
+    cdsh_acp_conn *c = arg;
+    count_callback(c, "", cdsh_jsonrpc_request_method(req));
+    const json_t *id = json_object_get(cdsh_jsonrpc_request_params(req), "requestId");
+    if (id && cdsh_jsonrpc_cancel_incoming(peer, id, "the agent cancelled the request") != 0)
+        cdsh_log_debug("acp", "$/cancel_request names no request in flight");
+    if (cdsh_jsonrpc_request_is_notification(req))
+        notif_done(c);
+    else
+        cdsh_jsonrpc_respond(req, NULL, NULL);
+}
+
 static void on_other(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
 {
     (void)peer;
@@ -771,6 +787,8 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     for (size_t i = 0; i < sizeof terminal_methods / sizeof *terminal_methods; i++)
         if ((rc = cdsh_jsonrpc_handle(c->rpc, terminal_methods[i], on_terminal, c, err)) < 0)
             goto fail;
+    if ((rc = cdsh_jsonrpc_handle(c->rpc, "$/cancel_request", on_cancel_request, c, err)) < 0)
+        goto fail;
     cdsh_jsonrpc_handle_fallback(c->rpc, on_other, c);
     if (pthread_create(&c->tee, NULL, tee_main, c) != 0) {
         rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot start the reader thread");
