@@ -467,41 +467,57 @@ static void discard_child(void *ud, const char *child)
     cdsh_session_store_delete(f->svc->sessions, child, NULL);
 }
 
-static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
-                     cdsh_error *err)
+/* The closed turn a floor method names ({sessionId, turn?}; default: the
+ * last closed turn): *ti filled for it, *binding owned. On failure nothing
+ * is left to release. */
+static int closed_turn(cdsh_tavern_service *svc, const json_t *p, const char *what,
+                       const char **sid, json_t **binding, int64_t *turn, turn_info *ti,
+                       cdsh_error *err)
 {
     int rc = 0;
-    const char *sid = need_str(p, "sessionId", err, &rc);
+    *binding = NULL;
+    memset(ti, 0, sizeof *ti);
+    *sid = need_str(p, "sessionId", err, &rc);
     if (rc < 0)
         return rc;
     if (!svc->sessions)
         return cdsh_error_set(err, CDSH_EUNSUPPORTED, "sessions-unavailable",
-                              "branch operations need the host session store");
+                              "%s need the host session store", what);
     json_t *jt = json_object_get(p, "turn");
     if (jt && (!json_is_integer(jt) || json_integer_value(jt) < 1))
         return bad(err, "field \"%s\" must be an integer >= 1", "turn");
-    const char *text = s_get(p, "text");
+    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, *sid, binding, err), err)) < 0)
+        return rc;
+    if ((rc = find_turn(svc, *sid, 0, ti, err)) == 0) {
+        *turn = jt ? json_integer_value(jt) : ti->last_turn;
+        turn_info_deinit(ti);
+        if (*turn < 1 || (rc = find_turn(svc, *sid, *turn, ti, err)) < 0 || !ti->end_seq)
+            rc = rc < 0 ? rc
+                        : cdsh_error_set(err, CDSH_ENOTFOUND, "not-found",
+                                         "turn %lld is not a closed turn of this session",
+                                         (long long)*turn);
+    }
+    if (rc < 0) {
+        turn_info_deinit(ti);
+        json_decref(*binding);
+        *binding = NULL;
+    }
+    return rc;
+}
+
+static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
+                     cdsh_error *err)
+{
+    const char *sid = NULL, *text = s_get(p, "text");
     bool needs_text = strcmp(op, "editUserMessage") == 0 || strcmp(op, "editAssistantMessage") == 0;
     if (needs_text && (!text || !*text))
         return bad(err, "field \"%s\" is required", "text");
     json_t *binding = NULL;
-    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &binding, err), err)) < 0)
-        return rc;
+    int64_t turn = 0;
     turn_info ti;
-    if ((rc = find_turn(svc, sid, 0, &ti, err)) < 0) {
-        json_decref(binding);
+    int rc = closed_turn(svc, p, "branch operations", &sid, &binding, &turn, &ti, err);
+    if (rc < 0)
         return rc;
-    }
-    int64_t turn = jt ? json_integer_value(jt) : ti.last_turn;
-    turn_info_deinit(&ti);
-    if (turn < 1 || (rc = find_turn(svc, sid, turn, &ti, err)) < 0 || !ti.end_seq) {
-        turn_info_deinit(&ti);
-        json_decref(binding);
-        if (rc < 0)
-            return rc;
-        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found",
-                              "turn %lld is not a closed turn of this session", (long long)turn);
-    }
     char title[256];
     json_t *card = NULL;
     cdsh_tavern_store_card_get(svc->store, s_get(binding, "cardId"), &card, NULL, NULL);
@@ -559,35 +575,22 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
 static int floor_text(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
                       cdsh_error *err)
 {
-    int rc = 0;
-    const char *sid = need_str(p, "sessionId", err, &rc);
+    const char *sid = NULL;
+    json_t *b = NULL;
+    int64_t turn = 0;
+    turn_info ti;
+    int rc = closed_turn(svc, p, "floor messages", &sid, &b, &turn, &ti, err);
     if (rc < 0)
         return rc;
-    if (!svc->sessions)
-        return cdsh_error_set(err, CDSH_EUNSUPPORTED, "sessions-unavailable",
-                              "floor messages need the host session store");
-    json_t *jt = json_object_get(p, "turn"), *b = NULL;
-    if (jt && (!json_is_integer(jt) || json_integer_value(jt) < 1))
-        return bad(err, "field \"%s\" must be an integer >= 1", "turn");
-    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
-        return rc;
-    json_decref(b);
-    turn_info ti;
-    if ((rc = find_turn(svc, sid, 0, &ti, err)) < 0)
-        return rc;
-    int64_t turn = jt ? json_integer_value(jt) : ti.last_turn;
-    turn_info_deinit(&ti);
-    if (turn >= 1 && (rc = find_turn(svc, sid, turn, &ti, err)) < 0)
-        return rc;
     bool user = strcmp(op, "getFloorUserMessage") == 0;
-    const char *text = turn < 1 ? NULL : user ? ti.user_text : ti.reply_text;
-    if (!text || !ti.end_seq)
-        rc = cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "turn %lld has no closed %s",
+    const char *text = user ? ti.user_text : ti.reply_text;
+    if (!text)
+        rc = cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "turn %lld has no %s",
                             (long long)turn, user ? "user message" : "reply");
     else
         *value = json_pack("{s:I,s:s}", "turn", (json_int_t)turn, "text", text);
-    if (turn >= 1)
-        turn_info_deinit(&ti);
+    turn_info_deinit(&ti);
+    json_decref(b);
     return rc;
 }
 
