@@ -67,21 +67,39 @@ static void zh_and_en_have_identical_keys(void **state)
             fail_msg("zh lacks %s", en[i]);
     assert_false(han_en);
     assert_true(han_zh);
-    /* every t('key') in the panel exists */
-    char *ui = cdsh_test_read_file(WEB "tavern.js", NULL);
-    assert_non_null(ui);
+    /* every t('key') in the panel and its editor modules exists */
+    static const char *const modules[] = {"tavern.js", "library.js", "lore-editor.js"};
     size_t used = 0;
-    for (char *p = strstr(ui, "t('"); p; p = strstr(p + 1, "t('")) {
-        if (p > ui && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z')))
-            continue; /* rpc(' and the like */
-        char key[64] = {0};
-        sscanf(p + 3, "%63[A-Za-z0-9_]", key);
-        if (!has_key(en, ne, key))
-            fail_msg("t('%s') is not in the dictionaries", key);
-        used++;
+    for (size_t m = 0; m < sizeof modules / sizeof *modules; m++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s%s", WEB, modules[m]);
+        char *ui = cdsh_test_read_file(path, NULL);
+        assert_non_null(ui);
+        for (char *p = strstr(ui, "t('"); p; p = strstr(p + 1, "t('")) {
+            if (p > ui && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z')))
+                continue; /* rpc(' and the like */
+            char key[64] = {0};
+            sscanf(p + 3, "%63[A-Za-z0-9_]", key);
+            if (!has_key(en, ne, key))
+                fail_msg("%s: t('%s') is not in the dictionaries", modules[m], key);
+            used++;
+        }
+        /* keys picked from lists (entry logic, positions) */
+        for (char *p = strstr(ui, "'logic"); p; p = strstr(p + 1, "'logic")) {
+            char key[64] = {0};
+            if (sscanf(p + 1, "%63[A-Za-z0-9_]", key) == 1 && strcmp(key, "logic") != 0 &&
+                !has_key(en, ne, key))
+                fail_msg("%s: '%s' is not in the dictionaries", modules[m], key);
+        }
+        for (char *p = strstr(ui, "'pos"); p; p = strstr(p + 1, "'pos")) {
+            char key[64] = {0};
+            if (sscanf(p + 1, "%63[A-Za-z0-9_]", key) == 1 && strcmp(key, "position") != 0 &&
+                !has_key(en, ne, key))
+                fail_msg("%s: '%s' is not in the dictionaries", modules[m], key);
+        }
+        free(ui);
     }
-    assert_true(used >= 40);
-    free(ui);
+    assert_true(used >= 100);
     free(src);
 }
 
@@ -113,8 +131,9 @@ static void card_html_is_sandboxed_and_bridge_is_narrow(void **state)
     const char *same = strstr(csp, "allow-same-origin");
     assert_true(!same || same > end);
     free(gw);
-    const char *files[] = {"tavern.js", "frame.js", "render.js", "dialog.js"};
-    for (size_t i = 0; i < 4; i++) {
+    const char *files[] = {"tavern.js", "frame.js",   "render.js",
+                           "dialog.js", "library.js", "lore-editor.js"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s%s", WEB, files[i]);
         char *src = cdsh_test_read_file(path, NULL);

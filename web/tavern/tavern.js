@@ -3,15 +3,17 @@
 // host.send, host.lang, host.onLang; host.openSession when present), or a
 // standalone host built on the /rpc/tavern HTTP gateway. Every call goes
 // through the rpc() wrapper below to the /tavern channel; the service
-// implements each of them (a test enumerates the calls in this file).
+// implements each of them (a test enumerates the calls in this file and in the
+// editor modules library.js / lore-editor.js, which get the panel's ctx).
 import { translate } from './i18n.js';
 import { applyDisplayRegex, renderMarkdown, isCardHtml } from './render.js';
 import { mountCardFrame, cardFrameUrl } from './frame.js';
 import { dialog } from './dialog.js';
+import { viewBooks, viewAssets } from './library.js';
 
-const TABS = ['Library', 'Chat', 'Lore', 'Memory', 'World', 'Journal', 'Settings', 'Prompt'];
-const TAB_KEYS = { Library: 'tabLibrary', Chat: 'tabChat', Lore: 'tabLore', Memory: 'tabMemory',
-  World: 'tabWorld', Journal: 'tabJournal', Settings: 'tabSettings', Prompt: 'tabPrompt' };
+const TABS = ['Library', 'Chat', 'Lore', 'Books', 'Assets', 'Memory', 'World', 'Journal', 'Settings', 'Prompt'];
+const TAB_KEYS = { Library: 'tabLibrary', Chat: 'tabChat', Lore: 'tabLore', Books: 'tabBooks', Assets: 'tabAssets',
+  Memory: 'tabMemory', World: 'tabWorld', Journal: 'tabJournal', Settings: 'tabSettings', Prompt: 'tabPrompt' };
 
 function standaloneHost() {
   let sid = new URLSearchParams(location.search).get('session');
@@ -398,8 +400,10 @@ export async function mount(root, host = standaloneHost()) {
     view.append(el('pre', { class: 'tavern-log', text: log.map((l) => `${l.ts} ${l.kind}`).join('\n') }));
   }
 
-  const VIEWS = { Library: viewLibrary, Chat: viewChat, Lore: viewLore, Memory: viewMemory,
-    World: viewWorld, Journal: viewJournal, Settings: viewSettings, Prompt: viewPrompt };
+  const ctx = { rpc, t, el, dialog, view, status, redraw, fileToBase64 };
+  const VIEWS = { Library: viewLibrary, Chat: viewChat, Lore: viewLore, Books: () => viewBooks(ctx),
+    Assets: () => viewAssets(ctx), Memory: viewMemory, World: viewWorld, Journal: viewJournal,
+    Settings: viewSettings, Prompt: viewPrompt };
 
   state.disposers.push(host.onSession(() => redraw()), host.onLang(() => redraw()));
   await redraw();

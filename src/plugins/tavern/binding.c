@@ -366,11 +366,13 @@ int cdsh_tavern_binding_list(cdsh_tavern_bindings *b, const char *card_id, json_
     json_t *arr = json_array();
     int rc = 0;
     pthread_mutex_lock(&b->mu);
-    if (sqlite3_prepare_v2(b->db, "SELECT value FROM bindings WHERE card=? ORDER BY session", -1,
-                           &st, NULL) != SQLITE_OK) {
+    const char *sql = card_id ? "SELECT value FROM bindings WHERE card=? ORDER BY session"
+                              : "SELECT value FROM bindings ORDER BY session";
+    if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) {
         rc = db_err(b->db, err, "list");
     } else {
-        sqlite3_bind_text(st, 1, card_id, -1, SQLITE_STATIC);
+        if (card_id)
+            sqlite3_bind_text(st, 1, card_id, -1, SQLITE_STATIC);
         while (sqlite3_step(st) == SQLITE_ROW) {
             json_t *v = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
             if (v)

@@ -42,7 +42,7 @@ int cdsh_tavern_binding_get(cdsh_tavern_bindings *b, const char *session_id, jso
                             cdsh_error *err);
 /* Unbinds; the story file stays until swept as unbound. */
 int cdsh_tavern_binding_clear(cdsh_tavern_bindings *b, const char *session_id, cdsh_error *err);
-/* All bindings of a card (owned array). */
+/* All bindings of a card, or of every card when card_id is NULL (owned array). */
 int cdsh_tavern_binding_list(cdsh_tavern_bindings *b, const char *card_id, json_t **out,
                              cdsh_error *err);
 

@@ -603,6 +603,31 @@ static bool is_cjk(uint32_t cp)
     return cp >= 0x4E00 && cp <= 0x9FA5;
 }
 
+bool cdsh_tavern_card_field_editable(const char *key, const json_t *value)
+{
+    static const char *const fields[] = {"description",
+                                         "personality",
+                                         "scenario",
+                                         "first_mes",
+                                         "mes_example",
+                                         "system_prompt",
+                                         "post_history_instructions",
+                                         "creator_notes",
+                                         "alternate_greetings",
+                                         "tags",
+                                         "creator",
+                                         "character_version",
+                                         NULL};
+    if (!key)
+        return false;
+    if (strcmp(key, "name") == 0)
+        return json_is_string(value);
+    for (const char *const *f = fields; *f; f++)
+        if (strcmp(*f, key) == 0)
+            return json_is_string(value) || json_is_array(value);
+    return false;
+}
+
 char *cdsh_tavern_card_sanitize_dup(const char *name)
 {
     size_t n = name ? strlen(name) : 0;

@@ -65,6 +65,14 @@ json_t *cdsh_tavern_card_to_json_dup(const json_t *record, bool force_v2);
 int cdsh_tavern_card_to_png(const json_t *record, const uint8_t *avatar, size_t avatar_len,
                             uint8_t **out, size_t *out_len, cdsh_error *err);
 
+/* True if `key` is a card field a person may set through saveCharacter /
+ * createCharacter with this value: "name" (string) or one of the data
+ * fields (description, personality, scenario, first_mes, mes_example,
+ * system_prompt, post_history_instructions, creator_notes,
+ * alternate_greetings, tags, creator, character_version; strings or
+ * arrays). */
+bool cdsh_tavern_card_field_editable(const char *key, const json_t *value);
+
 /* The directory-name part of a card id: lowercase, runs outside [a-z0-9] and
  * CJK U+4E00–U+9FA5 become "-", trimmed, at most 24 characters, "card" when
  * empty. Owned; NULL on ENOMEM. */

@@ -352,8 +352,14 @@ static json_t *greetings(const json_t *record)
 
 typedef struct turn_info {
     int64_t start_seq, end_seq, last_reply_seq, last_turn;
-    char *user_text;
+    char *user_text, *reply_text; /* the turn's first user line and last reply */
 } turn_info;
+
+static void turn_info_deinit(turn_info *ti)
+{
+    free(ti->user_text);
+    free(ti->reply_text);
+}
 
 static int find_turn(cdsh_tavern_service *svc, const char *session, int64_t turn, turn_info *ti,
                      cdsh_error *err)
@@ -382,7 +388,10 @@ static int find_turn(cdsh_tavern_service *svc, const char *session, int64_t turn
             else if (strcmp(type, "turn/end") == 0)
                 ti->end_seq = seq;
             else if (strcmp(type, "assistant/message") == 0) {
+                const char *reply = s_get(json_object_get(e, "payload"), "text");
                 ti->last_reply_seq = seq;
+                free(ti->reply_text);
+                ti->reply_text = strdup(reply ? reply : "");
             } else if (strcmp(type, "user/message") == 0 && !ti->user_text)
                 ti->user_text = strdup(s_get(json_object_get(e, "payload"), "text")
                                            ? s_get(json_object_get(e, "payload"), "text")
@@ -460,40 +469,57 @@ static void discard_child(void *ud, const char *child)
     cdsh_session_store_delete(f->svc->sessions, child, NULL);
 }
 
-static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
-                     cdsh_error *err)
+/* The closed turn a floor method names ({sessionId, turn?}; default: the
+ * last closed turn): *ti filled for it, *binding owned. On failure nothing
+ * is left to release. */
+static int closed_turn(cdsh_tavern_service *svc, const json_t *p, const char *what,
+                       const char **sid, json_t **binding, int64_t *turn, turn_info *ti,
+                       cdsh_error *err)
 {
     int rc = 0;
-    const char *sid = need_str(p, "sessionId", err, &rc);
+    *binding = NULL;
+    memset(ti, 0, sizeof *ti);
+    *sid = need_str(p, "sessionId", err, &rc);
     if (rc < 0)
         return rc;
     if (!svc->sessions)
         return cdsh_error_set(err, CDSH_EUNSUPPORTED, "sessions-unavailable",
-                              "branch operations need the host session store");
+                              "%s need the host session store", what);
     json_t *jt = json_object_get(p, "turn");
     if (jt && (!json_is_integer(jt) || json_integer_value(jt) < 1))
         return bad(err, "field \"%s\" must be an integer >= 1", "turn");
-    const char *text = s_get(p, "text");
+    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, *sid, binding, err), err)) < 0)
+        return rc;
+    if ((rc = find_turn(svc, *sid, 0, ti, err)) == 0) {
+        *turn = jt ? json_integer_value(jt) : ti->last_turn;
+        turn_info_deinit(ti);
+        if (*turn < 1 || (rc = find_turn(svc, *sid, *turn, ti, err)) < 0 || !ti->end_seq)
+            rc = rc < 0 ? rc
+                        : cdsh_error_set(err, CDSH_ENOTFOUND, "not-found",
+                                         "turn %lld is not a closed turn of this session",
+                                         (long long)*turn);
+    }
+    if (rc < 0) {
+        turn_info_deinit(ti);
+        json_decref(*binding);
+        *binding = NULL;
+    }
+    return rc;
+}
+
+static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
+                     cdsh_error *err)
+{
+    const char *sid = NULL, *text = s_get(p, "text");
     bool needs_text = strcmp(op, "editUserMessage") == 0 || strcmp(op, "editAssistantMessage") == 0;
     if (needs_text && (!text || !*text))
         return bad(err, "field \"%s\" is required", "text");
     json_t *binding = NULL;
-    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &binding, err), err)) < 0)
-        return rc;
+    int64_t turn = 0;
     turn_info ti;
-    if ((rc = find_turn(svc, sid, 0, &ti, err)) < 0) {
-        json_decref(binding);
+    int rc = closed_turn(svc, p, "branch operations", &sid, &binding, &turn, &ti, err);
+    if (rc < 0)
         return rc;
-    }
-    int64_t turn = jt ? json_integer_value(jt) : ti.last_turn;
-    free(ti.user_text);
-    if (turn < 1 || (rc = find_turn(svc, sid, turn, &ti, err)) < 0 || !ti.end_seq) {
-        json_decref(binding);
-        if (rc < 0)
-            return rc;
-        return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found",
-                              "turn %lld is not a closed turn of this session", (long long)turn);
-    }
     char title[256];
     json_t *card = NULL;
     cdsh_tavern_store_card_get(svc->store, s_get(binding, "cardId"), &card, NULL, NULL);
@@ -509,7 +535,7 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
         through = turn;
     } else if (strcmp(op, "editAssistantMessage") == 0) {
         if (!ti.last_reply_seq) {
-            free(ti.user_text);
+            turn_info_deinit(&ti);
             json_decref(binding);
             return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "turn has no reply to edit");
         }
@@ -542,7 +568,31 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
     }
     json_decref(child);
     json_decref(binding);
-    free(ti.user_text);
+    turn_info_deinit(&ti);
+    return rc;
+}
+
+/* getFloorUserMessage / getFloorAssistantMessage {sessionId, turn?}: the
+ * texts the edit dialogs prefill (default: the last closed turn). */
+static int floor_text(cdsh_tavern_service *svc, const char *op, const json_t *p, json_t **value,
+                      cdsh_error *err)
+{
+    const char *sid = NULL;
+    json_t *b = NULL;
+    int64_t turn = 0;
+    turn_info ti;
+    int rc = closed_turn(svc, p, "floor messages", &sid, &b, &turn, &ti, err);
+    if (rc < 0)
+        return rc;
+    bool user = strcmp(op, "getFloorUserMessage") == 0;
+    const char *text = user ? ti.user_text : ti.reply_text;
+    if (!text)
+        rc = cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "turn %lld has no %s",
+                            (long long)turn, user ? "user message" : "reply");
+    else
+        *value = json_pack("{s:I,s:s}", "turn", (json_int_t)turn, "text", text);
+    turn_info_deinit(&ti);
+    json_decref(b);
     return rc;
 }
 
@@ -613,27 +663,11 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
         const char *rev = s_get(p, "expectedRevision");
         if (!json_is_object(patch))
             return bad(err, "field \"%s\" must be an object of card fields", "patch");
-        static const char *const fields[] = {"description",
-                                             "personality",
-                                             "scenario",
-                                             "first_mes",
-                                             "mes_example",
-                                             "system_prompt",
-                                             "post_history_instructions",
-                                             "creator_notes",
-                                             "alternate_greetings",
-                                             "tags",
-                                             "creator",
-                                             "character_version",
-                                             NULL};
         const char *k;
         json_t *v;
         json_object_foreach(patch, k, v)
         {
-            bool ok = strcmp(k, "name") == 0 && json_is_string(v);
-            for (const char *const *f = fields; *f && !ok; f++)
-                ok = strcmp(*f, k) == 0 && (json_is_string(v) || json_is_array(v));
-            if (!ok)
+            if (!cdsh_tavern_card_field_editable(k, v))
                 return bad(err, "field \"%s\" cannot be saved", k);
         }
         json_t *rec = NULL;
@@ -971,8 +1005,6 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
             json_decref(cur);
         return rc;
     }
-    if (strcmp(name, "listRegexRules") == 0)
-        return kebab(cdsh_tavern_store_regex_get(svc->store, value, err), err);
     if (strcmp(name, "getTriggerLog") == 0) {
         pthread_mutex_lock(&svc->mu);
         *value = json_deep_copy(svc->log);
@@ -1071,6 +1103,8 @@ static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_
 static int m_branch(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
                     cdsh_error *err)
 {
+    if (strncmp(name, "getFloor", 8) == 0)
+        return floor_text(svc, name, p, value, err);
     return branch_op(svc, name, p, value, err);
 }
 
@@ -1099,7 +1133,23 @@ static const method_def METHODS[] = {
     {"listPersonas", m_library},
     {"getPersona", m_library},
     {"importPersona", m_library},
-    {"listRegexRules", m_misc},
+    {"saveLorebook", cdsh__tavern_library_method},
+    {"deleteLorebook", cdsh__tavern_library_method},
+    {"getCharacterLorebook", cdsh__tavern_library_method},
+    {"saveCharacterLorebook", cdsh__tavern_library_method},
+    {"deleteEmbeddedLorebook", cdsh__tavern_library_method},
+    {"savePreset", cdsh__tavern_library_method},
+    {"deletePreset", cdsh__tavern_library_method},
+    {"savePersona", cdsh__tavern_library_method},
+    {"deletePersona", cdsh__tavern_library_method},
+    {"listRegexRules", cdsh__tavern_library_method},
+    {"saveRegexRules", cdsh__tavern_library_method},
+    {"createCharacter", cdsh__tavern_library_method},
+    {"listStories", cdsh__tavern_library_method},
+    {"ensureGreeting", cdsh__tavern_library_method},
+    {"renderOutputText", cdsh__tavern_library_method},
+    {"getFloorUserMessage", m_branch},
+    {"getFloorAssistantMessage", m_branch},
     {"getSessionBinding", m_binding},
     {"setSessionBinding", m_binding},
     {"clearSessionBinding", m_binding},
@@ -1153,7 +1203,23 @@ const char *const cdsh_tavern_methods[] = {
     "listPersonas",
     "getPersona",
     "importPersona",
+    "saveLorebook",
+    "deleteLorebook",
+    "getCharacterLorebook",
+    "saveCharacterLorebook",
+    "deleteEmbeddedLorebook",
+    "savePreset",
+    "deletePreset",
+    "savePersona",
+    "deletePersona",
     "listRegexRules",
+    "saveRegexRules",
+    "createCharacter",
+    "listStories",
+    "ensureGreeting",
+    "renderOutputText",
+    "getFloorUserMessage",
+    "getFloorAssistantMessage",
     "getSessionBinding",
     "setSessionBinding",
     "clearSessionBinding",
@@ -1200,7 +1266,7 @@ int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const
         cdsh_error_set(err, CDSH_ENOTFOUND, "unknown-method", "no tavern method \"%s\"", method);
     for (size_t i = 0; i < N_METHODS; i++)
         if (strcmp(METHODS[i].name, method) == 0) {
-            rc = METHODS[i].fn(svc, method, p, value, err);
+            rc = kebab(METHODS[i].fn(svc, method, p, value, err), err);
             break;
         }
     json_decref(empty);

@@ -35,4 +35,27 @@ cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings);
 /* Appends {ts, kind, ...detail} to the trigger log (detail taken). */
 void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail);
 
+/* The library-edit methods (service_library.c): saveLorebook, deleteLorebook,
+ * getCharacterLorebook, saveCharacterLorebook, deleteEmbeddedLorebook,
+ * savePreset, deletePreset, savePersona, deletePersona, listRegexRules,
+ * saveRegexRules, createCharacter, listStories, ensureGreeting,
+ * renderOutputText. Same contract as a method of cdsh_tavern_service_call. */
+int cdsh__tavern_library_method(cdsh_tavern_service *svc, const char *name, const json_t *p,
+                                json_t **value, cdsh_error *err);
+
+/* The assets a prompt plan is built from for a binding, read once: the card,
+ * preset, persona, global rules, the bound library books and the persona's
+ * book (NULL / empty when unset; a missing bound book is skipped), and the
+ * revision fingerprint joining every tag, so an edit re-pins the standing
+ * segment on the next turn. All owned; deinit releases them. */
+typedef struct cdsh__tavern_assets {
+    json_t *card, *preset, *persona, *rules, *books, *persona_book;
+    char *revision;
+} cdsh__tavern_assets;
+int cdsh__tavern_assets_load(cdsh_tavern_service *svc, const json_t *binding,
+                             cdsh__tavern_assets *a, cdsh_error *err);
+void cdsh__tavern_assets_deinit(cdsh__tavern_assets *a);
+/* The greeting ensureGreeting pinned in the story (owned), or NULL. */
+char *cdsh__tavern_greeting_dup(cdsh_tavern_story *story);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/fs.h"
@@ -611,14 +612,60 @@ int cdsh_tavern_store_import_asset(cdsh_tavern_store *store, cdsh_tavern_kind ki
     json_t *in = cdsh_tavern_store_parse_json(text, len, err);
     if (!in)
         return err ? err->rc : CDSH_EINVAL;
-    json_t *value = normalize_kind(kind, in, fallback_name, err);
+    int rc = cdsh_tavern_store_save_asset(store, kind, NULL, in, fallback_name, NULL, result, err);
     json_decref(in);
+    return rc;
+}
+
+/* Picks a free id derived from name (collisions get -2…-99, then a
+ * timestamp); the caller holds the store lock. *rel owned. */
+static int new_asset_id(cdsh_tavern_store *s, cdsh_tavern_kind kind, const char *name, char *id,
+                        size_t id_size, char **rel, cdsh_error *err)
+{
+    char *base = cdsh_tavern_card_sanitize_dup(name ? name : KIND_NAMES[kind]);
+    if (!base)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    *rel = NULL;
+    for (int i = 1; i <= 100 && !*rel; i++) {
+        if (i == 1)
+            snprintf(id, id_size, "%s", base);
+        else if (i < 100)
+            snprintf(id, id_size, "%s-%d", base, i);
+        else
+            snprintf(id, id_size, "%s-%lld", base, (long long)time(NULL));
+        char *r = asset_rel(kind, id);
+        char *p = r ? safe_path(s, r, NULL) : NULL;
+        struct stat st;
+        if (p && lstat(p, &st) != 0 && errno == ENOENT)
+            *rel = r;
+        else
+            free(r);
+        free(p);
+    }
+    free(base);
+    if (!*rel)
+        return cdsh_error_set(err, CDSH_EEXIST, "ASSET_ID_TAKEN", "no free id for %s \"%s\"",
+                              KIND_NAMES[kind], name ? name : "");
+    return 0;
+}
+
+int cdsh_tavern_store_save_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                 const json_t *in, const char *fallback_name,
+                                 const char *expected_tag, json_t **result, cdsh_error *err)
+{
+    if (!store || !result || !in || kind > CDSH_TAVERN_PERSONA)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "save_asset: bad arguments");
+    *result = NULL;
+    if (id && !cdsh_tavern_card_id_valid(id))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ASSET_ID", "\"%s\" is not a valid %s id", id,
+                              KIND_NAMES[kind]);
+    json_t *value = normalize_kind(kind, in, fallback_name ? fallback_name : id, err);
     if (!value)
         return err ? err->rc : CDSH_EINVAL;
     const char *name = json_string_value(json_object_get(value, "name"));
     cdsh_fs_lock *lock = NULL;
-    char *base = cdsh_tavern_card_sanitize_dup(name ? name : KIND_NAMES[kind]);
-    char *rel = NULL, *tag = NULL, id[96] = "";
+    char *rel = NULL, *tag = NULL, *path = NULL, fresh[96] = "";
+    json_t *cur = NULL;
     int rc = 0;
     if (kind == CDSH_TAVERN_PERSONA) {
         const char *lb = json_string_value(json_object_get(value, "lorebook"));
@@ -630,47 +677,135 @@ int cdsh_tavern_store_import_asset(cdsh_tavern_store *store, cdsh_tavern_kind ki
         }
         json_decref(check);
     }
-    if (!base) {
-        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        goto cleanup;
-    }
     if ((rc = lock_store(store, &lock, err)) < 0)
         goto cleanup;
-    for (int i = 1; i <= 100 && !rel; i++) {
-        if (i == 1)
-            snprintf(id, sizeof id, "%s", base);
-        else if (i < 100)
-            snprintf(id, sizeof id, "%s-%d", base, i);
-        else
-            snprintf(id, sizeof id, "%s-%lld", base, (long long)time(NULL));
-        char *r = asset_rel(kind, id);
-        char *p = r ? safe_path(store, r, NULL) : NULL;
-        struct stat st;
-        if (p && lstat(p, &st) != 0 && errno == ENOENT)
-            rel = r;
-        else
-            free(r);
-        free(p);
+    if (!id) {
+        if ((rc = new_asset_id(store, kind, name, fresh, sizeof fresh, &rel, err)) < 0)
+            goto cleanup;
+        expected_tag = "";
+    } else {
+        rel = asset_rel(kind, id);
+        path = rel ? safe_path(store, rel, err) : NULL;
+        if (!path) {
+            rc = rel ? (err ? err->rc : CDSH_EPERM)
+                     : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+            goto cleanup;
+        }
+        /* Saving by id edits an existing item; new items get their id from the name. */
+        if ((rc = read_envelope(path, rel, &cur, NULL)) == CDSH_ENOTFOUND) {
+            rc = cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND", "no %s with id \"%s\"",
+                                KIND_NAMES[kind], id);
+            goto cleanup;
+        }
+        rc = 0;
     }
-    if (!rel) {
-        rc = cdsh_error_set(err, CDSH_EEXIST, "ASSET_ID_TAKEN", "no free id for %s \"%s\"",
-                            KIND_NAMES[kind], name ? name : "");
+    if ((rc = put_locked(store, rel, KIND_NAMES[kind], value, expected_tag, &tag, err)) < 0)
         goto cleanup;
-    }
-    if ((rc = put_locked(store, rel, KIND_NAMES[kind], value, "", &tag, err)) < 0)
-        goto cleanup;
-    *result = json_pack("{s:s, s:s, s:s}", "id", id, "name", name ? name : "", "tag", tag);
+    *result =
+        json_pack("{s:s, s:s, s:s}", "id", id ? id : fresh, "name", name ? name : "", "tag", tag);
 cleanup:
     cdsh_fs_lock_close(lock);
     json_decref(value);
-    free(base);
+    json_decref(cur);
+    free(path);
     free(rel);
     free(tag);
     return rc;
 }
 
+int cdsh_tavern_store_delete_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                   cdsh_error *err)
+{
+    if (!store || !id || kind > CDSH_TAVERN_PERSONA)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "delete_asset: bad arguments");
+    if (!cdsh_tavern_card_id_valid(id))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ASSET_ID", "\"%s\" is not a valid %s id", id,
+                              KIND_NAMES[kind]);
+    cdsh_fs_lock *lock = NULL;
+    char *rel = asset_rel(kind, id);
+    char *path = rel ? safe_path(store, rel, err) : NULL;
+    int rc = path ? lock_store(store, &lock, err) : (err && rel ? err->rc : CDSH_ENOMEM);
+    if (rc == 0 && unlink(path) != 0)
+        rc = errno == ENOENT ? cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND",
+                                              "no %s with id \"%s\"", KIND_NAMES[kind], id)
+                             : cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot delete %s: %s",
+                                              rel, strerror(errno));
+    cdsh_fs_lock_close(lock);
+    free(path);
+    free(rel);
+    return rc;
+}
+
+int cdsh_tavern_store_card_book_put(cdsh_tavern_store *store, const char *card_id,
+                                    const json_t *book, const char *expected_tag, char **new_tag,
+                                    cdsh_error *err)
+{
+    if (!store || !new_tag)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "card_book_put: bad arguments");
+    *new_tag = NULL;
+    json_t *wi = NULL, *cb = NULL, *rec = NULL;
+    cdsh_fs_lock *lock = NULL;
+    char *card_json = card_rel(card_id ? card_id : "", "card.json");
+    char *book_json = card_rel(card_id ? card_id : "", "assets/character-book.json");
+    char *book_path = NULL;
+    int rc = check_card_id(card_id, err);
+    if (rc < 0)
+        goto cleanup;
+    if (!card_json || !book_json) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        goto cleanup;
+    }
+    if (book && (!(wi = cdsh_tavern_lorebook_normalize_dup(book, err)) ||
+                 !(cb = cdsh_tavern_character_book_normalize_dup(wi, err)))) {
+        rc = err ? err->rc : CDSH_EINVAL;
+        goto cleanup;
+    }
+    if ((rc = lock_store(store, &lock, err)) < 0)
+        goto cleanup;
+    if ((rc = cdsh_tavern_store_card_get(store, card_id, &rec, NULL, err)) < 0)
+        goto cleanup;
+    json_t *data = json_object_get(rec, "data");
+    if (!json_is_object(data)) {
+        rc = cdsh_error_set(err, CDSH_EIO, "STORE_CORRUPT", "card %s has no data", card_id);
+        goto cleanup;
+    }
+    if (cb)
+        json_object_set(data, "character_book", cb);
+    else
+        json_object_del(data, "character_book");
+    /* card.json is the book's source of truth (prompt assembly reads it);
+     * assets/character-book.json is its world-info copy for the tools and is
+     * rewritten right after, under the same lock. */
+    if ((rc = put_locked(store, card_json, "card", rec, expected_tag, new_tag, err)) < 0)
+        goto cleanup;
+    if (wi) {
+        if (!json_is_string(json_object_get(wi, "name")))
+            json_object_set(wi, "name", json_object_get(rec, "name"));
+        rc = put_locked(store, book_json, "lorebook", wi, NULL, NULL, err);
+    } else if ((book_path = safe_path(store, book_json, err)) && unlink(book_path) != 0 &&
+               errno != ENOENT) {
+        rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot remove %s: %s", book_json,
+                            strerror(errno));
+    }
+cleanup:
+    cdsh_fs_lock_close(lock);
+    json_decref(wi);
+    json_decref(cb);
+    json_decref(rec);
+    free(card_json);
+    free(book_json);
+    free(book_path);
+    return rc;
+}
+
 int cdsh_tavern_store_asset_get(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
                                 json_t **value, cdsh_error *err)
+{
+    return cdsh_tavern_store_asset_read(store, kind, id, value, NULL, err);
+}
+
+int cdsh_tavern_store_asset_read(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                 json_t **value, char **tag, cdsh_error *err)
 {
     if (!store || !value || !id || kind > CDSH_TAVERN_PERSONA)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "asset_get: bad arguments");
@@ -689,7 +824,7 @@ int cdsh_tavern_store_asset_get(cdsh_tavern_store *store, cdsh_tavern_kind kind,
     }
     if (!rel)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    int rc = cdsh_tavern_store_get(store, rel, value, NULL, err);
+    int rc = cdsh_tavern_store_get(store, rel, value, tag, err);
     free(rel);
     if (rc == CDSH_ENOTFOUND)
         return cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND", "no %s with id \"%s\"",
@@ -750,11 +885,19 @@ int cdsh_tavern_store_list_assets(cdsh_tavern_store *store, cdsh_tavern_kind kin
 
 int cdsh_tavern_store_regex_get(cdsh_tavern_store *store, json_t **rules, cdsh_error *err)
 {
+    return cdsh_tavern_store_regex_read(store, rules, NULL, err);
+}
+
+int cdsh_tavern_store_regex_read(cdsh_tavern_store *store, json_t **rules, char **tag,
+                                 cdsh_error *err)
+{
     if (!rules)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "regex_get: no output");
-    int rc = cdsh_tavern_store_get(store, "regex/rules.json", rules, NULL, err);
+    int rc = cdsh_tavern_store_get(store, "regex/rules.json", rules, tag, err);
     if (rc == CDSH_ENOTFOUND) {
         *rules = json_array();
+        if (tag && !(*tag = strdup("")))
+            return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         return 0;
     }
     return rc;
@@ -799,4 +942,13 @@ cleanup:
     free(tag);
     free(new_tag);
     return rc;
+}
+
+int cdsh_tavern_store_regex_put(cdsh_tavern_store *store, const json_t *rules,
+                                const char *expected_tag, char **new_tag, cdsh_error *err)
+{
+    if (!store || !json_is_array(rules))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "regex_put: bad arguments");
+    return cdsh_tavern_store_put(store, "regex/rules.json", "regex-rules", rules, expected_tag,
+                                 new_tag, err);
 }

@@ -79,6 +79,24 @@ int cdsh_tavern_store_delete_card(cdsh_tavern_store *store, const char *card_id,
 int cdsh_tavern_store_import_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind,
                                    const char *text, size_t len, const char *fallback_name,
                                    json_t **result, cdsh_error *err);
+/* Saves an edited item (in: the raw value, normalised and validated as on
+ * import). id NULL creates a new item with an id derived from its name;
+ * otherwise the item must exist (NOT_FOUND) and expected_tag follows
+ * cdsh_tavern_store_put. A persona's lorebook must be in the library
+ * (PERSONA_UNKNOWN_LOREBOOK). *result: {id, name, tag}. */
+int cdsh_tavern_store_save_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                 const json_t *in, const char *fallback_name,
+                                 const char *expected_tag, json_t **result, cdsh_error *err);
+/* Removes an item (NOT_FOUND if absent). References are the caller's to check. */
+int cdsh_tavern_store_delete_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                   cdsh_error *err);
+/* Replaces (book non-NULL, any accepted lorebook shape) or removes (NULL) a
+ * card's embedded lorebook: card.json's data.character_book (the source of
+ * truth, written with the card's revision check) and its world-info copy
+ * assets/character-book.json. *new_tag: the card's new tag (owned). */
+int cdsh_tavern_store_card_book_put(cdsh_tavern_store *store, const char *card_id,
+                                    const json_t *book, const char *expected_tag, char **new_tag,
+                                    cdsh_error *err);
 /* [{id, name, tag, ...kind specifics}] sorted by id. */
 int cdsh_tavern_store_list_assets(cdsh_tavern_store *store, cdsh_tavern_kind kind, json_t **out,
                                   cdsh_error *err);
@@ -86,6 +104,9 @@ int cdsh_tavern_store_list_assets(cdsh_tavern_store *store, cdsh_tavern_kind kin
  * card's character book. NOT_FOUND if unknown. */
 int cdsh_tavern_store_asset_get(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
                                 json_t **value, cdsh_error *err);
+/* asset_get that also returns the item's tag (owned; tag may be NULL). */
+int cdsh_tavern_store_asset_read(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                 json_t **value, char **tag, cdsh_error *err);
 
 /* Global regex rules (regex/rules.json). import accepts ST scripts or
  * internal rules (array or object) and appends them; *result {added, total,
@@ -93,6 +114,13 @@ int cdsh_tavern_store_asset_get(cdsh_tavern_store *store, cdsh_tavern_kind kind,
 int cdsh_tavern_store_import_regex(cdsh_tavern_store *store, const char *text, size_t len,
                                    json_t **result, cdsh_error *err);
 int cdsh_tavern_store_regex_get(cdsh_tavern_store *store, json_t **rules, cdsh_error *err);
+/* regex_get with the file's tag ("" when there is no file yet; owned). */
+int cdsh_tavern_store_regex_read(cdsh_tavern_store *store, json_t **rules, char **tag,
+                                 cdsh_error *err);
+/* Replaces the global rules (already validated by the caller) with the
+ * revision check of cdsh_tavern_store_put. */
+int cdsh_tavern_store_regex_put(cdsh_tavern_store *store, const json_t *rules,
+                                const char *expected_tag, char **new_tag, cdsh_error *err);
 
 /* Parses JSON text from outside: UTF-8 (BOM skipped), ≤ 8 M characters.
  * Codes JSON_NOT_UTF8, JSON_TOO_BIG, BAD_JSON. Owned result. */

@@ -123,8 +123,9 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
     cdsh_tavern_story *story = NULL;
     json_t *state = NULL;
     *plan = NULL;
-    json_t *b = NULL, *card = NULL, *preset = NULL, *persona = NULL, *rules = NULL, *msgs = NULL;
-    char *tag = NULL;
+    json_t *b = NULL, *msgs = NULL;
+    cdsh__tavern_assets as = {0};
+    char *greeting = NULL;
     cdsh_tavern_chat_msg *chat = NULL;
     size_t n_chat = 0;
     int rc = cdsh_tavern_binding_get(svc->bindings, sid, &b, NULL);
@@ -132,23 +133,19 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         return 0;
     if (rc < 0)
         return cdsh_error_set(err, rc, "binding-failed", "cannot read the session binding");
-    rc = cdsh_tavern_store_card_get(svc->store, str(b, "cardId"), &card, &tag, err);
-    if (rc == 0 && str(b, "presetId"))
-        rc = cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, str(b, "presetId"),
-                                         &preset, err);
-    if (rc == 0 && str(b, "personaId"))
-        rc = cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PERSONA, str(b, "personaId"),
-                                         &persona, err);
-    if (rc == 0)
-        rc = cdsh_tavern_store_regex_get(svc->store, &rules, err);
-    if (rc < 0)
+    if ((rc = cdsh__tavern_assets_load(svc, b, &as, err)) < 0)
         goto cleanup;
+    if (str(b, "storyId") && cdsh_tavern_binding_open_story(svc->bindings, sid, &story, NULL) < 0)
+        story = NULL;
     msgs = svc->sessions ? cdsh_session_store_messages(svc->sessions, sid, NULL) : NULL;
-    chat = calloc(json_array_size(msgs) + 1, sizeof *chat);
+    chat = calloc(json_array_size(msgs) + 2, sizeof *chat);
     if (!chat) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
         goto cleanup;
     }
+    /* The greeting ensureGreeting pinned opens the chat, as in SillyTavern. */
+    if ((greeting = cdsh__tavern_greeting_dup(story)))
+        chat[n_chat++] = (cdsh_tavern_chat_msg){.role = "assistant", .text = greeting};
     size_t i;
     json_t *m;
     json_array_foreach(msgs, i, m)
@@ -157,18 +154,18 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         if (role && text && (!strcmp(role, "user") || !strcmp(role, "assistant")))
             chat[n_chat++] = (cdsh_tavern_chat_msg){.role = role, .text = text};
     }
-    if (str(b, "storyId") && cdsh_tavern_binding_open_story(svc->bindings, sid, &story, NULL) < 0)
-        story = NULL;
     state = state_load(story);
     json_t *vl = obj_or_new(state, "vars"), *vg = globals_load(svc, sid),
            *timed = obj_or_new(state, "timed");
     bool live = pipe && story;
     json_t *vg0 = live ? json_deep_copy(vg) : NULL;
     cdsh_tavern_assemble_input in = {
-        .card = card,
-        .preset = preset,
-        .persona = persona,
-        .regex_rules = rules,
+        .card = as.card,
+        .preset = as.preset,
+        .persona = as.persona,
+        .global_books = as.books,
+        .persona_book = as.persona_book,
+        .regex_rules = as.rules,
         .chat = chat,
         .n_chat = n_chat,
         .chat_id = str(b, "storyId") ? str(b, "storyId") : sid,
@@ -178,7 +175,7 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         .vars_global = vg,
         .dry_run = !live,
         .run_templates = true,
-        .revision = tag,
+        .revision = as.revision,
     };
     /* The author's note (settings.authorNote, SillyTavern's fields). */
     json_t *settings = cdsh__tavern_settings_dup(svc);
@@ -192,8 +189,9 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         in.author_note_scan = json_is_true(json_object_get(an, "allowWIScan"));
     }
     cdsh_tavern_wi_settings_default(&in.wi);
-    if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
-        in.wi.max_context = (int)json_integer_value(json_object_get(preset, "openai_max_context"));
+    if (as.preset && json_is_integer(json_object_get(as.preset, "openai_max_context")))
+        in.wi.max_context =
+            (int)json_integer_value(json_object_get(as.preset, "openai_max_context"));
     bool cached = true;
     rc = pipe ? cdsh_tavern_pipeline_plan(pipe, turn_id, &in, plan, &cached, err)
               : cdsh_tavern_assemble(&in, plan, err);
@@ -213,12 +211,9 @@ cleanup:
     cdsh_tavern_story_free(story);
     json_decref(state);
     free(chat);
+    free(greeting);
     json_decref(msgs);
-    json_decref(rules);
-    json_decref(persona);
-    json_decref(preset);
-    json_decref(card);
-    free(tag);
+    cdsh__tavern_assets_deinit(&as);
     json_decref(b);
     return rc;
 }
