@@ -85,3 +85,19 @@ char *cdsh_test_tavern_bound_session_bytes(cdsh_test_tavern_world *w, const char
     free(b64);
     return sid;
 }
+
+char *cdsh_test_tavern_import_sample(cdsh_tavern_store *store)
+{
+    size_t len = 0;
+    char *bytes = cdsh_test_read_file(CDSH_TEST_TAVERN_SAMPLE_V2, &len);
+    assert_non_null(bytes);
+    json_t *res = NULL;
+    cdsh_error err = {0};
+    if (cdsh_tavern_store_import_card(store, (const uint8_t *)bytes, len, CDSH_TAVERN_BOOK_IMPORT,
+                                      &res, &err) != 0)
+        fail_msg("import of the sample card: %s %s", err.code, err.message);
+    free(bytes);
+    char *card = strdup(json_string_value(json_object_get(res, "cardId")));
+    json_decref(res);
+    return card;
+}

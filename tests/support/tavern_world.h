@@ -10,10 +10,16 @@
 #include "agent/agent.h"
 #include "agent/session_store.h"
 #include "host/host.h"
+#include "plugins/tavern/store.h"
 
 /* The SillyTavern V2 sample card (with its embedded lorebook "Eldoria"). */
 #define CDSH_TEST_TAVERN_SAMPLE_V2                                                                 \
     CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
+
+/* Imports the sample card into a store opened by the test (its embedded book
+ * imported too) and returns the card id (owned); asserts on failure. For
+ * tests below the host: stories, bindings, crash and process tests. */
+char *cdsh_test_tavern_import_sample(cdsh_tavern_store *store);
 
 typedef struct cdsh_test_tavern_world {
     cdsh_host *host;

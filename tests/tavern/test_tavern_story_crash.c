@@ -6,6 +6,8 @@
  * CDSH_TAVERN_CRASH_KILLS sets the number of kills (default 100). */
 #include "support/testkit.h"
 
+#include "support/tavern_world.h"
+
 #include <dirent.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -15,8 +17,6 @@
 #include "base/random.h"
 #include "plugins/tavern/binding.h"
 #include "plugins/tavern/store.h"
-
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
 
 static void bind(cdsh_tavern_bindings *b, const char *card, const char *session)
 {
@@ -122,18 +122,11 @@ static void killed_operations_leave_every_story_before_or_after(void **state)
     cdsh_tavern_bindings *b = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_tavern_store_open(NULL, &store, &err), 0);
-    size_t len = 0;
-    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    json_t *res = NULL;
-    assert_int_equal(cdsh_tavern_store_import_card(store, (const uint8_t *)bytes, len,
-                                                   CDSH_TAVERN_BOOK_IMPORT, &res, &err),
-                     0);
-    free(bytes);
+    char *card = cdsh_test_tavern_import_sample(store);
     assert_int_equal(cdsh_tavern_bindings_open(store, &b, &err), 0);
-    const char *card = json_string_value(json_object_get(res, "cardId"));
     bind(b, card, "s-p");
     bind(b, card, "s-u");
-    json_decref(res);
+    free(card);
     int kills = 100;
     const char *env = getenv("CDSH_TAVERN_CRASH_KILLS");
     if (env && atoi(env) > 0)

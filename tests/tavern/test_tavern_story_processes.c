@@ -5,6 +5,8 @@
  * the model floors while the other process's manual edits survive. */
 #include "support/testkit.h"
 
+#include "support/tavern_world.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,6 @@
 #include "plugins/tavern/binding.h"
 #include "plugins/tavern/store.h"
 
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
 #define ROUNDS 40
 
 static int bind(cdsh_tavern_bindings *b, const char *card, const char *session)
@@ -84,15 +85,7 @@ static void two_processes_share_one_story_without_losing_writes(void **state)
     cdsh_tavern_bindings *b = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_tavern_store_open(NULL, &store, &err), 0);
-    size_t len = 0;
-    char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    json_t *res = NULL;
-    assert_int_equal(cdsh_tavern_store_import_card(store, (const uint8_t *)bytes, len,
-                                                   CDSH_TAVERN_BOOK_IMPORT, &res, &err),
-                     0);
-    free(bytes);
-    char *card = strdup(json_string_value(json_object_get(res, "cardId")));
-    json_decref(res);
+    char *card = cdsh_test_tavern_import_sample(store);
     assert_int_equal(cdsh_tavern_bindings_open(store, &b, &err), 0);
     assert_int_equal(bind(b, card, "s-shared"), 0);
     /* the parent lets go of its connections before the children start */
