@@ -372,14 +372,15 @@ static int write_json_file(const char *path, const json_t *v, cdsh_error *err)
 /* ---- library and regex --------------------------------------------------------------- */
 
 /* Runs a tavern service method (the code the web UI's /tavern calls reach)
- * on $CDSH_HOME/tavern. payload is borrowed; *value owned. */
-static int call_service(const char *method, const json_t *payload, json_t **value, cdsh_error *err)
+ * on $CDSH_HOME/tavern. Takes payload; *value owned. */
+static int call_service_take(const char *method, json_t *payload, json_t **value, cdsh_error *err)
 {
     cdsh_tavern_service *svc = NULL;
     int rc = cdsh_tavern_service_new(NULL, NULL, &svc, err);
     if (rc == 0)
         rc = cdsh_tavern_service_call(svc, method, payload, value, err);
     cdsh_tavern_service_free(svc);
+    json_decref(payload);
     return rc;
 }
 
@@ -427,19 +428,26 @@ static json_t *save_payload(cdsh_tavern_kind kind, json_t *file_take, const opts
     return p;
 }
 
+/* The one FILE argument of a save, parsed; NULL with *status the exit
+ * status (usage error, or the failure printed). */
+static json_t *save_file(const opts *o, const char *cmd, int *status)
+{
+    cdsh_error err = {0};
+    json_t *file = NULL;
+    if (!(*status = want_args(o, cmd, 1, "one FILE")) && !(file = read_json_file(o->args[0], &err)))
+        *status = fail(o, &err);
+    return file;
+}
+
 static int cmd_save(cdsh_tavern_kind kind, const char *kname, const opts *o)
 {
     static const char *const SAVE[] = {"saveLorebook", "savePreset", "savePersona"};
-    int rc = want_args(o, "save", 1, "one FILE");
-    if (rc)
+    int rc = 0;
+    json_t *res = NULL, *file = save_file(o, "save", &rc);
+    if (!file)
         return rc;
     cdsh_error err = {0};
-    json_t *res = NULL, *file = read_json_file(o->args[0], &err);
-    if (!file)
-        return fail(o, &err);
-    json_t *payload = save_payload(kind, file, o);
-    rc = call_service(SAVE[kind], payload, &res, &err);
-    json_decref(payload);
+    rc = call_service_take(SAVE[kind], save_payload(kind, file, o), &res, &err);
     if (rc == 0 && !o->json) {
         printf("saved %s \"%s\" as %s (revision %s", kname,
                json_string_value(json_object_get(res, "name")),
@@ -460,9 +468,8 @@ static int cmd_remove(cdsh_tavern_kind kind, const char *kname, const opts *o)
     if (rc)
         return rc;
     cdsh_error err = {0};
-    json_t *res = NULL, *payload = json_pack("{s:s}", "id", o->args[0]);
-    rc = call_service(DELETE[kind], payload, &res, &err);
-    json_decref(payload);
+    json_t *res = NULL;
+    rc = call_service_take(DELETE[kind], json_pack("{s:s}", "id", o->args[0]), &res, &err);
     if (rc == 0 && !o->json)
         printf("deleted %s %s\n", kname, o->args[0]);
     return finish(o, NULL, rc, &err, res);
@@ -470,20 +477,17 @@ static int cmd_remove(cdsh_tavern_kind kind, const char *kname, const opts *o)
 
 static int cmd_regex_save(const opts *o)
 {
-    int rc = want_args(o, "regex save", 1, "one FILE");
-    if (rc)
+    int rc = 0;
+    json_t *res = NULL, *file = save_file(o, "regex save", &rc);
+    if (!file)
         return rc;
     cdsh_error err = {0};
-    json_t *res = NULL, *file = read_json_file(o->args[0], &err);
-    if (!file)
-        return fail(o, &err);
     json_t *rules = json_is_object(file) ? json_object_get(file, "rules") : file;
     json_t *payload = json_pack("{s:O?}", "rules", rules);
     if (o->expect)
         json_object_set_new(payload, "expectedRevision", json_string(o->expect));
     json_decref(file);
-    rc = call_service("saveRegexRules", payload, &res, &err);
-    json_decref(payload);
+    rc = call_service_take("saveRegexRules", payload, &res, &err);
     if (rc == 0 && !o->json)
         printf("saved %lld regex rules (revision %s)\n",
                (long long)json_integer_value(json_object_get(res, "total")),
