@@ -24,6 +24,7 @@ export const api = {
   createSession: (title) => request('POST', '/api/sessions', title ? { title } : {}),
   session: (id) => request('GET', `/api/sessions/${id}`),
   deleteSession: (id) => request('DELETE', `/api/sessions/${id}`),
+  forkSession: (id, body) => request('POST', `/api/sessions/${id}/fork`, body || {}),
   send: (id, text) => request('POST', `/api/sessions/${id}/messages`, { text }),
   cancel: (id) => request('POST', `/api/sessions/${id}/cancel`),
   command: (id, line) => request('POST', `/api/sessions/${id}/commands`, { line }),

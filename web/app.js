@@ -1,7 +1,7 @@
 // app.js — the cdsh web page: sessions sidebar, chat with streamed text,
 // folded reasoning, tool-call cards, commands, the model status banner, the
-// engine picker (sessions bound to an ACP agent), the approval dialog and
-// the panel area. Server events arrive over SSE (see docs/web.md).
+// engine picker (sessions bound to an ACP agent), the approval dialog, the
+// Fork action and the panel area. Server events arrive over SSE (see docs/web.md).
 import { api } from './api.js';
 import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
 import { mountPanels, panelsDeliver, panelsSetSession } from './panels.js';
@@ -188,6 +188,7 @@ function setRunning(on) {
   state.running = on;
   $('stop').hidden = !on;
   $('send').disabled = on;
+  $('fork').disabled = on;
   $('engine-select').disabled = on || !!$('engine-lock').textContent;
   renderSessions();
 }
@@ -238,6 +239,7 @@ async function openSession(id) {
   messages().textContent = '';
   panelsSetSession(id);
   location.hash = id ? `#${id}` : '';
+  $('fork').hidden = !id;
   if (!id) {
     $('engine-bar').hidden = true;
     messages().append(el('div', 'empty', t('empty')));
@@ -279,6 +281,26 @@ async function openSession(id) {
   try {
     for (const a of (await api.approvals(id)).approvals) showApproval(a);
   } catch { /* no pending requests */ }
+}
+
+// Forks the current session (its engine binding goes along) and switches to
+// the copy; the participants' notes are shown there.
+async function forkCurrent() {
+  const parent = state.current;
+  if (!parent || state.running) return;
+  let res;
+  try {
+    res = await api.forkSession(parent);
+  } catch (e) {
+    addNotice({ level: 'error', text: e.code === 'SESSION_BUSY' ? t('busy') : e.message, code: e.code });
+    return;
+  }
+  await refreshSessions();
+  await openSession(res.session.id);
+  if (state.current !== res.session.id) return;
+  addNotice({ text: `${t('forked')} ${parent}` });
+  for (const note of res.notes || []) addNotice({ text: note });
+  scrollDown();
 }
 
 // ---- engine picker -----------------------------------------------------------------
@@ -483,6 +505,8 @@ function setupComposer() {
   });
   $('stop').onclick = () => state.current && api.cancel(state.current);
   $('new-session').onclick = () => newSession();
+  $('fork').onclick = () => forkCurrent();
+  $('fork').title = t('forkTitle');
   $('lang').onclick = () => setLang(getLang() === 'zh' ? 'en' : 'zh');
 }
 
@@ -518,7 +542,10 @@ async function main() {
   // first, before anything is shown.
   if (location.search.includes('token=')) history.replaceState(null, '', `/${location.hash}`);
   applyStatic();
-  onLang(() => { renderStatus(); renderSessions(); renderEngine(); presentApproval(); });
+  onLang(() => {
+    renderStatus(); renderSessions(); renderEngine(); presentApproval();
+    $('fork').title = t('forkTitle');
+  });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
   setupComposer();
   try { state.status = await api.status(); } catch (e) { state.status = null; }

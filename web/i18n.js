@@ -15,6 +15,8 @@ const STRINGS = {
     approvalHead: 'Approval needed', approvalAgent: 'The agent asks to run:',
     approvalTool: 'A tool asks to run:', approvalCancel: 'Cancel',
     approvalAllowOnce: 'Allow once', approvalReject: 'Reject',
+    fork: 'Fork', forkTitle: 'Copy this session into a new one and switch to it',
+    forked: 'Forked from',
   },
   zh: {
     newChat: '新对话', send: '发送', stop: '停止', empty: '选择一个会话，或开始新对话。',
@@ -31,6 +33,8 @@ const STRINGS = {
     approvalHead: '需要批准', approvalAgent: '智能体请求执行：',
     approvalTool: '工具请求执行：', approvalCancel: '取消',
     approvalAllowOnce: '允许一次', approvalReject: '拒绝',
+    fork: '分叉', forkTitle: '把这个会话复制为新会话并切换过去',
+    forked: '分叉自',
   },
 };
 

@@ -1674,9 +1674,16 @@ unlock:
     return rc;
 }
 
+void *cdsh_session_fork_service(const cdsh_session_fork_info *info, const char *name)
+{
+    const cdsh_session_fork_env *env = info ? info->env : NULL;
+    return env && env->service && name ? env->service(env->arg, name) : NULL;
+}
+
 int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t upto_seq,
                                  const char *title, const cdsh_session_fork_hook *const *hooks,
-                                 char **new_id_out, json_t **notes, cdsh_error *err)
+                                 const cdsh_session_fork_env *env, char **new_id_out,
+                                 json_t **notes, cdsh_error *err)
 {
     if (notes)
         *notes = NULL;
@@ -1694,6 +1701,7 @@ int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t 
         .fork_seq = point,
         /* An event appended to the parent meanwhile makes the fork partial. */
         .whole = parent && point == json_integer_value(json_object_get(parent, "lastSeq")),
+        .env = env,
     };
     for (const cdsh_session_fork_hook *const *h = hooks; rc == 0 && h && *h; h++) {
         cdsh_error he = {0};

@@ -119,12 +119,26 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
  * given (plugins/builtin.h: cdsh_builtin_fork_hooks), so they need not know
  * what the participants are. */
 
+/* What the front end running the fork already holds, offered to the
+ * participants so that they use it instead of making their own (a live
+ * service with its processes, say): `service` returns the front end's
+ * service named `name` (the names plugins' headers define; borrowed for the
+ * call) or NULL. A NULL env or lookup: the front end holds nothing. */
+typedef struct cdsh_session_fork_env {
+    void *(*service)(void *arg, const char *name);
+    void *arg;
+} cdsh_session_fork_env;
+
 typedef struct cdsh_session_fork_info {
     cdsh_session_store *store;
     const char *parent_id, *child_id; /* borrowed */
     int64_t fork_seq;                 /* the last copied seq */
     bool whole;                       /* every event the parent had was copied */
+    const cdsh_session_fork_env *env; /* borrowed; may be NULL */
 } cdsh_session_fork_info;
+
+/* info->env's service named `name`, or NULL (no env, no lookup, none). */
+void *cdsh_session_fork_service(const cdsh_session_fork_info *info, const char *name);
 
 /* Appends human-readable notes (strings) for the person to `notes`.
  * Returns 0, or a negative CDSH_E* with err filled when it could not carry
@@ -139,12 +153,14 @@ typedef struct cdsh_session_fork_hook {
 } cdsh_session_fork_hook;
 
 /* cdsh_session_store_fork, then every hook of `hooks` (NULL-terminated;
- * NULL: none) in order. *notes (may be NULL) gets an owned array of their
- * notes. A hook that fails undoes the fork (the child is deleted) and its
- * error is returned, its message prefixed "<name>: ". */
+ * NULL: none) in order, with `env` (borrowed, may be NULL) in their info.
+ * *notes (may be NULL) gets an owned array of their notes. A hook that
+ * fails undoes the fork (the child is deleted) and its error is returned,
+ * its message prefixed "<name>: ". */
 int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t upto_seq,
                                  const char *title, const cdsh_session_fork_hook *const *hooks,
-                                 char **new_id_out, json_t **notes, cdsh_error *err);
+                                 const cdsh_session_fork_env *env, char **new_id_out,
+                                 json_t **notes, cdsh_error *err);
 
 /* ---- events --------------------------------------------------------------
  * Types and required payload fields (payloads are JSON objects; names are

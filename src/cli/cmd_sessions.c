@@ -437,7 +437,7 @@ int cdsh_cmd_sessions(int argc, char **argv)
     } else if (strcmp(action, "fork") == 0) {
         char *new_id = NULL;
         json_t *notes = NULL;
-        if (cdsh_session_store_fork_with(st, args[0], o.at, o.title, cdsh_builtin_fork_hooks,
+        if (cdsh_session_store_fork_with(st, args[0], o.at, o.title, cdsh_builtin_fork_hooks, NULL,
                                          &new_id, &notes, &e) != 0)
             status = fail(&e);
         else

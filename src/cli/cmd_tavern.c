@@ -1,5 +1,6 @@
 /* cmd_tavern.c — `cdsh tavern ...`: argument parsing and output shaping over
- * the tavern store (src/plugins/tavern/store.h). No asset logic lives here. */
+ * the tavern store (src/plugins/tavern/store.h) and, for the library edits
+ * (save, delete), the tavern service's methods. No asset logic lives here. */
 #include "cli/cmd_tavern.h"
 
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include "cli/cmd_tavern_preview.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/png.h"
+#include "plugins/tavern/service.h"
 #include "plugins/tavern/store.h"
 
 static void usage(FILE *out)
@@ -34,25 +36,41 @@ static void usage(FILE *out)
         "\n"
         "Library (KIND is lorebook, preset or persona):\n"
         "  KIND import FILE [--json]                   add a SillyTavern JSON file\n"
-        "  KIND list [--json]                          list stored items\n"
+        "  KIND list [--json]                          list stored items (--json: with their\n"
+        "                                              revision, \"tag\")\n"
         "  KIND export ID -o FILE                      write an item back out as JSON\n"
         "                                              (lorebook ID card:CARD_ID = a card's book)\n"
+        "  KIND save FILE [--id ID] [--expect REV] [--json]\n"
+        "                                              store FILE as a new item, or replace item\n"
+        "                                              ID; --expect REV refuses the write when ID\n"
+        "                                              changed since revision REV was read.\n"
+        "                                              FILE: a lorebook {entries, name?}, a\n"
+        "                                              preset object, or a persona {name,\n"
+        "                                              description?, avatar?, lorebookId?}\n"
+        "  KIND delete ID [--json]                     remove an item no session or persona uses\n"
         "\n"
         "Global regex rules:\n"
         "  regex import FILE [--json]                  add ST regex scripts or internal rules\n"
         "  regex list [--json]                         list the rules\n"
         "  regex export -o FILE                        write the rules as JSON\n"
+        "  regex save FILE [--expect REV] [--json]     replace ALL rules with FILE's list (or\n"
+        "                                              its \"rules\"); every rule is checked and\n"
+        "                                              compiled first, nothing is written on "
+        "error\n"
         "\n"
         "Prompt engine:\n"
         "  preview CARD_ID [--chat FILE] [--json]      standing segment, turn context,\n"
         "                                              simulated messages, budgets, trigger log\n"
         "\n"
-        "Every command accepts -h/--help. Exit status: 0 ok, 1 failed, 2 usage error.\n");
+        "Every command accepts -h/--help. Exit status: 0 ok, 1 failed (the message starts\n"
+        "with the code: bad-request names the field, revision-conflict gives both\n"
+        "revisions, in-use lists the sessions and personas using the item, not-found),\n"
+        "2 usage error. --json prints {ok:false, code, message} on failure.\n");
 }
 
 typedef struct opts {
     bool json, with_book, without_book, png, as_json, help;
-    const char *output;
+    const char *output, *id, *expect;
     int nargs;
     const char *args[4];
 } opts;
@@ -65,6 +83,8 @@ static int parse(int argc, char **argv, const char *cmd, opts *o)
         {"without-book", no_argument, NULL, 'W'},
         {"png", no_argument, NULL, 'p'},
         {"output", required_argument, NULL, 'o'},
+        {"id", required_argument, NULL, 'i'},
+        {"expect", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -80,6 +100,8 @@ static int parse(int argc, char **argv, const char *cmd, opts *o)
         case 'W': o->without_book = true; break;
         case 'p': o->png = true; break;
         case 'o': o->output = optarg; break;
+        case 'i': o->id = optarg; break;
+        case 'e': o->expect = optarg; break;
         case 'h': o->help = true; break;
         default:
             fprintf(stderr, "cdsh tavern %s: unknown option '%s'\n", cmd, argv[optind - 1]);
@@ -349,6 +371,130 @@ static int write_json_file(const char *path, const json_t *v, cdsh_error *err)
 
 /* ---- library and regex --------------------------------------------------------------- */
 
+/* Runs a tavern service method (the code the web UI's /tavern calls reach)
+ * on $CDSH_HOME/tavern. Takes payload; *value owned. */
+static int call_service_take(const char *method, json_t *payload, json_t **value, cdsh_error *err)
+{
+    cdsh_tavern_service *svc = NULL;
+    int rc = cdsh_tavern_service_new(NULL, NULL, &svc, err);
+    if (rc == 0)
+        rc = cdsh_tavern_service_call(svc, method, payload, value, err);
+    cdsh_tavern_service_free(svc);
+    json_decref(payload);
+    return rc;
+}
+
+/* FILE parsed as JSON (owned), or NULL with err (code bad-json). */
+static json_t *read_json_file(const char *path, cdsh_error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (read_input(path, &data, &len, err) < 0)
+        return NULL;
+    json_error_t je;
+    json_t *v = json_loadb(data, len, 0, &je);
+    free(data);
+    if (!v)
+        cdsh_error_set(err, CDSH_EINVAL, "bad-json", "%s is not JSON (line %d: %s)", path, je.line,
+                       je.text);
+    return v;
+}
+
+/* The save method's payload for `kind` from FILE's value (taken), plus
+ * --id and --expect. */
+static json_t *save_payload(cdsh_tavern_kind kind, json_t *file_take, const opts *o)
+{
+    json_t *p;
+    if (kind == CDSH_TAVERN_PERSONA && json_is_object(file_take)) {
+        /* A persona file is the method's own payload; an exported persona
+         * names its book "lorebook". */
+        p = file_take;
+        json_t *lb = json_object_get(p, "lorebook");
+        if (lb && !json_object_get(p, "lorebookId"))
+            json_object_set(p, "lorebookId", lb);
+        json_object_del(p, "lorebook");
+    } else if (kind == CDSH_TAVERN_PERSONA) {
+        json_decref(file_take);
+        p = json_object(); /* the service says which field is missing */
+    } else {
+        p = json_pack("{s:o}", kind == CDSH_TAVERN_LOREBOOK ? "book" : "preset", file_take);
+    }
+    if (o->id)
+        json_object_set_new(p, "id", json_string(o->id));
+    else
+        json_object_del(p, "id");
+    if (o->expect)
+        json_object_set_new(p, "expectedRevision", json_string(o->expect));
+    return p;
+}
+
+/* The one FILE argument of a save, parsed; NULL with *status the exit
+ * status (usage error, or the failure printed). */
+static json_t *save_file(const opts *o, const char *cmd, int *status)
+{
+    cdsh_error err = {0};
+    json_t *file = NULL;
+    if (!(*status = want_args(o, cmd, 1, "one FILE")) && !(file = read_json_file(o->args[0], &err)))
+        *status = fail(o, &err);
+    return file;
+}
+
+static int cmd_save(cdsh_tavern_kind kind, const char *kname, const opts *o)
+{
+    static const char *const SAVE[] = {"saveLorebook", "savePreset", "savePersona"};
+    int rc = 0;
+    json_t *res = NULL, *file = save_file(o, "save", &rc);
+    if (!file)
+        return rc;
+    cdsh_error err = {0};
+    rc = call_service_take(SAVE[kind], save_payload(kind, file, o), &res, &err);
+    if (rc == 0 && !o->json) {
+        printf("saved %s \"%s\" as %s (revision %s", kname,
+               json_string_value(json_object_get(res, "name")),
+               json_string_value(json_object_get(res, "id")),
+               json_string_value(json_object_get(res, "revision")));
+        if (kind == CDSH_TAVERN_LOREBOOK)
+            printf(", %lld entries",
+                   (long long)json_integer_value(json_object_get(res, "entries")));
+        printf(")\n");
+    }
+    return finish(o, NULL, rc, &err, res);
+}
+
+static int cmd_remove(cdsh_tavern_kind kind, const char *kname, const opts *o)
+{
+    static const char *const DELETE[] = {"deleteLorebook", "deletePreset", "deletePersona"};
+    int rc = want_args(o, "delete", 1, "one ID");
+    if (rc)
+        return rc;
+    cdsh_error err = {0};
+    json_t *res = NULL;
+    rc = call_service_take(DELETE[kind], json_pack("{s:s}", "id", o->args[0]), &res, &err);
+    if (rc == 0 && !o->json)
+        printf("deleted %s %s\n", kname, o->args[0]);
+    return finish(o, NULL, rc, &err, res);
+}
+
+static int cmd_regex_save(const opts *o)
+{
+    int rc = 0;
+    json_t *res = NULL, *file = save_file(o, "regex save", &rc);
+    if (!file)
+        return rc;
+    cdsh_error err = {0};
+    json_t *rules = json_is_object(file) ? json_object_get(file, "rules") : file;
+    json_t *payload = json_pack("{s:O?}", "rules", rules);
+    if (o->expect)
+        json_object_set_new(payload, "expectedRevision", json_string(o->expect));
+    json_decref(file);
+    rc = call_service_take("saveRegexRules", payload, &res, &err);
+    if (rc == 0 && !o->json)
+        printf("saved %lld regex rules (revision %s)\n",
+               (long long)json_integer_value(json_object_get(res, "total")),
+               json_string_value(json_object_get(res, "revision")));
+    return finish(o, NULL, rc, &err, res);
+}
+
 static char *stem_dup(const char *path)
 {
     const char *b = strrchr(path, '/');
@@ -422,9 +568,14 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
         if (rc == 0)
             res = json_pack("{s:s}", "file", o->output);
         json_decref(v);
+    } else if (!strcmp(action, "save")) {
+        return cmd_save(kind, kname, o);
+    } else if (!strcmp(action, "delete")) {
+        return cmd_remove(kind, kname, o);
     } else {
-        fprintf(stderr, "cdsh tavern %s: unknown action '%s' (import, list or export)\n", kname,
-                action);
+        fprintf(stderr,
+                "cdsh tavern %s: unknown action '%s' (import, list, export, save or delete)\n",
+                kname, action);
         return 2;
     }
     return finish(o, s, rc, &err, res);
@@ -486,8 +637,10 @@ static int cmd_regex(const char *action, const opts *o)
             }
             res = json_pack("{s:o}", "rules", rules);
         }
+    } else if (!strcmp(action, "save")) {
+        return cmd_regex_save(o);
     } else {
-        fprintf(stderr, "cdsh tavern regex: unknown action '%s' (import, list or export)\n",
+        fprintf(stderr, "cdsh tavern regex: unknown action '%s' (import, list, export or save)\n",
                 action);
         return 2;
     }
@@ -527,6 +680,12 @@ int cdsh_cmd_tavern(int argc, char **argv)
     if (o.help) {
         usage(stdout);
         return 0;
+    }
+    bool save = grouped && !strcmp(argv[2], "save");
+    if ((o.id && (!save || kind < 0)) || (o.expect && !save)) {
+        fprintf(stderr, "cdsh tavern %s: %s goes with `save` only (see `cdsh tavern --help`)\n",
+                cmd, o.id ? "--id" : "--expect");
+        return 2;
     }
     if (kind >= 0)
         return cmd_kind((cdsh_tavern_kind)kind, KINDS[kind], argv[2], &o);

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "plugins/acp/plugin.h"
 #include "plugins/acp/state.h"
 #include "plugins/acp/turn.h"
+#include "plugins/builtin.h"
 #include "server/web_assets.h"
 
 typedef struct running {
@@ -275,6 +277,58 @@ static void delete_session(cdsh_api *api, const char *sid, cdsh_web_response *re
     cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
     json_decref(ch);
     cdsh_web_reply_json(res, 200, json_pack("{s:s}", "deleted", sid));
+}
+
+/* What this front end holds for the fork participants: the engines it
+ * runs (so a fork reuses the parent's engine process), then the host's. */
+static void *fork_service(void *arg, const char *name)
+{
+    cdsh_api *api = arg;
+    if (api->acp && strcmp(name, CDSH_ACP_SERVICE) == 0)
+        return api->acp;
+    return cdsh_host_service(cdsh_agent_host(api->agent), name);
+}
+
+/* {atSeq?, title?} → 201 {session, notes}: the participants' notes and
+ * warnings (an engine-bound parent's binding carried over, say). */
+static void fork_session(cdsh_api *api, const char *sid, const cdsh_web_request *req,
+                         cdsh_web_response *res)
+{
+    if (is_running(api, sid)) {
+        cdsh_web_reply_error(res, 409, "SESSION_BUSY",
+                             "session %s is running a turn; wait for it or cancel it first", sid);
+        return;
+    }
+    json_t *body = body_or_empty(req, res);
+    if (!body)
+        return;
+    json_t *at = json_object_get(body, "atSeq"), *title = json_object_get(body, "title");
+    cdsh_error err = {0};
+    char *child = NULL;
+    json_t *notes = NULL, *s = NULL;
+    cdsh_session_fork_env env = {fork_service, api};
+    if (at && !json_is_null(at) && (!json_is_integer(at) || json_integer_value(at) < 1))
+        cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST", "\"atSeq\" must be an event seq >= 1");
+    else if (title && !json_is_null(title) && !json_is_string(title))
+        cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST", "\"title\" must be a string");
+    else if (cdsh_session_store_fork_with(cdsh_agent_store(api->agent), sid, json_integer_value(at),
+                                          json_string_value(title), cdsh_builtin_fork_hooks, &env,
+                                          &child, &notes, &err) == 0)
+        s = cdsh_session_store_get(cdsh_agent_store(api->agent), child, &err);
+    json_decref(body);
+    if (!s) {
+        reply_err(res, &err);
+        free(child);
+        json_decref(notes);
+        return;
+    }
+    json_t *ch = json_pack("{s:s, s:s, s:s}", "reason", "forked", "id", child, "parentId", sid);
+    cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
+    json_decref(ch);
+    free(child);
+    json_object_set_new(s, "running", json_false());
+    cdsh_web_reply_json(
+        res, 201, json_pack("{s:o, s:o}", "session", s, "notes", notes ? notes : json_array()));
 }
 
 static void send_message(cdsh_api *api, const char *sid, const cdsh_web_request *req,
@@ -623,10 +677,12 @@ static void sessions_route(void *arg, const cdsh_web_request *req, cdsh_web_resp
         cancel_turn(api, sid, res);
     else if (strcmp(action, "commands") == 0 && post)
         run_command(api, sid, req, res);
+    else if (strcmp(action, "fork") == 0 && post)
+        fork_session(api, sid, req, res);
     else if (strcmp(action, "events") == 0 && get)
         stream(api, sid, req, res);
     else if (!*action || !strcmp(action, "messages") || !strcmp(action, "cancel") ||
-             !strcmp(action, "commands") || !strcmp(action, "events"))
+             !strcmp(action, "commands") || !strcmp(action, "events") || !strcmp(action, "fork"))
         cdsh_web_reply_error(res, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
     else
         cdsh_web_reply_error(res, 404, "NOT_FOUND", "no such API route");

@@ -282,7 +282,7 @@ static void store_forks_run_the_builtin_participants(void **state)
     json_t *notes = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_session_store_fork_with(st, parent, 0, NULL, cdsh_builtin_fork_hooks,
-                                                  &child, &notes, &err),
+                                                  NULL, &child, &notes, &err),
                      0);
     assert_int_equal(json_array_size(notes), 1);
     assert_non_null(strstr(json_string_value(json_array_get(notes, 0)),
@@ -298,7 +298,7 @@ static void store_forks_run_the_builtin_participants(void **state)
     /* An unbound session forks with no participant output and no process. */
     char *plain = NULL, *plain_child = NULL;
     assert_int_equal(cdsh_session_store_create(st, NULL, &plain, NULL), 0);
-    assert_int_equal(cdsh_session_store_fork_with(st, plain, 0, NULL, cdsh_builtin_fork_hooks,
+    assert_int_equal(cdsh_session_store_fork_with(st, plain, 0, NULL, cdsh_builtin_fork_hooks, NULL,
                                                   &plain_child, &notes, &err),
                      0);
     assert_int_equal(json_array_size(notes), 0);
@@ -314,7 +314,7 @@ static void store_forks_run_the_builtin_participants(void **state)
     free(child);
     child = NULL;
     assert_int_equal(cdsh_session_store_fork_with(st, parent, 0, NULL, cdsh_builtin_fork_hooks,
-                                                  &child, &notes, &err),
+                                                  NULL, &child, &notes, &err),
                      CDSH_EPROTO);
     assert_string_equal(err.code, "STATE_CORRUPT");
     assert_non_null(strstr(err.message, "acp: "));

@@ -1,6 +1,7 @@
 /* test_cmd_tavern.c — `cdsh tavern` end to end through the built binary:
  * inspect writes nothing, the book choice, list/export output, bad input
- * leaving nothing behind, and the library commands' round trips. */
+ * leaving nothing behind, the library commands' round trips, and save /
+ * delete through the service with their failure codes and exit status. */
 #include "support/testkit.h"
 
 #include <ftw.h>
@@ -225,6 +226,220 @@ static void library_commands_round_trip(void **state)
     cdsh_test_home_free(home);
 }
 
+/* Runs `cdsh tavern a...` (up to 8 words, NULL-terminated early) wanting
+ * exit want_rc; returns its stdout as JSON (owned). *err_out (may be NULL)
+ * gets stderr (owned). */
+static json_t *tavern_json(int want_rc, char **err_out, const char *a1, const char *a2,
+                           const char *a3, const char *a4, const char *a5, const char *a6,
+                           const char *a7, const char *a8)
+{
+    char *out = NULL, *err = NULL;
+    int rc = cdsh_test_run_cdsh(NULL, &out, &err, "tavern", a1, a2, a3, a4, a5, a6, a7, a8, NULL);
+    if (rc != want_rc)
+        fail_msg("exit %d (want %d): %s %s", rc, want_rc, out, err);
+    json_t *j = json_loads(out, 0, NULL);
+    if (!j)
+        fail_msg("not JSON: %s", out);
+    free(out);
+    if (err_out)
+        *err_out = err;
+    else
+        free(err);
+    return j;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static void lorebooks_are_saved_replaced_and_deleted_with_revision_checks(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *book = cdsh_fs_path_join_dup(home, "book.json");
+    cdsh_test_write_file(book, "{\"name\":\"Eldoria\",\"entries\":{\"0\":{\"uid\":0,"
+                               "\"key\":[\"comet\"],\"content\":\"The comet returns.\"}}}");
+    json_t *a = tavern_json(0, NULL, "lorebook", "save", book, "--json", NULL, NULL, NULL, NULL);
+    assert_true(json_is_true(json_object_get(a, "ok")));
+    assert_string_equal(jstr(a, "name"), "Eldoria");
+    assert_int_equal(json_integer_value(json_object_get(a, "entries")), 1);
+    const char *id = jstr(a, "id");
+    /* Replacing at the current revision works and moves the revision on. */
+    cdsh_test_write_file(book, "{\"name\":\"Eldoria\",\"entries\":[{\"uid\":0,\"key\":[\"comet\"],"
+                               "\"content\":\"a\"},{\"uid\":1,\"key\":[\"moon\"],\"content\":"
+                               "\"b\"}]}");
+    json_t *b = tavern_json(0, NULL, "lorebook", "save", book, "--id", id, "--expect",
+                            jstr(a, "revision"), "--json");
+    assert_string_equal(jstr(b, "id"), id);
+    assert_int_equal(json_integer_value(json_object_get(b, "entries")), 2);
+    assert_string_not_equal(jstr(b, "revision"), jstr(a, "revision"));
+    /* The stale revision is refused and says both revisions; nothing changes. */
+    char *err = NULL;
+    json_t *c = tavern_json(1, NULL, "lorebook", "save", book, "--id", id, "--expect",
+                            jstr(a, "revision"), "--json");
+    assert_false(json_is_true(json_object_get(c, "ok")));
+    assert_string_equal(jstr(c, "code"), "revision-conflict");
+    assert_non_null(strstr(jstr(c, "message"), jstr(a, "revision")));
+    assert_non_null(strstr(jstr(c, "message"), jstr(b, "revision")));
+    json_t *list = tavern_json(0, NULL, "lorebook", "list", "--json", NULL, NULL, NULL, NULL, NULL);
+    json_t *item = json_array_get(json_object_get(list, "items"), 0);
+    assert_string_equal(jstr(item, "tag"), jstr(b, "revision"));
+    /* Human output: the code first, on stderr, exit 1. */
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "lorebook", "save", book,
+                                        "--id", id, "--expect", jstr(a, "revision"), NULL),
+                     1);
+    assert_non_null(strstr(err, "cdsh tavern: revision-conflict: "));
+    free(out);
+    free(err);
+    /* Bad content names what is wrong. */
+    cdsh_test_write_file(book, "{\"name\":\"x\",\"entries\":[{\"uid\":0,\"depth\":-3}]}");
+    json_t *d = tavern_json(1, NULL, "lorebook", "save", book, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(d, "code"), "bad-request");
+    assert_non_null(strstr(jstr(d, "message"), "depth"));
+    cdsh_test_write_file(book, "{\"name\":");
+    json_t *e = tavern_json(1, NULL, "lorebook", "save", book, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(e, "code"), "bad-json");
+    /* Delete, then it is gone. */
+    json_t *f = tavern_json(0, NULL, "lorebook", "delete", id, "--json", NULL, NULL, NULL, NULL);
+    assert_true(json_is_true(json_object_get(f, "deleted")));
+    json_t *g = tavern_json(1, NULL, "lorebook", "delete", id, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(g, "code"), "not-found");
+    /* Usage errors: exit 2. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, NULL, "tavern", "lorebook", "save", NULL), 2);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, NULL, "tavern", "lorebook", "list", "--id", "x", NULL), 2);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, NULL, "tavern", "regex", "save", book, "--id", "x", NULL),
+        2);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    json_decref(e);
+    json_decref(f);
+    json_decref(g);
+    json_decref(list);
+    free(book);
+    cdsh_test_home_free(home);
+}
+
+static void items_in_use_are_not_deleted_and_the_users_are_named(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *book = cdsh_fs_path_join_dup(home, "book.json");
+    char *persona = cdsh_fs_path_join_dup(home, "me.json");
+    char *preset = cdsh_fs_path_join_dup(home, "preset.json");
+    cdsh_test_write_file(book, "{\"name\":\"Lore\",\"entries\":{}}");
+    json_t *b = tavern_json(0, NULL, "lorebook", "save", book, "--json", NULL, NULL, NULL, NULL);
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"name\":\"Traveller\",\"description\":\"tired\","
+             "\"lorebookId\":\"%s\"}",
+             jstr(b, "id"));
+    cdsh_test_write_file(persona, text);
+    json_t *p = tavern_json(0, NULL, "persona", "save", persona, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(p, "name"), "Traveller");
+    char *err = NULL;
+    json_t *u =
+        tavern_json(1, &err, "lorebook", "delete", jstr(b, "id"), "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(u, "code"), "in-use");
+    snprintf(text, sizeof text, "persona %s", jstr(p, "id"));
+    assert_non_null(strstr(jstr(u, "message"), text));
+    free(err);
+    /* A persona naming a book that does not exist is refused. */
+    cdsh_test_write_file(persona, "{\"name\":\"Ghost\",\"lorebookId\":\"no-such-book\"}");
+    json_t *n = tavern_json(1, NULL, "persona", "save", persona, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(n, "code"), "not-found");
+    cdsh_test_write_file(persona, "{\"description\":\"no name\"}");
+    json_t *m = tavern_json(1, NULL, "persona", "save", persona, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(m, "code"), "bad-request");
+    assert_non_null(strstr(jstr(m, "message"), "\"name\""));
+    /* Edit the persona (export → save --id keeps it), drop it, then the book goes. */
+    char *exported = cdsh_fs_path_join_dup(home, "exported.json");
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, NULL, "tavern", "persona", "export",
+                                        jstr(p, "id"), "-o", exported, NULL),
+                     0);
+    json_t *e = tavern_json(0, NULL, "persona", "save", exported, "--id", jstr(p, "id"), "--json",
+                            NULL, NULL);
+    assert_string_equal(jstr(e, "id"), jstr(p, "id"));
+    json_t *pl = tavern_json(0, NULL, "persona", "list", "--json", NULL, NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(json_array_get(json_object_get(pl, "items"), 0), "lorebook"),
+                        jstr(b, "id"));
+    char *out = NULL;
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "persona", "delete", jstr(p, "id"), NULL),
+        0);
+    snprintf(text, sizeof text, "deleted persona %s\n", jstr(p, "id"));
+    assert_string_equal(out, text);
+    free(out);
+    json_t *d =
+        tavern_json(0, NULL, "lorebook", "delete", jstr(b, "id"), "--json", NULL, NULL, NULL, NULL);
+    assert_true(json_is_true(json_object_get(d, "deleted")));
+    /* Presets: save, replace by id, bad shape, delete. */
+    cdsh_test_write_file(preset, "{\"name\":\"Vivid\",\"temperature\":1.1}");
+    json_t *s1 = tavern_json(0, NULL, "preset", "save", preset, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(s1, "name"), "Vivid");
+    json_t *s2 = tavern_json(0, NULL, "preset", "save", preset, "--id", jstr(s1, "id"), "--json",
+                             NULL, NULL);
+    assert_string_equal(jstr(s2, "id"), jstr(s1, "id"));
+    cdsh_test_write_file(preset, "[1,2]");
+    json_t *s3 = tavern_json(1, NULL, "preset", "save", preset, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(s3, "code"), "bad-request");
+    assert_non_null(strstr(jstr(s3, "message"), "preset"));
+    json_t *s4 =
+        tavern_json(0, NULL, "preset", "delete", jstr(s1, "id"), "--json", NULL, NULL, NULL, NULL);
+    json_t *left = tavern_json(0, NULL, "preset", "list", "--json", NULL, NULL, NULL, NULL, NULL);
+    assert_int_equal(json_array_size(json_object_get(left, "items")), 0);
+    json_t *jsons[] = {b, p, u, n, m, e, pl, d, s1, s2, s3, s4, left};
+    for (size_t i = 0; i < sizeof jsons / sizeof *jsons; i++)
+        json_decref(jsons[i]);
+    free(exported);
+    free(preset);
+    free(persona);
+    free(book);
+    cdsh_test_home_free(home);
+}
+
+static void regex_save_replaces_every_rule_or_none(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *rx = cdsh_fs_path_join_dup(home, "rx.json");
+    cdsh_test_write_file(rx, "[{\"id\":\"stars\",\"name\":\"stars\",\"find\":\"/\\\\*/g\","
+                             "\"replace\":\"\"},{\"id\":\"caps\",\"name\":\"caps\",\"find\":"
+                             "\"/x/g\",\"replace\":\"X\"}]");
+    json_t *a = tavern_json(0, NULL, "regex", "save", rx, "--json", NULL, NULL, NULL, NULL);
+    assert_int_equal(json_integer_value(json_object_get(a, "total")), 2);
+    /* One rule that does not compile: nothing is written, the rule is named. */
+    cdsh_test_write_file(rx, "{\"rules\":[{\"id\":\"ok\",\"name\":\"ok\",\"find\":\"/a/\"},"
+                             "{\"id\":\"broken\",\"name\":\"broken\",\"find\":\"/(/\"}]}");
+    json_t *b = tavern_json(1, NULL, "regex", "save", rx, "--json", NULL, NULL, NULL, NULL);
+    assert_string_equal(jstr(b, "code"), "bad-request");
+    assert_non_null(strstr(jstr(b, "message"), "rule 1 (broken)"));
+    json_t *l = tavern_json(0, NULL, "regex", "list", "--json", NULL, NULL, NULL, NULL, NULL);
+    assert_int_equal(json_array_size(json_object_get(l, "rules")), 2);
+    /* A stale revision is refused. */
+    cdsh_test_write_file(rx, "{\"rules\":[]}");
+    json_t *c =
+        tavern_json(1, NULL, "regex", "save", rx, "--expect", "0-stale", "--json", NULL, NULL);
+    assert_string_equal(jstr(c, "code"), "revision-conflict");
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "regex", "save", rx, "--expect",
+                                        jstr(a, "revision"), NULL),
+                     0);
+    assert_non_null(strstr(out, "saved 0 regex rules (revision "));
+    free(out);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(l);
+    free(rx);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +447,9 @@ int main(void)
         cmocka_unit_test(import_needs_a_book_choice_then_lists_and_exports),
         cmocka_unit_test(bad_files_fail_clearly_and_leave_nothing),
         cmocka_unit_test(library_commands_round_trip),
+        cmocka_unit_test(lorebooks_are_saved_replaced_and_deleted_with_revision_checks),
+        cmocka_unit_test(items_in_use_are_not_deleted_and_the_users_are_named),
+        cmocka_unit_test(regex_save_replaces_every_rule_or_none),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

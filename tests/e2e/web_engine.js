@@ -2,7 +2,8 @@
 // (Playwright driving Debian's Chromium): bind a new session to the fixture
 // agent built on the official ACP SDK, see its config options under the
 // agent's own names, send a message, answer its permission request in the
-// dialog with the agent's label, see the reply and the engine lock.
+// dialog with the agent's label, see the reply and the engine lock, then fork
+// the session with the Fork button and land in the bound copy.
 // Usage: node web_engine.js <cdsh> <screenshot.png>
 // Exits 77 (skipped) when Chromium, playwright-core or the SDK is missing.
 'use strict';
@@ -103,8 +104,36 @@ async function main() {
       .includes('SDK fixture'), null, { timeout: 10000 });
     check(!(await page.textContent('[data-testid=banner]')).includes('No model'),
       'the engine banner after a reload');
+
+    // Fork: the page switches to the copy, which keeps the transcript and the
+    // engine binding; the participant's note says why the agent starts afresh
+    // (this SDK fixture does not advertise session/fork).
+    const parent = await page.evaluate(() => location.hash.slice(1));
+    await page.click('[data-testid=fork]');
+    await page.waitForFunction((p) => location.hash.length > 1 && location.hash.slice(1) !== p,
+      parent, { timeout: 10000 });
+    const child = await page.evaluate(() => location.hash.slice(1));
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=notice]')]
+      .some((n) => n.textContent.includes('does not advertise session/fork')), null, { timeout: 10000 });
+    const notices = await page.$$eval('[data-testid=notice]', (ns) => ns.map((n) => n.textContent));
+    check(notices.includes(`Forked from ${parent}`), `the fork names its parent: ${notices.join(' | ')}`);
+    check(notices.some((n) => n.startsWith('bound to engine sdk')), `the binding note: ${notices.join(' | ')}`);
+    check((await page.textContent('[data-testid=messages]')).includes('permission: selected/once'),
+      'the fork shows the copied transcript');
+    check((await page.textContent('[data-testid=chat-title]')).includes(`(fork) · ${child}`),
+      'the title names the fork');
+    await page.waitForFunction(() => document.querySelector('[data-testid=banner]').textContent
+      .includes('SDK fixture'), null, { timeout: 10000 });
+    await page.waitForSelector('[data-testid=engine-lock]:not([hidden])', { timeout: 10000 });
+    check((await page.$$('[data-testid=session]')).length === 2, 'both sessions are listed');
+    check(await page.$eval('[data-testid=session].active', (li) => li.dataset.id) === child,
+      'the fork is the active session');
+    // The Chinese label is a key of its own.
+    await page.click('[data-testid=lang]');
+    check((await page.textContent('[data-testid=fork]')) === '分叉', 'the Chinese Fork label');
+    await page.click('[data-testid=lang]');
     check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
-    console.log(`ok: engine bound, approval answered, reply seen; screenshot ${shot}`);
+    console.log(`ok: engine bound, approval answered, reply seen, forked; screenshot ${shot}`);
   } finally {
     await browser.close();
     fs.rmSync(userDataDir, { recursive: true, force: true });

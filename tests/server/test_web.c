@@ -905,6 +905,174 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
     assert_false(acp_pid_alive(pid)); /* the server's stop disposed the agent */
 }
 
+/* POSTs a fork request; returns the status, *out the body (owned). */
+static long post_fork(srv *s, const char *id, const char *body, json_t **out)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/api/sessions/%s/fork", id);
+    return http(s, "POST", path, H(s->auth, JSON_CT), body, out);
+}
+
+static const char *session_str(const json_t *v, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(v, "session"), key));
+}
+
+static void a_plain_session_forks_over_http_at_a_chosen_event(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    char *id = create_session(&s);
+    cdsh_session_store *st = cdsh_agent_store(s.agent);
+    const char *texts[] = {"first", "second", "third"};
+    for (int i = 0; i < 3; i++) {
+        json_t *p = json_pack("{s:s}", "text", texts[i]);
+        assert_int_equal(cdsh_session_store_append(st, id, "user/message", 0, 0, p, NULL, NULL), 0);
+        json_decref(p);
+    }
+    sse x;
+    sse_start(&x, &s, "/api/events", "\"forked\"");
+    json_t *v;
+    assert_int_equal(post_fork(&s, id, NULL, &v), 201);
+    assert_string_equal(session_str(v, "parentId"), id);
+    assert_string_equal(session_str(v, "title"), "t (fork)");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "session"), "forkSeq")),
+                     3);
+    assert_false(json_is_true(json_object_get(json_object_get(v, "session"), "running")));
+    assert_int_equal(json_array_size(json_object_get(v, "notes")), 0); /* no participant spoke */
+    char *whole = strdup(session_str(v, "id"));
+    json_decref(v);
+    json_t *evs = sse_finish(&x);
+    json_t *ch = find_event(evs, "sessions/change");
+    assert_string_equal(json_string_value(json_object_get(ch, "id")), whole);
+    assert_string_equal(json_string_value(json_object_get(ch, "parentId")), id);
+    json_decref(evs);
+
+    /* At an earlier event, with a title: the copy ends there. */
+    assert_int_equal(post_fork(&s, id, "{\"atSeq\":2,\"title\":\"branch\"}", &v), 201);
+    assert_string_equal(session_str(v, "title"), "branch");
+    char path[160];
+    snprintf(path, sizeof path, "/api/sessions/%s", session_str(v, "id"));
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    json_t *events = json_object_get(v, "events");
+    assert_int_equal(json_array_size(events), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(events, 1), "payload"), "text")),
+                        "second");
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/sessions", H(s.auth), NULL, &v), 200);
+    assert_int_equal(json_integer_value(json_object_get(v, "total")), 3);
+    json_decref(v);
+
+    /* Bad requests name what was wrong; nothing is created. */
+    assert_int_equal(post_fork(&s, id, "{\"atSeq\":9}", &v), 400);
+    assert_string_equal(err_code(v), "BAD_EVENT");
+    json_decref(v);
+    assert_int_equal(post_fork(&s, id, "{\"atSeq\":\"2\"}", &v), 400);
+    assert_string_equal(err_code(v), "BAD_REQUEST");
+    assert_non_null(strstr(
+        json_string_value(json_object_get(json_object_get(v, "error"), "message")), "atSeq"));
+    json_decref(v);
+    assert_int_equal(post_fork(&s, "s-missing", NULL, &v), 404);
+    assert_string_equal(err_code(v), "NO_SESSION");
+    json_decref(v);
+    snprintf(path, sizeof path, "/api/sessions/%s/fork", id);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 405);
+    json_decref(v);
+    assert_int_equal(http(&s, "GET", "/api/sessions", H(s.auth), NULL, &v), 200);
+    assert_int_equal(json_integer_value(json_object_get(v, "total")), 3);
+    json_decref(v);
+    free(whole);
+    free(id);
+    srv_close(&s);
+}
+
+/* The text of the last assistant/message of session id. */
+static char *last_reply_dup(srv *s, const char *id)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/api/sessions/%s", id);
+    json_t *v;
+    assert_int_equal(http(s, "GET", path, H(s->auth), NULL, &v), 200);
+    const char *text = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(v, "events"), i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "type")), "assistant/message") == 0)
+            text = json_string_value(json_object_get(json_object_get(e, "payload"), "text"));
+    }
+    char *out = text ? strdup(text) : NULL;
+    json_decref(v);
+    return out;
+}
+
+static int lines_in(const char *path)
+{
+    char *text = cdsh_test_read_file(path, NULL);
+    int n = 0;
+    for (const char *c = text; c && *c; c++)
+        n += *c == '\n';
+    free(text);
+    return n;
+}
+
+static void an_engine_bound_fork_runs_on_the_servers_engine_process(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open_ex(&s, 0, NULL, true, 0);
+    char pidfile[4300], args[4400], body[4400], path[160];
+    snprintf(pidfile, sizeof pidfile, "%s/pids", s.home);
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
+    acp_write_fixture_engine(s.home, args, "");
+    char *parent = create_session(&s);
+    snprintf(path, sizeof path, "/api/sessions/%s/engine", parent);
+    snprintf(body, sizeof body, "{\"engineId\":\"fixture\",\"cwd\":\"%s\"}", s.home);
+    json_t *v;
+    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), body, &v), 200);
+    json_decref(v);
+    json_decref(send_and_follow(&s, parent, "the parent said this", "event: turn/end"));
+    wait_idle(&s, parent);
+    assert_int_equal(lines_in(pidfile), 1);
+
+    assert_int_equal(post_fork(&s, parent, NULL, &v), 201);
+    char *child = strdup(session_str(v, "id"));
+    json_t *notes = json_object_get(v, "notes");
+    assert_int_equal(json_array_size(notes), 1);
+    assert_non_null(strstr(json_string_value(json_array_get(notes, 0)),
+                           "bound to engine fixture, ACP session forked as "));
+    json_decref(v);
+    snprintf(path, sizeof path, "/api/sessions/%s/engine", child);
+    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    json_t *b = json_object_get(v, "binding");
+    assert_string_equal(json_string_value(json_object_get(b, "forkedFrom")), parent);
+    assert_string_equal(json_string_value(json_object_get(b, "engineId")), "fixture");
+    assert_true(json_is_true(json_object_get(v, "locked")));
+    json_decref(v);
+
+    /* The child's first reply recalls the parent's context, and no second
+     * agent process was started for the fork or the reply. */
+    json_decref(send_and_follow(&s, child, "recall", "event: turn/end"));
+    wait_idle(&s, child);
+    char *reply = last_reply_dup(&s, child);
+    assert_string_equal(reply, "recall: the parent said this");
+    free(reply);
+    assert_int_equal(cdsh_acp_service_process_count(s.acp), 1);
+    assert_int_equal(lines_in(pidfile), 1);
+    /* The parent goes on as it was. */
+    json_decref(send_and_follow(&s, parent, "recall", "event: turn/end"));
+    wait_idle(&s, parent);
+    reply = last_reply_dup(&s, parent);
+    assert_string_equal(reply, "recall: the parent said this");
+    free(reply);
+    free(child);
+    free(parent);
+    srv_close(&s);
+}
+
 static void add_asking_tool(srv *s)
 {
     json_t *out = json_pack("{s:s}", "type", "string");
@@ -999,6 +1167,8 @@ int main(void)
         cmocka_unit_test(modules_add_and_remove_routes),
         cmocka_unit_test(remote_bind_needs_allow_remote),
         cmocka_unit_test(engine_sessions_bind_stream_ask_and_cancel_over_http),
+        cmocka_unit_test(a_plain_session_forks_over_http_at_a_chosen_event),
+        cmocka_unit_test(an_engine_bound_fork_runs_on_the_servers_engine_process),
         cmocka_unit_test(a_tool_that_asks_is_answered_through_the_approval_endpoint),
         cmocka_unit_test(an_approval_nobody_answers_fails_closed),
     };

@@ -104,7 +104,11 @@ static int on_fork(void *arg, const cdsh_session_fork_info *info, json_t *notes,
         return 0; /* not bound: nothing to carry over */
     if (rc < 0)
         return cdsh_error_set(err, rc, ge.code, "%s", ge.message);
+    /* The row's own service, else the front end's live one (its engine
+     * process already runs), else one made for this call. */
     cdsh_acp_service *svc = arg, *own = NULL;
+    if (!svc)
+        svc = cdsh_session_fork_service(info, CDSH_ACP_SERVICE);
     if (!svc) {
         json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
         json_t *mcp = self ? json_pack("[o]", self) : json_array();

@@ -23,9 +23,12 @@ extern const cdsh_plugin_def cdsh_acp_plugin;
 
 /* The fork participant (plugins/builtin.h): a fork of an engine-bound
  * session is bound too (cdsh_acp_service_fork). arg: a cdsh_acp_service to
- * use, or NULL (the builtin row) for one made for the call — its engine
- * process is disposed when the fork is done; cdsh's own tools are offered
- * as in `cdsh chat`. Unbound sessions cost nothing (no process). */
+ * use, or NULL (the builtin row): then the front end's live service, the
+ * fork env's CDSH_ACP_SERVICE (cdsh web passes its own, so the fork runs
+ * on the engine process already serving the parent), and without one a
+ * service made for the call — its engine process is disposed when the fork
+ * is done; cdsh's own tools are offered as in `cdsh chat`. Unbound
+ * sessions cost nothing (no process). */
 extern const cdsh_session_fork_hook cdsh_acp_fork_hook;
 
 #endif
