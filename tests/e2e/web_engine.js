@@ -7,30 +7,19 @@
 // Usage: node web_engine.js <cdsh> <screenshot.png>
 // Exits 77 (skipped) when Chromium, playwright-core or the SDK is missing.
 'use strict';
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
+const { playwright, start, launch, run } = require('./web_lib.js');
 
 const [cdsh, shot] = process.argv.slice(2);
-const CHROMIUM = '/usr/bin/chromium';
 const AGENT = path.join(__dirname, '..', 'acp-fixture-agent.mjs');
 
-function skip(why) {
-  console.log(`skipped: ${why}`);
+const chromium = playwright();
+if (!fs.existsSync(path.join(__dirname, '..', 'node_modules', '@agentclientprotocol', 'sdk'))) {
+  console.log('skipped: @agentclientprotocol/sdk is not installed');
   process.exit(77);
 }
-
-let chromium;
-try {
-  ({ chromium } = require(path.join(__dirname, '..', 'node_modules', 'playwright-core')));
-} catch {
-  skip('playwright-core is not installed (run scripts/bootstrap.sh)');
-}
-if (!fs.existsSync(CHROMIUM)) skip(`${CHROMIUM} is missing`);
-if (!fs.existsSync(path.join(__dirname, '..', 'node_modules', '@agentclientprotocol', 'sdk')))
-  skip('@agentclientprotocol/sdk is not installed');
 
 function check(cond, msg) {
   if (!cond) throw new Error(`check failed: ${msg}`);
@@ -41,22 +30,9 @@ async function main() {
   fs.mkdirSync(path.join(home, 'multi-acp'));
   fs.writeFileSync(path.join(home, 'multi-acp', 'engines.json'), JSON.stringify({
     version: 1, engines: [{ id: 'sdk', label: 'SDK fixture', command: process.execPath, args: [AGENT] }] }));
-  const env = { ...process.env, CDSH_HOME: home, DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
-  const web = spawn(cdsh, ['web', '--no-open', '--json', '--port', '0'], { env, cwd: home,
-    stdio: ['pipe', 'pipe', 'inherit'] });
-  const info = await new Promise((resolve, reject) => {
-    readline.createInterface({ input: web.stdout }).once('line', (l) => resolve(JSON.parse(l)));
-    web.once('exit', (code) => reject(new Error(`cdsh web exited with ${code}`)));
-  });
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-chromium-'));
-  const browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1280, height: 800 },
-    locale: 'en-US',
-  });
+  const env = { CDSH_HOME: home, DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
+  const { child: web, info } = await start(cdsh, ['web', '--no-open', '--json', '--port', '0'], env, home);
+  const { browser, close } = await launch(chromium, { width: 1280, height: 800 });
   try {
     const page = await browser.newPage();
     const errors = [];
@@ -135,8 +111,7 @@ async function main() {
     check(errors.length === 0, `no page errors: ${errors.join('; ')}`);
     console.log(`ok: engine bound, approval answered, reply seen, forked; screenshot ${shot}`);
   } finally {
-    await browser.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
+    await close();
     // Also on a failure, or the test waits for its timeout.
     web.kill('SIGTERM');
     await new Promise((resolve) => web.once('exit', resolve));
@@ -144,7 +119,4 @@ async function main() {
   fs.rmSync(home, { recursive: true, force: true });
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error(e.stack || e.message);
-  process.exit(1);
-});
+run(main);

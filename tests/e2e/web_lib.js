@@ -27,10 +27,11 @@ function playwright() {
   return chromium;
 }
 
-// Starts cmd; resolves to {child, info} once it printed its JSON line.
+// Starts cmd (env added to ours; cwd optional); resolves to {child, info}
+// once it printed its JSON line.
 const children = [];
-function start(cmd, args, env) {
-  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
+function start(cmd, args, env, cwd) {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, cwd, stdio: ['pipe', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     const rl = readline.createInterface({ input: child.stdout });
