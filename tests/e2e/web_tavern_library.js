@@ -307,7 +307,7 @@ async function main() {
     await tv.locator('legend', { hasText: '作者注释' }).waitFor();
     check(true, 'zh: the author\'s note in Settings is Chinese');
     await page.click('[data-testid=lang]');
-    await tv.locator('legend', { hasText: "Author's note" }).waitFor();
+    await tv.locator('legend', { hasText: 'Author’s note' }).waitFor();
     check(true, 'en again');
 
     check(errors.length === 0, `no page errors: ${errors.join('; ')}`);

@@ -136,7 +136,7 @@ export const dict = {
     addRule: 'Add rule',
     removeRule: 'Remove rule',
     sessionBooks: 'Lorebooks in this session',
-    authorNote: "Author's note",
+    authorNote: 'Author’s note',
     anPosition: 'Note position',
     anInChat: 'In chat, at depth',
     anAfterMain: 'After the main prompt',
