@@ -13,11 +13,9 @@
 // Usage: node web_tavern_library.js <cdsh> <fake_model> <card.json> <shot-dir>
 // Exits 77 (skipped) when Chromium or playwright-core is missing.
 'use strict';
-const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { playwright, start, launch, run } = require('./web_lib.js');
+const { playwright, startWeb, stopWeb, launch, run } = require('./web_lib.js');
 
 const [cdsh, fakeModel, sampleCard, shotDir] = process.argv.slice(2);
 const chromium = playwright();
@@ -33,15 +31,9 @@ const SCRIPT = [say('The dragon stirs in the dark.')];
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGM44OAARAwQCgAlDgUBrqS64gAAAABJRU5ErkJggg==', 'base64');
 
 async function main() {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-e2e-tavlib-'));
-  const script = path.join(home, 'script.json');
-  fs.writeFileSync(script, JSON.stringify(SCRIPT));
   const cardB64 = fs.readFileSync(sampleCard).toString('base64');
-  const fake = await start(fakeModel, ['--script', script], {});
-  const env = { CDSH_HOME: home, CDSH_BASE_URL: fake.info.url, CDSH_MODEL: 'fake-model',
-                DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
-  execFileSync(cdsh, ['config', 'enable', 'tavern'], { env: { ...process.env, ...env } });
-  const web = await start(cdsh, ['web', '--no-open', '--json', '--port', '0'], env);
+  const served = await startWeb(cdsh, fakeModel, SCRIPT, { plugins: ['tavern'], prefix: 'cdsh-e2e-tavlib-' });
+  const { web } = served;
 
   const { browser, close } = await launch(chromium, { width: 1400, height: 1000 });
   try {
@@ -315,9 +307,7 @@ async function main() {
   } finally {
     await close();
   }
-  web.child.kill('SIGTERM');
-  fake.child.stdin.end();
-  fs.rmSync(home, { recursive: true, force: true });
+  stopWeb(served);
 }
 
 run(main);
