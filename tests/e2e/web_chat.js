@@ -5,10 +5,7 @@
 // Usage: node web_chat.js <cdsh> <fake_model> <screenshot.png>
 // Exits 77 (skipped) when Chromium or playwright-core is missing.
 'use strict';
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
-const { playwright, start, launch, run } = require('./web_lib.js');
+const { playwright, startWeb, stopWeb, launch, run } = require('./web_lib.js');
 
 const [cdsh, fakeModel, shot] = process.argv.slice(2);
 const chromium = playwright();
@@ -18,9 +15,7 @@ function check(cond, msg) {
 }
 
 async function main() {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-e2e-'));
-  const script = path.join(home, 'script.json');
-  fs.writeFileSync(script, JSON.stringify([
+  const served = await startWeb(cdsh, fakeModel, [
     { match: { last_user_contains: 'hello' }, delay_ms: 60,
       chunks: [{ reasoning: 'The user greets me; let me look for a skill.' },
                { tool_call: { index: 0, id: 'call_1', name: 'skill', arguments: '{"name":' } },
@@ -28,11 +23,8 @@ async function main() {
       finish_reason: 'tool_calls' },
     { delay_ms: 80, chunks: [{ text: 'Hello from ' }, { text: 'the fake ' }, { text: 'model!' }],
       finish_reason: 'stop' },
-  ]));
-  const fake = await start(fakeModel, ['--script', script], {});
-  const env = { CDSH_HOME: home, CDSH_BASE_URL: fake.info.url, CDSH_MODEL: 'fake-model',
-                DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
-  const web = await start(cdsh, ['web', '--no-open', '--json', '--port', '0'], env);
+  ]);
+  const { web } = served;
   const url = web.info.url;
   const base = `http://127.0.0.1:${web.info.port}`;
 
@@ -85,9 +77,7 @@ async function main() {
   } finally {
     await close();
   }
-  web.child.kill('SIGTERM');
-  fake.child.stdin.end();
-  fs.rmSync(home, { recursive: true, force: true });
+  stopWeb(served);
 }
 
 run(main);

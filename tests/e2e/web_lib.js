@@ -1,9 +1,9 @@
 // web_lib.js — what the browser tests of `cdsh web` share: Playwright and
 // Debian's Chromium (exit 77, skipped, when either is missing), child
-// processes that print one JSON line when ready, and a fresh headless
-// browser profile.
+// processes that print one JSON line when ready, a temp home with the fake
+// model and `cdsh web`, and a fresh headless browser profile.
 'use strict';
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -40,6 +40,27 @@ function start(cmd, args, env, cwd) {
   });
 }
 
+// A temp CDSH_HOME, the fake model playing `steps`, the given plugins
+// enabled and `cdsh web` on a free port: {home, env, fake, web}.
+async function startWeb(cdsh, fakeModel, steps, { plugins = [], prefix = 'cdsh-e2e-' } = {}) {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const script = path.join(home, 'script.json');
+  fs.writeFileSync(script, JSON.stringify(steps));
+  const fake = await start(fakeModel, ['--script', script], {});
+  const env = { CDSH_HOME: home, CDSH_BASE_URL: fake.info.url, CDSH_MODEL: 'fake-model',
+                DEEPSEEK_API_KEY: '', CDSH_API_KEY: '' };
+  for (const name of plugins) execFileSync(cdsh, ['config', 'enable', name], { env: { ...process.env, ...env } });
+  const web = await start(cdsh, ['web', '--no-open', '--json', '--port', '0'], env);
+  return { home, env, fake, web };
+}
+
+// Stops what startWeb started and removes the home.
+function stopWeb({ web, fake, home }) {
+  web.child.kill('SIGTERM');
+  fake.child.stdin.end();
+  fs.rmSync(home, { recursive: true, force: true });
+}
+
 // A fresh profile directory (Playwright passes it as --user-data-dir).
 async function launch(chromium, viewport) {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cdsh-chromium-'));
@@ -63,4 +84,4 @@ function run(main) {
   });
 }
 
-module.exports = { playwright, start, launch, run };
+module.exports = { playwright, start, startWeb, stopWeb, launch, run };

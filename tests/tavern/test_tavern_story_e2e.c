@@ -10,6 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/session_store.h"
+#include "host/events.h"
 #include "host/host.h"
 #include "host/rpc.h"
 #include "plugins/tavern/b64.h"
@@ -51,6 +52,8 @@ static const char IDLE_SCRIPT[] = "["
     SAY("The bell", "length") ","           /* the summary of turn 1: truncated */
     SAY("Later.", "stop") ","
     SAY("At noon a stranger came from the east.", "stop") "]"; /* the summary of turn 2 */
+
+static const char FLOOR_SCRIPT[] = "[" SAY("The glade is quiet.", "stop") "]";
 // clang-format on
 
 static void a_played_story_survives_branches_and_a_restart(void **state)
@@ -172,11 +175,70 @@ static void summaries_at_turn_end_only_from_a_normal_stop(void **state)
     cdsh_test_home_free(home);
 }
 
+/* What a panel listening to "plugin/state" saw: each tavern event and
+ * whether listFloors already showed that floor committed at that moment. */
+typedef struct floor_news {
+    world *w;
+    json_t *events;
+    bool committed_when_told;
+} floor_news;
+
+static void on_state(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
+{
+    (void)name;
+    (void)scope;
+    floor_news *n = arg;
+    if (strcmp(json_string_value(json_object_get(payload, "plugin")), "tavern") != 0)
+        return;
+    json_array_append(n->events, (json_t *)payload);
+    json_t *floors = cdsh_test_tavern_rpc(
+        n->w, "listFloors", json_pack("{s:O}", "sessionId", json_object_get(payload, "sessionId")));
+    json_t *last = json_array_get(floors, json_array_size(floors) - 1);
+    n->committed_when_told = json_integer_value(json_object_get(last, "turn")) ==
+                                 json_integer_value(json_object_get(payload, "turn")) &&
+                             json_is_true(json_object_get(last, "committed"));
+    json_decref(floors);
+}
+
+static void a_closed_floor_is_announced_to_the_panel_after_its_commit(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, FLOOR_SCRIPT);
+    world w;
+    cdsh_test_tavern_world_open(&w);
+    char *sid = cdsh_test_tavern_bound_session(&w, "discard", "floors", NULL);
+    floor_news news = {.w = &w, .events = json_array()};
+    cdsh_disposer_t off = {0};
+    cdsh_error err = {0};
+    assert_int_equal(
+        cdsh_events_on(cdsh_host_events(w.host), "plugin/state", NULL, on_state, &news, &off, &err),
+        0);
+    cdsh_test_tavern_turn(&w, sid, "Where am I?");
+    cdsh_disposer_run(&off);
+    assert_int_equal(json_array_size(news.events), 1);
+    json_t *ev = json_array_get(news.events, 0);
+    assert_string_equal(json_string_value(json_object_get(ev, "sessionId")), sid);
+    assert_string_equal(json_string_value(json_object_get(ev, "kind")), "floor");
+    assert_int_equal(json_integer_value(json_object_get(ev, "turn")), 1);
+    assert_true(json_is_true(json_object_get(ev, "committed")));
+    assert_true(news.committed_when_told);
+    json_decref(news.events);
+    cdsh_test_tavern_world_close(&w);
+    cdsh_test_model_env_stop(&f);
+    free(sid);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_played_story_survives_branches_and_a_restart),
         cmocka_unit_test(summaries_at_turn_end_only_from_a_normal_stop),
+        cmocka_unit_test(a_closed_floor_is_announced_to_the_panel_after_its_commit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

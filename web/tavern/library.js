@@ -1,13 +1,16 @@
 // library.js — the library editors of the role-play panel: lorebooks (library
 // books and a character's embedded book, through lore-editor.js), presets,
 // personas (with avatar upload) and the global regex rules. ctx is the panel's
-// {rpc, t, el, dialog, view, status, redraw, fileToBase64}; every call goes
-// through ctx.rpc to the /tavern channel (a test enumerates the calls).
+// {rpc, t, el, dialog, view, status, redraw, fileToBase64, sid, state}; the
+// open book / preset / persona survive a redraw in ctx.state.picks. Every call
+// goes through ctx.rpc to the /tavern channel (a test enumerates the calls).
 import { mountLoreEditor } from './lore-editor.js';
 
 const confirmDelete = (ctx, name) => ctx.dialog({ title: ctx.t('confirmDeleteTitle'),
   body: ctx.t('confirmDeleteItem', { name }),
   buttons: [{ label: ctx.t('delete'), value: true }, { label: ctx.t('cancel'), value: false }] });
+
+const picks = (ctx) => (ctx.state.picks ||= {});
 
 const picker = (ctx, items, label, value) => {
   const s = ctx.el('select', { 'aria-label': label });
@@ -31,6 +34,7 @@ export async function viewBooks(ctx) {
   const box = el('div', { class: 'tavern-book' });
   const open = async (value) => {
     box.replaceChildren();
+    picks(ctx).book = value;
     if (!value) return;
     const reload = () => open(value);
     if (value.startsWith('card:')) {
@@ -68,28 +72,38 @@ export async function viewBooks(ctx) {
         ctx.redraw();
       } });
   };
-  choice.addEventListener('change', () => open(choice.value));
+  choice.addEventListener('change', () => open(choice.value).catch(() => {}));
   view.append(el('label', { class: 'row', text: t('lorebook') }, choice),
     el('button', { text: t('newBook'), onclick: async () => {
       const name = await ctx.dialog({ title: t('newBook'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
       if (!name) return;
       const r = await rpc('saveLorebook', { book: { name, entries: {} } });
+      picks(ctx).book = 'lib:' + r.id;
       await ctx.redraw();
       status.textContent = t('created', { id: r.id });
     } }), box);
+  // the book open before a redraw (or just created) opens again
+  const last = picks(ctx).book;
+  if (last && [...choice.options].some((o) => o.value === last)) {
+    choice.value = last;
+    await open(last);
+  }
 }
 
 // ---- presets, personas, regex ------------------------------------------------------
 async function presetEditor(ctx, section) {
   const { rpc, t, el, status } = ctx;
   const presets = await rpc('listPresets');
-  const sel = picker(ctx, presets, t('preset'));
-  const area = el('textarea', { rows: '10', 'aria-label': t('presetJson') });
+  const sel = picker(ctx, presets, t('preset'), picks(ctx).preset);
+  const area = el('textarea', { rows: '10', class: 'tavern-json', spellcheck: 'false', 'aria-label': t('presetJson') });
   let current = null;
-  sel.addEventListener('change', async () => {
+  const fill = async () => {
     current = presets.find((p) => p.id === sel.value) || null;
+    picks(ctx).preset = current ? current.id : null;
     area.value = current ? JSON.stringify(await rpc('getPreset', { id: current.id }), null, 2) : '';
-  });
+  };
+  sel.addEventListener('change', () => fill().catch(() => {}));
+  if (sel.value) await fill();
   const parsed = () => {
     try { return JSON.parse(area.value); } catch (e) { status.textContent = t('badJson', { msg: e.message }); return null; }
   };
@@ -100,12 +114,13 @@ async function presetEditor(ctx, section) {
       const r = await rpc('savePreset', current ? { id: current.id, preset, expectedRevision: current.tag } : { preset });
       if (current) current.tag = r.revision;
       status.textContent = t('saved');
-      if (!current) ctx.redraw();
+      if (!current) { picks(ctx).preset = r.id; await ctx.redraw(); status.textContent = t('saved'); }
     } }),
     el('button', { text: t('newPreset'), onclick: () => { sel.value = ''; current = null; area.value = JSON.stringify({ name: '', temperature: 1, prompts: [] }, null, 2); } }),
     el('button', { text: t('delete'), onclick: async () => {
       if (!current || !(await confirmDelete(ctx, current.name || current.id))) return;
       await rpc('deletePreset', { id: current.id });
+      picks(ctx).preset = null;
       ctx.redraw();
     } }));
 }
@@ -113,7 +128,7 @@ async function presetEditor(ctx, section) {
 async function personaEditor(ctx, section) {
   const { rpc, t, el, status } = ctx;
   const [personas, books] = await Promise.all([rpc('listPersonas'), rpc('listLorebooks')]);
-  const sel = picker(ctx, personas, t('persona'));
+  const sel = picker(ctx, personas, t('persona'), picks(ctx).persona);
   const name = el('input', { 'aria-label': t('name') });
   const desc = el('textarea', { rows: '4', 'aria-label': t('description') });
   const bookSel = picker(ctx, books, t('lorebook'));
@@ -123,6 +138,7 @@ async function personaEditor(ctx, section) {
   let current = null;
   const fill = async () => {
     current = personas.find((p) => p.id === sel.value) || null;
+    picks(ctx).persona = current ? current.id : null;
     const p = current ? await rpc('getPersona', { id: current.id }) : { name: '', description: '', avatar: null, lorebook: null };
     name.value = p.name || '';
     desc.value = p.description || '';
@@ -130,7 +146,8 @@ async function personaEditor(ctx, section) {
     avatar = p.avatar || null;
     if (avatar) img.src = avatar; else img.removeAttribute('src');
   };
-  sel.addEventListener('change', fill);
+  sel.addEventListener('change', () => fill().catch(() => {}));
+  if (sel.value) await fill();
   file.addEventListener('change', async () => {
     const f = file.files[0];
     if (!f) return;
@@ -147,12 +164,13 @@ async function personaEditor(ctx, section) {
         avatar, lorebookId: bookSel.value || null, expectedRevision: current ? current.tag : undefined });
       if (current) current.tag = r.revision;
       status.textContent = t('saved');
-      if (!current) ctx.redraw();
+      if (!current) { picks(ctx).persona = r.id; await ctx.redraw(); status.textContent = t('saved'); }
     } }),
-    el('button', { text: t('newPersona'), onclick: () => { sel.value = ''; fill(); } }),
+    el('button', { text: t('newPersona'), onclick: () => { sel.value = ''; return fill(); } }),
     el('button', { text: t('delete'), onclick: async () => {
       if (!current || !(await confirmDelete(ctx, current.name || current.id))) return;
       await rpc('deletePersona', { id: current.id });
+      picks(ctx).persona = null;
       ctx.redraw();
     } }));
 }
@@ -172,12 +190,12 @@ async function regexEditor(ctx, section) {
   }));
   const depth = (label, rule, key) => {
     const n = el('input', { type: 'number', min: '0', step: '1', value: rule[key] ?? '', 'aria-label': label });
-    n.addEventListener('change', () => { rule[key] = n.value === '' ? null : Math.trunc(Number(n.value)); });
+    n.addEventListener('input', () => { rule[key] = n.value === '' ? null : Math.trunc(Number(n.value)); });
     return el('label', { class: 'row', text: label }, n);
   };
   const text = (label, rule, key) => {
     const i = el('input', { value: rule[key] || '', 'aria-label': label });
-    i.addEventListener('change', () => { rule[key] = i.value; });
+    i.addEventListener('input', () => { rule[key] = i.value; });
     return el('label', { class: 'row', text: label }, i);
   };
   const draw = () => list.replaceChildren(...state.rules.map((r, i) => {

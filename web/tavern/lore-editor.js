@@ -28,7 +28,7 @@ export function mountLoreEditor(box, ctx, { book, revision, save, reload, onDele
   const num = (label, value, min, max, set) => {
     const n = el('input', { type: 'number', min: String(min), max: String(max), step: '1',
       value: String(value ?? ''), 'aria-label': label });
-    n.addEventListener('change', () => set(Math.trunc(Number(n.value))));
+    n.addEventListener('input', () => set(Math.trunc(Number(n.value))));
     return el('label', { class: 'row', text: label }, n);
   };
   const check = (label, value, set) => {
@@ -45,17 +45,17 @@ export function mountLoreEditor(box, ctx, { book, revision, save, reload, onDele
   };
   const rows = el('div', { class: 'tavern-lore' });
   const name = el('input', { value: state.book.name || '', 'aria-label': t('bookName') });
-  name.addEventListener('change', () => { state.book.name = name.value; });
+  name.addEventListener('input', () => { state.book.name = name.value; });
 
   function entryView(uid, e) {
     const text = (label, value, set) => {
       const i = el('input', { value: value || '', 'aria-label': label });
-      i.addEventListener('change', () => set(i.value));
+      i.addEventListener('input', () => set(i.value));
       return el('label', { class: 'row', text: label }, i);
     };
     const content = el('textarea', { rows: '4', 'aria-label': t('content') });
     content.value = e.content || '';
-    content.addEventListener('change', () => { e.content = content.value; });
+    content.addEventListener('input', () => { e.content = content.value; });
     return el('fieldset', { class: 'tavern-entry' }, el('legend', { text: `#${uid}` }),
       text(t('comment'), e.comment, (v) => { e.comment = v; }),
       text(t('keys'), (e.key || []).join(', '), (v) => { e.key = splitKeys(v); }),

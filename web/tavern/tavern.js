@@ -1,7 +1,7 @@
 // tavern.js — the role-play panel (ES module): mount(element, host) with the
 // web front end's panel API (host.rpc, host.sessionId, host.onSession,
-// host.send, host.lang, host.onLang; host.openSession when present), or a
-// standalone host built on the /rpc/tavern HTTP gateway. Every call goes
+// host.send, host.lang, host.onLang; host.openSession and host.onState when
+// present), or a standalone host built on the /rpc/tavern HTTP gateway. Every call goes
 // through the rpc() wrapper below to the /tavern channel; the service
 // implements each of them (a test enumerates the calls in this file and in the
 // editor modules library.js / lore-editor.js, which get the panel's ctx).
@@ -29,6 +29,18 @@ function standaloneHost() {
     },
     sessionId: () => sid,
     onSession: (fn) => { listeners.add(fn); return () => listeners.delete(fn); },
+    // the session's event stream, reopened when the session changes
+    onState(fn) {
+      let es = null;
+      const follow = () => {
+        if (es) es.close();
+        es = sid ? new EventSource(`/api/sessions/${encodeURIComponent(sid)}/events`) : null;
+        if (es) es.addEventListener('plugin/state', (m) => { const ev = JSON.parse(m.data); if (ev.plugin === 'tavern') fn(ev); });
+      };
+      follow();
+      listeners.add(follow);
+      return () => { listeners.delete(follow); if (es) es.close(); };
+    },
     send: async () => {},
     lang: () => (navigator.language || 'en').startsWith('zh') ? 'zh' : 'en',
     onLang: () => () => {},
@@ -44,10 +56,17 @@ function standaloneHost() {
 export async function mount(root, host = standaloneHost()) {
   const state = { tab: 'Library', disposers: [], frames: [] };
   const t = (k, v) => translate(host.lang(), k, v);
+  // A failing handler (an rpc() error, already in the status line) never
+  // escapes as an unhandled rejection.
+  const report = (e) => { if (!e.code) status.textContent = t('error', { msg: e.message }); };
   const el = (tag, attrs = {}, ...kids) => {
     const n = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) {
-      if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
+      if (k.startsWith('on')) {
+        n.addEventListener(k.slice(2), (ev) => {
+          try { Promise.resolve(v(ev)).catch(report); } catch (e) { report(e); }
+        });
+      }
       else if (k === 'text') n.textContent = v;
       else n.setAttribute(k, v);
     }
@@ -64,7 +83,7 @@ export async function mount(root, host = standaloneHost()) {
     if (!r.ok) {
       const msg = r.error.code === 'revision-conflict' ? t('revisionConflict') : r.error.message;
       status.textContent = t('error', { msg });
-      throw Object.assign(new Error(msg), { code: r.error.code });
+      throw Object.assign(new Error(msg), { code: r.error.code || 'error' });
     }
     status.textContent = '';
     return r.value;
@@ -130,8 +149,9 @@ export async function mount(root, host = standaloneHost()) {
       redraw();
     });
     view.append(el('button', { text: t('importCard'), onclick: () => input.click() }), input);
-    const [cards, archivedCards, presets, personas] = await Promise.all([
-      rpc('listCharacters'), rpc('listArchivedCharacters'), rpc('listPresets'), rpc('listPersonas')]);
+    const [cards, archivedCards, presets, personas, books] = await Promise.all([
+      rpc('listCharacters'), rpc('listArchivedCharacters'), rpc('listPresets'), rpc('listPersonas'),
+      rpc('listLorebooks')]);
     const binding = sid() ? (await rpc('getSessionBinding', { sessionId: sid() })).binding : null;
     const picker = (items, label) => {
       const s = el('select', { 'aria-label': label });
@@ -142,7 +162,25 @@ export async function mount(root, host = standaloneHost()) {
     const presetSel = picker(presets, t('preset'));
     const personaSel = picker(personas, t('persona'));
     if (binding) { presetSel.value = binding.presetId || ''; personaSel.value = binding.personaId || ''; }
-    view.append(el('label', { text: t('preset') }, presetSel), el('label', { text: t('persona') }, personaSel));
+    // Library lorebooks for this session (the binding's lorebookIds).
+    const bookChecks = books.map((bk) => {
+      const c = el('input', { type: 'checkbox', value: bk.id, 'data-testid': 'bind-book' });
+      c.checked = !!binding && (binding.lorebookIds || []).includes(bk.id);
+      return c;
+    });
+    const choice = () => ({ presetId: presetSel.value || null, personaId: personaSel.value || null,
+      lorebookIds: bookChecks.filter((c) => c.checked).map((c) => c.value) });
+    // Bound already: a changed pick applies at once (same card, same story).
+    const rebind = async () => {
+      if (!binding) return;
+      await rpc('setSessionBinding', { sessionId: sid(), cardId: binding.cardId, ...choice() });
+      status.textContent = t('saved');
+    };
+    for (const c of [presetSel, personaSel, ...bookChecks]) c.addEventListener('change', () => rebind().catch(report));
+    view.append(el('div', { class: 'tavern-pickers' },
+      el('label', { class: 'row', text: t('preset') }, presetSel), el('label', { class: 'row', text: t('persona') }, personaSel),
+      books.length ? el('fieldset', { class: 'tavern-bind-books' }, el('legend', { text: t('sessionBooks') }),
+        ...books.map((bk, i) => el('label', { class: 'check', text: bk.name || bk.id }, bookChecks[i]))) : null));
     const list = el('ul', { class: 'tavern-cards' });
     for (const c of cards) {
       const avatar = el('img', { alt: '', class: 'avatar', width: '48', height: '48' });
@@ -152,8 +190,7 @@ export async function mount(root, host = standaloneHost()) {
       list.append(el('li', {}, avatar, el('span', { text: c.name }),
         el('button', { text: playing ? t('bound') : t('bind'), onclick: async () => {
           if (!sid()) { status.textContent = t('noSession'); return; }
-          await rpc('setSessionBinding', { sessionId: sid(), cardId: c.cardId,
-            presetId: presetSel.value || null, personaId: personaSel.value || null });
+          await rpc('setSessionBinding', { sessionId: sid(), cardId: c.cardId, ...choice() });
           redraw();
         } }),
         el('button', { text: t('archive'), onclick: async () => {
@@ -375,15 +412,35 @@ export async function mount(root, host = standaloneHost()) {
     const interactive = el('input', { type: 'checkbox', 'aria-label': t('interactiveCards'), 'data-testid': 'interactive-cards' });
     interactive.checked = s.interactiveCards !== false;
     const row = (label, input) => el('label', { class: 'row', text: label }, input);
+    // The author's note (SillyTavern's fields and values: position 0 after the
+    // main prompt, 1 in chat at depth, 2 before the main prompt; role 0-2).
+    const an = s.authorNote || {};
+    const anText = el('textarea', { rows: '3', 'aria-label': t('authorNote'), 'data-testid': 'author-note' });
+    anText.value = an.text || '';
+    const options = (label, pairs, value) => {
+      const sel = el('select', { 'aria-label': label }, ...pairs.map(([v, k]) => el('option', { value: String(v), text: t(k) })));
+      sel.value = String(value);
+      return sel;
+    };
+    const anPos = options(t('anPosition'), [[1, 'anInChat'], [0, 'anAfterMain'], [2, 'anBeforeMain']], an.position ?? 1);
+    const anDepth = el('input', { type: 'number', min: '0', step: '1', value: String(an.depth ?? 4), 'aria-label': t('depth') });
+    const anRole = options(t('anRole'), [[0, 'roleSystem'], [1, 'roleUser'], [2, 'roleAssistant']], an.role ?? 0);
+    const anScan = el('input', { type: 'checkbox', 'aria-label': t('anScan') });
+    anScan.checked = !!an.allowWIScan;
     view.append(row(t('locale'), locale), row(t('interactiveCards'), interactive),
       row(t('temperature'), temp), row(t('maxTokens'), maxTok),
       row(t('retrievalTopK'), topK), row(t('halfLifeDays'), half), row(t('dedupSimilarity'), dedup),
+      el('fieldset', { class: 'tavern-an' }, el('legend', { text: t('authorNote') }), anText,
+        row(t('anPosition'), anPos), row(t('depth'), anDepth), row(t('anRole'), anRole),
+        el('label', { class: 'check', text: t('anScan') }, anScan)),
       el('button', { text: t('save'), onclick: async () => {
         await rpc('updateSettings', { patch: {
           locale: locale.value,
           interactiveCards: interactive.checked,
           sampling: { temperature: Number(temp.value), maxTokens: Math.trunc(Number(maxTok.value)) },
           memory: { retrievalTopK: Math.trunc(Number(topK.value)), halfLifeDays: Number(half.value), dedupSimilarity: Number(dedup.value) },
+          authorNote: { text: anText.value, position: Number(anPos.value),
+            depth: Math.max(0, Math.trunc(Number(anDepth.value))), role: Number(anRole.value), allowWIScan: anScan.checked },
         } });
         status.textContent = t('saved');
       } }));
@@ -393,19 +450,29 @@ export async function mount(root, host = standaloneHost()) {
     if (!(await needBound())) return;
     const p = await rpc('previewPrompt', { sessionId: sid() });
     view.append(el('h4', { text: t('standing') }), el('pre', { text: p.standing ?? '—' }),
-      el('h4', { text: t('turnContext') }), el('pre', { text: p.turnContext }),
+      // the runtime context tavern:turn is engineTurn (world info, memories,
+      // world state) followed by turnContext
+      el('h4', { text: t('turnContext') }),
+      el('pre', { 'data-testid': 'turn-context', text: [p.engineTurn, p.turnContext].filter(Boolean).join('\n\n') || '—' }),
       el('h4', { text: t('sampling') }), el('pre', { text: JSON.stringify(p.sampling, null, 2) }),
       el('button', { text: t('refresh'), onclick: redraw }));
     const log = await rpc('getTriggerLog');
     view.append(el('pre', { class: 'tavern-log', text: log.map((l) => `${l.ts} ${l.kind}`).join('\n') }));
   }
 
-  const ctx = { rpc, t, el, dialog, view, status, redraw, fileToBase64 };
+  const ctx = { rpc, t, el, dialog, view, status, redraw, fileToBase64, sid, state };
   const VIEWS = { Library: viewLibrary, Chat: viewChat, Lore: viewLore, Books: () => viewBooks(ctx),
     Assets: () => viewAssets(ctx), Memory: viewMemory, World: viewWorld, Journal: viewJournal,
     Settings: viewSettings, Prompt: viewPrompt };
 
-  state.disposers.push(host.onSession(() => redraw()), host.onLang(() => redraw()));
+  // A closed floor of this session (the plugin's "plugin/state" event after
+  // the commit) redraws the views that show the story and hold no edits.
+  const LIVE = new Set(['Chat', 'Memory', 'World', 'Prompt']);
+  const onFloor = (ev) => {
+    if (ev && ev.kind === 'floor' && ev.sessionId === sid() && LIVE.has(state.tab)) redraw();
+  };
+  state.disposers.push(host.onSession(() => redraw()), host.onLang(() => redraw()),
+    host.onState ? host.onState(onFloor) : null);
   await redraw();
   return () => {
     for (const d of state.disposers) if (typeof d === 'function') d();

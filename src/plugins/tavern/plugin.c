@@ -11,6 +11,7 @@
 #include "agent/model_config.h"
 #include "agent/session_store.h"
 #include "base/log.h"
+#include "host/host.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/tools.h"
@@ -19,6 +20,7 @@
 typedef struct state {
     cdsh_tavern_service *svc;
     cdsh_session_store *sessions;
+    cdsh_host *host; /* borrowed: the bus for the panel's "plugin/state" events */
 } state;
 
 /* Impersonation through the configured model (environment / defaults, the
@@ -58,30 +60,46 @@ static int summarize(void *ud, const char *prompt, char **finish_reason, char **
     return rc;
 }
 
+/* Tells the role-play panel that a floor closed: "plugin/state"
+ * {plugin:"tavern", sessionId, kind:"floor", turn, committed}, emitted after
+ * the commit so a panel that reloads the floors on it sees the closed floor. */
+static void announce_floor(cdsh_host *host, const char *sid, int64_t turn, bool committed)
+{
+    json_t *p = json_pack("{s:s,s:s,s:s,s:I,s:b}", "plugin", CDSH_TAVERN_PLUGIN, "sessionId", sid,
+                          "kind", "floor", "turn", (json_int_t)turn, "committed", committed);
+    if (p)
+        cdsh_events_emit(cdsh_host_events(host), "plugin/state", NULL, false, p);
+    json_decref(p);
+}
+
 /* The agent loop's "agent/turn" bus event (synchronous): open the floor at
- * turn start; at turn end commit it, then run idle maintenance (a summary
- * only when compression is due, at most once per closed turn). Maintenance
- * runs on the turn's thread after the turn is recorded; a background queue
- * would let the turn return sooner. */
+ * turn start; at turn end commit it, announce it to the panel, then run idle
+ * maintenance (a summary only when compression is due, at most once per
+ * closed turn). Maintenance runs on the turn's thread after the turn is
+ * recorded; a background queue would let the turn return sooner. */
 static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
 {
     (void)name;
-    cdsh_tavern_service *svc = arg;
+    state *st = arg;
+    cdsh_tavern_service *svc = st->svc;
     const char *sid = json_string_value(json_object_get(payload, "sessionId"));
     const char *phase = json_string_value(json_object_get(payload, "phase"));
     int64_t turn = json_integer_value(json_object_get(payload, "turn"));
     if (!sid || !phase)
         return;
+    bool end = strcmp(phase, "end") == 0;
     cdsh_error err = {0};
     int rc = strcmp(phase, "start") == 0
                  ? cdsh_tavern_service_turn_begin(svc, scope, sid, turn, &err)
-             : strcmp(phase, "end") == 0 ? cdsh_tavern_service_turn_end(svc, sid, turn, &err)
-                                         : 0;
+             : end ? cdsh_tavern_service_turn_end(svc, sid, turn, &err)
+                   : 0;
     if (rc < 0)
         cdsh_log_warn("tavern", "session %s turn %lld %s: %s", sid, (long long)turn, phase,
                       err.message);
-    if (strcmp(phase, "end") == 0 &&
-        cdsh_tavern_service_idle(svc, sid, summarize, NULL, NULL, &err) < 0)
+    if (!end)
+        return;
+    announce_floor(st->host, sid, turn, rc == 0);
+    if (cdsh_tavern_service_idle(svc, sid, summarize, NULL, NULL, &err) < 0)
         cdsh_log_info("tavern", "session %s: memory summary not written: %s", sid, err.message);
 }
 
@@ -109,6 +127,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return rc;
     }
     cdsh_tavern_service_set_helper(st->svc, model_helper, NULL);
+    st->host = cdsh_ctx_host(ctx);
     /* Adopted first so it is freed last, after the tools and channel are gone. */
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err)) < 0)
         return rc;
@@ -118,7 +137,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return rc;
     if ((rc = cdsh_tavern_wire_register(ctx, st->svc, err)) < 0)
         return rc;
-    if ((rc = cdsh_ctx_on(ctx, "agent/turn", on_turn, st->svc, err)) < 0)
+    if ((rc = cdsh_ctx_on(ctx, "agent/turn", on_turn, st, err)) < 0)
         return rc;
     return cdsh_ctx_provide(ctx, CDSH_TAVERN_SERVICE, st->svc, err);
 }
