@@ -157,6 +157,11 @@ async function main() {
     await tab('Prompt preview');
     await tv.locator('pre', { hasText: 'DRAGONLORE' }).first().waitFor();
     check(true, 'the prompt preview carries the bound book\'s entry whose keys are in the chat');
+    // the trigger log says why: the dragon entry fired on its primary and secondary keys
+    const trig = await tv.locator('[data-testid=trigger-log]').textContent();
+    check(/Turn 1: \d+ of \d+ entries fired/.test(trig), `the trigger log heads turn 1: ${trig.slice(0, 200)}`);
+    check(/✓ Atlas#\d+ Dragon lore — primary key 'dragon' and secondary keys/.test(trig),
+      `the trigger log explains the dragon entry: ${trig.slice(0, 400)}`);
 
     // ---- the character's embedded book; a conflict from a second page -------------------
     await tab('Lorebooks');

@@ -121,10 +121,98 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     cdsh_test_home_free(home);
 }
 
+/* The record of `sid`'s turn `turn` in getTriggerLog{sessionId}, borrowed
+ * from *log (owned by the caller); fails when there is none. */
+static json_t *trigger_record(cdsh_test_tavern_world *w, const char *sid, long turn, json_t **log)
+{
+    *log = cdsh_test_tavern_rpc(w, "getTriggerLog", json_pack("{s:s}", "sessionId", sid));
+    size_t i;
+    json_t *rec;
+    json_array_foreach(*log, i, rec)
+    {
+        assert_string_equal(json_string_value(json_object_get(rec, "sessionId")), sid);
+        if (!strcmp(json_string_value(json_object_get(rec, "kind")), "worldInfo") &&
+            json_integer_value(json_object_get(rec, "turn")) == turn)
+            return rec;
+    }
+    fail_msg("no worldInfo record for turn %ld of %s", turn, sid);
+    return NULL;
+}
+
+/* The entry of `rec` whose content was keyed by `uid`, or NULL. */
+static json_t *trigger_entry(json_t *rec, json_int_t uid)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(rec, "entries"), i,
+                       e) if (json_integer_value(json_object_get(e, "uid")) == uid) return e;
+    return NULL;
+}
+
+static void live_turns_log_why_entries_fired_per_session(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, "[" SAY("The woods are old.") "," SAY("Rest here.") "]");
+    cdsh_test_tavern_world w;
+    cdsh_test_tavern_world_open(&w);
+    char *a = cdsh_test_tavern_bound_session(&w, "import", "a", NULL);
+    char *b = cdsh_test_tavern_bound_session(&w, "import", "b", NULL);
+    /* a's message names the forest (entry 0: eldoria/wood/forest), b's none */
+    cdsh_test_tavern_turn(&w, a, "Tell me about the forest of Eldoria.");
+    cdsh_test_tavern_turn(&w, b, "Hello there.");
+
+    json_t *log = NULL;
+    json_t *rec = trigger_record(&w, a, 1, &log);
+    assert_true(json_integer_value(json_object_get(rec, "considered")) >= 4);
+    assert_true(json_integer_value(json_object_get(rec, "fired")) >= 1);
+    json_t *forest = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(rec, "entries"), i,
+                       e) if (json_is_true(json_object_get(e, "fired")) &&
+                              strstr(json_string_value(json_object_get(e, "reason")),
+                                     "primary key 'eldoria'")) forest = e;
+    assert_non_null(forest);
+    /* entry 0's content names the others: they fire by recursion */
+    assert_int_equal(json_array_size(json_object_get(rec, "entries")),
+                     json_integer_value(json_object_get(rec, "considered")) -
+                         json_integer_value(json_object_get(rec, "routine")));
+    json_decref(log);
+
+    /* b named nothing: every entry was a routine miss, counted, not listed */
+    rec = trigger_record(&w, b, 1, &log);
+    assert_null(trigger_entry(rec, json_integer_value(json_object_get(forest, "uid"))));
+    assert_int_equal(json_integer_value(json_object_get(rec, "fired")), 0);
+    assert_true(json_integer_value(json_object_get(rec, "considered")) >= 4);
+    assert_int_equal(json_integer_value(json_object_get(rec, "routine")),
+                     json_integer_value(json_object_get(rec, "considered")));
+    assert_int_equal(json_array_size(json_object_get(rec, "entries")), 0);
+    json_decref(log);
+
+    /* a preview writes no record */
+    json_t *before = cdsh_test_tavern_rpc(&w, "getTriggerLog", json_object());
+    json_decref(cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", a)));
+    json_t *after = cdsh_test_tavern_rpc(&w, "getTriggerLog", json_object());
+    assert_int_equal(json_array_size(after), json_array_size(before));
+    json_decref(before);
+    json_decref(after);
+
+    free(a);
+    free(b);
+    cdsh_test_tavern_world_close(&w);
+    cdsh_test_model_env_stop(&f);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bound_session_requests_carry_standing_and_turn_context),
+        cmocka_unit_test(live_turns_log_why_entries_fired_per_session),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

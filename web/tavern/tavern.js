@@ -456,8 +456,18 @@ export async function mount(root, host = standaloneHost()) {
       el('pre', { 'data-testid': 'turn-context', text: [p.engineTurn, p.turnContext].filter(Boolean).join('\n\n') || '—' }),
       el('h4', { text: t('sampling') }), el('pre', { text: JSON.stringify(p.sampling, null, 2) }),
       el('button', { text: t('refresh'), onclick: redraw }));
-    const log = await rpc('getTriggerLog');
-    view.append(el('pre', { class: 'tavern-log', text: log.map((l) => `${l.ts} ${l.kind}`).join('\n') }));
+    // Why each entry did or did not fire, newest turn first (entries that
+    // never matched are only counted by the service).
+    const log = (await rpc('getTriggerLog', { sessionId: sid() })).slice().reverse();
+    const lines = log.map((l) => {
+      if (l.kind !== 'worldInfo') return `${l.ts} ${l.kind}${l.op ? ` ${l.op}` : ''}`;
+      const head = t('triggerTurn', { turn: l.turn, fired: l.fired, considered: l.considered, routine: l.routine });
+      const rows = (l.entries || []).map((e) =>
+        `  ${e.fired ? '✓' : '✗'} ${e.book}#${e.uid}${e.comment ? ` ${e.comment}` : ''} — ${e.reason}`);
+      return [head, ...rows].join('\n');
+    });
+    view.append(el('h4', { text: t('triggerLog') }),
+      el('pre', { class: 'tavern-log', 'data-testid': 'trigger-log', text: lines.join('\n') || t('triggerNone') }));
   }
 
   const ctx = { rpc, t, el, dialog, view, status, redraw, fileToBase64, sid, state };

@@ -136,6 +136,16 @@ cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings)
 
 void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail)
 {
+    cdsh__tavern_log_bounded(svc, kind, detail, 0);
+}
+
+void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t *detail,
+                              size_t max)
+{
+    if (max == 0)
+        max = LOG_MAX_DEFAULT;
+    if (max < 10)
+        max = 10;
     if (!detail)
         detail = json_object();
     char ts[40];
@@ -144,7 +154,7 @@ void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail
     json_object_set_new(detail, "kind", json_string(kind));
     pthread_mutex_lock(&svc->mu);
     json_array_append_new(svc->log, detail);
-    while (json_array_size(svc->log) > LOG_MAX_DEFAULT)
+    while (json_array_size(svc->log) > max)
         json_array_remove(svc->log, 0);
     pthread_mutex_unlock(&svc->mu);
 }
@@ -563,7 +573,7 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
             json_object_set_new(*value, "resend",
                                 json_pack("{s:s,s:I}", "text", resend, "turn", (json_int_t)turn));
         cdsh__tavern_log(svc, "branch",
-                         json_pack("{s:s,s:s,s:O,s:I}", "op", op, "session", sid, "child",
+                         json_pack("{s:s,s:s,s:O,s:I}", "op", op, "sessionId", sid, "child",
                                    json_object_get(child, "sessionId"), "turn", (json_int_t)turn));
     }
     json_decref(child);
@@ -1006,9 +1016,23 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
         return rc;
     }
     if (strcmp(name, "getTriggerLog") == 0) {
+        /* {sessionId?}: that session's records only (others' are never
+         * shown to it); without it, every record (the library's view). */
+        json_t *only = json_object_get(p, "sessionId");
+        if (only && !json_is_string(only))
+            return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "sessionId must be a string");
+        json_t *out = json_array();
         pthread_mutex_lock(&svc->mu);
-        *value = json_deep_copy(svc->log);
+        size_t i;
+        json_t *rec;
+        json_array_foreach(svc->log, i, rec)
+        {
+            const char *owner = json_string_value(json_object_get(rec, "sessionId"));
+            if (!only || (owner && strcmp(owner, json_string_value(only)) == 0))
+                json_array_append_new(out, json_deep_copy(rec));
+        }
         pthread_mutex_unlock(&svc->mu);
+        *value = out;
         return 0;
     }
     if (strcmp(name, "continueFloor") == 0) {
@@ -1416,7 +1440,7 @@ int cdsh_tavern_service_idle(cdsh_tavern_service *svc, const char *session_id,
     int hrc = summarize(ud, s_get(plan, "prompt"), &finish, &text, &herr);
     rc = cdsh_tavern_memory_compress_commit(s, plan, finish, text, hrc < 0, NULL, err);
     cdsh__tavern_log(svc, "maintenance",
-                     json_pack("{s:s,s:b,s:s?}", "session", session_id, "summarized", rc == 0,
+                     json_pack("{s:s,s:b,s:s?}", "sessionId", session_id, "summarized", rc == 0,
                                "finish", finish));
     if (rc == 0 && did)
         *did = true;

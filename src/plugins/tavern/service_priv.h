@@ -32,8 +32,12 @@ struct cdsh_tavern_service {
 /* Settings with defaults filled (owned). */
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc);
 cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings);
-/* Appends {ts, kind, ...detail} to the trigger log (detail taken). */
+/* Appends {ts, kind, ...detail} to the trigger log (detail taken), keeping
+ * the newest `max` records (0: the settings default, triggerLogMax 200; at
+ * least 10, as the setting's minimum). */
 void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail);
+void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t *detail,
+                              size_t max);
 
 /* The library-edit methods (service_library.c): saveLorebook, deleteLorebook,
  * getCharacterLorebook, saveCharacterLorebook, deleteEmbeddedLorebook,
