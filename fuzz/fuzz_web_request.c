@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "base/fs.h"
 #include "server/api.h"
 #include "server/rpc_gateway.h"
 #include "server/web.h"
@@ -33,11 +34,19 @@ static int echo(void *arg, const char *endpoint, const json_t *payload, cdsh_can
     return 0;
 }
 
+static char home[] = "/tmp/cdsh-fuzz-web-XXXXXX";
+
+/* The corpus replay (every test run) exits normally: leave no home behind. */
+static void remove_home(void)
+{
+    cdsh_fs_remove_tree(home, NULL);
+}
+
 static void start(void)
 {
-    char home[] = "/tmp/cdsh-fuzz-web-XXXXXX";
     if (!mkdtemp(home))
         abort();
+    atexit(remove_home);
     setenv("CDSH_HOME", home, 1);
     unsetenv("CDSH_BASE_URL");
     unsetenv("DEEPSEEK_API_KEY");

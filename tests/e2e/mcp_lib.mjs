@@ -6,12 +6,22 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
 // Never touch the developer's ~/.cdsh: every cdsh these tests start gets a
 // fresh state directory unless the caller chose one.
-if (!process.env.CDSH_HOME) process.env.CDSH_HOME = mkdtempSync(resolve(tmpdir(), 'cdsh-e2e-home-'));
+// The ones made here (and by tempHome) are removed when the test exits.
+const madeHomes = [];
+export function tempHome(prefix = 'cdsh-e2e-home-') {
+  const home = mkdtempSync(resolve(tmpdir(), prefix));
+  madeHomes.push(home);
+  return home;
+}
+process.on('exit', () => {
+  for (const h of madeHomes) rmSync(h, { recursive: true, force: true });
+});
+if (!process.env.CDSH_HOME) process.env.CDSH_HOME = tempHome();
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const bin = (name) => resolve(here, '..', 'node_modules', '.bin', name);

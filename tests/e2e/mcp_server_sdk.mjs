@@ -2,13 +2,12 @@
 // official TypeScript SDK client over stdio and Streamable HTTP, and by the
 // official inspector CLI; and a xiangqi game played through `cdsh mcp`.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { assert, bin, cdsh, here, startProcess, stop, runTests } from './mcp_lib.mjs';
+import { assert, bin, cdsh, here, startProcess, stop, runTests, tempHome } from './mcp_lib.mjs';
 
 const FIXTURE = ['echo', 'add', 'fail', 'sleep'];
 const XIANGQI = ['xiangqi_new', 'xiangqi_board', 'xiangqi_move', 'xiangqi_undo', 'xiangqi_hint',
@@ -16,7 +15,7 @@ const XIANGQI = ['xiangqi_new', 'xiangqi_board', 'xiangqi_move', 'xiangqi_undo',
 
 // A fresh CDSH_HOME whose default profile enables the (opt-in) xiangqi plugin.
 function xiangqiHome() {
-  const home = mkdtempSync(join(tmpdir(), 'cdsh-e2e-xq-'));
+  const home = tempHome('cdsh-e2e-xq-');
   mkdirSync(join(home, 'profiles'));
   writeFileSync(join(home, 'profiles', 'default.yaml'), 'plugins:\n  xiangqi:\n    enabled: true\n');
   return home;

@@ -17,15 +17,22 @@ const chrome = spawn('/usr/bin/chromium', [
   '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank',
 ], { stdio: ['ignore', 'ignore', 'pipe'] });
 
-function cleanup() {
-  try { chrome.kill('SIGKILL'); } catch {}
-  try { fs.rmSync(profile, { recursive: true, force: true }); } catch {}
+// Stops Chromium (SIGTERM lets it take its helper processes down with it;
+// SIGKILL after 5 s), waits for it to be gone (its profile is written until
+// then), removes the profile and exits with `code`.
+async function shutdown(code) {
+  for (const [signal, ms] of [['SIGTERM', 5000], ['SIGKILL', 5000]]) {
+    if (chrome.exitCode !== null || chrome.signalCode !== null) break;
+    const gone = new Promise((resolve) => { chrome.once('exit', resolve); setTimeout(resolve, ms); });
+    chrome.kill(signal);
+    await gone;
+  }
+  try { fs.rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); } catch {}
+  process.exit(code);
 }
 
 function fail(msg) {
-  console.error(`check failed: ${msg}`);
-  cleanup();
-  process.exit(1);
+  throw new Error(`check failed: ${msg}`);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -45,7 +52,7 @@ function browserUrl() {
 
 async function main() {
   let ws;
-  try { ws = await browserUrl(); } catch (e) { console.log(`skipped: ${e.message}`); cleanup(); process.exit(77); }
+  try { ws = await browserUrl(); } catch (e) { console.log(`skipped: ${e.message}`); await shutdown(77); }
   const port = new URL(ws).port;
   let pages = [];
   for (let i = 0; i < 50 && !pages.length; i++) {
@@ -139,8 +146,10 @@ async function main() {
     fail('the fallback button is disabled while nobody is thinking');
   console.log('panel ok');
   sock.close();
-  cleanup();
-  process.exit(0);
+  await shutdown(0);
 }
 
-main().catch((e) => fail(e.stack || String(e)));
+main().catch(async (e) => {
+  console.error(e.message.startsWith('check failed') ? e.message : e.stack || String(e));
+  await shutdown(1);
+});
