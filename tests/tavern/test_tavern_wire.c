@@ -5,6 +5,7 @@
  * the same standing text; an unbound session's requests carry no tavern text. */
 #include "support/testkit.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,11 +209,58 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     cdsh_test_home_free(home);
 }
 
+/* true if any message of the request body contains needle. */
+static bool body_mentions(const json_t *body, const char *needle)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(body, "messages"), i, m)
+    {
+        const char *t = json_string_value(json_object_get(m, "content"));
+        if (t && strstr(t, needle))
+            return true;
+    }
+    return false;
+}
+
+static void the_authors_note_follows_its_insertion_interval(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(
+        &f, "[" SAY("One.") "," SAY("Two.") "," SAY("Three.") "," SAY("Four.") "]");
+    cdsh_test_tavern_world w;
+    cdsh_test_tavern_world_open(&w);
+    char *sid = cdsh_test_tavern_bound_session(&w, "import", "note", NULL);
+    /* every second message of the person's (SillyTavern's frequency rule) */
+    json_decref(cdsh_test_tavern_rpc(&w, "updateSettings",
+                                     json_pack("{s:{s:{s:s,s:i}}}", "patch", "authorNote", "text",
+                                               "NOTE-EVERY-SECOND", "interval", 2)));
+    const char *lines[] = {"First.", "Second.", "Third.", "Fourth."};
+    for (size_t i = 0; i < 4; i++)
+        cdsh_test_tavern_turn(&w, sid, lines[i]);
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
+    assert_int_equal(json_array_size(bodies), 4);
+    for (size_t i = 0; i < 4; i++)
+        if (body_mentions(json_array_get(bodies, i), "NOTE-EVERY-SECOND") != (i % 2 == 1))
+            fail_msg("turn %zu: the note should %sbe in the request", i + 1,
+                     i % 2 == 1 ? "" : "not ");
+    json_decref(bodies);
+    free(sid);
+    cdsh_test_tavern_world_close(&w);
+    cdsh_test_model_env_stop(&f);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bound_session_requests_carry_standing_and_turn_context),
         cmocka_unit_test(live_turns_log_why_entries_fired_per_session),
+        cmocka_unit_test(the_authors_note_follows_its_insertion_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -424,6 +424,7 @@ export async function mount(root, host = standaloneHost()) {
     };
     const anPos = options(t('anPosition'), [[1, 'anInChat'], [0, 'anAfterMain'], [2, 'anBeforeMain']], an.position ?? 1);
     const anDepth = el('input', { type: 'number', min: '0', step: '1', value: String(an.depth ?? 4), 'aria-label': t('depth') });
+    const anInterval = el('input', { type: 'number', min: '0', step: '1', value: String(an.interval ?? 1), 'aria-label': t('anInterval') });
     const anRole = options(t('anRole'), [[0, 'roleSystem'], [1, 'roleUser'], [2, 'roleAssistant']], an.role ?? 0);
     const anScan = el('input', { type: 'checkbox', 'aria-label': t('anScan') });
     anScan.checked = !!an.allowWIScan;
@@ -431,7 +432,8 @@ export async function mount(root, host = standaloneHost()) {
       row(t('temperature'), temp), row(t('maxTokens'), maxTok),
       row(t('retrievalTopK'), topK), row(t('halfLifeDays'), half), row(t('dedupSimilarity'), dedup),
       el('fieldset', { class: 'tavern-an' }, el('legend', { text: t('authorNote') }), anText,
-        row(t('anPosition'), anPos), row(t('depth'), anDepth), row(t('anRole'), anRole),
+        row(t('anPosition'), anPos), row(t('depth'), anDepth), row(t('anInterval'), anInterval),
+        row(t('anRole'), anRole),
         el('label', { class: 'check', text: t('anScan') }, anScan)),
       el('button', { text: t('save'), onclick: async () => {
         await rpc('updateSettings', { patch: {
@@ -440,7 +442,8 @@ export async function mount(root, host = standaloneHost()) {
           sampling: { temperature: Number(temp.value), maxTokens: Math.trunc(Number(maxTok.value)) },
           memory: { retrievalTopK: Math.trunc(Number(topK.value)), halfLifeDays: Number(half.value), dedupSimilarity: Number(dedup.value) },
           authorNote: { text: anText.value, position: Number(anPos.value),
-            depth: Math.max(0, Math.trunc(Number(anDepth.value))), role: Number(anRole.value), allowWIScan: anScan.checked },
+            depth: Math.max(0, Math.trunc(Number(anDepth.value))),
+            interval: Math.max(0, Math.trunc(Number(anInterval.value))), role: Number(anRole.value), allowWIScan: anScan.checked },
         } });
         status.textContent = t('saved');
       } }));

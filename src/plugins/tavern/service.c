@@ -89,15 +89,15 @@ static json_t *settings_defaults(void)
 {
     cdsh_tavern_memory_cfg m = cdsh_tavern_memory_cfg_default();
     return json_pack("{s:s,s:{s:f,s:f,s:i,s:[],s:f,s:f,s:s},s:{s:i,s:i,s:i,s:i,s:f,s:f,s:i},"
-                     "s:b,s:i,s:{s:s,s:i,s:i,s:i,s:b}}",
+                     "s:b,s:i,s:{s:s,s:i,s:i,s:i,s:i,s:b}}",
                      "locale", "auto", "sampling", "temperature", 1.0, "topP", 1.0, "maxTokens", 0,
                      "stop", "presencePenalty", 0.0, "frequencyPenalty", 0.0, "thinking", "enabled",
                      "memory", "maxEntries", m.max_entries, "maxTokens", m.max_tokens,
                      "retrievalTopK", m.retrieval_top_k, "retrievalTokenBudget", m.retrieval_budget,
                      "halfLifeDays", m.half_life_days, "dedupSimilarity", m.dedup_similarity,
                      "compressBatch", m.compress_batch, "interactiveCards", 1, "triggerLogMax",
-                     LOG_MAX_DEFAULT, "authorNote", "text", "", "position", 1, "depth", 4, "role",
-                     0, "allowWIScan", 0);
+                     LOG_MAX_DEFAULT, "authorNote", "text", "", "position", 1, "depth", 4,
+                     "interval", 1, "role", 0, "allowWIScan", 0);
 }
 
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)

@@ -111,6 +111,24 @@ static json_t *obj_or_new(json_t *o, const char *k)
     return json_is_object(v) ? json_incref(v) : json_object();
 }
 
+/* SillyTavern's insertion frequency: with interval N the note (and its WI
+ * scan) is present only when the number of the person's messages is a
+ * multiple of N (1: always; 0 or less: never); an absent interval is 1. */
+static bool note_due(const json_t *interval, const cdsh_tavern_chat_msg *chat, size_t n_chat)
+{
+    json_int_t every = json_is_integer(interval) ? json_integer_value(interval) : 1;
+    if (every == 1)
+        return true;
+    size_t users = 0;
+    for (size_t i = 0; i < n_chat; i++)
+        users += strcmp(chat[i].role, "user") == 0;
+    if (every <= 0 || users == 0)
+        return false;
+    json_int_t till =
+        (json_int_t)users >= every ? (json_int_t)users % every : every - (json_int_t)users;
+    return till == 0;
+}
+
 /* Entries that were never candidates (no key in the scanned text, disabled,
  * keyless) are counted, not listed: they are most of a large book, and the
  * log is for "why did this one (not) fire". */
@@ -221,7 +239,8 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
     /* The author's note (settings.authorNote, SillyTavern's fields). */
     json_t *settings = cdsh__tavern_settings_dup(svc);
     json_t *an = json_object_get(settings, "authorNote");
-    if (json_string_length(json_object_get(an, "text"))) {
+    if (json_string_length(json_object_get(an, "text")) &&
+        note_due(json_object_get(an, "interval"), chat, n_chat)) {
         in.author_note = str(an, "text");
         in.author_note_position = cdsh_tavern_an_position_from_st(
             (int)json_number_value(json_object_get(an, "position")));
