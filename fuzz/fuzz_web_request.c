@@ -61,7 +61,8 @@ static void start(void)
         cdsh_session_store_open(NULL, &store, NULL) ||
         cdsh_agent_new(&(cdsh_agent_options){.host = host, .store = store}, &agent, NULL) ||
         cdsh_web_start(&o, &web, NULL) || cdsh_api_start(web, agent, &api, NULL) ||
-        cdsh_rpc_gateway_mount(web, cdsh_host_rpc(host), NULL, NULL))
+        cdsh_rpc_gateway_mount(web, cdsh_host_rpc(host), NULL, NULL) ||
+        cdsh_rpc_gateway_mount_frames(web, cdsh_host_rpc(host), NULL, NULL))
         abort();
     snprintf(port_text, sizeof port_text, "%u", cdsh_web_port(web));
     /* Left running for the life of the process: the fuzzer never returns. */
