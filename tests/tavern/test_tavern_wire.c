@@ -15,6 +15,29 @@
 #include "support/model_env.h"
 #include "support/tavern_world.h"
 
+/* A temp home, the fake model playing `script` and the tavern world. */
+typedef struct fx {
+    char *home;
+    cdsh_test_fake_model model;
+    cdsh_test_tavern_world w;
+} fx;
+
+static void fx_open(fx *f, const char *script)
+{
+    f->home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    cdsh_test_model_env_start(&f->model, script);
+    cdsh_test_tavern_world_open(&f->w);
+}
+
+static void fx_close(fx *f)
+{
+    cdsh_test_tavern_world_close(&f->w);
+    cdsh_test_model_env_stop(&f->model);
+    cdsh_test_home_free(f->home);
+}
+
 static char *new_session(cdsh_test_tavern_world *w, const char *title)
 {
     cdsh_session_spec spec = {.title = title};
@@ -40,32 +63,27 @@ static const char *msg_text(const json_t *body, long idx)
 static void bound_session_requests_carry_standing_and_turn_context(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    unsetenv("DEEPSEEK_API_KEY");
-    unsetenv("CDSH_API_KEY");
-    cdsh_test_fake_model f;
-    cdsh_test_model_env_start(
-        &f, "[" CALL("c1", "tavern_lore_read", "{}") "," SAY("Hello.") "," SAY("Plain.") "]");
-    cdsh_test_tavern_world w;
-    cdsh_test_tavern_world_open(&w);
+    fx f;
+    fx_open(&f, "[" CALL("c1", "tavern_lore_read", "{}") "," SAY("Hello.") "," SAY("Plain.") "]");
+    cdsh_test_tavern_world *w = &f.w;
     /* A plugin-rule segment (orders 100-199 sit before the standing). */
     cdsh_prompt_segment_def rules = {.id = "test:rules", .order = 150, .text = "RULES 150"};
     cdsh_disposer_t d;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_prompt_register(cdsh_host_prompt(w.host), NULL, &rules, &d, &err), 0);
+    assert_int_equal(cdsh_prompt_register(cdsh_host_prompt(w->host), NULL, &rules, &d, &err), 0);
 
-    char *sid = cdsh_test_tavern_bound_session(&w, "import", "bound", NULL);
-    char *other = new_session(&w, "unbound");
+    char *sid = cdsh_test_tavern_bound_session(w, "import", "bound", NULL);
+    char *other = new_session(w, "unbound");
     json_t *preview =
-        cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
+        cdsh_test_tavern_rpc(w, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
     const char *standing = json_string_value(json_object_get(preview, "standing"));
     assert_non_null(standing);
     assert_true(strlen(standing) > 100);
     assert_non_null(strstr(standing, "Seraphina"));
 
-    cdsh_test_tavern_turn(&w, sid, "I wake up in the forest.");
-    cdsh_test_tavern_turn(&w, other, "Hello there.");
-    json_t *bodies = cdsh_test_model_env_bodies(&f);
+    cdsh_test_tavern_turn(w, sid, "I wake up in the forest.");
+    cdsh_test_tavern_turn(w, other, "Hello there.");
+    json_t *bodies = cdsh_test_model_env_bodies(&f.model);
     assert_int_equal(json_array_size(bodies), 3);
 
     /* Bound: both steps carry the standing after the rules and the same
@@ -108,7 +126,7 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
         assert_null(strstr(json_string_value(json_object_get(m, "content")), "runtime_context"));
     assert_null(json_object_get(ub, "temperature"));
     json_t *unbound_preview =
-        cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
+        cdsh_test_tavern_rpc(w, "previewPrompt", json_pack("{s:s}", "sessionId", other));
     assert_string_equal(json_string_value(json_object_get(unbound_preview, "standing")), "");
     json_decref(unbound_preview);
 
@@ -117,9 +135,7 @@ static void bound_session_requests_carry_standing_and_turn_context(void **state)
     cdsh_disposer_run(&d);
     free(sid);
     free(other);
-    cdsh_test_tavern_world_close(&w);
-    cdsh_test_model_env_stop(&f);
-    cdsh_test_home_free(home);
+    fx_close(&f);
 }
 
 /* The record of `sid`'s turn `turn` in getTriggerLog{sessionId}, borrowed
@@ -145,38 +161,39 @@ static json_t *trigger_entry(json_t *rec, json_int_t uid)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(rec, "entries"), i,
-                       e) if (json_integer_value(json_object_get(e, "uid")) == uid) return e;
+    json_array_foreach(json_object_get(rec, "entries"), i, e)
+    {
+        if (json_integer_value(json_object_get(e, "uid")) == uid)
+            return e;
+    }
     return NULL;
 }
 
 static void live_turns_log_why_entries_fired_per_session(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    unsetenv("DEEPSEEK_API_KEY");
-    unsetenv("CDSH_API_KEY");
-    cdsh_test_fake_model f;
-    cdsh_test_model_env_start(&f, "[" SAY("The woods are old.") "," SAY("Rest here.") "]");
-    cdsh_test_tavern_world w;
-    cdsh_test_tavern_world_open(&w);
-    char *a = cdsh_test_tavern_bound_session(&w, "import", "a", NULL);
-    char *b = cdsh_test_tavern_bound_session(&w, "import", "b", NULL);
+    fx f;
+    fx_open(&f, "[" SAY("The woods are old.") "," SAY("Rest here.") "]");
+    cdsh_test_tavern_world *w = &f.w;
+    char *a = cdsh_test_tavern_bound_session(w, "import", "a", NULL);
+    char *b = cdsh_test_tavern_bound_session(w, "import", "b", NULL);
     /* a's message names the forest (entry 0: eldoria/wood/forest), b's none */
-    cdsh_test_tavern_turn(&w, a, "Tell me about the forest of Eldoria.");
-    cdsh_test_tavern_turn(&w, b, "Hello there.");
+    cdsh_test_tavern_turn(w, a, "Tell me about the forest of Eldoria.");
+    cdsh_test_tavern_turn(w, b, "Hello there.");
 
     json_t *log = NULL;
-    json_t *rec = trigger_record(&w, a, 1, &log);
+    json_t *rec = trigger_record(w, a, 1, &log);
     assert_true(json_integer_value(json_object_get(rec, "considered")) >= 4);
     assert_true(json_integer_value(json_object_get(rec, "fired")) >= 1);
     json_t *forest = NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(rec, "entries"), i,
-                       e) if (json_is_true(json_object_get(e, "fired")) &&
-                              strstr(json_string_value(json_object_get(e, "reason")),
-                                     "primary key 'eldoria'")) forest = e;
+    json_array_foreach(json_object_get(rec, "entries"), i, e)
+    {
+        if (json_is_true(json_object_get(e, "fired")) &&
+            strstr(json_string_value(json_object_get(e, "reason")), "primary key 'eldoria'"))
+            forest = e;
+    }
     assert_non_null(forest);
     /* entry 0's content names the others: they fire by recursion */
     assert_int_equal(json_array_size(json_object_get(rec, "entries")),
@@ -185,7 +202,7 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     json_decref(log);
 
     /* b named nothing: every entry was a routine miss, counted, not listed */
-    rec = trigger_record(&w, b, 1, &log);
+    rec = trigger_record(w, b, 1, &log);
     assert_null(trigger_entry(rec, json_integer_value(json_object_get(forest, "uid"))));
     assert_int_equal(json_integer_value(json_object_get(rec, "fired")), 0);
     assert_true(json_integer_value(json_object_get(rec, "considered")) >= 4);
@@ -195,18 +212,16 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     json_decref(log);
 
     /* a preview writes no record */
-    json_t *before = cdsh_test_tavern_rpc(&w, "getTriggerLog", json_object());
-    json_decref(cdsh_test_tavern_rpc(&w, "previewPrompt", json_pack("{s:s}", "sessionId", a)));
-    json_t *after = cdsh_test_tavern_rpc(&w, "getTriggerLog", json_object());
+    json_t *before = cdsh_test_tavern_rpc(w, "getTriggerLog", json_object());
+    json_decref(cdsh_test_tavern_rpc(w, "previewPrompt", json_pack("{s:s}", "sessionId", a)));
+    json_t *after = cdsh_test_tavern_rpc(w, "getTriggerLog", json_object());
     assert_int_equal(json_array_size(after), json_array_size(before));
     json_decref(before);
     json_decref(after);
 
     free(a);
     free(b);
-    cdsh_test_tavern_world_close(&w);
-    cdsh_test_model_env_stop(&f);
-    cdsh_test_home_free(home);
+    fx_close(&f);
 }
 
 /* true if any message of the request body contains needle. */
@@ -226,23 +241,18 @@ static bool body_mentions(const json_t *body, const char *needle)
 static void the_authors_note_follows_its_insertion_interval(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    unsetenv("DEEPSEEK_API_KEY");
-    unsetenv("CDSH_API_KEY");
-    cdsh_test_fake_model f;
-    cdsh_test_model_env_start(
-        &f, "[" SAY("One.") "," SAY("Two.") "," SAY("Three.") "," SAY("Four.") "]");
-    cdsh_test_tavern_world w;
-    cdsh_test_tavern_world_open(&w);
-    char *sid = cdsh_test_tavern_bound_session(&w, "import", "note", NULL);
+    fx f;
+    fx_open(&f, "[" SAY("One.") "," SAY("Two.") "," SAY("Three.") "," SAY("Four.") "]");
+    cdsh_test_tavern_world *w = &f.w;
+    char *sid = cdsh_test_tavern_bound_session(w, "import", "note", NULL);
     /* every second message of the person's (SillyTavern's frequency rule) */
-    json_decref(cdsh_test_tavern_rpc(&w, "updateSettings",
+    json_decref(cdsh_test_tavern_rpc(w, "updateSettings",
                                      json_pack("{s:{s:{s:s,s:i}}}", "patch", "authorNote", "text",
                                                "NOTE-EVERY-SECOND", "interval", 2)));
     const char *lines[] = {"First.", "Second.", "Third.", "Fourth."};
     for (size_t i = 0; i < 4; i++)
-        cdsh_test_tavern_turn(&w, sid, lines[i]);
-    json_t *bodies = cdsh_test_model_env_bodies(&f);
+        cdsh_test_tavern_turn(w, sid, lines[i]);
+    json_t *bodies = cdsh_test_model_env_bodies(&f.model);
     assert_int_equal(json_array_size(bodies), 4);
     for (size_t i = 0; i < 4; i++)
         if (body_mentions(json_array_get(bodies, i), "NOTE-EVERY-SECOND") != (i % 2 == 1))
@@ -250,9 +260,7 @@ static void the_authors_note_follows_its_insertion_interval(void **state)
                      i % 2 == 1 ? "" : "not ");
     json_decref(bodies);
     free(sid);
-    cdsh_test_tavern_world_close(&w);
-    cdsh_test_model_env_stop(&f);
-    cdsh_test_home_free(home);
+    fx_close(&f);
 }
 
 int main(void)
