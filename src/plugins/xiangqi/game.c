@@ -163,6 +163,10 @@ static void judge(cdsh__xq_game *g)
         snprintf(g->reason_zh, sizeof g->reason_zh, "%s长将违例，%s胜", side_zh(loser),
                  side_zh(loser ^ 1));
         break;
+    case CDSH_XQ_REASON_PERPETUAL_CHASE:
+        snprintf(g->reason_zh, sizeof g->reason_zh, "%s长捉违例，%s胜", side_zh(loser),
+                 side_zh(loser ^ 1));
+        break;
     case CDSH_XQ_REASON_REPETITION:
         snprintf(g->reason_zh, sizeof g->reason_zh, "重复局面，判和");
         break;

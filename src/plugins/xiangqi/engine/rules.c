@@ -1,9 +1,9 @@
-/* rules.c — game status: no-move loss, repetition with perpetual check,
- * move rule and bare material. Perpetual chase is not judged (a documented
- * simplification: such repetitions are draws). */
+/* rules.c — game status: no-move loss, repetition with perpetual check and
+ * perpetual chase (the chase test is chase.c), move rule and bare material. */
 #include "plugins/xiangqi/engine/rules.h"
 
 #include "plugins/xiangqi/engine/movegen.h"
+#include "plugins/xiangqi/engine/xq_internal.h"
 
 void cdsh_xq_rules_default(cdsh_xq_rules *rules)
 {
@@ -54,7 +54,13 @@ cdsh_xq_rep cdsh_xq_repetition(const cdsh_xq_pos *pos, int earlier)
         return CDSH_XQ_REP_WIN;
     if (own_all && !opp_all)
         return CDSH_XQ_REP_LOSS;
-    return CDSH_XQ_REP_DRAW;
+    if (opp_all || own_all)
+        return CDSH_XQ_REP_DRAW; /* both checked throughout */
+    switch (cdsh__xq_chase_verdict(pos, first)) {
+    case 1: return CDSH_XQ_REP_CHASE_WIN;
+    case -1: return CDSH_XQ_REP_CHASE_LOSS;
+    default: return CDSH_XQ_REP_DRAW;
+    }
 }
 
 static cdsh_xq_outcome winner(int side)
@@ -85,6 +91,14 @@ cdsh_xq_result cdsh_xq_status(cdsh_xq_pos *pos, const cdsh_xq_rules *rules)
         case CDSH_XQ_REP_LOSS:
             r.outcome = winner(side ^ 1);
             r.reason = CDSH_XQ_REASON_PERPETUAL_CHECK;
+            return r;
+        case CDSH_XQ_REP_CHASE_WIN:
+            r.outcome = winner(side);
+            r.reason = CDSH_XQ_REASON_PERPETUAL_CHASE;
+            return r;
+        case CDSH_XQ_REP_CHASE_LOSS:
+            r.outcome = winner(side ^ 1);
+            r.reason = CDSH_XQ_REASON_PERPETUAL_CHASE;
             return r;
         case CDSH_XQ_REP_DRAW:
             r.outcome = CDSH_XQ_DRAW;
@@ -126,6 +140,7 @@ const char *cdsh_xq_reason_name(cdsh_xq_reason r)
     case CDSH_XQ_REASON_REPETITION: return "repetition";
     case CDSH_XQ_REASON_MOVE_RULE: return "move_rule";
     case CDSH_XQ_REASON_BARE_MATERIAL: return "bare_material";
+    case CDSH_XQ_REASON_PERPETUAL_CHASE: return "perpetual_chase";
     }
     return "unknown";
 }

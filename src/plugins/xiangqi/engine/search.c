@@ -1,6 +1,6 @@
 /* search.c — iterative deepening PVS: aspiration windows, hash table,
  * quiescence with checks, guarded null move, futility/late-move pruning,
- * LMR, killers/history, check extensions, repetition with perpetual check,
+ * LMR, killers/history, check extensions, repetition with perpetual check and chase,
  * multi-PV, time management and lazy SMP. All mutable state lives in the
  * engine and its per-thread records. */
 #include "plugins/xiangqi/engine/search.h"
@@ -459,8 +459,10 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
     if (!root) {
         switch (cdsh_xq_repetition(pos, 1)) {
         case CDSH_XQ_REP_DRAW: return 0;
-        case CDSH_XQ_REP_WIN: return CDSH_XQ_MATE - ply;
-        case CDSH_XQ_REP_LOSS: return -(CDSH_XQ_MATE - ply);
+        case CDSH_XQ_REP_WIN:
+        case CDSH_XQ_REP_CHASE_WIN: return CDSH_XQ_MATE - ply;
+        case CDSH_XQ_REP_LOSS:
+        case CDSH_XQ_REP_CHASE_LOSS: return -(CDSH_XQ_MATE - ply);
         case CDSH_XQ_REP_NONE: break;
         }
         if (cdsh_xq_halfmove(pos) >= CDSH_XQ_DEFAULT_MOVE_RULE && !in_check)
