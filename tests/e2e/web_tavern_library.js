@@ -295,6 +295,7 @@ async function main() {
     await page.click('[data-testid=lang]');
     await tv.locator('nav.tavern-tabs button', { hasText: '世界书库' }).click();
     await tv.locator('button', { hasText: '新建世界书' }).waitFor();
+    await entry(1).waitFor(); // the last book reopens once its entries arrived
     check((await tv.locator('fieldset.tavern-entry legend').count()) === 2 &&
       (await tv.locator('.tavern-view').textContent()).includes('次要关键词'), 'zh: the Lorebooks tab is Chinese');
     await tv.locator('nav.tavern-tabs button', { hasText: '预设与规则' }).click();

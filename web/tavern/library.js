@@ -32,7 +32,11 @@ export async function viewBooks(ctx) {
   for (const c of cards) emb.append(el('option', { value: 'card:' + c.cardId, text: c.name }));
   choice.append(lib, emb);
   const box = el('div', { class: 'tavern-book' });
+  // Opens overlap (a redraw reopening the last book while the person picks
+  // another): only the newest may fill the box, once its data has arrived.
+  let generation = 0;
   const open = async (value) => {
+    const mine = ++generation;
     box.replaceChildren();
     picks(ctx).book = value;
     if (!value) return;
@@ -40,6 +44,7 @@ export async function viewBooks(ctx) {
     if (value.startsWith('card:')) {
       const cardId = value.slice(5);
       const cur = await rpc('getCharacterLorebook', { cardId });
+      if (mine !== generation) return;
       const book = cur.book || { name: cur.name, entries: {} };
       if (!cur.book) box.append(el('p', { text: t('noEmbeddedBook') }));
       mountLoreEditor(box, ctx, { book, revision: cur.revision, reload,
@@ -60,6 +65,7 @@ export async function viewBooks(ctx) {
     }
     const id = value.slice(4);
     const [book, meta] = [await rpc('getLorebook', { id }), (await rpc('listLorebooks')).find((b) => b.id === id)];
+    if (mine !== generation) return;
     mountLoreEditor(box, ctx, { book, revision: meta && meta.tag, reload,
       save: async (b, revision) => {
         const r = await rpc('saveLorebook', { id, book: b, expectedRevision: revision });
@@ -97,10 +103,13 @@ async function presetEditor(ctx, section) {
   const sel = picker(ctx, presets, t('preset'), picks(ctx).preset);
   const area = el('textarea', { rows: '10', class: 'tavern-json', spellcheck: 'false', 'aria-label': t('presetJson') });
   let current = null;
+  // A late answer for an earlier pick is dropped (the picker moved on).
   const fill = async () => {
-    current = presets.find((p) => p.id === sel.value) || null;
+    const want = sel.value;
+    current = presets.find((p) => p.id === want) || null;
     picks(ctx).preset = current ? current.id : null;
-    area.value = current ? JSON.stringify(await rpc('getPreset', { id: current.id }), null, 2) : '';
+    const text = current ? JSON.stringify(await rpc('getPreset', { id: current.id }), null, 2) : '';
+    if (sel.value === want) area.value = text;
   };
   sel.addEventListener('change', () => fill().catch(() => {}));
   if (sel.value) await fill();
@@ -136,10 +145,13 @@ async function personaEditor(ctx, section) {
   const file = el('input', { type: 'file', accept: 'image/png,image/jpeg,image/gif,image/webp', hidden: '' });
   let avatar = null;
   let current = null;
+  // A late answer for an earlier pick is dropped (the picker moved on).
   const fill = async () => {
-    current = personas.find((p) => p.id === sel.value) || null;
+    const want = sel.value;
+    current = personas.find((p) => p.id === want) || null;
     picks(ctx).persona = current ? current.id : null;
     const p = current ? await rpc('getPersona', { id: current.id }) : { name: '', description: '', avatar: null, lorebook: null };
+    if (sel.value !== want) return;
     name.value = p.name || '';
     desc.value = p.description || '';
     bookSel.value = p.lorebook || '';
