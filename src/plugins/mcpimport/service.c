@@ -80,7 +80,7 @@ static int rank(const json_t *ir)
     bool agent = strcmp(json_string_value(json_object_get(ir, "kind")), "agent") == 0;
     const char *scope = json_string_value(json_object_get(p, "scope"));
     bool project = scope && strcmp(scope, "project") == 0;
-    if (json_object_get(p, "plugin"))
+    if (json_string_value(json_object_get(p, "plugin"))) /* absent or null outside plugins */
         return agent ? 5 : 2;
     return agent ? (project ? 3 : 4) : (project ? 1 : 0);
 }

@@ -32,7 +32,7 @@ char *cdsh_mcpimport_skill_name_dup(const char *ns, const char *name)
         dash = !ok;
     }
     if (b.len && b.data[b.len - 1] == '-')
-        b.len--;
+        cdsh_strbuf_truncate(&b, b.len - 1);
     if (!b.len)
         cdsh_strbuf_append_str(&b, "skill");
     return cdsh_strbuf_take(&b, NULL);
