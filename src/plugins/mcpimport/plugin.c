@@ -52,6 +52,31 @@ static const char *first_blocked(const json_t *ir)
     return "?";
 }
 
+/* Registers each enabled command or skill in `names` (a blocked or vanished
+ * one is logged and skipped); `pre`/`post` frame a name in the log. */
+static void register_enabled(cdsh_plugin_ctx *ctx, const cdsh_mcpimport_scan *scan,
+                             const json_t *names, const char *pre, const char *post,
+                             json_t *(*lookup)(const cdsh_mcpimport_scan *, const char *),
+                             int (*reg)(cdsh_plugin_ctx *, const json_t *, cdsh_error *))
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+    {
+        const char *name = json_string_value(v);
+        json_t *ir = name ? lookup(scan, name) : NULL;
+        cdsh_error e = {0};
+        if (!ir)
+            cdsh_log_warn("import", "enabled %s%s%s was not found; skipped", pre, name ? name : "?",
+                          post);
+        else if (strcmp(cdsh_mcpimport_verdict(ir), "blocked") == 0)
+            cdsh_log_warn("import", "enabled %s%s%s is blocked (%s); skipped", pre, name, post,
+                          first_blocked(ir));
+        else if (reg(ctx, ir, &e) != 0)
+            cdsh_log_warn("import", "%s%s%s: %s", pre, name, post, e.message);
+    }
+}
+
 static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 {
     const json_t *servers = json_object_get(config, "servers");
@@ -93,31 +118,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return rc;
     size_t i;
     json_t *v;
-    json_array_foreach(commands, i, v)
-    {
-        const char *name = json_string_value(v);
-        json_t *cmd = name ? cdsh_mcpimport_scan_command(scan, name) : NULL;
-        cdsh_error e = {0};
-        if (!cmd)
-            cdsh_log_warn("import", "enabled command /%s was not found; skipped", name);
-        else if (strcmp(cdsh_mcpimport_verdict(cmd), "blocked") == 0)
-            cdsh_log_warn("import", "enabled command /%s is blocked; skipped", name);
-        else if (cdsh_mcpimport_register_command(ctx, cmd, &e) != 0)
-            cdsh_log_warn("import", "command /%s: %s", name, e.message);
-    }
-    json_array_foreach(skills, i, v)
-    {
-        const char *name = json_string_value(v);
-        json_t *sk = name ? cdsh_mcpimport_scan_skill(scan, name) : NULL;
-        cdsh_error e = {0};
-        if (!sk)
-            cdsh_log_warn("import", "enabled skill \"%s\" was not found; skipped", name);
-        else if (strcmp(cdsh_mcpimport_verdict(sk), "blocked") == 0)
-            cdsh_log_warn("import", "enabled skill \"%s\" is blocked (%s); skipped", name,
-                          first_blocked(sk));
-        else if (cdsh_mcpimport_register_skill(ctx, sk, &e) != 0)
-            cdsh_log_warn("import", "skill \"%s\": %s", name, e.message);
-    }
+    register_enabled(ctx, scan, commands, "command /", "", cdsh_mcpimport_scan_command,
+                     cdsh_mcpimport_register_command);
+    register_enabled(ctx, scan, skills, "skill \"", "\"", cdsh_mcpimport_scan_skill,
+                     cdsh_mcpimport_register_skill);
     json_array_foreach(servers, i, v)
     {
         const char *name = json_string_value(v);
