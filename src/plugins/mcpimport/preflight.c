@@ -1,4 +1,4 @@
-/* preflight.c — verdicts with reasons for server and command IR. No I/O:
+/* preflight.c — verdicts with reasons for server, command and skill IR. No I/O:
  * machine facts come through the probe. */
 #include "plugins/mcpimport/preflight.h"
 

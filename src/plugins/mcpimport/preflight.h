@@ -1,4 +1,4 @@
-/* preflight.h — judges server and command IR: ok / warn / blocked, with every
+/* preflight.h — judges server, command and skill IR: ok / warn / blocked, with every
  * reason. Pure: facts about the machine (is a program on PATH, is the Docker
  * daemon up) come from the probe callbacks (probe.h has the real ones, tests
  * pass fakes). Thread-safe as far as the probe is. */
