@@ -28,18 +28,22 @@ static void usage(FILE *out)
         out,
         "Usage:\n"
         "  cdsh import scan [ROOT OPTIONS] [--json]\n"
-        "      find Claude Code and Codex MCP servers, commands and prompts, judge each\n"
-        "      (ok / warn / blocked, with reasons) and print the report; registers nothing\n"
+        "      find Claude Code and Codex MCP servers, commands, prompts, skills and\n"
+        "      sub-agents, judge each (ok / warn / blocked, with reasons) and print the\n"
+        "      report; registers nothing\n"
         "  cdsh import enable (NAME... | --all-ok) [ROOT OPTIONS] [--profile P]\n"
-        "      record servers (NAME) and commands (/NAME) in the profile; they are\n"
-        "      registered when cdsh starts. Blocked ones are refused with the reason.\n"
+        "      record servers (NAME), commands (/NAME) and skills or sub-agents\n"
+        "      (skill:NAME; a bare NAME is a server, else a skill, else a command) in the\n"
+        "      profile; they are registered when cdsh starts. Blocked ones are refused\n"
+        "      with the reason.\n"
         "  cdsh import disable (NAME... | --all) [--profile P]\n"
         "      remove them from the profile (nothing of them is left registered)\n"
         "  cdsh import list [--profile P] [--json]\n"
         "      what the profile enables\n"
         "\n"
         "Root options:\n"
-        "  --root DIR          a project directory (.mcp.json, .claude/commands; ~/.claude.json\n"
+        "  --root DIR          a project directory (.mcp.json, .claude/{commands,skills,agents};\n"
+        "                      ~/.claude.json\n"
         "                      local scope); repeatable; default: the current directory\n"
         "  --claude-dir DIR    Claude Code config dir (default $CLAUDE_CONFIG_DIR or ~/.claude)\n"
         "  --codex-home DIR    Codex home (default $CODEX_HOME or ~/.codex)\n"
@@ -174,7 +178,7 @@ static int do_scan(const opts *o)
     if (rc)
         return rc;
     json_t *report =
-        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills, scan.notes);
     if (o->json)
         cdsh_cli_print_json(stdout, report);
     else {
@@ -219,15 +223,36 @@ static void print_blocked(const char *what, const json_t *ir)
     }
 }
 
-static int save(cdsh_profile *profile, json_t *servers, json_t *commands, json_t *projects,
-                const opts *o)
+/* The profile's lists of enabled names, one per kind (owned copies). */
+typedef struct enabled {
+    json_t *servers, *commands, *skills;
+} enabled;
+
+static void enabled_load(enabled *en, const json_t *cfg, bool empty)
+{
+    en->servers = empty ? json_array() : cfg_list(cfg, "servers");
+    en->commands = empty ? json_array() : cfg_list(cfg, "commands");
+    en->skills = empty ? json_array() : cfg_list(cfg, "skills");
+}
+
+static void enabled_deinit(enabled *en)
+{
+    json_decref(en->servers), json_decref(en->commands), json_decref(en->skills);
+}
+
+static int save(cdsh_profile *profile, const enabled *en, json_t *projects, const opts *o)
 {
     cdsh_error err = {0};
-    bool any = json_array_size(servers) || json_array_size(commands);
-    int rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "servers", servers, &err);
+    bool any = json_array_size(en->servers) || json_array_size(en->commands) ||
+               json_array_size(en->skills);
+    int rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "servers",
+                                     json_incref(en->servers), &err);
     if (!rc)
-        rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "commands", commands,
-                                     &err);
+        rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "commands",
+                                     json_incref(en->commands), &err);
+    if (!rc)
+        rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "skills",
+                                     json_incref(en->skills), &err);
     if (!rc && projects)
         rc = cdsh_profile_set_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME, "projects", projects,
                                      &err);
@@ -257,10 +282,54 @@ static int save(cdsh_profile *profile, json_t *servers, json_t *commands, json_t
     return rc ? 1 : 0;
 }
 
+/* One kind of importable item: its IR in the scan, its profile list, and how
+ * `enable` / `list` print a name. */
+typedef struct kind {
+    const char *what, *prefix;
+    json_t *(*lookup)(const cdsh_mcpimport_scan *, const char *);
+    const json_t *irs;
+    json_t *list;
+} kind;
+
+static void kinds_init(kind k[3], const cdsh_mcpimport_scan *scan, enabled *en)
+{
+    k[0] =
+        (kind){"server", "", cdsh_mcpimport_scan_server, scan ? scan->servers : NULL, en->servers};
+    k[1] = (kind){"skill", "", cdsh_mcpimport_scan_skill, scan ? scan->skills : NULL, en->skills};
+    k[2] = (kind){"command", "/", cdsh_mcpimport_scan_command, scan ? scan->commands : NULL,
+                  en->commands};
+}
+
+static void add_name(kind *k, const char *name, json_t *added)
+{
+    if (list_has(k->list, name))
+        return;
+    json_array_append_new(k->list, json_string(name));
+    json_array_append_new(added, json_pack("[s,s]", k->what, name));
+}
+
+/* The kind a NAME argument asks for: "/x" a command, "skill:x" a skill, a
+ * bare name any kind (servers, then skills, then commands). *name is the
+ * name without its prefix. -1 for any. */
+static int name_kind(const char *arg, const char **name)
+{
+    *name = arg;
+    if (arg[0] == '/') {
+        *name = arg + 1;
+        return 2;
+    }
+    if (strncmp(arg, "skill:", 6) == 0) {
+        *name = arg + 6;
+        return 1;
+    }
+    return -1;
+}
+
 static int do_enable(const opts *o)
 {
     if (!o->all && o->nnames == 0) {
-        fprintf(stderr, "cdsh import enable: name a server or /command, or pass --all-ok\n");
+        fprintf(stderr,
+                "cdsh import enable: name a server, /command or skill:name, or pass --all-ok\n");
         return 2;
     }
     cdsh_fs_lock *lock = NULL;
@@ -275,52 +344,38 @@ static int do_enable(const opts *o)
         cdsh_fs_lock_close(lock);
         return rc;
     }
-    json_t *servers = cfg_list(cfg, "servers"), *commands = cfg_list(cfg, "commands");
+    enabled en;
+    enabled_load(&en, cfg, false);
+    kind kinds[3];
+    kinds_init(kinds, &scan, &en);
     json_t *added = json_array();
     size_t i;
     json_t *ir;
-    if (o->all) {
-        json_array_foreach(scan.servers, i, ir)
+    for (int k = 0; o->all && k < 3; k++) {
+        json_array_foreach(kinds[k].irs, i, ir)
         {
             const char *n = json_string_value(json_object_get(ir, "name"));
-            if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 &&
-                cdsh_mcpimport_scan_server(&scan, n) == ir && !list_has(servers, n)) {
-                json_array_append_new(servers, json_string(n));
-                json_array_append_new(added, json_pack("[s,s]", "server", n));
-            }
-        }
-        json_array_foreach(scan.commands, i, ir)
-        {
-            const char *n = json_string_value(json_object_get(ir, "name"));
-            if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 &&
-                cdsh_mcpimport_scan_command(&scan, n) == ir && !list_has(commands, n)) {
-                json_array_append_new(commands, json_string(n));
-                json_array_append_new(added, json_pack("[s,s]", "command", n));
-            }
+            if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 && kinds[k].lookup(&scan, n) == ir)
+                add_name(&kinds[k], n, added);
         }
     }
-    for (int k = 0; k < o->nnames && rc == 0; k++) {
-        const char *n = o->names[k];
-        bool slash = n[0] == '/';
-        json_t *s = slash ? NULL : cdsh_mcpimport_scan_server(&scan, n);
-        json_t *c = s ? NULL : cdsh_mcpimport_scan_command(&scan, slash ? n + 1 : n);
-        if (!s && !c) {
+    for (int a = 0; a < o->nnames && rc == 0; a++) {
+        const char *n;
+        int want = name_kind(o->names[a], &n);
+        int k = want >= 0 ? want : 0;
+        ir = kinds[k].lookup(&scan, n);
+        while (!ir && want < 0 && ++k < 3)
+            ir = kinds[k].lookup(&scan, n);
+        if (!ir) {
             fprintf(stderr,
-                    "cdsh import enable: no imported server or command named \"%s\" (see cdsh "
-                    "import scan)\n",
-                    n);
+                    "cdsh import enable: no imported %s named \"%s\" (see cdsh import scan)\n",
+                    want < 0 ? "server, skill or command" : kinds[want].what, n);
             rc = 1;
-        } else if (strcmp(cdsh_mcpimport_verdict(s ? s : c), "blocked") == 0) {
-            print_blocked(s ? "server" : "command", s ? s : c);
+        } else if (strcmp(cdsh_mcpimport_verdict(ir), "blocked") == 0) {
+            print_blocked(kinds[k].what, ir);
             rc = 1;
-        } else {
-            const char *name = json_string_value(json_object_get(s ? s : c, "name"));
-            json_t *list = s ? servers : commands;
-            if (!list_has(list, name)) {
-                json_array_append_new(list, json_string(name));
-                json_array_append_new(added, json_pack("[s,s]", s ? "server" : "command", name));
-            }
-        }
+        } else
+            add_name(&kinds[k], json_string_value(json_object_get(ir, "name")), added);
     }
     if (rc == 0) {
         json_t *projects = cfg_list(cfg, "projects");
@@ -334,14 +389,14 @@ static int do_enable(const opts *o)
                 json_array_append_new(projects, json_string(abs));
             free(abs);
         }
-        rc = save(profile, json_incref(servers), json_incref(commands), projects, o);
+        rc = save(profile, &en, projects, o);
     }
     if (rc == 0) {
         json_t *a;
         json_array_foreach(added, i, a)
         {
-            printf("enabled %s %s%s\n", json_string_value(json_array_get(a, 0)),
-                   strcmp(json_string_value(json_array_get(a, 0)), "command") == 0 ? "/" : "",
+            const char *what = json_string_value(json_array_get(a, 0));
+            printf("enabled %s %s%s\n", what, strcmp(what, "command") == 0 ? "/" : "",
                    json_string_value(json_array_get(a, 1)));
         }
         if (!json_array_size(added))
@@ -349,32 +404,38 @@ static int do_enable(const opts *o)
         printf("profile \"%s\": plugin \"import\" enabled; registered when cdsh starts\n",
                cdsh_profile_name(profile));
     }
-    json_decref(added), json_decref(servers), json_decref(commands);
+    json_decref(added);
+    enabled_deinit(&en);
     cdsh_mcpimport_scan_deinit(&scan);
     cdsh_profile_free(profile);
     cdsh_fs_lock_close(lock);
     return rc;
 }
 
-static json_t *without(const json_t *list, const char *name, bool *removed)
+/* Removes name from *list (replacing it); true when it was there. */
+static bool remove_name(json_t **list, const char *name)
 {
     json_t *out = json_array();
+    bool removed = false;
     size_t i;
     json_t *v;
-    json_array_foreach(list, i, v)
+    json_array_foreach(*list, i, v)
     {
         if (strcmp(json_string_value(v), name) == 0)
-            *removed = true;
+            removed = true;
         else
             json_array_append(out, v);
     }
-    return out;
+    json_decref(*list);
+    *list = out;
+    return removed;
 }
 
 static int do_disable(const opts *o)
 {
     if (!o->all && o->nnames == 0) {
-        fprintf(stderr, "cdsh import disable: name a server or /command, or pass --all\n");
+        fprintf(stderr, "cdsh import disable: name a server, /command or skill:name, or pass "
+                        "--all\n");
         return 2;
     }
     cdsh_fs_lock *lock = NULL;
@@ -382,27 +443,28 @@ static int do_disable(const opts *o)
     if (cdsh_cli_profile_open("import", o->profile, &lock, &profile))
         return 1;
     const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
-    json_t *servers = o->all ? json_array() : cfg_list(cfg, "servers");
-    json_t *commands = o->all ? json_array() : cfg_list(cfg, "commands");
+    enabled en;
+    enabled_load(&en, cfg, o->all);
+    json_t **lists[3] = {&en.servers, &en.skills, &en.commands};
     int rc = 0;
-    for (int k = 0; k < o->nnames && rc == 0; k++) {
-        const char *n = o->names[k];
+    for (int a = 0; a < o->nnames && rc == 0; a++) {
+        const char *n;
+        int want = name_kind(o->names[a], &n);
         bool removed = false;
-        json_t *ns = n[0] == '/' ? json_incref(servers) : without(servers, n, &removed);
-        json_t *nc = without(commands, n[0] == '/' ? n + 1 : n, &removed);
-        json_decref(servers), json_decref(commands);
-        servers = ns, commands = nc;
+        for (int k = 0; k < 3; k++)
+            if (want < 0 || want == k)
+                removed |= remove_name(lists[k], n);
         if (!removed) {
-            fprintf(stderr, "cdsh import disable: \"%s\" is not enabled\n", n);
+            fprintf(stderr, "cdsh import disable: \"%s\" is not enabled\n", o->names[a]);
             rc = 1;
         } else
-            printf("disabled %s\n", n);
+            printf("disabled %s\n", o->names[a]);
     }
     if (rc == 0)
-        rc = save(profile, json_incref(servers), json_incref(commands), NULL, o);
+        rc = save(profile, &en, NULL, o);
     if (rc == 0 && o->all)
         printf("disabled everything imported\n");
-    json_decref(servers), json_decref(commands);
+    enabled_deinit(&en);
     cdsh_profile_free(profile);
     cdsh_fs_lock_close(lock);
     return rc;
@@ -414,28 +476,31 @@ static int do_list(const opts *o)
     if (cdsh_cli_profile_open("import", o->profile, NULL, &profile))
         return 1;
     const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
-    json_t *doc =
-        json_pack("{s:b, s:o, s:o}", "enabled",
-                  cdsh_profile_enabled(profile, CDSH_MCPIMPORT_PLUGIN_NAME) == 1, "servers",
-                  cfg_list(cfg, "servers"), "commands", cfg_list(cfg, "commands"));
-    if (o->json)
+    enabled en;
+    enabled_load(&en, cfg, false);
+    if (o->json) {
+        json_t *doc =
+            json_pack("{s:b, s:O, s:O, s:O}", "enabled",
+                      cdsh_profile_enabled(profile, CDSH_MCPIMPORT_PLUGIN_NAME) == 1, "servers",
+                      en.servers, "commands", en.commands, "skills", en.skills);
         cdsh_cli_print_json(stdout, doc);
-    else {
-        size_t i;
+        json_decref(doc);
+    } else {
+        kind kinds[3];
+        kinds_init(kinds, NULL, &en);
+        size_t i, total = 0;
         json_t *v;
-        json_array_foreach(json_object_get(doc, "servers"), i, v)
-        {
-            printf("server   %s\n", json_string_value(v));
+        for (int k = 0; k < 3; k++) {
+            json_array_foreach(kinds[k].list, i, v)
+            {
+                printf("%-8s %s%s\n", kinds[k].what, kinds[k].prefix, json_string_value(v));
+            }
+            total += json_array_size(kinds[k].list);
         }
-        json_array_foreach(json_object_get(doc, "commands"), i, v)
-        {
-            printf("command  /%s\n", json_string_value(v));
-        }
-        if (!json_array_size(json_object_get(doc, "servers")) &&
-            !json_array_size(json_object_get(doc, "commands")))
+        if (!total)
             printf("nothing imported is enabled\n");
     }
-    json_decref(doc);
+    enabled_deinit(&en);
     cdsh_profile_free(profile);
     return 0;
 }

@@ -3,7 +3,9 @@
 // enabled, and its tools are called through cdsh (`cdsh mcp` serving the
 // profile's tools to the SDK client); a server whose command is missing is
 // blocked with the reason; a secret from the environment reaches the child
-// but appears in no report, log or file under CDSH_HOME.
+// but appears in no report, log or file under CDSH_HOME; a project skill and
+// a sub-agent are offered as skills, and an enabled one is what `cdsh skills
+// show` returns.
 import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, statSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -26,6 +28,13 @@ writeFileSync(join(proj, '.mcp.json'), JSON.stringify({
     ghost: { command: 'cdsh-import-e2e-no-such-command' },
   },
 }, null, 2));
+
+mkdirSync(join(proj, '.claude/skills/release'), { recursive: true });
+writeFileSync(join(proj, '.claude/skills/release/SKILL.md'),
+  '---\nname: release\ndescription: Cut a release\n---\nTag, then read ${CLAUDE_SKILL_DIR}/checklist.md.\n');
+writeFileSync(join(proj, '.claude/skills/release/checklist.md'), '- changelog\n');
+mkdirSync(join(proj, '.claude/agents'), { recursive: true });
+writeFileSync(join(proj, '.claude/agents/silent.md'), '---\nname: silent\n---\nYou say little.\n');
 
 const outputs = []; // every byte cdsh printed, checked for the secret at the end
 function run(args, status = 0) {
@@ -97,11 +106,29 @@ await runTests({
     for (const o of outputs) assert.ok(!o.includes(SECRET), `secret printed: ${o.slice(0, 200)}`);
     for (const f of files(state)) assert.ok(!readFileSync(f, 'utf8').includes(SECRET), `secret in ${f}`);
   },
+  skills_and_sub_agents_are_offered_as_skills() {
+    const report = JSON.parse(run(['import', 'scan', '--root', proj, '--json']).stdout);
+    const claude = report.sources.find((s) => s.source === 'claude');
+    const release = claude.skills.find((s) => s.name === 'release');
+    assert.equal(release.verdict, 'ok', JSON.stringify(release.reasons));
+    assert.deepEqual(release.files, ['checklist.md']);
+    const silent = claude.agents.find((s) => s.name === 'silent');
+    assert.equal(silent.verdict, 'blocked');
+    assert.equal(silent.reasons[0].code, 'MISSING_DESCRIPTION');
+    assert.match(run(['import', 'enable', '--root', proj, 'skill:silent'], 1).stderr,
+      /skill "silent" is blocked:\n {2}- MISSING_DESCRIPTION: the sub-agent has no description/);
+    assert.match(run(['import', 'enable', '--root', proj, 'skill:release']).stdout, /^enabled skill release$/m);
+    const shown = run(['skills', 'show', 'release']).stdout;
+    const dir = join(proj, '.claude/skills/release');
+    assert.equal(shown, `<skill_content name="release">\nTag, then read ${dir}/checklist.md.\n\n` +
+      `Supporting files (read them when the instructions refer to them):\n- ${dir}/checklist.md\n\n</skill_content>\n`);
+  },
   disable_leaves_nothing_behind() {
     run(['import', 'disable', '--all']);
     const list = JSON.parse(run(['tools', 'list', '--json']).stdout);
     assert.ok(!list.tools.some((t) => t.name.startsWith('mcp__everything__')));
     assert.match(run(['import', 'list']).stdout, /nothing imported is enabled/);
+    assert.ok(!JSON.parse(run(['skills', 'list', '--json']).stdout).some((s) => s.name === 'release'));
   },
 });
 rmSync(root, { recursive: true, force: true });

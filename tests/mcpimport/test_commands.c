@@ -174,19 +174,6 @@ static void malformed_front_matter_gives_clear_warnings(void **state)
     json_decref(w);
 }
 
-static void agents_are_reported_not_dropped(void **state)
-{
-    (void)state;
-    json_t *c = json_pack("{s:{s:s, s:s, s:s}, s:s}", "provenance", "source", "claude", "file",
-                          "/a.md", "scope", "user", "stem", "rev");
-    const char *t = "---\nname: reviewer\ndescription: Reviews code\n---\nYou review.";
-    json_t *a = cdsh_mcpimport_asset_from_markdown(c, "agent", t, strlen(t));
-    assert_string_equal(s(a, "name"), "reviewer");
-    assert_string_equal(s(a, "status"), "not-imported");
-    assert_non_null(strstr(s(a, "reason"), "sub-agents cannot be registered at runtime"));
-    json_decref(a), json_decref(c);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -198,7 +185,6 @@ int main(void)
         cmocka_unit_test(codex_prompts_use_one_based_and_named_keys),
         cmocka_unit_test(file_includes_are_reported_not_emails),
         cmocka_unit_test(malformed_front_matter_gives_clear_warnings),
-        cmocka_unit_test(agents_are_reported_not_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

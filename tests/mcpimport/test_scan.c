@@ -200,8 +200,11 @@ static void fixture_tree_gives_expected_verdicts_in_precedence_order(void **stat
     json_t *sa = json_array_get(scan.servers, 0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(sa, "provenance"), "scope")), "local");
-    assert_int_equal(json_array_size(scan.assets), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(scan.assets, 0), "kind")),
+    /* plugin skills and sub-agents are offered as namespaced skills, skills first */
+    v = verdicts(scan.skills);
+    assert_string_equal(v, "tools-helper=ok tools-reviewer=ok");
+    free(v);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(scan.skills, 1), "kind")),
                         "agent");
     cdsh_mcpimport_scan_deinit(&scan);
     teardown_fx(&f);
@@ -224,14 +227,15 @@ static void secrets_resolve_from_env_and_keyring_but_never_reach_the_report(void
     assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "KR_VAR"), KEYRING_SECRET);
     assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "SCAN_TEST_TOKEN"), ENV_SECRET);
     json_t *report =
-        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills, scan.notes);
     char *json = json_dumps(report, 0), *text = cdsh_mcpimport_report_text_dup(report);
     assert_null(strstr(json, ENV_SECRET));
     assert_null(strstr(json, KEYRING_SECRET));
     assert_null(strstr(text, ENV_SECRET));
     assert_null(strstr(text, KEYRING_SECRET));
     assert_non_null(strstr(text, "Summary: servers 3 ok, 5 warn, 4 blocked; commands 2 ok, 1 "
-                                 "warn, 0 blocked; 1 agents and 1 skills not imported."));
+                                 "warn, 0 blocked; skills 1 ok, 0 warn, 0 blocked; agents 1 ok, 0 "
+                                 "warn, 0 blocked.\n"));
     /* a literal password in the Codex args is shown redacted */
     assert_null(strstr(json, "Example#2023"));
     assert_false(json_is_true(json_object_get(report, "registered")));
@@ -250,7 +254,7 @@ static void notes_name_what_is_not_imported(void **state)
     cdsh_mcpimport_scan scan;
     run_scan(&f, &scan);
     json_t *report =
-        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.assets, scan.notes);
+        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills, scan.notes);
     char *text = cdsh_mcpimport_report_text_dup(report);
     assert_non_null(strstr(text, "    - \"hooks\" is not imported\n"));
     assert_non_null(strstr(text, "unknown/.mcp.json is not valid JSON: invalid JSON at line 1"));

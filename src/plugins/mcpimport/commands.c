@@ -42,8 +42,7 @@ static void add_unique(json_t *arr, const char *s)
     json_array_append_new(arr, json_string(s));
 }
 
-/* A front-matter value as text (YAML scalars may be numbers or booleans). */
-static char *meta_text_dup(const json_t *v)
+char *cdsh__mcpimport_meta_text_dup(const json_t *v)
 {
     if (json_is_string(v))
         return strdup(json_string_value(v));
@@ -52,8 +51,7 @@ static char *meta_text_dup(const json_t *v)
     return NULL;
 }
 
-/* A list given as a YAML sequence or a separated string. */
-static json_t *meta_list(const json_t *v, const char *seps)
+json_t *cdsh__mcpimport_meta_list(const json_t *v, const char *seps)
 {
     json_t *out = json_array();
     if (json_is_array(v)) {
@@ -61,14 +59,14 @@ static json_t *meta_list(const json_t *v, const char *seps)
         json_t *e;
         json_array_foreach(v, i, e)
         {
-            char *s = meta_text_dup(e);
+            char *s = cdsh__mcpimport_meta_text_dup(e);
             if (s)
                 json_array_append_new(out, json_string(s));
             free(s);
         }
         return out;
     }
-    char *s = meta_text_dup(v);
+    char *s = cdsh__mcpimport_meta_text_dup(v);
     if (!s)
         return out;
     /* Split on seps, but not inside parentheses: Bash(git add:*), Read */
@@ -178,7 +176,7 @@ static void scan_placeholders(const char *body, bool codex, const json_t *named,
     }
 }
 
-static void scan_unsupported(const char *body, json_t *unsupported)
+void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, json_t *warnings)
 {
     for (const char *p = body; *p; p++) {
         if (p[0] == '!' && p[1] == '`') {
@@ -204,6 +202,18 @@ static void scan_unsupported(const char *body, json_t *unsupported)
                                                 p + 1, (size_t)(e - p - 1)));
         }
     }
+    size_t i;
+    json_t *v;
+    json_array_foreach(unsupported, i, v)
+    {
+        const char *f = json_string_value(json_object_get(v, "feature"));
+        cdsh__mcpimport_warnf(warnings, "%s \"%s\" is not supported: %s",
+                              strcmp(f, "shell") == 0 ? "!`cmd`" : "@file",
+                              json_string_value(json_object_get(v, "text")),
+                              strcmp(f, "shell") == 0
+                                  ? "the command is not run; the text stays in the prompt"
+                                  : "the file is not included; the text stays in the prompt");
+    }
 }
 
 static const char *const claude_known[] = {"description", "argument-hint",
@@ -214,12 +224,27 @@ static const char *const claude_ignored[] = {
     "disallowed-tools", "disallowedTools", "effort", "shell", "name",
     "version",          "user-invocable",  NULL};
 
-static bool in_list(const char *const *l, const char *k)
+bool cdsh__mcpimport_in_list(const char *const *l, const char *k)
 {
     for (; *l; l++)
         if (strcmp(*l, k) == 0)
             return true;
     return false;
+}
+
+char *cdsh__mcpimport_first_line_dup(const char *body, const char *fallback)
+{
+    const char *p = body;
+    while (*p == '\n' || *p == '\r' || *p == ' ' || *p == '#')
+        p++;
+    size_t n = strcspn(p, "\r\n");
+    return n ? strndup(p, n > 100 ? 100 : n) : strdup(fallback);
+}
+
+void cdsh__mcpimport_claude_placeholders(const char *body, const json_t *named, json_t *found)
+{
+    bool has0 = false, has_pos = false;
+    scan_placeholders(body, false, named, found, &has0, &has_pos);
 }
 
 json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len)
@@ -246,15 +271,15 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     char original[512];
     snprintf(original, sizeof original, "%s%s%s", ns && *ns ? ns : "", ns && *ns ? ":" : "",
              stem ? stem : "");
-    char *description = meta_text_dup(json_object_get(meta, "description"));
-    char *hint = meta_text_dup(json_object_get(meta, "argument-hint"));
-    char *model = codex ? NULL : meta_text_dup(json_object_get(meta, "model"));
+    char *description = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "description"));
+    char *hint = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "argument-hint"));
+    char *model = codex ? NULL : cdsh__mcpimport_meta_text_dup(json_object_get(meta, "model"));
     json_t *named = codex || !json_object_get(meta, "arguments")
                         ? json_array()
-                        : meta_list(json_object_get(meta, "arguments"), " ,");
+                        : cdsh__mcpimport_meta_list(json_object_get(meta, "arguments"), " ,");
     json_t *allowed = codex || !json_object_get(meta, "allowed-tools")
                           ? json_array()
-                          : meta_list(json_object_get(meta, "allowed-tools"), ",");
+                          : cdsh__mcpimport_meta_list(json_object_get(meta, "allowed-tools"), ",");
     bool dmi = json_is_true(json_object_get(meta, "disable-model-invocation"));
     if (!body || !name) {
         free(body), free(name), free(description), free(hint), free(model);
@@ -263,20 +288,16 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     }
     if (!description || !*description) {
         free(description);
-        const char *p = body;
-        while (*p == '\n' || *p == '\r' || *p == ' ' || *p == '#')
-            p++;
-        size_t n = strcspn(p, "\r\n");
-        description = n ? strndup(p, n > 100 ? 100 : n) : strdup(original);
+        description = cdsh__mcpimport_first_line_dup(body, original);
     }
     const char *k;
     json_t *v;
     json_object_foreach(meta, k, v)
     {
         if (codex ? (strcmp(k, "description") == 0 || strcmp(k, "argument-hint") == 0)
-                  : in_list(claude_known, k))
+                  : cdsh__mcpimport_in_list(claude_known, k))
             continue;
-        if (!codex && in_list(claude_ignored, k))
+        if (!codex && cdsh__mcpimport_in_list(claude_ignored, k))
             cdsh__mcpimport_warnf(warnings, "front matter \"%s\" has no cdsh equivalent; ignored",
                                   k);
         else
@@ -294,7 +315,6 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     json_t *found = json_array(), *unsupported = json_array();
     bool has0 = false, has_pos = false;
     scan_placeholders(body, codex, named, found, &has0, &has_pos);
-    scan_unsupported(body, unsupported);
     const char *style = "none";
     if (codex)
         style = json_array_size(found) ? "codex" : "none";
@@ -312,17 +332,7 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
         cdsh__mcpimport_warnf(
             warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
                       "written");
-    size_t i;
-    json_array_foreach(unsupported, i, v)
-    {
-        const char *f = json_string_value(json_object_get(v, "feature"));
-        cdsh__mcpimport_warnf(warnings, "%s \"%s\" is not supported: %s",
-                              strcmp(f, "shell") == 0 ? "!`cmd`" : "@file",
-                              json_string_value(json_object_get(v, "text")),
-                              strcmp(f, "shell") == 0
-                                  ? "the command is not run; the text stays in the prompt"
-                                  : "the file is not included; the text stays in the prompt");
-    }
+    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings);
     json_t *ir = json_pack(
         "{s:s, s:s, s:s, s:s?, s:s, s:o, s:s, s:o, s:o, s:s?, s:b, s:s, s:s?, "
         "s:O, s:o, s:o}",
@@ -334,32 +344,6 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     free(body), free(name), free(description), free(hint), free(model);
     json_decref(meta);
     return ir;
-}
-
-json_t *cdsh_mcpimport_asset_from_markdown(const json_t *cand, const char *kind, const char *text,
-                                           size_t len)
-{
-    json_t *warnings = json_array(), *meta = NULL;
-    size_t off = 0;
-    if (cdsh_mcpimport_frontmatter_parse(text, len, &meta, &off, warnings) != 0) {
-        json_decref(warnings);
-        return NULL;
-    }
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    if (!name)
-        name = json_string_value(json_object_get(cand, "stem"));
-    bool agent = strcmp(kind, "agent") == 0;
-    json_t *out = json_pack(
-        "{s:s, s:s?, s:O?, s:O, s:s, s:s, s:o}", "kind", kind, "name", name, "description",
-        json_object_get(meta, "description"), "provenance", json_object_get(cand, "provenance"),
-        "status", "not-imported", "reason",
-        agent ? "sub-agents cannot be registered at runtime (DSH has no interface for it); "
-                "copy the file into a skill to use its instructions"
-              : "skills are not imported by this tool; put the folder under a cdsh skills "
-                "directory to load it",
-        "warnings", warnings);
-    json_decref(meta);
-    return out;
 }
 
 /* ---- expansion --------------------------------------------------------------- */

@@ -1,12 +1,13 @@
 /* commands.h — command IR from Claude Code commands/NAME.md and Codex
  * prompts/NAME.md, the name mapping to ^[a-z][a-z0-9_-]*$, placeholder
  * detection and the expansion that runs when an imported command is used.
- * Also the report entries for agents/NAME.md and skills (not imported).
- * Pure: callers hand in the file text. Thread-safe. */
+ * Skills and sub-agents are skills.h. Pure: callers hand in the file text.
+ * Thread-safe. */
 #ifndef CDSH_MCPIMPORT_COMMANDS_H
 #define CDSH_MCPIMPORT_COMMANDS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -25,11 +26,6 @@ char *cdsh_mcpimport_command_name_dup(const char *ns, const char *stem);
  * ([{feature: "shell"|"file-include", text}])}. NULL on ENOMEM. */
 json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len);
 
-/* Report entry (owned) for agents/NAME.md or skills/<n>/SKILL.md:
- * {kind: "agent"|"skill", name, description, provenance, status, reason, warnings}. */
-json_t *cdsh_mcpimport_asset_from_markdown(const json_t *cand, const char *kind, const char *text,
-                                           size_t len);
-
 /* The prompt for one run of command IR `cmd` with the person's raw input:
  * $ARGUMENTS / {{args}} = the input trimmed; positional $N (Claude: from $0,
  * or from $1 when the file never uses $0; Codex: from $1) and named
@@ -41,5 +37,24 @@ json_t *cdsh_mcpimport_asset_from_markdown(const json_t *cand, const char *kind,
  * arguments`. *out owned. */
 int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char **out,
                                   cdsh_error *err);
+
+/* Layer-internal (skills.c shares the command rules): */
+/* A front-matter value as text (YAML scalars may be numbers or booleans); owned or NULL. */
+char *cdsh__mcpimport_meta_text_dup(const json_t *v);
+/* A list given as a YAML sequence or a string split on `seps` (not inside
+ * parentheses: "Bash(git add:*), Read"). Owned array. */
+json_t *cdsh__mcpimport_meta_list(const json_t *v, const char *seps);
+/* True when k is in the NULL-terminated list l. */
+bool cdsh__mcpimport_in_list(const char *const *l, const char *k);
+/* The body's first non-blank line without leading '#', cut to 100 bytes, or
+ * fallback when there is none. Owned. */
+char *cdsh__mcpimport_first_line_dup(const char *body, const char *fallback);
+/* Appends the Claude placeholders of body ($ARGUMENTS, $ARGUMENTS[N], $N,
+ * named $name from `named`, {{args}}) to `found`, each once. */
+void cdsh__mcpimport_claude_placeholders(const char *body, const json_t *named, json_t *found);
+/* Appends {feature: "shell"|"file-include", text} for every !`cmd` and @path
+ * in body to `unsupported`, and one warning each to `warnings` (the text
+ * stays as written). */
+void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, json_t *warnings);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/fs.h"
 #include "base/json.h"
@@ -95,20 +96,38 @@ static void add_mcp_file(walk *w, const char *path, const char *source, const ch
         add_servers(w, doc, "json", prov(source, path, scope, plugin), root);
 }
 
-static void add_markdown(walk *w, const char *kind, const char *path, const char *stem,
-                         const char *ns, json_t *provenance, const char *root)
+static bool exists(const char *p)
+{
+    struct stat st;
+    return p && lstat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+/* A Markdown candidate. A file that cannot be read is a note for commands;
+ * skills and agents carry the error instead, so that they are judged
+ * (blocked, UNREADABLE_FILE) rather than dropped. Returns the candidate
+ * (borrowed from w->out) or NULL. */
+static json_t *add_markdown(walk *w, const char *kind, const char *path, const char *stem,
+                            const char *ns, json_t *provenance, const char *root)
 {
     char *text = NULL;
     size_t len = 0;
     cdsh_error e = {0};
+    json_t *c = NULL;
     if (cdsh_fs_read_file(path, MAX_MD, &text, &len, &e) != 0) {
-        note(w, provenance, "cannot read %s: %s", path, e.message);
-        return;
-    }
-    json_array_append_new(w->out, json_pack("{s:s, s:s%, s:s, s:s?, s:o, s:s?}", "kind", kind,
-                                            "text", text, len, "stem", stem, "namespace", ns,
-                                            "provenance", provenance, "pluginRoot", root));
+        if (strcmp(kind, "command") == 0) {
+            note(w, provenance, "cannot read %s: %s", path, e.message);
+            return NULL;
+        }
+        char msg[1024 + sizeof e.message];
+        snprintf(msg, sizeof msg, "cannot read %s: %s", path, e.message);
+        c = json_pack("{s:s, s:s, s:s, s:s?, s:o, s:s?}", "kind", kind, "error", msg, "stem", stem,
+                      "namespace", ns, "provenance", provenance, "pluginRoot", root);
+    } else
+        c = json_pack("{s:s, s:s%, s:s, s:s?, s:o, s:s?}", "kind", kind, "text", text, len, "stem",
+                      stem, "namespace", ns, "provenance", provenance, "pluginRoot", root);
     free(text);
+    json_array_append_new(w->out, c);
+    return c;
 }
 
 static bool ends_md(const char *name, size_t *stem_len)
@@ -136,7 +155,7 @@ static void md_tree(walk *w, const char *kind, const char *dir, int depth, const
         if (is_dir(p)) {
             if (depth > 0)
                 md_tree(w, kind, p, depth - 1, source, scope, plugin, ns, root);
-        } else if (ends_md(*n, &sl) && is_file(p)) {
+        } else if (ends_md(*n, &sl) && exists(p)) {
             char stem[256];
             snprintf(stem, sizeof stem, "%.*s", (int)sl, *n);
             add_markdown(w, kind, p, stem, ns, prov(source, p, scope, plugin), root);
@@ -146,17 +165,59 @@ static void md_tree(walk *w, const char *kind, const char *dir, int depth, const
     cdsh_fs_list_free(names);
 }
 
+#define MAX_SKILL_FILES 100
+
+/* The supporting files of a skill folder (relative paths, sorted, dot names
+ * and the top-level SKILL.md left out, 3 levels deep); ones that cannot be
+ * read (dangling links, no permission) also go to `unreadable`. */
+static void skill_files(const char *dir, const char *rel, int depth, json_t *files,
+                        json_t *unreadable, bool *truncated)
+{
+    char **names = NULL;
+    if (cdsh_fs_list_dir(dir, &names, NULL, NULL) != 0)
+        return;
+    for (char **n = names; *n; n++) {
+        if ((*n)[0] == '.' || (!*rel && strcmp(*n, "SKILL.md") == 0))
+            continue;
+        char *p = join(dir, *n), r[1024];
+        snprintf(r, sizeof r, "%s%s%s", rel, *rel ? "/" : "", *n);
+        if (is_dir(p)) {
+            if (depth > 0)
+                skill_files(p, r, depth - 1, files, unreadable, truncated);
+        } else if (json_array_size(files) >= MAX_SKILL_FILES)
+            *truncated = true;
+        else {
+            json_array_append_new(files, json_string(r));
+            if (!is_file(p) || access(p, R_OK) != 0)
+                json_array_append_new(unreadable, json_string(r));
+        }
+        free(p);
+    }
+    cdsh_fs_list_free(names);
+}
+
 /* skills/<name>/SKILL.md */
 static void skills_dir(walk *w, const char *dir, const char *source, const char *scope,
-                       const char *plugin, const char *root)
+                       const char *plugin, const char *ns, const char *root)
 {
     char **names = NULL;
     if (cdsh_fs_list_dir(dir, &names, NULL, NULL) != 0)
         return;
     for (char **n = names; *n; n++) {
         char *d = join(dir, *n), *f = d ? join(d, "SKILL.md") : NULL;
-        if (is_file(f))
-            add_markdown(w, "skill", f, *n, NULL, prov(source, f, scope, plugin), root);
+        json_t *c = (*n)[0] != '.' && is_dir(d) && exists(f)
+                        ? add_markdown(w, "skill", f, *n, ns, prov(source, f, scope, plugin), root)
+                        : NULL;
+        if (c) {
+            json_t *files = json_array(), *unreadable = json_array();
+            bool truncated = false;
+            skill_files(d, "", 3, files, unreadable, &truncated);
+            json_object_set_new(c, "skillDir", json_string(d));
+            json_object_set_new(c, "files", files);
+            json_object_set_new(c, "unreadable", unreadable);
+            if (truncated)
+                json_object_set_new(c, "filesTruncated", json_true());
+        }
         free(f);
         free(d);
     }
@@ -176,7 +237,7 @@ static void component_paths(walk *w, const json_t *v, const char *root, const ch
                  "directory; ignored",
                  kind, json_string_value(v));
         else if (strcmp(kind, "skill") == 0)
-            skills_dir(w, p, "claude", scope, plugin, root);
+            skills_dir(w, p, "claude", scope, plugin, ns, root);
         else if (is_dir(p))
             md_tree(w, kind, p, strcmp(kind, "command") == 0 ? 8 : 0, "claude", scope, plugin, ns,
                     root);
@@ -364,6 +425,17 @@ int cdsh_mcpimport_discover(const cdsh_mcpimport_roots *roots, json_t **out, cds
         free(cfg);
     }
     /* commands, agents and prompts: project, user, plugins (above), Codex */
+    /* skills: user, then project (Claude's precedence for skills); plugins above */
+    if (roots->claude_dir) {
+        char *d = join(roots->claude_dir, "skills");
+        skills_dir(&w, d, "claude", "user", NULL, NULL, NULL);
+        free(d);
+    }
+    for (const char *const *p = roots->projects; p && *p; p++) {
+        char *d = join(*p, ".claude/skills");
+        skills_dir(&w, d, "claude", "project", NULL, NULL, NULL);
+        free(d);
+    }
     for (const char *const *p = roots->projects; p && *p; p++) {
         char *d = join(*p, ".claude/commands");
         md_tree(&w, "command", d, 8, "claude", "project", NULL, NULL, NULL);

@@ -3,8 +3,9 @@
  * file, scope, plugin?: "name@marketplace"}: the installed-plugins registry
  * and each install path (manifest, .mcp.json, inline mcpServers, commands/,
  * skills/, agents/), ~/.claude.json user and per-project ("local") scopes,
- * each project's .mcp.json, .claude/commands and .claude/agents,
- * ~/.claude/commands and agents, Codex config.toml and prompts/. The only
+ * each project's .mcp.json, .claude/commands, .claude/skills and
+ * .claude/agents, ~/.claude/commands, skills and agents, Codex config.toml
+ * and prompts/. The only
  * file reading of the importer's scan; judging happens later. Thread-safe
  * (no shared state). */
 #ifndef CDSH_MCPIMPORT_DISCOVER_H
@@ -25,6 +26,9 @@ typedef struct cdsh_mcpimport_roots {
  * project > user > plugins, then Codex):
  *   {kind: "servers", format: "json"|"codex-toml", document, provenance, pluginRoot?}
  *   {kind: "command"|"agent"|"skill", text, stem, namespace?, provenance, pluginRoot?}
+ *     an agent or skill that cannot be read has "error" (the message) instead
+ *     of text; a skill also has skillDir, files and unreadable (relative
+ *     paths of its supporting files) and filesTruncated when over 100
  *   {kind: "note", provenance, message}  (unreadable or malformed files,
  *                                         components that are not imported)
  * Missing roots and files are simply absent. 0, or CDSH_ENOMEM. */

@@ -1,6 +1,6 @@
 /* plugin.c — the "import" plugin's apply: scan, then register what the
- * profile enabled. A blocked or failing server is logged and skipped; it
- * never fails the plugin or touches the others. */
+ * profile enabled (commands, skills, servers). A blocked or failing item is
+ * logged and skipped; it never fails the plugin or touches the others. */
 #include "plugins/mcpimport/plugin.h"
 
 #include <stdlib.h>
@@ -39,11 +39,50 @@ static void scan_dispose(void *arg)
     free(scan);
 }
 
+/* The message of a judged IR's first blocking reason (borrowed). */
+static const char *first_blocked(const json_t *ir)
+{
+    size_t k;
+    json_t *r;
+    json_array_foreach(json_object_get(ir, "reasons"), k, r)
+    {
+        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
+            return json_string_value(json_object_get(r, "message"));
+    }
+    return "?";
+}
+
+/* Registers each enabled command or skill in `names` (a blocked or vanished
+ * one is logged and skipped); `pre`/`post` frame a name in the log. */
+static void register_enabled(cdsh_plugin_ctx *ctx, const cdsh_mcpimport_scan *scan,
+                             const json_t *names, const char *pre, const char *post,
+                             json_t *(*lookup)(const cdsh_mcpimport_scan *, const char *),
+                             int (*reg)(cdsh_plugin_ctx *, const json_t *, cdsh_error *))
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+    {
+        const char *name = json_string_value(v);
+        json_t *ir = name ? lookup(scan, name) : NULL;
+        cdsh_error e = {0};
+        if (!ir)
+            cdsh_log_warn("import", "enabled %s%s%s was not found; skipped", pre, name ? name : "?",
+                          post);
+        else if (strcmp(cdsh_mcpimport_verdict(ir), "blocked") == 0)
+            cdsh_log_warn("import", "enabled %s%s%s is blocked (%s); skipped", pre, name, post,
+                          first_blocked(ir));
+        else if (reg(ctx, ir, &e) != 0)
+            cdsh_log_warn("import", "%s%s%s: %s", pre, name, post, e.message);
+    }
+}
+
 static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 {
     const json_t *servers = json_object_get(config, "servers");
     const json_t *commands = json_object_get(config, "commands");
-    if (!json_array_size(servers) && !json_array_size(commands))
+    const json_t *skills = json_object_get(config, "skills");
+    if (!json_array_size(servers) && !json_array_size(commands) && !json_array_size(skills))
         return 0;
     char **projects = cdsh_mcpimport_strv_dup(json_object_get(config, "projects"));
     char **allow = cdsh_mcpimport_strv_dup(json_object_get(config, "keyringAllow"));
@@ -79,18 +118,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return rc;
     size_t i;
     json_t *v;
-    json_array_foreach(commands, i, v)
-    {
-        const char *name = json_string_value(v);
-        json_t *cmd = name ? cdsh_mcpimport_scan_command(scan, name) : NULL;
-        cdsh_error e = {0};
-        if (!cmd)
-            cdsh_log_warn("import", "enabled command /%s was not found; skipped", name);
-        else if (strcmp(cdsh_mcpimport_verdict(cmd), "blocked") == 0)
-            cdsh_log_warn("import", "enabled command /%s is blocked; skipped", name);
-        else if (cdsh_mcpimport_register_command(ctx, cmd, &e) != 0)
-            cdsh_log_warn("import", "command /%s: %s", name, e.message);
-    }
+    register_enabled(ctx, scan, commands, "command /", "", cdsh_mcpimport_scan_command,
+                     cdsh_mcpimport_register_command);
+    register_enabled(ctx, scan, skills, "skill \"", "\"", cdsh_mcpimport_scan_skill,
+                     cdsh_mcpimport_register_skill);
     json_array_foreach(servers, i, v)
     {
         const char *name = json_string_value(v);
@@ -101,15 +132,8 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
             continue;
         }
         if (strcmp(cdsh_mcpimport_verdict(ir), "blocked") == 0) {
-            const json_t *r = json_array_get(json_object_get(ir, "reasons"), 0);
-            size_t k;
-            json_array_foreach(json_object_get(ir, "reasons"), k, r)
-            {
-                if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
-                    break;
-            }
             cdsh_log_warn("import", "enabled server \"%s\" is blocked (%s); skipped", name,
-                          r ? json_string_value(json_object_get(r, "message")) : "?");
+                          first_blocked(ir));
             continue;
         }
         if (cdsh_mcpimport_register_server(ctx, ir, scan->secrets, &e) != 0)
@@ -120,15 +144,20 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 
 const cdsh_plugin_def cdsh_mcpimport_plugin = {
     .name = CDSH_MCPIMPORT_PLUGIN_NAME,
-    .description = "Claude Code / Codex commands and MCP servers enabled with `cdsh import`",
+    .description = "Claude Code / Codex commands, skills, sub-agents and MCP servers enabled with "
+                   "`cdsh import`",
     .config_schema =
         "{\"type\":\"object\",\"properties\":{"
         "\"servers\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
         "\"description\":\"imported MCP servers to connect (cdsh import enable)\"},"
         "\"commands\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
         "\"description\":\"imported commands to register (cdsh import enable /name)\"},"
+        "\"skills\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
+        "\"description\":\"imported skills and sub-agents to register as skills (cdsh import "
+        "enable skill:name)\"},"
         "\"projects\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"default\":[],"
-        "\"description\":\"project directories scanned for .mcp.json and .claude/commands\"},"
+        "\"description\":\"project directories scanned for .mcp.json and "
+        ".claude/{commands,skills,agents}\"},"
         "\"claudeDir\":{\"type\":\"string\",\"default\":\"\","
         "\"description\":\"Claude Code config dir (empty: $CLAUDE_CONFIG_DIR or ~/.claude)\"},"
         "\"codexHome\":{\"type\":\"string\",\"default\":\"\","

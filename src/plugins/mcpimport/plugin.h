@@ -1,7 +1,7 @@
-/* plugin.h — the "import" plugin: on start it scans the configured roots and
- * registers the commands and connects the servers the profile enabled
- * (`cdsh import enable`). Config keys: servers, commands, projects,
- * claudeDir, codexHome, keyringAllow (docs/import.md). */
+/* plugin.h — the "import" plugin: on start it scans the configured roots,
+ * registers the commands and skills and connects the servers the profile
+ * enabled (`cdsh import enable`). Config keys: servers, commands, skills,
+ * projects, claudeDir, codexHome, keyringAllow (docs/import.md). */
 #ifndef CDSH_MCPIMPORT_PLUGIN_H
 #define CDSH_MCPIMPORT_PLUGIN_H
 

@@ -1,10 +1,12 @@
-/* preflight.c — verdicts with reasons for server and command IR. No I/O:
+/* preflight.c — verdicts with reasons for server, command and skill IR. No I/O:
  * machine facts come through the probe. */
 #include "plugins/mcpimport/preflight.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "plugins/mcpimport/skills.h"
 
 static void reason(json_t *ir, const char *level, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -165,6 +167,25 @@ static void check_names(json_t *list, const char *orig_key, const char *dup_code
     }
 }
 
+/* Every `` !`cmd` `` / `@file` and every warning of command or skill IR as a
+ * warn reason (a warning that restates an unsupported feature is not repeated). */
+static void loss_reasons(json_t *ir)
+{
+    size_t k;
+    json_t *w;
+    json_array_foreach(json_object_get(ir, "unsupported"), k, w)
+    {
+        reason(ir, "warn", "UNSUPPORTED_FEATURE", "%s \"%s\" is not supported",
+               strcmp(str(w, "feature"), "shell") == 0 ? "!`cmd`" : "@file", str(w, "text"));
+    }
+    json_array_foreach(json_object_get(ir, "warnings"), k, w)
+    {
+        const char *m = json_string_value(w);
+        if (!strstr(m, "is not supported: ")) /* already a reason above */
+            reason(ir, "warn", "SEMANTIC_LOSS", "%s", m);
+    }
+}
+
 void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe)
 {
     size_t i;
@@ -211,19 +232,64 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
     check_names(commands, "originalName", "DUPLICATE_COMMAND", "command");
     json_array_foreach(commands, i, ir)
     {
+        loss_reasons(ir);
+        finish(ir);
+    }
+}
+
+void cdsh_mcpimport_preflight_skills(json_t *skills)
+{
+    size_t i;
+    json_t *ir;
+    json_array_foreach(skills, i, ir)
+    {
+        json_object_set_new(ir, "reasons", json_array());
+        bool agent = strcmp(str(ir, "kind"), "agent") == 0;
+        const char *what = agent ? "sub-agent" : "skill";
+        if (str(ir, "error")) {
+            reason(ir, "blocked", "UNREADABLE_FILE", "%s", str(ir, "error"));
+            continue; /* nothing else can be judged */
+        }
+        if (agent && !json_is_true(json_object_get(ir, "hasName")))
+            reason(ir, "blocked", "MISSING_NAME",
+                   "the sub-agent has no name (Claude Code requires name and description)");
+        if (agent && !str(ir, "descriptionFrom"))
+            reason(ir, "blocked", "MISSING_DESCRIPTION",
+                   "the sub-agent has no description (Claude Code requires name and "
+                   "description)");
+        else if (!agent && !str(ir, "descriptionFrom"))
+            reason(ir, "blocked", "MISSING_DESCRIPTION",
+                   "the skill has no description and no body to take one from");
+        else if (!agent && strcmp(str(ir, "descriptionFrom"), "body") == 0)
+            reason(ir, "warn", "MISSING_DESCRIPTION",
+                   "no description in the front matter; the body's first line is used");
+        json_int_t bytes = json_integer_value(json_object_get(ir, "bodyBytes"));
+        const char *c = str(ir, "content");
+        if (!json_is_true(json_object_get(ir, "hasBody")))
+            reason(ir, "blocked", "EMPTY_BODY", "the %s has no %s", what,
+                   agent ? "system prompt" : "instructions");
+        else if (bytes > CDSH_MCPIMPORT_SKILL_MAX_BYTES)
+            reason(ir, "blocked", "OVERSIZED_BODY",
+                   "the %s body is %lld bytes; more than %d bytes is too large to load as a "
+                   "skill",
+                   what, (long long)bytes, CDSH_MCPIMPORT_SKILL_MAX_BYTES);
+        else if (c && strlen(c) > CDSH_MCPIMPORT_SKILL_WARN_BYTES)
+            reason(ir, "warn", "OVERSIZED_BODY",
+                   "the %s text is %zu bytes; the skill tool hands the model the first %d "
+                   "(its default maxBodyBytes)",
+                   what, strlen(c), CDSH_MCPIMPORT_SKILL_WARN_BYTES);
         size_t k;
         json_t *w;
-        json_array_foreach(json_object_get(ir, "unsupported"), k, w)
+        json_array_foreach(json_object_get(ir, "unreadableFiles"), k, w)
         {
-            reason(ir, "warn", "UNSUPPORTED_FEATURE", "%s \"%s\" is not supported",
-                   strcmp(str(w, "feature"), "shell") == 0 ? "!`cmd`" : "@file", str(w, "text"));
+            reason(ir, "warn", "UNREADABLE_FILE",
+                   "supporting file %s cannot be read; it is listed anyway", json_string_value(w));
         }
-        json_array_foreach(json_object_get(ir, "warnings"), k, w)
-        {
-            const char *m = json_string_value(w);
-            if (!strstr(m, "is not supported: ")) /* already a reason above */
-                reason(ir, "warn", "SEMANTIC_LOSS", "%s", m);
-        }
+    }
+    check_names(skills, "originalName", "DUPLICATE_SKILL", "skill");
+    json_array_foreach(skills, i, ir)
+    {
+        loss_reasons(ir);
         finish(ir);
     }
 }

@@ -1,4 +1,4 @@
-/* preflight.h — judges server and command IR: ok / warn / blocked, with every
+/* preflight.h — judges server, command and skill IR: ok / warn / blocked, with every
  * reason. Pure: facts about the machine (is a program on PATH, is the Docker
  * daemon up) come from the probe callbacks (probe.h has the real ones, tests
  * pass fakes). Thread-safe as far as the probe is. */
@@ -30,6 +30,16 @@ typedef struct cdsh_mcpimport_probe {
  * "keyring" (secrets.c sets it); "default" gives DEFAULT_USED. probe may be
  * NULL (no machine checks). */
 void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe);
+
+/* Adds "verdict" and "reasons" to every skill IR (skills.h; skills and
+ * sub-agents in one array, precedence order). Codes: UNREADABLE_FILE (the
+ * file: blocked; a supporting file: warn), MISSING_NAME and
+ * MISSING_DESCRIPTION (sub-agents: blocked; a skill without a description
+ * takes its body's first line: warn, blocked when the body is empty too),
+ * EMPTY_BODY, OVERSIZED_BODY (warn above CDSH_MCPIMPORT_SKILL_WARN_BYTES,
+ * blocked above CDSH_MCPIMPORT_SKILL_MAX_BYTES), NAME_COLLISION,
+ * DUPLICATE_SKILL, UNSUPPORTED_FEATURE, SEMANTIC_LOSS. */
+void cdsh_mcpimport_preflight_skills(json_t *skills);
 
 /* "ok", "warn" or "blocked" of one judged IR ("ok" when not judged). */
 const char *cdsh_mcpimport_verdict(const json_t *ir);

@@ -1,5 +1,6 @@
-/* register.c — imported commands as cdsh commands. The expansion rules live
- * in commands.c; this file only wires a handler. */
+/* register.c — imported commands as cdsh commands and imported skills as
+ * cdsh skills. The expansion rules live in commands.c and the skill text in
+ * skills.c; this file only wires them to the registries. */
 #include "plugins/mcpimport/register.h"
 
 #include <stdio.h>
@@ -35,4 +36,15 @@ int cdsh_mcpimport_register_command(cdsh_plugin_ctx *ctx, const json_t *cmd, cds
         .arg = (void *)cmd,
     };
     return cdsh_ctx_register_command(ctx, &def, err);
+}
+
+int cdsh_mcpimport_register_skill(cdsh_plugin_ctx *ctx, const json_t *skill, cdsh_error *err)
+{
+    cdsh_skill_def def = {
+        .name = json_string_value(json_object_get(skill, "name")),
+        .description = json_string_value(json_object_get(skill, "description")),
+        .content = json_string_value(json_object_get(skill, "content")),
+        .when_to_use = json_string_value(json_object_get(skill, "whenToUse")),
+    };
+    return cdsh_ctx_register_skill(ctx, &def, err);
 }

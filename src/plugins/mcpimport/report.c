@@ -91,7 +91,7 @@ static json_t *section(json_t *sources, const char *source)
             return s;
     }
     s = json_pack("{s:s, s:[], s:[], s:[], s:[], s:[]}", "source", source, "servers", "commands",
-                  "agents", "skills", "notes");
+                  "skills", "agents", "notes");
     json_array_append_new(sources, s);
     return s;
 }
@@ -110,12 +110,14 @@ static void count(json_t *summary, const char *what, const char *verdict)
 }
 
 json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
-                                  const json_t *assets, const json_t *notes)
+                                  const json_t *skills, const json_t *notes)
 {
     json_t *sources = json_array();
-    json_t *summary = json_pack("{s:{s:i, s:i, s:i}, s:{s:i, s:i, s:i}, s:i, s:i, s:i}", "servers",
-                                "ok", 0, "warn", 0, "blocked", 0, "commands", "ok", 0, "warn", 0,
-                                "blocked", 0, "agents", 0, "skills", 0, "notes", 0);
+    json_t *summary = json_object();
+    static const char *const judged[] = {"servers", "commands", "skills", "agents"};
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(summary, judged[k],
+                            json_pack("{s:i, s:i, s:i}", "ok", 0, "warn", 0, "blocked", 0));
     section(sources, "claude");
     section(sources, "codex");
     size_t i;
@@ -131,14 +133,11 @@ json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
         json_array_append(json_object_get(section(sources, src_of(x)), "commands"), x);
         count(summary, "commands", str(x, "verdict") ? str(x, "verdict") : "ok");
     }
-    json_array_foreach(assets, i, x)
+    json_array_foreach(skills, i, x)
     {
-        bool agent = strcmp(str(x, "kind"), "agent") == 0;
-        json_array_append(json_object_get(section(sources, src_of(x)), agent ? "agents" : "skills"),
-                          x);
-        const char *k = agent ? "agents" : "skills";
-        json_object_set_new(summary, k,
-                            json_integer(json_integer_value(json_object_get(summary, k)) + 1));
+        const char *k = strcmp(str(x, "kind"), "agent") == 0 ? "agents" : "skills";
+        json_array_append(json_object_get(section(sources, src_of(x)), k), x);
+        count(summary, k, str(x, "verdict") ? str(x, "verdict") : "ok");
     }
     json_array_foreach(notes, i, x)
     {
@@ -210,15 +209,18 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
             where_text(&b, x);
             reasons_text(&b, x);
         }
-        const char *kinds[] = {"agents", "skills"};
+        const char *kinds[] = {"skills", "agents"};
         for (int k = 0; k < 2; k++) {
             if (json_array_size(json_object_get(s, kinds[k])))
                 cdsh_strbuf_appendf(&b, "  %s:\n", kinds[k]);
             json_array_foreach(json_object_get(s, kinds[k]), j, x)
             {
-                cdsh_strbuf_appendf(&b, "    not imported  %s: %s\n",
-                                    str(x, "name") ? str(x, "name") : "?", str(x, "reason"));
+                cdsh_strbuf_appendf(&b, "    %-8s %s", str(x, "verdict"), str(x, "name"));
+                if (strcmp(str(x, "name"), str(x, "originalName")) != 0)
+                    cdsh_strbuf_appendf(&b, "  (was %s)", str(x, "originalName"));
+                cdsh_strbuf_append_str(&b, k ? "  (sub-agent, offered as a skill)\n" : "\n");
                 where_text(&b, x);
+                reasons_text(&b, x);
             }
         }
         if (json_array_size(json_object_get(s, "notes")))
@@ -229,18 +231,15 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
         }
     }
     const json_t *sum = json_object_get(report, "summary");
-    const json_t *sv = json_object_get(sum, "servers"), *cm = json_object_get(sum, "commands");
-    cdsh_strbuf_appendf(
-        &b,
-        "\nSummary: servers %lld ok, %lld warn, %lld blocked; commands %lld ok, %lld warn, %lld "
-        "blocked; %lld agents and %lld skills not imported.\n",
-        (long long)json_integer_value(json_object_get(sv, "ok")),
-        (long long)json_integer_value(json_object_get(sv, "warn")),
-        (long long)json_integer_value(json_object_get(sv, "blocked")),
-        (long long)json_integer_value(json_object_get(cm, "ok")),
-        (long long)json_integer_value(json_object_get(cm, "warn")),
-        (long long)json_integer_value(json_object_get(cm, "blocked")),
-        (long long)json_integer_value(json_object_get(sum, "agents")),
-        (long long)json_integer_value(json_object_get(sum, "skills")));
+    cdsh_strbuf_append_str(&b, "\nSummary:");
+    static const char *const judged[] = {"servers", "commands", "skills", "agents"};
+    for (int k = 0; k < 4; k++) {
+        const json_t *o = json_object_get(sum, judged[k]);
+        cdsh_strbuf_appendf(&b, "%s %s %lld ok, %lld warn, %lld blocked", k ? ";" : "", judged[k],
+                            (long long)json_integer_value(json_object_get(o, "ok")),
+                            (long long)json_integer_value(json_object_get(o, "warn")),
+                            (long long)json_integer_value(json_object_get(o, "blocked")));
+    }
+    cdsh_strbuf_append_str(&b, ".\n");
     return cdsh_strbuf_take(&b, NULL);
 }

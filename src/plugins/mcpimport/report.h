@@ -1,5 +1,5 @@
 /* report.h — the scan report: one object grouping the judged server and
- * command IR, agents, skills and file notes per source (Claude Code, Codex),
+ * command IR, skill IR (skills and sub-agents) and file notes per source (Claude Code, Codex),
  * with a summary, and its readable text form. Literal credentials written in
  * a config (env or header values under secret-looking names, the argument
  * after --password/--token, provider keys anywhere) are shown as
@@ -10,11 +10,12 @@
 
 #include <jansson.h>
 
-/* {sources: [{source: "claude"|"codex", servers, commands, agents, skills,
- * notes}], summary: {servers: {ok, warn, blocked}, commands: {ok, warn,
- * blocked}, agents, skills, notes}, registered: false}. Owned. */
+/* {sources: [{source: "claude"|"codex", servers, commands, skills, agents,
+ * notes}], summary: {servers, commands, skills, agents: {ok, warn, blocked},
+ * notes}, registered: false}. `skills` holds both kinds ("kind": "skill" |
+ * "agent"); the report files them under skills and agents. Owned. */
 json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
-                                  const json_t *assets, const json_t *notes);
+                                  const json_t *skills, const json_t *notes);
 
 /* The text form (owned). */
 char *cdsh_mcpimport_report_text_dup(const json_t *report);

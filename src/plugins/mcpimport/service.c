@@ -9,6 +9,7 @@
 #include "base/fs.h"
 #include "plugins/mcpimport/commands.h"
 #include "plugins/mcpimport/normalise.h"
+#include "plugins/mcpimport/skills.h"
 
 static char *dup_or(const char *a)
 {
@@ -70,6 +71,35 @@ cdsh_mcpimport_roots cdsh_mcpimport_rootset_view(const cdsh_mcpimport_rootset *s
     return r;
 }
 
+/* Claude Code's precedence: personal skills shadow project ones, project
+ * sub-agents shadow personal ones; plugin items are namespaced and come last;
+ * skills before sub-agents (the native form wins a shared name). */
+static int rank(const json_t *ir)
+{
+    const json_t *p = json_object_get(ir, "provenance");
+    bool agent = strcmp(json_string_value(json_object_get(ir, "kind")), "agent") == 0;
+    const char *scope = json_string_value(json_object_get(p, "scope"));
+    bool project = scope && strcmp(scope, "project") == 0;
+    if (json_string_value(json_object_get(p, "plugin"))) /* absent or null outside plugins */
+        return agent ? 5 : 2;
+    return agent ? (project ? 3 : 4) : (project ? 1 : 0);
+}
+
+/* Stable insertion sort by rank (lists are short). */
+static void order_skills(json_t *skills)
+{
+    size_t n = json_array_size(skills);
+    for (size_t i = 1; i < n; i++) {
+        json_t *x = json_incref(json_array_get(skills, i));
+        size_t j = i;
+        while (j > 0 && rank(json_array_get(skills, j - 1)) > rank(x)) {
+            json_array_set(skills, j, json_array_get(skills, j - 1));
+            j--;
+        }
+        json_array_set_new(skills, j, x);
+    }
+}
+
 int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimport_probe *probe,
                                    const cdsh_mcpimport_secret_opts *secrets,
                                    cdsh_mcpimport_scan *out, cdsh_error *err)
@@ -77,7 +107,7 @@ int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimpor
     memset(out, 0, sizeof *out);
     out->servers = json_array();
     out->commands = json_array();
-    out->assets = json_array();
+    out->skills = json_array();
     out->notes = json_array();
     size_t i;
     json_t *c;
@@ -105,10 +135,9 @@ int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimpor
             if (ir)
                 json_array_append_new(out->commands, ir);
         } else if (strcmp(kind, "agent") == 0 || strcmp(kind, "skill") == 0) {
-            json_t *a = cdsh_mcpimport_asset_from_markdown(c, kind, json_string_value(text),
-                                                           json_string_length(text));
-            if (a)
-                json_array_append_new(out->assets, a);
+            json_t *s = cdsh_mcpimport_skill_from_candidate(c);
+            if (s)
+                json_array_append_new(out->skills, s);
         } else if (strcmp(kind, "note") == 0)
             json_array_append(out->notes, c);
     }
@@ -118,6 +147,8 @@ int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimpor
         return rc;
     }
     cdsh_mcpimport_preflight(out->servers, out->commands, probe);
+    order_skills(out->skills);
+    cdsh_mcpimport_preflight_skills(out->skills);
     return 0;
 }
 
@@ -136,7 +167,7 @@ int cdsh_mcpimport_scan_run(const cdsh_mcpimport_roots *roots, const cdsh_mcpimp
 void cdsh_mcpimport_scan_deinit(cdsh_mcpimport_scan *scan)
 {
     json_decref(scan->servers), json_decref(scan->commands);
-    json_decref(scan->assets), json_decref(scan->notes);
+    json_decref(scan->skills), json_decref(scan->notes);
     cdsh_mcpimport_secrets_free(scan->secrets);
     memset(scan, 0, sizeof *scan);
 }
@@ -161,4 +192,9 @@ json_t *cdsh_mcpimport_scan_server(const cdsh_mcpimport_scan *scan, const char *
 json_t *cdsh_mcpimport_scan_command(const cdsh_mcpimport_scan *scan, const char *name)
 {
     return first_named(scan->commands, name);
+}
+
+json_t *cdsh_mcpimport_scan_skill(const cdsh_mcpimport_scan *scan, const char *name)
+{
+    return first_named(scan->skills, name);
 }

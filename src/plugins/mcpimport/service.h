@@ -1,5 +1,6 @@
 /* service.h — the importer's pipeline, shared by the plugin and the CLI:
- * roots → discover → normalise → commands → secrets → preflight → report.
+ * roots → discover → normalise → commands / skills → secrets → preflight →
+ * report.
  * A scan registers nothing. Not thread-safe per scan object; scans are
  * independent. */
 #ifndef CDSH_MCPIMPORT_SERVICE_H
@@ -34,14 +35,17 @@ cdsh_mcpimport_roots cdsh_mcpimport_rootset_view(const cdsh_mcpimport_rootset *s
 typedef struct cdsh_mcpimport_scan {
     json_t *servers;                 /* judged server IR */
     json_t *commands;                /* judged command IR */
-    json_t *assets;                  /* agents and skills (not imported) */
+    json_t *skills;                  /* judged skill IR: skills, then sub-agents */
     json_t *notes;                   /* file-level notes */
     cdsh_mcpimport_secrets *secrets; /* values for register; never serialised */
 } cdsh_mcpimport_scan;
 
 /* The pure middle of the pipeline over discovered candidates (borrowed):
  * normalise and parse every candidate, resolve secrets (opts may be NULL:
- * environment only), judge with probe (may be NULL). */
+ * environment only), judge with probe (may be NULL). Skills are ordered by
+ * Claude Code's precedence before they are judged: skills (user, project,
+ * plugins), then sub-agents (project, user, plugins); the first of a name
+ * wins. */
 int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimport_probe *probe,
                                    const cdsh_mcpimport_secret_opts *secrets,
                                    cdsh_mcpimport_scan *out, cdsh_error *err);
@@ -53,8 +57,9 @@ int cdsh_mcpimport_scan_run(const cdsh_mcpimport_roots *roots, const cdsh_mcpimp
 
 void cdsh_mcpimport_scan_deinit(cdsh_mcpimport_scan *scan);
 
-/* The winning (first) server / command IR named `name`, borrowed, or NULL. */
+/* The winning (first) server / command / skill IR named `name`, borrowed, or NULL. */
 json_t *cdsh_mcpimport_scan_server(const cdsh_mcpimport_scan *scan, const char *name);
 json_t *cdsh_mcpimport_scan_command(const cdsh_mcpimport_scan *scan, const char *name);
+json_t *cdsh_mcpimport_scan_skill(const cdsh_mcpimport_scan *scan, const char *name);
 
 #endif
