@@ -23,14 +23,12 @@ static void check_row(const json_t *r)
         abort();
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(r, "args"), i, v)
-    {
+    json_array_foreach(json_object_get(r, "args"), i, v) {
         if (!json_is_string(v))
             abort();
     }
     const char *k;
-    json_object_foreach(json_object_get(r, "env"), k, v)
-    {
+    json_object_foreach(json_object_get(r, "env"), k, v) {
         if (!json_is_string(v))
             abort();
     }

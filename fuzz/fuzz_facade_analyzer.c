@@ -21,8 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         lines += data[i] == '\n';
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(found, "tools"), i, t)
-    {
+    json_array_foreach(json_object_get(found, "tools"), i, t) {
         json_int_t line = json_integer_value(json_object_get(t, "line"));
         if (!json_is_string(json_object_get(t, "name")) || line < 1 || (size_t)line > lines)
             abort();

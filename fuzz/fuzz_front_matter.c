@@ -24,8 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         size_t i;
         json_t *v;
-        json_array_foreach(w, i, v)
-        {
+        json_array_foreach(w, i, v) {
             if (!json_is_string(v))
                 abort();
         }

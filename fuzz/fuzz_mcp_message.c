@@ -17,8 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *tools = json_object_get(body, "tools");
         size_t i;
         json_t *t;
-        json_array_foreach(tools, i, t)
-        {
+        json_array_foreach(tools, i, t) {
             cdsh_mcp_tool_check(t, NULL);
             cdsh_mcp_tool_requires_task(t);
         }

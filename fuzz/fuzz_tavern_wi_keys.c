@@ -47,8 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cdsh_tavern_wi_activate(&in, &out, NULL) == 0) {
         size_t i;
         json_t *l;
-        json_array_foreach(json_object_get(out, "log"), i, l)
-        {
+        json_array_foreach(json_object_get(out, "log"), i, l) {
             if (!json_string_value(json_object_get(l, "reason")))
                 abort();
         }

@@ -109,8 +109,7 @@ static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
     json_t *segs = cdsh_prompt_segments(cdsh_host_prompt(agent->host), scope);
     size_t i;
     json_t *s;
-    json_array_foreach(segs, i, s)
-    {
+    json_array_foreach(segs, i, s) {
         if (sb.len)
             cdsh_strbuf_append_str(&sb, "\n\n");
         cdsh_strbuf_append_str(&sb, json_string_value(json_object_get(s, "text")));
@@ -128,8 +127,7 @@ static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
         if (sb.len)
             cdsh_strbuf_append_str(&sb, "\n\n");
         cdsh_strbuf_append_str(&sb, "<available_tools>\n");
-        json_array_foreach(tools, i, s)
-        {
+        json_array_foreach(tools, i, s) {
             const char *desc = json_string_value(json_object_get(s, "description"));
             size_t dl = desc ? strcspn(desc, "\n") : 0;
             cdsh_strbuf_appendf(&sb, "- %s%s%.*s\n", json_string_value(json_object_get(s, "name")),
@@ -148,8 +146,7 @@ static json_t *request_tools(cdsh_agent *agent, cdsh_scope *scope)
     json_t *out = json_array();
     size_t i;
     json_t *s;
-    json_array_foreach(schemas, i, s)
-    {
+    json_array_foreach(schemas, i, s) {
         json_t *params = json_object_get(s, "parameters");
         json_array_append_new(out,
                               json_pack("{s:s, s:{s:O, s:O, s:O}}", "type", "function", "function",
@@ -383,8 +380,7 @@ static int run_calls(turn *t, const cdsh_model_tool_call *calls, size_t n, bool 
     for (size_t i = 0; i < n; i++) {
         size_t k;
         json_t *ctx;
-        json_array_foreach(res[i]->additional_contexts, k, ctx)
-        {
+        json_array_foreach(res[i]->additional_contexts, k, ctx) {
             json_t *p = json_pack("{s:O, s:s, s:s}", "text", ctx, "source", "tool-context",
                                   "callId", calls[i].id);
             int64_t seq = 0;
@@ -424,8 +420,7 @@ static void turn_context_freeze(turn *t)
     cdsh_strbuf_init(&sb);
     size_t i;
     json_t *c;
-    json_array_foreach(ctxs, i, c)
-    {
+    json_array_foreach(ctxs, i, c) {
         const char *name = json_string_value(json_object_get(c, "name"));
         const char *text = json_string_value(json_object_get(c, "text"));
         cdsh_strbuf_append_str(&sb, i ? "\n\n<runtime_context name=\""
@@ -443,8 +438,7 @@ static void turn_context_freeze(turn *t)
     free(body);
     const char *key;
     json_t *v;
-    json_object_foreach(raw, key, v)
-    {
+    json_object_foreach(raw, key, v) {
         bool ok = (strcmp(key, "temperature") == 0 && json_is_number(v)) ||
                   (strcmp(key, "maxTokens") == 0 && json_is_integer(v) &&
                    json_integer_value(v) > 0 && json_integer_value(v) <= INT32_MAX) ||
@@ -453,7 +447,8 @@ static void turn_context_freeze(turn *t)
         if (ok && json_is_array(v)) {
             size_t k;
             json_t *e;
-            json_array_foreach(v, k, e) ok = ok && json_is_string(e);
+            json_array_foreach(v, k, e)
+                ok = ok && json_is_string(e);
         }
         json_object_set(ok ? applied : recorded, key, v);
     }

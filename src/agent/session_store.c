@@ -615,8 +615,7 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
             return rc;
         size_t i;
         json_t *c;
-        json_array_foreach(json_object_get(p, "toolCalls"), i, c)
-        {
+        json_array_foreach(json_object_get(p, "toolCalls"), i, c) {
             if (!json_is_object(c) || !json_is_string(json_object_get(c, "id")) ||
                 json_string_length(json_object_get(c, "id")) == 0 ||
                 !json_is_string(json_object_get(c, "name")) ||
@@ -656,8 +655,7 @@ static int validate_event(const char *type, int64_t turn, int64_t step, const js
             return bad_event(err, type, "field \"content\" must be an array of content blocks");
         size_t i;
         json_t *b;
-        json_array_foreach(json_object_get(p, "content"), i, b)
-        {
+        json_array_foreach(json_object_get(p, "content"), i, b) {
             if (!json_is_object(b) || !json_is_string(json_object_get(b, "type")))
                 return bad_event(err, type, "every content block needs a string \"type\"");
         }
@@ -1068,8 +1066,7 @@ static char *content_text_dup(const json_t *content)
     cdsh_strbuf_init(&sb);
     size_t i;
     json_t *b;
-    json_array_foreach(content, i, b)
-    {
+    json_array_foreach(content, i, b) {
         if (i > 0)
             cdsh_strbuf_append_char(&sb, '\n');
         const char *type = json_string_value(json_object_get(b, "type"));
@@ -1099,8 +1096,7 @@ static bool group_answered(const pending_group *g)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(g->calls, i, c)
-    {
+    json_array_foreach(g->calls, i, c) {
         if (!json_object_get(g->results, json_string_value(json_object_get(c, "id"))))
             return false;
     }
@@ -1115,8 +1111,7 @@ static int flush_group(pending_group *g, json_t *out)
     g->assistant = NULL;
     size_t i;
     json_t *c;
-    json_array_foreach(g->calls, i, c)
-    {
+    json_array_foreach(g->calls, i, c) {
         json_t *r = json_object_get(g->results, json_string_value(json_object_get(c, "id")));
         if (r)
             rc |= json_array_append(out, r);
@@ -1144,8 +1139,7 @@ static json_t *assistant_message(const json_t *p)
         json_t *tc = json_array();
         size_t i;
         json_t *c;
-        json_array_foreach(calls, i, c)
-        {
+        json_array_foreach(calls, i, c) {
             json_array_append_new(tc, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id",
                                                 json_object_get(c, "id"), "type", "function",
                                                 "function", "name", json_object_get(c, "name"),
@@ -1162,8 +1156,7 @@ static int replay(const json_t *events, json_t *out)
     int rc = g.results && g.deferred ? 0 : CDSH_ENOMEM;
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev)
-    {
+    json_array_foreach(events, i, ev) {
         if (rc)
             break;
         const char *type = json_string_value(json_object_get(ev, "type"));
@@ -1318,8 +1311,7 @@ static int pending_calls(const json_t *events, open_call **out, size_t *n_out)
         return CDSH_ENOMEM;
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev)
-    {
+    json_array_foreach(events, i, ev) {
         const char *type = json_string_value(json_object_get(ev, "type"));
         json_t *p = json_object_get(ev, "payload");
         int64_t step = json_integer_value(json_object_get(ev, "step"));

@@ -285,8 +285,7 @@ static void check_annotations(cctx *c, const json_t *js, bool root)
     const char *p = sb_str(&c->path);
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)js, key, val)
-    {
+    json_object_foreach((json_t *)js, key, val) {
         if (is_constraint(key))
             continue;
         if (is_annotation(key)) {
@@ -356,8 +355,7 @@ static void check_object(cctx *c, const json_t *js, node *n, int depth)
         size_t mark = c->path.len;
         const char *key;
         json_t *val;
-        json_object_foreach(props, key, val)
-        {
+        json_object_foreach(props, key, val) {
             cdsh_strbuf_appendf(&c->path, ".properties.%s", key);
             n->props[n->nprops].key = key;
             n->props[n->nprops++].schema = check_node(c, val, depth + 1, false);
@@ -734,8 +732,7 @@ static size_t check_object_value(vctx *c, const node *n, const json_t *v)
     if (n->closed) {
         const char *key;
         const json_t *val;
-        json_object_foreach((json_t *)v, key, val)
-        {
+        json_object_foreach((json_t *)v, key, val) {
             if (n->props_json && json_object_get(n->props_json, key))
                 continue;
             if (!c->out)

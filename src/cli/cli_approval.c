@@ -152,8 +152,7 @@ static const char *choice(const json_t *options, const char *answer, bool *cance
     }
     size_t i;
     json_t *o;
-    json_array_foreach(options, i, o)
-    {
+    json_array_foreach(options, i, o) {
         if (strcasecmp(str(o, "name"), answer) == 0 || strcmp(str(o, "optionId"), answer) == 0)
             return str(o, "optionId");
     }
@@ -225,7 +224,8 @@ static void ask(cdsh_cli_approver *a, const json_t *req)
         fprintf(out, "  %s\n", str(req, "description"));
     size_t i;
     json_t *o;
-    json_array_foreach(options, i, o) fprintf(out, "  %zu) %s\n", i + 1, str(o, "name"));
+    json_array_foreach(options, i, o)
+        fprintf(out, "  %zu) %s\n", i + 1, str(o, "name"));
     fprintf(out, "  0) cancel\n");
     if (a->o.lines) {
         fprintf(out, "choice: ");

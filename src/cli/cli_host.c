@@ -61,8 +61,7 @@ int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **ho
     json_t *list = cdsh_host_plugins_list(*host);
     size_t i;
     json_t *p;
-    json_array_foreach(list, i, p)
-    {
+    json_array_foreach(list, i, p) {
         const char *error = json_string_value(json_object_get(p, "error"));
         if (error)
             fprintf(stderr, "cdsh %s: warning: %s\n", sub, error);

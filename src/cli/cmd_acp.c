@@ -71,8 +71,7 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
     } else {
         printf("%-16s %-8s %-9s %-26s %-8s %s\n", "ENGINE", "ENABLED", "HEALTH", "LAST CHECK",
                "LATENCY", "COMMAND");
-        json_array_foreach(engines, i, row)
-        {
+        json_array_foreach(engines, i, row) {
             json_t *h = json_object_get(row, "health");
             json_t *r = json_object_get(row, "resolved");
             char lat[32] = "-";
@@ -94,8 +93,7 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
                 printf("%-16s last error: %s\n", "", herr);
         }
     }
-    json_array_foreach(diags, i, row)
-    {
+    json_array_foreach(diags, i, row) {
         fprintf(stderr, "cdsh acp engines: %s: %s\n",
                 json_string_value(json_object_get(row, "source")),
                 json_string_value(json_object_get(row, "message")));
@@ -136,8 +134,7 @@ static int list_remote(const char *engine, const char *cwd, bool as_json)
                "CWD");
         size_t i;
         json_t *info;
-        json_array_foreach(json_object_get(out, "sessions"), i, info)
-        {
+        json_array_foreach(json_object_get(out, "sessions"), i, info) {
             const char *title = json_string_value(json_object_get(info, "title"));
             const char *upd = json_string_value(json_object_get(info, "updatedAt"));
             const char *bound = json_string_value(json_object_get(info, "cdshSessionId"));
@@ -193,8 +190,7 @@ int cdsh_cmd_acp_sessions(int argc, char **argv)
     } else {
         const char *k;
         json_t *v;
-        json_object_foreach(sessions, k, v)
-        {
+        json_object_foreach(sessions, k, v) {
             const char *acp = json_string_value(json_object_get(v, "acpSessionId"));
             const char *used = json_string_value(json_object_get(v, "lastUsedAt"));
             const char *from = json_string_value(json_object_get(v, "forkedFrom"));

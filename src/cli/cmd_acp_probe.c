@@ -80,8 +80,7 @@ int cdsh_cmd_acp_probe(int argc, char **argv)
                        : "");
         const char *k;
         json_t *v;
-        json_object_foreach(json_object_get(rec, "methods"), k, v)
-        {
+        json_object_foreach(json_object_get(rec, "methods"), k, v) {
             printf("  %-28s %s\n", k, json_string_value(v));
         }
         json_t *pr = json_object_get(rec, "prompt");

@@ -98,8 +98,7 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, co
                 title ? " " : "", title ? title : "", status ? "" : "");
         if (status)
             fprintf(stderr, "    status: %s\n", status);
-        json_array_foreach(json_object_get(u, "content"), i, e)
-        {
+        json_array_foreach(json_object_get(u, "content"), i, e) {
             fputs("    ", stderr);
             if (json_is_object(json_object_get(e, "content")))
                 print_content_text(stderr, json_object_get(e, "content"));
@@ -111,8 +110,7 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, co
     }
     case CDSH_ACP_UPDATE_PLAN:
         fputs("[plan]\n", stderr);
-        json_array_foreach(json_object_get(u, "entries"), i, e)
-        {
+        json_array_foreach(json_object_get(u, "entries"), i, e) {
             fprintf(stderr, "    [%s] %s\n", json_string_value(json_object_get(e, "status")),
                     json_string_value(json_object_get(e, "content")));
         }
@@ -247,8 +245,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     json_object_set_new(res, "session", json_string(sid));
     size_t i;
     json_t *wv;
-    json_array_foreach(json_object_get(res, "warnings"), i, wv)
-    {
+    json_array_foreach(json_object_get(res, "warnings"), i, wv) {
         fprintf(stderr, "warning: %s\n", json_string_value(wv));
     }
     if (as_json) {

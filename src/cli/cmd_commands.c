@@ -43,8 +43,7 @@ int cdsh_cmd_commands(int argc, char **argv)
     } else {
         size_t i;
         json_t *c;
-        json_array_foreach(list, i, c)
-        {
+        json_array_foreach(list, i, c) {
             const char *hint =
                 json_string_value(json_object_get(json_object_get(c, "input"), "hint"));
             char buf[128];

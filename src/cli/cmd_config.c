@@ -93,8 +93,7 @@ static int do_list(const cdsh_profile *profile, int json)
         json_t *fields = cdsh_config_fields(schema);
         size_t i;
         json_t *f;
-        json_array_foreach(fields, i, f)
-        {
+        json_array_foreach(fields, i, f) {
             const char *key = json_string_value(json_object_get(f, "key"));
             json_t *cur = current
                               ? cdsh_config_path_get(current, key)
@@ -122,8 +121,7 @@ static int do_list(const cdsh_profile *profile, int json)
     printf("profile %s (%s)\n", cdsh_profile_name(profile), cdsh_profile_path(profile));
     size_t i, j;
     json_t *p, *f;
-    json_array_foreach(plugins, i, p)
-    {
+    json_array_foreach(plugins, i, p) {
         printf("\n%s (%s) — %s\n", json_string_value(json_object_get(p, "name")),
                json_is_true(json_object_get(p, "enabled")) ? "enabled" : "disabled",
                json_string_value(json_object_get(p, "description")));
@@ -132,8 +130,7 @@ static int do_list(const cdsh_profile *profile, int json)
         json_t *fields = json_object_get(p, "fields");
         if (json_array_size(fields) == 0)
             printf("  (no settings)\n");
-        json_array_foreach(fields, j, f)
-        {
+        json_array_foreach(fields, j, f) {
             printf("  %s  %s  default ", json_string_value(json_object_get(f, "key")),
                    json_string_value(json_object_get(f, "type")));
             json_t *dflt = json_object_get(f, "default"), *cur = json_object_get(f, "current");

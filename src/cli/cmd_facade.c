@@ -94,17 +94,14 @@ static int list(int json, const char *profile_name)
             printf("the facade plugin is disabled in this profile\n");
         size_t i, j;
         json_t *c, *t;
-        json_array_foreach(caps, i, c)
-        {
+        json_array_foreach(caps, i, c) {
             printf("%s: %s\n", json_string_value(json_object_get(c, "id")),
                    json_string_value(json_object_get(c, "description")));
-            json_array_foreach(json_object_get(c, "tools"), j, t)
-            {
+            json_array_foreach(json_object_get(c, "tools"), j, t) {
                 printf("  %s\n", json_string_value(t));
             }
         }
-        json_array_foreach(problems, i, c)
-        {
+        json_array_foreach(problems, i, c) {
             printf("not registered: %s\n", json_string_value(json_object_get(c, "message")));
         }
         if (json_array_size(caps) == 0 && json_array_size(problems) == 0 && facade)

@@ -138,8 +138,7 @@ static int run_scan(const opts *o, const json_t *cfg, cdsh_mcpimport_scan *scan)
         allow[na++] = o->allow[i];
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(cfg, "keyringAllow"), i, v)
-    {
+    json_array_foreach(json_object_get(cfg, "keyringAllow"), i, v) {
         if (na < 2 * MAXV && json_is_string(v))
             allow[na++] = json_string_value(v);
     }
@@ -195,8 +194,7 @@ static bool list_has(const json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
             return true;
     }
@@ -215,8 +213,7 @@ static void print_blocked(const char *what, const json_t *ir)
             json_string_value(json_object_get(ir, "name")));
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(ir, "reasons"), i, r)
-    {
+    json_array_foreach(json_object_get(ir, "reasons"), i, r) {
         if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
             fprintf(stderr, "  - %s: %s\n", json_string_value(json_object_get(r, "code")),
                     json_string_value(json_object_get(r, "message")));
@@ -352,8 +349,7 @@ static int do_enable(const opts *o)
     size_t i;
     json_t *ir;
     for (int k = 0; o->all && k < 3; k++) {
-        json_array_foreach(kinds[k].irs, i, ir)
-        {
+        json_array_foreach(kinds[k].irs, i, ir) {
             const char *n = json_string_value(json_object_get(ir, "name"));
             if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 && kinds[k].lookup(&scan, n) == ir)
                 add_name(&kinds[k], n, added);
@@ -393,8 +389,7 @@ static int do_enable(const opts *o)
     }
     if (rc == 0) {
         json_t *a;
-        json_array_foreach(added, i, a)
-        {
+        json_array_foreach(added, i, a) {
             const char *what = json_string_value(json_array_get(a, 0));
             printf("enabled %s %s%s\n", what, strcmp(what, "command") == 0 ? "/" : "",
                    json_string_value(json_array_get(a, 1)));
@@ -419,8 +414,7 @@ static bool remove_name(json_t **list, const char *name)
     bool removed = false;
     size_t i;
     json_t *v;
-    json_array_foreach(*list, i, v)
-    {
+    json_array_foreach(*list, i, v) {
         if (strcmp(json_string_value(v), name) == 0)
             removed = true;
         else
@@ -491,8 +485,7 @@ static int do_list(const opts *o)
         size_t i, total = 0;
         json_t *v;
         for (int k = 0; k < 3; k++) {
-            json_array_foreach(kinds[k].list, i, v)
-            {
+            json_array_foreach(kinds[k].list, i, v) {
                 printf("%-8s %s%s\n", kinds[k].what, kinds[k].prefix, json_string_value(v));
             }
             total += json_array_size(kinds[k].list);

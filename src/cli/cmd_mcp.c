@@ -292,8 +292,7 @@ static void print_tools_text(const json_t *tools)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach(tools, i, t) {
         const char *d = json_string_value(json_object_get(t, "description"));
         printf("%s%s%s\n", json_string_value(json_object_get(t, "name")), d ? " — " : "",
                d ? d : "");

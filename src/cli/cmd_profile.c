@@ -86,14 +86,12 @@ int cdsh_cmd_profile(int argc, char **argv)
     } else {
         size_t i;
         json_t *c;
-        json_array_foreach(json_object_get(report, "checks"), i, c)
-        {
+        json_array_foreach(json_object_get(report, "checks"), i, c) {
             printf("%-4s %s: %s\n", json_is_true(json_object_get(c, "ok")) ? "ok" : "FAIL",
                    json_string_value(json_object_get(c, "check")),
                    json_string_value(json_object_get(c, "detail")));
         }
-        json_array_foreach(json_object_get(report, "problems"), i, c)
-        {
+        json_array_foreach(json_object_get(report, "problems"), i, c) {
             printf("problem: %s\n", json_string_value(c));
         }
         if (ok)

@@ -144,8 +144,7 @@ static int cmd_list(cdsh_session_store *st, const opts *o)
            "TITLE");
     size_t i;
     json_t *s;
-    json_array_foreach(list, i, s)
-    {
+    json_array_foreach(list, i, s) {
         char when[32], title[64];
         short_time(str_or(s, "updatedAt", ""), when, sizeof when, false);
         one_line(str_or(s, "title", "(untitled)"), title, sizeof title);
@@ -189,8 +188,7 @@ static void summarize(const json_t *ev, char *out, size_t n)
             snprintf(out + strlen(out), n - strlen(out), "%s[reasoning]", *out ? " " : "");
         size_t k;
         json_t *c;
-        json_array_foreach(json_object_get(p, "toolCalls"), k, c)
-        {
+        json_array_foreach(json_object_get(p, "toolCalls"), k, c) {
             snprintf(out + strlen(out), n - strlen(out), "%s%s",
                      k      ? ", "
                      : *out ? " calls: "
@@ -262,8 +260,7 @@ static int cmd_show(cdsh_session_store *st, const char *id, const opts *o)
     printf("  %5s %4s  %-18s %s\n", "SEQ", "TURN", "TYPE", "SUMMARY");
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev)
-    {
+    json_array_foreach(events, i, ev) {
         char sum[400];
         summarize(ev, sum, sizeof sum);
         printf("  %5lld %4lld  %-18s %s\n",
@@ -317,8 +314,7 @@ static int print_session_result(cdsh_session_store *st, const char *id, const op
         json_object_set(s, "notes", (json_t *)notes);
     size_t i;
     json_t *n;
-    json_array_foreach(o->json ? NULL : notes, i, n)
-    {
+    json_array_foreach(o->json ? NULL : notes, i, n) {
         fprintf(stderr, "cdsh sessions: %s\n", json_string_value(n));
     }
     if (o->json) {

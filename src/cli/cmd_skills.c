@@ -68,8 +68,7 @@ int cdsh_cmd_skills(int argc, char **argv)
         } else {
             size_t i;
             json_t *s;
-            json_array_foreach(list, i, s)
-            {
+            json_array_foreach(list, i, s) {
                 char buf[128];
                 const char *when = json_string_value(json_object_get(s, "whenToUse"));
                 printf("%s  %s%s%s  [%s]\n", json_string_value(json_object_get(s, "name")),

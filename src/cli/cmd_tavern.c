@@ -281,8 +281,7 @@ static int cmd_list(const opts *o)
         printf("no cards imported yet (cdsh tavern import FILE)\n");
     size_t i;
     json_t *c;
-    json_array_foreach(cards, i, c)
-    {
+    json_array_foreach(cards, i, c) {
         long long n = (long long)json_integer_value(json_object_get(c, "bookEntries"));
         printf("%-34s %s", json_string_value(json_object_get(c, "cardId")),
                json_string_value(json_object_get(c, "name")));
@@ -543,8 +542,7 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
                     printf("no %ss stored yet\n", kname);
                 size_t i;
                 json_t *it;
-                json_array_foreach(items, i, it)
-                {
+                json_array_foreach(items, i, it) {
                     printf("%-34s %s\n", json_string_value(json_object_get(it, "id")),
                            json_string_value(json_object_get(it, "name")));
                 }
@@ -627,8 +625,7 @@ static int cmd_regex(const char *action, const opts *o)
                     printf("no global regex rules\n");
                 size_t i;
                 json_t *r;
-                json_array_foreach(rules, i, r)
-                {
+                json_array_foreach(rules, i, r) {
                     printf("%-28s %-3s %s  %s\n", json_string_value(json_object_get(r, "id")),
                            json_is_true(json_object_get(r, "enabled")) ? "on" : "off",
                            json_string_value(json_object_get(r, "find")),

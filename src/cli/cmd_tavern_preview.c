@@ -96,8 +96,7 @@ static int load_chat(const char *path, chat *c, cdsh_error *err)
     if (json_is_array(all)) {
         size_t i;
         json_t *m;
-        json_array_foreach(all, i, m)
-        {
+        json_array_foreach(all, i, m) {
             if (!json_is_object(m) || add_message(c, m) < 0) {
                 rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_CHAT",
                                     "chat message %zu needs a role (user, assistant, system) "
@@ -134,8 +133,7 @@ static void print_text(const json_t *plan)
     printf("== Simulated SillyTavern messages (simulation, not what is sent) ==\n");
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(plan, "messages"), i, m)
-    {
+    json_array_foreach(json_object_get(plan, "messages"), i, m) {
         printf("[%zu] %s (%s)\n%s\n", i + 1, json_string_value(json_object_get(m, "role")),
                json_string_value(json_object_get(m, "source")),
                json_string_value(json_object_get(m, "content")));
@@ -143,8 +141,7 @@ static void print_text(const json_t *plan)
     printf("\n== Budgets (estimated tokens) ==\n");
     const char *k;
     json_t *b;
-    json_object_foreach(json_object_get(plan, "budgets"), k, b)
-    {
+    json_object_foreach(json_object_get(plan, "budgets"), k, b) {
         printf("%-10s %5lld / %-5lld%s\n", k,
                (long long)json_integer_value(json_object_get(b, "used")),
                (long long)json_integer_value(json_object_get(b, "limit")),
@@ -157,8 +154,7 @@ static void print_text(const json_t *plan)
                json_string_value(json_object_get(m, "message")));
     printf("\n== World-info trigger log ==\n");
     json_t *wi = json_object_get(plan, "worldInfo");
-    json_array_foreach(json_object_get(wi, "log"), i, m)
-    {
+    json_array_foreach(json_object_get(wi, "log"), i, m) {
         printf("%s %s.%lld %s%s%s: %s\n", json_is_true(json_object_get(m, "fired")) ? "+" : "-",
                json_string_value(json_object_get(m, "book")),
                (long long)json_integer_value(json_object_get(m, "uid")),

@@ -46,8 +46,7 @@ int cdsh_cmd_tools(int argc, char **argv)
     json_t *rows = json_array();
     size_t total = 0, i;
     json_t *s;
-    json_array_foreach(schemas, i, s)
-    {
+    json_array_foreach(schemas, i, s) {
         char *compact = json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER);
         size_t bytes = compact ? strlen(compact) : 0;
         free(compact);
@@ -64,13 +63,11 @@ int cdsh_cmd_tools(int argc, char **argv)
         json_decref(doc);
     } else {
         size_t width = 4;
-        json_array_foreach(rows, i, s)
-        {
+        json_array_foreach(rows, i, s) {
             size_t len = strlen(json_string_value(json_object_get(s, "name")));
             width = len > width ? len : width;
         }
-        json_array_foreach(rows, i, s)
-        {
+        json_array_foreach(rows, i, s) {
             char sum[128];
             printf("%-*s %7lld bytes  %s\n", (int)width,
                    json_string_value(json_object_get(s, "name")),

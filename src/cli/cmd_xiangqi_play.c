@@ -156,8 +156,7 @@ static void print_hint(const json_t *v)
 {
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(v, "candidates"), i, c)
-    {
+    json_array_foreach(json_object_get(v, "candidates"), i, c) {
         printf("  %zu. %s %s  评分 %lld\n", i + 1, json_string_value(json_object_get(c, "iccs")),
                json_string_value(json_object_get(c, "zh")),
                (long long)json_integer_value(json_object_get(c, "score")));
@@ -168,8 +167,7 @@ static void print_review(const json_t *v)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(v, "moves"), i, m)
-    {
+    json_array_foreach(json_object_get(v, "moves"), i, m) {
         printf("  %3lld. %-8s %s  %+5lld%s\n",
                (long long)json_integer_value(json_object_get(m, "ply")),
                json_string_value(json_object_get(m, "zh")),

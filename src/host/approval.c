@@ -116,8 +116,7 @@ static bool option_offered(const json_t *request, const char *option_id)
 {
     size_t i;
     json_t *o;
-    json_array_foreach(json_object_get(request, "options"), i, o)
-    {
+    json_array_foreach(json_object_get(request, "options"), i, o) {
         const char *id = json_string_value(json_object_get(o, "optionId"));
         if (id && strcmp(id, option_id) == 0)
             return true;
@@ -195,8 +194,7 @@ static json_t *request_new(const char *id, const char *session_id, const char *s
     json_t *opts = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach(options, i, o)
-    {
+    json_array_foreach(options, i, o) {
         const char *oid = json_string_value(json_object_get(o, "optionId"));
         const char *name = json_string_value(json_object_get(o, "name"));
         if (!oid)

@@ -304,8 +304,7 @@ char *cdsh_commands_unknown_message_dup(cdsh_commands *cmds, const cdsh_scope *a
             fputs("available commands: ", f);
         size_t i;
         json_t *c;
-        json_array_foreach(list, i, c)
-        {
+        json_array_foreach(list, i, c) {
             fprintf(f, "%s/%s", i ? ", " : "", json_string_value(json_object_get(c, "name")));
         }
         fclose(f);

@@ -80,8 +80,7 @@ static int check_node(const json_t *node, const char *path, cdsh_error *err)
         return refuse(err, "a schema node must be an object", path);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)node, k, v)
-    {
+    json_object_foreach((json_t *)node, k, v) {
         if (!in_list(KEYWORDS, k)) {
             char what[128];
             snprintf(what, sizeof what, "unsupported keyword \"%.64s\"", k);
@@ -122,14 +121,12 @@ static int check_node(const json_t *node, const char *path, cdsh_error *err)
             return refuse(err, "\"required\" must be an array", path);
         size_t i;
         json_t *r;
-        json_array_foreach(req, i, r)
-        {
+        json_array_foreach(req, i, r) {
             if (!json_is_string(r) || !json_object_get(props, json_string_value(r)))
                 return refuse(err, "\"required\" must name declared properties", path);
         }
     }
-    json_object_foreach(props, k, v)
-    {
+    json_object_foreach(props, k, v) {
         char *sub = join_path(path, k, 0);
         if (!sub)
             return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -220,7 +217,8 @@ static json_t *walk(const json_t *node, const json_t *value, const char *path, j
         bool found = false;
         size_t i;
         json_t *opt;
-        json_array_foreach(en, i, opt) found = found || json_equal(opt, (json_t *)value);
+        json_array_foreach(en, i, opt)
+            found = found || json_equal(opt, (json_t *)value);
         if (!found) {
             char *want = show(en), *got = show(value);
             issue(issues, path, "expected one of %s but got %s", want, got);
@@ -270,8 +268,7 @@ static json_t *walk(const json_t *node, const json_t *value, const char *path, j
         json_t *out = json_array();
         size_t i;
         json_t *v;
-        json_array_foreach(value, i, v)
-        {
+        json_array_foreach(value, i, v) {
             char *sub = join_path(path, NULL, (long)i);
             json_t *r = items ? walk(items, v, sub ? sub : path, issues) : json_deep_copy(v);
             free(sub);
@@ -286,8 +283,7 @@ static json_t *walk(const json_t *node, const json_t *value, const char *path, j
         json_t *out = json_object();
         const char *k;
         json_t *sub_node;
-        json_object_foreach(props, k, sub_node)
-        {
+        json_object_foreach(props, k, sub_node) {
             char *sub = join_path(path, k, 0);
             const char *p = sub ? sub : path;
             json_t *given = json_object_get(value, k);
@@ -297,8 +293,7 @@ static json_t *walk(const json_t *node, const json_t *value, const char *path, j
             } else if ((!given || json_is_null(given)) && req) {
                 size_t i;
                 json_t *name;
-                json_array_foreach(req, i, name)
-                {
+                json_array_foreach(req, i, name) {
                     if (strcmp(json_string_value(name), k) == 0)
                         issue(issues, p, "missing required property");
                 }
@@ -306,8 +301,7 @@ static json_t *walk(const json_t *node, const json_t *value, const char *path, j
             free(sub);
         }
         json_t *v;
-        json_object_foreach((json_t *)value, k, v)
-        {
+        json_object_foreach((json_t *)value, k, v) {
             if (json_object_get(props, k))
                 continue;
             if (open) {
@@ -347,8 +341,7 @@ int cdsh_config_resolve(const json_t *schema, const json_t *input, json_t **out,
         size_t used = (size_t)snprintf(buf, sizeof buf, "invalid config:");
         size_t i;
         json_t *it;
-        json_array_foreach(list, i, it)
-        {
+        json_array_foreach(list, i, it) {
             const char *p = json_string_value(json_object_get(it, "path"));
             const char *m = json_string_value(json_object_get(it, "message"));
             if (used < sizeof buf)
@@ -372,8 +365,7 @@ static void flatten(const json_t *node, const char *path, json_t *out)
         !json_object_get(node, "default")) {
         const char *k;
         json_t *sub;
-        json_object_foreach(props, k, sub)
-        {
+        json_object_foreach(props, k, sub) {
             char *p = join_path(path, k, 0);
             if (p)
                 flatten(sub, p, out);

@@ -356,8 +356,7 @@ static void unload_to(cdsh_plugin *p, cdsh_plugin_state target)
     pthread_mutex_unlock(&m->lock);
     size_t k;
     json_t *name;
-    json_array_foreach(provided, k, name)
-    {
+    json_array_foreach(provided, k, name) {
         for (size_t j = 0; j < m->fibers.n; j++) {
             cdsh_plugin *f = m->fibers.items[j];
             cdsh_plugin_state fs = get_state(f);

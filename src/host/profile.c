@@ -250,8 +250,7 @@ static bool emit_value(yaml_emitter_t *em, const json_t *v)
             return false;
         const char *k;
         json_t *x;
-        json_object_foreach((json_t *)v, k, x)
-        {
+        json_object_foreach((json_t *)v, k, x) {
             json_t *probe = plain_scalar(k, strlen(k));
             bool quote = !json_is_string(probe);
             json_decref(probe);
@@ -266,7 +265,9 @@ static bool emit_value(yaml_emitter_t *em, const json_t *v)
             return false;
         size_t i;
         json_t *x;
-        json_array_foreach(v, i, x) if (!emit_value(em, x)) return false;
+        json_array_foreach(v, i, x)
+            if (!emit_value(em, x))
+                return false;
         return yaml_sequence_end_event_initialize(&ev) && yaml_emitter_emit(em, &ev);
     }
     case JSON_STRING: {
@@ -335,8 +336,7 @@ static int check_shape(const json_t *doc, const char *path, cdsh_error *err)
                               "%s: a profile must be a mapping with a \"plugins\" key", path);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)doc, k, v)
-    {
+    json_object_foreach((json_t *)doc, k, v) {
         if (strcmp(k, "plugins") != 0)
             return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE",
                                   "%s: unknown top-level key \"%s\" (only \"plugins\")", path, k);
@@ -345,8 +345,7 @@ static int check_shape(const json_t *doc, const char *path, cdsh_error *err)
     if (plugins && !json_is_object(plugins))
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE", "%s: \"plugins\" must be a mapping",
                               path);
-    json_object_foreach(plugins, k, v)
-    {
+    json_object_foreach(plugins, k, v) {
         if (json_is_null(v))
             continue;
         if (!json_is_object(v))
@@ -354,8 +353,7 @@ static int check_shape(const json_t *doc, const char *path, cdsh_error *err)
                                   "%s: plugins.%s must be a mapping", path, k);
         const char *f;
         json_t *x;
-        json_object_foreach(v, f, x)
-        {
+        json_object_foreach(v, f, x) {
             if (strcmp(f, "enabled") == 0 && !json_is_boolean(x))
                 return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE",
                                       "%s: plugins.%s.enabled must be true or false", path, k);

@@ -251,8 +251,7 @@ char *cdsh_prompt_render_dup(cdsh_prompt *p, const cdsh_scope *scope)
     cdsh_strbuf_init(&sb);
     size_t i;
     json_t *s;
-    json_array_foreach(segs, i, s)
-    {
+    json_array_foreach(segs, i, s) {
         if (i > 0)
             cdsh_strbuf_append_str(&sb, "\n\n");
         cdsh_strbuf_append_str(&sb, json_string_value(json_object_get(s, "text")));

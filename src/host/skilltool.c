@@ -38,8 +38,7 @@ static int skill_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
         char names[1024] = "";
         size_t used = 0, i;
         json_t *it;
-        json_array_foreach(list, i, it)
-        {
+        json_array_foreach(list, i, it) {
             if (used < sizeof names)
                 used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
                                          json_string_value(json_object_get(it, "name")));

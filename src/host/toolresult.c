@@ -165,8 +165,7 @@ char *cdsh_toolresult_text_dup(const cdsh_toolresult *res)
     size_t idx;
     json_t *block;
     if (res && res->content) {
-        json_array_foreach(res->content, idx, block)
-        {
+        json_array_foreach(res->content, idx, block) {
             const char *text = json_string_value(json_object_get(block, "text"));
             if (text && json_is_string(json_object_get(block, "type")) &&
                 strcmp(json_string_value(json_object_get(block, "type")), "text") == 0)
@@ -178,8 +177,7 @@ char *cdsh_toolresult_text_dup(const cdsh_toolresult *res)
         return NULL;
     size_t at = 0;
     if (res && res->content) {
-        json_array_foreach(res->content, idx, block)
-        {
+        json_array_foreach(res->content, idx, block) {
             const char *type = json_string_value(json_object_get(block, "type"));
             const char *text = json_string_value(json_object_get(block, "text"));
             if (!type || !text || strcmp(type, "text") != 0)

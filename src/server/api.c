@@ -200,8 +200,10 @@ static void list_sessions(cdsh_api *api, const cdsh_web_request *req, cdsh_web_r
     }
     size_t i;
     json_t *s;
-    json_array_foreach(list, i, s) json_object_set_new(
-        s, "running", json_boolean(is_running(api, json_string_value(json_object_get(s, "id")))));
+    json_array_foreach(list, i, s)
+        json_object_set_new(
+            s, "running",
+            json_boolean(is_running(api, json_string_value(json_object_get(s, "id")))));
     cdsh_web_reply_json(res, 200,
                         json_pack("{s:o, s:I}", "sessions", list, "total", (json_int_t)total));
 }
@@ -465,8 +467,7 @@ static void list_engines(cdsh_api *api, cdsh_web_response *res)
     json_t *out = json_array();
     size_t i;
     json_t *row;
-    json_array_foreach(engines, i, row)
-    {
+    json_array_foreach(engines, i, row) {
         json_array_append_new(out, json_pack("{s:O, s:O, s:O?, s:O, s:O, s:O?}", "id",
                                              json_object_get(row, "id"), "label",
                                              json_object_get(row, "label"), "description",

@@ -584,8 +584,7 @@ static void fork_and_list_are_never_sent_when_not_advertised(void **state)
     json_t *raw = cdsh_acp_conn_raw_lines_dup(f->c);
     size_t i;
     json_t *line;
-    json_array_foreach(raw, i, line)
-    {
+    json_array_foreach(raw, i, line) {
         assert_null(strstr(json_string_value(line), "Method not found"));
     }
     json_decref(raw);
@@ -617,8 +616,7 @@ static void list_follows_every_page_filtered_by_cwd(void **state)
     size_t i;
     json_t *info;
     int titled = 0;
-    json_array_foreach(list, i, info)
-    {
+    json_array_foreach(list, i, info) {
         assert_string_equal(json_string_value(json_object_get(info, "cwd")), f->home);
         assert_string_not_equal(json_string_value(json_object_get(info, "sessionId")), ids[4]);
         if (strcmp(json_string_value(json_object_get(info, "sessionId")), ids[1]) == 0) {

@@ -227,8 +227,7 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
     int bound = 0, unbound = 0;
     size_t i;
     json_t *info;
-    json_array_foreach(sessions, i, info)
-    {
+    json_array_foreach(sessions, i, info) {
         const char *cdsh = str(info, "cdshSessionId");
         if (!cdsh) {
             assert_string_equal(str(info, "title"), "s-c");

@@ -49,8 +49,7 @@ static int s_perm(void *ud, const json_t *params)
     size_t i;
     json_t *o;
     r->labels[0] = '\0';
-    json_array_foreach(json_object_get(params, "options"), i, o)
-    {
+    json_array_foreach(json_object_get(params, "options"), i, o) {
         strncat(r->labels, json_string_value(json_object_get(o, "name")),
                 sizeof r->labels - strlen(r->labels) - 2);
         strcat(r->labels, "|");

@@ -22,8 +22,7 @@ static json_t *find(json_t *engines, const char *id)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(engines, i, r)
-    {
+    json_array_foreach(engines, i, r) {
         if (strcmp(json_string_value(json_object_get(r, "id")), id) == 0)
             return r;
     }
@@ -289,8 +288,7 @@ static void concurrent_writers_lose_no_binding(void **state)
     assert_int_equal(json_object_size(all), PROCS * EACH);
     const char *k;
     json_t *v;
-    json_object_foreach(all, k, v)
-    {
+    json_object_foreach(all, k, v) {
         assert_string_equal(json_string_value(json_object_get(v, "lockedEngineId")), "opencode");
     }
     json_decref(all);

@@ -26,8 +26,7 @@ static void assert_valid_openai_sequence(const json_t *msgs)
     json_t *answered = json_object();
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m)
-    {
+    json_array_foreach(msgs, i, m) {
         const char *role = str(m, "role");
         if (strcmp(role, "tool") == 0) {
             assert_non_null(open);
@@ -35,7 +34,8 @@ static void assert_valid_openai_sequence(const json_t *msgs)
             bool found = false;
             size_t j;
             json_t *c;
-            json_array_foreach(open, j, c) found |= strcmp(str(c, "id"), id) == 0;
+            json_array_foreach(open, j, c)
+                found |= strcmp(str(c, "id"), id) == 0;
             assert_true(found);
             assert_null(json_object_get(answered, id));
             json_object_set_new(answered, id, json_true());
@@ -82,15 +82,13 @@ static void overlapping_engine_tool_calls_replay_as_a_valid_sequence(void **stat
     int n = 0;
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev)
-    {
+    json_array_foreach(evs, i, ev) {
         const char *type = str(ev, "type");
         json_t *p = json_object_get(ev, "payload");
         if (strcmp(type, "assistant/message") == 0) {
             size_t j;
             json_t *c;
-            json_array_foreach(json_object_get(p, "toolCalls"), j, c)
-            {
+            json_array_foreach(json_object_get(p, "toolCalls"), j, c) {
                 assert_null(json_object_get(advertised, str(c, "id")));
                 json_object_set(advertised, str(c, "id"), c);
             }

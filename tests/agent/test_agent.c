@@ -153,8 +153,7 @@ static char *event_types(const json_t *events)
     buf[0] = '\0';
     size_t i;
     json_t *ev;
-    json_array_foreach(events, i, ev)
-    {
+    json_array_foreach(events, i, ev) {
         const char *type = json_string_value(json_object_get(ev, "type"));
         if (strstr(type, "/delta") || strcmp(type, "tool/pending") == 0 ||
             strcmp(type, "step/start") == 0)
@@ -174,8 +173,7 @@ static char *log_types(env *e)
     json_t *evs = cdsh_session_store_events(e->store, e->sid, 0, 1000, NULL, &err);
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev)
-    {
+    json_array_foreach(evs, i, ev) {
         if (buf[0])
             strcat(buf, " ");
         strcat(buf, json_string_value(json_object_get(ev, "type")));
@@ -272,8 +270,7 @@ static void parallel_safe_tools_run_together_and_keep_model_order(void **state)
     const char *want[] = {"a", "b", "c"};
     size_t k = 0, i;
     json_t *ev;
-    json_array_foreach(e.events, i, ev)
-    {
+    json_array_foreach(e.events, i, ev) {
         if (strcmp(json_string_value(json_object_get(ev, "type")), "tool/result") == 0) {
             assert_true(k < 3);
             assert_string_equal(json_string_value(json_object_get(ev, "callId")), want[k++]);
@@ -354,8 +351,7 @@ static void token_limit_stops_with_a_notice(void **state)
     bool seen = false;
     size_t i;
     json_t *ev;
-    json_array_foreach(e.events, i, ev)
-    {
+    json_array_foreach(e.events, i, ev) {
         const char *code = json_string_value(json_object_get(ev, "code"));
         if (code && strcmp(code, "TOKEN_LIMIT") == 0) {
             seen = true;
@@ -410,8 +406,7 @@ static void cancel_ends_the_turn_and_aborts_the_tool(void **state)
     bool aborted = false;
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev)
-    {
+    json_array_foreach(evs, i, ev) {
         json_t *p = json_object_get(ev, "payload");
         if (strcmp(json_string_value(json_object_get(ev, "type")), "tool/result") == 0)
             aborted =
@@ -572,8 +567,7 @@ static void bad_tool_arguments_are_an_invalid_args_result(void **state)
     const char *codes[2] = {NULL, NULL};
     size_t k = 0, i;
     json_t *ev;
-    json_array_foreach(e.events, i, ev)
-    {
+    json_array_foreach(e.events, i, ev) {
         if (strcmp(json_string_value(json_object_get(ev, "type")), "tool/result") == 0 && k < 2)
             codes[k++] = json_string_value(json_object_get(json_object_get(ev, "error"), "code"));
     }

@@ -162,15 +162,15 @@ static void runtime_context_is_frozen_for_every_step_of_a_turn(void **state)
     msgs = json_object_get(json_array_get(bodies, 2), "messages");
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) if (i + 1 < json_array_size(msgs) && content(m))
-        assert_null(strstr(content(m), "runtime_context"));
+    json_array_foreach(msgs, i, m)
+        if (i + 1 < json_array_size(msgs) && content(m))
+            assert_null(strstr(content(m), "runtime_context"));
     json_decref(bodies);
 
     /* The log records name and byte count, never the text. */
     json_t *evs = cdsh_session_store_events(e.store, e.sid, 0, 1000, NULL, &err);
     int seen = 0;
-    json_array_foreach(evs, i, m)
-    {
+    json_array_foreach(evs, i, m) {
         const char *type = json_string_value(json_object_get(m, "type"));
         char *dump = json_dumps(m, 0);
         if (strcmp(type, "turn/context") == 0) {
@@ -225,8 +225,7 @@ static void sampling_overrides_reach_the_request_body(void **state)
     size_t i;
     json_t *m;
     int seen = 0;
-    json_array_foreach(evs, i, m)
-    {
+    json_array_foreach(evs, i, m) {
         if (strcmp(json_string_value(json_object_get(m, "type")), "turn/context"))
             continue;
         seen++;

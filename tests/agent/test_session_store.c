@@ -136,8 +136,7 @@ static char *types_of(const char *id)
     char *out = calloc(1, 4096);
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev)
-    {
+    json_array_foreach(evs, i, ev) {
         if (i)
             strcat(out, ",");
         strcat(out, jstr(ev, "type"));
@@ -356,7 +355,8 @@ static void list_pages_with_offset_and_limit(void **state)
         for (int k = 0; k < 3; k++) {
             size_t j;
             json_t *s;
-            json_array_foreach(pages[k], j, s) seen += strcmp(jstr(s, "id"), ids[i]) == 0;
+            json_array_foreach(pages[k], j, s)
+                seen += strcmp(jstr(s, "id"), ids[i]) == 0;
         }
         assert_int_equal(seen, 1);
         free(ids[i]);
@@ -1193,8 +1193,7 @@ static void two_processes_append_to_the_same_session(void **state)
     int per[2] = {0, 0};
     size_t i;
     json_t *ev;
-    json_array_foreach(evs, i, ev)
-    {
+    json_array_foreach(evs, i, ev) {
         assert_int_equal(jint(ev, "seq"), (int64_t)i + 1); /* contiguous, no duplicates */
         per[jint(json_object_get(ev, "payload"), "writer")]++;
     }

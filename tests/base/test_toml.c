@@ -109,8 +109,7 @@ static bool typed_equal(const json_t *want, const json_t *got, char *why, size_t
     const char *k;
     size_t klen;
     json_t *v;
-    json_object_keylen_foreach((json_t *)want, k, klen, v)
-    {
+    json_object_keylen_foreach((json_t *)want, k, klen, v) {
         char key[256];
         if (klen > sizeof key) {
             snprintf(why, n, "corpus key too long");

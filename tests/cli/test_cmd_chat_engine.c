@@ -67,8 +67,7 @@ static json_t *events_of(const char *sid, const char *type)
     json_t *out = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(evs, i, e)
-    {
+    json_array_foreach(evs, i, e) {
         if (strcmp(json_string_value(json_object_get(e, "type")), type) == 0)
             json_array_append(out, json_object_get(e, "payload"));
     }
@@ -124,16 +123,14 @@ static void chat_with_an_engine_prints_asks_records_and_resumes(void **state)
     size_t i;
     json_t *c;
     bool ls_ok = false;
-    json_array_foreach(calls, i, c)
-    {
+    json_array_foreach(calls, i, c) {
         if (strcmp(json_string_value(json_object_get(c, "callId")), "call-1") == 0) {
             assert_string_equal(json_string_value(json_object_get(c, "name")), "ls");
             assert_string_equal(json_string_value(json_object_get(c, "arguments")),
                                 "{\"command\":\"ls\"}");
         }
     }
-    json_array_foreach(results, i, c)
-    {
+    json_array_foreach(results, i, c) {
         if (strcmp(json_string_value(json_object_get(c, "callId")), "call-1") == 0) {
             assert_false(json_is_true(json_object_get(c, "isError")));
             ls_ok = true;
@@ -188,8 +185,7 @@ static void failures_show_the_class_and_the_agents_words(void **state)
     bool found = false;
     size_t i;
     json_t *n;
-    json_array_foreach(notices, i, n)
-    {
+    json_array_foreach(notices, i, n) {
         const char *code = json_string_value(json_object_get(n, "code"));
         found = found || (code && strcmp(code, "INSUFFICIENT_FUNDS") == 0 &&
                           strstr(json_string_value(json_object_get(n, "text")),

@@ -45,8 +45,7 @@ static size_t expected_bytes(const char *tool)
     json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(h), NULL);
     size_t bytes = 0, i;
     json_t *s;
-    json_array_foreach(schemas, i, s)
-    {
+    json_array_foreach(schemas, i, s) {
         if (strcmp(json_string_value(json_object_get(s, "name")), tool) == 0) {
             char *c = json_dumps(s, JSON_COMPACT | JSON_PRESERVE_ORDER);
             bytes = strlen(c);
@@ -166,8 +165,7 @@ static int has_name(const json_t *arr, const char *name)
 {
     size_t i;
     const json_t *e;
-    json_array_foreach(arr, i, e)
-    {
+    json_array_foreach(arr, i, e) {
         const json_t *v = json_object_get(e, "name");
         if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
             return 1;
@@ -218,8 +216,7 @@ static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state
     assert_lists_only("skills", "xiangqi-mate-playbook");
     doc = list_json("config");
     const json_t *p;
-    json_array_foreach(json_object_get(doc, "plugins"), i, p)
-    {
+    json_array_foreach(json_object_get(doc, "plugins"), i, p) {
         if (strcmp(json_string_value(json_object_get(p, "name")), "xiangqi") == 0)
             assert_true(json_is_true(json_object_get(p, "enabled")));
     }

@@ -165,8 +165,7 @@ static char *names_of(cdsh_scope *agent)
     char buf[8192] = "";
     size_t i, used = 0;
     json_t *n;
-    json_array_foreach(names, i, n)
-    {
+    json_array_foreach(names, i, n) {
         used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "",
                                  json_string_value(n));
     }
@@ -185,8 +184,7 @@ static size_t calls_of(const char *tool)
 {
     size_t n = 0, i;
     json_t *c;
-    json_array_foreach(CALLS, i, c)
-    {
+    json_array_foreach(CALLS, i, c) {
         n += strcmp(json_string_value(json_object_get(c, "tool")), tool) == 0;
     }
     return n;
@@ -197,8 +195,7 @@ static const json_t *last_call_of(const char *tool)
     const json_t *found = NULL;
     size_t i;
     json_t *c;
-    json_array_foreach(CALLS, i, c)
-    {
+    json_array_foreach(CALLS, i, c) {
         if (strcmp(json_string_value(json_object_get(c, "tool")), tool) == 0)
             found = c;
     }

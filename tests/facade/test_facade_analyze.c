@@ -68,8 +68,7 @@ static const json_t *tool_named(const json_t *report, const char *name)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(report, "tools"), i, t)
-    {
+    json_array_foreach(json_object_get(report, "tools"), i, t) {
         if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0)
             return t;
     }

@@ -14,8 +14,7 @@ static surface measure(cdsh_scope *agent, const char *only_prefix_list)
     json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(H), agent);
     size_t i;
     json_t *t;
-    json_array_foreach(schemas, i, t)
-    {
+    json_array_foreach(schemas, i, t) {
         const char *name = json_string_value(json_object_get(t, "name"));
         if (only_prefix_list && !strstr(only_prefix_list, name))
             continue;

@@ -263,8 +263,7 @@ static void smoke_turn_runs_a_composed_tool_then_answers(void **state)
     bool saw_result = false;
     size_t i;
     const json_t *m;
-    json_array_foreach(msgs, i, m)
-    {
+    json_array_foreach(msgs, i, m) {
         const char *role = json_string_value(json_object_get(m, "role"));
         const char *id = json_string_value(json_object_get(m, "tool_call_id"));
         if (role && strcmp(role, "tool") == 0 && id && strcmp(id, "c1") == 0)

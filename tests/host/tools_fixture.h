@@ -112,8 +112,7 @@ static size_t fx_count_events(fx *f, const char *name)
     size_t n = 0, i;
     json_t *rec;
     pthread_mutex_lock(&f->lock);
-    json_array_foreach(f->events, i, rec)
-    {
+    json_array_foreach(f->events, i, rec) {
         n += strcmp(json_string_value(json_object_get(rec, "event")), name) == 0;
     }
     pthread_mutex_unlock(&f->lock);
@@ -126,8 +125,7 @@ static json_t *fx_event(fx *f, const char *name, size_t k)
     size_t i;
     json_t *rec, *found = NULL;
     pthread_mutex_lock(&f->lock);
-    json_array_foreach(f->events, i, rec)
-    {
+    json_array_foreach(f->events, i, rec) {
         if (strcmp(json_string_value(json_object_get(rec, "event")), name) == 0 && k-- == 0) {
             found = json_object_get(rec, "payload");
             break;

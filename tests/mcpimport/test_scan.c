@@ -160,8 +160,7 @@ static char *verdicts(const json_t *list)
     char buf[4096] = "";
     size_t i;
     json_t *x;
-    json_array_foreach(list, i, x)
-    {
+    json_array_foreach(list, i, x) {
         char one[256];
         snprintf(one, sizeof one, "%s%s=%s", i ? " " : "",
                  json_string_value(json_object_get(x, "name")),

@@ -32,8 +32,7 @@ static char *joined(const json_t *arr)
     char buf[8192] = "";
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (i)
             strncat(buf, " | ", sizeof buf - strlen(buf) - 1);
         strncat(buf, json_string_value(v), sizeof buf - strlen(buf) - 1);
@@ -47,8 +46,7 @@ static char *codes(const json_t *ir)
     char buf[2048] = "";
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(ir, "reasons"), i, r)
-    {
+    json_array_foreach(json_object_get(ir, "reasons"), i, r) {
         char one[128];
         snprintf(one, sizeof one, "%s%s:%s", i ? " " : "", s(r, "level"), s(r, "code"));
         strncat(buf, one, sizeof buf - strlen(buf) - 1);
@@ -172,8 +170,7 @@ static json_t *named(const json_t *list, const char *name, size_t nth)
 {
     size_t i;
     json_t *x;
-    json_array_foreach(list, i, x)
-    {
+    json_array_foreach(list, i, x) {
         if (strcmp(s(x, "name"), name) == 0 && nth-- == 0)
             return x;
     }
@@ -363,8 +360,7 @@ static char *verdicts(const json_t *list)
     char buf[4096] = "";
     size_t i;
     json_t *x;
-    json_array_foreach(list, i, x)
-    {
+    json_array_foreach(list, i, x) {
         char one[256];
         snprintf(one, sizeof one, "%s%s:%s=%s", i ? " " : "", s(x, "kind"), s(x, "name"),
                  s(x, "verdict"));

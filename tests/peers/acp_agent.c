@@ -213,8 +213,7 @@ static void on_session_new(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *
     size_t i;
     json_t *m;
     mcp_names[0] = '\0';
-    json_array_foreach(json_object_get(cdsh_jsonrpc_request_params(req), "mcpServers"), i, m)
-    {
+    json_array_foreach(json_object_get(cdsh_jsonrpc_request_params(req), "mcpServers"), i, m) {
         const char *type = json_string_value(json_object_get(m, "type"));
         size_t len = strlen(mcp_names);
         snprintf(mcp_names + len, sizeof mcp_names - len, "%s%s:%s", len ? "," : "",
@@ -353,8 +352,7 @@ static void on_list(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
     json_t *page = json_array(), *r = json_pack("{s:o}", "sessions", page);
     const char *k;
     json_t *e;
-    json_object_foreach(db, k, e)
-    {
+    json_object_foreach(db, k, e) {
         if (cwd && strcmp(cwd, json_string_value(json_object_get(e, "cwd"))) != 0)
             continue;
         if (seen >= from && (int)json_array_size(page) < page_size)

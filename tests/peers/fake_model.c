@@ -495,8 +495,9 @@ static enum MHD_Result respond(struct MHD_Connection *conn, const json_t *resp, 
     MHD_add_response_header(r, "Content-Type", ctype);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)json_object_get(resp, "headers"), k, v) if (json_is_string(v))
-        MHD_add_response_header(r, k, json_string_value(v));
+    json_object_foreach((json_t *)json_object_get(resp, "headers"), k, v)
+        if (json_is_string(v))
+            MHD_add_response_header(r, k, json_string_value(v));
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;

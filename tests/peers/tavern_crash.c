@@ -20,8 +20,7 @@ static int64_t next_turn(cdsh_tavern_story *s, const char *session)
     if (cdsh_tavern_story_floors(s, &floors, NULL) == 0) {
         size_t i;
         json_t *f;
-        json_array_foreach(floors, i, f)
-        {
+        json_array_foreach(floors, i, f) {
             const char *owner = json_string_value(json_object_get(f, "session"));
             int64_t t = json_integer_value(json_object_get(f, "turn"));
             if (owner && strcmp(owner, session) == 0 && t > max)

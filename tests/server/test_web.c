@@ -733,8 +733,7 @@ static json_t *find_event(json_t *evs, const char *type)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(evs, i, e)
-    {
+    json_array_foreach(evs, i, e) {
         if (strcmp(json_string_value(json_object_get(e, "event")), type) == 0)
             return json_object_get(e, "data");
     }
@@ -786,8 +785,7 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
     assert_int_equal(http(&s, "GET", "/api/engines", H(s.auth), NULL, &v), 200);
     json_t *fx = NULL, *e;
     size_t i;
-    json_array_foreach(json_object_get(v, "engines"), i, e)
-    {
+    json_array_foreach(json_object_get(v, "engines"), i, e) {
         if (strcmp(json_string_value(json_object_get(e, "id")), "fixture") == 0)
             fx = e;
     }
@@ -872,8 +870,7 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
     snprintf(path, sizeof path, "/api/sessions/%s", id);
     assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
     const char *last_text = NULL;
-    json_array_foreach(json_object_get(v, "events"), i, e)
-    {
+    json_array_foreach(json_object_get(v, "events"), i, e) {
         if (strcmp(json_string_value(json_object_get(e, "type")), "assistant/message") == 0)
             last_text = json_string_value(json_object_get(json_object_get(e, "payload"), "text"));
     }
@@ -999,8 +996,7 @@ static char *last_reply_dup(srv *s, const char *id)
     const char *text = NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(v, "events"), i, e)
-    {
+    json_array_foreach(json_object_get(v, "events"), i, e) {
         if (strcmp(json_string_value(json_object_get(e, "type")), "assistant/message") == 0)
             text = json_string_value(json_object_get(json_object_get(e, "payload"), "text"));
     }

@@ -22,7 +22,8 @@ json_t *cdsh_test_model_env_bodies(const cdsh_test_fake_model *f)
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(recs, i, r) json_array_append(out, json_object_get(r, "body"));
+    json_array_foreach(recs, i, r)
+        json_array_append(out, json_object_get(r, "body"));
     json_decref(recs);
     return out;
 }

@@ -204,8 +204,7 @@ static void simulation_orders_messages_and_injections(void **state)
     char seq[1024] = "";
     size_t i;
     json_t *x;
-    json_array_foreach(m, i, x)
-    {
+    json_array_foreach(m, i, x) {
         snprintf(seq + strlen(seq), sizeof seq - strlen(seq), "%s%s:%s", i ? "|" : "",
                  json_string_value(json_object_get(x, "role")),
                  json_string_value(json_object_get(x, "source")));
@@ -395,8 +394,8 @@ static void templates_render_in_the_worker_and_commit_only_on_success(void **sta
     size_t i;
     json_t *m;
     int seen = 0;
-    json_array_foreach(json_object_get(plan, "messages"), i, m) seen +=
-        !strcmp(json_string_value(json_object_get(m, "content")), "Count 1 for Ann");
+    json_array_foreach(json_object_get(plan, "messages"), i, m)
+        seen += !strcmp(json_string_value(json_object_get(m, "content")), "Count 1 for Ann");
     assert_int_equal(seen, 1);
     assert_int_equal(json_integer_value(json_object_get(local, "n")), 1);
     json_decref(plan);
@@ -476,8 +475,7 @@ static const json_t *log_of(const json_t *plan, int uid)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(json_object_get(plan, "worldInfo"), "log"), i, e)
-    {
+    json_array_foreach(json_object_get(json_object_get(plan, "worldInfo"), "log"), i, e) {
         if (!strcmp(S(e, "book"), "T") && json_integer_value(json_object_get(e, "uid")) == uid)
             return e;
     }
@@ -488,8 +486,9 @@ static bool has_note(const json_t *plan, const char *part)
 {
     size_t i;
     json_t *n;
-    json_array_foreach(json_object_get(plan, "notes"), i,
-                       n) if (strstr(json_string_value(n), part)) return true;
+    json_array_foreach(json_object_get(plan, "notes"), i, n)
+        if (strstr(json_string_value(n), part))
+            return true;
     return false;
 }
 
@@ -539,8 +538,7 @@ static void world_info_templates_run_after_the_scan_on_the_raw_text(void **state
     /* Evaluated output is what is counted and placed; it is turn-local. */
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(json_object_get(plan, "worldInfo"), "activated"), i, e)
-    {
+    json_array_foreach(json_object_get(json_object_get(plan, "worldInfo"), "activated"), i, e) {
         assert_int_equal(json_integer_value(json_object_get(e, "tokens")),
                          cdsh_tavern_tokens_count_str(S(e, "content")));
         assert_null(strstr(S(e, "content"), "<%"));
@@ -675,7 +673,9 @@ static size_t index_of(const json_t *msgs, const char *source)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) if (!strcmp(S(m, "source"), source)) return i;
+    json_array_foreach(msgs, i, m)
+        if (!strcmp(S(m, "source"), source))
+            return i;
     return SIZE_MAX;
 }
 
@@ -703,7 +703,9 @@ static void author_note_feeds_the_scan_only_when_allowed(void **state)
     json_t *m = json_object_get(plan, "messages");
     size_t an = SIZE_MAX, k;
     json_t *x;
-    json_array_foreach(m, k, x) if (strstr(S(x, "content"), "Keep the comet")) an = k;
+    json_array_foreach(m, k, x)
+        if (strstr(S(x, "content"), "Keep the comet"))
+            an = k;
     assert_true(an != SIZE_MAX);
     assert_string_equal(S(json_array_get(m, an), "source"), "injection");
     assert_string_equal(S(json_array_get(m, an), "role"), "system");
@@ -725,7 +727,9 @@ static void author_note_feeds_the_scan_only_when_allowed(void **state)
     plan = assemble(&f);
     m = json_object_get(plan, "messages");
     assert_int_equal(index_of(m, "authorsNote"), SIZE_MAX);
-    json_array_foreach(m, k, x) if (strstr(S(x, "content"), "Keep the comet")) an = k;
+    json_array_foreach(m, k, x)
+        if (strstr(S(x, "content"), "Keep the comet"))
+            an = k;
     assert_string_equal(S(json_array_get(m, an), "role"), "user");
     json_decref(plan);
     json_decref(books);
@@ -736,7 +740,8 @@ static size_t count_source(const json_t *msgs, const char *source)
 {
     size_t i, n = 0;
     json_t *m;
-    json_array_foreach(msgs, i, m) n += !strcmp(S(m, "source"), source);
+    json_array_foreach(msgs, i, m)
+        n += !strcmp(S(m, "source"), source);
     return n;
 }
 
@@ -765,8 +770,7 @@ static void simulation_is_trimmed_to_the_context_budget(void **state)
     assert_int_equal(count_source(msgs, "dialogueExamples"), 2);
     size_t fixed = 0, hist = 0, i;
     json_t *m;
-    json_array_foreach(msgs, i, m)
-    {
+    json_array_foreach(msgs, i, m) {
         size_t t = cdsh_tavern_tokens_count_str(S(m, "content"));
         if (!strcmp(S(m, "source"), "chatHistory") || !strcmp(S(m, "source"), "injection"))
             hist += t;
@@ -789,8 +793,7 @@ static void simulation_is_trimmed_to_the_context_budget(void **state)
     assert_true(json_is_true(json_object_get(sim, "truncated")));
     /* The kept history is the newest suffix, in order. */
     size_t want = 12 - kept;
-    json_array_foreach(msgs, i, m)
-    {
+    json_array_foreach(msgs, i, m) {
         if (strcmp(S(m, "source"), "chatHistory"))
             continue;
         assert_string_equal(S(m, "content"), f.in.chat[want].text);

@@ -237,8 +237,7 @@ static void v2_sample_keeps_every_field_and_its_book(void **state)
     json_t *sd = json_object_get(sample, "data");
     const char *k;
     json_t *v;
-    json_object_foreach(sd, k, v)
-    {
+    json_object_foreach(sd, k, v) {
         if (!strcmp(k, "character_book"))
             continue;
         if (!cdsh_json_equal(v, json_object_get(data_of(c), k)))

@@ -451,8 +451,9 @@ static void floor_texts_prefill_the_edit_dialogs(void **state)
     json_int_t first_reply = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(ev, i, e) if (!first_reply && !strcmp(s_of(e, "type"), "assistant/message"))
-        first_reply = json_integer_value(json_object_get(e, "seq"));
+    json_array_foreach(ev, i, e)
+        if (!first_reply && !strcmp(s_of(e, "type"), "assistant/message"))
+            first_reply = json_integer_value(json_object_get(e, "seq"));
     json_decref(ev);
     v = ok(f, "renderOutputText",
            json_pack("{s:s,s:s,s:I}", "sessionId", sid, "text", "x", "messageId", first_reply));

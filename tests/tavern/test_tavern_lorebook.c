@@ -51,8 +51,7 @@ static void sample_gets_every_field_with_defaults(void **state)
     /* kept values */
     const char *k;
     json_t *v;
-    json_object_foreach(src0, k, v)
-    {
+    json_object_foreach(src0, k, v) {
         if (!cdsh_json_equal(v, json_object_get(e0, k)))
             fail_msg("field %s changed", k);
     }

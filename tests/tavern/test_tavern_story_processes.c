@@ -131,8 +131,7 @@ static void two_processes_share_one_story_without_losing_writes(void **state)
     assert_int_equal(json_array_size(floors), ROUNDS);
     size_t i;
     json_t *f;
-    json_array_foreach(floors, i, f)
-    {
+    json_array_foreach(floors, i, f) {
         assert_true(json_is_true(json_object_get(f, "committed")));
         assert_int_equal(json_integer_value(json_object_get(f, "records")), 1);
     }

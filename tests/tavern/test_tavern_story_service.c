@@ -519,7 +519,8 @@ static void the_plugin_registers_tools_channel_and_service(void **state)
         bool found = false;
         size_t i;
         json_t *v;
-        json_array_foreach(names, i, v) found = found || strcmp(json_string_value(v), *n) == 0;
+        json_array_foreach(names, i, v)
+            found = found || strcmp(json_string_value(v), *n) == 0;
         if (!found)
             fail_msg("%s is not registered", *n);
     }

@@ -69,8 +69,7 @@ static char *fired(const json_t *out)
     int ids[64], n = 0;
     size_t i;
     json_t *a;
-    json_array_foreach(json_object_get(out, "activated"), i, a)
-    {
+    json_array_foreach(json_object_get(out, "activated"), i, a) {
         if (n < 64)
             ids[n++] = (int)json_integer_value(json_object_get(a, "uid"));
     }
@@ -91,8 +90,7 @@ static const char *log_reason(const json_t *out, int uid)
 {
     size_t i;
     json_t *l;
-    json_array_foreach(json_object_get(out, "log"), i, l)
-    {
+    json_array_foreach(json_object_get(out, "log"), i, l) {
         if (json_integer_value(json_object_get(l, "uid")) == uid)
             return json_string_value(json_object_get(l, "reason"));
     }
@@ -548,8 +546,7 @@ static void decorators_depth_zero_inject_and_macros_in_keys(void **state)
     json_t *act = json_object_get(out, "activated");
     size_t i;
     json_t *a;
-    json_array_foreach(act, i, a)
-    {
+    json_array_foreach(act, i, a) {
         if (json_integer_value(json_object_get(a, "uid")) == 1)
             assert_string_equal(json_string_value(json_object_get(a, "content")), "forced on");
         if (json_integer_value(json_object_get(a, "uid")) == 3)

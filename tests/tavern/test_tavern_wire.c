@@ -145,8 +145,7 @@ static json_t *trigger_record(cdsh_test_tavern_world *w, const char *sid, long t
     *log = cdsh_test_tavern_rpc(w, "getTriggerLog", json_pack("{s:s}", "sessionId", sid));
     size_t i;
     json_t *rec;
-    json_array_foreach(*log, i, rec)
-    {
+    json_array_foreach(*log, i, rec) {
         assert_string_equal(json_string_value(json_object_get(rec, "sessionId")), sid);
         if (!strcmp(json_string_value(json_object_get(rec, "kind")), "worldInfo") &&
             json_integer_value(json_object_get(rec, "turn")) == turn)
@@ -161,8 +160,7 @@ static json_t *trigger_entry(json_t *rec, json_int_t uid)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(rec, "entries"), i, e)
-    {
+    json_array_foreach(json_object_get(rec, "entries"), i, e) {
         if (json_integer_value(json_object_get(e, "uid")) == uid)
             return e;
     }
@@ -188,8 +186,7 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     json_t *forest = NULL;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(rec, "entries"), i, e)
-    {
+    json_array_foreach(json_object_get(rec, "entries"), i, e) {
         if (json_is_true(json_object_get(e, "fired")) &&
             strstr(json_string_value(json_object_get(e, "reason")), "primary key 'eldoria'"))
             forest = e;
@@ -229,8 +226,7 @@ static bool body_mentions(const json_t *body, const char *needle)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(body, "messages"), i, m)
-    {
+    json_array_foreach(json_object_get(body, "messages"), i, m) {
         const char *t = json_string_value(json_object_get(m, "content"));
         if (t && strstr(t, needle))
             return true;

@@ -578,8 +578,7 @@ static void legal_moves_json_lists_every_move_in_three_notations(void **state)
     int seen = 0;
     size_t i;
     json_t *o;
-    json_array_foreach(arr, i, o)
-    {
+    json_array_foreach(arr, i, o) {
         assert_int_equal(json_object_size(o), 5);
         const char *ic = json_string_value(json_object_get(o, "iccs"));
         assert_non_null(ic);

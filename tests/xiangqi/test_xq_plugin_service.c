@@ -91,8 +91,8 @@ static size_t count_targets(const json_t *v)
     size_t n = 0;
     const char *k;
     json_t *arr;
-    json_object_foreach((json_t *)json_object_get(v, "legalTargets"), k, arr) n +=
-        json_array_size(arr);
+    json_object_foreach((json_t *)json_object_get(v, "legalTargets"), k, arr)
+        n += json_array_size(arr);
     return n;
 }
 

@@ -34,7 +34,8 @@ static void bench_node_total_is_the_sum_and_reproducible(void **state)
     json_int_t sum = 0;
     size_t i;
     json_t *p;
-    json_array_foreach(pos, i, p) sum += json_integer_value(json_object_get(p, "nodes"));
+    json_array_foreach(pos, i, p)
+        sum += json_integer_value(json_object_get(p, "nodes"));
     assert_true(sum > 0);
     assert_int_equal(json_integer_value(json_object_get(a, "nodes")), sum);
     assert_int_equal(json_integer_value(json_object_get(b, "nodes")), sum);

@@ -102,8 +102,7 @@ static json_t *string_array(const json_t *v)
     json_t *out = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         json_t *s = coerce_string(e);
         if (s)
             json_array_append_new(out, s);
@@ -178,8 +177,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     json_t *ov = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(row, "commandOverrides"), k, v)
-    {
+    json_object_foreach(json_object_get(row, "commandOverrides"), k, v) {
         if ((strcmp(k, "windows") == 0 || strcmp(k, "darwin") == 0 || strcmp(k, "linux") == 0) &&
             json_is_string(v))
             json_object_set(ov, k, v);
@@ -188,8 +186,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     json_object_set_new(r, "fallbackPaths", string_array(json_object_get(row, "fallbackPaths")));
     json_object_set_new(r, "args", string_array(json_object_get(row, "args")));
     json_t *env = json_object();
-    json_object_foreach(json_object_get(row, "env"), k, v)
-    {
+    json_object_foreach(json_object_get(row, "env"), k, v) {
         json_t *s = coerce_string(v);
         if (s && *k && !strchr(k, '='))
             json_object_set_new(env, k, s);
@@ -215,8 +212,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     json_object_set_new(r, "dialect", json_string("canonical"));
     json_t *ico = json_array();
     size_t i;
-    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, v)
-    {
+    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, v) {
         json_t *cid = coerce_string(json_object_get(v, "configId"));
         json_t *val = coerce_string(json_object_get(v, "value"));
         if (cid && val)
@@ -275,8 +271,7 @@ json_t *cdsh_acp_engine_builtins_dup(void)
     json_t *out = json_array();
     size_t i;
     json_t *row;
-    json_array_foreach(raw, i, row)
-    {
+    json_array_foreach(raw, i, row) {
         json_t *n = NULL;
         if (cdsh_acp_engine_normalize(row, "builtin", false, &n, NULL) == 0)
             json_array_append_new(out, n);
@@ -316,8 +311,7 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
     const char *k;
     json_t *v;
     int rc = 0;
-    json_object_foreach((json_t *)patch, k, v)
-    {
+    json_object_foreach((json_t *)patch, k, v) {
         bool known = false;
         if (strcmp(k, "capabilities") == 0 || strcmp(k, "health") == 0) {
             rc = cdsh_error_set(err, CDSH_EPERM, "READ_ONLY_FIELD",
@@ -339,8 +333,7 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
             json_t *env = json_object_get(row, "env");
             const char *ek;
             json_t *ev;
-            json_object_foreach(v, ek, ev)
-            {
+            json_object_foreach(v, ek, ev) {
                 if (json_is_null(ev))
                     json_object_del(env, ek);
                 else
@@ -445,8 +438,7 @@ int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via
     }
     size_t i;
     json_t *fp;
-    json_array_foreach(json_object_get(row, "fallbackPaths"), i, fp)
-    {
+    json_array_foreach(json_object_get(row, "fallbackPaths"), i, fp) {
         char *p = cdsh_acp_engine_expand_path_dup(json_string_value(fp));
         if (p && strchr(p, '/') && executable(p)) {
             *resolved = p;
@@ -573,8 +565,7 @@ static const char *row_npm_cache(const json_t *row)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(row, "env"), k, v)
-    {
+    json_object_foreach(json_object_get(row, "env"), k, v) {
         if (strcasecmp(k, "npm_config_cache") == 0 && json_is_string(v))
             return json_string_value(v);
     }
@@ -719,8 +710,7 @@ char **cdsh_acp_engine_env_dup(const json_t *row)
     json_t *val;
     if (!v)
         return NULL;
-    json_object_foreach(env, k, val)
-    {
+    json_object_foreach(env, k, val) {
         if (!json_is_string(val))
             continue;
         size_t len = strlen(k) + strlen(json_string_value(val)) + 2;
@@ -740,8 +730,7 @@ char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
     if (!v)
         return NULL;
     v[n++] = strdup(resolved ? resolved : json_string_value(json_object_get(row, "command")));
-    json_array_foreach(args, i, a)
-    {
+    json_array_foreach(args, i, a) {
         if (json_is_string(a))
             v[n++] = strdup(json_string_value(a));
     }

@@ -162,8 +162,7 @@ char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome
     for (int p = 0; p < 3; p++) {
         size_t i;
         json_t *o;
-        json_array_foreach(json_object_get(params, "options"), i, o)
-        {
+        json_array_foreach(json_object_get(params, "options"), i, o) {
             const char *kind = json_string_value(json_object_get(o, "kind"));
             const char *id = json_string_value(json_object_get(o, "optionId"));
             if (!kind || !id)
@@ -483,8 +482,7 @@ static json_t *mcp_for(cdsh_acp_service *svc, const json_t *row, cdsh_acp_conn *
                         "mcpCapabilities");
     size_t i;
     json_t *s;
-    json_array_foreach(src, i, s)
-    {
+    json_array_foreach(src, i, s) {
         const char *type = json_string_value(json_object_get(s, "type"));
         /* stdio is always allowed; http / sse only when the agent says so. */
         if (!type || json_is_true(json_object_get(caps, type)))
@@ -602,8 +600,7 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
         json_array_append_new(warnings, json_sprintf("sessions.json not updated: %s", se.message));
     size_t i;
     json_t *o;
-    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, o)
-    {
+    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, o) {
         cdsh_error ce = {0};
         const char *cid = json_string_value(json_object_get(o, "configId"));
         const char *val = json_string_value(json_object_get(o, "value"));
@@ -933,13 +930,11 @@ int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, c
         goto done;
     size_t i;
     json_t *info;
-    json_array_foreach(list, i, info)
-    {
+    json_array_foreach(list, i, info) {
         const char *sid = json_string_value(json_object_get(info, "sessionId"));
         const char *bound = NULL, *k;
         json_t *b;
-        json_object_foreach(bindings, k, b)
-        {
+        json_object_foreach(bindings, k, b) {
             const char *acp = json_string_value(json_object_get(b, "acpSessionId"));
             if (acp && strcmp(acp, sid) == 0 &&
                 strcmp(json_string_value(json_object_get(b, "engineId")), engine_id) == 0)

@@ -199,8 +199,7 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     json_t *builtins = cdsh_acp_engine_builtins_dup();
     size_t i;
     json_t *row;
-    json_array_foreach(builtins, i, row)
-    {
+    json_array_foreach(builtins, i, row) {
         json_object_set(byid, json_string_value(json_object_get(row, "id")), row);
     }
     json_decref(builtins);
@@ -209,8 +208,7 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     if (doc_load(DOC_ENGINES, &user, &e) < 0) {
         diag(diags, "engines.json", e.message);
     } else {
-        json_array_foreach(json_object_get(user, "engines"), i, row)
-        {
+        json_array_foreach(json_object_get(user, "engines"), i, row) {
             json_t *n = NULL;
             if (cdsh_acp_engine_normalize(row, "user-file", true, &n, &e) < 0) {
                 char msg[CDSH_ERROR_MESSAGE_MAX + 64];
@@ -228,8 +226,7 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     size_t n = json_object_size(byid), k = 0;
     json_t **rows = calloc(n ? n : 1, sizeof *rows);
     const char *id;
-    json_object_foreach(byid, id, row)
-    {
+    json_object_foreach(byid, id, row) {
         json_t *rt = json_object_get(json_object_get(runtime, "engines"), id);
         if (json_is_object(json_object_get(rt, "capabilities")))
             json_object_set(row, "capabilities", json_object_get(rt, "capabilities"));
@@ -262,8 +259,7 @@ int cdsh_acp_state_engine_find(const char *id, json_t **row, cdsh_error *err)
         return rc;
     size_t i;
     json_t *r;
-    json_array_foreach(all, i, r)
-    {
+    json_array_foreach(all, i, r) {
         if (id && strcmp(json_string_value(json_object_get(r, "id")), id) == 0) {
             *row = json_incref(r);
             json_decref(all);
@@ -283,8 +279,7 @@ static int edit_save_engine(json_t *doc, void *arg, cdsh_error *err)
     const char *id = json_string_value(json_object_get(row, "id"));
     size_t i;
     json_t *r;
-    json_array_foreach(list, i, r)
-    {
+    json_array_foreach(list, i, r) {
         const char *rid = json_string_value(json_object_get(r, "id"));
         if (rid && strcmp(rid, id) == 0) {
             json_array_set(list, i, row);
@@ -558,8 +553,7 @@ int cdsh_acp_state_engines_listing(json_t **engines, json_t **diagnostics, cdsh_
         return rc;
     size_t i;
     json_t *row;
-    json_array_foreach(*engines, i, row)
-    {
+    json_array_foreach(*engines, i, row) {
         char *resolved = NULL;
         const char *via = NULL;
         cdsh_error re = {0};

@@ -150,8 +150,7 @@ static json_t *result_content(const call *c, bool failed)
     cdsh_strbuf_init(&sb);
     size_t i;
     json_t *e;
-    json_array_foreach(c->content, i, e)
-    {
+    json_array_foreach(c->content, i, e) {
         const char *type = str(e, "type");
         size_t before = sb.len;
         if (sb.len)

@@ -417,8 +417,7 @@ static json_t *parameter_names(const lexer *lx, const member *m)
         bool dup = false;
         size_t j;
         json_t *x;
-        json_array_foreach(names, j, x)
-        {
+        json_array_foreach(names, j, x) {
             dup = dup || json_equal(x, k);
         }
         if (dup)
@@ -617,8 +616,7 @@ json_t *cdsh_facade_analyze_build(const char *root, const json_t *scanned, const
     json_t *groups = json_object(); /* group -> [tool records], insertion order */
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach(tools, i, t) {
         char *g = cdsh_facade_group_dup(json_string_value(json_object_get(t, "name")));
         if (!g)
             continue;
@@ -633,12 +631,10 @@ json_t *cdsh_facade_analyze_build(const char *root, const json_t *scanned, const
     json_t *glist = json_array(), *cands = json_array();
     const char *g;
     json_t *members;
-    json_object_foreach(groups, g, members)
-    {
+    json_object_foreach(groups, g, members) {
         json_t *names = json_array();
         bool dynamic = false;
-        json_array_foreach(members, i, t)
-        {
+        json_array_foreach(members, i, t) {
             json_array_append(names, json_object_get(t, "name"));
             dynamic = dynamic || json_is_true(json_object_get(t, "dynamic"));
         }
@@ -648,8 +644,7 @@ json_t *cdsh_facade_analyze_build(const char *root, const json_t *scanned, const
         json_t *ctools = json_array(), *prim = json_array(), *ops = json_array();
         cdsh_strbuf q;
         cdsh_strbuf_init(&q);
-        json_array_foreach(members, i, t)
-        {
+        json_array_foreach(members, i, t) {
             const char *name = json_string_value(json_object_get(t, "name"));
             const char *kind = cdsh_facade_classify(name);
             json_t *params = json_object_get(t, "parameters");
@@ -789,15 +784,14 @@ json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, con
     json_t *recs = json_array(), *caps = json_array(), *scanned = json_array();
     size_t i;
     json_t *s;
-    json_array_foreach(schemas, i, s)
-    {
+    json_array_foreach(schemas, i, s) {
         const char *desc = json_string_value(json_object_get(s, "description"));
         desc = desc ? desc : "";
         json_t *params = json_array();
         const char *key;
         json_t *v;
-        json_object_foreach(json_object_get(json_object_get(s, "parameters"), "properties"), key, v)
-        {
+        json_object_foreach(json_object_get(json_object_get(s, "parameters"), "properties"), key,
+                            v) {
             json_array_append_new(params, json_string(key));
         }
         json_array_append_new(recs, json_pack("{s:O, s:b, s:o, s:o, s:s, s:i}", "name",
@@ -807,14 +801,12 @@ json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, con
     }
     json_t *listed = cdsh_facade_list(facade);
     json_t *c;
-    json_array_foreach(listed, i, c)
-    {
+    json_array_foreach(listed, i, c) {
         const char *id = json_string_value(json_object_get(c, "id"));
         json_t *ops = json_array();
         size_t j;
         json_t *t;
-        json_array_foreach(json_object_get(c, "tools"), j, t)
-        {
+        json_array_foreach(json_object_get(c, "tools"), j, t) {
             json_array_append_new(ops, json_string(json_string_value(t) + strlen(id) + 1));
         }
         json_array_append_new(caps, json_pack("{s:s, s:o, s:s, s:i}", "id", id, "operations", ops,

@@ -24,8 +24,7 @@ static void names(cdsh_strbuf *sb, const json_t *arr, const char *none)
         cdsh_strbuf_append_str(sb, none);
         return;
     }
-    json_array_foreach(arr, i, n)
-    {
+    json_array_foreach(arr, i, n) {
         cdsh_strbuf_appendf(sb, "%s`%s`", i ? ", " : "", json_string_value(n));
     }
 }
@@ -54,8 +53,7 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
     } else {
         cdsh_strbuf_append_str(&sb, "| Tool | Shape | Parameters | Source |\n| --- | --- | --- | "
                                     "--- |\n");
-        json_array_foreach(tools, i, t)
-        {
+        json_array_foreach(tools, i, t) {
             const char *name = str(t, "name");
             const char *shape = json_is_true(json_object_get(t, "dynamic"))
                                     ? "dynamic name"
@@ -67,8 +65,7 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
             else if (json_array_size(params) == 0)
                 cdsh_strbuf_append_str(&sb, "\u2014");
             json_t *p;
-            json_array_foreach(params, j, p)
-            {
+            json_array_foreach(params, j, p) {
                 cdsh_strbuf_appendf(&sb, "%s%s", j ? ", " : "", json_string_value(p));
             }
             cdsh_strbuf_appendf(&sb, " | `%s:%lld` |\n", str(t, "file"),
@@ -78,12 +75,10 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
     cdsh_strbuf_append_str(&sb, "\n## Candidate groupings (for review, not adoption)\n\n");
     if (json_array_size(cands) == 0)
         cdsh_strbuf_append_str(&sb, "_No prefix group holds two or more tools._\n");
-    json_array_foreach(cands, i, t)
-    {
+    json_array_foreach(cands, i, t) {
         cdsh_strbuf_appendf(&sb, "### `%s`\n\n- tools: ", str(t, "group"));
         json_t *m;
-        json_array_foreach(json_object_get(t, "tools"), j, m)
-        {
+        json_array_foreach(json_object_get(t, "tools"), j, m) {
             cdsh_strbuf_appendf(&sb, "%s`%s` (%s)", j ? ", " : "", str(m, "name"), str(m, "kind"));
         }
         cdsh_strbuf_append_str(&sb, "\n- primitive-like: ");
@@ -96,8 +91,7 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
         cdsh_strbuf_append_str(&sb, "\n");
     if (json_array_size(caps) > 0) {
         cdsh_strbuf_append_str(&sb, "## Existing capability declarations\n\n");
-        json_array_foreach(caps, i, t)
-        {
+        json_array_foreach(caps, i, t) {
             cdsh_strbuf_appendf(&sb, "- `%s` \u2192 ", str(t, "id"));
             names(&sb, json_object_get(t, "operations"), "_(no static operation names)_");
             cdsh_strbuf_appendf(&sb, " (`%s:%lld`)\n", str(t, "file"),
@@ -126,8 +120,7 @@ static json_t *step_names(const json_t *candidate)
     json_t *all = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(candidate, "tools"), i, t)
-    {
+    json_array_foreach(json_object_get(candidate, "tools"), i, t) {
         json_array_append(all, json_object_get(t, "name"));
     }
     return all;
@@ -155,8 +148,7 @@ char *cdsh_facade_proposal_js_dup(const json_t *candidate)
     json_t *steps = step_names(candidate);
     size_t i;
     json_t *n;
-    json_array_foreach(steps, i, n)
-    {
+    json_array_foreach(steps, i, n) {
         cdsh_strbuf_appendf(&sb,
                             "        { tool: '%s' }, // TODO: confirm order and argument mapping\n",
                             json_string_value(n));
@@ -195,8 +187,7 @@ char *cdsh_facade_proposal_yaml_dup(const json_t *candidate)
     json_t *steps = step_names(candidate);
     size_t i;
     json_t *n;
-    json_array_foreach(steps, i, n)
-    {
+    json_array_foreach(steps, i, n) {
         const char *name = json_string_value(n);
         cdsh_strbuf_append_str(&sb, "                - tool: ");
         cdsh_strbuf_append_json_string(&sb, name, strlen(name));
@@ -219,8 +210,7 @@ char *cdsh_facade_report_full_dup(const json_t *report, int propose)
     free(md);
     size_t i;
     json_t *c;
-    json_array_foreach(propose ? json_object_get(report, "candidates") : NULL, i, c)
-    {
+    json_array_foreach(propose ? json_object_get(report, "candidates") : NULL, i, c) {
         char *js = cdsh_facade_proposal_js_dup(c);
         char *yaml = cdsh_facade_proposal_yaml_dup(c);
         cdsh_strbuf_appendf(&sb,

@@ -157,8 +157,7 @@ static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *ca
 
     size_t i;
     const json_t *op;
-    json_array_foreach(ops, i, op)
-    {
+    json_array_foreach(ops, i, op) {
         if (!json_is_object(op))
             return invalid(err, "capability \"%s\": every operation must be an object", id);
         const json_t *jname = json_object_get(op, "name");
@@ -192,8 +191,7 @@ static int validate(cdsh_tools *tools, const cdsh_scope *agent, const json_t *ca
             return invalid(err, "capability \"%s.%s\" needs a non-empty steps array", id, name);
         size_t k;
         const json_t *step;
-        json_array_foreach(steps, k, step)
-        {
+        json_array_foreach(steps, k, step) {
             if (!json_is_object(step))
                 return invalid(err, "capability \"%s.%s\" step %zu must be an object", id, name,
                                k + 1);
@@ -241,8 +239,7 @@ static json_t *compile_props(const json_t *props, cdsh_error *err)
         goto fail;
     const char *key;
     json_t *spec;
-    json_object_foreach((json_t *)props, key, spec)
-    {
+    json_object_foreach((json_t *)props, key, spec) {
         json_t *p = compile_prop(key, spec, err);
         if (!p)
             goto fail;
@@ -324,8 +321,7 @@ char *cdsh_facade_describe_dup(const char *id, const char *cap_description,
                         op_description, id, cap_description);
     size_t k;
     const json_t *step;
-    json_array_foreach(steps, k, step)
-    {
+    json_array_foreach(steps, k, step) {
         cdsh_strbuf_appendf(&sb, "%s%zu. %s", k ? " \u2192 " : "", k + 1,
                             json_string_value(json_object_get(step, "tool")));
     }
@@ -362,8 +358,7 @@ static char *step_text(const cdsh_toolresult *res)
     bool has_text = false;
     size_t i;
     const json_t *b;
-    json_array_foreach(res->content, i, b)
-    {
+    json_array_foreach(res->content, i, b) {
         if (json_is_string(json_object_get(b, "text")) &&
             strcmp(json_string_value(json_object_get(b, "type")), "text") == 0)
             has_text = true;
@@ -412,8 +407,7 @@ static int op_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
     json_t *failed = NULL;
     size_t k;
     const json_t *step;
-    json_array_foreach(o->steps, k, step)
-    {
+    json_array_foreach(o->steps, k, step) {
         const char *tool = json_string_value(json_object_get(step, "tool"));
         char *ferr = NULL;
         const json_t *args = step_args(step, exec->args, &ferr);
@@ -555,8 +549,7 @@ static op_ud *op_ud_new(const char *id, const json_t *op)
     o->steps = json_array();
     size_t k;
     const json_t *s;
-    json_array_foreach(json_object_get(op, "steps"), k, s)
-    {
+    json_array_foreach(json_object_get(op, "steps"), k, s) {
         json_t *copy = json_pack("{s:s}", "tool", json_string_value(json_object_get(s, "tool")));
         if (json_object_get(s, "from"))
             json_object_set(copy, "from", json_object_get(s, "from"));
@@ -664,8 +657,7 @@ int cdsh_facade_register(cdsh_facade *facade, cdsh_plugin_ctx *caller, const jso
 
     size_t i;
     const json_t *op;
-    json_array_foreach(ops, i, op)
-    {
+    json_array_foreach(ops, i, op) {
         rc = register_op(e, tools, cdsh_ctx_scope(caller), e->description, op, err);
         if (rc)
             goto fail_listed;
@@ -727,8 +719,7 @@ json_t *cdsh_facade_problems(cdsh_facade *facade)
     pthread_mutex_lock(&facade->lock);
     const char *key;
     json_t *p;
-    json_object_foreach(facade->problems, key, p)
-    {
+    json_object_foreach(facade->problems, key, p) {
         json_array_append(out, p);
     }
     pthread_mutex_unlock(&facade->lock);

@@ -75,8 +75,7 @@ static void check_rows(run *r, const cdsh_profile *prof, const cdsh_plugin_def *
     const char *name;
     json_t *row;
     size_t bad_rows = 0, bad_configs = 0;
-    json_object_foreach((json_t *)plugins, name, row)
-    {
+    json_object_foreach((json_t *)plugins, name, row) {
         const cdsh_plugin_def *def = find_def(defs, name);
         if (!def) {
             char known[512] = "";
@@ -116,8 +115,7 @@ static cdsh_host *compose(run *r, const cdsh_profile *prof, const cdsh_plugin_de
     json_t *list = cdsh_host_plugins_list(host);
     size_t i, failed = 0;
     json_t *p;
-    json_array_foreach(list, i, p)
-    {
+    json_array_foreach(list, i, p) {
         const char *name = json_string_value(json_object_get(p, "name"));
         const char *state = json_string_value(json_object_get(p, "state"));
         const char *error = json_string_value(json_object_get(p, "error"));
@@ -138,8 +136,7 @@ static cdsh_host *compose(run *r, const cdsh_profile *prof, const cdsh_plugin_de
     cdsh_facade *facade = cdsh_host_service(host, CDSH_FACADE_SERVICE);
     json_t *probs = cdsh_facade_problems(facade);
     json_t *x;
-    json_array_foreach(probs, i, x)
-    {
+    json_array_foreach(probs, i, x) {
         problem(r, "plugin \"facade\": capability %lld: %s",
                 (long long)json_integer_value(json_object_get(x, "index")),
                 json_string_value(json_object_get(x, "message")));

@@ -34,8 +34,7 @@ static void add_unique(json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (strcmp(json_string_value(v), s) == 0)
             return;
     }
@@ -57,8 +56,7 @@ json_t *cdsh__mcpimport_meta_list(const json_t *v, const char *seps)
     if (json_is_array(v)) {
         size_t i;
         json_t *e;
-        json_array_foreach(v, i, e)
-        {
+        json_array_foreach(v, i, e) {
             char *s = cdsh__mcpimport_meta_text_dup(e);
             if (s)
                 json_array_append_new(out, json_string(s));
@@ -98,8 +96,7 @@ static bool name_in(const json_t *list, const char *s, size_t n)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(list, i, v)
-    {
+    json_array_foreach(list, i, v) {
         const char *t = json_string_value(v);
         if (t && strlen(t) == n && strncmp(t, s, n) == 0)
             return true;
@@ -204,8 +201,7 @@ void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, jso
     }
     size_t i;
     json_t *v;
-    json_array_foreach(unsupported, i, v)
-    {
+    json_array_foreach(unsupported, i, v) {
         const char *f = json_string_value(json_object_get(v, "feature"));
         cdsh__mcpimport_warnf(warnings, "%s \"%s\" is not supported: %s",
                               strcmp(f, "shell") == 0 ? "!`cmd`" : "@file",
@@ -292,8 +288,7 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     }
     const char *k;
     json_t *v;
-    json_object_foreach(meta, k, v)
-    {
+    json_object_foreach(meta, k, v) {
         if (codex ? (strcmp(k, "description") == 0 || strcmp(k, "argument-hint") == 0)
                   : cdsh__mcpimport_in_list(claude_known, k))
             continue;
@@ -411,8 +406,7 @@ int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char
     json_t *kv = json_object(), *positional = json_array();
     size_t i;
     json_t *w;
-    json_array_foreach(words, i, w)
-    {
+    json_array_foreach(words, i, w) {
         const char *s = json_string_value(w);
         const char *eq = strchr(s, '=');
         bool is_kv = codex && eq && eq > s && isupper((unsigned char)s[0]);
@@ -429,8 +423,7 @@ int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char
     if (codex) { /* every named placeholder must be given */
         cdsh_strbuf miss;
         cdsh_strbuf_init(&miss);
-        json_array_foreach(json_object_get(cmd, "arguments"), i, w)
-        {
+        json_array_foreach(json_object_get(cmd, "arguments"), i, w) {
             const char *t = json_string_value(w);
             if (t[0] == '$' && isupper((unsigned char)t[1]) && strcmp(t, "$ARGUMENTS") != 0 &&
                 !json_object_get(kv, t + 1))
@@ -478,8 +471,7 @@ int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char
             }
             if (!(isalnum((unsigned char)*q) || *q == '_')) {
                 if (codex) {
-                    json_array_foreach(positional, i, w)
-                    {
+                    json_array_foreach(positional, i, w) {
                         cdsh_strbuf_appendf(&b, "%s%s", i ? " " : "", json_string_value(w));
                     }
                 } else
@@ -518,8 +510,7 @@ int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char
             size_t idx;
             json_t *nm;
             bool done_named = false;
-            json_array_foreach(named, idx, nm)
-            {
+            json_array_foreach(named, idx, nm) {
                 const char *t = json_string_value(nm);
                 if (strlen(t) == (size_t)(q - p - 1) &&
                     strncmp(t, p + 1, (size_t)(q - p - 1)) == 0) {

@@ -253,8 +253,7 @@ static void component_paths(walk *w, const json_t *v, const char *root, const ch
     } else if (json_is_array(v)) {
         size_t i;
         json_t *e;
-        json_array_foreach(v, i, e)
-        {
+        json_array_foreach(v, i, e) {
             component_paths(w, e, root, kind, plugin, ns, scope, manifest);
         }
     } else if (v)
@@ -287,8 +286,7 @@ static void manifest_servers(walk *w, const json_t *v, const char *root, const c
     } else if (json_is_array(v)) {
         size_t i;
         json_t *e;
-        json_array_foreach(v, i, e)
-        {
+        json_array_foreach(v, i, e) {
             manifest_servers(w, e, root, plugin, scope, manifest);
         }
     }
@@ -345,13 +343,11 @@ static void claude_plugins(walk *w, const char *claude_dir)
     const json_t *plugins = json_object_get(doc, "plugins");
     const char *id;
     json_t *v;
-    json_object_foreach((json_t *)plugins, id, v)
-    {
+    json_object_foreach((json_t *)plugins, id, v) {
         json_t *list = json_is_array(v) ? json_incref(v) : json_pack("[O]", v);
         size_t i;
         json_t *e;
-        json_array_foreach(list, i, e)
-        {
+        json_array_foreach(list, i, e) {
             const char *path = json_string_value(json_object_get(e, "installPath"));
             const char *scope = json_string_value(json_object_get(e, "scope"));
             if (!scope)
@@ -413,8 +409,7 @@ int cdsh_mcpimport_discover(const cdsh_mcpimport_roots *roots, json_t **out, cds
             else {
                 const char *k;
                 json_t *v;
-                json_object_foreach(json_object_get(doc, "plugins"), k, v)
-                {
+                json_object_foreach(json_object_get(doc, "plugins"), k, v) {
                     note(&w, prov("codex", cfg, "user", k),
                          "Codex plugin %s is reported only (its files are not imported)", k);
                 }

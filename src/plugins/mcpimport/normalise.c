@@ -111,8 +111,7 @@ static void set_args(norm *n, const json_t *v)
     json_t *args = json_object_get(n->ir, "args");
     size_t i;
     json_t *a;
-    json_array_foreach(v, i, a)
-    {
+    json_array_foreach(v, i, a) {
         char field[32];
         snprintf(field, sizeof field, "args[%zu]", i);
         json_t *s = scalar_text(n, a, "arg", field, "argument");
@@ -130,8 +129,7 @@ static void set_map(norm *n, const char *key, const char *kind, const json_t *v)
     json_t *dst = json_object_get(n->ir, key);
     const char *k;
     json_t *x;
-    json_object_foreach((json_t *)v, k, x)
-    {
+    json_object_foreach((json_t *)v, k, x) {
         char field[160];
         snprintf(field, sizeof field, "%s.%s", key, k);
         json_t *s = scalar_text(n, x, kind, field, "value");
@@ -160,8 +158,7 @@ static void set_string_list(norm *n, const char *key, const char *src_key, const
     json_t *list = json_array();
     size_t i;
     json_t *a;
-    json_array_foreach(v, i, a)
-    {
+    json_array_foreach(v, i, a) {
         if (json_is_string(a))
             json_array_append(list, a);
         else
@@ -244,8 +241,7 @@ static void claude_server(norm *n, const json_t *obj)
                               t ? t : "?");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v)
-    {
+    json_object_foreach((json_t *)obj, k, v) {
         if (strcmp(k, "type") == 0)
             continue;
         if (strcmp(k, "command") == 0)
@@ -310,8 +306,7 @@ static void codex_env_vars(norm *n, const json_t *v)
     json_t *env = json_object_get(n->ir, "env");
     size_t i;
     json_t *e;
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         const char *name = json_string_value(e);
         const char *src = "local";
         if (json_is_object(e)) {
@@ -380,8 +375,7 @@ static void codex_server(norm *n, const json_t *obj)
             n->warnings, "neither command nor url: Codex refuses this (\"invalid transport\")");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v)
-    {
+    json_object_foreach((json_t *)obj, k, v) {
         if (strcmp(k, "command") == 0)
             set_text(n, "command", "command", v);
         else if (strcmp(k, "args") == 0)
@@ -399,8 +393,7 @@ static void codex_server(norm *n, const json_t *obj)
         else if (strcmp(k, "env_http_headers") == 0 && json_is_object(v)) {
             const char *h;
             json_t *e;
-            json_object_foreach(v, h, e)
-            {
+            json_object_foreach(v, h, e) {
                 header_ref(n, h, "", json_string_value(e), true);
             }
         } else if (strcmp(k, "env_vars") == 0)
@@ -481,8 +474,7 @@ static int add_map(const json_t *cand, const json_t *map, json_t *servers, json_
     int count = 0;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)map, k, v)
-    {
+    json_object_foreach((json_t *)map, k, v) {
         if (looks_like_server(v))
             count += add_server(cand, false, k, v, servers);
         else
@@ -509,8 +501,7 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
         int count = 0;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)t, k, v)
-        {
+        json_object_foreach((json_t *)t, k, v) {
             if (json_is_object(v))
                 count += add_server(cand, true, k, v, servers);
             else
@@ -522,8 +513,7 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
         int count = 0;
         size_t i;
         json_t *e;
-        json_array_foreach(doc, i, e)
-        {
+        json_array_foreach(doc, i, e) {
             const char *name = json_string_value(json_object_get(e, "name"));
             if (name && looks_like_server(e)) {
                 json_t *copy = json_deep_copy(e);
@@ -557,8 +547,7 @@ int cdsh_mcpimport_normalise(const json_t *cand, json_t *servers, json_t *notes)
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)doc, k, v)
-    {
+    json_object_foreach((json_t *)doc, k, v) {
         if (strcmp(k, wrap_key) != 0)
             cdsh__mcpimport_warnf(notes, "top-level key \"%s\" ignored", k);
     }

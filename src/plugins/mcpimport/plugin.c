@@ -44,8 +44,7 @@ static const char *first_blocked(const json_t *ir)
 {
     size_t k;
     json_t *r;
-    json_array_foreach(json_object_get(ir, "reasons"), k, r)
-    {
+    json_array_foreach(json_object_get(ir, "reasons"), k, r) {
         if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
             return json_string_value(json_object_get(r, "message"));
     }
@@ -61,8 +60,7 @@ static void register_enabled(cdsh_plugin_ctx *ctx, const cdsh_mcpimport_scan *sc
 {
     size_t i;
     json_t *v;
-    json_array_foreach(names, i, v)
-    {
+    json_array_foreach(names, i, v) {
         const char *name = json_string_value(v);
         json_t *ir = name ? lookup(scan, name) : NULL;
         cdsh_error e = {0};
@@ -122,8 +120,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
                      cdsh_mcpimport_register_command);
     register_enabled(ctx, scan, skills, "skill \"", "\"", cdsh_mcpimport_scan_skill,
                      cdsh_mcpimport_register_skill);
-    json_array_foreach(servers, i, v)
-    {
+    json_array_foreach(servers, i, v) {
         const char *name = json_string_value(v);
         json_t *ir = name ? cdsh_mcpimport_scan_server(scan, name) : NULL;
         cdsh_error e = {0};

@@ -93,8 +93,7 @@ static void check_secrets(json_t *ir)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(ir, "unresolved"), i, r)
-    {
+    json_array_foreach(json_object_get(ir, "unresolved"), i, r) {
         const char *from = str(r, "resolvedFrom");
         const char *var = str(r, "envVar"), *field = str(r, "field");
         if (from && (strcmp(from, "env") == 0 || strcmp(from, "keyring") == 0))
@@ -118,8 +117,7 @@ static void finish(json_t *ir)
     const char *v = "ok";
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(ir, "reasons"), i, r)
-    {
+    json_array_foreach(json_object_get(ir, "reasons"), i, r) {
         if (strcmp(str(r, "level"), "blocked") == 0)
             v = "blocked";
         else if (strcmp(v, "ok") == 0)
@@ -141,8 +139,7 @@ static void check_names(json_t *list, const char *orig_key, const char *dup_code
 {
     size_t i, j;
     json_t *a, *b;
-    json_array_foreach(list, i, a)
-    {
+    json_array_foreach(list, i, a) {
         for (j = 0; j < i; j++) {
             b = json_array_get(list, j);
             if (strcmp(str(a, "name"), str(b, "name")) != 0)
@@ -173,13 +170,11 @@ static void loss_reasons(json_t *ir)
 {
     size_t k;
     json_t *w;
-    json_array_foreach(json_object_get(ir, "unsupported"), k, w)
-    {
+    json_array_foreach(json_object_get(ir, "unsupported"), k, w) {
         reason(ir, "warn", "UNSUPPORTED_FEATURE", "%s \"%s\" is not supported",
                strcmp(str(w, "feature"), "shell") == 0 ? "!`cmd`" : "@file", str(w, "text"));
     }
-    json_array_foreach(json_object_get(ir, "warnings"), k, w)
-    {
+    json_array_foreach(json_object_get(ir, "warnings"), k, w) {
         const char *m = json_string_value(w);
         if (!strstr(m, "is not supported: ")) /* already a reason above */
             reason(ir, "warn", "SEMANTIC_LOSS", "%s", m);
@@ -190,8 +185,7 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
 {
     size_t i;
     json_t *ir;
-    json_array_foreach(servers, i, ir)
-    {
+    json_array_foreach(servers, i, ir) {
         json_object_set_new(ir, "reasons", json_array());
         const char *t = str(ir, "transport");
         if (!t)
@@ -208,12 +202,10 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
         check_secrets(ir);
     }
     check_names(servers, "originalName", "DUPLICATE_SERVER", "server");
-    json_array_foreach(servers, i, ir)
-    {
+    json_array_foreach(servers, i, ir) {
         size_t k;
         json_t *w;
-        json_array_foreach(json_object_get(ir, "warnings"), k, w)
-        {
+        json_array_foreach(json_object_get(ir, "warnings"), k, w) {
             const char *m = json_string_value(w);
             reason(ir, "warn",
                    strncmp(m, "disabled in", 11) == 0 ? "DISABLED_IN_SOURCE" : "SEMANTIC_LOSS",
@@ -221,8 +213,7 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
         }
         finish(ir);
     }
-    json_array_foreach(commands, i, ir)
-    {
+    json_array_foreach(commands, i, ir) {
         json_object_set_new(ir, "reasons", json_array());
         const char *p = str(ir, "prompt");
         size_t n = p ? strspn(p, " \t\r\n") : 0;
@@ -230,8 +221,7 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
             reason(ir, "blocked", "EMPTY_PROMPT", "the command has no prompt text");
     }
     check_names(commands, "originalName", "DUPLICATE_COMMAND", "command");
-    json_array_foreach(commands, i, ir)
-    {
+    json_array_foreach(commands, i, ir) {
         loss_reasons(ir);
         finish(ir);
     }
@@ -241,8 +231,7 @@ void cdsh_mcpimport_preflight_skills(json_t *skills)
 {
     size_t i;
     json_t *ir;
-    json_array_foreach(skills, i, ir)
-    {
+    json_array_foreach(skills, i, ir) {
         json_object_set_new(ir, "reasons", json_array());
         bool agent = strcmp(str(ir, "kind"), "agent") == 0;
         const char *what = agent ? "sub-agent" : "skill";
@@ -280,15 +269,13 @@ void cdsh_mcpimport_preflight_skills(json_t *skills)
                    what, strlen(c), CDSH_MCPIMPORT_SKILL_WARN_BYTES);
         size_t k;
         json_t *w;
-        json_array_foreach(json_object_get(ir, "unreadableFiles"), k, w)
-        {
+        json_array_foreach(json_object_get(ir, "unreadableFiles"), k, w) {
             reason(ir, "warn", "UNREADABLE_FILE",
                    "supporting file %s cannot be read; it is listed anyway", json_string_value(w));
         }
     }
     check_names(skills, "originalName", "DUPLICATE_SKILL", "skill");
-    json_array_foreach(skills, i, ir)
-    {
+    json_array_foreach(skills, i, ir) {
         loss_reasons(ir);
         finish(ir);
     }

@@ -61,8 +61,7 @@ static json_t *expand_map(const json_t *map, cdsh_mcpimport_secrets *secrets)
     json_t *out = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)map, k, v)
-    {
+    json_object_foreach((json_t *)map, k, v) {
         bool missing = false;
         char *s = expand(json_string_value(v), secrets, &missing);
         if (s && !missing)
@@ -98,8 +97,7 @@ static void wipe_map(json_t *m)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(m, k, v)
-    {
+    json_object_foreach(m, k, v) {
         if (json_is_string(v))
             memset((char *)json_string_value(v), 0, json_string_length(v));
     }

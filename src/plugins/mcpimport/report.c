@@ -21,8 +21,7 @@ static void redact_map(json_t *map)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(map, k, v)
-    {
+    json_object_foreach(map, k, v) {
         const char *s = json_string_value(v);
         if (!s)
             continue;
@@ -49,8 +48,7 @@ static json_t *sanitise_server(const json_t *ir)
     size_t i;
     json_t *a;
     bool next_secret = false;
-    json_array_foreach(args, i, a)
-    {
+    json_array_foreach(args, i, a) {
         const char *s = json_string_value(a);
         if (next_secret) {
             json_array_set_new(args, i, json_string(CDSH_REDACTED));
@@ -72,8 +70,7 @@ static json_t *sanitise_server(const json_t *ir)
             json_array_set_new(args, i, json_string(r));
         free(r);
     }
-    json_array_foreach(json_object_get(c, "unresolved"), i, a)
-    {
+    json_array_foreach(json_object_get(c, "unresolved"), i, a) {
         if (json_is_string(json_object_get(a, "fallback")) &&
             cdsh_process_env_name_is_secret(str(a, "envVar")))
             json_object_set_new(a, "fallback", json_string(CDSH_REDACTED));
@@ -85,8 +82,7 @@ static json_t *section(json_t *sources, const char *source)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(sources, i, s)
-    {
+    json_array_foreach(sources, i, s) {
         if (strcmp(str(s, "source"), source) == 0)
             return s;
     }
@@ -122,25 +118,21 @@ json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
     section(sources, "codex");
     size_t i;
     json_t *x;
-    json_array_foreach(servers, i, x)
-    {
+    json_array_foreach(servers, i, x) {
         json_array_append_new(json_object_get(section(sources, src_of(x)), "servers"),
                               sanitise_server(x));
         count(summary, "servers", str(x, "verdict") ? str(x, "verdict") : "ok");
     }
-    json_array_foreach(commands, i, x)
-    {
+    json_array_foreach(commands, i, x) {
         json_array_append(json_object_get(section(sources, src_of(x)), "commands"), x);
         count(summary, "commands", str(x, "verdict") ? str(x, "verdict") : "ok");
     }
-    json_array_foreach(skills, i, x)
-    {
+    json_array_foreach(skills, i, x) {
         const char *k = strcmp(str(x, "kind"), "agent") == 0 ? "agents" : "skills";
         json_array_append(json_object_get(section(sources, src_of(x)), k), x);
         count(summary, k, str(x, "verdict") ? str(x, "verdict") : "ok");
     }
-    json_array_foreach(notes, i, x)
-    {
+    json_array_foreach(notes, i, x) {
         json_t *n = json_pack("{s:s, s:O}", "message", str(x, "message"), "provenance",
                               json_object_get(x, "provenance"));
         json_array_append_new(json_object_get(section(sources, src_of(x)), "notes"), n);
@@ -153,8 +145,7 @@ static void reasons_text(cdsh_strbuf *b, const json_t *ir)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(ir, "reasons"), i, r)
-    {
+    json_array_foreach(json_object_get(ir, "reasons"), i, r) {
         cdsh_strbuf_appendf(b, "        - %s %s: %s\n", str(r, "level"), str(r, "code"),
                             str(r, "message"));
     }
@@ -174,8 +165,7 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
     cdsh_strbuf_init(&b);
     size_t i, j;
     json_t *s, *x;
-    json_array_foreach(json_object_get(report, "sources"), i, s)
-    {
+    json_array_foreach(json_object_get(report, "sources"), i, s) {
         bool claude = strcmp(str(s, "source"), "claude") == 0;
         cdsh_strbuf_appendf(&b, "%s\n", claude ? "Claude Code" : "Codex");
         size_t total = json_array_size(json_object_get(s, "servers")) +
@@ -187,8 +177,7 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
             cdsh_strbuf_append_str(&b, "  nothing found\n");
         if (json_array_size(json_object_get(s, "servers")))
             cdsh_strbuf_append_str(&b, "  servers:\n");
-        json_array_foreach(json_object_get(s, "servers"), j, x)
-        {
+        json_array_foreach(json_object_get(s, "servers"), j, x) {
             const char *t = str(x, "transport");
             cdsh_strbuf_appendf(&b, "    %-8s %s  (%s: %s)\n", str(x, "verdict"), str(x, "name"),
                                 t ? t : "unsupported",
@@ -200,8 +189,7 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
         }
         if (json_array_size(json_object_get(s, "commands")))
             cdsh_strbuf_append_str(&b, "  commands:\n");
-        json_array_foreach(json_object_get(s, "commands"), j, x)
-        {
+        json_array_foreach(json_object_get(s, "commands"), j, x) {
             cdsh_strbuf_appendf(&b, "    %-8s /%s", str(x, "verdict"), str(x, "name"));
             if (strcmp(str(x, "name"), str(x, "originalName")) != 0)
                 cdsh_strbuf_appendf(&b, "  (was /%s)", str(x, "originalName"));
@@ -213,8 +201,7 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
         for (int k = 0; k < 2; k++) {
             if (json_array_size(json_object_get(s, kinds[k])))
                 cdsh_strbuf_appendf(&b, "  %s:\n", kinds[k]);
-            json_array_foreach(json_object_get(s, kinds[k]), j, x)
-            {
+            json_array_foreach(json_object_get(s, kinds[k]), j, x) {
                 cdsh_strbuf_appendf(&b, "    %-8s %s", str(x, "verdict"), str(x, "name"));
                 if (strcmp(str(x, "name"), str(x, "originalName")) != 0)
                     cdsh_strbuf_appendf(&b, "  (was %s)", str(x, "originalName"));
@@ -225,8 +212,7 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
         }
         if (json_array_size(json_object_get(s, "notes")))
             cdsh_strbuf_append_str(&b, "  notes:\n");
-        json_array_foreach(json_object_get(s, "notes"), j, x)
-        {
+        json_array_foreach(json_object_get(s, "notes"), j, x) {
             cdsh_strbuf_appendf(&b, "    - %s\n", str(x, "message"));
         }
     }

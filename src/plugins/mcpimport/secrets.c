@@ -95,37 +95,39 @@ int cdsh_mcpimport_secrets_resolve(json_t *servers, const cdsh_mcpimport_secret_
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     size_t i, j;
     json_t *ir, *r;
-    json_array_foreach(servers, i, ir){json_array_foreach(json_object_get(ir, "unresolved"), j, r){
-        const char *name = json_string_value(json_object_get(r, "envVar"));
-    const char *from = NULL;
-    if (!name)
-        continue;
-    const char *env = strncmp(name, "user_config.", 12) == 0 ? NULL : getenv(name);
-    char *kv = NULL;
-    if (env) {
-        from = "env";
-        if (!cdsh_mcpimport_secrets_get(s, name) && put(s, name, env) != 0)
-            goto oom;
-    } else if (cdsh_mcpimport_secrets_get(s, name))
-        from = "keyring";
-    else if (allowed(opts, name) && (kv = keyring_lookup(opts, name))) {
-        int rc = put(s, name, kv);
-        memset(kv, 0, strlen(kv));
-        free(kv);
-        if (rc != 0)
-            goto oom;
-        from = "keyring";
-    } else if (json_is_string(json_object_get(r, "fallback")))
-        from = "default";
-    else
-        from = NULL;
-    json_object_set_new(r, "resolvedFrom", from ? json_string(from) : json_null());
-}
-}
-*out = s;
-return 0;
-oom : cdsh_mcpimport_secrets_free(s);
-return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    json_array_foreach(servers, i, ir) {
+        json_array_foreach(json_object_get(ir, "unresolved"), j, r) {
+            const char *name = json_string_value(json_object_get(r, "envVar"));
+            const char *from = NULL;
+            if (!name)
+                continue;
+            const char *env = strncmp(name, "user_config.", 12) == 0 ? NULL : getenv(name);
+            char *kv = NULL;
+            if (env) {
+                from = "env";
+                if (!cdsh_mcpimport_secrets_get(s, name) && put(s, name, env) != 0)
+                    goto oom;
+            } else if (cdsh_mcpimport_secrets_get(s, name))
+                from = "keyring";
+            else if (allowed(opts, name) && (kv = keyring_lookup(opts, name))) {
+                int rc = put(s, name, kv);
+                memset(kv, 0, strlen(kv));
+                free(kv);
+                if (rc != 0)
+                    goto oom;
+                from = "keyring";
+            } else if (json_is_string(json_object_get(r, "fallback")))
+                from = "default";
+            else
+                from = NULL;
+            json_object_set_new(r, "resolvedFrom", from ? json_string(from) : json_null());
+        }
+    }
+    *out = s;
+    return 0;
+oom:
+    cdsh_mcpimport_secrets_free(s);
+    return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
 
 void cdsh_mcpimport_secrets_free(cdsh_mcpimport_secrets *store)

@@ -111,8 +111,7 @@ int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimpor
     out->notes = json_array();
     size_t i;
     json_t *c;
-    json_array_foreach(candidates, i, c)
-    {
+    json_array_foreach(candidates, i, c) {
         const char *kind = json_string_value(json_object_get(c, "kind"));
         const json_t *text = json_object_get(c, "text");
         if (!kind)
@@ -122,8 +121,7 @@ int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimpor
             cdsh_mcpimport_normalise(c, out->servers, file_notes);
             size_t k;
             json_t *m;
-            json_array_foreach(file_notes, k, m)
-            {
+            json_array_foreach(file_notes, k, m) {
                 json_array_append_new(out->notes,
                                       json_pack("{s:s, s:O, s:O}", "kind", "note", "provenance",
                                                 json_object_get(c, "provenance"), "message", m));
@@ -176,8 +174,7 @@ static json_t *first_named(const json_t *list, const char *name)
 {
     size_t i;
     json_t *x;
-    json_array_foreach(list, i, x)
-    {
+    json_array_foreach(list, i, x) {
         if (strcmp(json_string_value(json_object_get(x, "name")), name) == 0)
             return x;
     }

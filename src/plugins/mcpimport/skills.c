@@ -67,8 +67,7 @@ static void key_warnings(const json_t *meta, bool agent, json_t *warnings)
 {
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)meta, k, v)
-    {
+    json_object_foreach((json_t *)meta, k, v) {
         if (cdsh__mcpimport_in_list(agent ? agent_known : skill_known, k))
             continue;
         char *val = cdsh__mcpimport_meta_text_dup(v);
@@ -131,8 +130,7 @@ static char *content_dup(bool agent, const char *original, const char *body, con
                                    "them):");
         size_t i;
         json_t *f;
-        json_array_foreach(files, i, f)
-        {
+        json_array_foreach(files, i, f) {
             cdsh_strbuf_appendf(&b, "\n- %s/%s", dir, json_string_value(f));
         }
     }
@@ -195,8 +193,7 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
         cdsh_strbuf_init(&list);
         size_t i;
         json_t *v;
-        json_array_foreach(found, i, v)
-        {
+        json_array_foreach(found, i, v) {
             cdsh_strbuf_appendf(&list, "%s%s", i ? ", " : "", json_string_value(v));
         }
         char *l = cdsh_strbuf_take(&list, NULL);

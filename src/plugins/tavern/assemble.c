@@ -213,8 +213,7 @@ static const json_t *find_prompt(const json_t *preset, const char *id)
 {
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(preset, "prompts"), i, p)
-    {
+    json_array_foreach(json_object_get(preset, "prompts"), i, p) {
         if (!strcmp(dstr(p, "identifier"), id))
             return p;
     }
@@ -228,8 +227,7 @@ static json_t *prompt_order(const json_t *preset)
     json_t *orders = json_object_get(preset, "prompt_order"), *pick = NULL;
     size_t i;
     json_t *o;
-    json_array_foreach(orders, i, o)
-    {
+    json_array_foreach(orders, i, o) {
         if (json_integer_value(json_object_get(o, "character_id")) == 100001 || !pick)
             pick = json_object_get(o, "order");
     }
@@ -249,8 +247,7 @@ static bool triggered(const json_t *prompt, const char *gen)
         return true;
     size_t i;
     json_t *v;
-    json_array_foreach(t, i, v)
-    {
+    json_array_foreach(t, i, v) {
         if (json_is_string(v) && !strcmp(json_string_value(v), gen))
             return true;
     }
@@ -349,10 +346,12 @@ static json_t *run_wi(asm_ctx *a, const char *an)
     /* A failed entry template is loud: a note per entry (plus the trigger log). */
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(out, "templateFailures"), i, f) json_array_append_new(
-        a->notes, json_sprintf("world-info entry %s.%lld template failed (%s): %s", dstr(f, "book"),
-                               (long long)json_integer_value(json_object_get(f, "uid")),
-                               dstr(f, "code"), dstr(f, "message")));
+    json_array_foreach(json_object_get(out, "templateFailures"), i, f)
+        json_array_append_new(a->notes,
+                              json_sprintf("world-info entry %s.%lld template failed (%s): %s",
+                                           dstr(f, "book"),
+                                           (long long)json_integer_value(json_object_get(f, "uid")),
+                                           dstr(f, "code"), dstr(f, "message")));
     free(msgs);
     return out;
 }
@@ -456,8 +455,7 @@ static json_t *examples_blocks(const char *mes, const json_t *wi_examples)
     json_t *blocks = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(wi_examples, i, e)
-    {
+    json_array_foreach(wi_examples, i, e) {
         if (!strcmp(dstr(e, "position"), "before"))
             json_array_append_new(blocks, json_string(dstr(e, "content")));
     }
@@ -480,8 +478,7 @@ static json_t *examples_blocks(const char *mes, const json_t *wi_examples)
         }
         p = s ? s + 7 : end;
     }
-    json_array_foreach(wi_examples, i, e)
-    {
+    json_array_foreach(wi_examples, i, e) {
         if (!strcmp(dstr(e, "position"), "after"))
             json_array_append_new(blocks, json_string(dstr(e, "content")));
     }
@@ -496,8 +493,7 @@ static char *examples_text(const char *mes, const json_t *wi_examples)
     cdsh_strbuf_init(&sb);
     size_t i;
     json_t *b;
-    json_array_foreach(blocks, i, b)
-    {
+    json_array_foreach(blocks, i, b) {
         if (sb.len)
             cdsh_strbuf_append_char(&sb, '\n');
         cdsh_strbuf_append_str(&sb, json_string_value(b));
@@ -636,17 +632,17 @@ static const json_t *wi_books(asm_ctx *a)
         json_array_extend(all, (json_t *)lists[k]);
     size_t i;
     json_t *b;
-    json_array_foreach(all, i, b)
-    {
+    json_array_foreach(all, i, b) {
         const char *name = dstr(b, "name");
         if (json_object_get(a->wi_books, name))
             continue; /* a book is loaded once, as activation does */
         json_t *list = json_array();
         const char *uid;
         json_t *e;
-        json_object_foreach(json_object_get(b, "entries"), uid, e) json_array_append_new(
-            list, json_pack("{s:O?, s:s, s:s}", "uid", json_object_get(e, "uid"), "comment",
-                            dstr(e, "comment"), "content", dstr(e, "content")));
+        json_object_foreach(json_object_get(b, "entries"), uid, e)
+            json_array_append_new(
+                list, json_pack("{s:O?, s:s, s:s}", "uid", json_object_get(e, "uid"), "comment",
+                                dstr(e, "comment"), "content", dstr(e, "content")));
         json_object_set_new(a->wi_books, name, list);
     }
     json_decref(all);
@@ -720,10 +716,11 @@ static const char *render_template(asm_ctx *a, const char *id, const char *raw)
     json_t *active = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(a->wi, "activated"), i, e) json_array_append_new(
-        active, json_pack("{s:O, s:O, s:O, s:O}", "book", json_object_get(e, "book"), "uid",
-                          json_object_get(e, "uid"), "comment", json_object_get(e, "comment"),
-                          "content", json_object_get(e, "content")));
+    json_array_foreach(json_object_get(a->wi, "activated"), i, e)
+        json_array_append_new(
+            active, json_pack("{s:O, s:O, s:O, s:O}", "book", json_object_get(e, "book"), "uid",
+                              json_object_get(e, "uid"), "comment", json_object_get(e, "comment"),
+                              "content", json_object_get(e, "content")));
     char *out = NULL;
     cdsh_error err = {0};
     int rc = active ? run_template(a, raw, active, NULL, &out, &err)
@@ -875,15 +872,14 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         ordered_ref *refs = calloc(na + 1, sizeof *refs);
         json_t *sorted = json_array();
         if (refs) {
-            json_array_foreach(act, i, e) refs[i] =
-                (ordered_ref){e, (int)json_integer_value(json_object_get(e, "order")), i};
+            json_array_foreach(act, i, e)
+                refs[i] = (ordered_ref){e, (int)json_integer_value(json_object_get(e, "order")), i};
             qsort(refs, na, sizeof *refs, cmp_ref);
             for (size_t k = 0; k < na; k++)
                 json_array_append(sorted, refs[k].e);
             free(refs);
         }
-        json_array_foreach(sorted, i, e)
-        {
+        json_array_foreach(sorted, i, e) {
             int pos = (int)json_integer_value(json_object_get(e, "position"));
             if (pos == 2 || pos == 3 || pos == 7)
                 continue; /* author's note and outlets are placed elsewhere */
@@ -908,8 +904,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
                 cdsh_strbuf_append_char(&wi_turn, '\n');
             cdsh_strbuf_append_str(&wi_turn, c);
         }
-        json_array_foreach(json_object_get(wi, "truncated"), i, e)
-        {
+        json_array_foreach(json_object_get(wi, "truncated"), i, e) {
             wi_cut++;
             if (json_array_size(cut_list) < 8)
                 json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
@@ -923,8 +918,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         cdsh_strbuf_append_str(&wi_turn, "【世界书·未收录】");
         size_t i;
         json_t *u;
-        json_array_foreach(cut_list, i, u)
-        {
+        json_array_foreach(cut_list, i, u) {
             cdsh_strbuf_append_str(&wi_turn, i ? ", " : "");
             cdsh_strbuf_append_str(&wi_turn, json_string_value(u));
         }
@@ -947,8 +941,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     bool has_memory_marker = false, has_state_marker = false;
     size_t i;
     json_t *o;
-    json_array_foreach(order, i, o)
-    {
+    json_array_foreach(order, i, o) {
         const char *id = dstr(o, "identifier");
         if (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled")))
             continue;
@@ -1022,8 +1015,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
                 role_index(dstr(dp, "role")), 100, x);
         free(x);
     }
-    json_array_foreach(order, i, o)
-    {
+    json_array_foreach(order, i, o) {
         const json_t *p = find_prompt(in->preset, dstr(o, "identifier"));
         if (!p || (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled"))) ||
             json_integer_value(json_object_get(p, "injection_position")) != 1 || !triggered(p, gen))
@@ -1070,14 +1062,12 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
     cdsh_strbuf an;
     cdsh_strbuf_init(&an);
     if (an_x && *an_x) {
-        json_array_foreach(json_object_get(wi, "anTop"), i, o)
-        {
+        json_array_foreach(json_object_get(wi, "anTop"), i, o) {
             cdsh_strbuf_append_str(&an, json_string_value(o));
             cdsh_strbuf_append_char(&an, '\n');
         }
         cdsh_strbuf_append_str(&an, an_x);
-        json_array_foreach(json_object_get(wi, "anBottom"), i, o)
-        {
+        json_array_foreach(json_object_get(wi, "anBottom"), i, o) {
             cdsh_strbuf_append_char(&an, '\n');
             cdsh_strbuf_append_str(&an, json_string_value(o));
         }
@@ -1104,8 +1094,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
                 in->author_note_role >= 0 && in->author_note_role <= 2 ? in->author_note_role : 0,
                 100, an.data);
     bool history_done = false;
-    json_array_foreach(order, i, o)
-    {
+    json_array_foreach(order, i, o) {
         const char *id = dstr(o, "identifier");
         if (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled")))
             continue;
@@ -1148,8 +1137,7 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
                 examples_blocks(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
             size_t k;
             json_t *b;
-            json_array_foreach(blocks, k, b)
-            {
+            json_array_foreach(blocks, k, b) {
                 char *bx = expand(&a, json_string_value(b), false, NULL);
                 push_msg(a.messages, role, bx, id);
                 free(bx);

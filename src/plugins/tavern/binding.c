@@ -496,7 +496,9 @@ int cdsh_tavern_binding_siblings(cdsh_tavern_bindings *b, const char *session_id
     }
     size_t idx = 0, i;
     json_t *v;
-    json_array_foreach(list, i, v) if (strcmp(json_string_value(v), session_id) == 0) idx = i;
+    json_array_foreach(list, i, v)
+        if (strcmp(json_string_value(v), session_id) == 0)
+            idx = i;
     if (json_array_size(list) > 1)
         *out =
             json_pack("{s:I,s:I,s:I,s:o}", "turn", (json_int_t)turn, "index", (json_int_t)idx + 1,

@@ -28,8 +28,7 @@ static json_t *child_lineage(const json_t *source, int64_t through)
     const char *src = json_string_value(json_object_get(source, "sessionId"));
     size_t i;
     json_t *l;
-    json_array_foreach(json_object_get(source, "walLineage"), i, l)
-    {
+    json_array_foreach(json_object_get(source, "walLineage"), i, l) {
         const char *ls = json_string_value(json_object_get(l, "sessionId"));
         if (ls && strcmp(ls, src) != 0)
             json_array_append(lin, l);

@@ -206,8 +206,7 @@ static void v2_clean_book(json_t *book)
     }
     size_t idx;
     json_t *e;
-    json_array_foreach(json_object_get(book, "entries"), idx, e)
-    {
+    json_array_foreach(json_object_get(book, "entries"), idx, e) {
         for (size_t i = 0; i < N(ENTRY_KEYS); i++) {
             json_t *v = json_object_get(e, ENTRY_KEYS[i][0]);
             if (v && !type_ok(v, ENTRY_KEYS[i][1][0]))
@@ -302,8 +301,7 @@ int cdsh_tavern_card_from_json(const json_t *root, bool ccv3_hint, const uint8_t
     json_t *ext = json_object_get(data, "extensions");
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)src, k, v)
-    {
+    json_object_foreach((json_t *)src, k, v) {
         if (known_field(k, v3))
             continue;
         if (!has_data && !v1 && (!strcmp(k, "spec") || !strcmp(k, "spec_version")))
@@ -320,8 +318,7 @@ int cdsh_tavern_card_from_json(const json_t *root, bool ccv3_hint, const uint8_t
         static const char *const SKIP[] = {"spec",     "spec_version", "data",
                                            "name",     "description",  "personality",
                                            "scenario", "first_mes",    "mes_example"};
-        json_object_foreach((json_t *)root, k, v)
-        {
+        json_object_foreach((json_t *)root, k, v) {
             bool skip = false;
             for (size_t i = 0; i < N(SKIP) && !skip; i++)
                 skip = !strcmp(k, SKIP[i]);
@@ -375,8 +372,7 @@ int cdsh_tavern_card_from_json(const json_t *root, bool ccv3_hint, const uint8_t
     if (book) {
         /* Keep the book where the V2/V3 spec puts it, before extensions. */
         json_t *ordered = json_object();
-        json_object_foreach(data, k, v)
-        {
+        json_object_foreach(data, k, v) {
             if (!strcmp(k, "tags"))
                 json_object_set(ordered, "character_book", book);
             json_object_set(ordered, k, v);

@@ -85,8 +85,7 @@ static const char *icon_path(const json_t *root)
     size_t i;
     json_t *a;
     const char *first = NULL;
-    json_array_foreach(assets, i, a)
-    {
+    json_array_foreach(assets, i, a) {
         const char *type = json_string_value(json_object_get(a, "type"));
         const char *uri = json_string_value(json_object_get(a, "uri"));
         const char *name = json_string_value(json_object_get(a, "name"));

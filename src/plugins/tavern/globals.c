@@ -77,9 +77,10 @@ int cdsh_tavern_globals_commit(const char *dir, const json_t *before, const json
     bool changed = false;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)after, k, v) changed |=
-        !json_equal(v, json_object_get(before, k));
-    json_object_foreach((json_t *)before, k, v) changed |= !json_object_get(after, k);
+    json_object_foreach((json_t *)after, k, v)
+        changed |= !json_equal(v, json_object_get(before, k));
+    json_object_foreach((json_t *)before, k, v)
+        changed |= !json_object_get(after, k);
     if (!changed && !merged)
         return 0;
     char *lock_path = path_in(dir, CDSH_TAVERN_GLOBALS_LOCK);
@@ -106,14 +107,14 @@ int cdsh_tavern_globals_commit(const char *dir, const json_t *before, const json
     if ((rc = cdsh_tavern_globals_load(dir, &cur, err)) < 0)
         goto cleanup;
     if (changed) {
-        json_object_foreach((json_t *)after, k, v)
-        {
+        json_object_foreach((json_t *)after, k, v) {
             const json_t *b = json_object_get(before, k);
             if (!json_equal(v, b))
                 merge_key(cur, k, b, v);
         }
-        json_object_foreach((json_t *)before, k, v) if (!json_object_get(after, k))
-            merge_key(cur, k, v, NULL);
+        json_object_foreach((json_t *)before, k, v)
+            if (!json_object_get(after, k))
+                merge_key(cur, k, v, NULL);
         text = cdsh_json_dump_compact_dup(cur);
         if (!text) {
             rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");

@@ -140,8 +140,7 @@ static json_t *key_list(const json_t *v, size_t idx, const char *field, cdsh_err
     }
     size_t i;
     json_t *k;
-    json_array_foreach(v, i, k)
-    {
+    json_array_foreach(v, i, k) {
         if (!json_is_string(k)) {
             bad(err, CDSH_EINVAL, "LOREBOOK_BAD_ENTRY",
                 "lorebook entry %zu: every item of %s must be a string", idx, field);
@@ -164,8 +163,7 @@ static int check_limits(const json_t *keys, const json_t *keys2, const json_t *c
                                   CDSH_TAVERN_LOREBOOK_MAX_KEYS);
         size_t i;
         json_t *k;
-        json_array_foreach(lists[l], i, k)
-        {
+        json_array_foreach(lists[l], i, k) {
             if (cdsh_utf8_count(json_string_value(k), json_string_length(k)) >
                 CDSH_TAVERN_LOREBOOK_MAX_KEY)
                 return cdsh_error_set(err, CDSH_ETOOBIG, "LOREBOOK_KEY_TOO_LONG",
@@ -225,8 +223,7 @@ static json_t *cb_to_wi_entry(const json_t *e, size_t idx)
      * are kept so that nothing of the card is lost. */
     json_t *rest = json_object();
     const char *k;
-    json_object_foreach(ext, k, v)
-    {
+    json_object_foreach(ext, k, v) {
         bool mapped = !strcmp(k, "position");
         for (size_t i = 0; i < N_EXT_MAP && !mapped; i++)
             mapped = !strcmp(k, EXT_MAP[i][0]);
@@ -276,8 +273,7 @@ static json_t *wi_to_cb_entry(const json_t *w)
         if ((v = json_object_get(w, EXT_MAP[i][1])))
             json_object_set(ext, EXT_MAP[i][0], v);
     const char *k;
-    json_object_foreach((json_t *)w, k, v)
-    {
+    json_object_foreach((json_t *)w, k, v) {
         if (wi_field_find(k) || !strcmp(k, "extensions") || !strcmp(k, "displayIndex"))
             continue;
         if (!json_object_get(e, k))
@@ -339,8 +335,7 @@ static json_t *wi_entry_normalize(const json_t *src, size_t idx, cdsh_error *err
     }
     const char *k;
     json_t *v;
-    json_object_foreach(conv, k, v)
-    {
+    json_object_foreach(conv, k, v) {
         if (!json_object_get(out, k))
             json_object_set(out, k, v);
     }
@@ -391,8 +386,7 @@ static json_t *cb_entry_normalize(const json_t *src, size_t idx, cdsh_error *err
         json_object_set(out, "secondary_keys", keys2);
     const char *k;
     json_t *v;
-    json_object_foreach(conv, k, v)
-    {
+    json_object_foreach(conv, k, v) {
         if (json_object_get(out, k) || !strcmp(k, "secondary_keys"))
             continue;
         bool optional = false;
@@ -453,8 +447,7 @@ static json_t *entry_list(const json_t *book)
     } else if (json_is_object(e)) {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)e, k, v)
-        {
+        json_object_foreach((json_t *)e, k, v) {
             json_array_append(list, v);
         }
     }
@@ -469,8 +462,7 @@ static void copy_book_keys(const json_t *book, json_t *out, bool to_cb)
                                                 "recursive_scanning"};
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)book, k, v)
-    {
+    json_object_foreach((json_t *)book, k, v) {
         bool optional = !strcmp(k, "name");
         for (size_t i = 1; to_cb && i < 5; i++)
             optional = optional || !strcmp(k, BOOK_OPTIONAL[i]);
@@ -517,8 +509,7 @@ static json_t *normalize_book(const json_t *in, bool to_cb, cdsh_error *err)
     json_object_set(out, "entries", entries);
     size_t i;
     json_t *src;
-    json_array_foreach(list, i, src)
-    {
+    json_array_foreach(list, i, src) {
         json_t *e = to_cb ? cb_entry_normalize(src, i, err) : wi_entry_normalize(src, i, err);
         if (!e || add_entry(entries, e, err) < 0)
             goto fail;

@@ -706,8 +706,7 @@ static void note_unknown(cdsh_tavern_macro_env *e, const cdsh_strbuf *cur)
         bool dup = false;
         size_t i;
         json_t *v;
-        json_array_foreach(e->unknown, i, v)
-        {
+        json_array_foreach(e->unknown, i, v) {
             if (json_string_length(v) == nlen && !memcmp(json_string_value(v), p + 2, nlen))
                 dup = true;
         }

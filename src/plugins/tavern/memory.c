@@ -145,8 +145,7 @@ static char *keys_text_dup(const json_t *keys)
     cdsh_strbuf_init(&b);
     size_t i;
     json_t *k;
-    json_array_foreach(keys, i, k)
-    {
+    json_array_foreach(keys, i, k) {
         cdsh_strbuf_append_str(&b, json_string_value(k) ? json_string_value(k) : "");
         cdsh_strbuf_append_str(&b, " ");
     }
@@ -196,14 +195,14 @@ static json_t *str_set_union(const json_t *a, const json_t *b)
     for (size_t s = 0; s < 2; s++) {
         size_t i;
         json_t *v;
-        json_array_foreach(srcs[s], i, v)
-        {
+        json_array_foreach(srcs[s], i, v) {
             if (!json_is_string(v))
                 continue;
             bool dup = false;
             size_t j;
             json_t *w;
-            json_array_foreach(out, j, w) dup = dup || json_equal(v, w);
+            json_array_foreach(out, j, w)
+                dup = dup || json_equal(v, w);
             if (!dup)
                 json_array_append(out, v);
         }
@@ -276,8 +275,7 @@ static int all_entries(cdsh_tavern_story *story, json_t **out, cdsh_error *err)
     json_t *map = json_object();
     size_t i;
     json_t *r;
-    json_array_foreach(rows, i, r)
-    {
+    json_array_foreach(rows, i, r) {
         json_t *v = json_object_get(r, "value");
         if (json_is_object(v) && json_is_string(json_object_get(v, "body")))
             json_object_set(map, s_get(r, "key"), v);
@@ -297,8 +295,7 @@ int cdsh_tavern_memory_list(cdsh_tavern_story *story, bool archived, json_t **ou
     json_t **v = calloc(n ? n : 1, sizeof *v);
     const char *id;
     json_t *e;
-    json_object_foreach(map, id, e)
-    {
+    json_object_foreach(map, id, e) {
         if (json_is_true(json_object_get(e, "archived")) != archived)
             continue;
         json_t *c = json_deep_copy(e);
@@ -324,8 +321,7 @@ int cdsh_tavern_memory_stats(cdsh_tavern_story *story, int *count, int *tokens, 
     int c = 0, t = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e)
-    {
+    json_array_foreach(list, i, e) {
         c++;
         t += cdsh__tavern_est_tokens(s_get(e, "body"));
     }
@@ -364,8 +360,7 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
         sets[i] = token_set(s_get(json_array_get(list, i), "body"));
         const char *t;
         json_t *v;
-        json_object_foreach(sets[i], t, v)
-        {
+        json_object_foreach(sets[i], t, v) {
             json_int_t c = json_integer_value(json_object_get(df, t));
             json_object_set_new(df, t, json_integer(c + 1));
         }
@@ -382,8 +377,7 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
             double qw = 0, dw = 0, shared = 0;
             const char *t;
             json_t *v;
-            json_object_foreach(q, t, v)
-            {
+            json_object_foreach(q, t, v) {
                 double d = (double)json_integer_value(json_object_get(df, t));
                 if (json_object_get(sets[i], t))
                     d -= 1;
@@ -392,8 +386,7 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
                 if (json_object_get(sets[i], t))
                     shared += idf;
             }
-            json_object_foreach(sets[i], t, v)
-            {
+            json_object_foreach(sets[i], t, v) {
                 double d = (double)json_integer_value(json_object_get(df, t)) - 1;
                 dw += log(1 + (N - d + 0.5) / (d + 0.5));
             }
@@ -410,8 +403,7 @@ int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, doubl
         size_t bi = (size_t)-1;
         size_t i;
         json_t *e;
-        json_array_foreach(scored, i, e)
-        {
+        json_array_foreach(scored, i, e) {
             if (json_is_true(json_object_get(e, "taken")))
                 continue;
             json_t *b = bi == (size_t)-1 ? NULL : json_array_get(scored, bi);
@@ -450,7 +442,9 @@ static bool string_array(const json_t *a)
         return false;
     size_t i;
     json_t *v;
-    json_array_foreach(a, i, v) if (!json_is_string(v)) return false;
+    json_array_foreach(a, i, v)
+        if (!json_is_string(v))
+            return false;
     return true;
 }
 
@@ -611,8 +605,7 @@ static int visible_set(const json_t *map, json_t **out, cdsh_error *err)
     json_t *queue = json_array();
     const char *id;
     json_t *e;
-    json_object_foreach((json_t *)map, id, e)
-    {
+    json_object_foreach((json_t *)map, id, e) {
         if (json_is_true(json_object_get(e, "archived")))
             continue;
         json_object_set_new(vis, id, json_true());
@@ -624,8 +617,7 @@ static int visible_set(const json_t *map, json_t **out, cdsh_error *err)
         json_t *src = summary_sources(entry);
         size_t i;
         json_t *s;
-        json_array_foreach(src, i, s)
-        {
+        json_array_foreach(src, i, s) {
             const char *sid = json_string_value(s);
             if (!sid || json_object_get(vis, sid) || !json_object_get(map, sid))
                 continue;
@@ -788,8 +780,7 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
                                "characters. Output only the body.\n");
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e)
-    {
+    json_array_foreach(list, i, e) {
         if ((int)i >= batch)
             break;
         json_t *v = json_deep_copy(e);
@@ -833,15 +824,13 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
     bool plain = true;
     size_t i;
     json_t *v;
-    json_array_foreach(ids, i, v)
-    {
+    json_array_foreach(ids, i, v) {
         for (const char *c = json_string_value(v); *c; c++)
             plain = plain && (isalnum((unsigned char)*c) || *c == '-' || *c == '_');
     }
     if (plain) {
         cdsh_strbuf_append_str(&sr, "compress:");
-        json_array_foreach(ids, i, v)
-        {
+        json_array_foreach(ids, i, v) {
             if (i)
                 cdsh_strbuf_append_str(&sr, ",");
             cdsh_strbuf_append_str(&sr, json_string_value(v));
@@ -861,8 +850,7 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
         goto cleanup;
     }
     json_t *sources = json_array();
-    json_array_foreach(ids, i, v)
-    {
+    json_array_foreach(ids, i, v) {
         char *cur =
             cdsh__tavern_story_raw_get(db, CDSH_TAVERN_KIND_MEMORY, json_string_value(v), &rc, err);
         const char *want = json_string_value(json_array_get(canon, i));
@@ -899,8 +887,7 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
         rc = cdsh__tavern_story_raw_put(db, CDSH_TAVERN_KIND_MEMORY, sid, c, err);
         free(c);
         json_decref(summary);
-        json_array_foreach(sources, i, v)
-        {
+        json_array_foreach(sources, i, v) {
             if (rc < 0)
                 break;
             json_object_set_new(v, "archived", json_true());
@@ -943,8 +930,7 @@ static bool reaches(const json_t *map, const json_t *e, const char *key, int dep
     bool hit = false;
     size_t i;
     json_t *s;
-    json_array_foreach(src, i, s)
-    {
+    json_array_foreach(src, i, s) {
         const char *sid = json_string_value(s);
         if (!sid)
             continue;
@@ -967,8 +953,7 @@ static int expand_one(sqlite3 *db, json_t *map, const char *id, const char *key,
     int rc = cdsh__tavern_story_raw_put(db, CDSH_TAVERN_KIND_MEMORY, id, NULL, err);
     size_t i;
     json_t *s;
-    json_array_foreach(src, i, s)
-    {
+    json_array_foreach(src, i, s) {
         const char *sid = json_string_value(s);
         json_t *child = sid ? json_object_get(map, sid) : NULL;
         if (rc < 0 || !child)
@@ -1005,15 +990,13 @@ int cdsh__tavern_memory_expand_for(sqlite3 *db, const char *key, cdsh_error *err
     const char *id;
     json_t *e;
     json_t *todo = json_array();
-    json_object_foreach(map, id, e)
-    {
+    json_object_foreach(map, id, e) {
         if (!json_is_true(json_object_get(e, "archived")) && reaches(map, e, key, 0))
             json_array_append_new(todo, json_string(id));
     }
     size_t i;
     json_t *t;
-    json_array_foreach(todo, i, t)
-    {
+    json_array_foreach(todo, i, t) {
         if (rc == 0)
             rc = expand_one(db, map, json_string_value(t), key, err);
     }

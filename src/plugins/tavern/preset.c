@@ -95,8 +95,7 @@ json_t *cdsh_tavern_preset_normalize_dup(const json_t *in, const char *fallback_
         return fail(err, "PRESET_BAD_FIELD", "preset regexScripts must be a list", NULL);
     size_t i;
     json_t *v;
-    json_array_foreach(order, i, v)
-    {
+    json_array_foreach(order, i, v) {
         if (!json_is_object(v) || !json_is_array(json_object_get(v, "order"))) {
             cdsh_error_set(err, CDSH_EINVAL, "PRESET_BAD_FIELD",
                            "preset prompt_order[%zu] needs an \"order\" list", i);
@@ -119,8 +118,7 @@ json_t *cdsh_tavern_preset_normalize_dup(const json_t *in, const char *fallback_
                                                 : json_real(SAMPLING[s].value));
     }
     json_t *np = json_array();
-    json_array_foreach(prompts, i, v)
-    {
+    json_array_foreach(prompts, i, v) {
         json_t *p = prompt_normalize(v, i, err);
         if (!p) {
             json_decref(np);

@@ -15,8 +15,7 @@ static void add_unique(json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (!strcmp(json_string_value(v), s))
             return;
     }
@@ -27,8 +26,7 @@ static bool has(const json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         if (json_is_string(v) && !strcmp(json_string_value(v), s))
             return true;
     }
@@ -181,8 +179,7 @@ json_t *cdsh_tavern_regex_rules_from_st_dup(const json_t *scripts, cdsh_tavern_r
     }
     size_t i;
     json_t *s;
-    json_array_foreach(scripts, i, s)
-    {
+    json_array_foreach(scripts, i, s) {
         json_t *r = NULL;
         if (cdsh_tavern_regex_from_st(s, source, &r, err) < 0) {
             json_decref(out);
@@ -206,8 +203,7 @@ static bool values_in(const json_t *arr, const char *const *allowed, size_t n)
         return false;
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v)
-    {
+    json_array_foreach(arr, i, v) {
         bool ok = false;
         for (size_t j = 0; j < n && json_is_string(v); j++)
             ok = ok || !strcmp(json_string_value(v), allowed[j]);
@@ -274,8 +270,7 @@ json_t *cdsh_tavern_regex_rule_normalize_dup(const json_t *rule, cdsh_error *err
     json_object_set_new(out, "source", json_string(s ? s : "user"));
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)rule, k, v)
-    {
+    json_object_foreach((json_t *)rule, k, v) {
         if (!json_object_get(out, k) && !json_is_null(v))
             json_object_set(out, k, v);
     }
@@ -299,8 +294,7 @@ json_t *cdsh_tavern_regex_import_dup(const json_t *in, cdsh_tavern_regex_source 
     json_t *out = json_array();
     size_t i;
     json_t *item;
-    json_array_foreach(list, i, item)
-    {
+    json_array_foreach(list, i, item) {
         json_t *r = NULL;
         if (json_object_get(item, "findRegex")) {
             if (cdsh_tavern_regex_from_st(item, source, &r, err) < 0)

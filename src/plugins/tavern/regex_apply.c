@@ -33,8 +33,7 @@ static bool list_has(const json_t *arr, const char *v)
 {
     size_t i;
     json_t *x;
-    json_array_foreach(arr, i, x)
-    {
+    json_array_foreach(arr, i, x) {
         if (json_is_string(x) && !strcmp(json_string_value(x), v))
             return true;
     }
@@ -142,8 +141,7 @@ static void append_trimmed(cdsh_strbuf *out, const char *s, size_t n, const json
     char *cur = strndup(s, n);
     size_t i;
     json_t *t;
-    json_array_foreach(trims, i, t)
-    {
+    json_array_foreach(trims, i, t) {
         const char *ts = json_string_value(t);
         if (!cur || !ts || !*ts)
             continue;

@@ -107,8 +107,7 @@ json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
         json_is_object(stored)) {
         const char *k;
         json_t *v;
-        json_object_foreach(stored, k, v)
-        {
+        json_object_foreach(stored, k, v) {
             json_t *d = json_object_get(def, k);
             if (json_is_object(d) && json_is_object(v))
                 json_object_update_existing(d, v);
@@ -353,8 +352,9 @@ static json_t *greetings(const json_t *record)
                           json_string(s_get(data, "first_mes") ? s_get(data, "first_mes") : ""));
     size_t i;
     json_t *g;
-    json_array_foreach(json_object_get(data, "alternate_greetings"), i, g) if (json_is_string(g))
-        json_array_append(out, g);
+    json_array_foreach(json_object_get(data, "alternate_greetings"), i, g)
+        if (json_is_string(g))
+            json_array_append(out, g);
     return out;
 }
 
@@ -383,8 +383,7 @@ static int find_turn(cdsh_tavern_service *svc, const char *session, int64_t turn
             return kebab(err ? err->rc : CDSH_EIO, err);
         size_t i;
         json_t *e;
-        json_array_foreach(ev, i, e)
-        {
+        json_array_foreach(ev, i, e) {
             int64_t seq = json_integer_value(json_object_get(e, "seq"));
             int64_t t = json_integer_value(json_object_get(e, "turn"));
             const char *type = s_get(e, "type");
@@ -623,8 +622,9 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
         json_t *out = json_array();
         size_t i;
         json_t *c;
-        json_array_foreach(all, i, c) if (archived(svc, s_get(c, "cardId")) == want)
-            json_array_append(out, c);
+        json_array_foreach(all, i, c)
+            if (archived(svc, s_get(c, "cardId")) == want)
+                json_array_append(out, c);
         json_decref(all);
         *value = out;
         return 0;
@@ -675,8 +675,7 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
             return bad(err, "field \"%s\" must be an object of card fields", "patch");
         const char *k;
         json_t *v;
-        json_object_foreach(patch, k, v)
-        {
+        json_object_foreach(patch, k, v) {
             if (!cdsh_tavern_card_field_editable(k, v))
                 return bad(err, "field \"%s\" cannot be saved", k);
         }
@@ -684,8 +683,7 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
         char *tag = NULL, *rel = NULL, *new_tag = NULL;
         if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
             return rc;
-        json_object_foreach(patch, k, v)
-        {
+        json_object_foreach(patch, k, v) {
             json_object_set(json_object_get(rec, "data"), k, v);
             if (strcmp(k, "name") == 0)
                 json_object_set(rec, "name", v);
@@ -977,8 +975,7 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
         json_t *cur = cdsh__tavern_settings_dup(svc), *def = settings_defaults();
         const char *k;
         json_t *v;
-        json_object_foreach(patch, k, v)
-        {
+        json_object_foreach(patch, k, v) {
             json_t *d = json_object_get(def, k);
             bool ok = d && (json_is_object(d) ? json_is_object(v)
                                               : json_typeof(d) == json_typeof(v) ||
@@ -986,8 +983,7 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
             if (ok && json_is_object(d)) {
                 const char *k2;
                 json_t *v2;
-                json_object_foreach(v, k2, v2)
-                {
+                json_object_foreach(v, k2, v2) {
                     json_t *d2 = json_object_get(d, k2);
                     ok = ok && d2 &&
                          (json_is_number(d2)    ? json_is_number(v2)
@@ -1025,8 +1021,7 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
         pthread_mutex_lock(&svc->mu);
         size_t i;
         json_t *rec;
-        json_array_foreach(svc->log, i, rec)
-        {
+        json_array_foreach(svc->log, i, rec) {
             const char *owner = json_string_value(json_object_get(rec, "sessionId"));
             if (!only || (owner && strcmp(owner, json_string_value(only)) == 0))
                 json_array_append_new(out, json_deep_copy(rec));
@@ -1326,8 +1321,7 @@ int cdsh_tavern_service_turn_context(cdsh_tavern_service *svc, const char *sessi
         int used = 0;
         size_t i;
         json_t *h;
-        json_array_foreach(hits, i, h)
-        {
+        json_array_foreach(hits, i, h) {
             const char *body = s_get(h, "body");
             int t = cdsh__tavern_est_tokens(body) + 2;
             if (used + t > cfg.retrieval_budget)
@@ -1409,8 +1403,7 @@ int cdsh_tavern_service_idle(cdsh_tavern_service *svc, const char *session_id,
     if (cdsh_tavern_story_floors(s, &floors, NULL) == 0) {
         size_t i;
         json_t *f;
-        json_array_foreach(floors, i, f)
-        {
+        json_array_foreach(floors, i, f) {
             if (json_is_true(json_object_get(f, "committed")) &&
                 !json_is_true(json_object_get(f, "rolledBack")) &&
                 strcmp(s_get(f, "session"), session_id) == 0)

@@ -82,10 +82,10 @@ static int check_entries(const json_t *book, cdsh_error *err)
     json_t *e;
     json_t *list = json_is_array(entries) ? json_incref(entries) : json_array();
     if (json_is_object(entries))
-        json_object_foreach(entries, k, e) json_array_append(list, e);
+        json_object_foreach(entries, k, e)
+            json_array_append(list, e);
     int rc = 0;
-    json_array_foreach(list, i, e)
-    {
+    json_array_foreach(list, i, e) {
         if (rc < 0)
             break;
         if (!json_is_object(e)) {
@@ -129,16 +129,15 @@ static int references(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const cha
         return rc;
     size_t i, j;
     json_t *b, *v;
-    json_array_foreach(all, i, b)
-    {
+    json_array_foreach(all, i, b) {
         bool uses = false;
         if (kind == CDSH_TAVERN_PRESET)
             uses = str(b, "presetId") && strcmp(str(b, "presetId"), id) == 0;
         else if (kind == CDSH_TAVERN_PERSONA)
             uses = str(b, "personaId") && strcmp(str(b, "personaId"), id) == 0;
         else
-            json_array_foreach(json_object_get(b, "lorebookIds"), j, v) uses =
-                uses || (json_is_string(v) && strcmp(json_string_value(v), id) == 0);
+            json_array_foreach(json_object_get(b, "lorebookIds"), j, v)
+                uses = uses || (json_is_string(v) && strcmp(json_string_value(v), id) == 0);
         if (uses)
             cdsh_strbuf_appendf(out, "%ssession %s", (*count)++ ? ", " : "", str(b, "sessionId"));
     }
@@ -148,8 +147,9 @@ static int references(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const cha
     json_t *personas = NULL;
     if ((rc = cdsh_tavern_store_list_assets(svc->store, CDSH_TAVERN_PERSONA, &personas, err)) < 0)
         return rc;
-    json_array_foreach(personas, i, v) if (str(v, "lorebook") && !strcmp(str(v, "lorebook"), id))
-        cdsh_strbuf_appendf(out, "%spersona %s", (*count)++ ? ", " : "", str(v, "id"));
+    json_array_foreach(personas, i, v)
+        if (str(v, "lorebook") && !strcmp(str(v, "lorebook"), id))
+            cdsh_strbuf_appendf(out, "%spersona %s", (*count)++ ? ", " : "", str(v, "id"));
     json_decref(personas);
     return 0;
 }
@@ -459,8 +459,7 @@ static json_t *validate_rules(const json_t *rules, cdsh_error *err)
     json_t *out = json_array(), *ids = json_object();
     size_t i;
     json_t *r;
-    json_array_foreach(rules, i, r)
-    {
+    json_array_foreach(rules, i, r) {
         cdsh_error e = {0};
         json_t *n =
             check_depths(r, i, err) < 0 ? NULL : cdsh_tavern_regex_rule_normalize_dup(r, &e);
@@ -530,15 +529,15 @@ static int create_character(cdsh_tavern_service *svc, const json_t *p, json_t **
         return rc;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)p, k, v)
-    {
+    json_object_foreach((json_t *)p, k, v) {
         if (!cdsh_tavern_card_field_editable(k, v))
             return BAD(err, "field \"%s\" cannot be set on a new character", k);
         size_t i;
         json_t *item;
         if (json_is_array(v))
-            json_array_foreach(v, i, item) if (!json_is_string(item)) return BAD(
-                err, "field \"%s\" must be a list of strings", k);
+            json_array_foreach(v, i, item)
+                if (!json_is_string(item))
+                    return BAD(err, "field \"%s\" must be a list of strings", k);
     }
     json_t *card =
         json_pack("{s:s,s:s,s:O}", "spec", "chara_card_v2", "spec_version", "2.0", "data", p);
@@ -571,8 +570,7 @@ static int list_stories(cdsh_tavern_service *svc, const json_t *p, json_t **valu
     json_t *out = json_array();
     size_t i;
     json_t *b;
-    json_array_foreach(all, i, b)
-    {
+    json_array_foreach(all, i, b) {
         json_t *s =
             svc->sessions ? cdsh_session_store_get(svc->sessions, str(b, "sessionId"), NULL) : NULL;
         json_array_append_new(
@@ -700,8 +698,7 @@ static int message_depth(cdsh_tavern_service *svc, const char *sid, json_int_t i
             return err ? err->rc : CDSH_EIO;
         size_t i;
         json_t *e;
-        json_array_foreach(ev, i, e)
-        {
+        json_array_foreach(ev, i, e) {
             json_int_t seq = json_integer_value(json_object_get(e, "seq"));
             const char *type = str(e, "type");
             bool real =
@@ -864,8 +861,7 @@ int cdsh__tavern_assets_load(cdsh_tavern_service *svc, const json_t *binding,
     size_t i;
     json_t *id;
     /* A library book removed behind a binding's back is skipped, not fatal. */
-    json_array_foreach(json_object_get(binding, "lorebookIds"), i, id)
-    {
+    json_array_foreach(json_object_get(binding, "lorebookIds"), i, id) {
         json_t *book = NULL;
         if (rc == 0 && json_is_string(id) &&
             cdsh_tavern_store_asset_read(svc->store, CDSH_TAVERN_LOREBOOK, json_string_value(id),

@@ -243,8 +243,7 @@ static int tool_memory_search(cdsh_tavern_service *svc, tctx *c, const json_t *a
     json_t *h;
     int count = 0, omitted = 0;
     bool any_trunc = false;
-    json_array_foreach(hits, i, h)
-    {
+    json_array_foreach(hits, i, h) {
         char *path = NULL;
         if (asprintf(&path, "memory/%s.md", s_get(h, "id")) < 0)
             path = NULL;
@@ -294,7 +293,9 @@ static bool strings_or_absent(const json_t *args, const char *k)
         return false;
     size_t i;
     json_t *x;
-    json_array_foreach(v, i, x) if (!json_is_string(x)) return false;
+    json_array_foreach(v, i, x)
+        if (!json_is_string(x))
+            return false;
     return true;
 }
 
@@ -399,8 +400,7 @@ static void add_book(json_t *all, const json_t *book, const char *source, const 
     json_t *entries = json_object_get(book, "entries");
     const char *k;
     json_t *e;
-    json_object_foreach(entries, k, e)
-    {
+    json_object_foreach(entries, k, e) {
         char *full = NULL;
         if (asprintf(&full, "%s:%s:%s", source, ref, k) < 0)
             continue;
@@ -429,8 +429,7 @@ static json_t *bound_entries(cdsh_tavern_service *svc, tctx *c, const char *only
     size_t i;
     json_t *b;
     if (!only || strcmp(only, "global") == 0) {
-        json_array_foreach(books, i, b)
-        {
+        json_array_foreach(books, i, b) {
             json_t *book = NULL;
             if (json_is_string(b) &&
                 cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, json_string_value(b),
@@ -458,8 +457,7 @@ static json_t *bound_entries(cdsh_tavern_service *svc, tctx *c, const char *only
     if (!only || strcmp(only, "delta") == 0) {
         json_t *d = NULL;
         if (cdsh_tavern_world_entries(c->story, 0, &d, NULL) == 0) {
-            json_array_foreach(d, i, b)
-            {
+            json_array_foreach(d, i, b) {
                 const char *uid = s_get(b, "uid");
                 json_array_append_new(
                     all,
@@ -497,15 +495,13 @@ static int lore_score(const json_t *e, const char *q)
     int best = 0;
     size_t i;
     json_t *k;
-    json_array_foreach(json_object_get(e, "key"), i, k)
-    {
+    json_array_foreach(json_object_get(e, "key"), i, k) {
         if (json_is_string(k) && strcasecmp(json_string_value(k), q) == 0)
             best = best > 80 ? best : 80;
         else if (ci_contains(json_string_value(k), q))
             best = best > 60 ? best : 60;
     }
-    json_array_foreach(json_object_get(e, "keysecondary"), i, k)
-    {
+    json_array_foreach(json_object_get(e, "keysecondary"), i, k) {
         if (ci_contains(json_string_value(k), q))
             best = best > 50 ? best : 50;
     }
@@ -558,8 +554,7 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
     json_t *e;
     if (!uid && !query) {
         size_t n = 0;
-        json_array_foreach(all, i, e)
-        {
+        json_array_foreach(all, i, e) {
             if (n >= CATALOG_MAX)
                 break;
             bool t1, t2;
@@ -599,8 +594,7 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
                 }
                 const char *want = trimmed;
                 for (int level = 0; level < 3 && json_array_size(picked) == 0; level++) {
-                    json_array_foreach(all, i, e)
-                    {
+                    json_array_foreach(all, i, e) {
                         const char *full = s_get(e, "uid");
                         size_t fl = strlen(full), wl = strlen(want);
                         bool hit = level == 0   ? strcmp(full, want) == 0
@@ -616,8 +610,7 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
         } else {
             /* rank; ties by order desc */
             json_t *scored = json_array();
-            json_array_foreach(all, i, e)
-            {
+            json_array_foreach(all, i, e) {
                 int s = lore_score(e, query);
                 if (s > 0) {
                     json_t *x = json_deep_copy(e);
@@ -627,8 +620,7 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
             }
             while ((int)json_array_size(picked) < top && json_array_size(scored) > 0) {
                 size_t bi = 0;
-                json_array_foreach(scored, i, e)
-                {
+                json_array_foreach(scored, i, e) {
                     json_t *b = json_array_get(scored, bi);
                     json_int_t se = json_integer_value(json_object_get(e, "_score"));
                     json_int_t sb = json_integer_value(json_object_get(b, "_score"));
@@ -641,8 +633,7 @@ static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args,
             }
             json_decref(scored);
         }
-        json_array_foreach(picked, i, e)
-        {
+        json_array_foreach(picked, i, e) {
             json_t *item = content_item(e);
             bool t;
             if (!fit_item(out, "entries", item, "content", LORE_BUDGET, &t)) {
@@ -785,8 +776,7 @@ static char *read_path_dup(cdsh_tavern_service *svc, tctx *c, const char *norm)
         if (cdsh_tavern_world_list(c->story, true, 0, &v, NULL) == 0) {
             size_t i;
             json_t *d;
-            json_array_foreach(v, i, d)
-            {
+            json_array_foreach(v, i, d) {
                 char *line = json_dumps(d, JSON_COMPACT);
                 cdsh_strbuf_append_str(&b, line);
                 cdsh_strbuf_append_char(&b, '\n');
@@ -829,8 +819,7 @@ static json_t *readable_files(cdsh_tavern_service *svc, tctx *c)
     if (cdsh_tavern_memory_list(c->story, false, &mem, NULL) == 0) {
         size_t i;
         json_t *e;
-        json_array_foreach(mem, i, e)
-        {
+        json_array_foreach(mem, i, e) {
             char *p = NULL;
             if (asprintf(&p, "memory/%s.md", s_get(e, "id")) > 0)
                 json_array_append_new(files, json_string(p));
@@ -860,8 +849,7 @@ static json_t *preset_catalog(cdsh_tavern_service *svc, tctx *c)
         return cat;
     size_t i;
     json_t *p;
-    json_array_foreach(json_object_get(preset, "prompts"), i, p)
-    {
+    json_array_foreach(json_object_get(preset, "prompts"), i, p) {
         json_array_append_new(
             cat,
             json_pack("{s:O,s:O,s:b,s:O,s:b}", "identifier", json_object_get(p, "identifier"),
@@ -889,8 +877,7 @@ static int tool_asset_list(cdsh_tavern_service *svc, tctx *c, json_t **value)
     json_t *f;
     int omitted = 0;
     json_t *part = json_pack("{s:[]}", "files");
-    json_array_foreach(files, i, f)
-    {
+    json_array_foreach(files, i, f) {
         if (i >= FILES_MAX) {
             omitted++;
             continue;
@@ -910,8 +897,7 @@ static int tool_asset_list(cdsh_tavern_service *svc, tctx *c, json_t **value)
     json_decref(part);
     /* index: path + first line summary (≤ 60 chars) */
     json_t *ipart = json_pack("{s:[]}", "index");
-    json_array_foreach(files, i, f)
-    {
+    json_array_foreach(files, i, f) {
         char *text = read_path_dup(svc, c, json_string_value(f));
         const char *line = text ? text : "";
         if (strncmp(line, "---\n", 4) == 0) { /* skip front matter */
@@ -1016,8 +1002,7 @@ static int tool_asset_read(cdsh_tavern_service *svc, tctx *c, const json_t *args
                                                    NULL) == 0) {
                 size_t i;
                 json_t *p;
-                json_array_foreach(json_object_get(preset_v, "prompts"), i, p)
-                {
+                json_array_foreach(json_object_get(preset_v, "prompts"), i, p) {
                     if (!s_get(p, "identifier") || strcmp(s_get(p, "identifier"), trim) != 0)
                         continue;
                     json_t *item = json_pack(

@@ -287,8 +287,7 @@ static json_t *compile_card_rules(const json_t *scripts)
     json_t *rules = json_array();
     size_t i;
     json_t *sc;
-    json_array_foreach(scripts, i, sc)
-    {
+    json_array_foreach(scripts, i, sc) {
         json_t *r = NULL;
         /* A malformed script is skipped, not fatal: the card stays importable. */
         if (cdsh_tavern_regex_from_st(sc, CDSH_TAVERN_REGEX_CARD, &r, NULL) == 0 && r)

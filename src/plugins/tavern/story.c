@@ -269,8 +269,7 @@ int cdsh_tavern_story_create(const char *path, const char *story_id, const char 
         goto cleanup;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)docs, k, v)
-    {
+    json_object_foreach((json_t *)docs, k, v) {
         char *canon = cdsh_tavern_story_canon_dup(v);
         rc = canon ? cdsh__tavern_story_raw_put(db, CDSH_TAVERN_KIND_DOC, k, canon, err)
                    : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -1279,8 +1278,7 @@ int cdsh_tavern_story_undo_from(cdsh_tavern_story *s, const char *session_id, co
     const char **names = calloc(cap ? cap : 1, sizeof *names);
     size_t i;
     json_t *f;
-    json_array_foreach(floors, i, f)
-    {
+    json_array_foreach(floors, i, f) {
         if (json_is_true(json_object_get(f, "rolledBack")))
             continue;
         const char *owner = json_string_value(json_object_get(f, "session"));
@@ -1290,8 +1288,7 @@ int cdsh_tavern_story_undo_from(cdsh_tavern_story *s, const char *session_id, co
         bool take = strcmp(owner, session_id) == 0;
         size_t j;
         json_t *l;
-        json_array_foreach(lineage, j, l)
-        {
+        json_array_foreach(lineage, j, l) {
             const char *ls = json_string_value(json_object_get(l, "sessionId"));
             if (ls && strcmp(ls, owner) == 0 &&
                 turn <= json_integer_value(json_object_get(l, "throughTurn")))

@@ -408,8 +408,7 @@ static uint32_t entry_hash(const json_t *const *f, const char *book)
         } else if (json_is_array(v)) {
             size_t k;
             json_t *it;
-            json_array_foreach(v, k, it)
-            {
+            json_array_foreach(v, k, it) {
                 h = cdsh_tavern_seed_fnv1a(h, ",", 1);
                 if (json_is_string(it))
                     h = cdsh_tavern_seed_fnv1a(h, json_string_value(it), json_string_length(it));
@@ -427,8 +426,7 @@ static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t i
     const json_t *f[F_COUNT] = {0};
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)src, k, v)
-    {
+    json_object_foreach((json_t *)src, k, v) {
         const struct field_name *fn =
             bsearch(k, FIELD_NAMES, sizeof FIELD_NAMES / sizeof FIELD_NAMES[0],
                     sizeof FIELD_NAMES[0], cmp_field);
@@ -568,16 +566,14 @@ static int add_books(srcbuf *b, book_ref *books, size_t nb)
         if (json_is_object(entries)) {
             const char *k;
             json_t *v;
-            json_object_foreach((json_t *)entries, k, v)
-            {
+            json_object_foreach((json_t *)entries, k, v) {
                 if (json_is_object(v) && src_push(b, v, books[i].name) < 0)
                     return CDSH_ENOMEM;
             }
         } else if (json_is_array(entries)) {
             size_t j;
             json_t *v;
-            json_array_foreach(entries, j, v)
-            {
+            json_array_foreach(entries, j, v) {
                 if (json_is_object(v) && src_push(b, v, books[i].name) < 0)
                     return CDSH_ENOMEM;
             }
@@ -1170,8 +1166,7 @@ static bool char_filtered(const run *r, const wi_entry *e)
         bool inc = false;
         size_t i;
         json_t *v;
-        json_array_foreach(names, i, v)
-        {
+        json_array_foreach(names, i, v) {
             if (r->in->char_filename &&
                 !strcmp(json_string_value(v) ? json_string_value(v) : "", r->in->char_filename))
                 inc = true;
@@ -1183,10 +1178,8 @@ static bool char_filtered(const run *r, const wi_entry *e)
         bool inc = false;
         size_t i, j;
         json_t *v, *w;
-        json_array_foreach(tags, i, v)
-        {
-            json_array_foreach(r->in->char_tags, j, w)
-            {
+        json_array_foreach(tags, i, v) {
+            json_array_foreach(r->in->char_tags, j, w) {
                 if (json_equal(v, w))
                     inc = true;
             }
@@ -1201,8 +1194,7 @@ static bool forced(const run *r, const wi_entry *e)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(r->in->forced, i, v)
-    {
+    json_array_foreach(r->in->forced, i, v) {
         if (json_is_string(v) && !strcmp(json_string_value(v), e->id))
             return true;
     }

@@ -148,8 +148,7 @@ static void record_triggers(cdsh_tavern_service *svc, const char *sid, long long
     json_t *entries = json_array();
     size_t i, fired = 0, routine = 0;
     json_t *x;
-    json_array_foreach(json_object_get(wi, "log"), i, x)
-    {
+    json_array_foreach(json_object_get(wi, "log"), i, x) {
         fired += json_is_true(json_object_get(x, "fired"));
         if (!json_is_true(json_object_get(x, "fired")) &&
             trigger_is_routine(json_string_value(json_object_get(x, "reason"))))
@@ -206,8 +205,7 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         chat[n_chat++] = (cdsh_tavern_chat_msg){.role = "assistant", .text = greeting};
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m)
-    {
+    json_array_foreach(msgs, i, m) {
         const char *role = str(m, "role"), *text = str(m, "content");
         if (role && text && (!strcmp(role, "user") || !strcmp(role, "assistant")))
             chat[n_chat++] = (cdsh_tavern_chat_msg){.role = role, .text = text};
@@ -384,8 +382,9 @@ static char *turn_context(void *ud, const cdsh_scope *scope, const char *sid, lo
     const char *last = NULL;
     size_t i;
     json_t *m;
-    json_array_foreach(msgs, i, m) if (str(m, "role") && !strcmp(str(m, "role"), "user")) last =
-        str(m, "content");
+    json_array_foreach(msgs, i, m)
+        if (str(m, "role") && !strcmp(str(m, "role"), "user"))
+            last = str(m, "content");
     cdsh_tavern_service_turn_context(w->svc, sid, last ? last : "", &extra, &err);
     json_decref(msgs);
     const char *t = str(plan, "turn");
@@ -421,8 +420,7 @@ static json_t *sampling(void *ud, const cdsh_scope *scope, const char *sid, long
     const char *k;
     void *tmp;
     json_t *v;
-    json_object_foreach_safe(out, tmp, k, v)
-    {
+    json_object_foreach_safe(out, tmp, k, v) {
         if (json_is_null(v) ||
             (json_is_number(v) && json_number_value(v) == 0 && strcmp(k, "temperature") != 0) ||
             (json_is_array(v) && json_array_size(v) == 0))

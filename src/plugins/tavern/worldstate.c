@@ -60,8 +60,10 @@ int cdsh_tavern_world_add(cdsh_tavern_story *story, const char *floor, const cha
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "keys must be an array of strings");
     size_t i;
     json_t *k;
-    json_array_foreach(keys, i, k) if (!json_is_string(k)) return cdsh_error_set(
-        err, CDSH_EINVAL, "INVALID_ARGS", "keys must be an array of strings");
+    json_array_foreach(keys, i, k)
+        if (!json_is_string(k))
+            return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
+                                  "keys must be an array of strings");
     int64_t exp_ms = 0;
     if (expires && (parse_expiry(expires, &exp_ms) < 0 || exp_ms <= cdsh_clock_wall_ms()))
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
@@ -134,8 +136,7 @@ int cdsh_tavern_world_list(cdsh_tavern_story *story, bool all, int64_t now_ms, j
     json_t **v = calloc(n ? n : 1, sizeof *v);
     size_t i;
     json_t *r;
-    json_array_foreach(rows, i, r)
-    {
+    json_array_foreach(rows, i, r) {
         json_t *d = json_object_get(r, "value");
         if (!json_is_object(d))
             continue;
@@ -178,8 +179,7 @@ int cdsh_tavern_world_entries(cdsh_tavern_story *story, int64_t now_ms, json_t *
     json_t *arr = json_array();
     size_t i;
     json_t *d;
-    json_array_foreach(list, i, d)
-    {
+    json_array_foreach(list, i, d) {
         char *uid = NULL, *content = prefixed_dup(d);
         if (asprintf(&uid, "delta:world-delta:%s", s_get(d, "id")) < 0)
             uid = NULL;
@@ -200,8 +200,7 @@ static bool key_hit(const json_t *keys, const char *scan)
 {
     size_t i;
     json_t *k;
-    json_array_foreach(keys, i, k)
-    {
+    json_array_foreach(keys, i, k) {
         const char *ks = json_string_value(k);
         if (!ks || !*ks || !scan)
             continue;

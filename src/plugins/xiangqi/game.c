@@ -348,8 +348,7 @@ int cdsh__xq_game_load(cdsh__xq_game *g, cdsh_error *err)
     }
     size_t i;
     json_t *mv;
-    json_array_foreach(moves, i, mv)
-    {
+    json_array_foreach(moves, i, mv) {
         cdsh_xq_move_t m;
         const char *t = json_string_value(mv);
         if (!t || cdsh_xq_parse_move(g->pos, t, &m, &perr) != 0 ||

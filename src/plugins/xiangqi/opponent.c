@@ -138,8 +138,7 @@ static json_t *tool_list(cdsh_tools *tools, const cdsh_scope *scope)
     json_t *all = cdsh_tools_schemas(tools, scope), *out = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(all, i, t)
-    {
+    json_array_foreach(all, i, t) {
         const char *name = json_string_value(json_object_get(t, "name"));
         if (name && (strncmp(name, "xiangqi_", 8) == 0 || strcmp(name, "skill") == 0))
             json_array_append_new(out, json_pack("{s:s,s:O}", "type", "function", "function", t));

@@ -285,8 +285,7 @@ static void append_moves(cdsh_strbuf *sb, const json_t *moves)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(moves, i, m)
-    {
+    json_array_foreach(moves, i, m) {
         cdsh_strbuf_appendf(sb, "%s%s %s", i ? ", " : "",
                             json_string_value(json_object_get(m, "iccs")),
                             json_string_value(json_object_get(m, "zh")));
@@ -340,8 +339,7 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
         cdsh_strbuf_append_str(sb, "棋谱：");
         size_t i;
         json_t *h;
-        json_array_foreach(hist, i, h)
-        {
+        json_array_foreach(hist, i, h) {
             cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "",
                                 json_string_value(json_object_get(h, "zh")));
         }
@@ -361,16 +359,14 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
         cdsh_strbuf_append_str(sb, "候选着法（本地引擎）：\n");
         size_t i;
         json_t *c;
-        json_array_foreach(cands, i, c)
-        {
+        json_array_foreach(cands, i, c) {
             cdsh_strbuf_appendf(sb, "%zu. %s %s 评分 %lld 变例：", i + 1,
                                 json_string_value(json_object_get(c, "iccs")),
                                 json_string_value(json_object_get(c, "zh")),
                                 (long long)json_integer_value(json_object_get(c, "score")));
             size_t j;
             json_t *z;
-            json_array_foreach(json_object_get(c, "pvZh"), j, z)
-            {
+            json_array_foreach(json_object_get(c, "pvZh"), j, z) {
                 cdsh_strbuf_appendf(sb, "%s%s", j ? " " : "", json_string_value(z));
             }
             cdsh_strbuf_append_char(sb, '\n');
@@ -384,8 +380,7 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
                             json_array_size(tp));
         size_t i;
         json_t *m;
-        json_array_foreach(list, i, m)
-        {
+        json_array_foreach(list, i, m) {
             const char *kind = json_string_value(json_object_get(m, "kindZh"));
             cdsh_strbuf_appendf(sb, "第%lld手 %s %s 评估 %lld（变化 %+lld）%s\n",
                                 (long long)json_integer_value(json_object_get(m, "ply")),
@@ -403,8 +398,7 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
         cdsh_strbuf_append_str(sb, "已悔：");
         size_t i;
         json_t *u;
-        json_array_foreach(undone, i, u)
-        {
+        json_array_foreach(undone, i, u) {
             cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "",
                                 json_string_value(json_object_get(u, "zh")));
         }

@@ -407,8 +407,7 @@ static bool option_exists(const json_t *params, const char *option_id)
 {
     size_t i;
     json_t *o;
-    json_array_foreach(json_object_get(params, "options"), i, o)
-    {
+    json_array_foreach(json_object_get(params, "options"), i, o) {
         const char *id = json_string_value(json_object_get(o, "optionId"));
         if (id && strcmp(id, option_id) == 0)
             return true;
@@ -1066,8 +1065,7 @@ int cdsh_acp_conn_list_sessions(cdsh_acp_conn *conn, const char *cwd, int max_pa
         }
         size_t i;
         json_t *info;
-        json_array_foreach(sessions, i, info)
-        {
+        json_array_foreach(sessions, i, info) {
             /* SessionInfo needs sessionId and cwd; others are skipped, as the SDK does. */
             if (json_is_string(json_object_get(info, "sessionId")) &&
                 json_is_string(json_object_get(info, "cwd")))
@@ -1148,8 +1146,7 @@ static bool has_mode(const json_t *modes, const char *id)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(json_object_get(modes, "availableModes"), i, m)
-    {
+    json_array_foreach(json_object_get(modes, "availableModes"), i, m) {
         const char *mid = json_string_value(json_object_get(m, "id"));
         if (mid && strcmp(mid, id) == 0)
             return true;

@@ -204,8 +204,7 @@ int cdsh_mcp_call_result_check(const json_t *result, bool *legacy, cdsh_error *e
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_RESULT", "content must be an array");
     size_t i;
     json_t *b;
-    json_array_foreach(content, i, b)
-    {
+    json_array_foreach(content, i, b) {
         if (!json_is_object(b) || !json_is_string(json_object_get(b, "type")))
             return cdsh_error_set(err, CDSH_EINVAL, "BAD_RESULT",
                                   "content[%zu] is not an object with a string type", i);
@@ -236,8 +235,7 @@ char *cdsh_mcp_content_text_dup(const json_t *content, const char *tool)
     size_t i, parts = 0;
     json_t *b;
     if (json_is_array(content)) {
-        json_array_foreach(content, i, b)
-        {
+        json_array_foreach(content, i, b) {
             if (parts++)
                 cdsh_strbuf_append_char(&sb, '\n');
             const char *type = json_string_value(json_object_get(b, "type"));
@@ -441,8 +439,7 @@ char **cdsh_mcp_child_env_new(const char *const *parent, const json_t *server_en
     const char *key;
     json_t *val;
     if (ns) {
-        json_object_foreach((json_t *)server_env, key, val)
-        {
+        json_object_foreach((json_t *)server_env, key, val) {
             if (!json_is_string(val) || !*key || strchr(key, '=')) {
                 cdsh_error_set(err, CDSH_EINVAL, "BAD_ENV",
                                "server env \"%.100s\" must be a string value with a name "

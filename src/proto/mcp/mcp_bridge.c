@@ -50,8 +50,7 @@ static bool describes_object(const json_t *schema)
         return false;
     size_t i;
     json_t *alt;
-    json_array_foreach(alts, i, alt)
-    {
+    json_array_foreach(alts, i, alt) {
         if (!describes_object(alt))
             return false;
     }
@@ -89,8 +88,7 @@ static json_t *ex_list(void *ud, void *session_ud)
     json_t *out = json_array();
     size_t i;
     json_t *n;
-    json_array_foreach(names, i, n)
-    {
+    json_array_foreach(names, i, n) {
         if (!glob_ok(ex, json_string_value(n)))
             continue;
         json_t *kt = cdsh_tools_get(ex->tools, scope, json_string_value(n));
@@ -399,8 +397,7 @@ static int register_gen(cdsh_mcp_import *imp, const json_t *list, cdsh_disposer_
     }
     size_t i;
     json_t *t;
-    json_array_foreach(list, i, t)
-    {
+    json_array_foreach(list, i, t) {
         const char *raw = json_string_value(json_object_get(t, "name"));
         if (!raw || !cdsh_mcp_import_tool_enabled((const char *const *)imp->enabled,
                                                   (const char *const *)imp->disabled, raw))

@@ -505,8 +505,7 @@ static struct curl_slist *http_headers(conn *c, bool get)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(cl->headers, k, v)
-    {
+    json_object_foreach(cl->headers, k, v) {
         snprintf(line, sizeof line, "%s: %s", k, json_string_value(v));
         ADD(line);
     }
@@ -933,8 +932,7 @@ static int list_all(cdsh_mcp_client *cl, conn *c, int64_t timeout_ms, cdsh_cance
         }
         size_t i;
         json_t *t;
-        json_array_foreach(tools, i, t)
-        {
+        json_array_foreach(tools, i, t) {
             cdsh_error terr = {0};
             if (cdsh_mcp_tool_check(t, &terr) != 0) {
                 json_decref(res);
@@ -1079,8 +1077,7 @@ static bool strings_object(const json_t *o)
         return true;
     if (!json_is_object(o))
         return false;
-    json_object_foreach((json_t *)o, k, v)
-    {
+    json_object_foreach((json_t *)o, k, v) {
         if (!json_is_string(v) || strpbrk(k, "\r\n:") || strpbrk(json_string_value(v), "\r\n"))
             return false;
     }
@@ -1264,8 +1261,7 @@ static const json_t *find_tool(const json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach(tools, i, t) {
         const char *n = json_string_value(json_object_get(t, "name"));
         if (n && strcmp(n, name) == 0)
             return t;
