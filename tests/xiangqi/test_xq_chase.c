@@ -6,6 +6,8 @@
  * verdicts, and the search scoring a chaser's repetition as a loss. */
 #include "support/testkit.h"
 
+#include "support/xq_position.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,28 +16,6 @@
 #include "plugins/xiangqi/engine/position.h"
 #include "plugins/xiangqi/engine/rules.h"
 #include "plugins/xiangqi/engine/search.h"
-
-static cdsh_xq_pos *pos_from(const char *fen)
-{
-    cdsh_xq_pos *pos = cdsh_xq_pos_new();
-    cdsh_error err = {0};
-    if (cdsh_xq_pos_set_fen(pos, fen, &err) != 0)
-        fail_msg("FEN %s: %s", fen, err.message);
-    return pos;
-}
-
-static void play_line(cdsh_xq_pos *pos, const char *moves)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", moves);
-    char *save = NULL;
-    for (char *m = strtok_r(buf, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
-        cdsh_xq_move_t mv;
-        cdsh_error err = {0};
-        if (cdsh_xq_parse_move(pos, m, &mv, &err) != 0 || cdsh_xq_play(pos, mv, &err) != 0)
-            fail_msg("%s: %s", m, err.message);
-    }
-}
 
 /* Verdict from the side to move: 1 wins, -1 loses, 0 draw, 9 ongoing. */
 static int verdict(cdsh_xq_pos *pos, cdsh_xq_reason *reason)
@@ -55,16 +35,16 @@ static int verdict(cdsh_xq_pos *pos, cdsh_xq_reason *reason)
  * last ply the game must still be on. */
 static void check_cycle(const char *fen, const char *cycle, int want, cdsh_xq_reason want_reason)
 {
-    cdsh_xq_pos *pos = pos_from(fen);
-    play_line(pos, cycle);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(fen);
+    cdsh_test_xq_play(pos, cycle);
     assert_int_equal(verdict(pos, NULL), 9);
     cdsh_xq_reason reason;
     char first3[64];
     /* second round: all but the last move, then the last */
     snprintf(first3, sizeof first3, "%.*s", (int)(strrchr(cycle, ' ') - cycle), cycle);
-    play_line(pos, first3);
+    cdsh_test_xq_play(pos, first3);
     assert_int_equal(verdict(pos, NULL), 9);
-    play_line(pos, strrchr(cycle, ' ') + 1);
+    cdsh_test_xq_play(pos, strrchr(cycle, ' ') + 1);
     int got = verdict(pos, &reason);
     if (got != want || reason != want_reason)
         fail_msg("%s / %s: want %d %s, got %d %s", fen, cycle, want,
@@ -80,8 +60,8 @@ static void chariot_chasing_an_unprotected_horse_loses(void **state)
     check_cycle("2n1k4/9/9/9/9/9/9/1R7/9/3K5 w - - 0 1", "b2c2 c9b7 c2b2 b7c9", -1,
                 CDSH_XQ_REASON_PERPETUAL_CHASE);
     /* seen from the chased side one ply earlier, with repetitions = 2 */
-    cdsh_xq_pos *pos = pos_from("2n1k4/9/9/9/9/9/9/1R7/9/3K5 w - - 0 1");
-    play_line(pos, "b2c2 c9b7 c2b2 b7c9 b2c2");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("2n1k4/9/9/9/9/9/9/1R7/9/3K5 w - - 0 1");
+    cdsh_test_xq_play(pos, "b2c2 c9b7 c2b2 b7c9 b2c2");
     cdsh_xq_rules rules;
     cdsh_xq_rules_default(&rules);
     rules.repetitions = 2;
@@ -124,33 +104,33 @@ static void probe_sees_through_fake_protection_and_skips_uncrossed_soldiers(void
     (void)state;
     cdsh_xq_square_t sq[16];
     /* the horse b7 is guarded by the chariot f7, free to recapture: no chase */
-    cdsh_xq_pos *pos = pos_from("5k3/9/1n3r3/9/9/9/9/1R7/9/3K5 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("5k3/9/1n3r3/9/9/9/9/1R7/9/3K5 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 0);
     cdsh_xq_pos_free(pos);
     /* the same guard pinned on the f-file by the chariot f3: fake protection */
-    pos = pos_from("5k3/9/1n3r3/9/9/9/5R3/1R7/9/3K5 w - - 0 1");
+    pos = cdsh_test_xq_pos("5k3/9/1n3r3/9/9/9/5R3/1R7/9/3K5 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 1);
     assert_int_equal(sq[0], cdsh_xq_square(1, 7));
     cdsh_xq_pos_free(pos);
     /* a guard pinned by the flying general: the Black elephant e7 stands
      * alone between the generals and may not retake on c9 */
-    pos = pos_from("2n1k4/9/4b4/9/9/9/9/2R6/9/4K4 w - - 0 1");
+    pos = cdsh_test_xq_pos("2n1k4/9/4b4/9/9/9/9/2R6/9/4K4 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 1);
     assert_int_equal(sq[0], cdsh_xq_square(2, 9));
     cdsh_xq_pos_free(pos);
-    pos = pos_from("2n1k4/9/4b4/9/9/9/9/2R6/9/3K5 w - - 0 1");
+    pos = cdsh_test_xq_pos("2n1k4/9/4b4/9/9/9/9/2R6/9/3K5 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 0);
     cdsh_xq_pos_free(pos);
     /* an unprotected uncrossed soldier is no chase target, a crossed one is */
-    pos = pos_from("4k4/9/9/9/2p6/9/9/2R6/9/3K5 w - - 0 1");
+    pos = cdsh_test_xq_pos("4k4/9/9/9/2p6/9/9/2R6/9/3K5 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 0);
     cdsh_xq_pos_free(pos);
-    pos = pos_from("4k4/9/9/9/9/2p6/9/2R6/9/3K5 w - - 0 1");
+    pos = cdsh_test_xq_pos("4k4/9/9/9/9/2p6/9/2R6/9/3K5 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 1);
     assert_int_equal(sq[0], cdsh_xq_square(2, 4));
     cdsh_xq_pos_free(pos);
     /* the general never counts as chased, and generals and soldiers never chase */
-    pos = pos_from("3k5/9/9/9/9/9/9/9/3p5/4K4 w - - 0 1");
+    pos = cdsh_test_xq_pos("3k5/9/9/9/9/9/9/9/3p5/4K4 w - - 0 1");
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_RED, sq), 0);
     assert_int_equal(cdsh_xq_chased(pos, CDSH_XQ_BLACK, sq), 0);
     cdsh_xq_pos_free(pos);
@@ -240,8 +220,8 @@ static void fairy_stockfish_repetition_cases(void **state)
     int agree = 0;
     for (size_t i = 0; i < sizeof fsf_cases / sizeof fsf_cases[0]; i++) {
         const struct fsf_case *c = &fsf_cases[i];
-        cdsh_xq_pos *pos = pos_from(c->fen);
-        play_line(pos, c->moves);
+        cdsh_xq_pos *pos = cdsh_test_xq_pos(c->fen);
+        cdsh_test_xq_play(pos, c->moves);
         int got = verdict(pos, NULL);
         if (got != c->ours)
             fail_msg("%s: want %d, got %d", c->name, c->ours, got);
@@ -258,10 +238,10 @@ static void check_in_the_cycle_defers_to_the_check_rule(void **state)
     (void)state;
     /* Red chases the soldier f1 with both moves but d4f4 also checks (the
      * cannon f4 screens for f6): no one-sided perpetual check, so a draw */
-    cdsh_xq_pos *pos = pos_from("5k3/9/9/5C3/5c3/5C3/9/9/5p3/4K4 w - - 0 1");
-    play_line(pos, "f4d4 f5d5 d4f4 d5f5 f4d4 f5d5 d4f4");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("5k3/9/9/5C3/5c3/5C3/9/9/5p3/4K4 w - - 0 1");
+    cdsh_test_xq_play(pos, "f4d4 f5d5 d4f4 d5f5 f4d4 f5d5 d4f4");
     assert_true(cdsh_xq_in_check(pos));
-    play_line(pos, "d5f5");
+    cdsh_test_xq_play(pos, "d5f5");
     cdsh_xq_reason reason;
     assert_int_equal(verdict(pos, &reason), 0);
     assert_int_equal(reason, CDSH_XQ_REASON_REPETITION);
@@ -273,15 +253,15 @@ static void search_avoids_a_losing_perpetual_chase(void **state)
     (void)state;
     /* one round of the unprotected-horse chase played; repeating it (c2b2
      * then b7c9 would recreate the position) is a loss for Red in search */
-    cdsh_xq_pos *pos = pos_from("2n1k4/9/9/9/9/9/9/1R7/9/3K5 w - - 0 1");
-    play_line(pos, "b2c2 c9b7");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("2n1k4/9/9/9/9/9/9/1R7/9/3K5 w - - 0 1");
+    cdsh_test_xq_play(pos, "b2c2 c9b7");
     cdsh_xq_engine_opts opts = {.hash_mb = 4, .threads = 1};
     cdsh_xq_engine *eng = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_xq_engine_new(&opts, &eng, &err), 0);
     /* Black, after c2b2, must either let the horse be taken or return to
      * c9 — repeating; from Black's side that repetition is a win */
-    play_line(pos, "c2b2");
+    cdsh_test_xq_play(pos, "c2b2");
     cdsh_xq_move_t back;
     assert_int_equal(cdsh_xq_parse_move(pos, "b7c9", &back, &err), 0);
     cdsh_xq_limits lim = {.depth = 3, .searchmoves = &back, .nsearchmoves = 1};

@@ -3,29 +3,14 @@
  * (configurable) no-capture rule, bare material, and the stable names. */
 #include "support/testkit.h"
 
+#include "support/xq_position.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/xiangqi/engine/movegen.h"
 #include "plugins/xiangqi/engine/position.h"
 #include "plugins/xiangqi/engine/rules.h"
-
-static cdsh_xq_pos *pos_from(const char *fen)
-{
-    cdsh_xq_pos *pos = cdsh_xq_pos_new();
-    cdsh_error err = {0};
-    if (cdsh_xq_pos_set_fen(pos, fen, &err) != 0)
-        fail_msg("FEN %s: %s", fen, err.message);
-    return pos;
-}
-
-static void play(cdsh_xq_pos *pos, const char *iccs)
-{
-    cdsh_xq_move_t m;
-    cdsh_error err = {0};
-    if (cdsh_xq_parse_move(pos, iccs, &m, &err) != 0 || cdsh_xq_play(pos, m, &err) != 0)
-        fail_msg("%s: %s", iccs, err.message);
-}
 
 static void assert_status(cdsh_xq_pos *pos, const cdsh_xq_rules *rules, cdsh_xq_outcome o,
                           cdsh_xq_reason r)
@@ -48,17 +33,17 @@ static void checkmate_loses_for_side_to_move(void **state)
 {
     (void)state;
     /* Black chariots on a0 (checking) and a1 */
-    cdsh_xq_pos *pos = pos_from("3k5/9/9/9/9/9/9/9/r8/r3K4 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("3k5/9/9/9/9/9/9/9/r8/r3K4 w - - 0 1");
     assert_true(cdsh_xq_in_check(pos));
     assert_int_equal(cdsh_xq_count_legal(pos), 0);
     assert_status(pos, NULL, CDSH_XQ_BLACK_WINS, CDSH_XQ_REASON_CHECKMATE);
     cdsh_xq_pos_free(pos);
     /* mirrored for Black, reached by a move: Red chariot a8 mates on rank 9 */
-    pos = pos_from("5k3/R8/9/9/9/9/9/9/9/3K5 w - - 0 1");
+    pos = cdsh_test_xq_pos("5k3/R8/9/9/9/9/9/9/9/3K5 w - - 0 1");
     assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
     cdsh_xq_pos_free(pos);
-    pos = pos_from("4k4/R7R/9/9/9/9/9/9/9/3K5 w - - 0 1");
-    play(pos, "a8a9");
+    pos = cdsh_test_xq_pos("4k4/R7R/9/9/9/9/9/9/9/3K5 w - - 0 1");
+    cdsh_test_xq_play(pos, "a8a9");
     assert_status(pos, NULL, CDSH_XQ_RED_WINS, CDSH_XQ_REASON_CHECKMATE);
     cdsh_xq_pos_free(pos);
 }
@@ -67,7 +52,7 @@ static void stalemate_loses_for_side_to_move(void **state)
 {
     (void)state;
     /* Red general e0 not in check; d0 faces the Black general, f0 and e1 are covered */
-    cdsh_xq_pos *pos = pos_from("3k1r3/9/9/9/9/9/9/9/r8/4K4 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("3k1r3/9/9/9/9/9/9/9/r8/4K4 w - - 0 1");
     assert_false(cdsh_xq_in_check(pos));
     assert_status(pos, NULL, CDSH_XQ_BLACK_WINS, CDSH_XQ_REASON_STALEMATE);
     cdsh_xq_pos_free(pos);
@@ -77,21 +62,21 @@ static void perpetual_check_loses(void **state)
 {
     (void)state;
     /* Red chariot checks on ranks 8 and 9 in turn; the Black general steps back and forth */
-    cdsh_xq_pos *pos = pos_from("R8/4k4/9/9/9/9/9/9/9/3K5 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("R8/4k4/9/9/9/9/9/9/9/3K5 w - - 0 1");
     static const char *cycle[4] = {"a9a8", "e8e9", "a8a9", "e9e8"};
     for (int i = 0; i < 4; i++) {
-        play(pos, cycle[i]);
+        cdsh_test_xq_play(pos, cycle[i]);
         assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
     }
     /* second occurrence: enough for search, not for the game */
     assert_int_equal(cdsh_xq_repetition(pos, 1), CDSH_XQ_REP_LOSS);
     assert_int_equal(cdsh_xq_repetition(pos, 2), CDSH_XQ_REP_NONE);
     for (int i = 0; i < 3; i++) {
-        play(pos, cycle[i]);
+        cdsh_test_xq_play(pos, cycle[i]);
         assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
     }
     /* Black's reply completes the third occurrence; Red, to move, checked throughout */
-    play(pos, cycle[3]);
+    cdsh_test_xq_play(pos, cycle[3]);
     assert_status(pos, NULL, CDSH_XQ_BLACK_WINS, CDSH_XQ_REASON_PERPETUAL_CHECK);
     /* seen from the checked side one ply earlier: Black to move, Red checked throughout */
     cdsh_xq_unmake_move(pos);
@@ -107,12 +92,12 @@ static void perpetual_check_loses(void **state)
 static void repetition_without_checks_is_a_draw(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from("4k4/9/9/9/9/9/9/9/9/R2K5 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("4k4/9/9/9/9/9/9/9/9/R2K5 w - - 0 1");
     static const char *cycle[4] = {"a0a1", "e9e8", "a1a0", "e8e9"};
     for (int round = 0; round < 2; round++)
         for (int i = 0; i < 4; i++) {
             assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
-            play(pos, cycle[i]);
+            cdsh_test_xq_play(pos, cycle[i]);
         }
     assert_status(pos, NULL, CDSH_XQ_DRAW, CDSH_XQ_REASON_REPETITION);
     assert_int_equal(cdsh_xq_repetition(pos, 2), CDSH_XQ_REP_DRAW);
@@ -128,16 +113,16 @@ static void repetition_counts_positions_after_the_last_capture(void **state)
 {
     (void)state;
     /* the window starts at the capture (halfmove counter 0) */
-    cdsh_xq_pos *pos = pos_from("4k4/9/9/9/9/9/9/p8/9/R2K5 w - - 0 1");
-    play(pos, "a0a1");
-    play(pos, "e9e8");
-    play(pos, "a1a2"); /* captures the soldier */
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("4k4/9/9/9/9/9/9/p8/9/R2K5 w - - 0 1");
+    cdsh_test_xq_play(pos, "a0a1");
+    cdsh_test_xq_play(pos, "e9e8");
+    cdsh_test_xq_play(pos, "a1a2"); /* captures the soldier */
     assert_int_equal(cdsh_xq_halfmove(pos), 0);
-    play(pos, "e8e9");
-    play(pos, "a2a1");
-    play(pos, "e9e8");
-    play(pos, "a1a2");
-    play(pos, "e8e9");
+    cdsh_test_xq_play(pos, "e8e9");
+    cdsh_test_xq_play(pos, "a2a1");
+    cdsh_test_xq_play(pos, "e9e8");
+    cdsh_test_xq_play(pos, "a1a2");
+    cdsh_test_xq_play(pos, "e8e9");
     assert_int_equal(cdsh_xq_repetition(pos, 1), CDSH_XQ_REP_DRAW);
     assert_int_equal(cdsh_xq_repetition(pos, 2), CDSH_XQ_REP_NONE);
     cdsh_xq_pos_free(pos);
@@ -146,9 +131,9 @@ static void repetition_counts_positions_after_the_last_capture(void **state)
 static void move_rule_draws_after_120_quiet_plies(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from("4k4/9/9/9/9/9/9/9/9/R2K5 w - - 119 80");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("4k4/9/9/9/9/9/9/9/9/R2K5 w - - 119 80");
     assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
-    play(pos, "a0a5");
+    cdsh_test_xq_play(pos, "a0a5");
     assert_int_equal(cdsh_xq_halfmove(pos), 120);
     assert_status(pos, NULL, CDSH_XQ_DRAW, CDSH_XQ_REASON_MOVE_RULE);
     cdsh_xq_rules rules;
@@ -159,13 +144,13 @@ static void move_rule_draws_after_120_quiet_plies(void **state)
     assert_status(pos, &rules, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
     cdsh_xq_pos_free(pos);
     /* a mate on the 120th ply is still a mate */
-    pos = pos_from("4k4/R7R/9/9/9/9/9/9/9/3K5 w - - 119 1");
-    play(pos, "a8a9");
+    pos = cdsh_test_xq_pos("4k4/R7R/9/9/9/9/9/9/9/3K5 w - - 119 1");
+    cdsh_test_xq_play(pos, "a8a9");
     assert_status(pos, NULL, CDSH_XQ_RED_WINS, CDSH_XQ_REASON_CHECKMATE);
     cdsh_xq_pos_free(pos);
     /* a capture resets the counter */
-    pos = pos_from("4k4/9/9/9/p8/9/9/9/9/R2K5 w - - 119 1");
-    play(pos, "a0a5");
+    pos = cdsh_test_xq_pos("4k4/9/9/9/p8/9/9/9/9/R2K5 w - - 119 1");
+    cdsh_test_xq_play(pos, "a0a5");
     assert_int_equal(cdsh_xq_halfmove(pos), 0);
     assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
     cdsh_xq_pos_free(pos);
@@ -174,12 +159,12 @@ static void move_rule_draws_after_120_quiet_plies(void **state)
 static void bare_material_is_a_draw(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from("3ak4/4a4/4b4/9/9/9/9/4B4/4A4/3AK4 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("3ak4/4a4/4b4/9/9/9/9/4B4/4A4/3AK4 w - - 0 1");
     assert_true(cdsh_xq_bare_material(pos));
     assert_status(pos, NULL, CDSH_XQ_DRAW, CDSH_XQ_REASON_BARE_MATERIAL);
     cdsh_xq_pos_free(pos);
     /* one soldier anywhere keeps the game going */
-    pos = pos_from("3ak4/4a4/4b4/9/9/9/9/4B4/p3A4/3AK4 w - - 0 1");
+    pos = cdsh_test_xq_pos("3ak4/4a4/4b4/9/9/9/9/4B4/p3A4/3AK4 w - - 0 1");
     assert_false(cdsh_xq_bare_material(pos));
     assert_status(pos, NULL, CDSH_XQ_ONGOING, CDSH_XQ_REASON_NONE);
     cdsh_xq_pos_free(pos);

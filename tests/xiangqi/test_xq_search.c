@@ -5,6 +5,8 @@
  * the bench/opening tables. */
 #include "support/testkit.h"
 
+#include "support/xq_position.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +20,6 @@
 #include "plugins/xiangqi/engine/search.h"
 #include "plugins/xiangqi/engine/tt.h"
 
-static cdsh_xq_pos *pos_from(const char *fen)
-{
-    cdsh_xq_pos *pos = cdsh_xq_pos_new();
-    cdsh_error err = {0};
-    if (cdsh_xq_pos_set_fen(pos, fen, &err) != 0)
-        fail_msg("FEN %s: %s", fen, err.message);
-    return pos;
-}
-
 static cdsh_xq_move_t mv(const cdsh_xq_pos *pos, const char *iccs)
 {
     cdsh_xq_move_t m;
@@ -34,13 +27,6 @@ static cdsh_xq_move_t mv(const cdsh_xq_pos *pos, const char *iccs)
     if (cdsh_xq_parse_move(pos, iccs, &m, &err) != 0)
         fail_msg("%s: %s", iccs, err.message);
     return m;
-}
-
-static void play(cdsh_xq_pos *pos, const char *iccs)
-{
-    cdsh_error err = {0};
-    if (cdsh_xq_play(pos, mv(pos, iccs), &err) != 0)
-        fail_msg("%s: %s", iccs, err.message);
 }
 
 static cdsh_xq_engine *engine(int threads)
@@ -89,7 +75,7 @@ static int forced_win(cdsh_xq_pos *pos, int n)
 
 static void assert_mate_in(const char *fen, int n, int depth)
 {
-    cdsh_xq_pos *pos = pos_from(fen);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(fen);
     /* the solver proves the distance: a win in n, none in n - 1 */
     assert_true(forced_win(pos, n));
     if (n > 1)
@@ -142,8 +128,8 @@ static void mated_side_reports_no_move(void **state)
 {
     (void)state;
     /* Red has just been stalemated (not in check, no legal move) */
-    cdsh_xq_pos *pos = pos_from("3k5/9/9/9/9/9/9/9/1R7/4K4 w - - 0 1");
-    play(pos, "b1b8");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("3k5/9/9/9/9/9/9/9/1R7/4K4 w - - 0 1");
+    cdsh_test_xq_play(pos, "b1b8");
     assert_false(cdsh_xq_in_check(pos));
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_limits lim = {.depth = 5};
@@ -159,7 +145,7 @@ static void stalemating_the_opponent_scores_as_a_win(void **state)
     (void)state;
     /* Black: the red general on d0 has no move (the crossed soldier covers
      * d1 and e0); any general move that keeps the position stalemates Red */
-    cdsh_xq_pos *pos = pos_from("4k4/9/9/9/9/9/9/9/4p4/3K5 b - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("4k4/9/9/9/9/9/9/9/4p4/3K5 b - - 0 1");
     assert_true(forced_win(pos, 1));
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_limits lim = {.depth = 4};
@@ -176,10 +162,10 @@ static void stalemating_the_opponent_scores_as_a_win(void **state)
 static void perpetual_check_scores_as_a_loss_for_the_checker(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from("3k5/9/R8/9/9/9/9/9/9/4K4 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("3k5/9/R8/9/9/9/9/9/9/4K4 w - - 0 1");
     const char *cycle[] = {"a7a9", "d9d8", "a9a8", "d8d9", "a8a9", "d9d8"};
     for (int i = 0; i < 6; i++)
-        play(pos, cycle[i]);
+        cdsh_test_xq_play(pos, cycle[i]);
     /* checking again (a9a8) repeats the checking cycle */
     cdsh_xq_move_t again = mv(pos, "a9a8");
     cdsh_xq_engine *eng = engine(1);
@@ -202,10 +188,10 @@ static void repetition_without_checks_scores_as_a_draw(void **state)
 {
     (void)state;
     /* both sides shuffle; going back into the cycle scores exactly 0 */
-    cdsh_xq_pos *pos = pos_from(CDSH_XQ_START_FEN);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN);
     const char *cycle[] = {"b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0"};
     for (int i = 0; i < 7; i++)
-        play(pos, cycle[i]);
+        cdsh_test_xq_play(pos, cycle[i]);
     cdsh_xq_move_t back = mv(pos, "c7b9");
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_limits lim = {.depth = 3, .searchmoves = &back, .nsearchmoves = 1};
@@ -218,7 +204,7 @@ static void repetition_without_checks_scores_as_a_draw(void **state)
 static void fixed_depth_node_count_is_reproducible(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from(cdsh_xq_bench_fens[4]);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(cdsh_xq_bench_fens[4]);
     cdsh_xq_engine *a = engine(1), *b = engine(1);
     cdsh_xq_limits lim = {.depth = 6};
     cdsh_xq_search_result r1 = run(a, pos, &lim);
@@ -239,7 +225,7 @@ static void fixed_depth_node_count_is_reproducible(void **state)
 static void multipv_lines_are_distinct_and_ordered(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from(CDSH_XQ_START_FEN);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN);
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_limits lim = {.depth = 5, .multipv = 4};
     cdsh_xq_search_result r = run(eng, pos, &lim);
@@ -255,7 +241,7 @@ static void multipv_lines_are_distinct_and_ordered(void **state)
             assert_int_not_equal(r.lines[i].pv[0], r.lines[j].pv[0]);
     }
     /* more lines than legal moves: one line per legal move */
-    cdsh_xq_pos *few = pos_from("4k4/9/9/9/9/9/9/9/4p4/3K5 b - - 0 1");
+    cdsh_xq_pos *few = cdsh_test_xq_pos("4k4/9/9/9/9/9/9/9/4p4/3K5 b - - 0 1");
     cdsh_xq_limits many = {.depth = 2, .multipv = CDSH_XQ_MULTIPV_MAX};
     cdsh_xq_search_result r2 = run(eng, few, &many);
     cdsh_xq_move_t legal[CDSH_XQ_MAX_MOVES];
@@ -270,7 +256,7 @@ static void multipv_lines_are_distinct_and_ordered(void **state)
 static void bad_limits_are_refused(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from(CDSH_XQ_START_FEN);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN);
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_search_result r;
     cdsh_error err = {0};
@@ -294,7 +280,7 @@ static void bad_limits_are_refused(void **state)
 static void node_limit_is_honoured(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from(CDSH_XQ_START_FEN);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN);
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_limits lim = {.nodes = 5000};
     cdsh_xq_search_result r = run(eng, pos, &lim);
@@ -346,7 +332,7 @@ static void wait_depth(bg *b, int depth)
 static void stop_from_another_thread_ends_an_infinite_search(void **state)
 {
     (void)state;
-    bg b = {.eng = engine(1), .pos = pos_from(CDSH_XQ_START_FEN), .lim = {.infinite = 1}};
+    bg b = {.eng = engine(1), .pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN), .lim = {.infinite = 1}};
     pthread_mutex_init(&b.mu, NULL);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, bg_main, &b), 0);
@@ -365,7 +351,7 @@ static void cancel_token_ends_a_search(void **state)
     (void)state;
     cdsh_cancel *c = cdsh_cancel_new(NULL);
     bg b = {.eng = engine(2),
-            .pos = pos_from(cdsh_xq_bench_fens[3]),
+            .pos = cdsh_test_xq_pos(cdsh_xq_bench_fens[3]),
             .lim = {.infinite = 1, .cancel = c}};
     pthread_mutex_init(&b.mu, NULL);
     pthread_t t;
@@ -386,7 +372,8 @@ static void cancel_token_ends_a_search(void **state)
 static void two_engines_search_independently(void **state)
 {
     (void)state;
-    cdsh_xq_pos *p1 = pos_from(cdsh_xq_bench_fens[2]), *p2 = pos_from(cdsh_xq_bench_fens[7]);
+    cdsh_xq_pos *p1 = cdsh_test_xq_pos(cdsh_xq_bench_fens[2]),
+                *p2 = cdsh_test_xq_pos(cdsh_xq_bench_fens[7]);
     cdsh_xq_limits lim = {.depth = 6};
     cdsh_xq_engine *e = engine(1);
     cdsh_xq_search_result s1 = run(e, p1, &lim);
@@ -416,7 +403,7 @@ static void two_engines_search_independently(void **state)
 static void lazy_smp_threads_find_the_mate(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from("3k5/4a4/4ba3/9/9/9/9/9/R8/1R2K4 w - - 0 1");
+    cdsh_xq_pos *pos = cdsh_test_xq_pos("3k5/4a4/4ba3/9/9/9/9/9/R8/1R2K4 w - - 0 1");
     cdsh_xq_engine *eng = engine(3);
     cdsh_xq_limits lim = {.depth = 8};
     cdsh_xq_search_result r = run(eng, pos, &lim);
@@ -431,7 +418,7 @@ static void lazy_smp_threads_find_the_mate(void **state)
 static void clock_limits_return_a_legal_move(void **state)
 {
     (void)state;
-    cdsh_xq_pos *pos = pos_from(cdsh_xq_bench_fens[5]);
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(cdsh_xq_bench_fens[5]);
     cdsh_xq_engine *eng = engine(1);
     cdsh_xq_limits lim = {.time_ms = {200, 200}, .inc_ms = {10, 10}};
     cdsh_xq_search_result r = run(eng, pos, &lim);
@@ -481,8 +468,8 @@ static void evaluation_is_colour_and_mirror_symmetric(void **state)
         char flipped[160], mirrored[160];
         flip_fen(cdsh_xq_bench_fens[i], flipped, 0);
         flip_fen(cdsh_xq_bench_fens[i], mirrored, 1);
-        cdsh_xq_pos *a = pos_from(cdsh_xq_bench_fens[i]), *b = pos_from(flipped),
-                    *c = pos_from(mirrored);
+        cdsh_xq_pos *a = cdsh_test_xq_pos(cdsh_xq_bench_fens[i]), *b = cdsh_test_xq_pos(flipped),
+                    *c = cdsh_test_xq_pos(mirrored);
         const int ea = cdsh_xq_eval(a, NULL);
         assert_int_equal(ea, cdsh_xq_eval(b, NULL));
         assert_int_equal(ea, cdsh_xq_eval(c, NULL));
@@ -496,8 +483,10 @@ static void evaluation_sees_material(void **state)
 {
     (void)state;
     /* Red is a chariot up: clearly better for Red, clearly worse for Black */
-    cdsh_xq_pos *up = pos_from("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w");
-    cdsh_xq_pos *down = pos_from("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR b");
+    cdsh_xq_pos *up =
+        cdsh_test_xq_pos("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w");
+    cdsh_xq_pos *down =
+        cdsh_test_xq_pos("rnbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR b");
     assert_true(cdsh_xq_eval(up, NULL) > 400);
     assert_true(cdsh_xq_eval(down, NULL) < -400);
     cdsh_xq_eval_terms t;
@@ -538,17 +527,17 @@ static void bench_positions_and_openings_are_legal(void **state)
 {
     (void)state;
     for (int i = 0; i < cdsh_xq_bench_count; i++) {
-        cdsh_xq_pos *pos = pos_from(cdsh_xq_bench_fens[i]);
+        cdsh_xq_pos *pos = cdsh_test_xq_pos(cdsh_xq_bench_fens[i]);
         assert_true(cdsh_xq_has_legal_move(pos));
         cdsh_xq_pos_free(pos);
     }
     assert_true(cdsh_xq_openings_count >= 50);
     for (int i = 0; i < cdsh_xq_openings_count; i++) {
-        cdsh_xq_pos *pos = pos_from(CDSH_XQ_START_FEN);
+        cdsh_xq_pos *pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN);
         char buf[128];
         snprintf(buf, sizeof buf, "%s", cdsh_xq_openings[i]);
         for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
-            play(pos, t);
+            cdsh_test_xq_play(pos, t);
         /* each line is distinct */
         for (int j = 0; j < i; j++)
             assert_string_not_equal(cdsh_xq_openings[i], cdsh_xq_openings[j]);
