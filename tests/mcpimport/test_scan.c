@@ -5,6 +5,8 @@
  * fake keyring tool never reach the report. */
 #include "support/testkit.h"
 
+#include "support/import_tree.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +22,12 @@
 #define KEYRING_SECRET "kr-planted-77c0d2"
 
 typedef struct fx {
-    char *home; /* test CDSH_HOME doubles as the fixture root */
-    char *real_home;
-    char path[1024];
+    cdsh_test_import_tree t; /* its home doubles as the fixture root */
 } fx;
-
-static const char *p(fx *f, const char *rel)
-{
-    snprintf(f->path, sizeof f->path, "%s/%s", f->home, rel);
-    return f->path;
-}
 
 static void put(fx *f, const char *rel, const char *text)
 {
-    char *dir = strdup(p(f, rel));
-    *strrchr(dir, '/') = '\0';
-    assert_int_equal(cdsh_fs_mkdir_p(dir, 0700, NULL), 0);
-    free(dir);
-    cdsh_test_write_file(p(f, rel), text);
+    cdsh_test_import_tree_put(&f->t, rel, text);
 }
 
 static void copy(fx *f, const char *sample, const char *rel)
@@ -52,12 +42,8 @@ static void copy(fx *f, const char *sample, const char *rel)
 
 static void build(fx *f)
 {
-    f->home = cdsh_test_home_new();
     /* the CLI's defaults must never read the developer's ~/.claude or ~/.codex */
-    f->real_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    setenv("HOME", f->home, 1);
-    unsetenv("CLAUDE_CONFIG_DIR");
-    unsetenv("CODEX_HOME");
+    cdsh_test_import_tree_open(&f->t);
     char reg[4096];
     snprintf(reg, sizeof reg,
              "{\"version\":2,\"plugins\":{"
@@ -69,7 +55,7 @@ static void build(fx *f)
              "\"installPath\":\"%s/claude/plugins/cache/community/tools/2.0\"}],"
              "\"legal@community\":[{\"scope\":\"user\",\"installPath\":\"%s/claude/plugins/cache/"
              "community/legal/1.0\"}]}}",
-             f->home, f->home, f->home, f->home, f->home);
+             f->t.home, f->t.home, f->t.home, f->t.home, f->t.home);
     put(f, "claude/plugins/installed_plugins.json", reg);
     copy(f, "claude-plugin.commit-commands.json",
          "claude/plugins/cache/official/commit-commands/1.0.0/.claude-plugin/plugin.json");
@@ -81,7 +67,8 @@ static void build(fx *f)
         "{\"name\":\"tools\",\"hooks\":{},\"mcpServers\":{\"local-srv\":{\"command\":\"./bin/srv\","
         "\"args\":[\"${CLAUDE_PLUGIN_ROOT}/c.json\"]}}}");
     put(f, "claude/plugins/cache/community/tools/2.0/bin/srv", "#!/bin/sh\n");
-    chmod(p(f, "claude/plugins/cache/community/tools/2.0/bin/srv"), 0755);
+    chmod(cdsh_test_import_tree_path(&f->t, "claude/plugins/cache/community/tools/2.0/bin/srv"),
+          0755);
     put(f, "claude/plugins/cache/community/tools/2.0/agents/reviewer.md",
         "---\nname: reviewer\ndescription: Reviews\n---\nYou review.\n");
     put(f, "claude/plugins/cache/community/tools/2.0/skills/helper/SKILL.md",
@@ -96,7 +83,7 @@ static void build(fx *f)
         "\"secret-api\":{\"type\":\"http\",\"url\":\"https://api.example.com/mcp\","
         "\"headers\":{\"Authorization\":\"Bearer ${SCAN_TEST_TOKEN}\"}},"
         "\"kr\":{\"command\":\"node\",\"env\":{\"K\":\"${KR_VAR}\"}}}}}}",
-        f->home);
+        f->t.home);
     put(f, "claude/.claude.json", cj);
     put(f, "proj/.mcp.json",
         "{\"mcpServers\":{\"dock\":{\"command\":\"docker\",\"args\":[\"run\","
@@ -107,7 +94,7 @@ static void build(fx *f)
     put(f, "bin/secret-tool",
         "#!/bin/sh\n[ \"$1 $2 $3 $4 $5\" = \"lookup service cdsh-import name KR_VAR\" ] && "
         "printf '%s' '" KEYRING_SECRET "' && exit 0\nexit 1\n");
-    chmod(p(f, "bin/secret-tool"), 0755);
+    chmod(cdsh_test_import_tree_path(&f->t, "bin/secret-tool"), 0755);
     setenv("SCAN_TEST_TOKEN", ENV_SECRET, 1);
 }
 
@@ -131,15 +118,16 @@ static bool docker_down(void *ud)
 static void run_scan(fx *f, cdsh_mcpimport_scan *scan)
 {
     char claude[1024], cjson[1024], codex[1024], proj[1024], tool[1024];
-    snprintf(claude, sizeof claude, "%s/claude", f->home);
-    snprintf(cjson, sizeof cjson, "%s/claude/.claude.json", f->home);
-    snprintf(codex, sizeof codex, "%s/codex", f->home);
-    snprintf(proj, sizeof proj, "%s/proj", f->home);
-    snprintf(tool, sizeof tool, "%s/bin/secret-tool", f->home);
+    snprintf(claude, sizeof claude, "%s/claude", f->t.home);
+    snprintf(cjson, sizeof cjson, "%s/claude/.claude.json", f->t.home);
+    snprintf(codex, sizeof codex, "%s/codex", f->t.home);
+    snprintf(proj, sizeof proj, "%s/proj", f->t.home);
+    snprintf(tool, sizeof tool, "%s/bin/secret-tool", f->t.home);
     const char *projects[] = {proj, NULL};
     cdsh_mcpimport_roots roots = {claude, cjson, codex, projects};
     static fake fk;
-    snprintf(fk.srv, sizeof fk.srv, "%s/claude/plugins/cache/community/tools/2.0/bin/srv", f->home);
+    snprintf(fk.srv, sizeof fk.srv, "%s/claude/plugins/cache/community/tools/2.0/bin/srv",
+             f->t.home);
     cdsh_mcpimport_probe probe = {found, docker_down, &fk};
     const char *allow[] = {"KR_VAR", NULL};
     cdsh_mcpimport_secret_opts so = {allow, tool};
@@ -149,10 +137,7 @@ static void run_scan(fx *f, cdsh_mcpimport_scan *scan)
 static void teardown_fx(fx *f)
 {
     unsetenv("SCAN_TEST_TOKEN");
-    if (f->real_home)
-        setenv("HOME", f->real_home, 1);
-    free(f->real_home);
-    cdsh_test_home_free(f->home);
+    cdsh_test_import_tree_close(&f->t);
 }
 
 static char *verdicts(const json_t *list)
@@ -194,7 +179,7 @@ static void fixture_tree_gives_expected_verdicts_in_precedence_order(void **stat
     assert_string_equal(json_string_value(json_object_get(prov, "plugin")), "tools@community");
     assert_string_equal(json_string_value(json_object_get(prov, "scope")), "project");
     char want[1024];
-    snprintf(want, sizeof want, "%s/claude/plugins/cache/community/tools/2.0/c.json", f.home);
+    snprintf(want, sizeof want, "%s/claude/plugins/cache/community/tools/2.0/c.json", f.t.home);
     assert_string_equal(json_string_value(json_array_get(json_object_get(local, "args"), 0)), want);
     json_t *sa = json_array_get(scan.servers, 0);
     assert_string_equal(
@@ -274,9 +259,9 @@ static void cli_enable_records_choice_and_refuses_blocked(void **state)
     fx f;
     build(&f);
     char claude[1024], codex[1024], proj[1024];
-    snprintf(claude, sizeof claude, "%s/claude", f.home);
-    snprintf(codex, sizeof codex, "%s/codex", f.home);
-    snprintf(proj, sizeof proj, "%s/proj", f.home);
+    snprintf(claude, sizeof claude, "%s/claude", f.t.home);
+    snprintf(codex, sizeof codex, "%s/codex", f.t.home);
+    snprintf(proj, sizeof proj, "%s/proj", f.t.home);
     char *out = NULL, *err = NULL;
     int rc =
         cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "--claude-dir", claude,
@@ -286,7 +271,8 @@ static void cli_enable_records_choice_and_refuses_blocked(void **state)
                              "\"default\": plugin \"import\" enabled; registered when cdsh "
                              "starts\n");
     free(out), free(err);
-    char *profile = cdsh_test_read_file(p(&f, "profiles/default.yaml"), NULL);
+    char *profile =
+        cdsh_test_read_file(cdsh_test_import_tree_path(&f.t, "profiles/default.yaml"), NULL);
     assert_non_null(strstr(profile, "secret-api"));
     assert_null(strstr(profile, ENV_SECRET));
     free(profile);

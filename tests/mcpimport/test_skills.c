@@ -6,6 +6,8 @@
  * the registry, the `skill` tool returns it, unloading or disabling removes it. */
 #include "support/testkit.h"
 
+#include "support/import_tree.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,40 +282,31 @@ static void verdicts_give_every_reason(void **state)
 /* ---- a fixture tree: user, project and plugin locations --------------------- */
 
 typedef struct fx {
-    char *home, *real_home;
-    char claude[1024], codex[1024], proj[1024], path[1200];
+    cdsh_test_import_tree t;
+    char claude[1024], codex[1024], proj[1024];
 } fx;
 
 static const char *p(fx *f, const char *rel)
 {
-    snprintf(f->path, sizeof f->path, "%s/%s", f->home, rel);
-    return f->path;
+    return cdsh_test_import_tree_path(&f->t, rel);
 }
 
 static void put(fx *f, const char *rel, const char *text)
 {
-    char *dir = strdup(p(f, rel));
-    *strrchr(dir, '/') = '\0';
-    assert_int_equal(cdsh_fs_mkdir_p(dir, 0700, NULL), 0);
-    free(dir);
-    cdsh_test_write_file(p(f, rel), text);
+    cdsh_test_import_tree_put(&f->t, rel, text);
 }
 
 static void build(fx *f)
 {
-    f->home = cdsh_test_home_new();
-    f->real_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    setenv("HOME", f->home, 1); /* never the developer's ~/.claude */
-    unsetenv("CLAUDE_CONFIG_DIR");
-    unsetenv("CODEX_HOME");
-    snprintf(f->claude, sizeof f->claude, "%s/claude", f->home);
-    snprintf(f->codex, sizeof f->codex, "%s/codex", f->home);
-    snprintf(f->proj, sizeof f->proj, "%s/proj", f->home);
+    cdsh_test_import_tree_open(&f->t); /* never the developer's ~/.claude */
+    snprintf(f->claude, sizeof f->claude, "%s/claude", f->t.home);
+    snprintf(f->codex, sizeof f->codex, "%s/codex", f->t.home);
+    snprintf(f->proj, sizeof f->proj, "%s/proj", f->t.home);
     char reg[1024];
     snprintf(reg, sizeof reg,
              "{\"version\":2,\"plugins\":{\"tools@community\":[{\"scope\":\"user\","
              "\"installPath\":\"%s/claude/plugins/cache/community/tools/2.0\"}]}}",
-             f->home);
+             f->t.home);
     put(f, "claude/plugins/installed_plugins.json", reg);
     put(f, "claude/plugins/cache/community/tools/2.0/.claude-plugin/plugin.json",
         "{\"name\":\"tools\"}");
@@ -340,10 +333,7 @@ static void build(fx *f)
 
 static void destroy(fx *f)
 {
-    if (f->real_home)
-        setenv("HOME", f->real_home, 1);
-    free(f->real_home);
-    cdsh_test_home_free(f->home);
+    cdsh_test_import_tree_close(&f->t);
 }
 
 static void scan(fx *f, cdsh_mcpimport_scan *out)
