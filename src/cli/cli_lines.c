@@ -64,9 +64,14 @@ static int grow_locked(cdsh_cli_lines *l, size_t more)
     return 0;
 }
 
-/* Reads what fd has into the buffer (after poll said so). 0, or -1. */
+/* Reads what fd has into the buffer (after poll said so). The other
+ * reader may have drained it since, so it asks again without waiting:
+ * read() never blocks under the lock (past the caller's timeout). 0, or -1. */
 static int fill_locked(cdsh_cli_lines *l)
 {
+    struct pollfd p = {.fd = l->fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return 0;
     if (grow_locked(l, 4096) < 0)
         return -1;
     ssize_t n = read(l->fd, l->buf + l->len, l->cap - l->len);

@@ -2,15 +2,19 @@
  * `cdsh chat` in child processes (tests/peers/cdsh_asking.c: cdsh plus a
  * tool that always asks): --approve answers, a terminal (a pty) is asked,
  * a pipe fails closed naming the flag, --json shows approval events, and a
- * chat line typed after a request ended is the next chat message. */
+ * chat line typed after a request ended is the next chat message; and the
+ * line queue the chat and the approval reader share (cli_lines.c). */
 #include "support/testkit.h"
 
 #include "support/model_env.h"
+
+#include "cli/cli_lines.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -335,6 +339,64 @@ static void chat_line_after_an_ended_request_is_the_next_message(void **state)
     cdsh_test_home_free(home);
 }
 
+typedef struct line_reader {
+    cdsh_cli_lines *lines;
+    int timeout_ms;
+    int rc;
+    char got[64];
+} line_reader;
+
+static bool take_line(void *ud, const char *line)
+{
+    line_reader *r = ud;
+    snprintf(r->got, sizeof r->got, "%s", line);
+    return true;
+}
+
+static void *offer_main(void *arg)
+{
+    line_reader *r = arg;
+    r->rc = cdsh_cli_lines_offer(r->lines, r->timeout_ms, take_line, r);
+    return NULL;
+}
+
+/* Both readers wait on the pipe when one line comes: one takes it, and the
+ * other's wait still ends at its timeout (it does not sit in a read of the
+ * drained pipe until more input comes). */
+static void lines_two_waiting_readers_one_line_the_other_times_out(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    cdsh_cli_lines *l = cdsh_cli_lines_new(p[0]);
+    assert_non_null(l);
+    line_reader a = {l, 3000, 99, ""}, b = {l, 3000, 99, ""};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, offer_main, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, offer_main, &b), 0);
+    usleep(100 * 1000); /* both are waiting in poll() by now */
+    assert_int_equal(write(p[1], "one\n", 4), 4);
+    /* A reader stuck in read() only comes back with more input: end the
+     * input after a generous while, so the check below fails, not hangs. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    bool a_back = pthread_timedjoin_np(ta, NULL, &until) == 0;
+    bool b_back = pthread_timedjoin_np(tb, NULL, &until) == 0;
+    close(p[1]);
+    if (!a_back)
+        pthread_join(ta, NULL);
+    if (!b_back)
+        pthread_join(tb, NULL);
+    assert_true(a_back && b_back);
+    line_reader *took = a.rc == 1 ? &a : &b, *other = a.rc == 1 ? &b : &a;
+    assert_int_equal(took->rc, 1);
+    assert_string_equal(took->got, "one");
+    assert_int_equal(other->rc, -2);
+    cdsh_cli_lines_free(l);
+    close(p[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +406,7 @@ int main(void)
         cmocka_unit_test(exec_asks_through_the_same_channel),
         cmocka_unit_test(run_on_a_terminal_asks_and_takes_the_answer),
         cmocka_unit_test(chat_line_after_an_ended_request_is_the_next_message),
+        cmocka_unit_test(lines_two_waiting_readers_one_line_the_other_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
