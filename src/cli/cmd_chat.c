@@ -166,6 +166,21 @@ static void engine_turn(cdsh_cli_agent *a, chat_engines *e, const char *sid, con
     json_decref(res);
 }
 
+/* One message to the model: an agent turn. */
+static void model_turn(cdsh_cli_agent *a, const char *sid, const char *text, cdsh_cli_printer *pr,
+                       cdsh_cancel *tok)
+{
+    cdsh_agent_outcome out;
+    cdsh_error err = {0};
+    if (cdsh_agent_run_turn(a->agent, sid, text, tok, cdsh_cli_print_event, pr, &out, &err) != 0) {
+        printf("%s: %s\n", err.code, err.message);
+        return;
+    }
+    if (strcmp(out.reason, "done") != 0 && strcmp(out.reason, "error") != 0)
+        printf("(turn ended: %s)\n", out.reason);
+    cdsh_agent_outcome_deinit(&out);
+}
+
 int cdsh_cmd_chat(int argc, char **argv)
 {
     cdsh_cli_session_opts o;
@@ -263,26 +278,12 @@ int cdsh_cmd_chat(int argc, char **argv)
         } else {
             cdsh_cancel *tok = cdsh_cancel_new(NULL);
             cdsh_cli_sigint_set_turn(tok);
-            if (cdsh_acp_turn_is_bound(sid)) {
+            if (cdsh_acp_turn_is_bound(sid))
                 engine_turn(&a, &eng, sid, text, &pr, tok);
-                cdsh_cli_sigint_set_turn(NULL);
-                cdsh_cancel_free(tok);
-                fflush(stdout);
-                free(line);
-                continue;
-            }
-            cdsh_agent_outcome out;
-            cdsh_error err = {0};
-            int rc =
-                cdsh_agent_run_turn(a.agent, sid, text, tok, cdsh_cli_print_event, &pr, &out, &err);
+            else
+                model_turn(&a, sid, text, &pr, tok);
             cdsh_cli_sigint_set_turn(NULL);
             cdsh_cancel_free(tok);
-            if (rc)
-                printf("%s: %s\n", err.code, err.message);
-            else if (strcmp(out.reason, "done") != 0 && strcmp(out.reason, "error") != 0)
-                printf("(turn ended: %s)\n", out.reason);
-            if (rc == 0)
-                cdsh_agent_outcome_deinit(&out);
         }
         fflush(stdout);
         free(line);
