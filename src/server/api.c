@@ -106,7 +106,6 @@ static void *turn_main(void *arg)
 {
     running *r = arg;
     cdsh_error err = {0};
-    cdsh_agent_outcome out;
     int rc;
     if (r->engine) {
         cdsh_acp_turn_opts to = {.svc = r->api->acp,
@@ -114,19 +113,18 @@ static void *turn_main(void *arg)
                                  .on_event = publish_event,
                                  .event_arg = r};
         rc = cdsh_acp_turn_run(&to, r->sid, r->text, r->tok, NULL, &err);
-        if (rc == 0)
-            memset(&out, 0, sizeof out);
     } else {
+        cdsh_agent_outcome out;
         rc = cdsh_agent_run_turn(r->api->agent, r->sid, r->text, r->tok, publish_event, r, &out,
                                  &err);
+        if (rc == 0)
+            cdsh_agent_outcome_deinit(&out);
     }
     if (rc) {
         json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "turn/error", "sessionId", r->sid,
                                "code", err.code, "message", err.message);
         cdsh_hub_publish(r->api->hub, r->sid, "turn/error", ev);
         json_decref(ev);
-    } else {
-        cdsh_agent_outcome_deinit(&out);
     }
     json_t *ch = json_pack("{s:s, s:s}", "reason", "turn-end", "id", r->sid);
     cdsh_hub_publish(r->api->hub, NULL, "sessions/change", ch);
