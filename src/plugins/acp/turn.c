@@ -257,6 +257,13 @@ static void on_tool(writer *w, const json_t *u)
         c->args = raw ? cdsh_json_dump_compact_dup(raw) : NULL;
         if (!c->args)
             c->args = strdup("{}");
+        if (!c->id || !c->name || !c->args) { /* every later lookup and event needs them */
+            free(c->id);
+            free(c->name);
+            free(c->args);
+            free(c);
+            return;
+        }
         c->title = str(u, "title") ? strdup(str(u, "title")) : NULL;
         c->kind = str(u, "kind") ? strdup(str(u, "kind")) : NULL;
         *pp = c;
@@ -480,9 +487,12 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
     if (res)
         finish(&w, res);
     pthread_mutex_unlock(&w.mu);
+    /* A result may lack both (an ok reply without stopReason; no result at all). */
+    const char *how = !res                                       ? "NO_MEMORY"
+                      : json_is_true(json_object_get(res, "ok")) ? str(res, "stopReason")
+                                                                 : str(res, "code");
     cdsh_log_info(MODULE, "session %s turn %lld (engine): %s", session_id, (long long)w.turn,
-                  res && json_is_true(json_object_get(res, "ok")) ? str(res, "stopReason")
-                                                                  : str(res, "code"));
+                  how ? how : "-");
     while (w.calls) {
         call *c = w.calls;
         w.calls = c->next;
