@@ -1,8 +1,9 @@
 /* cli_approval.h — the terminal's approval channel: shows each request of
  * an approval broker (title, description, the numbered options with their
  * labels as given) and reads the person's choice — a number, the label or
- * the option id — from stdin on a thread of its own. EOF, "0", Ctrl-C (the
- * turn's cancel) or the broker's timeout end the request "cancelled".
+ * the option id — from stdin on a thread of its own. EOF, "0" or Ctrl-C
+ * (the turn's cancel) end the request "cancelled", the broker's timeout
+ * "timeout".
  * Also the whole set-up the turn-running subcommands share (a broker, this
  * channel, the broker installed as the tools' approval service). */
 #ifndef CDSH_CLI_CLI_APPROVAL_H
