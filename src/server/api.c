@@ -135,8 +135,10 @@ static void *turn_main(void *arg)
     return NULL;
 }
 
-/* Starts a turn thread; CDSH_EBUSY when one runs for sid. */
-static int start_turn(cdsh_api *api, const char *sid, const char *text, cdsh_error *err)
+/* Starts a turn thread (an engine turn when `engine`); CDSH_EBUSY when one
+ * runs for sid. */
+static int start_turn(cdsh_api *api, const char *sid, const char *text, bool engine,
+                      cdsh_error *err)
 {
     pthread_mutex_lock(&api->mu);
     if (api->shutting_down) {
@@ -168,7 +170,7 @@ static int start_turn(cdsh_api *api, const char *sid, const char *text, cdsh_err
     r->text = strdup(text);
     r->tok = cdsh_cancel_new(NULL);
     r->done = false;
-    r->engine = api->acp && cdsh_acp_turn_is_bound(sid);
+    r->engine = engine;
     if (!r->text || !r->tok || pthread_create(&r->th, NULL, turn_main, r) != 0) {
         r->done = true;
         pthread_mutex_unlock(&api->mu);
@@ -340,15 +342,17 @@ static void send_message(cdsh_api *api, const char *sid, const cdsh_web_request 
     const char *text = json_string_value(json_object_get(body, "text"));
     cdsh_error err = {0};
     json_t *s = NULL;
+    /* Read once, here: start_turn holds the api lock, no file I/O under it. */
+    bool bound = text && *text && cdsh_acp_turn_is_bound(sid);
     if (!text || !*text) {
         cdsh_web_reply_error(res, 400, "BAD_REQUEST", "the body needs a non-empty \"text\"");
-    } else if (!api->acp && cdsh_acp_turn_is_bound(sid)) {
+    } else if (bound && !api->acp) {
         cdsh_web_reply_error(res, 503, "NO_ENGINES",
                              "session %s is bound to an engine, but this server runs no engines",
                              sid);
     } else if (!(s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err))) {
         reply_err(res, &err);
-    } else if (start_turn(api, sid, text, &err) != 0) {
+    } else if (start_turn(api, sid, text, bound, &err) != 0) {
         reply_err(res, &err);
     } else {
         cdsh_web_reply_json(res, 202, json_pack("{s:s, s:b}", "sessionId", sid, "accepted", 1));
