@@ -1099,7 +1099,8 @@ static int render_templates(run *r, size_t *tokens, json_t *failures)
         json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
         set_str(x, "comment", e->comment);
         set_str(x, "content", e->content);
-        json_object_set_nocheck(x, "keys", e->keys ? (json_t *)e->keys : json_array());
+        json_object_set_new_nocheck(x, "keys",
+                                    e->keys ? json_incref((json_t *)e->keys) : json_array());
         json_object_set_new_nocheck(x, "position", json_integer(e->position));
         json_object_set_new_nocheck(x, "order", json_integer(e->order));
         json_object_set_new_nocheck(x, "depth", json_integer(e->depth));
