@@ -96,13 +96,14 @@ static void frame(void *arg, const cdsh_web_request *req, cdsh_web_response *res
         cdsh_web_reply_json(res, missing ? 404 : 422, json_pack("{s:O}", "error", err));
     } else if (!html) {
         cdsh_web_reply_error(res, 502, "BAD_FRAME", "the endpoint did not return {html}");
+    } else if (!(res->body = strdup(html))) {
+        cdsh_web_reply_error(res, 500, "INTERNAL", "out of memory");
     } else {
-        res->body = strdup(html);
-        res->body_len = res->body ? strlen(res->body) : 0;
+        res->body_len = strlen(res->body);
         res->content_type = "text/html; charset=utf-8";
         res->csp = CDSH_WEB_FRAME_CSP;
         res->frameable = true;
-        res->status = res->body ? 200 : 500;
+        res->status = 200;
     }
     json_decref(result);
 }

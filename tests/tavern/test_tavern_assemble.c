@@ -628,6 +628,27 @@ static void world_info_template_output_counts_against_the_budget(void **state)
     fx_free(&f);
 }
 
+/* A book handed to assembly as it is (not normalised): a constant entry
+ * with no "key" field still renders, and its template sees keys as []. */
+static void a_keyless_world_info_entry_template_sees_no_keys(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    cdsh_tavern_template_limits lim;
+    templates_on(&f, &lim);
+    json_t *books = json_pack("[{s:s, s:{s:{s:i, s:s, s:s, s:b, s:i}}}]", "name", "T", "entries",
+                              "4", "uid", 4, "content", "KEYLESS <%= entry.keys.length %> keys",
+                              "comment", "4", "constant", 1, "order", 100);
+    f.in.global_books = books;
+    msg(&f, "user", "Anything.", false);
+    json_t *plan = assemble(&f);
+    assert_non_null(strstr(S(plan, "turn"), "KEYLESS 0 keys"));
+    json_decref(plan);
+    json_decref(books);
+    fx_free(&f);
+}
+
 static void world_info_templates_are_frozen_for_the_turn(void **state)
 {
     (void)state;
@@ -860,6 +881,7 @@ int main(void)
         cmocka_unit_test(a_failing_world_info_template_drops_only_that_entry),
         cmocka_unit_test(world_info_template_output_counts_against_the_budget),
         cmocka_unit_test(world_info_templates_are_frozen_for_the_turn),
+        cmocka_unit_test(a_keyless_world_info_entry_template_sees_no_keys),
         cmocka_unit_test(author_note_feeds_the_scan_only_when_allowed),
         cmocka_unit_test(simulation_is_trimmed_to_the_context_budget),
         cmocka_unit_test(bad_arguments_are_refused),

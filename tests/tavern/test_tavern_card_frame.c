@@ -44,6 +44,10 @@ static void the_bridge_goes_first_into_the_head(void **state)
     d = cdsh_tavern_card_document_dup("<!doctype html><p>x</p>");
     assert_string_equal(d, "<!doctype html><head>" CDSH_TAVERN_CARD_BRIDGE "</head><p>x</p>");
     free(d);
+    /* a doctype that never closes: the bridge goes first */
+    d = cdsh_tavern_card_document_dup("<!doctype html");
+    assert_string_equal(d, "<head>" CDSH_TAVERN_CARD_BRIDGE "</head><!doctype html");
+    free(d);
     /* a fenced card: only the document between the fences */
     d = cdsh_tavern_card_document_dup("Intro\n```html \n<html><body>b</body></html>\n```\nafter");
     assert_string_equal(d, "<html><head>" CDSH_TAVERN_CARD_BRIDGE "</head><body>b</body></html>\n");

@@ -66,10 +66,12 @@ static const char *after_tag(const char *doc, size_t len, const char *name)
 
 char *cdsh_tavern_card_document_dup(const char *text)
 {
-    if (!cdsh_tavern_card_is_html(text))
+    if (!text)
         return NULL;
     size_t len;
     const char *doc = unfence(text, &len);
+    if (!starts_document(doc, len))
+        return NULL;
     const char *at = after_tag(doc, len, "head");
     const char *insert = CDSH_TAVERN_CARD_BRIDGE;
     if (!at) {
@@ -83,7 +85,7 @@ char *cdsh_tavern_card_document_dup(const char *text)
         cdsh_strbuf_append(&sb, doc, (size_t)(at - doc));
         cdsh_strbuf_append(&sb, insert, strlen(insert));
         cdsh_strbuf_append(&sb, at, (size_t)(doc + len - at));
-    } else { /* unreachable after cdsh_tavern_card_is_html, kept total */
+    } else { /* no opening tag is closed (a bare "<!doctype html"): the bridge first */
         cdsh_strbuf_append(&sb, insert, strlen(insert));
         cdsh_strbuf_append(&sb, doc, len);
     }

@@ -664,7 +664,6 @@ int cdsh_tavern_store_save_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind
     const char *name = json_string_value(json_object_get(value, "name"));
     cdsh_fs_lock *lock = NULL;
     char *rel = NULL, *tag = NULL, *path = NULL, fresh[96] = "";
-    json_t *cur = NULL;
     int rc = 0;
     if (kind == CDSH_TAVERN_PERSONA) {
         const char *lb = json_string_value(json_object_get(value, "lorebook"));
@@ -690,13 +689,14 @@ int cdsh_tavern_store_save_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind
                      : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
             goto cleanup;
         }
-        /* Saving by id edits an existing item; new items get their id from the name. */
-        if ((rc = read_envelope(path, rel, &cur, NULL)) == CDSH_ENOTFOUND) {
+        /* Saving by id edits an existing item; new items get their id from the
+         * name. (put_locked reads the file for the revision check.) */
+        struct stat st;
+        if (stat(path, &st) != 0 && errno == ENOENT) {
             rc = cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND", "no %s with id \"%s\"",
                                 KIND_NAMES[kind], id);
             goto cleanup;
         }
-        rc = 0;
     }
     if ((rc = put_locked(store, rel, KIND_NAMES[kind], value, expected_tag, &tag, err)) < 0)
         goto cleanup;
@@ -705,7 +705,6 @@ int cdsh_tavern_store_save_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind
 cleanup:
     cdsh_fs_lock_close(lock);
     json_decref(value);
-    json_decref(cur);
     free(path);
     free(rel);
     free(tag);

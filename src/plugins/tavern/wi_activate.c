@@ -1058,23 +1058,29 @@ static void check_timed(run *r)
 
 static void set_str(json_t *obj, const char *key, const char *v);
 
-/* Evaluates templates of activated entries (see render in wi_activate.h).
- * A failed entry leaves the activated list; *tokens follows the new text. */
-static json_t *active_list(const run *r)
+/* {book, uid, comment, content} of an entry, as the render hook sees it. */
+static json_t *entry_json(const wi_entry *e)
 {
-    json_t *active = json_array();
-    for (size_t i = 0; active && i < r->nactivated; i++) {
-        const wi_entry *e = r->activated[i];
-        json_t *x = json_object();
+    json_t *x = json_object();
+    if (x) {
         set_str(x, "book", e->book);
         json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
         set_str(x, "comment", e->comment);
         set_str(x, "content", e->content);
-        json_array_append_new(active, x);
     }
+    return x;
+}
+
+static json_t *active_list(const run *r)
+{
+    json_t *active = json_array();
+    for (size_t i = 0; active && i < r->nactivated; i++)
+        json_array_append_new(active, entry_json(r->activated[i]));
     return active;
 }
 
+/* Evaluates templates of activated entries (see render in wi_activate.h).
+ * A failed entry leaves the activated list; *tokens follows the new text. */
 static int render_templates(run *r, size_t *tokens, json_t *failures)
 {
     size_t keep = 0;
@@ -1090,16 +1096,13 @@ static int render_templates(run *r, size_t *tokens, json_t *failures)
             rc = CDSH_ENOMEM;
             break;
         }
-        json_t *x = json_object();
+        json_t *x = entry_json(e);
         if (!x) {
             rc = CDSH_ENOMEM;
             break;
         }
-        set_str(x, "book", e->book);
-        json_object_set_new_nocheck(x, "uid", json_integer(e->uid));
-        set_str(x, "comment", e->comment);
-        set_str(x, "content", e->content);
-        json_object_set_nocheck(x, "keys", e->keys ? (json_t *)e->keys : json_array());
+        json_object_set_new_nocheck(x, "keys",
+                                    e->keys ? json_incref((json_t *)e->keys) : json_array());
         json_object_set_new_nocheck(x, "position", json_integer(e->position));
         json_object_set_new_nocheck(x, "order", json_integer(e->order));
         json_object_set_new_nocheck(x, "depth", json_integer(e->depth));

@@ -113,20 +113,20 @@ static json_t *obj_or_new(json_t *o, const char *k)
 
 /* SillyTavern's insertion frequency: with interval N the note (and its WI
  * scan) is present only when the number of the person's messages is a
- * multiple of N (1: always; 0 or less: never); an absent interval is 1. */
+ * non-zero multiple of N (1: always; 0 or less: never); an absent interval
+ * is 1. (SillyTavern's messagesTillInsertion is count % N once count >= N
+ * and N - count before, so it is 0 exactly then.) */
 static bool note_due(const json_t *interval, const cdsh_tavern_chat_msg *chat, size_t n_chat)
 {
     json_int_t every = json_is_integer(interval) ? json_integer_value(interval) : 1;
     if (every == 1)
         return true;
-    size_t users = 0;
+    if (every <= 0)
+        return false;
+    json_int_t users = 0;
     for (size_t i = 0; i < n_chat; i++)
         users += strcmp(chat[i].role, "user") == 0;
-    if (every <= 0 || users == 0)
-        return false;
-    json_int_t till =
-        (json_int_t)users >= every ? (json_int_t)users % every : every - (json_int_t)users;
-    return till == 0;
+    return users > 0 && users % every == 0;
 }
 
 /* Entries that were never candidates (no key in the scanned text, disabled,
