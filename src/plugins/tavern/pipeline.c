@@ -38,6 +38,17 @@ void cdsh_tavern_pipeline_free(cdsh_tavern_pipeline *p)
     free(p);
 }
 
+json_t *cdsh_tavern_pipeline_frozen_dup(cdsh_tavern_pipeline *p, const char *turn_id)
+{
+    if (!p || !turn_id)
+        return NULL;
+    pthread_mutex_lock(&p->mu);
+    json_t *plan =
+        p->plan && p->turn_id && !strcmp(p->turn_id, turn_id) ? json_incref(p->plan) : NULL;
+    pthread_mutex_unlock(&p->mu);
+    return plan;
+}
+
 int cdsh_tavern_pipeline_plan(cdsh_tavern_pipeline *p, const char *turn_id,
                               const cdsh_tavern_assemble_input *in, json_t **plan, bool *cached,
                               cdsh_error *err)

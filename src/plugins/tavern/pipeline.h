@@ -33,6 +33,11 @@ int cdsh_tavern_pipeline_plan(cdsh_tavern_pipeline *p, const char *turn_id,
                               const cdsh_tavern_assemble_input *in, json_t **plan, bool *cached,
                               cdsh_error *err);
 
+/* The frozen plan of turn_id (a new reference, read-only) if it was built
+ * already, else NULL: lets a caller skip gathering the inputs of a step
+ * whose plan is fixed. */
+json_t *cdsh_tavern_pipeline_frozen_dup(cdsh_tavern_pipeline *p, const char *turn_id);
+
 /* Ends a turn: drops its cached plan (the standing pin stays). */
 void cdsh_tavern_pipeline_end_turn(cdsh_tavern_pipeline *p, const char *turn_id);
 

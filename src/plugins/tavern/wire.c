@@ -190,6 +190,12 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
         return 0;
     if (rc < 0)
         return cdsh_error_set(err, rc, "binding-failed", "cannot read the session binding");
+    /* Later steps of a turn reuse its frozen plan as is: none of the loading
+     * below (assets, chat, story state, globals) would change a byte of it. */
+    if (pipe && turn_id && (*plan = cdsh_tavern_pipeline_frozen_dup(pipe, turn_id))) {
+        json_decref(b);
+        return 0;
+    }
     if ((rc = cdsh__tavern_assets_load(svc, b, &as, err)) < 0)
         goto cleanup;
     if (str(b, "storyId") && cdsh_tavern_binding_open_story(svc->bindings, sid, &story, NULL) < 0)
