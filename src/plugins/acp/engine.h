@@ -77,7 +77,8 @@ void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out);
 /* npx's cache directory name for a list of package specs as given on its
  * command line (libnpmexec): the specs sorted as JavaScript's
  * localeCompare(…, "en") orders them, joined with "\n", SHA-512, first 16
- * hex digits. Writes 16 hex digits + NUL into key. 0 or CDSH_EIO. */
+ * hex digits. Writes 16 hex digits + NUL into key. 0, CDSH_ENOMEM or
+ * CDSH_EIO. */
 int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17]);
 
 /* The initialize budget in ms: coldSecs when the cold check says cold,
