@@ -1,7 +1,8 @@
 /* engine.h — EngineSpec rows (seed 003 §2, digest §1): validation and
  * coercion, the builtin engines, user patches, command resolution and the
- * argv/env/budgets derived from a row. Rows are jansson objects; state files
- * are state.h's job. All functions are pure or read the environment only;
+ * argv/env/budgets derived from a row (the cold-start check looks into npx's
+ * cache). Rows are jansson objects; state files are state.h's job. All
+ * functions are pure or only read the environment and the file system;
  * thread-safe as long as nobody calls setenv concurrently. */
 #ifndef CDSH_PLUGINS_ACP_ENGINE_H
 #define CDSH_PLUGINS_ACP_ENGINE_H
