@@ -1,7 +1,8 @@
 /* session_store.h — durable agent sessions in SQLite ($CDSH_HOME/sessions.db):
  * session records, an append-only per-session event log, replay of the log
  * into chat messages for the model client, crash repair, list/show/delete/
- * fork/rename. It does not run turns or tools — the agent loop does, and
+ * fork/rename (a fork also runs the participants that carry other layers'
+ * state over). It does not run turns or tools — the agent loop does, and
  * records what happened here. Schema, event types and repair: docs/sessions.md.
  *
  * Thread-safety: a store owns one SQLite connection guarded by a mutex, so

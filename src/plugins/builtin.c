@@ -1,4 +1,5 @@
-/* builtin.c — the compiled-in plugin table: one line per plugin. */
+/* builtin.c — the compiled-in plugin table (one line per plugin) and the
+ * plugins' fork participants. */
 #include "plugins/builtin.h"
 
 #include <string.h>

@@ -1,7 +1,8 @@
-/* builtin.h — the table of plugins compiled into cdsh. Each plugin adds one
- * line to builtin.c; the profile decides which of them a host loads
- * (cdsh_host_load_plugins). Front ends (cli, server) pass this table on;
- * the host layer never refers to it. Read-only; thread-safe. */
+/* builtin.h — the table of plugins compiled into cdsh, and of their
+ * session-fork participants. Each plugin adds one line to builtin.c; the
+ * profile decides which of them a host loads (cdsh_host_load_plugins).
+ * Front ends (cli, server) pass these tables on; the host layer never
+ * refers to them. Read-only; thread-safe. */
 #ifndef CDSH_PLUGINS_BUILTIN_H
 #define CDSH_PLUGINS_BUILTIN_H
 

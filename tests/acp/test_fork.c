@@ -217,7 +217,22 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
         assert_int_equal(cdsh_acp_service_bind(f->svc, ids[i], "fixture", f->home, NULL), 0);
         json_decref(send(f, ids[i], ids[i]));
     }
+    json_t *c_entry = entry_of("s-c");
+    char *c_acp = strdup(str(c_entry, "acpSessionId"));
+    json_decref(c_entry);
     cdsh_acp_state_session_remove("s-c", NULL); /* the agent still has it; cdsh forgot it */
+    /* A hand-edited entry naming that ACP session but no engine binds nothing. */
+    char *dir = NULL, path[4300];
+    assert_int_equal(cdsh_acp_state_dir_dup(&dir, NULL), 0);
+    snprintf(path, sizeof path, "%s/sessions.json", dir);
+    free(dir);
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_non_null(doc);
+    json_object_set_new(json_object_get(doc, "sessions"), "s-hand",
+                        json_pack("{s:s}", "acpSessionId", c_acp));
+    assert_int_equal(json_dump_file(doc, path, 0), 0);
+    json_decref(doc);
+    free(c_acp);
     json_t *out = NULL;
     cdsh_error err = {0};
     assert_int_equal(cdsh_acp_service_list_remote(f->svc, "fixture", f->home, &out, &err), 0);

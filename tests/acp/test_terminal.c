@@ -2,7 +2,8 @@
  * conn.c) driven by the fixture agent on the official SDK
  * (tests/acp-fixture-agent.mjs): output and exit status, truncation at a
  * character boundary, kill, confinement, the capability switch, a wait that
- * does not block other calls, and no command left running after release,
+ * does not block other calls, a background writer that does not hold the
+ * exit, and no command left running after release,
  * session close or dispose. */
 #include <jansson.h>
 #include <pthread.h>
@@ -272,6 +273,24 @@ static void a_cancelled_wait_is_answered_request_cancelled(void **state)
     assert_int_equal(cdsh_acp_conn_terminal_count(f->c), 0);
 }
 
+/* The command exits while a background job it started keeps writing into
+ * the same pipe: the wait is still answered with the command's status, and
+ * release ends the job (same process group) instead of reading for ever. */
+static void a_background_writer_does_not_hold_the_exit_or_the_release(void **state)
+{
+    fx *f = *state;
+    open_agent(f, true);
+    json_t *spec = sh_spec("yes spam & echo $! > spam.pid; exit 5");
+    json_object_set_new(spec, "outputByteLimit", json_integer(64));
+    const char *out = run_terminal(f, spec);
+    assert_non_null(strstr(out, "created: term-1\nwait: {\"exitCode\":5,\"signal\":null}\n"));
+    assert_non_null(strstr(out, "\"exitStatus\":{\"exitCode\":5,\"signal\":null}}\nrelease: {}"));
+    int spam = read_pid(f, "spam.pid");
+    assert_true(spam > 0);
+    assert_true(gone_soon(spam));
+    assert_int_equal(cdsh_acp_conn_terminal_count(f->c), 0);
+}
+
 static void terminal_calls_are_refused_when_disabled(void **state)
 {
     fx *f = *state;
@@ -326,6 +345,7 @@ int main(void)
         T(terminal_output_is_truncated_from_the_front_at_a_character_boundary),
         T(terminal_kill_ends_a_long_runner_and_wait_does_not_block_other_calls),
         T(a_cancelled_wait_is_answered_request_cancelled),
+        T(a_background_writer_does_not_hold_the_exit_or_the_release),
         T(terminal_calls_are_refused_when_disabled),
         T(closing_the_session_or_the_connection_leaves_no_command_running),
     };

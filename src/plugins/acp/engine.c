@@ -525,7 +525,9 @@ int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17])
         cdsh_strbuf_append_str(&joined, sorted[i]);
     }
     char hex[CDSH_SHA512_HEX_LEN + 1];
-    int rc = cdsh_hash_sha512_hex(joined.data ? joined.data : "", joined.len, hex);
+    /* A join cut short by ENOMEM would name another directory. */
+    int rc = joined.failed ? CDSH_ENOMEM
+                           : cdsh_hash_sha512_hex(joined.data ? joined.data : "", joined.len, hex);
     cdsh_strbuf_deinit(&joined);
     free(sorted);
     if (rc == 0) {

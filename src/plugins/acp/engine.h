@@ -1,7 +1,8 @@
 /* engine.h — EngineSpec rows (seed 003 §2, digest §1): validation and
  * coercion, the builtin engines, user patches, command resolution and the
- * argv/env/budgets derived from a row. Rows are jansson objects; state files
- * are state.h's job. All functions are pure or read the environment only;
+ * argv/env/budgets derived from a row (the cold-start check looks into npx's
+ * cache). Rows are jansson objects; state files are state.h's job. All
+ * functions are pure or only read the environment and the file system;
  * thread-safe as long as nobody calls setenv concurrently. */
 #ifndef CDSH_PLUGINS_ACP_ENGINE_H
 #define CDSH_PLUGINS_ACP_ENGINE_H
@@ -77,7 +78,8 @@ void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out);
 /* npx's cache directory name for a list of package specs as given on its
  * command line (libnpmexec): the specs sorted as JavaScript's
  * localeCompare(…, "en") orders them, joined with "\n", SHA-512, first 16
- * hex digits. Writes 16 hex digits + NUL into key. 0 or CDSH_EIO. */
+ * hex digits. Writes 16 hex digits + NUL into key. 0, CDSH_ENOMEM or
+ * CDSH_EIO. */
 int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17]);
 
 /* The initialize budget in ms: coldSecs when the cold check says cold,

@@ -1,6 +1,7 @@
 /* plugin.c — the "acp" plugin: creates the ACP service, provides it and
- * answers the "/acp" RPC channel by calling state.c, probe.c and service.c.
- * Thin wrappers only: validate → call → shape. */
+ * answers the "/acp" RPC channel by calling state.c, probe.c and service.c;
+ * also its session-fork participant (cdsh_acp_fork_hook). Thin wrappers
+ * only: validate → call → shape. */
 #include "plugins/acp/plugin.h"
 
 #include <stdlib.h>

@@ -936,8 +936,9 @@ int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, c
         json_t *b;
         json_object_foreach(bindings, k, b) {
             const char *acp = json_string_value(json_object_get(b, "acpSessionId"));
-            if (acp && strcmp(acp, sid) == 0 &&
-                strcmp(json_string_value(json_object_get(b, "engineId")), engine_id) == 0)
+            /* A hand-edited entry may lack its engine: it binds nothing. */
+            const char *eng = json_string_value(json_object_get(b, "engineId"));
+            if (acp && eng && strcmp(acp, sid) == 0 && strcmp(eng, engine_id) == 0)
                 bound = k;
         }
         json_object_set_new(info, "cdshSessionId", bound ? json_string(bound) : json_null());

@@ -1,10 +1,12 @@
 /* service.h — external ACP agents as cdsh sessions: binds a cdsh session id
  * to an engine (sessions.json), keeps one agent process per engine shared
  * by its sessions (lazily spawned, disposed after idleDisposeMs), sends
- * prompts and streams updates and permission requests to the caller's
- * sink, cancels, switches config options / modes, and resumes the ACP
- * session after a restart (session/load, else session/resume, else a fresh
- * session with a warning). Front ends (chat, web) are thin wrappers.
+ * prompts and streams updates to the caller's sink (permission requests go
+ * to the approval broker), cancels, switches config options / modes,
+ * resumes the ACP session after a restart (session/load, else
+ * session/resume, else a fresh session with a warning), forks bound
+ * sessions (session/fork) and lists the agent's own sessions
+ * (session/list). Front ends (chat, web) are thin wrappers.
  *
  * Threads: all functions are thread-safe; one prompt per cdsh session at a
  * time (a second gets CDSH_EBUSY). Sink callbacks run on the connection's

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "base/process.h"
@@ -200,31 +201,38 @@ static void *reader_main(void *arg)
     int fds[2] = {cdsh_process_stdout_fd(tm->proc), cdsh_process_stderr_fd(tm->proc)};
     char buf[8192];
     bool exited = false;
+    /* Once the command is reaped, only the bytes its pipes held at that
+     * moment are read: a background child holding a pipe open (or still
+     * writing into it) must not keep us here. */
+    size_t left[2] = {0, 0};
     cdsh_process_status st = {0};
     for (;;) {
         struct pollfd pf[2];
+        int which[2];
         nfds_t n = 0;
         for (int i = 0; i < 2; i++)
-            if (fds[i] >= 0)
+            if (fds[i] >= 0) {
+                which[n] = i;
                 pf[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-        /* Once the command is reaped, only what is already buffered is read:
-         * a background child holding the pipe open must not keep us here. */
+            }
         int ready = poll(n ? pf : NULL, n, exited ? 0 : READ_POLL_MS);
         if (ready < 0 && errno != EINTR)
             break;
         bool got = false;
         for (nfds_t i = 0; ready > 0 && i < n; i++) {
+            int k = which[i];
             if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
-            ssize_t r = read(pf[i].fd, buf, sizeof buf);
+            size_t want = exited && left[k] < sizeof buf ? left[k] : sizeof buf;
+            ssize_t r = want ? read(fds[k], buf, want) : 0;
             if (r < 0 && (errno == EINTR || errno == EAGAIN))
                 continue;
             if (r <= 0) {
-                for (int k = 0; k < 2; k++)
-                    if (fds[k] == pf[i].fd)
-                        fds[k] = -1;
+                fds[k] = -1;
                 continue;
             }
+            if (exited)
+                left[k] -= (size_t)r;
             got = true;
             pthread_mutex_lock(&t->mu);
             output_add(tm, buf, (size_t)r);
@@ -233,8 +241,13 @@ static void *reader_main(void *arg)
         if (exited && !got)
             break;
         pthread_mutex_lock(&t->mu);
-        if (!exited && cdsh_process_wait(tm->proc, 0, NULL, &st, NULL) == 0)
+        if (!exited && cdsh_process_wait(tm->proc, 0, NULL, &st, NULL) == 0) {
             exited = true;
+            for (int k = 0; k < 2; k++) {
+                int q = 0;
+                left[k] = fds[k] >= 0 && ioctl(fds[k], FIONREAD, &q) == 0 && q > 0 ? (size_t)q : 0;
+            }
+        }
         waiter *gone = take_cancelled(tm);
         pthread_mutex_unlock(&t->mu);
         answer_waiters(gone, NULL);
