@@ -184,6 +184,26 @@ static void a_long_non_ascii_first_line_is_cut_between_characters(void **state)
     json_decref(ir), json_decref(c);
 }
 
+/* A very long front-matter name is kept to 511 bytes in originalName, cut
+ * between characters (a cut inside one would lose the whole skill). */
+static void a_long_non_ascii_name_is_cut_between_characters(void **state)
+{
+    (void)state;
+    char text[1024] = "---\nname: ";
+    for (int i = 0; i < 200; i++)
+        strcat(text, "\xe9\x95\xbf"); /* 600 bytes */
+    strcat(text, "\ndescription: Long\n---\nBody.\n");
+    char want[1024] = "";
+    for (int i = 0; i < 170; i++)
+        strcat(want, "\xe9\x95\xbf"); /* 510 bytes: the 171st would pass 511 */
+    json_t *c = cand("skill", "long", NULL, "user", text);
+    json_t *ir = cdsh_mcpimport_skill_from_candidate(c);
+    assert_non_null(ir);
+    assert_string_equal(s(ir, "originalName"), want);
+    assert_string_equal(s(ir, "name"), "skill");
+    json_decref(ir), json_decref(c);
+}
+
 static json_t *judge(json_t *cands)
 {
     cdsh_mcpimport_scan scan;
@@ -570,6 +590,7 @@ int main(void)
         cmocka_unit_test(sub_agent_degrades_to_a_skill_with_its_system_prompt),
         cmocka_unit_test(names_map_to_kebab_case),
         cmocka_unit_test(a_long_non_ascii_first_line_is_cut_between_characters),
+        cmocka_unit_test(a_long_non_ascii_name_is_cut_between_characters),
         cmocka_unit_test(verdicts_give_every_reason),
         cmocka_unit_test(discovery_finds_user_project_and_plugin_skills_and_agents),
         cmocka_unit_test(enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded),
