@@ -280,7 +280,8 @@ static int save(cdsh_profile *profile, const enabled *en, json_t *projects, cons
 }
 
 /* One kind of importable item: its IR in the scan, its profile list, and how
- * `enable` / `list` print a name. */
+ * `enable` / `list` print a name. A bare NAME is looked up in this order. */
+enum { KIND_SERVER, KIND_SKILL, KIND_COMMAND, KIND_COUNT };
 typedef struct kind {
     const char *what, *prefix;
     json_t *(*lookup)(const cdsh_mcpimport_scan *, const char *);
@@ -288,13 +289,14 @@ typedef struct kind {
     json_t *list;
 } kind;
 
-static void kinds_init(kind k[3], const cdsh_mcpimport_scan *scan, enabled *en)
+static void kinds_init(kind k[KIND_COUNT], const cdsh_mcpimport_scan *scan, enabled *en)
 {
-    k[0] =
+    k[KIND_SERVER] =
         (kind){"server", "", cdsh_mcpimport_scan_server, scan ? scan->servers : NULL, en->servers};
-    k[1] = (kind){"skill", "", cdsh_mcpimport_scan_skill, scan ? scan->skills : NULL, en->skills};
-    k[2] = (kind){"command", "/", cdsh_mcpimport_scan_command, scan ? scan->commands : NULL,
-                  en->commands};
+    k[KIND_SKILL] =
+        (kind){"skill", "", cdsh_mcpimport_scan_skill, scan ? scan->skills : NULL, en->skills};
+    k[KIND_COMMAND] = (kind){"command", "/", cdsh_mcpimport_scan_command,
+                             scan ? scan->commands : NULL, en->commands};
 }
 
 static void add_name(kind *k, const char *name, json_t *added)
@@ -313,11 +315,11 @@ static int name_kind(const char *arg, const char **name)
     *name = arg;
     if (arg[0] == '/') {
         *name = arg + 1;
-        return 2;
+        return KIND_COMMAND;
     }
     if (strncmp(arg, "skill:", 6) == 0) {
         *name = arg + 6;
-        return 1;
+        return KIND_SKILL;
     }
     return -1;
 }
@@ -343,12 +345,12 @@ static int do_enable(const opts *o)
     }
     enabled en;
     enabled_load(&en, cfg, false);
-    kind kinds[3];
+    kind kinds[KIND_COUNT];
     kinds_init(kinds, &scan, &en);
     json_t *added = json_array();
     size_t i;
     json_t *ir;
-    for (int k = 0; o->all && k < 3; k++) {
+    for (int k = 0; o->all && k < KIND_COUNT; k++) {
         json_array_foreach(kinds[k].irs, i, ir) {
             const char *n = json_string_value(json_object_get(ir, "name"));
             if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 && kinds[k].lookup(&scan, n) == ir)
@@ -358,9 +360,9 @@ static int do_enable(const opts *o)
     for (int a = 0; a < o->nnames && rc == 0; a++) {
         const char *n;
         int want = name_kind(o->names[a], &n);
-        int k = want >= 0 ? want : 0;
+        int k = want >= 0 ? want : KIND_SERVER;
         ir = kinds[k].lookup(&scan, n);
-        while (!ir && want < 0 && ++k < 3)
+        while (!ir && want < 0 && ++k < KIND_COUNT)
             ir = kinds[k].lookup(&scan, n);
         if (!ir) {
             fprintf(stderr,
@@ -439,13 +441,14 @@ static int do_disable(const opts *o)
     const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
     enabled en;
     enabled_load(&en, cfg, o->all);
-    json_t **lists[3] = {&en.servers, &en.skills, &en.commands};
+    json_t **lists[KIND_COUNT] = {
+        [KIND_SERVER] = &en.servers, [KIND_SKILL] = &en.skills, [KIND_COMMAND] = &en.commands};
     int rc = 0;
     for (int a = 0; a < o->nnames && rc == 0; a++) {
         const char *n;
         int want = name_kind(o->names[a], &n);
         bool removed = false;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < KIND_COUNT; k++)
             if (want < 0 || want == k)
                 removed |= remove_name(lists[k], n);
         if (!removed) {
@@ -480,11 +483,11 @@ static int do_list(const opts *o)
         cdsh_cli_print_json(stdout, doc);
         json_decref(doc);
     } else {
-        kind kinds[3];
+        kind kinds[KIND_COUNT];
         kinds_init(kinds, NULL, &en);
         size_t i, total = 0;
         json_t *v;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < KIND_COUNT; k++) {
             json_array_foreach(kinds[k].list, i, v) {
                 printf("%-8s %s%s\n", kinds[k].what, kinds[k].prefix, json_string_value(v));
             }

@@ -17,6 +17,7 @@
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/skilltool.h"
+#include "plugins/mcpimport/commands.h"
 #include "plugins/mcpimport/plugin.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/report.h"
@@ -156,6 +157,51 @@ static void names_map_to_kebab_case(void **state)
         assert_string_equal(n, cases[i][2]);
         free(n);
     }
+}
+
+/* The description taken from the body is cut to 100 bytes; the cut must not
+ * split a character (the IR is JSON: invalid UTF-8 would lose the item). */
+static void a_long_non_ascii_first_line_is_cut_between_characters(void **state)
+{
+    (void)state;
+    char body[256] = "# ";
+    for (int i = 0; i < 40; i++)
+        strcat(body, "\xe9\x95\xbf"); /* 长: 3 bytes, 120 in all */
+    strcat(body, "\nMore.\n");
+    char want[128] = "";
+    for (int i = 0; i < 33; i++)
+        strcat(want, "\xe9\x95\xbf"); /* 99 bytes: the 34th would pass 100 */
+    json_t *c = cand("skill", "long", NULL, "user", body);
+    json_t *ir = cdsh_mcpimport_skill_from_candidate(c);
+    assert_non_null(ir);
+    assert_string_equal(s(ir, "description"), want);
+    assert_string_equal(s(ir, "descriptionFrom"), "body");
+    json_decref(ir), json_decref(c);
+    c = cand("command", "long", NULL, "user", body);
+    ir = cdsh_mcpimport_command_from_markdown(c, body, strlen(body));
+    assert_non_null(ir);
+    assert_string_equal(s(ir, "description"), want);
+    json_decref(ir), json_decref(c);
+}
+
+/* A very long front-matter name is kept to 511 bytes in originalName, cut
+ * between characters (a cut inside one would lose the whole skill). */
+static void a_long_non_ascii_name_is_cut_between_characters(void **state)
+{
+    (void)state;
+    char text[1024] = "---\nname: ";
+    for (int i = 0; i < 200; i++)
+        strcat(text, "\xe9\x95\xbf"); /* 600 bytes */
+    strcat(text, "\ndescription: Long\n---\nBody.\n");
+    char want[1024] = "";
+    for (int i = 0; i < 170; i++)
+        strcat(want, "\xe9\x95\xbf"); /* 510 bytes: the 171st would pass 511 */
+    json_t *c = cand("skill", "long", NULL, "user", text);
+    json_t *ir = cdsh_mcpimport_skill_from_candidate(c);
+    assert_non_null(ir);
+    assert_string_equal(s(ir, "originalName"), want);
+    assert_string_equal(s(ir, "name"), "skill");
+    json_decref(ir), json_decref(c);
 }
 
 static json_t *judge(json_t *cands)
@@ -543,6 +589,8 @@ int main(void)
         cmocka_unit_test(skill_front_matter_body_and_files_normalise_with_warnings),
         cmocka_unit_test(sub_agent_degrades_to_a_skill_with_its_system_prompt),
         cmocka_unit_test(names_map_to_kebab_case),
+        cmocka_unit_test(a_long_non_ascii_first_line_is_cut_between_characters),
+        cmocka_unit_test(a_long_non_ascii_name_is_cut_between_characters),
         cmocka_unit_test(verdicts_give_every_reason),
         cmocka_unit_test(discovery_finds_user_project_and_plugin_skills_and_agents),
         cmocka_unit_test(enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded),

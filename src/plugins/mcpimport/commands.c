@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "base/utf8.h"
 #include "plugins/mcpimport/frontmatter.h"
 #include "plugins/mcpimport/vars.h"
 
@@ -234,7 +235,8 @@ char *cdsh__mcpimport_first_line_dup(const char *body, const char *fallback)
     while (*p == '\n' || *p == '\r' || *p == ' ' || *p == '#')
         p++;
     size_t n = strcspn(p, "\r\n");
-    return n ? strndup(p, n > 100 ? 100 : n) : strdup(fallback);
+    n = cdsh_utf8_valid_prefix(p, n > 100 ? 100 : n); /* never half a character */
+    return n ? strndup(p, n) : strdup(fallback);
 }
 
 void cdsh__mcpimport_claude_placeholders(const char *body, const json_t *named, json_t *found)

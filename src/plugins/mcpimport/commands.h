@@ -46,8 +46,8 @@ char *cdsh__mcpimport_meta_text_dup(const json_t *v);
 json_t *cdsh__mcpimport_meta_list(const json_t *v, const char *seps);
 /* True when k is in the NULL-terminated list l. */
 bool cdsh__mcpimport_in_list(const char *const *l, const char *k);
-/* The body's first non-blank line without leading '#', cut to 100 bytes, or
- * fallback when there is none. Owned. */
+/* The body's first non-blank line without leading '#', cut to 100 bytes
+ * (between characters), or fallback when there is none. Owned. */
 char *cdsh__mcpimport_first_line_dup(const char *body, const char *fallback);
 /* Appends the Claude placeholders of body ($ARGUMENTS, $ARGUMENTS[N], $N,
  * named $name from `named`, {{args}}) to `found`, each once. */

@@ -419,7 +419,6 @@ int cdsh_mcpimport_discover(const cdsh_mcpimport_roots *roots, json_t **out, cds
         }
         free(cfg);
     }
-    /* commands, agents and prompts: project, user, plugins (above), Codex */
     /* skills: user, then project (Claude's precedence for skills); plugins above */
     if (roots->claude_dir) {
         char *d = join(roots->claude_dir, "skills");
@@ -431,6 +430,7 @@ int cdsh_mcpimport_discover(const cdsh_mcpimport_roots *roots, json_t **out, cds
         skills_dir(&w, d, "claude", "project", NULL, NULL, NULL);
         free(d);
     }
+    /* commands, agents and prompts: project, user, plugins (above), Codex */
     for (const char *const *p = roots->projects; p && *p; p++) {
         char *d = join(*p, ".claude/commands");
         md_tree(&w, "command", d, 8, "claude", "project", NULL, NULL, NULL);

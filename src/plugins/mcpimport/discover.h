@@ -23,7 +23,8 @@ typedef struct cdsh_mcpimport_roots {
 } cdsh_mcpimport_roots;
 
 /* *out (owned) is an array of candidates in precedence order (Claude local >
- * project > user > plugins, then Codex):
+ * project > user > plugins, then Codex; skills are put in Claude's order for
+ * them by the scan, service.h):
  *   {kind: "servers", format: "json"|"codex-toml", document, provenance, pluginRoot?}
  *   {kind: "command"|"agent"|"skill", text, stem, namespace?, provenance, pluginRoot?}
  *     an agent or skill that cannot be read has "error" (the message) instead

@@ -98,6 +98,9 @@ static const char *src_of(const json_t *x)
     return s ? s : "claude";
 }
 
+/* The judged kinds, in report order: each has {ok, warn, blocked} in the summary. */
+static const char *const judged[] = {"servers", "commands", "skills", "agents"};
+
 static void count(json_t *summary, const char *what, const char *verdict)
 {
     json_t *o = json_object_get(summary, what);
@@ -110,8 +113,7 @@ json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
 {
     json_t *sources = json_array();
     json_t *summary = json_object();
-    static const char *const judged[] = {"servers", "commands", "skills", "agents"};
-    for (int k = 0; k < 4; k++)
+    for (size_t k = 0; k < sizeof judged / sizeof judged[0]; k++)
         json_object_set_new(summary, judged[k],
                             json_pack("{s:i, s:i, s:i}", "ok", 0, "warn", 0, "blocked", 0));
     section(sources, "claude");
@@ -218,8 +220,7 @@ char *cdsh_mcpimport_report_text_dup(const json_t *report)
     }
     const json_t *sum = json_object_get(report, "summary");
     cdsh_strbuf_append_str(&b, "\nSummary:");
-    static const char *const judged[] = {"servers", "commands", "skills", "agents"};
-    for (int k = 0; k < 4; k++) {
+    for (size_t k = 0; k < sizeof judged / sizeof judged[0]; k++) {
         const json_t *o = json_object_get(sum, judged[k]);
         cdsh_strbuf_appendf(&b, "%s %s %lld ok, %lld warn, %lld blocked", k ? ";" : "", judged[k],
                             (long long)json_integer_value(json_object_get(o, "ok")),

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "base/utf8.h"
 #include "plugins/mcpimport/commands.h"
 #include "plugins/mcpimport/frontmatter.h"
 #include "plugins/mcpimport/vars.h"
@@ -160,6 +161,8 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
     const char *raw = given && *given ? given : (stem ? stem : "");
     char original[512];
     snprintf(original, sizeof original, "%s%s%s", ns && *ns ? ns : "", ns && *ns ? ":" : "", raw);
+    /* a front-matter name may be longer: end on a whole character */
+    original[cdsh_utf8_valid_prefix(original, strlen(original))] = '\0';
     char *name = cdsh_mcpimport_skill_name_dup(ns, raw);
     char *body = t ? strndup(t + off, len - off) : strdup("");
     body = subst(body, "CLAUDE_PLUGIN_ROOT", root);

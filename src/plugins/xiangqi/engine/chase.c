@@ -200,8 +200,6 @@ int cdsh__xq_chase_verdict(const cdsh_xq_pos *pos, int first)
     uint16_t chase[2] = {0xFFFF, 0xFFFF};
     for (int j = pos->ply; j > first; j--) {
         const cdsh_xq_state *s = &pos->st[j];
-        if (s->in_check)
-            return 0; /* a check in the cycle: the check rule decides */
         const int mover = us ^ ((pos->ply - j + 1) & 1);
         uint16_t after = 0;
         if (chase[mover])

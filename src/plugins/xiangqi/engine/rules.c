@@ -43,19 +43,21 @@ cdsh_xq_rep cdsh_xq_repetition(const cdsh_xq_pos *pos, int earlier)
     if (found < earlier)
         return CDSH_XQ_REP_NONE;
     /* the move leading to state i was made by the opponent when ply - i is even */
-    int opp_all = 1, own_all = 1;
+    int opp_all = 1, own_all = 1, any_check = 0;
     for (int i = first + 1; i <= ply; i++) {
         if ((ply - i) % 2 == 0)
             opp_all &= pos->st[i].in_check;
         else
             own_all &= pos->st[i].in_check;
+        any_check |= pos->st[i].in_check;
     }
     if (opp_all && !own_all)
         return CDSH_XQ_REP_WIN;
     if (own_all && !opp_all)
         return CDSH_XQ_REP_LOSS;
-    if (opp_all || own_all)
-        return CDSH_XQ_REP_DRAW; /* both checked throughout */
+    if (any_check)
+        return CDSH_XQ_REP_DRAW; /* both checked throughout, or a check in the cycle:
+                                    the check rule decides, not the chase rule */
     switch (cdsh__xq_chase_verdict(pos, first)) {
     case 1: return CDSH_XQ_REP_CHASE_WIN;
     case -1: return CDSH_XQ_REP_CHASE_LOSS;

@@ -73,10 +73,10 @@ static inline int cdsh__xq_king_attacked_at(const uint8_t *b, int side, int k)
 void cdsh__xq_tables_init(void);
 
 /* The perpetual-chase test (chase.c) over the cycle from state `first` to the
- * current one, in which nobody checked throughout: -1 if only the side to
- * move chased the same enemy piece anew after each of its moves, +1 if only
- * the opponent did, 0 otherwise (no chase, both chase, or a check anywhere in
- * the cycle). */
+ * current one, in which no move gave check (cdsh_xq_repetition leaves a
+ * cycle with a check to the check rule): -1 if only the side to move chased
+ * the same enemy piece anew after each of its moves, +1 if only the opponent
+ * did, 0 otherwise (no chase, or both chase). */
 int cdsh__xq_chase_verdict(const cdsh_xq_pos *pos, int first);
 
 /* "Red"/"Black" and "general".."soldier" for messages. */
