@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+
 typedef struct subscription {
     uint64_t id;
     cdsh_cancel_fn cb;
@@ -160,16 +162,8 @@ bool cdsh_cancel_wait(cdsh_cancel *tok, int64_t timeout_ms)
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&w.lock, NULL);
 
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    if (timeout_ms >= 0) {
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec deadline; /* unused when timeout_ms < 0 */
+    cdsh_clock_deadline(CLOCK_MONOTONIC, timeout_ms, &deadline);
     uint64_t sub = cdsh_cancel_subscribe(tok, wake_waiter, &w);
     /* Without a subscription (ENOMEM) nothing would wake us: poll instead. */
     bool poll = tok && sub == 0;
@@ -177,12 +171,7 @@ bool cdsh_cancel_wait(cdsh_cancel *tok, int64_t timeout_ms)
     while (!w.woken && !(poll && cdsh_cancel_is_fired(tok))) {
         struct timespec until = deadline;
         if (poll) {
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_nsec += 10 * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            cdsh_clock_deadline(CLOCK_MONOTONIC, 10, &until);
             if (timeout_ms >= 0 &&
                 (until.tv_sec > deadline.tv_sec ||
                  (until.tv_sec == deadline.tv_sec && until.tv_nsec > deadline.tv_nsec)))

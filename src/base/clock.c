@@ -19,6 +19,16 @@ int64_t cdsh_clock_mono_ns(void)
     return read_ns(CLOCK_MONOTONIC);
 }
 
+void cdsh_clock_deadline(clockid_t clock, int64_t after_ms, struct timespec *out)
+{
+    clock_gettime(clock, out);
+    if (after_ms < 0)
+        after_ms = 0;
+    int64_t ns = (int64_t)out->tv_nsec + (after_ms % 1000) * 1000000;
+    out->tv_sec += (time_t)(after_ms / 1000 + ns / 1000000000);
+    out->tv_nsec = (long)(ns % 1000000000);
+}
+
 int64_t cdsh_clock_mono_ms(void)
 {
     return read_ns(CLOCK_MONOTONIC) / 1000000;

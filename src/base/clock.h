@@ -6,8 +6,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "base/err.h"
+
+/* The time after_ms milliseconds from now (negative: now) on `clock` — the
+ * clock of the condition variable it is for, CLOCK_REALTIME by default or
+ * CLOCK_MONOTONIC — normalised for pthread_cond_timedwait. */
+void cdsh_clock_deadline(clockid_t clock, int64_t after_ms, struct timespec *out);
 
 /* Monotonic clock (CLOCK_MONOTONIC), from an arbitrary origin. */
 int64_t cdsh_clock_mono_ms(void);

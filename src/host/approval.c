@@ -265,13 +265,7 @@ char *cdsh_approvals_ask(cdsh_approvals *ap, const char *session_id, const char 
         /* Slices: a token without a subscription (ENOMEM) is still polled. */
         int64_t slice = deadline - now < 200 ? deadline - now : 200;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += slice / 1000;
-        ts.tv_nsec += (slice % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        cdsh_clock_deadline(CLOCK_REALTIME, slice, &ts);
         pthread_cond_timedwait(&ap->cv, &ap->mu, &ts);
     }
     for (pending **pp = &ap->list; *pp; pp = &(*pp)->next)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/schema.h"
 #include "host/tools_priv.h"
@@ -346,13 +347,7 @@ static void forward_fire(void *arg)
 
 static void deadline_after(struct timespec *ts, int64_t ms)
 {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    cdsh_clock_deadline(CLOCK_MONOTONIC, ms, ts);
 }
 
 /* ---- the timeout policy: a timed body on its own thread ----------------------- */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/strbuf.h"
 
 typedef struct entry {
@@ -121,13 +122,7 @@ int cdsh_hub_next(cdsh_hub *hub, const char *session, int64_t *cursor, int64_t t
                   char **frame)
 {
     struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    cdsh_clock_deadline(CLOCK_MONOTONIC, timeout_ms, &deadline);
     *frame = NULL;
     pthread_mutex_lock(&hub->mu);
     for (;;) {

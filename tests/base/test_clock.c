@@ -1,6 +1,7 @@
 /* test_clock.c — monotonic and wall clocks, ISO-8601 formatting/parsing. */
 #include "support/testkit.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -74,6 +75,36 @@ static void parse_round_trips_format(void **state)
     }
 }
 
+static int64_t ts_ns(const struct timespec *ts)
+{
+    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+/* Lies between (before + ms) and (after + ms) for the clock read inside it,
+ * with tv_nsec normalised — whatever the milliseconds add up to. */
+static void deadline_is_normalised_and_after_ms_from_now(void **state)
+{
+    (void)state;
+    const int64_t ms[] = {0, 1, 999, 1000, 1001, 1999, 123456, 86400000};
+    const clockid_t clocks[] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
+    for (size_t c = 0; c < 2; c++)
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            struct timespec before, at, after;
+            clock_gettime(clocks[c], &before);
+            cdsh_clock_deadline(clocks[c], ms[i], &at);
+            clock_gettime(clocks[c], &after);
+            assert_true(at.tv_nsec >= 0 && at.tv_nsec < 1000000000);
+            assert_true(ts_ns(&at) >= ts_ns(&before) + ms[i] * 1000000);
+            assert_true(ts_ns(&at) <= ts_ns(&after) + ms[i] * 1000000);
+        }
+    /* negative: now */
+    struct timespec before, at, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    cdsh_clock_deadline(CLOCK_MONOTONIC, -5, &at);
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    assert_true(ts_ns(&at) >= ts_ns(&before) && ts_ns(&at) <= ts_ns(&after));
+}
+
 static void parse_rejects_malformed_and_impossible_dates(void **state)
 {
     (void)state;
@@ -115,6 +146,7 @@ int main(void)
         cmocka_unit_test(parse_reads_z_and_offsets),
         cmocka_unit_test(parse_round_trips_format),
         cmocka_unit_test(parse_rejects_malformed_and_impossible_dates),
+        cmocka_unit_test(deadline_is_normalised_and_after_ms_from_now),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

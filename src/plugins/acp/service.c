@@ -229,12 +229,7 @@ static void *reaper_main(void *arg)
     pthread_mutex_lock(&svc->mu);
     while (!svc->stop) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        cdsh_clock_deadline(CLOCK_REALTIME, 100, &ts);
         pthread_cond_timedwait(&svc->cv, &svc->mu, &ts);
         if (svc->stop)
             break;

@@ -1208,12 +1208,7 @@ int cdsh_acp_conn_set_config(cdsh_acp_conn *conn, const char *session_id, const 
 static void wait_cv(cdsh_acp_conn *c, long ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += ms * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    cdsh_clock_deadline(CLOCK_REALTIME, ms, &ts);
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 

@@ -144,10 +144,7 @@ static cdsh_toolresult *run_with_heartbeat(cdsh_mcp_export *ex, const cdsh_mcp_c
         pthread_mutex_lock(&r.lock);
         while (!r.done) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t ns = ts.tv_nsec + ex->tick_ms * 1000000LL;
-            ts.tv_sec += ns / 1000000000LL;
-            ts.tv_nsec = ns % 1000000000LL;
+            cdsh_clock_deadline(CLOCK_MONOTONIC, ex->tick_ms, &ts);
             pthread_cond_timedwait(&r.cond, &r.lock, &ts);
             if (!r.done) {
                 pthread_mutex_unlock(&r.lock);
