@@ -8,6 +8,7 @@
 
 #include "support/import_tree.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +475,48 @@ static cdsh_toolresult *call_skill(cdsh_host *h, const char *name)
     return r;
 }
 
+/* true if any item of list has `name`, or any note's message contains it. */
+static bool mentioned(const cdsh_mcpimport_scan *sc, const char *needle)
+{
+    const json_t *lists[] = {sc->commands, sc->skills, sc->notes};
+    for (size_t l = 0; l < 3; l++) {
+        char *dump = json_dumps(lists[l], JSON_ENSURE_ASCII);
+        bool hit = dump && strstr(dump, needle);
+        free(dump);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
+/* Files that are not UTF-8 — in their text or their name — are judged or
+ * noted, never silently left out of the scan. */
+static void files_that_are_not_utf8_are_reported_not_dropped(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    put(&f, "claude/commands/latin.md", "---\ndescription: caf\xe9\n---\nOrder a caf\xe9.\n");
+    put(&f, "claude/skills/bad\xffname/SKILL.md", "---\ndescription: Bad name\n---\nBody.\n");
+    put(&f, "claude/agents/latin.md", "---\nname: latin\ndescription: caf\xe9\n---\nYou.\n");
+    cdsh_mcpimport_scan sc;
+    scan(&f, &sc);
+    /* a command: a note saying why */
+    assert_true(mentioned(&sc, "commands/latin.md: the file is not UTF-8 text"));
+    /* a sub-agent: judged blocked, with the reason */
+    json_t *agent = named(sc.skills, "latin", 0);
+    assert_non_null(agent);
+    assert_string_equal(s(agent, "verdict"), "blocked");
+    assert_non_null(
+        strstr(s(json_array_get(json_object_get(agent, "reasons"), 0), "message"), "not UTF-8"));
+    /* a folder name that is not UTF-8: judged under a mapped name, with a warning */
+    json_t *skill = named(sc.skills, "bad-name", 0);
+    assert_non_null(skill);
+    assert_string_equal(s(skill, "verdict"), "warn");
+    cdsh_mcpimport_scan_deinit(&sc);
+    destroy(&f);
+}
+
 static void enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded(void **state)
 {
     (void)state;
@@ -593,6 +636,7 @@ int main(void)
         cmocka_unit_test(a_long_non_ascii_name_is_cut_between_characters),
         cmocka_unit_test(verdicts_give_every_reason),
         cmocka_unit_test(discovery_finds_user_project_and_plugin_skills_and_agents),
+        cmocka_unit_test(files_that_are_not_utf8_are_reported_not_dropped),
         cmocka_unit_test(enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded),
         cmocka_unit_test(cli_enables_skills_lists_them_and_disable_removes_them),
     };

@@ -14,6 +14,7 @@
 #include "base/fs.h"
 #include "base/json.h"
 #include "base/toml.h"
+#include "base/utf8.h"
 
 #define MAX_DOC ((size_t)16 * 1024 * 1024)
 #define MAX_MD ((size_t)1024 * 1024)
@@ -22,10 +23,27 @@ typedef struct walk {
     json_t *out;
 } walk;
 
+/* A JSON string of s (NULL: NULL). File names come from
+ * disk in any encoding; a string that is not UTF-8 gets U+FFFD for its bad
+ * bytes, because jansson refuses it and the item would silently vanish. */
+static json_t *str_json(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    if (cdsh_utf8_valid(s, n))
+        return json_stringn(s, n);
+    size_t len = 0;
+    char *clean = cdsh_utf8_sanitize_dup(s, n, &len);
+    json_t *j = clean ? json_stringn(clean, len) : NULL;
+    free(clean);
+    return j;
+}
+
 static json_t *prov(const char *source, const char *file, const char *scope, const char *plugin)
 {
-    return json_pack("{s:s, s:s, s:s, s:s?}", "source", source, "file", file, "scope", scope,
-                     "plugin", plugin);
+    return json_pack("{s:s, s:o, s:s, s:o?}", "source", source, "file", str_json(file), "scope",
+                     scope, "plugin", str_json(plugin));
 }
 
 static void note(walk *w, json_t *provenance, const char *fmt, ...)
@@ -37,8 +55,8 @@ static void note(walk *w, json_t *provenance, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    json_array_append_new(w->out, json_pack("{s:s, s:o, s:s}", "kind", "note", "provenance",
-                                            provenance, "message", buf));
+    json_array_append_new(w->out, json_pack("{s:s, s:o, s:o}", "kind", "note", "provenance",
+                                            provenance, "message", str_json(buf)));
 }
 
 static bool is_dir(const char *p)
@@ -113,18 +131,25 @@ static json_t *add_markdown(walk *w, const char *kind, const char *path, const c
     size_t len = 0;
     cdsh_error e = {0};
     json_t *c = NULL;
-    if (cdsh_fs_read_file(path, MAX_MD, &text, &len, &e) != 0) {
+    int rc = cdsh_fs_read_file(path, MAX_MD, &text, &len, &e);
+    if (rc == 0 && !cdsh_utf8_valid(text, len))
+        rc = cdsh_error_set(&e, CDSH_EINVAL, "NOT_UTF8",
+                            "the file is not UTF-8 text (save it as UTF-8 to import it)");
+    if (rc != 0) {
         if (strcmp(kind, "command") == 0) {
             note(w, provenance, "cannot read %s: %s", path, e.message);
+            free(text);
             return NULL;
         }
         char msg[1024 + sizeof e.message];
         snprintf(msg, sizeof msg, "cannot read %s: %s", path, e.message);
-        c = json_pack("{s:s, s:s, s:s, s:s?, s:o, s:s?}", "kind", kind, "error", msg, "stem", stem,
-                      "namespace", ns, "provenance", provenance, "pluginRoot", root);
+        c = json_pack("{s:s, s:o, s:o, s:o?, s:o, s:o?}", "kind", kind, "error", str_json(msg),
+                      "stem", str_json(stem), "namespace", str_json(ns), "provenance", provenance,
+                      "pluginRoot", str_json(root));
     } else
-        c = json_pack("{s:s, s:s%, s:s, s:s?, s:o, s:s?}", "kind", kind, "text", text, len, "stem",
-                      stem, "namespace", ns, "provenance", provenance, "pluginRoot", root);
+        c = json_pack("{s:s, s:s%, s:o, s:o?, s:o, s:o?}", "kind", kind, "text", text, len, "stem",
+                      str_json(stem), "namespace", str_json(ns), "provenance", provenance,
+                      "pluginRoot", str_json(root));
     free(text);
     json_array_append_new(w->out, c);
     return c;
