@@ -336,8 +336,8 @@ static void proposal_is_a_review_artefact_not_a_patch(void **state)
     assert_non_null(strstr(p, "PROPOSAL"));                  /* 20 */
     assert_true(count(p, "TODO") >= 3);                      /* 21 */
     assert_non_null(strstr(p, "ctx.capabilities.register")); /* 22 */
-    assert_non_null(strstr(p, "tool: 'doc_read'"));          /* 23 */
-    assert_non_null(strstr(p, "tool: 'doc_write'"));
+    assert_non_null(strstr(p, "tool: \"doc_read\""));        /* 23 */
+    assert_non_null(strstr(p, "tool: \"doc_write\""));
     char *y = cdsh_facade_proposal_yaml_dup(c);
     assert_non_null(strstr(y, "PROPOSAL"));
     assert_true(count(y, "TODO") >= 3);
@@ -472,6 +472,36 @@ static void cli_reports_usage_json_and_missing_directories(void **state)
     free(dir);
 }
 
+/* The JS proposal is valid JavaScript (node --check), also for names that
+ * carry quotes, backslashes and non-ASCII text; it once put "model's" inside
+ * a single-quoted literal. */
+static void proposal_js_passes_node_check(void **state)
+{
+    (void)state;
+    json_t *c = json_pack("{s:s, s:[{s:s}, {s:s}, {s:s}]}", "group", "it's \\ a \"group\"",
+                          "tools", "name", "doc_read", "name", "o'neil\\x", "name", "读\n取");
+    assert_non_null(c);
+    char *js = cdsh_facade_proposal_js_dup(c);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/proposal.js", ROOT);
+    cdsh_test_write_file(path, js);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "node --check '%s' 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[4096] = "";
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int status = pclose(p);
+    if (status != 0)
+        print_error("node --check failed (status %d):\n%s\n--- proposal ---\n%s\n", status, out,
+                    js);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(js, "id: \"it's \\\\ a \\\"group\\\"\""));
+    free(js);
+    json_decref(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +513,7 @@ int main(void)
         T(plugin_without_tools_reports_so_instead_of_failing),
         T(analysis_report_and_proposal_write_nothing),
         T(proposal_is_a_review_artefact_not_a_patch),
+        T(proposal_js_passes_node_check),
         T(tokenizer_ignores_comments_strings_and_regex_literals),
         T(walk_follows_the_digest_rules),
         T(grouping_and_classification_follow_the_hint_lists),

@@ -126,35 +126,47 @@ static json_t *step_names(const json_t *candidate)
     return all;
 }
 
+/* A JavaScript string literal for s: JSON's string syntax is a subset of JS's,
+ * so jansson's encoder quotes and escapes it (a name with a quote, a backslash
+ * or a line break stays one literal). */
+static void append_js_string(cdsh_strbuf *sb, const char *s)
+{
+    json_t *v = json_string(s ? s : "");
+    char *lit = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+    cdsh_strbuf_append_str(sb, lit ? lit : "\"\"");
+    free(lit);
+    json_decref(v);
+}
+
 char *cdsh_facade_proposal_js_dup(const json_t *candidate)
 {
     cdsh_strbuf sb;
     cdsh_strbuf_init(&sb);
-    cdsh_strbuf_appendf(
-        &sb,
-        "// PROPOSAL \u2014 review before adopting. Generated from tool names only; no semantics "
-        "were inferred.\n"
-        "ctx.capabilities.register({\n"
-        "  id: '%s',\n"
-        "  description: 'TODO: one sentence describing what the model can do with this "
-        "capability.',\n"
-        "  operations: [\n"
-        "    {\n"
-        "      name: 'analyze', // TODO: name the semantic operation, not the steps\n"
-        "      description: 'TODO: what this operation produces, in the model's terms.',\n"
-        "      parameters: { /* TODO */ },\n"
-        "      steps: [\n",
-        str(candidate, "group"));
+    cdsh_strbuf_append_str(&sb, "// PROPOSAL \u2014 review before adopting. Generated from tool "
+                                "names only; no semantics were inferred.\n"
+                                "ctx.capabilities.register({\n"
+                                "  id: ");
+    append_js_string(&sb, str(candidate, "group"));
+    cdsh_strbuf_append_str(
+        &sb, ",\n"
+             "  description: \"TODO: one sentence describing what the model can do with this "
+             "capability.\",\n"
+             "  operations: [\n"
+             "    {\n"
+             "      name: \"analyze\", // TODO: name the semantic operation, not the steps\n"
+             "      description: \"TODO: what this operation produces, in the model's terms.\",\n"
+             "      parameters: { /* TODO */ },\n"
+             "      steps: [\n");
     json_t *steps = step_names(candidate);
     size_t i;
     json_t *n;
     json_array_foreach(steps, i, n) {
-        cdsh_strbuf_appendf(&sb,
-                            "        { tool: '%s' }, // TODO: confirm order and argument mapping\n",
-                            json_string_value(n));
+        cdsh_strbuf_append_str(&sb, "        { tool: ");
+        append_js_string(&sb, json_string_value(n));
+        cdsh_strbuf_append_str(&sb, " }, // TODO: confirm order and argument mapping\n");
     }
     json_decref(steps);
-    cdsh_strbuf_append_str(&sb, "      ],\n    },\n  ],\n})");
+    cdsh_strbuf_append_str(&sb, "      ],\n    },\n  ],\n})\n");
     return cdsh_strbuf_take(&sb, NULL);
 }
 
