@@ -67,8 +67,8 @@ static cdsh_acp_conn *open_replay(const char *file)
     const char *argv[] = {peer, file, NULL};
     cdsh_acp_conn_opts o = {.name = "replay",
                             .argv = argv,
-                            .init_timeout_ms = 5000,
-                            .request_timeout_ms = 5000,
+                            .init_timeout_ms = cdsh_test_scale_ms(5000),
+                            .request_timeout_ms = cdsh_test_scale_ms(5000),
                             .dispose_grace_ms = 500};
     cdsh_acp_conn *c = NULL;
     cdsh_error err = {0};
