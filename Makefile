@@ -32,7 +32,10 @@ run: setup build
 #   make test-asan  the sanitizer build's unit and slow tiers
 # CDSH_TEST_TIMEOUT_SCALE=N multiplies the tests' wait budgets (busy machines);
 # CDSH_TEST_SEED=N replays a randomised test.
+# Configure again after setup: bootstrap may just have installed
+# tests/node_modules, which decides which e2e tests exist.
 test: setup build
+	@cmake -S . -B $(BUILD) >/dev/null
 	@start=$$(date +%s); rc=0; \
 	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS) \
 	  --output-junit $(abspath $(BUILD))/Testing/ctest-all.xml) || rc=$$?; \
