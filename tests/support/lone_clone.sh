@@ -20,8 +20,13 @@ step "git clone $src (HEAD $(git -C "$src" rev-parse --short HEAD))"
 git clone --quiet --no-hardlinks "$src" "$tmp/cdsh" || fail "git clone"
 ls -A "$tmp" | grep -qvx cdsh && fail "the temporary folder holds more than the clone"
 
+# With ccache, paths are hashed relative to the clone, so a clone compiles
+# from the same cache entries as any other checkout's build/ folder.
 launcher=""
-command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache"
+if command -v ccache >/dev/null 2>&1; then
+    launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache"
+    export CCACHE_BASEDIR="$tmp" CCACHE_NOHASHDIR=true
+fi
 step "configure"
 cmake -S "$tmp/cdsh" -B "$tmp/cdsh/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo $launcher \
     >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "configure"; }
