@@ -23,21 +23,46 @@ build: $(BUILD)/CMakeCache.txt
 run: setup build
 	$(BUILD)/cdsh web
 
-# The normal build runs every test (end-to-end ones included); the sanitizer
-# build runs the C tests again under ASan+UBSan.
+# Test tiers (CTest labels, tests/CMakeLists.txt): unit (fast), slow (deep
+# perft, long crash runs, the browser-driven xiangqi panel, the lone-clone
+# build), e2e (browsers and real peers through node).
+#   make test       every tier in the normal build, then unit+slow again under
+#                   ASan+UBSan; prints each run's wall time and slowest tests
+#   make test-fast  the unit tier only (no browser, no npm peer)
+#   make test-asan  the sanitizer build's unit and slow tiers
+# CDSH_TEST_TIMEOUT_SCALE=N multiplies the tests' wait budgets (busy machines);
+# CDSH_TEST_SEED=N replays a randomised test.
+# Configure again after setup: bootstrap may just have installed
+# tests/node_modules, which decides which e2e tests exist.
 test: setup build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cmake -S . -B $(BUILD) >/dev/null
+	@start=$$(date +%s); rc=0; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS) \
+	  --output-junit $(abspath $(BUILD))/Testing/ctest-all.xml) || rc=$$?; \
+	tests/support/test_report.sh $(BUILD)/Testing/ctest-all.xml $$start \
+	  "all tiers ($(BUILD))"; \
+	[ $$rc -eq 0 ]
 	$(MAKE) --no-print-directory test-asan
 
 test-fast: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@start=$$(date +%s); rc=0; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L '^unit$$' \
+	  --output-junit $(abspath $(BUILD))/Testing/ctest-unit.xml) || rc=$$?; \
+	tests/support/test_report.sh $(BUILD)/Testing/ctest-unit.xml $$start \
+	  "unit tier ($(BUILD))"; \
+	[ $$rc -eq 0 ]
 
 test-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCDSH_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	@start=$$(date +%s); rc=0; \
+	(cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --output-on-failure -j $(JOBS) -LE e2e
+	  ctest --output-on-failure -j $(JOBS) -L '^(unit|slow)$$' \
+	  --output-junit $(abspath $(ASAN_BUILD))/Testing/ctest-asan.xml) || rc=$$?; \
+	tests/support/test_report.sh $(ASAN_BUILD)/Testing/ctest-asan.xml $$start \
+	  "unit+slow under ASan+UBSan ($(ASAN_BUILD))"; \
+	[ $$rc -eq 0 ]
 
 bench: setup build
 	@scripts/run_benchmarks.sh $(BUILD)

@@ -1,10 +1,11 @@
 /* bench_xq_perft.c — xiangqi perft speed (start position depth 5 and 6, the
- * shared EPD suite) side by side with Debian's fairy-stockfish when it is
+ * EPD suite of tests/data/xiangqi) side by side with Debian's fairy-stockfish when it is
  * installed, plus a differential perft against it on random legal positions.
  * Environment: CDSH_FAIRY_STOCKFISH (binary path), CDSH_BENCH_FSF_D6=1 (also
  * time fairy-stockfish at start depth 6, ~7 minutes), CDSH_BENCH_QUICK=1
- * (skip depth 6 entirely), CDSH_SHARED_DIR (where data/xiangqi-perft.epd is;
- * default <source>/../shared, found from __FILE__ so CMake needs no change). */
+ * (skip depth 6 entirely), CDSH_TEST_DATA_DIR (where xiangqi/xiangqi-perft.epd
+ * is; default <source>/tests/data, found from __FILE__ so CMake needs no
+ * change). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,16 +125,16 @@ static int compare(const char *title, cdsh_xq_pos *pos, const char *fsf, const j
 
 static void epd_path(char *out, size_t cap)
 {
-    const char *env = getenv("CDSH_SHARED_DIR");
+    const char *env = getenv("CDSH_TEST_DATA_DIR");
     if (env && *env) {
-        snprintf(out, cap, "%s/data/xiangqi-perft.epd", env);
+        snprintf(out, cap, "%s/xiangqi/xiangqi-perft.epd", env);
         return;
     }
     /* __FILE__ is <source>/bench/bench_xq_perft.c */
     const char *file = __FILE__;
     const char *slash = strrchr(file, '/');
     int len = slash ? (int)(slash - file) : 0;
-    snprintf(out, cap, "%.*s/../../shared/data/xiangqi-perft.epd", len, file);
+    snprintf(out, cap, "%.*s/../tests/data/xiangqi/xiangqi-perft.epd", len, file);
 }
 
 static int load_epd(job *jobs, int max, const char *path)
@@ -185,8 +186,10 @@ int main(void)
     int n = load_epd(epd, 64, path);
     if (n > 0)
         bad += compare("EPD suite (16 positions)", pos, fsf, epd, n);
-    else
-        printf("EPD suite: %s not found (skipped)\n", path);
+    else {
+        printf("EPD suite: cannot read %s\n", path);
+        bad++;
+    }
 
     if (!getenv("CDSH_BENCH_QUICK")) {
         job start6 = {CDSH_XQ_START_FEN, 6, 5392831844ull};

@@ -1,5 +1,5 @@
 /* schema.h — the JSON Schema subset that tool parameters and outputs use
- * (../shared/reference/host-contracts.md §1): type (one string), oneOf
+ * (DSH 0.1.0-rc.8's tool contract): type (one string), oneOf
  * (exact-one, ≥2 branches, no siblings), properties, required (must name
  * declared properties), boolean additionalProperties, items, scalar enum and
  * const, annotations (description, title, default, examples), plus cdsh's

@@ -27,12 +27,10 @@ static void the_recorded_opencode_funds_failure_is_not_a_protocol_error(void **s
 {
     (void)state;
     char *text = cdsh_test_read_file(
-        CDSH_SHARED_DIR
-        "/reference/acp-evidence/"
-        "probe-C_Users_29096_opencode_bin_opencode_exe-2026-10-07T07-58-20-593Z.json",
+        CDSH_TEST_DATA(
+            "acp-evidence/"
+            "probe-C_Users_29096_opencode_bin_opencode_exe-2026-10-07T07-58-20-593Z.json"),
         NULL);
-    if (!text)
-        skip();
     json_t *doc = json_loads(text, 0, NULL);
     const char *msg = json_string_value(json_object_get(json_object_get(doc, "prompt"), "error"));
     assert_non_null(msg);

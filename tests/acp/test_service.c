@@ -385,12 +385,12 @@ static void idle_engines_are_disposed_and_leave_no_process(void **state)
     usleep(500 * 1000);
     assert_int_equal(cdsh_acp_service_process_count(f->svc), 1); /* b still open */
     assert_int_equal(cdsh_acp_service_release(f->svc, "b", NULL), 0);
-    int64_t until = cdsh_clock_mono_ms() + 30000;
+    int64_t until = cdsh_clock_mono_ms() + cdsh_test_scale_ms(30000);
     while (cdsh_acp_service_process_count(f->svc) > 0 && cdsh_clock_mono_ms() < until)
         usleep(50 * 1000);
     assert_int_equal(cdsh_acp_service_process_count(f->svc), 0);
     /* Disposal (stdin closed, SIGTERM, SIGKILL after the grace) ends it. */
-    until = cdsh_clock_mono_ms() + 30000;
+    until = cdsh_clock_mono_ms() + cdsh_test_scale_ms(30000);
     while (acp_pid_alive(pid) && cdsh_clock_mono_ms() < until)
         usleep(20 * 1000);
     assert_false(acp_pid_alive(pid));

@@ -1,5 +1,5 @@
 /* test_transcripts.c — the ACP client against real agents' recorded wire
- * traffic (shared reference/acp-evidence/peers), replayed by
+ * traffic (tests/data/acp-evidence/peers), replayed by
  * tests/peers/acp_replay.c: OpenCode, Claude Code ACP, Codex ACP and Gemini
  * CLI handshakes, prompts, tool/permission flows (agent request id 0),
  * auth failures and -32601 for unknown methods. */
@@ -11,7 +11,7 @@
 #include "proto/acp/classify.h"
 #include "proto/acp/conn.h"
 
-#define PEERS_DIR CDSH_SHARED_DIR "/reference/acp-evidence/peers/"
+#define PEERS_DIR CDSH_TEST_DATA_DIR "/acp-evidence/peers/"
 
 typedef struct seen {
     char text[4096];
@@ -67,8 +67,8 @@ static cdsh_acp_conn *open_replay(const char *file)
     const char *argv[] = {peer, file, NULL};
     cdsh_acp_conn_opts o = {.name = "replay",
                             .argv = argv,
-                            .init_timeout_ms = 5000,
-                            .request_timeout_ms = 5000,
+                            .init_timeout_ms = cdsh_test_scale_ms(5000),
+                            .request_timeout_ms = cdsh_test_scale_ms(5000),
                             .dispose_grace_ms = 500};
     cdsh_acp_conn *c = NULL;
     cdsh_error err = {0};
@@ -84,10 +84,7 @@ static void replay_prompt(const char *name, const char *agent_name, int permissi
 {
     char file[1024];
     snprintf(file, sizeof file, PEERS_DIR "%s.transcript.ndjson", name);
-    char *probe = cdsh_test_read_file(file, NULL);
-    if (!probe)
-        skip();
-    free(probe);
+    cdsh_test_data_path(file);
     char *home = cdsh_test_home_new();
     cdsh_acp_conn *c = open_replay(file);
     const json_t *init = cdsh_acp_conn_init_result_get(c);
@@ -159,6 +156,7 @@ static void missing_credentials_are_unauthorized(void **state)
     for (int i = 0; i < 2; i++) {
         char file[1024];
         snprintf(file, sizeof file, PEERS_DIR "%s.transcript.ndjson", names[i]);
+        cdsh_test_data_path(file);
         char *home = cdsh_test_home_new();
         cdsh_acp_conn *c = open_replay(file);
         cdsh_acp_session_handlers h = {0};

@@ -51,7 +51,7 @@ static cdsh_model_client *client_with(const char *url, const char *key, int retr
 
 static cdsh_model_client *client_for(fake *f)
 {
-    return client_with(f->url, KEY, 3, 30000);
+    return client_with(f->url, KEY, 3, cdsh_test_scale_ms(30000));
 }
 
 static json_t *user_messages(const char *text)
@@ -169,7 +169,7 @@ static void expect_failure(const char *script, int retries, const char *code, in
                            const char *message, size_t requests)
 {
     ctx x;
-    ctx_open(&x, script, KEY, retries, 30000);
+    ctx_open(&x, script, KEY, retries, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), rc_expected);
     assert_string_equal(x.err.code, code);
     assert_int_equal(x.err.rc, rc_expected);
@@ -199,7 +199,7 @@ static void streams_text_pieces_in_order_and_assembles_the_reply(void **state)
     ctx_open(&x,
              "[{\"chunks\":[{\"text\":\"Hel\"},{\"text\":\"lo, \"},{\"text\":\"world\"}],"
              "\"finish_reason\":\"stop\"}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_string_equal(x.col.text.data, "Hello, world");
     assert_string_equal(x.col.order.data, "TTTF");
@@ -265,7 +265,7 @@ static void reasoning_streams_apart_from_the_answer(void **state)
     ctx_open(&x,
              "[{\"chunks\":[{\"reasoning\":\"Compare \"},{\"reasoning\":\"9.11 and 9.8.\"},"
              "{\"text\":\"9.8 is greater.\"}],\"finish_reason\":\"stop\"}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_string_equal(x.col.reasoning.data, "Compare 9.11 and 9.8.");
     assert_string_equal(x.col.text.data, "9.8 is greater.");
@@ -292,7 +292,7 @@ static void several_tool_calls_in_one_step_with_split_arguments(void **state)
              "{\"tool_call\":{\"index\":0,\"arguments\":\"th\\\":\\\"a.txt\\\"}\"}},"
              "{\"tool_call\":{\"index\":1,\"arguments\":\"\\\"/\\\"}\"}}],"
              "\"finish_reason\":\"tool_calls\"}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_int_equal(x.col.starts, 2);
     assert_string_equal(x.col.start_ids[0], "call_a");
@@ -330,7 +330,7 @@ static void tool_calls_without_index_or_id_are_keyed_by_position(void **state)
              "[{\\\"function\\\":{\\\"name\\\":\\\"a\\\",\\\"arguments\\\":\\\"{}\\\"}},"
              "{\\\"function\\\":{\\\"name\\\":\\\"b\\\",\\\"arguments\\\":{\\\"k\\\":1}}}]}}]}"
              "\\n\\n\"}]}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_int_equal(x.reply.n_tool_calls, 2);
     assert_string_equal(x.reply.tool_calls[0].id, "call_0");
@@ -400,7 +400,7 @@ static void plain_json_reply_is_accepted_and_delivered_as_events(void **state)
              "\"tool_calls\":[{\"id\":\"call_x\",\"name\":\"f\",\"arguments\":\"{}\"}],"
              "\"finish_reason\":\"tool_calls\",\"usage\":{\"prompt_tokens\":3,"
              "\"completion_tokens\":2,\"total_tokens\":5}}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_false(x.reply.streamed);
     assert_string_equal(x.col.order.data, "RTSAFU");
@@ -443,7 +443,7 @@ static void script_predicates_pick_the_response_for_the_last_user_message(void *
     ctx_open(&x,
              "[{\"match\":{\"last_user_contains\":\"bye\"},\"text\":\"Goodbye\"},"
              "{\"match\":{\"last_user_contains\":\"hi\"},\"text\":\"Hello\"}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_string_equal(x.reply.text, "Hello");
     ctx_close(&x);
@@ -641,7 +641,7 @@ static void event_stream_sent_with_a_json_content_type_is_still_parsed(void **st
     ctx_open(&x,
              "[{\"body\":\"data: {\\\"choices\\\":[{\\\"delta\\\":{\\\"content\\\":"
              "\\\"mislabelled\\\"}}]}\\n\\ndata: [DONE]\\n\\n\"}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_string_equal(x.reply.text, "mislabelled");
     assert_string_equal(x.col.text.data, "mislabelled");
@@ -652,7 +652,8 @@ static void malformed_stream_chunk_is_bad_response(void **state)
 {
     (void)state;
     ctx x;
-    ctx_open(&x, "[{\"chunks\":[{\"raw\":\"data: {not json\\n\\n\"}]}]", KEY, 3, 30000);
+    ctx_open(&x, "[{\"chunks\":[{\"raw\":\"data: {not json\\n\\n\"}]}]", KEY, 3,
+             cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), CDSH_EPROTO);
     assert_string_equal(x.err.code, "BAD_RESPONSE");
     assert_non_null(strstr(x.err.message, "malformed stream chunk"));
@@ -682,7 +683,7 @@ static void api_key_never_appears_in_error_messages(void **state)
     ctx_open(&x,
              "[{\"status\":401,\"error\":{\"message\":\"Incorrect API key provided: $AUTH. "
              "You can find your key at ...\"}}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), CDSH_EPERM);
     assert_string_equal(x.err.code, "INVALID_CREDENTIAL");
     assert_null(strstr(x.err.message, KEY));
@@ -699,7 +700,7 @@ static void bearer_key_is_sent_and_checked_by_the_endpoint(void **state)
     const char *expect_key[] = {"--expect-key", KEY, NULL};
     cdsh_test_fake_model_start(&f, "[{\"text\":\"hi\",\"repeat\":true}]", expect_key);
     cdsh_model_client *good = client_for(&f);
-    cdsh_model_client *bad = client_with(f.url, "sk-wrong", 3, 30000);
+    cdsh_model_client *bad = client_with(f.url, "sk-wrong", 3, cdsh_test_scale_ms(30000));
     collect col;
     collect_init(&col);
     cdsh_model_reply reply;
@@ -724,7 +725,7 @@ static void keyless_local_endpoint_gets_no_authorization_header(void **state)
 {
     (void)state;
     ctx x;
-    ctx_open(&x, "[{\"text\":\"local\"}]", NULL, 0, 30000);
+    ctx_open(&x, "[{\"text\":\"local\"}]", NULL, 0, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     json_t *recs = cdsh_test_fake_model_requests(&x.f);
     assert_string_equal(json_string_value(json_object_get(json_array_get(recs, 0), "auth")),
@@ -743,7 +744,7 @@ static void rate_limit_and_server_errors_are_retried_then_succeed(void **state)
              "[{\"status\":429,\"error\":{\"message\":\"slow down\"}},"
              "{\"status\":503,\"error\":{\"message\":\"busy\"}},"
              "{\"text\":\"finally\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), 0);
     assert_string_equal(x.reply.text, "finally");
     assert_int_equal(x.col.retries, 2);
@@ -850,7 +851,7 @@ static void dropped_connection_mid_stream_is_transport_and_not_retried(void **st
     (void)state;
     ctx x;
     ctx_open(&x, "[{\"chunks\":[{\"text\":\"partial \"},{\"drop\":true}]},{\"text\":\"again\"}]",
-             KEY, 3, 30000);
+             KEY, 3, cdsh_test_scale_ms(30000));
     assert_int_equal(ctx_run(&x), CDSH_EIO);
     assert_string_equal(x.err.code, "TRANSPORT");
     assert_true(strncmp(x.err.message, "model connection failed mid-reply: ", 35) == 0);
@@ -1173,7 +1174,7 @@ static void base_url_naming_the_endpoint_is_used_as_is(void **state)
     cdsh_test_fake_model_start(&f, "[{\"text\":\"ok\"}]", NULL);
     char url[192];
     snprintf(url, sizeof url, "%s/v1/chat/completions/", f.url);
-    cdsh_model_client *c = client_with(url, KEY, 0, 30000);
+    cdsh_model_client *c = client_with(url, KEY, 0, cdsh_test_scale_ms(30000));
     collect col;
     collect_init(&col);
     cdsh_model_reply reply;

@@ -995,7 +995,7 @@ static void write_str(int fd, const char *s)
 static void expect_error_reply(int fd, const char *line, const char *id_json, int code)
 {
     write_str(fd, line);
-    char *reply = read_line_fd(fd, 30000);
+    char *reply = read_line_fd(fd, cdsh_test_scale_ms(30000));
     assert_non_null(reply);
     json_t *msg = json_loads(reply, 0, NULL);
     assert_non_null(msg);
@@ -1050,7 +1050,7 @@ static void free_returns_while_other_side_stays_open(void **state)
     box_init(&b);
     assert_int_equal(cdsh_jsonrpc_call_async(p, "never", NULL, -1, NULL, on_done, &b, NULL, NULL),
                      0);
-    assert_non_null(read_line_fd(sv[1], 30000));
+    assert_non_null(read_line_fd(sv[1], cdsh_test_scale_ms(30000)));
     int64_t t0 = cdsh_clock_mono_ms();
     cdsh_jsonrpc_free(p); /* the other side never answers nor closes */
     assert_true(cdsh_clock_mono_ms() - t0 < 30000);
@@ -1074,7 +1074,7 @@ static void other_side_closing_fails_async_calls(void **state)
     box_init(&b);
     assert_int_equal(
         cdsh_jsonrpc_call_async(p, "session/prompt", NULL, -1, NULL, on_done, &b, NULL, NULL), 0);
-    assert_non_null(read_line_fd(sv[1], 30000));
+    assert_non_null(read_line_fd(sv[1], cdsh_test_scale_ms(30000)));
     close(sv[1]);
     assert_true(box_wait(&b, 30000));
     assert_int_equal(b.rc, CDSH_ECLOSED);
@@ -1119,7 +1119,7 @@ static void touch_extends_a_pending_calls_timeout(void **state)
     int64_t t0 = cdsh_clock_mono_ms();
     assert_int_equal(cdsh_jsonrpc_call_async(p, "slow", NULL, 1000, NULL, on_done, &b, &id, NULL),
                      0);
-    char *line = read_line_fd(sv[1], 30000);
+    char *line = read_line_fd(sv[1], cdsh_test_scale_ms(30000));
     assert_non_null(line);
     /* touch every 50 ms until well past the 1000 ms budget (a lower bound:
      * only a single gap of 1000 ms between touches could make it expire) */
@@ -1227,7 +1227,7 @@ static void waiting_for_the_writer_observes_timeout_and_cancel(void **state)
     pthread_create(&t, NULL, call_big_forever, &hog);
     /* once bytes arrive the hog holds the writer, stuck mid-frame */
     struct pollfd pfd = {sv[1], POLLIN, 0};
-    assert_int_equal(poll(&pfd, 1, 10000), 1);
+    assert_int_equal(poll(&pfd, 1, cdsh_test_scale_ms(10000)), 1);
     json_t *result = NULL;
     cdsh_error err = {0};
     int64_t t0 = cdsh_clock_mono_ms();

@@ -57,7 +57,7 @@ static char *tpath(const char *rel)
 /* Runs argv with default options (plus stdin text) and returns rc. */
 static int run(const char *const *argv, const char *in, cdsh_process_result *res, cdsh_error *err)
 {
-    cdsh_process_run_opts o = {.stdin_data = in, .timeout_ms = 20000};
+    cdsh_process_run_opts o = {.stdin_data = in, .timeout_ms = cdsh_test_scale_ms(20000)};
     return cdsh_process_run(argv, &o, res, err);
 }
 
@@ -181,7 +181,7 @@ static void run_stops_a_child_that_writes_too_much(void **state)
 {
     (void)state;
     const char *argv[] = {"/bin/sh", "-c", "exec head -c 1000000 /dev/zero", NULL};
-    cdsh_process_run_opts o = {.timeout_ms = 20000, .max_output = 1000};
+    cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(20000), .max_output = 1000};
     cdsh_process_result r;
     cdsh_error err = {0};
     assert_int_equal(cdsh_process_run(argv, &o, &r, &err), CDSH_ETOOBIG);
@@ -231,7 +231,8 @@ static void env_is_scrubbed_of_credentials_except_allowed(void **state)
     setenv("PLAIN_VALUE", "plain", 1);
     const char *allow[] = {"ALLOWED_SECRET", NULL};
     const char *argv[] = {"/usr/bin/env", NULL};
-    cdsh_process_run_opts o = {.timeout_ms = 10000, .spawn = {.env_allow = allow}};
+    cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(10000),
+                               .spawn = {.env_allow = allow}};
     cdsh_process_result r;
     assert_int_equal(cdsh_process_run(argv, &o, &r, NULL), 0);
     assert_true(has_line(r.out, "PLAIN_VALUE=plain"));
@@ -254,7 +255,8 @@ static void env_set_overrides_and_explicit_env_is_exact(void **state)
     const char *env[] = {"A=1", "B=2", "SOME_TOKEN=explicit-is-kept", NULL};
     const char *set[] = {"B=3", "C=4", "C=5", NULL};
     const char *argv[] = {"/usr/bin/env", NULL};
-    cdsh_process_run_opts o = {.timeout_ms = 10000, .spawn = {.env = env, .env_set = set}};
+    cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(10000),
+                               .spawn = {.env = env, .env_set = set}};
     cdsh_process_result r;
     assert_int_equal(cdsh_process_run(argv, &o, &r, NULL), 0);
     assert_string_equal(r.out, "A=1\nSOME_TOKEN=explicit-is-kept\nB=3\nC=5\n");
@@ -262,7 +264,7 @@ static void env_set_overrides_and_explicit_env_is_exact(void **state)
 
     setenv("PLAIN_VALUE", "parent", 1);
     const char *over[] = {"PLAIN_VALUE=child", "API_TOKEN=set-explicitly", NULL};
-    cdsh_process_run_opts d = {.timeout_ms = 10000, .spawn = {.env_set = over}};
+    cdsh_process_run_opts d = {.timeout_ms = cdsh_test_scale_ms(10000), .spawn = {.env_set = over}};
     assert_int_equal(cdsh_process_run(argv, &d, &r, NULL), 0);
     assert_true(has_line(r.out, "PLAIN_VALUE=child"));
     assert_false(has_line(r.out, "PLAIN_VALUE=parent"));
@@ -301,7 +303,7 @@ static void cwd_is_applied_and_missing_cwd_is_reported(void **state)
 {
     (void)state;
     const char *argv[] = {"/bin/pwd", "-P", NULL};
-    cdsh_process_run_opts o = {.timeout_ms = 10000, .spawn = {.cwd = tmpdir}};
+    cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(10000), .spawn = {.cwd = tmpdir}};
     cdsh_process_result r;
     assert_int_equal(cdsh_process_run(argv, &o, &r, NULL), 0);
     char *real = realpath(tmpdir, NULL);
@@ -385,7 +387,7 @@ static void spawn_looks_up_bare_names_on_the_child_path(void **state)
     snprintf(pathvar, sizeof pathvar, "PATH=/nonexistent:%s:/usr/bin:/bin", bin);
     const char *set[] = {pathvar, NULL};
     const char *argv[] = {"cdsh-test-tool", "arg1", NULL};
-    cdsh_process_run_opts o = {.timeout_ms = 10000, .spawn = {.env_set = set}};
+    cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(10000), .spawn = {.env_set = set}};
     cdsh_process_result r;
     cdsh_error err = {0};
     assert_int_equal(cdsh_process_run(argv, &o, &r, &err), 0);
@@ -494,7 +496,8 @@ static void child_leads_its_own_process_group(void **state)
     assert_int_not_equal(pgid, (int)getpgrp());
     cdsh_process_result_deinit(&r);
 
-    cdsh_process_run_opts o = {.timeout_ms = 10000, .spawn = {.keep_process_group = true}};
+    cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(10000),
+                               .spawn = {.keep_process_group = true}};
     assert_int_equal(cdsh_process_run(argv, &o, &r, NULL), 0);
     assert_int_equal(sscanf(r.out, "%d %d", &pid, &pgid), 2);
     assert_int_equal(pgid, (int)getpgrp());
@@ -540,7 +543,7 @@ static void terminate_reaches_grandchildren_in_the_group(void **state)
     assert_int_equal(cdsh_process_terminate(p, 5000, &st, NULL), 0);
     assert_false(st.exited);
     assert_int_equal(st.term_signal, SIGTERM);
-    int wst = reap_within(grandchild, 30000);
+    int wst = reap_within(grandchild, cdsh_test_scale_ms(30000));
     assert_true(WIFSIGNALED(wst));
     assert_int_equal(WTERMSIG(wst), SIGTERM);
     cdsh_process_free(p);
@@ -665,7 +668,7 @@ static void *spawn_many(void *arg)
         snprintf(word, sizeof word, "t%d-%d", s->index, j);
         const char *echo[] = {"/bin/echo", word, NULL};
         cdsh_process_result r;
-        cdsh_process_run_opts o = {.timeout_ms = 20000};
+        cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(20000)};
         char want[40];
         snprintf(want, sizeof want, "%s\n", word);
         if (cdsh_process_run(echo, &o, &r, NULL) != 0 || strcmp(r.out, want) != 0)

@@ -14,7 +14,7 @@
 
 #include "base/toml.h"
 
-#define CORPUS CDSH_SHARED_DIR "/data/toml-test/tests"
+#define CORPUS CDSH_TEST_DATA_DIR "/toml-test/tests"
 
 /* No case of the TOML 1.0 list is excluded. */
 

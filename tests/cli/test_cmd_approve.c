@@ -205,7 +205,7 @@ static void expect(child *c, size_t from, const char *needle)
         if (strstr(c->buf + from, needle))
             return;
         struct pollfd p = {.fd = c->out, .events = POLLIN};
-        int r = poll(&p, 1, 60000);
+        int r = poll(&p, 1, cdsh_test_scale_ms(60000));
         assert_true(r > 0 || (r < 0 && errno == EINTR));
         if (r < 0)
             continue;
@@ -374,13 +374,13 @@ static void lines_two_waiting_readers_one_line_the_other_times_out(void **state)
     pthread_t ta, tb;
     assert_int_equal(pthread_create(&ta, NULL, offer_main, &a), 0);
     assert_int_equal(pthread_create(&tb, NULL, offer_main, &b), 0);
-    usleep(100 * 1000); /* both are waiting in poll() by now */
+    usleep((useconds_t)cdsh_test_scale_ms(100) * 1000); /* both are waiting in poll() by now */
     assert_int_equal(write(p[1], "one\n", 4), 4);
     /* A reader stuck in read() only comes back with more input: end the
      * input after a generous while, so the check below fails, not hangs. */
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 20;
+    until.tv_sec += cdsh_test_scale_ms(20000) / 1000;
     bool a_back = pthread_timedjoin_np(ta, NULL, &until) == 0;
     bool b_back = pthread_timedjoin_np(tb, NULL, &until) == 0;
     close(p[1]);

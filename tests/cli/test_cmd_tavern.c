@@ -13,8 +13,6 @@
 #include "base/fs.h"
 #include "base/json.h"
 
-#define SAMPLES CDSH_SHARED_DIR "/reference/tavern-samples/"
-
 static char *g_snapshot;
 static size_t g_snap_len;
 
@@ -64,12 +62,14 @@ static void inspect_shows_the_card_and_writes_nothing(void **state)
     char *before = snapshot(home);
     char *out = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "inspect",
-                                        SAMPLES "st-card-v2-seraphina.json", NULL),
+                                        CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json"),
+                                        NULL),
                      0);
     assert_non_null(strstr(out, "name:              Seraphina"));
     assert_non_null(strstr(out, "embedded lorebook: Eldoria (4 entries)"));
     free(out);
-    json_t *j = run_json(0, "inspect", SAMPLES "st-card-v2-seraphina.json", "--json", NULL, NULL);
+    json_t *j = run_json(0, "inspect", CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json"),
+                         "--json", NULL, NULL);
     assert_true(json_is_true(json_object_get(j, "ok")));
     assert_int_equal(json_integer_value(json_object_get(j, "entryCount")), 4);
     assert_false(json_is_true(json_object_get(j, "hasAvatar")));
@@ -87,13 +87,14 @@ static void import_needs_a_book_choice_then_lists_and_exports(void **state)
     char *home = cdsh_test_home_new();
     char *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "tavern", "import",
-                                        SAMPLES "st-card-v2-seraphina.json", NULL),
+                                        CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json"),
+                                        NULL),
                      1);
     assert_non_null(strstr(err, "BOOK_CHOICE_REQUIRED"));
     assert_non_null(strstr(err, "--with-book or --without-book"));
     free(err);
-    json_t *imp =
-        run_json(0, "import", SAMPLES "st-card-v2-seraphina.json", "--with-book", "--json", NULL);
+    json_t *imp = run_json(0, "import", CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json"),
+                           "--with-book", "--json", NULL);
     const char *id = json_string_value(json_object_get(imp, "cardId"));
     assert_true(json_is_true(json_object_get(imp, "bookImported")));
     json_t *list = run_json(0, "list", "--json", NULL, NULL, NULL);
@@ -170,7 +171,8 @@ static void library_commands_round_trip(void **state)
     (void)state;
     char *home = cdsh_test_home_new();
     json_t *imp =
-        run_json(0, "lorebook", "import", SAMPLES "st-worldinfo-eldoria.json", "--json", NULL);
+        run_json(0, "lorebook", "import",
+                 CDSH_TEST_DATA("tavern-samples/st-worldinfo-eldoria.json"), "--json", NULL);
     const char *id = json_string_value(json_object_get(imp, "id"));
     assert_string_equal(id, "st-worldinfo-eldoria");
     char *out1 = cdsh_fs_path_join_dup(home, "book1.json");

@@ -6,7 +6,9 @@
 // Codex ACP → a Responses-API stub in this file. OpenCode also lists its
 // sessions (session/list) and forks a bound cdsh session (session/fork),
 // its context carried over. Each test is skipped when
-// its agent's native binary is not installed for this platform.
+// its agent's native binary is not installed for this platform. Budgets
+// (the agents' initialize budget, each cdsh run, the fake model's start)
+// follow CDSH_TEST_TIMEOUT_SCALE (tests/support/timing.cjs).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -15,6 +17,7 @@ import { existsSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { SCALE, scaled, within, budgetMessage } from "../support/timing.cjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CDSH = process.env.CDSH_BIN ?? join(here, "..", "..", "build", "cdsh");
@@ -23,16 +26,30 @@ const NM = join(here, "..", "node_modules");
 const OPENCODE = join(NM, "opencode-linux-x64", "bin", "opencode");
 const CODEX = join(NM, "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp");
 
-function run(cmd, args, env, timeoutMs = 120000) {
+// Runs cmd to its end (stdin: `input`, or none); {code, out, err}. Past its
+// budget (scaled) it is killed and err ends with which step, how long it
+// waited and cmd's stderr tail.
+function run(cmd, args, env, { timeoutMs = 180000, input } = {}) {
   return new Promise((resolve) => {
-    const p = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(cmd, args, { env, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
     let out = "", err = "";
     p.stdout.on("data", (d) => (out += d));
     p.stderr.on("data", (d) => (err += d));
-    const t = setTimeout(() => p.kill("SIGTERM"), timeoutMs);
-    p.on("close", (code) => { clearTimeout(t); resolve({ code, out, err }); });
+    const budget = scaled(timeoutMs);
+    let expired = false;
+    const t = setTimeout(() => { expired = true; p.kill("SIGTERM"); }, budget);
+    p.on("close", (code) => {
+      clearTimeout(t);
+      if (expired) err += `\n${budgetMessage(`${cmd} ${args.join(" ")}`, budget, err)}`;
+      resolve({ code, out, err });
+    });
+    if (input !== undefined) p.stdin.end(input);
   });
 }
+
+// The agents' initialize budget in their engine rows: a cold start (first
+// run, offline network retries) takes OpenCode 13-15 s on an idle machine.
+const initBudget = { steadySecs: Math.ceil(60 * SCALE), coldSecs: Math.ceil(300 * SCALE) };
 
 function sandbox(engine) {
   const dir = mkdtempSync(join(tmpdir(), "cdsh-acp-real-"));
@@ -50,10 +67,13 @@ const xdg = (dir) => ({
 // sandbox whose "opencode" engine row sends OpenCode's traffic to it.
 async function openCodeSandbox(script, record) {
   writeFileSync(script, JSON.stringify([{ text: "PONG", finish_reason: "stop", repeat: true }]));
-  const model = spawn(join(PEERS, "fake_model"), ["--script", script, ...(record ? ["--record", record] : [])], { stdio: ["pipe", "pipe", "inherit"] });
-  const port = await new Promise((resolve) => model.stdout.once("data", (d) => resolve(JSON.parse(String(d)).port)));
+  const model = spawn(join(PEERS, "fake_model"), ["--script", script, ...(record ? ["--record", record] : [])], { stdio: ["pipe", "pipe", "pipe"] });
+  let modelErr = "";
+  model.stderr.on("data", (d) => { process.stderr.write(d); modelErr += d; });
+  const port = await within("starting the fake model (its port line)", 30000,
+    new Promise((resolve) => model.stdout.once("data", (d) => resolve(JSON.parse(String(d)).port))), () => modelErr);
   const dir = sandbox((d) => ({
-    id: "opencode", command: OPENCODE, args: ["acp"],
+    id: "opencode", command: OPENCODE, args: ["acp"], initBudget,
     env: { ...xdg(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
       OPENCODE_CONFIG_CONTENT: JSON.stringify({
         provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "dummy" }, models: { "fake-model": {} } } },
@@ -88,14 +108,7 @@ test("OpenCode: session/list and session/fork of a bound cdsh session carry the 
   const { model, dir } = await openCodeSandbox(script, record);
   const proj = join(dir, "proj");
   const env = { ...process.env, CDSH_HOME: join(dir, "cdsh") };
-  const chat = (args, input) => new Promise((resolve) => {
-    const p = spawn(CDSH, ["chat", ...args, "--approve", "reject"], { env, stdio: ["pipe", "pipe", "pipe"] });
-    let out = "", err = "";
-    p.stdout.on("data", (d) => (out += d));
-    p.stderr.on("data", (d) => (err += d));
-    p.on("close", (code) => resolve({ code, out, err }));
-    p.stdin.end(input);
-  });
+  const chat = (args, input) => run(CDSH, ["chat", ...args, "--approve", "reject"], env, { input });
   try {
     let r = await chat(["--engine", "opencode", "--cwd", proj], "Remember the word PAPAYA and reply PONG\n");
     assert.equal(r.code, 0, r.err);
@@ -169,7 +182,7 @@ test("Codex ACP: prompt → end_turn through cdsh, then resume after restart", {
   const srv = await responsesStub();
   const port = srv.address().port;
   const dir = sandbox((d) => ({
-    id: "codex-acp", command: CODEX,
+    id: "codex-acp", command: CODEX, initBudget,
     args: ["-c", 'model_provider="local"', "-c", 'model="fake-model"', "-c", 'model_providers.local.name="local"',
            "-c", `model_providers.local.base_url="http://127.0.0.1:${port}/v1"`, "-c", 'model_providers.local.env_key="LOCAL_KEY"',
            "-c", 'model_providers.local.wire_api="responses"'],

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomUUID } from "node:crypto";
+import { scaled } from "../support/timing.cjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const CDSH = process.env.CDSH_BIN ?? join(here, "..", "..", "build", "cdsh");
@@ -28,7 +29,7 @@ function sdkEngine(extra = {}, args = []) {
 }
 
 function cdsh(h, ...args) {
-  const r = spawnSync(CDSH, args, { env: { ...process.env, CDSH_HOME: h }, cwd: h, encoding: "utf8", timeout: 60000, input: "" });
+  const r = spawnSync(CDSH, args, { env: { ...process.env, CDSH_HOME: h }, cwd: h, encoding: "utf8", timeout: scaled(60000), input: "" });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -131,7 +132,7 @@ test("cdsh chat --engine talks to the SDK agent, asks on stdin and resumes", () 
   const h = home([sdkEngine()]);
   const run = (input, ...args) => {
     const r = spawnSync(CDSH, ["chat", ...args], { env: { ...process.env, CDSH_HOME: h }, cwd: h,
-                                                   encoding: "utf8", timeout: 60000, input });
+                                                   encoding: "utf8", timeout: scaled(60000), input });
     return { code: r.status, out: r.stdout, err: r.stderr };
   };
   let r = run("hello\npermission\nAllow once\nall-updates\n", "--engine", "sdk", "--cwd", h);

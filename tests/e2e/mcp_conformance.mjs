@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { assert, cdsh, here, startProcess, stop, runTests } from './mcp_lib.mjs';
+import { assert, cdsh, here, scaled, startProcess, stop, runTests } from './mcp_lib.mjs';
 
 const conformance = join(here, '..', 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'logging-set-level',
@@ -21,7 +21,7 @@ const tests = {};
 for (const s of SCENARIOS) {
   tests[s] = () => {
     const r = spawnSync('node', ['--import', './conformance-shim/register.mjs', conformance, 'server',
-      '--url', url, '--scenario', s, '-o', outdir], { cwd: here, encoding: 'utf8', timeout: 120000 });
+      '--url', url, '--scenario', s, '-o', outdir], { cwd: here, encoding: 'utf8', timeout: scaled(120000) });
     const text = r.stdout + r.stderr;
     assert.equal(r.status, 0, text);
     assert.match(text, /Passed: (\d+)\/\1, 0 failed/, text);

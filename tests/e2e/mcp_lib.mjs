@@ -1,6 +1,7 @@
 // mcp_lib.mjs — helpers for the MCP end-to-end tests: paths, running the cdsh
 // binary, starting HTTP servers on free ports, small assertions. Offline:
-// every peer comes from tests/node_modules/.bin.
+// every peer comes from tests/node_modules/.bin. Budgets follow
+// CDSH_TEST_TIMEOUT_SCALE (tests/support/timing.cjs).
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +9,8 @@ import net from 'node:net';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { scaled, budgetMessage } from '../support/timing.cjs';
+export { scaled };
 
 // Never touch the developer's ~/.cdsh: every cdsh these tests start gets a
 // fresh state directory unless the caller chose one.
@@ -28,9 +31,12 @@ export const bin = (name) => resolve(here, '..', 'node_modules', '.bin', name);
 export const cdsh = process.env.CDSH_BINARY || resolve(here, '..', '..', 'build', 'cdsh');
 export { assert };
 
-// Runs cdsh synchronously; returns {status, stdout, stderr}.
+// Runs cdsh synchronously (opts.timeout ms, default 60 s, scaled); returns
+// {status, stdout, stderr}.
 export function runCdsh(args, opts = {}) {
-  const r = spawnSync(cdsh, args, { encoding: 'utf8', timeout: opts.timeout || 60000, env: opts.env || process.env });
+  const budget = scaled(opts.timeout || 60000);
+  const r = spawnSync(cdsh, args, { encoding: 'utf8', timeout: budget, env: opts.env || process.env });
+  if (r.error?.code === 'ETIMEDOUT') throw new Error(budgetMessage(`cdsh ${args.join(' ')}`, budget, r.stderr));
   if (r.error) throw r.error;
   return r;
 }
@@ -50,16 +56,21 @@ export async function freePort() {
 }
 
 // Starts a long-running process and waits until `ready(text)` holds for its
-// stdout+stderr (or until it exits / 15 s pass). Returns {child, output()}.
+// stdout+stderr (or until it exits / 30 s, scaled, pass). Returns {child, output()}.
 export async function startProcess(cmd, args, { env, ready }) {
   const child = spawn(cmd, args, { env: env || process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
+  let out = '', err = '';
   child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
-  const deadline = Date.now() + 15000;
+  child.stderr.on('data', (d) => { out += d; err += d; });
+  const budget = scaled(30000);
+  const deadline = Date.now() + budget;
   while (!ready(out)) {
-    if (child.exitCode !== null) throw new Error(`${cmd} exited early: ${out}`);
-    if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`${cmd} not ready: ${out}`); }
+    if (child.exitCode !== null) throw new Error(`${cmd} exited early (${child.exitCode}): ${out}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(budgetMessage(`starting ${cmd} ${args.join(' ')} (its ready output)`, budget, err) +
+                      `\n--- output so far ---\n${out.slice(-2000)}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
   return { child, output: () => out };
@@ -69,7 +80,7 @@ export async function stop(p) {
   if (!p || p.child.exitCode !== null) return;
   const done = new Promise((r) => p.child.on('exit', r));
   p.child.kill('SIGTERM');
-  const t = setTimeout(() => p.child.kill('SIGKILL'), 3000);
+  const t = setTimeout(() => p.child.kill('SIGKILL'), scaled(3000));
   await done;
   clearTimeout(t);
 }

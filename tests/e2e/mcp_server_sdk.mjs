@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { assert, bin, cdsh, here, startProcess, stop, runTests, tempHome } from './mcp_lib.mjs';
+import { assert, bin, cdsh, here, scaled, startProcess, stop, runTests, tempHome } from './mcp_lib.mjs';
 
 const FIXTURE = ['echo', 'add', 'fail', 'sleep'];
 const XIANGQI = ['xiangqi_new', 'xiangqi_board', 'xiangqi_move', 'xiangqi_undo', 'xiangqi_hint',
@@ -42,7 +42,7 @@ async function exercise(client) {
   // leaves 2 s of slack for the second one on a loaded machine).
   const seen = [];
   const slept = await client.callTool({ name: 'sleep', arguments: { ms: 4000 } }, undefined,
-    { onprogress: (p) => seen.push(p.progress), timeout: 60000 });
+    { onprogress: (p) => seen.push(p.progress), timeout: scaled(60000) });
   assert.equal(slept.structuredContent.slept, 4000);
   assert.ok(seen.length >= 2, `progress: ${JSON.stringify(seen)}`);
   // Cancellation: abort a 60 s sleep; the SDK sends notifications/cancelled.
@@ -165,11 +165,11 @@ await runTests({
     const cli = join(here, '..', 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build', 'index.js');
     const base = [cli, cdsh, 'mcp', '--fixture'];
     // The inspector resolves its package.json relative to the working directory's parent.
-    const list = spawnSync('node', [...base, '--method', 'tools/list'], { cwd: here, encoding: 'utf8', timeout: 60000 });
+    const list = spawnSync('node', [...base, '--method', 'tools/list'], { cwd: here, encoding: 'utf8', timeout: scaled(60000) });
     assert.equal(list.status, 0, list.stderr + list.stdout);
     assert.deepEqual(JSON.parse(list.stdout).tools.map((t) => t.name).filter((n) => FIXTURE.includes(n)), FIXTURE);
     const call = spawnSync('node', [...base, '--method', 'tools/call', '--tool-name', 'add',
-      '--tool-arg', 'a=20', 'b=22'], { cwd: here, encoding: 'utf8', timeout: 60000 });
+      '--tool-arg', 'a=20', 'b=22'], { cwd: here, encoding: 'utf8', timeout: scaled(60000) });
     assert.equal(call.status, 0, call.stderr + call.stdout);
     assert.equal(JSON.parse(call.stdout).structuredContent.sum, 42);
   },

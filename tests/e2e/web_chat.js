@@ -5,7 +5,7 @@
 // Usage: node web_chat.js <cdsh> <fake_model> <screenshot.png>
 // Exits 77 (skipped) when Chromium or playwright-core is missing.
 'use strict';
-const { playwright, startWeb, stopWeb, launch, run } = require('./web_lib.js');
+const { playwright, startWeb, stopWeb, launch, run, scaled } = require('./web_lib.js');
 
 const [cdsh, fakeModel, shot] = process.argv.slice(2);
 const chromium = playwright();
@@ -53,12 +53,12 @@ async function main() {
 
     // The tool-call card appears with the call's name and its (failed) result.
     const card = page.locator('[data-testid=tool-card]');
-    await card.waitFor({ timeout: 15000 });
+    await card.waitFor({ timeout: scaled(15000) });
     check((await card.locator('.name').textContent()) === 'skill', 'card names the tool');
-    await page.waitForSelector('[data-testid=tool-card].error', { timeout: 15000 });
+    await page.waitForSelector('[data-testid=tool-card].error', { timeout: scaled(15000) });
     // The streamed reply ends as the final text; reasoning is folded away.
     await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant:not(.streaming) .text')]
-      .some((e) => e.textContent === 'Hello from the fake model!'), null, { timeout: 15000 });
+      .some((e) => e.textContent === 'Hello from the fake model!'), null, { timeout: scaled(15000) });
     const folded = await page.$eval('details.reasoning', (d) => !d.open);
     check(folded, 'reasoning is folded');
     await page.waitForSelector('[data-testid=stop]', { state: 'hidden' });

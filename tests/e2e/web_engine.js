@@ -10,7 +10,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { playwright, start, launch, run } = require('./web_lib.js');
+const { playwright, start, launch, run, scaled } = require('./web_lib.js');
 
 const [cdsh, shot] = process.argv.slice(2);
 const AGENT = path.join(__dirname, '..', 'acp-fixture-agent.mjs');
@@ -48,19 +48,19 @@ async function main() {
       'an unbound session without a model shows the no-model banner');
     await page.selectOption('[data-testid=engine-select]', 'sdk');
     // Opened before the first message: options under the agent's own names.
-    await page.waitForSelector('[data-testid=engine-option]', { timeout: 20000 });
+    await page.waitForSelector('[data-testid=engine-option]', { timeout: scaled(20000) });
     check((await page.textContent('[data-testid=engine-config]')).includes('Session Mode'),
       'config option named as the agent names it');
     // ...a session bound to an engine needs none: the banner names the engine.
     await page.waitForFunction(() => document.querySelector('[data-testid=banner]').textContent
-      .includes('This session talks to the engine: SDK fixture'), null, { timeout: 10000 });
+      .includes('This session talks to the engine: SDK fixture'), null, { timeout: scaled(10000) });
     check(!(await page.textContent('[data-testid=banner]')).includes('No model'),
       'no no-model banner on an engine session');
 
     await page.fill('[data-testid=input]', 'permission');
     await page.press('[data-testid=input]', 'Enter');
     const dialog = page.locator('[data-testid=approval-dialog]');
-    await dialog.waitFor({ state: 'visible', timeout: 20000 });
+    await dialog.waitFor({ state: 'visible', timeout: scaled(20000) });
     check((await page.textContent('[data-testid=approval-title]')) === 'rm -rf build', 'dialog title');
     const options = await page.$$eval('[data-testid=approval-option]', (bs) => bs.map((b) => b.textContent));
     check(options.join('|') === 'Allow once|Reject', `the agent's labels: ${options.join('|')}`);
@@ -68,16 +68,16 @@ async function main() {
     await page.click('[data-testid=approval-option] >> text=Allow once');
     await dialog.waitFor({ state: 'hidden' });
     await page.waitForFunction(() => [...document.querySelectorAll('.msg.assistant:not(.streaming) .text')]
-      .some((e) => e.textContent === 'permission: selected/once'), null, { timeout: 20000 });
-    await page.waitForSelector('[data-testid=engine-lock]:not([hidden])', { timeout: 10000 });
+      .some((e) => e.textContent === 'permission: selected/once'), null, { timeout: scaled(20000) });
+    await page.waitForSelector('[data-testid=engine-lock]:not([hidden])', { timeout: scaled(10000) });
     check(await page.$eval('[data-testid=engine-select]', (s) => s.disabled), 'the picker is locked');
 
     // The transcript survives a reload (it is the session store's).
     await page.reload();
     await page.waitForFunction(() => document.querySelector('[data-testid=messages]').textContent
-      .includes('permission: selected/once'), null, { timeout: 10000 });
+      .includes('permission: selected/once'), null, { timeout: scaled(10000) });
     await page.waitForFunction(() => document.querySelector('[data-testid=banner]').textContent
-      .includes('SDK fixture'), null, { timeout: 10000 });
+      .includes('SDK fixture'), null, { timeout: scaled(10000) });
     check(!(await page.textContent('[data-testid=banner]')).includes('No model'),
       'the engine banner after a reload');
 
@@ -87,10 +87,10 @@ async function main() {
     const parent = await page.evaluate(() => location.hash.slice(1));
     await page.click('[data-testid=fork]');
     await page.waitForFunction((p) => location.hash.length > 1 && location.hash.slice(1) !== p,
-      parent, { timeout: 10000 });
+      parent, { timeout: scaled(10000) });
     const child = await page.evaluate(() => location.hash.slice(1));
     await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=notice]')]
-      .some((n) => n.textContent.includes('does not advertise session/fork')), null, { timeout: 10000 });
+      .some((n) => n.textContent.includes('does not advertise session/fork')), null, { timeout: scaled(10000) });
     const notices = await page.$$eval('[data-testid=notice]', (ns) => ns.map((n) => n.textContent));
     check(notices.includes(`Forked from ${parent}`), `the fork names its parent: ${notices.join(' | ')}`);
     check(notices.some((n) => n.startsWith('bound to engine sdk')), `the binding note: ${notices.join(' | ')}`);
@@ -99,8 +99,8 @@ async function main() {
     check((await page.textContent('[data-testid=chat-title]')).includes(`(fork) · ${child}`),
       'the title names the fork');
     await page.waitForFunction(() => document.querySelector('[data-testid=banner]').textContent
-      .includes('SDK fixture'), null, { timeout: 10000 });
-    await page.waitForSelector('[data-testid=engine-lock]:not([hidden])', { timeout: 10000 });
+      .includes('SDK fixture'), null, { timeout: scaled(10000) });
+    await page.waitForSelector('[data-testid=engine-lock]:not([hidden])', { timeout: scaled(10000) });
     check((await page.$$('[data-testid=session]')).length === 2, 'both sessions are listed');
     check(await page.$eval('[data-testid=session].active', (li) => li.dataset.id) === child,
       'the fork is the active session');

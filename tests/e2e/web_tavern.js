@@ -16,7 +16,7 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { playwright, start, launch, run } = require('./web_lib.js');
+const { playwright, start, launch, run, scaled } = require('./web_lib.js');
 
 const [cdsh, fakeModel, sampleCard, shot] = process.argv.slice(2);
 const chromium = playwright();
@@ -106,8 +106,8 @@ async function main() {
     }, [method, payload]);
     const current = () => page.evaluate(() => location.hash.slice(1));
     const waitReply = (text) => page.waitForFunction((t) => [...document.querySelectorAll('.msg.assistant:not(.streaming) .text')]
-      .some((e) => e.textContent === t), text, { timeout: 20000 });
-    const idle = () => page.waitForSelector('[data-testid=stop]', { state: 'hidden', timeout: 20000 });
+      .some((e) => e.textContent === t), text, { timeout: scaled(20000) });
+    const idle = () => page.waitForSelector('[data-testid=stop]', { state: 'hidden', timeout: scaled(20000) });
     const transcript = () => page.textContent('[data-testid=messages]');
 
     await page.goto(web.info.url);
@@ -180,7 +180,7 @@ async function main() {
     const frame = page.frameLocator('.panel[data-plugin=tavern] [data-testid=card-frame]');
     const probe = async () => JSON.parse(await frame.locator('#out').textContent());
     await page.waitForFunction(() => true);
-    await frame.locator('#out').filter({ hasText: '"fetch"' }).waitFor({ timeout: 15000 });
+    await frame.locator('#out').filter({ hasText: '"fetch"' }).waitFor({ timeout: scaled(15000) });
     const p = await probe();
     check(p.ran === true, 'the card script runs');
     check(p.fetch === 'refused' && p.violations.includes('connect-src'), `fetch is refused by the CSP (${p.fetch}, ${p.violations})`);

@@ -15,7 +15,7 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { playwright, startWeb, stopWeb, launch, run } = require('./web_lib.js');
+const { playwright, startWeb, stopWeb, launch, run, scaled } = require('./web_lib.js');
 
 const [cdsh, fakeModel, sampleCard, shotDir] = process.argv.slice(2);
 const chromium = playwright();
@@ -151,9 +151,9 @@ async function main() {
     check((await tv.locator('[data-testid=floor]').count()) === 0, 'no floor before the first turn');
     await page.fill('[data-testid=input]', 'I search the cave for the dragon.');
     await page.press('[data-testid=input]', 'Enter');
-    await tv.locator('[data-testid=floor][data-turn="1"]').waitFor({ timeout: 20000 });
+    await tv.locator('[data-testid=floor][data-turn="1"]').waitFor({ timeout: scaled(20000) });
     check(true, 'the finished turn\'s floor appears in the chat view without a click');
-    await page.waitForSelector('[data-testid=stop]', { state: 'hidden', timeout: 20000 });
+    await page.waitForSelector('[data-testid=stop]', { state: 'hidden', timeout: scaled(20000) });
     await tab('Prompt preview');
     await tv.locator('pre', { hasText: 'DRAGONLORE' }).first().waitFor();
     check(true, 'the prompt preview carries the bound book\'s entry whose keys are in the chat');

@@ -9,7 +9,7 @@
 #include "plugins/mcpimport/commands.h"
 #include "plugins/mcpimport/frontmatter.h"
 
-#define SAMPLES CDSH_SHARED_DIR "/reference/import-samples/"
+#define SAMPLES CDSH_TEST_DATA_DIR "/import-samples/"
 
 static json_t *ir_of(const char *source, const char *ns, const char *stem, const char *text)
 {

@@ -10,7 +10,7 @@
 #include "base/toml.h"
 #include "plugins/mcpimport/normalise.h"
 
-#define SAMPLES CDSH_SHARED_DIR "/reference/import-samples/"
+#define SAMPLES CDSH_TEST_DATA_DIR "/import-samples/"
 
 static json_t *load_json(const char *path)
 {

@@ -17,7 +17,7 @@
 #include "plugins/mcpimport/report.h"
 #include "plugins/mcpimport/service.h"
 
-#define SAMPLES CDSH_SHARED_DIR "/reference/import-samples/"
+#define SAMPLES CDSH_TEST_DATA_DIR "/import-samples/"
 #define ENV_SECRET "tok-planted-5f1e9a"
 #define KEYRING_SECRET "kr-planted-77c0d2"
 

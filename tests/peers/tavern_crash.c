@@ -1,10 +1,16 @@
 /* tavern_crash.c — peer for the tavern crash test: loops over floor writes
  * (session s-p), write-then-undo floors (session s-u) and branch
  * publication from s-p until it is killed. Expects CDSH_HOME with a card
- * bound to both sessions (the test prepares it). Prints nothing. */
+ * bound to both sessions (the test prepares it) and a seed as argv[1] that
+ * picks the sequence of operations. After each completed operation it writes
+ * one byte to stdout — 'p' floor committed, 'u' floor undone, 'b' branch
+ * published, '.' refused as busy — so the test can kill it after a counted
+ * number of operations, whatever the machine's speed. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -66,8 +72,30 @@ static int create_child(void *ud, char **child, cdsh_error *err)
     return *child ? 0 : CDSH_ENOMEM;
 }
 
-int main(void)
+/* splitmix64, as tests/support/seed.c (the peer does not link the support
+ * library). */
+static uint64_t next_rand(uint64_t *state)
 {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void report(char c)
+{
+    while (write(1, &c, 1) < 0 && errno == EINTR)
+        ;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    char *end = NULL;
+    uint64_t rng = strtoull(argv[1], &end, 10);
+    if (*end)
+        return 2;
     cdsh_tavern_store *store = NULL;
     cdsh_tavern_bindings *b = NULL;
     if (cdsh_tavern_store_open(NULL, &store, NULL) < 0 ||
@@ -75,16 +103,18 @@ int main(void)
         return 2;
     cdsh_tavern_branch_host host = {create_child, NULL, NULL};
     for (unsigned op = 0;; op++) {
-        unsigned char r = 0;
-        cdsh_random_bytes(&r, 1);
+        unsigned r = (unsigned)(next_rand(&rng) % 5);
         cdsh_tavern_story *s = NULL;
+        char done;
         int rc;
-        if (r % 5 == 0) {
+        if (r == 0) {
             json_t *child = NULL;
             rc = cdsh_tavern_branch(b, "s-p", 2, 1, &host, NULL, NULL, &child, NULL);
             json_decref(child);
+            done = 'b';
         } else {
-            const char *session = (r % 5) % 2 ? "s-p" : "s-u";
+            const char *session = r % 2 ? "s-p" : "s-u";
+            done = r % 2 ? 'p' : 'u';
             rc = cdsh_tavern_binding_open_story(b, session, &s, NULL);
             if (rc == 0)
                 rc = write_floor(s, session, strcmp(session, "s-p") == 0);
@@ -92,5 +122,6 @@ int main(void)
         }
         if (rc < 0 && rc != CDSH_EBUSY)
             return 3;
+        report(rc == 0 ? done : '.');
     }
 }

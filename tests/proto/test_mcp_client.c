@@ -437,7 +437,7 @@ static void reconnect_gives_up_after_the_attempt_budget(void **state)
                               .reconnect_initial_ms = 10,
                               .reconnect_max_ms = 40,
                               .reconnect_max_attempts = 3,
-                              .init_timeout_ms = 30000};
+                              .init_timeout_ms = cdsh_test_scale_ms(30000)};
     cdsh_mcp_client *cl = NULL;
     assert_int_equal(cdsh_mcp_client_connect(&o, &cl, NULL), 0);
     json_t *res = NULL;

@@ -162,7 +162,7 @@ static void raw_send(raw *r, const char *line)
 /* Next message from the server within 30 s (owned). */
 static json_t *raw_recv(raw *r)
 {
-    int64_t deadline = cdsh_clock_mono_ms() + 30000;
+    int64_t deadline = cdsh_clock_mono_ms() + cdsh_test_scale_ms(30000);
     for (;;) {
         char *nl = memchr(r->buf, '\n', r->len);
         if (nl) {

@@ -13,8 +13,7 @@
 #include "plugins/tavern/store.h"
 
 /* The SillyTavern V2 sample card (with its embedded lorebook "Eldoria"). */
-#define CDSH_TEST_TAVERN_SAMPLE_V2                                                                 \
-    CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
+#define CDSH_TEST_TAVERN_SAMPLE_V2 CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json")
 
 /* Imports the sample card into a store opened by the test (its embedded book
  * imported too) and returns the card id (owned); asserts on failure. For

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,10 +115,15 @@ int cdsh_test_run(char *const argv[], const char *stdin_text, char **out, char *
     sink_add(&se, "", 0);
     struct pollfd fds[2] = {{out_p[0], POLLIN, 0}, {err_p[0], POLLIN, 0}};
     int open_fds = 2;
-    long long deadline = now_ms() + timeout_ms;
+    int budget = cdsh_test_scale_ms(timeout_ms);
+    long long deadline = now_ms() + budget;
     while (open_fds > 0) {
         long long left = deadline - now_ms();
         if (left <= 0) {
+            fprintf(stderr,
+                    "cdsh_test_run: %s did not finish within its budget of %d ms (%d ms x "
+                    "CDSH_TEST_TIMEOUT_SCALE %g); killed\n",
+                    argv[0], budget, timeout_ms, cdsh_test_timeout_scale());
             kill(pid, SIGKILL);
             break;
         }
@@ -169,8 +175,20 @@ int cdsh_test_run_cdsh(const char *stdin_text, char **out, char **err, const cha
     return cdsh_test_run(argv, stdin_text, out, err, 60000);
 }
 
+const char *cdsh_test_data_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, R_OK) != 0)
+        fail_msg("test data missing: %s (%s); tests/data/README.md lists what the suite reads",
+                 path, strerror(errno ? errno : ENOENT));
+    return path;
+}
+
 char *cdsh_test_read_file(const char *path, size_t *len)
 {
+    static const char data_dir[] = CDSH_TEST_DATA_DIR "/";
+    if (strncmp(path, data_dir, sizeof data_dir - 1) == 0)
+        cdsh_test_data_path(path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;

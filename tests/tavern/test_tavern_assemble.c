@@ -378,7 +378,7 @@ static void templates_render_in_the_worker_and_commit_only_on_success(void **sta
     f.in.vars_global = global;
     cdsh_tavern_template_limits lim;
     cdsh_tavern_template_limits_default(&lim);
-    lim.wall_ms = 20000;
+    lim.wall_ms = cdsh_test_scale_ms(20000);
     f.in.template_limits = &lim;
     /* Off: left out with a note. */
     json_t *plan = assemble(&f);
@@ -495,7 +495,8 @@ static bool has_note(const json_t *plan, const char *part)
 static void templates_on(fx *f, cdsh_tavern_template_limits *lim)
 {
     cdsh_tavern_template_limits_default(lim);
-    lim->wall_ms = 20000; /* sanitizer builds are slow; never a timing assertion */
+    lim->wall_ms =
+        cdsh_test_scale_ms(20000); /* sanitizer builds are slow; never a timing assertion */
     f->in.template_limits = lim;
     f->in.run_templates = true;
     f->in.trigger_log = true;

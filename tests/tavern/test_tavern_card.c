@@ -15,7 +15,7 @@
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/png.h"
 
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
+#define SAMPLE_V2 CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json")
 
 static json_t *load_json(const char *path)
 {

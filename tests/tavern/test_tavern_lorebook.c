@@ -10,7 +10,7 @@
 #include "base/json.h"
 #include "plugins/tavern/lorebook.h"
 
-#define SAMPLE_WI CDSH_SHARED_DIR "/reference/tavern-samples/st-worldinfo-eldoria.json"
+#define SAMPLE_WI CDSH_TEST_DATA("tavern-samples/st-worldinfo-eldoria.json")
 
 static json_t *parse(const char *text)
 {

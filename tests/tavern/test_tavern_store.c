@@ -17,8 +17,8 @@
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/store.h"
 
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
-#define SAMPLE_WI CDSH_SHARED_DIR "/reference/tavern-samples/st-worldinfo-eldoria.json"
+#define SAMPLE_V2 CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json")
+#define SAMPLE_WI CDSH_TEST_DATA("tavern-samples/st-worldinfo-eldoria.json")
 
 typedef struct fixture {
     char *home;

@@ -19,7 +19,7 @@
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 
-#define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
+#define SAMPLE_V2 CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json")
 
 typedef struct fx {
     char *home;

@@ -26,7 +26,7 @@ static const cdsh_tavern_template_limits *relaxed(void)
 {
     static cdsh_tavern_template_limits lim;
     cdsh_tavern_template_limits_default(&lim);
-    lim.wall_ms = 20000;
+    lim.wall_ms = cdsh_test_scale_ms(20000);
     return &lim;
 }
 
@@ -187,7 +187,7 @@ static void huge_output_and_memory_bomb_fail_cleanly(void **state)
     cdsh_tavern_template_limits lim;
     cdsh_tavern_template_limits_default(&lim);
     lim.max_output = 64 * 1024;
-    lim.wall_ms = 20000;
+    lim.wall_ms = cdsh_test_scale_ms(20000);
     cdsh_error err = {0};
     assert_string_equal(
         render_err("<% for (var i = 0; i < 20000; i++) { %>0123456789<% } %>", &lim, &err),
@@ -196,7 +196,7 @@ static void huge_output_and_memory_bomb_fail_cleanly(void **state)
     lim.heap_bytes = 8u << 20;
     /* the bombs end on memory, not time; filling 8 MiB takes seconds of CPU
      * under ASan, which a loaded CI machine stretched past a 20 s budget */
-    lim.wall_ms = 120000;
+    lim.wall_ms = cdsh_test_scale_ms(120000);
     err = (cdsh_error){0};
     assert_string_equal(
         render_err("<% var a = []; for (;;) a.push(new Array(1000).join('x') + a.length) %>", &lim,

@@ -159,7 +159,7 @@ static void generators_agree_with_brute_force(void **state)
     (void)state;
     cdsh_xq_pos *pos = cdsh_xq_pos_new();
     cdsh_xq_move_t legal[CDSH_XQ_MAX_MOVES], caps[CDSH_XQ_MAX_MOVES], quiets[CDSH_XQ_MAX_MOVES];
-    unsigned seed = 777;
+    unsigned seed = (unsigned)cdsh_test_seed_or("playouts", 777);
     int positions = 0;
     while (positions < POSITIONS) {
         cdsh_xq_pos_set_start(pos);

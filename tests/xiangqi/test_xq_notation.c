@@ -439,7 +439,7 @@ static int round_trip_all(cdsh_xq_pos *pos)
 
 static int load_epd_fens(char fens[][256], int max)
 {
-    char *text = cdsh_test_read_file(CDSH_SHARED_DIR "/data/xiangqi-perft.epd", NULL);
+    char *text = cdsh_test_read_file(CDSH_TEST_DATA("xiangqi/xiangqi-perft.epd"), NULL);
     assert_non_null(text);
     int n = 0;
     for (char *line = strtok(text, "\n"); line && n < max; line = strtok(NULL, "\n")) {
@@ -480,7 +480,7 @@ static void every_legal_move_along_random_playouts_round_trips(void **state)
     (void)state;
     char fens[64][256];
     int n = load_epd_fens(fens, 64);
-    uint64_t seed = 0x5EED5EED12345ull;
+    uint64_t seed = cdsh_test_seed_or("playouts", 0x5EED5EED12345ull);
     int checked = 0;
     for (int i = 0; i < n; i++) {
         for (int game = 0; game < 2; game++) {
@@ -504,7 +504,7 @@ static void every_legal_move_along_random_playouts_round_trips(void **state)
 static void every_legal_move_of_random_soldier_positions_round_trips(void **state)
 {
     (void)state;
-    uint64_t seed = 0xC0FFEE1234567ull;
+    uint64_t seed = cdsh_test_seed_or("soldier positions", 0xC0FFEE1234567ull);
     cdsh_xq_pos *pos = cdsh_xq_pos_new();
     int used = 0, stacks = 0, checked = 0;
     for (int tries = 0; used < RANDOM_POSITIONS && tries < RANDOM_POSITIONS * 50; tries++) {

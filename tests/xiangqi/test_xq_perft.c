@@ -1,7 +1,9 @@
-/* test_xq_perft.c — every count of shared/data/xiangqi-perft.epd up to depth 5
- * (depth 4 under AddressSanitizer, where depth 5 of all 16 positions would
- * take minutes), the same positions colour-flipped (Black to move), divide,
- * and the `cdsh xiangqi perft` command line. */
+/* test_xq_perft.c — every count of tests/data/xiangqi/xiangqi-perft.epd up to
+ * depth CDSH_XQ_PERFT_DEPTH (default 4, the unit tier; the slow tier runs the
+ * same executable with 5; AddressSanitizer caps it at 4, where depth 5 of all
+ * 16 positions would take minutes), the same positions colour-flipped (Black
+ * to move) one ply less deep, divide, and the `cdsh xiangqi perft` command
+ * line. */
 #include "support/testkit.h"
 
 #include <ctype.h>
@@ -14,12 +16,20 @@
 #include "plugins/xiangqi/engine/position.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#define EPD_MAX_DEPTH 4
-#define FLIP_MAX_DEPTH 3
+#define DEPTH_CAP 4
 #else
-#define EPD_MAX_DEPTH 5
-#define FLIP_MAX_DEPTH 4
+#define DEPTH_CAP 5
 #endif
+
+/* The deepest EPD count checked: CDSH_XQ_PERFT_DEPTH (1..5, capped). */
+static int epd_max_depth(void)
+{
+    const char *env = getenv("CDSH_XQ_PERFT_DEPTH");
+    int d = env && *env ? atoi(env) : 4;
+    if (d < 1 || d > 5)
+        fail_msg("CDSH_XQ_PERFT_DEPTH=%s: want 1..5", env);
+    return d < DEPTH_CAP ? d : DEPTH_CAP;
+}
 
 typedef struct epd_line {
     char fen[256];
@@ -30,7 +40,7 @@ typedef struct epd_line {
 
 static int load_epd(epd_line *lines, int max)
 {
-    char *text = cdsh_test_read_file(CDSH_SHARED_DIR "/data/xiangqi-perft.epd", NULL);
+    char *text = cdsh_test_read_file(CDSH_TEST_DATA("xiangqi/xiangqi-perft.epd"), NULL);
     assert_non_null(text);
     int n = 0;
     for (char *line = strtok(text, "\n"); line && n < max; line = strtok(NULL, "\n")) {
@@ -75,9 +85,11 @@ static void flip_fen(const char *fen, char *out, size_t cap)
     snprintf(out + len, cap - len, " %c - - 0 1", side[0] == 'b' ? 'w' : 'b');
 }
 
-static void epd_counts_match_up_to_depth_5(void **state)
+static void epd_counts_match_up_to_the_depth(void **state)
 {
     (void)state;
+    int max_depth = epd_max_depth();
+    printf("EPD counts to depth %d\n", max_depth);
     epd_line lines[32];
     int n = load_epd(lines, 32);
     assert_int_equal(n, 16);
@@ -89,7 +101,7 @@ static void epd_counts_match_up_to_depth_5(void **state)
             fail_msg("%s: %s", lines[i].fen, err.message);
         uint64_t h = cdsh_xq_hash(pos);
         for (int j = 0; j < lines[i].ndepth; j++) {
-            if (lines[i].depth[j] > EPD_MAX_DEPTH)
+            if (lines[i].depth[j] > max_depth)
                 continue;
             uint64_t got = cdsh_xq_perft(pos, lines[i].depth[j]);
             if (got != lines[i].count[j])
@@ -100,13 +112,14 @@ static void epd_counts_match_up_to_depth_5(void **state)
         assert_int_equal(cdsh_xq_hash(pos), h);
         assert_int_equal(cdsh_xq_ply(pos), 0);
     }
-    assert_true(checked >= 16 * 4 - 6);
+    assert_true(checked >= 16 * (max_depth < 4 ? max_depth : 4) - 6);
     cdsh_xq_pos_free(pos);
 }
 
 static void flipped_positions_give_the_same_counts(void **state)
 {
     (void)state;
+    int flip_depth = epd_max_depth() - 1;
     epd_line lines[32];
     int n = load_epd(lines, 32);
     cdsh_xq_pos *pos = cdsh_xq_pos_new();
@@ -118,7 +131,7 @@ static void flipped_positions_give_the_same_counts(void **state)
             fail_msg("%s: %s", flipped, err.message);
         assert_int_equal(cdsh_xq_side_to_move(pos), CDSH_XQ_BLACK);
         for (int j = 0; j < lines[i].ndepth; j++) {
-            if (lines[i].depth[j] > FLIP_MAX_DEPTH)
+            if (lines[i].depth[j] > flip_depth)
                 continue;
             uint64_t got = cdsh_xq_perft(pos, lines[i].depth[j]);
             if (got != lines[i].count[j])
@@ -241,7 +254,7 @@ static void cli_help_describes_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(epd_counts_match_up_to_depth_5),
+        cmocka_unit_test(epd_counts_match_up_to_the_depth),
         cmocka_unit_test(flipped_positions_give_the_same_counts),
         cmocka_unit_test(divide_sums_to_perft),
         cmocka_unit_test(cli_perft_prints_nodes),
