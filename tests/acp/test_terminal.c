@@ -58,6 +58,11 @@ static int teardown(void **state)
 
 static void open_agent(fx *f, bool terminal)
 {
+    /* The fixture agent runs on the ACP SDK from tests/node_modules (npm ci,
+     * scripts/bootstrap.sh): without it the test fails saying so. */
+    if (access(CDSH_SOURCE_DIR "/tests/node_modules/@agentclientprotocol/sdk", R_OK) != 0)
+        fail_msg("%s is missing: run scripts/bootstrap.sh (npm ci in tests/)",
+                 CDSH_SOURCE_DIR "/tests/node_modules/@agentclientprotocol/sdk");
     const char *argv[] = {"/usr/bin/node", CDSH_SOURCE_DIR "/tests/acp-fixture-agent.mjs", NULL};
     cdsh_acp_conn_opts o = {.name = "sdk",
                             .argv = argv,

@@ -296,6 +296,10 @@ static void killed_operations_leave_every_story_before_or_after(void **state)
         run_and_kill(peer, peer_seed, target, frac, i, &st);
         killed++;
         verify(home, b);
+        if (killed % 50 == 0 && killed < kills) { /* progress, should a backstop end the run */
+            printf("%d/%d kills, %d operations\n", killed, kills, st.ops);
+            fflush(stdout);
+        }
     }
     assert_int_equal(killed, kills);
     printf("%d kills after %d completed operations (%d s-p floors committed); peer start-up "
