@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "cli/cli_host.h"
+#include "host/cli.h"
 #include "cli/cmd_mcp_fixture.h"
 #include "proto/mcp/mcp.h"
 #include "proto/mcp/mcp_bridge.h"

@@ -1,7 +1,7 @@
-/* cli_host.c — profile and host set-up shared by the inspection subcommands.
- * Global state (documented): the embedder's extra plugin table, set once
- * before any subcommand runs. */
-#include "cli/cli_host.h"
+/* cli.c — profile and host set-up shared by the command-line subcommands.
+ * Global state (documented): the plugin tables (main's built-in one and an
+ * embedder's extra one), set once before any subcommand runs. */
+#include "host/cli.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "base/home.h"
-#include "plugins/builtin.h"
 
 int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock,
                           cdsh_profile **out)
@@ -36,7 +35,27 @@ int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock
     return 0;
 }
 
+static const cdsh_plugin_def *const no_plugins[] = {NULL};
+static const cdsh_plugin_def *const *plugins = no_plugins;
 static const cdsh_plugin_def *const *extra_plugins;
+
+void cdsh_cli_host_set_plugins(const cdsh_plugin_def *const *defs)
+{
+    plugins = defs ? defs : no_plugins;
+}
+
+const cdsh_plugin_def *const *cdsh_cli_host_plugins(void)
+{
+    return plugins;
+}
+
+const cdsh_plugin_def *cdsh_cli_host_plugin_find(const char *name)
+{
+    for (const cdsh_plugin_def *const *d = plugins; name && *d; d++)
+        if (strcmp((*d)->name, name) == 0)
+            return *d;
+    return NULL;
+}
 
 void cdsh_cli_host_set_extra_plugins(const cdsh_plugin_def *const *defs)
 {
@@ -56,7 +75,7 @@ int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **ho
         *profile = NULL;
         return 1;
     }
-    cdsh_host_load_plugins(*host, cdsh_builtin_plugins, *profile, NULL);
+    cdsh_host_load_plugins(*host, plugins, *profile, NULL);
     cdsh_host_load_plugins(*host, extra_plugins, *profile, NULL);
     json_t *list = cdsh_host_plugins_list(*host);
     size_t i;

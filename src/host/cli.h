@@ -1,9 +1,13 @@
-/* cli_host.h — what the inspection subcommands (tools, commands, skills,
- * config) share: opening a profile and a host with the built-in plugins the
- * profile enables, and printing JSON. Errors go to stderr as
- * `cdsh <sub>: <message>`. */
-#ifndef CDSH_CLI_CLI_HOST_H
-#define CDSH_CLI_CLI_HOST_H
+/* cli.h — what command-line subcommands share, the front end's own (tools,
+ * commands, skills, config...) and the plugins' (`cdsh tavern`, `cdsh acp`...,
+ * which live in the plugins' folders and so cannot include src/cli/):
+ * opening a profile and a host with the plugins the profile enables,
+ * action words and options, printing JSON. Errors go to stderr as
+ * `cdsh <sub>: <message>`.
+ * Global state (documented): the plugin tables hosts are opened with, set
+ * once by main (the built-in descriptors) before any subcommand runs. */
+#ifndef CDSH_HOST_CLI_H
+#define CDSH_HOST_CLI_H
 
 #include <jansson.h>
 #include <stdio.h>
@@ -20,6 +24,17 @@ int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock
  * to load is reported as a warning and skipped. 0, or exit status 1. */
 int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **host,
                        cdsh_profile **profile);
+
+/* The descriptors every host cdsh_cli_host_open opens loads (NULL-terminated,
+ * borrowed for the process; main passes plugins/builtin.h's table). Until it
+ * is set, hosts load no plugins. Not thread-safe: set it once, first. */
+void cdsh_cli_host_set_plugins(const cdsh_plugin_def *const *defs);
+
+/* The table set above (never NULL: an empty table until set). Borrowed. */
+const cdsh_plugin_def *const *cdsh_cli_host_plugins(void);
+
+/* The descriptor named `name` in that table, or NULL. */
+const cdsh_plugin_def *cdsh_cli_host_plugin_find(const char *name);
 
 /* Plugins that every host cdsh_cli_host_open opens loads after the built-in
  * ones (NULL-terminated, borrowed for the process; the profile enables them

@@ -2,7 +2,7 @@
  * requests and one reader thread that asks for each in turn. Reads stdin
  * with poll() on a terminal (so a withdrawn request stops the read) and
  * from the shared line queue otherwise (the one the chat loop reads). */
-#include "cli/cli_approval.h"
+#include "host/cli_approval.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "plugins/acp/service.h"
+#include "host/approval.h"
 
 typedef struct item {
     struct item *next;
@@ -54,7 +54,7 @@ static int present(void *ud, const json_t *request)
     cdsh_cli_approver *a = ud;
     emit(a, "approval/request", request);
     if (a->o.auto_answer) {
-        char *id = cdsh_acp_permission_option_dup(request, strcmp(a->o.auto_answer, "allow") == 0
+        char *id = cdsh_approvals_option_for_dup(request, strcmp(a->o.auto_answer, "allow") == 0
                                                                ? CDSH_APPROVAL_ALLOWED_ONCE
                                                                : CDSH_APPROVAL_REJECTED);
         fprintf(a->o.out, "\n[approval] %s: answered %s by --approve %s\n", str(request, "title"),

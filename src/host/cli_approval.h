@@ -6,13 +6,13 @@
  * "timeout".
  * Also the whole set-up the turn-running subcommands share (a broker, this
  * channel, the broker installed as the tools' approval service). */
-#ifndef CDSH_CLI_CLI_APPROVAL_H
-#define CDSH_CLI_CLI_APPROVAL_H
+#ifndef CDSH_HOST_CLI_APPROVAL_H
+#define CDSH_HOST_CLI_APPROVAL_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "cli/cli_lines.h"
+#include "host/cli_lines.h"
 #include "host/approval.h"
 
 typedef struct cdsh_cli_approver cdsh_cli_approver;

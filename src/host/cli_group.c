@@ -1,5 +1,5 @@
-/* group.c — subcommand-group dispatch shared by the `cdsh <group>` commands. */
-#include "cli/group.h"
+/* cli_group.c — subcommand-group dispatch shared by the `cdsh <group>` commands. */
+#include "host/cli_group.h"
 
 #include <string.h>
 

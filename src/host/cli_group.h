@@ -1,12 +1,13 @@
-/* group.h — dispatch for subcommand groups (`cdsh xiangqi <sub>`,
+/* cli_group.h — dispatch for subcommand groups (`cdsh xiangqi <sub>`,
  * `cdsh acp <sub>`): a table of cdsh_subcommand rows, help and the
- * unknown-subcommand message, so every group behaves the same way. */
-#ifndef CDSH_CLI_GROUP_H
-#define CDSH_CLI_GROUP_H
+ * unknown-subcommand message, so every group behaves the same way. In the
+ * host layer so plugins' own subcommands (in their folders) can use it. */
+#ifndef CDSH_HOST_CLI_GROUP_H
+#define CDSH_HOST_CLI_GROUP_H
 
 #include <stdio.h>
 
-#include "cli/subcommands.h"
+#include "host/subcommand.h"
 
 typedef struct cdsh_cli_group {
     const char *name;            /* "xiangqi": used in usage and errors */

@@ -1,7 +1,7 @@
 /* cli_lines.c — a line queue over a file descriptor: bytes read with
  * poll()+read() into one growing buffer, complete lines handed out under a
  * mutex, so two threads reading one stdin never race for a line. */
-#include "cli/cli_lines.h"
+#include "host/cli_lines.h"
 
 #include <errno.h>
 #include <poll.h>

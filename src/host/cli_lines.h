@@ -4,8 +4,8 @@
  * reader takes it (an approval that ended while its answer was being read
  * leaves the line to the chat). Reads fd 0 itself (no stdio buffering).
  * Thread-safe; the offer callback runs under the reader's lock. */
-#ifndef CDSH_CLI_CLI_LINES_H
-#define CDSH_CLI_CLI_LINES_H
+#ifndef CDSH_HOST_CLI_LINES_H
+#define CDSH_HOST_CLI_LINES_H
 
 #include <stdbool.h>
 

@@ -1,7 +1,7 @@
 /* cmd_acp.c — `cdsh acp <sub>` dispatch plus the listing sub-commands
  * (engines, sessions). Probe and prompt live in cmd_acp_probe.c and
  * cmd_acp_prompt.c; all business logic is in plugins/acp. */
-#include "cli/cmd_acp.h"
+#include "plugins/acp/cmd_acp.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "cli/cmd_acp_probe.h"
-#include "cli/cmd_acp_prompt.h"
-#include "cli/cli_host.h"
-#include "cli/group.h"
+#include "plugins/acp/cmd_acp_probe.h"
+#include "plugins/acp/cmd_acp_prompt.h"
+#include "host/cli.h"
+#include "host/cli_group.h"
 #include "plugins/acp/engine.h"
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
@@ -204,3 +204,10 @@ int cdsh_cmd_acp_sessions(int argc, char **argv)
     json_decref(sessions);
     return 0;
 }
+
+const cdsh_subcommand cdsh_acp_subcommands[] = {
+    {"acp",
+     "external coding agents over ACP: engines, probe, prompt, sessions",
+     cdsh_cmd_acp},
+    {NULL, NULL, NULL},
+};

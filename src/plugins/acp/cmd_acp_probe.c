@@ -1,6 +1,6 @@
 /* cmd_acp_probe.c — `cdsh acp probe <engine> [--prompt TEXT] [--cwd DIR]
  * [--json]`: runs plugins/acp/probe.c and prints a summary or the record. */
-#include "cli/cmd_acp_probe.h"
+#include "plugins/acp/cmd_acp_probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * Permission requests are asked on the terminal (cli_approval.c) with the
  * agent's own option labels; without a terminal (and without --approve)
  * they are cancelled. */
-#include "cli/cmd_acp_prompt.h"
+#include "plugins/acp/cmd_acp_prompt.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 
 #include "base/json.h"
 #include "base/random.h"
-#include "cli/cli_approval.h"
+#include "host/cli_approval.h"
 #include "plugins/acp/service.h"
 
 static volatile sig_atomic_t interrupted;

@@ -1,13 +1,14 @@
 /* cmd_facade.c — `cdsh facade analyze <dir> | --self [--json] [--propose]`
  * and `cdsh facade list [--json]`: argument handling and printing only; the
  * analysis is plugins/facade/analyze.c, the rendering report.c. */
-#include "cli/cmd_facade.h"
+#include "plugins/facade/cmd_facade.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
+#include "plugins/facade/cmd_profile.h"
 #include "plugins/facade/analyze.h"
 #include "plugins/facade/plugin.h"
 #include "plugins/facade/report.h"
@@ -159,3 +160,13 @@ int cdsh_cmd_facade(int argc, char **argv)
     fprintf(stderr, "cdsh facade: unknown action '%s' (try `cdsh facade --help`)\n", argv[1]);
     return 2;
 }
+
+const cdsh_subcommand cdsh_facade_subcommands[] = {
+    {"facade",
+     "capability facade: analyze plugin tool surfaces, list declared capabilities",
+     cdsh_cmd_facade},
+    {"profile",
+     "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
+     cdsh_cmd_profile},
+    {NULL, NULL, NULL},
+};

@@ -1,15 +1,14 @@
 /* cmd_profile.c — `cdsh profile verify <profile> [--smoke] [--json]`:
  * argument handling and printing; the verification is
  * plugins/facade/verify.c. */
-#include "cli/cmd_profile.h"
+#include "plugins/facade/cmd_profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/home.h"
-#include "cli/cli_host.h"
-#include "plugins/builtin.h"
+#include "host/cli.h"
 #include "plugins/facade/verify.h"
 
 static void usage(FILE *out)
@@ -74,7 +73,7 @@ int cdsh_cmd_profile(int argc, char **argv)
         return 1;
     }
     json_t *report = NULL;
-    int rc = cdsh_facade_verify(home, name, cdsh_builtin_plugins, smoke, &report, &err);
+    int rc = cdsh_facade_verify(home, name, cdsh_cli_host_plugins(), smoke, &report, &err);
     free(home);
     if (rc != 0) {
         fprintf(stderr, "cdsh profile: %s\n", err.message);

@@ -2,7 +2,7 @@
  * enable/disable record choices in the profile's "import" plugin config,
  * list shows them. Parsing and printing only; the pipeline is
  * src/plugins/mcpimport/service.h. */
-#include "cli/cmd_import.h"
+#include "plugins/mcpimport/cmd_import.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -13,7 +13,7 @@
 
 #include "base/fs.h"
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 #include "plugins/mcpimport/plugin.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/probe.h"
@@ -519,3 +519,10 @@ int cdsh_cmd_import(int argc, char **argv)
     default: return do_list(&o);
     }
 }
+
+const cdsh_subcommand cdsh_mcpimport_subcommands[] = {
+    {"import",
+     "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
+     cdsh_cmd_import},
+    {NULL, NULL, NULL},
+};

@@ -1,7 +1,7 @@
 /* cmd_tavern.c — `cdsh tavern ...`: argument parsing and output shaping over
  * the tavern store (src/plugins/tavern/store.h) and, for the library edits
  * (save, delete), the tavern service's methods. No asset logic lives here. */
-#include "cli/cmd_tavern.h"
+#include "plugins/tavern/cmd_tavern.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 
 #include "base/fs.h"
 #include "base/json.h"
-#include "cli/cmd_tavern_preview.h"
+#include "plugins/tavern/cmd_tavern_preview.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/png.h"
 #include "plugins/tavern/service.h"
@@ -701,3 +701,10 @@ int cdsh_cmd_tavern(int argc, char **argv)
     fprintf(stderr, "cdsh tavern: unknown command '%s'; run `cdsh tavern --help`\n", cmd);
     return 2;
 }
+
+const cdsh_subcommand cdsh_tavern_subcommands[] = {
+    {"tavern",
+     "role-play library: import, inspect, export and edit character cards, lorebooks, presets, personas, regex; preview a prompt",
+     cdsh_cmd_tavern},
+    {NULL, NULL, NULL},
+};

@@ -4,7 +4,7 @@
  * as a dry run and prints the plan. It never writes: timed effects, local
  * and global variables are read from the state directory and evaluated on
  * copies. */
-#include "cli/cmd_tavern_preview.h"
+#include "plugins/tavern/cmd_tavern_preview.h"
 
 #include <getopt.h>
 #include <stdbool.h>

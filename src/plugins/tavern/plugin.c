@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plugins/tavern/cmd_tavern.h"
 #include "agent/model_client.h"
 #include "agent/model_config.h"
 #include "agent/session_store.h"
@@ -155,4 +156,5 @@ const cdsh_plugin_def cdsh_tavern_plugin = {
                      "\"description\":\"open the host session store for branch operations\"}}}",
     .enabled_by_default = false,
     .apply = apply,
+    .subcommands = cdsh_tavern_subcommands,
 };

@@ -1,14 +1,14 @@
 /* cmd_xiangqi.c — `cdsh xiangqi <sub>`: finds the sub-command in a table and
  * runs it; the sub-commands themselves are in cmd_xiangqi_<sub>.c. */
-#include "cli/cmd_xiangqi.h"
+#include "plugins/xiangqi/cmd_xiangqi.h"
 
-#include "cli/cmd_xiangqi_analyze.h"
-#include "cli/cmd_xiangqi_bench.h"
-#include "cli/cmd_xiangqi_perft.h"
-#include "cli/cmd_xiangqi_play.h"
-#include "cli/cmd_xiangqi_ucci.h"
-#include "cli/cmd_xiangqi_uci.h"
-#include "cli/group.h"
+#include "plugins/xiangqi/cmd_xiangqi_analyze.h"
+#include "plugins/xiangqi/cmd_xiangqi_bench.h"
+#include "plugins/xiangqi/cmd_xiangqi_perft.h"
+#include "plugins/xiangqi/cmd_xiangqi_play.h"
+#include "plugins/xiangqi/cmd_xiangqi_ucci.h"
+#include "plugins/xiangqi/cmd_xiangqi_uci.h"
+#include "host/cli_group.h"
 
 static const cdsh_subcommand subs[] = {
     {"perft", "count legal move paths to a depth (move-generator check and speed)",
@@ -35,3 +35,10 @@ int cdsh_cmd_xiangqi(int argc, char **argv)
 {
     return cdsh_cli_group_run(&group, argc, argv);
 }
+
+const cdsh_subcommand cdsh_xq_subcommands[] = {
+    {"xiangqi",
+     "xiangqi (Chinese chess): play in the terminal, perft, bench, analyze, UCI/UCCI engine",
+     cdsh_cmd_xiangqi},
+    {NULL, NULL, NULL},
+};

@@ -2,7 +2,7 @@
  * --movetime MS] [--multipv K] [--json]`: searches a position and prints
  * its best lines with the score (centipawns or mate in N) in ICCS and
  * Chinese notation. */
-#include "cli/cmd_xiangqi_analyze.h"
+#include "plugins/xiangqi/cmd_xiangqi_analyze.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* cmd_xiangqi_bench.c — `cdsh xiangqi bench [--depth N] [--hash MB]
  * [--threads N] [--json]`: searches the bench positions to a fixed depth and
  * prints per-position and total nodes, time and speed. */
-#include "cli/cmd_xiangqi_bench.h"
+#include "plugins/xiangqi/cmd_xiangqi_bench.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* cmd_xiangqi_perft.c — `cdsh xiangqi perft --depth N [--fen F] [--divide]
  * [--json]`: runs the engine's perft per root move, printing progress on
  * stderr when it is a terminal and the run takes more than a second. */
-#include "cli/cmd_xiangqi_perft.h"
+#include "plugins/xiangqi/cmd_xiangqi_perft.h"
 
 #include <getopt.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* cmd_xiangqi_play.c — `cdsh xiangqi play`: a terminal game through the
  * xiangqi plugin's /xiangqi command (the same service the tools and the
  * panel use), with the board drawn in aligned CJK glyphs. */
-#include "cli/cmd_xiangqi_play.h"
+#include "plugins/xiangqi/cmd_xiangqi_play.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 #include "host/host.h"
 #include "plugins/xiangqi/plugin.h"
 

@@ -1,8 +1,8 @@
 /* cmd_xiangqi_ucci.c — `cdsh xiangqi ucci`: the UCCI dialect of the shared
  * protocol command (cmd_xiangqi_uci.c). */
-#include "cli/cmd_xiangqi_ucci.h"
+#include "plugins/xiangqi/cmd_xiangqi_ucci.h"
 
-#include "cli/cmd_xiangqi_uci.h"
+#include "plugins/xiangqi/cmd_xiangqi_uci.h"
 
 int cdsh_cmd_xiangqi_ucci(int argc, char **argv)
 {

@@ -1,6 +1,6 @@
 /* cmd_xiangqi_uci.c — `cdsh xiangqi uci` (and the shared runner behind
  * `cdsh xiangqi ucci`): run the protocol loop of plugins/xiangqi/engine/uci.h on stdin/stdout. */
-#include "cli/cmd_xiangqi_uci.h"
+#include "plugins/xiangqi/cmd_xiangqi_uci.h"
 
 #include <stdio.h>
 #include <string.h>
