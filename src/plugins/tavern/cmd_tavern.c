@@ -704,7 +704,7 @@ int cdsh_cmd_tavern(int argc, char **argv)
 
 const cdsh_subcommand cdsh_tavern_subcommands[] = {
     {"tavern",
-     "role-play library: import, inspect, export and edit character cards, lorebooks, presets, personas, regex; preview a prompt",
+     "role-play (SillyTavern-style): cards, lorebooks, presets, personas, regex; prompt preview",
      cdsh_cmd_tavern},
     {NULL, NULL, NULL},
 };
