@@ -17,8 +17,8 @@
 #include "cli/cli_agent.h"
 #include "proto/mcp/mcp_bridge.h"
 #include "server/api.h"
-#include "server/rpc_gateway.h"
 #include "server/connection.h"
+#include "server/rpc_gateway.h"
 #include "server/web.h"
 
 static void usage(FILE *out)

@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "host/cli_lines.h"
 #include "host/approval.h"
+#include "host/cli_lines.h"
 
 typedef struct cdsh_cli_approver cdsh_cli_approver;
 

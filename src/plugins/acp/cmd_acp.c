@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "plugins/acp/cmd_acp_probe.h"
-#include "plugins/acp/cmd_acp_prompt.h"
 #include "host/cli.h"
 #include "host/cli_group.h"
+#include "plugins/acp/cmd_acp_probe.h"
+#include "plugins/acp/cmd_acp_prompt.h"
 #include "plugins/acp/engine.h"
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"

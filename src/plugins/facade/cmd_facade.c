@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "host/cli.h"
-#include "plugins/facade/cmd_profile.h"
 #include "plugins/facade/analyze.h"
+#include "plugins/facade/cmd_profile.h"
 #include "plugins/facade/plugin.h"
 #include "plugins/facade/report.h"
 #include "plugins/facade/service.h"

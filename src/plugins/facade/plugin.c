@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/facade/cmd_facade.h"
 #include "base/log.h"
 #include "host/host.h"
+#include "plugins/facade/cmd_facade.h"
 #include "plugins/facade/service.h"
 
 typedef struct state {

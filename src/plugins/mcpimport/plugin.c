@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/mcpimport/cmd_import.h"
 #include "base/log.h"
+#include "plugins/mcpimport/cmd_import.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/probe.h"
 #include "plugins/mcpimport/register.h"

@@ -11,8 +11,8 @@
 
 #include "base/fs.h"
 #include "base/json.h"
-#include "plugins/tavern/cmd_tavern_preview.h"
 #include "plugins/tavern/card.h"
+#include "plugins/tavern/cmd_tavern_preview.h"
 #include "plugins/tavern/png.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/store.h"

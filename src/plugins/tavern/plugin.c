@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/tavern/cmd_tavern.h"
 #include "agent/model_client.h"
 #include "agent/model_config.h"
 #include "agent/session_store.h"
 #include "base/log.h"
 #include "host/host.h"
+#include "plugins/tavern/cmd_tavern.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/tools.h"

@@ -2,13 +2,13 @@
  * runs it; the sub-commands themselves are in cmd_xiangqi_<sub>.c. */
 #include "plugins/xiangqi/cmd_xiangqi.h"
 
+#include "host/cli_group.h"
 #include "plugins/xiangqi/cmd_xiangqi_analyze.h"
 #include "plugins/xiangqi/cmd_xiangqi_bench.h"
 #include "plugins/xiangqi/cmd_xiangqi_perft.h"
 #include "plugins/xiangqi/cmd_xiangqi_play.h"
 #include "plugins/xiangqi/cmd_xiangqi_ucci.h"
 #include "plugins/xiangqi/cmd_xiangqi_uci.h"
-#include "host/cli_group.h"
 
 static const cdsh_subcommand subs[] = {
     {"perft", "count legal move paths to a depth (move-generator check and speed)",

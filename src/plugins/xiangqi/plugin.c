@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/xiangqi/cmd_xiangqi.h"
 #include "agent/session_store.h"
 #include "host/host.h"
+#include "plugins/xiangqi/cmd_xiangqi.h"
 #include "plugins/xiangqi/opponent.h"
 #include "plugins/xiangqi/playbook.h"
 
