@@ -18,6 +18,16 @@ async function request(method, path, body) {
   return data;
 }
 
+// An /acp call's value, or an Error carrying the plugin's precise code
+// (ENGINE_LOCKED, UNKNOWN_ENGINE...) when the result is not ok.
+async function engineCall(endpoint, payload) {
+  const r = await api.rpc('acp', endpoint, payload);
+  if (r.ok) return r.value;
+  const err = new Error((r.error && r.error.message) || `/acp/${endpoint} failed`);
+  err.code = (r.error && r.error.details && r.error.details.code) || (r.error && r.error.code);
+  throw err;
+}
+
 export const api = {
   status: () => request('GET', '/api/status'),
   sessions: () => request('GET', '/api/sessions'),
@@ -29,13 +39,15 @@ export const api = {
   cancel: (id) => request('POST', `/api/sessions/${id}/cancel`),
   command: (id, line) => request('POST', `/api/sessions/${id}/commands`, { line }),
   panels: () => request('GET', '/api/panels'),
-  engines: () => request('GET', '/api/engines'),
-  engine: (id) => request('GET', `/api/sessions/${id}/engine`),
-  bindEngine: (id, engineId) => request('POST', `/api/sessions/${id}/engine`, { engineId }),
-  unbindEngine: (id) => request('DELETE', `/api/sessions/${id}/engine`),
-  openEngine: (id) => request('POST', `/api/sessions/${id}/engine/open`, {}),
-  setEngineConfig: (id, configId, value) =>
-    request('POST', `/api/sessions/${id}/engine/config`, { configId, value }),
+  // Engines (external ACP agents): the acp plugin's RPC channel, the one
+  // engines surface (docs/acp.md). Each per-session call resolves to
+  // {binding, locked, config}; a disabled plugin rejects (no channel).
+  engines: () => engineCall('engines'),
+  engine: (id) => engineCall('session', { session: id }),
+  bindEngine: (id, engine) => engineCall('bind', { session: id, engine }),
+  unbindEngine: (id) => engineCall('unbind', { session: id }),
+  openEngine: (id) => engineCall('open', { session: id }),
+  setEngineConfig: (id, configId, value) => engineCall('config', { session: id, configId, value }),
   approvals: (id) => request('GET', `/api/sessions/${id}/approvals`),
   answerApproval: (id, aid, optionId) =>
     request('POST', `/api/sessions/${id}/approvals/${aid}`, { optionId }),

@@ -25,7 +25,7 @@ const state = {
   cards: new Map(),   // callId -> tool card
   es: null,           // EventSource of the current session
   status: null,
-  engines: [],        // /api/engines rows
+  engines: [],        // the acp plugin's engine rows (/rpc/acp/engines)
   bound: null,        // the current session's engine binding {engineId, cwd, ...}, or null
   approvals: [],      // pending approval requests of the current session, oldest first
 };

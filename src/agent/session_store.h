@@ -115,10 +115,14 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
 /* ---- fork participants -----------------------------------------------------
  * State other layers keep about a session outside this store (a binding to
  * an external agent, say) is carried over to a fork by a participant: a
- * hook run after the events were copied. Front ends fork through
- * cdsh_session_store_fork_with with the table of participants they were
- * given (plugins/builtin.h: cdsh_builtin_fork_hooks), so they need not know
- * what the participants are. */
+ * hook run after the events were copied. Plugins register their
+ * participant through their context (cdsh_ctx_hook(ctx,
+ * CDSH_SESSION_FORK_HOOKS, &hook)) and front ends fork through
+ * cdsh_session_store_fork_with with the host's list of them
+ * (cdsh_host_hooks_dup), so they need not know what the participants are. */
+
+/* The hook kind (host/plugins.h) of cdsh_session_fork_hook registrations. */
+#define CDSH_SESSION_FORK_HOOKS "session/fork"
 
 /* What the front end running the fork already holds, offered to the
  * participants so that they use it instead of making their own (a live

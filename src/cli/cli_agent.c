@@ -15,7 +15,7 @@
 
 #include <editline/readline.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 
 int cdsh_cli_agent_open(const char *sub, const char *profile, cdsh_cli_agent *out)
 {

@@ -1,7 +1,8 @@
 /* cmd_chat.c — `cdsh chat`: an interactive terminal session with line
  * editing (libedit), streamed replies, slash commands, approvals asked on
- * the terminal, sessions bound to an external ACP engine (--engine), and
- * Ctrl-C that cancels the running turn rather than the program. */
+ * the terminal, sessions a plugin runs (bound to an external engine with
+ * --engine: agent/session_runner.h), and Ctrl-C that cancels the running
+ * turn rather than the program. */
 #include "cli/cmd_chat.h"
 
 #include <errno.h>
@@ -12,11 +13,9 @@
 
 #include <editline/readline.h>
 
+#include "agent/session_runner.h"
 #include "cli/cli_agent.h"
-#include "cli/cli_approval.h"
-#include "plugins/acp/service.h"
-#include "plugins/acp/state.h"
-#include "plugins/acp/turn.h"
+#include "host/cli_approval.h"
 
 static void usage(FILE *out)
 {
@@ -88,11 +87,11 @@ static void print_model_hint(void)
     }
 }
 
-/* What the chat needs for sessions bound to an engine and for approvals. */
+/* What the chat needs for approvals (asked here for tools and for plugins'
+ * engines alike: the broker is installed on the host's tools). */
 typedef struct chat_engines {
     cdsh_cli_lines *lines; /* stdin's lines when it is not a terminal */
     cdsh_cli_approvals approvals;
-    cdsh_acp_service *svc;
 } chat_engines;
 
 static int engines_open(cdsh_cli_agent *a, const cdsh_cli_session_opts *o, chat_engines *e)
@@ -103,15 +102,7 @@ static int engines_open(cdsh_cli_agent *a, const cdsh_cli_session_opts *o, chat_
     if (!(isatty(0) && isatty(1)) && !(e->lines = cdsh_cli_lines_new(STDIN_FILENO)))
         goto fail;
     cdsh_cli_approver_opts ao = {.out = stdout, .auto_answer = o->approve, .lines = e->lines};
-    if (cdsh_cli_approvals_open(&e->approvals, cdsh_host_tools(a->host), &ao, &err))
-        goto fail;
-    /* cdsh's own tools, for engines whose mcp is "inherit". */
-    json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
-    json_t *mcp = self ? json_pack("[o]", self) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = e->approvals.broker};
-    e->svc = cdsh_acp_service_new(&so, &err);
-    json_decref(mcp);
-    if (e->svc)
+    if (cdsh_cli_approvals_open(&e->approvals, cdsh_host_tools(a->host), &ao, &err) == 0)
         return 0;
 fail:
     fprintf(stderr, "cdsh chat: %s\n", err.message[0] ? err.message : "out of memory");
@@ -120,50 +111,53 @@ fail:
 
 static void engines_close(chat_engines *e)
 {
-    cdsh_acp_service_free(e->svc); /* disposes the engine processes */
     cdsh_cli_approvals_close(&e->approvals);
     cdsh_cli_lines_free(e->lines);
     memset(e, 0, sizeof *e);
 }
 
-/* Binds sid to the engine given with --engine; prints why not. */
-static int bind_engine(chat_engines *e, const char *sid, const char *engine, const char *cwd)
+/* Binds sid to the engine given with --engine (through the plugin that runs
+ * sessions on engines); prints why not. */
+static int bind_engine(cdsh_cli_agent *a, const char *sid, const char *engine, const char *cwd)
 {
+    const cdsh_session_runner *r = cdsh_session_runner_named(a->host, "engine");
     cdsh_error err = {0};
-    if (cdsh_acp_service_bind(e->svc, sid, engine, cwd, &err) == 0)
+    if (!r || !r->bind)
+        cdsh_error_set(&err, CDSH_EUNSUPPORTED, "NO_ENGINES",
+                       "no enabled plugin runs sessions on engines (see `cdsh config list`)");
+    else if (r->bind(r->arg, sid, engine, cwd, &err) == 0)
         return 0;
     fprintf(stderr, "cdsh chat: %s: %s\n", err.code, err.message);
     return -1;
 }
 
-static void print_engine_hint(const char *sid)
+static void print_runner_hint(const cdsh_session_runner *r, const char *sid)
 {
-    json_t *entry = NULL;
-    if (cdsh_acp_state_session_get(sid, &entry, NULL) == 0) {
-        const char *cwd = json_string_value(json_object_get(entry, "cwd"));
-        printf("Engine %s in %s%s.\n", json_string_value(json_object_get(entry, "engineId")),
-               cwd ? cwd : "(the current directory)",
-               json_is_string(json_object_get(entry, "lockedEngineId")) ? " (locked)" : "");
-    }
-    json_decref(entry);
+    char *line = r->describe_dup ? r->describe_dup(r->arg, sid) : NULL;
+    if (line)
+        printf("%s\n", line);
+    free(line);
 }
 
-/* One message to the session's engine, recorded like a model turn. */
-static void engine_turn(cdsh_cli_agent *a, chat_engines *e, const char *sid, const char *text,
-                        cdsh_cli_printer *pr, cdsh_cancel *tok)
+/* One message to the plugin that runs the session, recorded like a model turn. */
+static void runner_turn(cdsh_cli_agent *a, const cdsh_session_runner *r, const char *sid,
+                        const char *text, cdsh_cli_printer *pr, cdsh_cancel *tok)
 {
-    cdsh_acp_turn_opts to = {
-        .svc = e->svc, .store = a->store, .on_event = cdsh_cli_print_event, .event_arg = pr};
-    json_t *res = NULL;
+    cdsh_session_turn t = {.store = a->store,
+                           .session_id = sid,
+                           .text = text,
+                           .cancel = tok,
+                           .on_event = cdsh_cli_print_event,
+                           .event_arg = pr};
+    char *note = NULL;
     cdsh_error err = {0};
-    if (cdsh_acp_turn_run(&to, sid, text, tok, &res, &err) != 0) {
+    if (r->run(r->arg, &t, &note, &err) != 0) {
         printf("%s: %s\n", err.code, err.message);
         return;
     }
-    const char *stop = json_string_value(json_object_get(res, "stopReason"));
-    if (json_is_true(json_object_get(res, "ok")) && stop && strcmp(stop, "end_turn") != 0)
-        printf("(turn ended: %s)\n", stop);
-    json_decref(res);
+    if (note)
+        printf("(%s)\n", note);
+    free(note);
 }
 
 /* One message to the model: an agent turn. */
@@ -213,7 +207,7 @@ int cdsh_cmd_chat(int argc, char **argv)
         return 1;
     }
     char *sid = cdsh_cli_session_pick("chat", &a, session, "chat");
-    if (!sid || (o.engine && bind_engine(&eng, sid, o.engine, cwd))) {
+    if (!sid || (o.engine && bind_engine(&a, sid, o.engine, cwd))) {
         free(sid);
         engines_close(&eng);
         cdsh_cli_agent_close(&a);
@@ -224,8 +218,9 @@ int cdsh_cmd_chat(int argc, char **argv)
     rl_catch_signals = 0;
     cdsh_cli_sigint_start(tty);
     printf("cdsh chat — session %s. /help lists commands; Ctrl-C cancels a running turn.\n", sid);
-    if (cdsh_acp_turn_is_bound(sid))
-        print_engine_hint(sid);
+    const cdsh_session_runner *runner = cdsh_session_runner_find(a.host, sid);
+    if (runner)
+        print_runner_hint(runner, sid);
     else
         print_model_hint();
     fflush(stdout);
@@ -255,7 +250,7 @@ int cdsh_cmd_chat(int argc, char **argv)
             printf("%s\n", sid);
         } else if (strcmp(text, "/new") == 0) {
             char *fresh = cdsh_cli_session_pick("chat", &a, NULL, "chat");
-            if (fresh && o.engine && bind_engine(&eng, fresh, o.engine, cwd)) {
+            if (fresh && o.engine && bind_engine(&a, fresh, o.engine, cwd)) {
                 free(fresh);
                 fresh = NULL;
             }
@@ -278,8 +273,8 @@ int cdsh_cmd_chat(int argc, char **argv)
         } else {
             cdsh_cancel *tok = cdsh_cancel_new(NULL);
             cdsh_cli_sigint_set_turn(tok);
-            if (cdsh_acp_turn_is_bound(sid))
-                engine_turn(&a, &eng, sid, text, &pr, tok);
+            if ((runner = cdsh_session_runner_find(a.host, sid)))
+                runner_turn(&a, runner, sid, text, &pr, tok);
             else
                 model_turn(&a, sid, text, &pr, tok);
             cdsh_cli_sigint_set_turn(NULL);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 
 static void usage(FILE *out)
 {

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 #include "host/config.h"
-#include "plugins/builtin.h"
 
 static void usage(FILE *out)
 {
@@ -56,7 +55,7 @@ static const char *known_plugins(char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (const cdsh_plugin_def *const *d = cdsh_builtin_plugins; *d && used < size; d++)
+    for (const cdsh_plugin_def *const *d = cdsh_cli_host_plugins(); *d && used < size; d++)
         used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "", (*d)->name);
     return buf;
 }
@@ -67,7 +66,7 @@ static const cdsh_plugin_def *plugin_of(const char *arg, char *name, size_t size
     size_t n = strcspn(arg, ".");
     snprintf(name, size, "%.*s", (int)n, arg);
     *key = arg[n] ? arg + n + 1 : NULL;
-    const cdsh_plugin_def *def = cdsh_builtin_plugin_find(name);
+    const cdsh_plugin_def *def = cdsh_cli_host_plugin_find(name);
     if (!def) {
         char list[512];
         fprintf(stderr, "cdsh config: unknown plugin \"%s\"; plugins: %s\n", name,
@@ -86,7 +85,7 @@ static void print_value(const json_t *v)
 static int do_list(const cdsh_profile *profile, int json)
 {
     json_t *plugins = json_array();
-    for (const cdsh_plugin_def *const *d = cdsh_builtin_plugins; *d; d++) {
+    for (const cdsh_plugin_def *const *d = cdsh_cli_host_plugins(); *d; d++) {
         cdsh_error err = {0};
         json_t *schema = schema_of(*d);
         json_t *current = current_config(*d, profile, &err);

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "cli/cli_agent.h"
-#include "cli/cli_approval.h"
-#include "cli/cli_host.h"
+#include "host/cli.h"
+#include "host/cli_approval.h"
 
 static void usage(FILE *out)
 {

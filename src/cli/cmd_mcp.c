@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "cli/cli_host.h"
 #include "cli/cmd_mcp_fixture.h"
+#include "host/cli.h"
 #include "proto/mcp/mcp.h"
 #include "proto/mcp/mcp_bridge.h"
 #include "proto/mcp/mcp_client.h"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli_agent.h"
-#include "cli/cli_approval.h"
+#include "host/cli_approval.h"
 
 static void usage(FILE *out)
 {

@@ -10,7 +10,7 @@
 
 #include "agent/session_store.h"
 #include "base/json.h"
-#include "plugins/builtin.h"
+#include "host/cli.h"
 
 static void usage(FILE *out)
 {
@@ -27,8 +27,12 @@ static void usage(FILE *out)
                  "  rm <id>...                         delete sessions and their events\n"
                  "  fork <id> [--at SEQ] [--title T]   copy the events up to SEQ (default: all)\n"
                  "                                     into a new session linked to <id>;\n"
-                 "                                     an engine-bound session stays bound\n"
+                 "                                     the enabled plugins' participants carry\n"
+                 "                                     their state over (an engine-bound\n"
+                 "                                     session stays bound)\n"
                  "  rename <id> <title>                set the title\n"
+                 "  fork ... --profile NAME            the profile whose plugins take part\n"
+                 "                                     (default \"default\")\n"
                  "\n"
                  "Options:\n"
                  "  --json      print JSON for programs instead of text:\n"
@@ -49,6 +53,7 @@ typedef struct opts {
     int n_given;
     int64_t limit, offset, after, at;
     const char *title;
+    const char *profile; /* fork: whose plugins' participants run */
 } opts;
 
 static int fail(const cdsh_error *e)
@@ -335,6 +340,7 @@ int cdsh_cmd_sessions(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},         {"limit", required_argument, NULL, 'l'},
         {"offset", required_argument, NULL, 'o'}, {"after", required_argument, NULL, 'a'},
         {"at", required_argument, NULL, 't'},     {"title", required_argument, NULL, 'T'},
+        {"profile", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     opts o = {.limit = -1};
@@ -363,6 +369,7 @@ int cdsh_cmd_sessions(int argc, char **argv)
                 return usage_error("--at wants a seq number >= 1, got '%s'", optarg);
             break;
         case 'T': o.title = optarg; break;
+        case 'P': o.profile = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -378,7 +385,7 @@ int cdsh_cmd_sessions(int argc, char **argv)
     static const char *const allowed[][2] = {
         {"list", " limit offset "},
         {"show", " after limit "},
-        {"fork", " at title "},
+        {"fork", " at title profile "},
         {"rm", " "},
         {"rename", " "},
     };
@@ -431,13 +438,25 @@ int cdsh_cmd_sessions(int argc, char **argv)
     } else if (strcmp(action, "rm") == 0) {
         status = cmd_rm(st, nargs, args, &o);
     } else if (strcmp(action, "fork") == 0) {
+        /* The participants are the fork hooks of the profile's plugins. */
         char *new_id = NULL;
         json_t *notes = NULL;
-        if (cdsh_session_store_fork_with(st, args[0], o.at, o.title, cdsh_builtin_fork_hooks, NULL,
-                                         &new_id, &notes, &e) != 0)
+        cdsh_host *host = NULL;
+        cdsh_profile *profile = NULL;
+        const void **hooks = NULL;
+        if (cdsh_cli_host_open("sessions", o.profile, &host, &profile) != 0)
+            status = 1;
+        else if (!(hooks = cdsh_host_hooks_dup(host, CDSH_SESSION_FORK_HOOKS)))
+            status = fail((cdsh_error_set(&e, CDSH_ENOMEM, "NO_MEMORY", "out of memory"), &e));
+        else if (cdsh_session_store_fork_with(st, args[0], o.at, o.title,
+                                              (const cdsh_session_fork_hook *const *)hooks, NULL,
+                                              &new_id, &notes, &e) != 0)
             status = fail(&e);
         else
             status = print_session_result(st, new_id, &o, "forked", notes);
+        free(hooks);
+        cdsh_host_free(host);
+        cdsh_profile_free(profile);
         json_decref(notes);
         free(new_id);
     } else {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 
 static void usage(FILE *out)
 {

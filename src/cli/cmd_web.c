@@ -17,8 +17,8 @@
 #include "cli/cli_agent.h"
 #include "proto/mcp/mcp_bridge.h"
 #include "server/api.h"
-#include "server/rpc_gateway.h"
 #include "server/connection.h"
+#include "server/rpc_gateway.h"
 #include "server/web.h"
 
 static void usage(FILE *out)
@@ -135,23 +135,18 @@ int cdsh_cmd_web(int argc, char **argv)
         cdsh_mcp_export_attach(ex, mcp_server);
     }
 
-    /* Engines: sessions bound to an external ACP agent, whose permission
-     * requests (like tools that ask) reach the page's approval dialog.
-     * cdsh's own tools are offered to engines whose mcp is "inherit". */
+    /* The page's approval dialog: the api installs this broker on the host's
+     * tools, where tools that ask and plugins asking for a person (an ACP
+     * agent's permission request) find it. */
     cdsh_approvals *approvals = cdsh_approvals_new(0);
-    json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
-    json_t *mcp = self ? json_pack("[o]", self) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals};
     cdsh_error err = {0};
-    cdsh_acp_service *acp = approvals ? cdsh_acp_service_new(&so, &err) : NULL;
-    json_decref(mcp);
-    cdsh_api_options ao = {.acp = acp, .approvals = approvals};
+    cdsh_api_options ao = {.approvals = approvals};
 
     cdsh_web *web = NULL;
     cdsh_api *api = NULL;
     int status = 1;
-    if (!acp) {
-        fprintf(stderr, "cdsh web: %s\n", err.message[0] ? err.message : "out of memory");
+    if (!approvals) {
+        fprintf(stderr, "cdsh web: out of memory\n");
         goto done;
     }
     if (cdsh_web_start(&opts, &web, &err) != 0 ||
@@ -181,7 +176,6 @@ done:
     cdsh_api_shutdown(api);
     cdsh_web_stop(web);
     cdsh_api_free(api);
-    cdsh_acp_service_free(acp); /* disposes the engine processes */
     cdsh_approvals_free(approvals);
     cdsh_mcp_http_free(opts.mcp);
     if (ex)

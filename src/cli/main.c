@@ -1,12 +1,16 @@
-/* main.c — cdsh's entry point: global flags, then dispatch to a subcommand
- * from the table in subcommands.c. Nothing else lives here. */
+/* main.c — cdsh's entry point: hands the built-in plugin descriptors to the
+ * front end (the one place outside src/plugins/ that reaches their list),
+ * then global flags, then dispatch to a subcommand (subcommands.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/subcommands.h"
+#include "host/cli.h"
+#include "plugins/builtin.h"
 
 int main(int argc, char **argv)
 {
+    cdsh_cli_host_set_plugins(cdsh_builtin_plugins);
     if (argc < 2) {
         cdsh_cli_print_usage(stderr);
         return 2;

@@ -1,30 +1,28 @@
-/* subcommands.c — the `cdsh` subcommand table, usage text and suggestions. */
+/* subcommands.c — the `cdsh` subcommand table, usage text and suggestions.
+ * The front end's own subcommands are the table below; a plugin's (`cdsh
+ * tavern`, `cdsh xiangqi`...) are the `subcommands` table of its descriptor
+ * (host/plugins.h), found by walking the descriptors main set with
+ * cdsh_cli_host_set_plugins — so this file names no plugin, and a plugin's
+ * subcommands work whether or not the profile enables the plugin. */
 #include "cli/subcommands.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cmd_acp.h"
 #include "cli/cmd_chat.h"
 #include "cli/cmd_commands.h"
 #include "cli/cmd_config.h"
 #include "cli/cmd_exec.h"
-#include "cli/cmd_run.h"
-#include "cli/cmd_facade.h"
-#include "cli/cmd_import.h"
 #include "cli/cmd_mcp.h"
-#include "cli/cmd_profile.h"
+#include "cli/cmd_run.h"
 #include "cli/cmd_sessions.h"
 #include "cli/cmd_skills.h"
 #include "cli/cmd_tools.h"
-#include "cli/cmd_tavern.h"
 #include "cli/cmd_web.h"
-#include "cli/cmd_xiangqi.h"
+#include "host/cli.h"
 
-/* Order does not matter: --help sorts by name. Branches add lines here
- * concurrently, so .gitattributes merges this file with the union driver. */
-const cdsh_subcommand cdsh_subcommands[] = {
-    {"acp", "external coding agents over ACP: engines, probe, prompt, sessions", cdsh_cmd_acp},
+/* Order does not matter: --help sorts by name. */
+static const cdsh_subcommand own[] = {
     {"chat", "chat with the model in the terminal (streamed, /commands, Ctrl-C cancels)",
      cdsh_cmd_chat},
     {"commands", "list the slash commands the enabled plugins register", cdsh_cmd_commands},
@@ -35,29 +33,50 @@ const cdsh_subcommand cdsh_subcommands[] = {
     {"run", "run one agent turn headless: cdsh run \"<prompt>\" [--session ID] [--json]",
      cdsh_cmd_run},
     {"sessions", "list, show, delete, fork and rename stored agent sessions", cdsh_cmd_sessions},
-    {"facade", "capability facade: analyze plugin tool surfaces, list declared capabilities",
-     cdsh_cmd_facade},
-    {"import", "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
-     cdsh_cmd_import},
     {"mcp", "serve cdsh's tools over MCP (stdio or HTTP); list and call any MCP server",
      cdsh_cmd_mcp},
-    {"profile", "verify a profile in a temporary home: plugins, configs, collisions (--smoke)",
-     cdsh_cmd_profile},
     {"skills", "list the skills the model can load, or show one", cdsh_cmd_skills},
     {"tools", "list the model-visible tools with their schema sizes", cdsh_cmd_tools},
-    {"tavern", "import, inspect and export role-play cards, lorebooks, presets, personas, regex",
-     cdsh_cmd_tavern},
     {"web", "start the local web UI and RPC gateway on 127.0.0.1 (the main job)", cdsh_cmd_web},
-    {"xiangqi", "xiangqi (Chinese chess) engine tools: perft", cdsh_cmd_xiangqi},
     {NULL, NULL, NULL},
 };
 
+/* Calls fn for every subcommand (own first, then each descriptor's in table
+ * order) until it returns true; returns that row or NULL. */
+static const cdsh_subcommand *walk(bool (*fn)(void *, const cdsh_subcommand *), void *ud)
+{
+    for (const cdsh_subcommand *c = own; c->name; c++)
+        if (fn(ud, c))
+            return c;
+    for (const cdsh_plugin_def *const *d = cdsh_cli_host_plugins(); *d; d++)
+        for (const cdsh_subcommand *c = (*d)->subcommands; c && c->name; c++)
+            if (fn(ud, c))
+                return c;
+    return NULL;
+}
+
+static bool named(void *ud, const cdsh_subcommand *c)
+{
+    return strcmp(c->name, ud) == 0;
+}
+
 const cdsh_subcommand *cdsh_subcommand_find(const char *name)
 {
-    for (const cdsh_subcommand *c = cdsh_subcommands; c->name; c++)
-        if (strcmp(c->name, name) == 0)
-            return c;
-    return NULL;
+    return name ? walk(named, (void *)name) : NULL;
+}
+
+typedef struct collect {
+    const cdsh_subcommand **rows;
+    size_t n, cap;
+} collect;
+
+static bool gather(void *ud, const cdsh_subcommand *c)
+{
+    collect *k = ud;
+    if (k->rows && k->n < k->cap)
+        k->rows[k->n] = c;
+    k->n++;
+    return false;
 }
 
 static int by_name(const void *a, const void *b)
@@ -75,19 +94,18 @@ void cdsh_cli_print_usage(FILE *out)
             "\n"
             "Subcommands:\n",
             CDSH_VERSION);
-    size_t n = 0;
-    while (cdsh_subcommands[n].name)
-        n++;
-    const cdsh_subcommand **sorted = malloc(n * sizeof *sorted);
-    for (size_t i = 0; sorted && i < n; i++)
-        sorted[i] = &cdsh_subcommands[i];
-    if (sorted)
-        qsort(sorted, n, sizeof *sorted, by_name);
-    for (size_t i = 0; i < n; i++) {
-        const cdsh_subcommand *c = sorted ? sorted[i] : &cdsh_subcommands[i];
-        fprintf(out, "  %-12s %s\n", c->name, c->summary);
-    }
-    free(sorted);
+    collect k = {0};
+    walk(gather, &k);
+    k.cap = k.n;
+    k.n = 0;
+    k.rows = malloc((k.cap ? k.cap : 1) * sizeof *k.rows);
+    if (!k.rows)
+        return;
+    walk(gather, &k);
+    qsort(k.rows, k.n, sizeof *k.rows, by_name);
+    for (size_t i = 0; i < k.n; i++)
+        fprintf(out, "  %-12s %s\n", k.rows[i]->name, k.rows[i]->summary);
+    free(k.rows);
     fprintf(out, "  %-12s %s\n", "help", "show this help, or `cdsh help <subcommand>` for one");
     fprintf(out, "\n"
                  "Global options:\n"
@@ -130,16 +148,25 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
+typedef struct closest {
+    const char *name, *best;
+    size_t best_d;
+} closest;
+
+static bool consider(void *ud, const cdsh_subcommand *c)
+{
+    closest *k = ud;
+    size_t d = edit_distance(k->name, c->name);
+    if (d < k->best_d || (strncmp(k->name, c->name, strlen(k->name)) == 0 && strlen(k->name) >= 2)) {
+        k->best_d = d;
+        k->best = c->name;
+    }
+    return false;
+}
+
 const char *cdsh_subcommand_suggest(const char *name)
 {
-    const char *best = NULL;
-    size_t best_d = 3; /* suggest only close matches */
-    for (const cdsh_subcommand *c = cdsh_subcommands; c->name; c++) {
-        size_t d = edit_distance(name, c->name);
-        if (d < best_d || (strncmp(name, c->name, strlen(name)) == 0 && strlen(name) >= 2)) {
-            best_d = d;
-            best = c->name;
-        }
-    }
-    return best;
+    closest k = {name, NULL, 3}; /* suggest only close matches */
+    walk(consider, &k);
+    return k.best;
 }

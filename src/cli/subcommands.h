@@ -1,24 +1,20 @@
-/* subcommands.h — the table of `cdsh <subcommand>` entries. Each subsystem
- * adds one line to subcommands.c; main.c only parses global flags and
- * dispatches through this table. */
+/* subcommands.h — `cdsh <subcommand>` lookup: the front end's own table
+ * (subcommands.c) plus the `subcommands` tables of the plugin descriptors
+ * main handed to cdsh_cli_host_set_plugins (host/cli.h). main.c only parses
+ * global flags and dispatches through here. */
 #ifndef CDSH_CLI_SUBCOMMANDS_H
 #define CDSH_CLI_SUBCOMMANDS_H
 
 #include <stdio.h>
 
-typedef struct cdsh_subcommand {
-    const char *name;
-    const char *summary;               /* one line for `cdsh --help` */
-    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name; returns exit status */
-} cdsh_subcommand;
+#include "host/subcommand.h"
 
-/* NULL-terminated table, sorted by name. */
-extern const cdsh_subcommand cdsh_subcommands[];
-
-/* Looks a subcommand up by exact name; NULL if unknown. */
+/* Looks a subcommand up by exact name (own ones first, then the plugins'
+ * in descriptor order); NULL if unknown. */
 const cdsh_subcommand *cdsh_subcommand_find(const char *name);
 
-/* Prints the full usage text (global flags and one line per subcommand). */
+/* Prints the full usage text (global flags and one line per subcommand,
+ * sorted by name). */
 void cdsh_cli_print_usage(FILE *out);
 
 /* The closest subcommand name to `name` (for "did you mean"), or NULL. */

@@ -348,3 +348,42 @@ int cdsh_approvals_install(cdsh_approvals *ap, cdsh_tools *tools, cdsh_disposer_
     cdsh_approval_service svc = {tool_request, ap};
     return cdsh_tools_set_approval(tools, &svc, out, err);
 }
+
+cdsh_approvals *cdsh_approvals_installed(cdsh_tools *tools)
+{
+    cdsh_approval_service svc;
+    if (!tools || !cdsh_tools_approval_current(tools, &svc) || svc.request != tool_request)
+        return NULL;
+    return svc.ud;
+}
+
+char *cdsh_approvals_option_for_dup(const json_t *params, cdsh_approval_outcome outcome)
+{
+    const char *prefs[3];
+    if (outcome == CDSH_APPROVAL_ALLOWED_ONCE) {
+        prefs[0] = "allow_once";
+        prefs[1] = "allow_always";
+        prefs[2] = "allow";
+    } else if (outcome == CDSH_APPROVAL_REJECTED || outcome == CDSH_APPROVAL_UNAVAILABLE) {
+        prefs[0] = "reject_once";
+        prefs[1] = "reject_always";
+        prefs[2] = "reject";
+    } else {
+        return NULL;
+    }
+    for (int p = 0; p < 3; p++) {
+        size_t i;
+        json_t *o;
+        json_array_foreach(json_object_get(params, "options"), i, o) {
+            const char *kind = json_string_value(json_object_get(o, "kind"));
+            const char *id = json_string_value(json_object_get(o, "optionId"));
+            if (!kind || !id)
+                continue;
+            bool match = p < 2 ? strcmp(kind, prefs[p]) == 0
+                               : strncmp(kind, prefs[p], strlen(prefs[p])) == 0;
+            if (match)
+                return strdup(id);
+        }
+    }
+    return NULL;
+}

@@ -97,9 +97,24 @@ json_t *cdsh_approvals_pending_dup(cdsh_approvals *ap, const char *session_id);
 int cdsh_approvals_install(cdsh_approvals *ap, cdsh_tools *tools, cdsh_disposer_t *out,
                            cdsh_error *err);
 
+/* The broker that cdsh_approvals_install installed on `tools` (the front
+ * end's, which shows requests to the person), or NULL when none is. For
+ * plugins that ask the person outside a tool call (an ACP agent's
+ * permission request): the front end installs its broker before it runs
+ * turns and removes it after they ended, so the pointer is valid for a
+ * request made during a turn. */
+cdsh_approvals *cdsh_approvals_installed(cdsh_tools *tools);
+
 /* Maps a tool request's answer to the registry's outcome: NULL with
  * `outcome` "unavailable" → UNAVAILABLE, other NULLs → CANCELLED,
  * CDSH_APPROVAL_TOOL_ALLOW → ALLOWED_ONCE, anything else → REJECTED. */
 cdsh_approval_outcome cdsh_approvals_tool_outcome(const char *option_id, const char *outcome);
+
+/* The option of params.options (an approval request, or an ACP
+ * request_permission's params: [{optionId, name, kind}]) that carries out an
+ * outcome: ALLOWED_ONCE → kind allow_once, else allow_always, else a kind
+ * starting "allow"; REJECTED / UNAVAILABLE → reject_once, reject_always,
+ * "reject*"; CANCELLED or no match → NULL. Owned optionId. */
+char *cdsh_approvals_option_for_dup(const json_t *params, cdsh_approval_outcome outcome);
 
 #endif

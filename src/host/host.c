@@ -3,6 +3,7 @@
 #include "host/host.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct cdsh_host {
     cdsh_events *events;
@@ -88,22 +89,65 @@ bool cdsh_host_plugin_enabled(const cdsh_plugin_def *def, const cdsh_profile *pr
     return said < 0 ? def->enabled_by_default : said == 1;
 }
 
+static bool says_star(const cdsh_plugin_def *d)
+{
+    for (const char *const *a = d->after; a && *a; a++)
+        if (strcmp(*a, "*") == 0)
+            return true;
+    return false;
+}
+
+/* May d load now? Every plugin its `after` names that is in defs (and "*":
+ * every plugin of defs without "*") is loaded already. */
+static bool ready(const cdsh_plugin_def *d, const cdsh_plugin_def *const *defs, const bool *done)
+{
+    bool star = says_star(d);
+    for (size_t i = 0; defs[i]; i++) {
+        if (done[i] || defs[i] == d)
+            continue;
+        if (star && !says_star(defs[i]))
+            return false;
+        for (const char *const *a = d->after; a && *a; a++)
+            if (strcmp(*a, defs[i]->name) == 0)
+                return false;
+    }
+    return true;
+}
+
 int cdsh_host_load_plugins(cdsh_host *host, const cdsh_plugin_def *const *defs,
                            const cdsh_profile *profile, cdsh_error *err)
 {
+    size_t n = 0;
+    while (defs && defs[n])
+        n++;
+    bool *done = calloc(n + 1, sizeof *done);
+    if (!done)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     int first = 0;
-    for (; defs && *defs; defs++) {
-        if (!cdsh_host_plugin_enabled(*defs, profile))
+    /* Table order, except that a plugin waits for the ones its `after`
+     * names; a cycle falls back to table order. */
+    for (size_t loaded = 0; loaded < n; loaded++) {
+        size_t pick = n;
+        for (size_t i = 0; i < n && pick == n; i++)
+            if (!done[i] && ready(defs[i], defs, done))
+                pick = i;
+        for (size_t i = 0; i < n && pick == n; i++)
+            if (!done[i])
+                pick = i;
+        done[pick] = true;
+        const cdsh_plugin_def *d = defs[pick];
+        if (!cdsh_host_plugin_enabled(d, profile))
             continue;
-        const json_t *config = profile ? cdsh_profile_config(profile, (*defs)->name) : NULL;
+        const json_t *config = profile ? cdsh_profile_config(profile, d->name) : NULL;
         cdsh_error perr = {0};
-        int rc = cdsh_plugin_load(host, *defs, config, NULL, &perr);
+        int rc = cdsh_plugin_load(host, d, config, NULL, &perr);
         if (rc && !first) {
             first = rc;
             if (err)
                 *err = perr;
         }
     }
+    free(done);
     return first;
 }
 

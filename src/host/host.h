@@ -35,7 +35,8 @@ cdsh_prompt *cdsh_host_prompt(cdsh_host *host);
 bool cdsh_host_plugin_enabled(const cdsh_plugin_def *def, const cdsh_profile *profile);
 
 /* Loads every enabled descriptor of the NULL-terminated `defs` with its
- * profile config (profile may be NULL: defaults only). A plugin that fails is
+ * profile config (profile may be NULL: defaults only), in table order except
+ * that a descriptor loads after the ones its `after` names (plugins.h). A plugin that fails is
  * reported and skipped; the others still load. Returns 0 when all enabled
  * plugins loaded (or are pending); otherwise the first failure's code, with
  * err naming that plugin. */

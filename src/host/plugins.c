@@ -41,6 +41,12 @@ struct cdsh_plugin {
     cdsh_plugin_ctx ctx;
 };
 
+typedef struct hook {
+    char kind[64];
+    const void *ptr;
+    cdsh__plugins *mgr;
+} hook;
+
 typedef struct service {
     char *name;
     void *impl;
@@ -54,6 +60,7 @@ struct cdsh__plugins {
     cdsh__ptrs fibers;    /* of cdsh_plugin*, live ones in load order */
     cdsh__ptrs disposed;  /* fibers that ended; kept so handles stay valid */
     cdsh__ptrs services;  /* of service* */
+    cdsh__ptrs hooks;     /* of hook*, registration order */
     int depth;
     bool settling, shutting_down;
 };
@@ -134,6 +141,9 @@ void cdsh__plugins_free(cdsh__plugins *mgr)
         free(s);
     }
     cdsh__ptrs_deinit(&mgr->services);
+    for (size_t i = 0; i < mgr->hooks.n; i++)
+        free(mgr->hooks.items[i]);
+    cdsh__ptrs_deinit(&mgr->hooks);
     pthread_mutex_destroy(&mgr->lock);
     free(mgr);
 }
@@ -764,6 +774,65 @@ int cdsh_ctx_provide(cdsh_plugin_ctx *ctx, const char *name, void *impl, cdsh_er
         return rc;
     }
     return push(ctx, (cdsh_disposer_t){withdraw, s}, err);
+}
+
+/* ---- hooks ---------------------------------------------------------------- */
+
+static void hook_remove(void *arg)
+{
+    hook *h = arg;
+    cdsh__plugins *m = h->mgr;
+    pthread_mutex_lock(&m->lock);
+    cdsh__ptrs_remove(&m->hooks, h);
+    pthread_mutex_unlock(&m->lock);
+    free(h);
+}
+
+int cdsh_ctx_hook(cdsh_plugin_ctx *ctx, const char *kind, const void *ptr, cdsh_error *err)
+{
+    if (!kind || !*kind || strlen(kind) >= sizeof ((hook *)0)->kind || !ptr)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT",
+                              "a hook needs a kind (1 to 63 bytes) and a non-NULL pointer");
+    int rc = check_active(ctx, err);
+    if (rc)
+        return rc;
+    cdsh__plugins *m = ctx->plugin->mgr;
+    hook *h = calloc(1, sizeof *h);
+    if (!h)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    snprintf(h->kind, sizeof h->kind, "%s", kind);
+    h->ptr = ptr;
+    h->mgr = m;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; rc == 0 && i < m->hooks.n; i++) {
+        const hook *o = m->hooks.items[i];
+        if (o->ptr == ptr && strcmp(o->kind, kind) == 0)
+            rc = cdsh_error_set(err, CDSH_EEXIST, "HOOK_EXISTS",
+                                "this %s hook is already registered", kind);
+    }
+    if (rc == 0 && cdsh__ptrs_push(&m->hooks, h) != 0)
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    pthread_mutex_unlock(&m->lock);
+    if (rc) {
+        free(h);
+        return rc;
+    }
+    return push(ctx, (cdsh_disposer_t){hook_remove, h}, err);
+}
+
+const void **cdsh_host_hooks_dup(cdsh_host *host, const char *kind)
+{
+    cdsh__plugins *m = cdsh__host_plugins(host);
+    pthread_mutex_lock(&m->lock);
+    const void **out = calloc(m->hooks.n + 1, sizeof *out);
+    size_t n = 0;
+    for (size_t i = 0; out && kind && i < m->hooks.n; i++) {
+        const hook *h = m->hooks.items[i];
+        if (strcmp(h->kind, kind) == 0)
+            out[n++] = h->ptr;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return out;
 }
 
 void *cdsh_host_service(cdsh_host *host, const char *name)

@@ -17,6 +17,7 @@
 #include "host/rpc.h"
 #include "host/scope.h"
 #include "host/skills.h"
+#include "host/subcommand.h"
 #include "host/tools.h"
 
 /* Ownership: each cdsh_ctx_* registration calls the host registry AND records
@@ -60,6 +61,17 @@ typedef struct cdsh_plugin_def {
     const char *config_schema;   /* JSON text in config.h's vocabulary; NULL: no config */
     bool enabled_by_default;     /* when the profile does not say */
     cdsh_plugin_apply_fn apply;
+    /* Load order: names of plugins this one loads after when both are in
+     * the table given to cdsh_host_load_plugins; "*" means every plugin of
+     * that table that does not itself say "*" (the facade, which declares
+     * capabilities over the others' tools). NULL-terminated, or NULL. */
+    const char *const *after;
+    /* `cdsh <name>` subcommands this plugin adds to the command line
+     * (NULL-terminated, or NULL). They belong to the descriptor, not to a
+     * loaded fiber: the front end lists and runs them whether or not a
+     * profile enables the plugin (`cdsh tavern import` works with the
+     * tavern off), and each opens what it needs itself (host/cli.h). */
+    const cdsh_subcommand *subcommands;
 } cdsh_plugin_def;
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -166,6 +178,27 @@ int cdsh_ctx_provide(cdsh_plugin_ctx *ctx, const char *name, void *service, cdsh
 void *cdsh_ctx_get(cdsh_plugin_ctx *ctx, const char *name);
 /* Same, for front ends and tests. */
 void *cdsh_host_service(cdsh_host *host, const char *name);
+
+/* ---- hooks by kind ---------------------------------------------------------
+ * A hook is a borrowed pointer (normally a static const struct, whose own
+ * `arg` may point at the plugin's state) registered under a kind string.
+ * The host neither knows nor calls hook types: the layer that consumes a
+ * kind defines its struct and its kind name beside it (e.g.
+ * CDSH_SESSION_FORK_HOOKS in agent/session_store.h: fork participants;
+ * CDSH_SESSION_RUNNERS in agent/session_runner.h: plugins that run the
+ * turns of the sessions bound to them). Front ends collect the hooks of a
+ * kind from the host instead of naming plugins. */
+
+/* Registers hook under kind until this plugin unloads (or the scoped
+ * context is freed). Registered twice: CDSH_EEXIST "HOOK_EXISTS". */
+int cdsh_ctx_hook(cdsh_plugin_ctx *ctx, const char *kind, const void *hook, cdsh_error *err);
+
+/* The hooks of `kind` in registration order (plugin load order): an owned,
+ * NULL-terminated array of borrowed pointers (free() it), never NULL but
+ * on ENOMEM. A hook stays valid while its plugin is loaded: callers run
+ * the hooks between lifecycle calls (front ends do not unload plugins
+ * while a request that uses a hook runs). */
+const void **cdsh_host_hooks_dup(cdsh_host *host, const char *kind);
 
 /* Loads a child plugin owned by this context (unloaded with it). */
 int cdsh_ctx_plugin(cdsh_plugin_ctx *ctx, const cdsh_plugin_def *def, const json_t *config,

@@ -1046,6 +1046,16 @@ int cdsh_tools_set_approval(cdsh_tools *t, const cdsh_approval_service *service,
     return 0;
 }
 
+bool cdsh_tools_approval_current(cdsh_tools *t, cdsh_approval_service *out)
+{
+    pthread_rwlock_rdlock(&t->lock);
+    bool has = t->has_approval;
+    if (has && out)
+        *out = t->approval;
+    pthread_rwlock_unlock(&t->lock);
+    return has;
+}
+
 /* ---- snapshots for dispatch ------------------------------------------------------------- */
 
 int cdsh__tools_snapshot(cdsh_tools *t, const cdsh_scope *scope, const char *name,

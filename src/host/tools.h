@@ -256,6 +256,10 @@ typedef struct cdsh_approval_service {
 int cdsh_tools_set_approval(cdsh_tools *tools, const cdsh_approval_service *service,
                             cdsh_disposer_t *out, cdsh_error *err);
 
+/* Copies the installed approval service into *out (may be NULL); false when
+ * none is installed. */
+bool cdsh_tools_approval_current(cdsh_tools *tools, cdsh_approval_service *out);
+
 /* ---- the visibility resolver (§4) ----------------------------------------- */
 
 /* Model-facing list for `scope`: owned array of {name, description,

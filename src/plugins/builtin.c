@@ -1,5 +1,4 @@
-/* builtin.c — the compiled-in plugin table (one line per plugin) and the
- * plugins' fork participants. */
+/* builtin.c — the compiled-in plugin table (one line per plugin). */
 #include "plugins/builtin.h"
 
 #include <string.h>
@@ -17,12 +16,7 @@ const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_xq_plugin,
     &cdsh_mcpimport_plugin,
     &cdsh_tavern_plugin, /* off by default; profiles enable it */
-    &cdsh_facade_plugin, /* last: profile capabilities are declared over the others' tools */
-    NULL,
-};
-
-const cdsh_session_fork_hook *const cdsh_builtin_fork_hooks[] = {
-    &cdsh_acp_fork_hook, /* a fork of an engine-bound session stays bound */
+    &cdsh_facade_plugin, /* its descriptor says it loads after the others */
     NULL,
 };
 

@@ -1,21 +1,18 @@
-/* builtin.h — the table of plugins compiled into cdsh, and of their
- * session-fork participants. Each plugin adds one line to builtin.c; the
- * profile decides which of them a host loads (cdsh_host_load_plugins).
- * Front ends (cli, server) pass these tables on; the host layer never
- * refers to them. Read-only; thread-safe. */
+/* builtin.h — the table of plugins compiled into cdsh. Each plugin adds one
+ * line to builtin.c; the profile decides which of them a host loads
+ * (cdsh_host_load_plugins). Everything else a plugin brings — its `cdsh`
+ * subcommands, load order, RPC channels, fork participants, session runners —
+ * hangs off its descriptor or is registered through its context, so only
+ * main (src/cli/main.c) refers to this table outside src/plugins/.
+ * Read-only; thread-safe. */
 #ifndef CDSH_PLUGINS_BUILTIN_H
 #define CDSH_PLUGINS_BUILTIN_H
 
-#include "agent/session_store.h"
 #include "host/plugins.h"
 
-/* NULL-terminated, in load order (providers before their consumers). */
+/* NULL-terminated. Load order is the table's except where a descriptor's
+ * `after` says otherwise (the facade loads after the others). */
 extern const cdsh_plugin_def *const cdsh_builtin_plugins[];
-
-/* NULL-terminated: the plugins' participants in session forks (state they
- * keep about a session outside the store), for cdsh_session_store_fork_with.
- * They need no loaded host: front ends pass this table as it is. */
-extern const cdsh_session_fork_hook *const cdsh_builtin_fork_hooks[];
 
 /* The built-in descriptor named `name`, or NULL. */
 const cdsh_plugin_def *cdsh_builtin_plugin_find(const char *name);

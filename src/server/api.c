@@ -1,8 +1,9 @@
 /* api.c — the /api routes: sessions, turns on background threads with
- * their cancel tokens (model turns, or engine turns for sessions bound to
- * an ACP engine), commands, status, panels, engines, approvals, and the SSE
- * streams fed by the agent's events and the host bus. The agent loop itself
- * is agent.c; engine turns are plugins/acp/turn.c. */
+ * their cancel tokens (model turns, or the turns of a plugin's session
+ * runner for sessions bound to it — agent/session_runner.h), commands,
+ * status, panels, approvals, and the SSE streams fed by the agent's events
+ * and the host bus. The agent loop itself is agent.c. Plugin surfaces (the
+ * ACP engines, say) are the plugins' RPC channels, not routes here. */
 #include "server/api.h"
 
 #include <microhttpd.h>
@@ -12,11 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/session_runner.h"
 #include "base/log.h"
-#include "plugins/acp/plugin.h"
-#include "plugins/acp/state.h"
-#include "plugins/acp/turn.h"
-#include "plugins/builtin.h"
 #include "server/web_assets.h"
 
 typedef struct running {
@@ -28,7 +26,7 @@ typedef struct running {
     pthread_t th;
     bool started; /* a thread exists (to join) */
     bool done;
-    bool engine; /* the session is bound to an ACP engine */
+    const cdsh_session_runner *runner; /* a plugin runs the turn; NULL: the model */
 } running;
 
 struct cdsh_api {
@@ -38,9 +36,8 @@ struct cdsh_api {
     pthread_mutex_t mu; /* guards turns, shutting_down */
     running *turns;
     bool shutting_down;
-    cdsh_disposer_t bus_state, bus_plugins;
+    cdsh_disposer_t bus_state, bus_plugins, bus_sessions;
     int route_ids[4];
-    cdsh_acp_service *acp;     /* borrowed; NULL: no engines */
     cdsh_approvals *approvals; /* borrowed or owned (own_approvals) */
     bool own_approvals;
     cdsh_disposer_t tools_approval;
@@ -107,12 +104,14 @@ static void *turn_main(void *arg)
     running *r = arg;
     cdsh_error err = {0};
     int rc;
-    if (r->engine) {
-        cdsh_acp_turn_opts to = {.svc = r->api->acp,
-                                 .store = cdsh_agent_store(r->api->agent),
-                                 .on_event = publish_event,
-                                 .event_arg = r};
-        rc = cdsh_acp_turn_run(&to, r->sid, r->text, r->tok, NULL, &err);
+    if (r->runner) {
+        cdsh_session_turn t = {.store = cdsh_agent_store(r->api->agent),
+                               .session_id = r->sid,
+                               .text = r->text,
+                               .cancel = r->tok,
+                               .on_event = publish_event,
+                               .event_arg = r};
+        rc = r->runner->run(r->runner->arg, &t, NULL, &err);
     } else {
         cdsh_agent_outcome out;
         rc = cdsh_agent_run_turn(r->api->agent, r->sid, r->text, r->tok, publish_event, r, &out,
@@ -135,10 +134,10 @@ static void *turn_main(void *arg)
     return NULL;
 }
 
-/* Starts a turn thread (an engine turn when `engine`); CDSH_EBUSY when one
- * runs for sid. */
-static int start_turn(cdsh_api *api, const char *sid, const char *text, bool engine,
-                      cdsh_error *err)
+/* Starts a turn thread (the runner's turn when `runner` is set, else the
+ * model's); CDSH_EBUSY when one runs for sid. */
+static int start_turn(cdsh_api *api, const char *sid, const char *text,
+                      const cdsh_session_runner *runner, cdsh_error *err)
 {
     pthread_mutex_lock(&api->mu);
     if (api->shutting_down) {
@@ -170,7 +169,7 @@ static int start_turn(cdsh_api *api, const char *sid, const char *text, bool eng
     r->text = strdup(text);
     r->tok = cdsh_cancel_new(NULL);
     r->done = false;
-    r->engine = engine;
+    r->runner = runner;
     if (!r->text || !r->tok || pthread_create(&r->th, NULL, turn_main, r) != 0) {
         r->done = true;
         pthread_mutex_unlock(&api->mu);
@@ -271,23 +270,18 @@ static void delete_session(cdsh_api *api, const char *sid, cdsh_web_response *re
         reply_err(res, &err);
         return;
     }
-    /* Its engine binding goes with it (the agent's own session stays). */
-    if (api->acp)
-        cdsh_acp_service_release(api->acp, sid, NULL);
-    cdsh_acp_state_session_remove(sid, NULL);
+    /* What runners keep about it (an engine binding) goes with it. */
+    cdsh_session_runners_forget(cdsh_agent_host(api->agent), sid);
     json_t *ch = json_pack("{s:s, s:s}", "reason", "deleted", "id", sid);
     cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
     json_decref(ch);
     cdsh_web_reply_json(res, 200, json_pack("{s:s}", "deleted", sid));
 }
 
-/* What this front end holds for the fork participants: the engines it
- * runs (so a fork reuses the parent's engine process), then the host's. */
+/* What this front end holds for the fork participants: the host's services. */
 static void *fork_service(void *arg, const char *name)
 {
     cdsh_api *api = arg;
-    if (api->acp && strcmp(name, CDSH_ACP_SERVICE) == 0)
-        return api->acp;
     return cdsh_host_service(cdsh_agent_host(api->agent), name);
 }
 
@@ -309,14 +303,20 @@ static void fork_session(cdsh_api *api, const char *sid, const cdsh_web_request 
     char *child = NULL;
     json_t *notes = NULL, *s = NULL;
     cdsh_session_fork_env env = {fork_service, api};
+    /* The participants: the fork hooks the host's plugins registered. */
+    const void **hooks = cdsh_host_hooks_dup(cdsh_agent_host(api->agent), CDSH_SESSION_FORK_HOOKS);
     if (at && !json_is_null(at) && (!json_is_integer(at) || json_integer_value(at) < 1))
         cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST", "\"atSeq\" must be an event seq >= 1");
     else if (title && !json_is_null(title) && !json_is_string(title))
         cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST", "\"title\" must be a string");
+    else if (!hooks)
+        cdsh_error_set(&err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     else if (cdsh_session_store_fork_with(cdsh_agent_store(api->agent), sid, json_integer_value(at),
-                                          json_string_value(title), cdsh_builtin_fork_hooks, &env,
+                                          json_string_value(title),
+                                          (const cdsh_session_fork_hook *const *)hooks, &env,
                                           &child, &notes, &err) == 0)
         s = cdsh_session_store_get(cdsh_agent_store(api->agent), child, &err);
+    free(hooks);
     json_decref(body);
     if (!s) {
         reply_err(res, &err);
@@ -343,16 +343,13 @@ static void send_message(cdsh_api *api, const char *sid, const cdsh_web_request 
     cdsh_error err = {0};
     json_t *s = NULL;
     /* Read once, here: start_turn holds the api lock, no file I/O under it. */
-    bool bound = text && *text && cdsh_acp_turn_is_bound(sid);
+    const cdsh_session_runner *runner =
+        text && *text ? cdsh_session_runner_find(cdsh_agent_host(api->agent), sid) : NULL;
     if (!text || !*text) {
         cdsh_web_reply_error(res, 400, "BAD_REQUEST", "the body needs a non-empty \"text\"");
-    } else if (bound && !api->acp) {
-        cdsh_web_reply_error(res, 503, "NO_ENGINES",
-                             "session %s is bound to an engine, but this server runs no engines",
-                             sid);
     } else if (!(s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err))) {
         reply_err(res, &err);
-    } else if (start_turn(api, sid, text, bound, &err) != 0) {
+    } else if (start_turn(api, sid, text, runner, &err) != 0) {
         reply_err(res, &err);
     } else {
         cdsh_web_reply_json(res, 202, json_pack("{s:s, s:b}", "sessionId", sid, "accepted", 1));
@@ -456,145 +453,6 @@ static void status(cdsh_api *api, cdsh_web_response *res)
                                   (json_int_t)cdsh_hub_last_id(api->hub)));
 }
 
-/* ---- engines (external ACP agents) ---------------------------------------------------- */
-
-static void list_engines(cdsh_api *api, cdsh_web_response *res)
-{
-    json_t *engines = NULL, *diags = NULL;
-    cdsh_error err = {0};
-    if (cdsh_acp_state_engines_listing(&engines, &diags, &err) < 0) {
-        reply_err(res, &err);
-        return;
-    }
-    json_t *out = json_array();
-    size_t i;
-    json_t *row;
-    json_array_foreach(engines, i, row) {
-        json_array_append_new(out, json_pack("{s:O, s:O, s:O?, s:O, s:O, s:O?}", "id",
-                                             json_object_get(row, "id"), "label",
-                                             json_object_get(row, "label"), "description",
-                                             json_object_get(row, "description"), "enabled",
-                                             json_object_get(row, "enabled"), "resolved",
-                                             json_object_get(row, "resolved"), "health",
-                                             json_object_get(row, "health")));
-    }
-    json_decref(engines);
-    cdsh_web_reply_json(res, 200,
-                        json_pack("{s:o, s:o, s:b}", "engines", out, "diagnostics",
-                                  diags ? diags : json_array(), "available", api->acp != NULL));
-}
-
-/* {binding: entry|null, locked, config: {configOptions, modes}|null} */
-static json_t *engine_state(cdsh_api *api, const char *sid)
-{
-    json_t *entry = NULL;
-    if (cdsh_acp_state_session_get(sid, &entry, NULL) < 0)
-        entry = NULL;
-    json_t *cfg = api->acp && entry ? cdsh_acp_service_config_dup(api->acp, sid) : NULL;
-    bool locked = entry && json_is_string(json_object_get(entry, "lockedEngineId"));
-    return json_pack("{s:o, s:b, s:o}", "binding", entry ? entry : json_null(), "locked", locked,
-                     "config", cfg ? cfg : json_null());
-}
-
-static bool session_exists(cdsh_api *api, const char *sid, cdsh_web_response *res)
-{
-    cdsh_error err = {0};
-    json_t *s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err);
-    if (!s)
-        reply_err(res, &err);
-    json_decref(s);
-    return s != NULL;
-}
-
-static void reply_engine_err(cdsh_web_response *res, const cdsh_error *err)
-{
-    cdsh_web_reply_error(res, err->rc == CDSH_EPERM ? 409 : status_for(err),
-                         err->code[0] ? err->code : "INTERNAL", "%s", err->message);
-}
-
-static void session_engine(cdsh_api *api, const char *sid, const char *sub,
-                           const cdsh_web_request *req, cdsh_web_response *res)
-{
-    if (!session_exists(api, sid, res))
-        return;
-    const char *m = req->method;
-    if (!api->acp && strcmp(m, "GET") != 0) {
-        cdsh_web_reply_error(res, 503, "NO_ENGINES", "this server was started without engines");
-        return;
-    }
-    cdsh_error err = {0};
-    if (!*sub && strcmp(m, "GET") == 0) {
-        cdsh_web_reply_json(res, 200, engine_state(api, sid));
-        return;
-    }
-    if (is_running(api, sid) && strcmp(sub, "config") != 0) {
-        cdsh_web_reply_error(res, 409, "SESSION_BUSY", "session %s is running a turn", sid);
-        return;
-    }
-    if (!*sub && strcmp(m, "DELETE") == 0) {
-        json_t *entry = NULL;
-        int rc = cdsh_acp_state_session_get(sid, &entry, &err);
-        if (rc == 0 && json_is_string(json_object_get(entry, "lockedEngineId")))
-            rc = cdsh_error_set(&err, CDSH_EPERM, "ENGINE_LOCKED",
-                                "the session's engine is locked after its first message");
-        json_decref(entry);
-        if (rc == 0)
-            cdsh_acp_service_release(api->acp, sid, NULL);
-        if (rc == 0)
-            rc = cdsh_acp_state_session_remove(sid, &err);
-        if (rc < 0)
-            reply_engine_err(res, &err);
-        else
-            cdsh_web_reply_json(res, 200, engine_state(api, sid));
-        return;
-    }
-    if (strcmp(m, "POST") != 0) {
-        cdsh_web_reply_error(res, 405, "METHOD_NOT_ALLOWED", "method not allowed here");
-        return;
-    }
-    json_t *body = body_or_empty(req, res);
-    if (!body)
-        return;
-    int rc = 0;
-    const char *via = NULL;
-    if (!*sub) {
-        const char *engine = json_string_value(json_object_get(body, "engineId"));
-        const char *cwd = json_string_value(json_object_get(body, "cwd"));
-        char here[4096];
-        if (!cwd && !cdsh_acp_turn_is_bound(sid))
-            cwd = getcwd(here, sizeof here) ? here : "/";
-        rc = engine ? cdsh_acp_service_bind(api->acp, sid, engine, cwd, &err)
-                    : cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST",
-                                     "the body needs an \"engineId\"");
-    } else if (strcmp(sub, "open") == 0) {
-        json_t *warnings = NULL;
-        rc = cdsh_acp_service_open(api->acp, sid, NULL, &warnings, &err);
-        json_decref(warnings);
-    } else if (strcmp(sub, "config") == 0) {
-        const char *id = json_string_value(json_object_get(body, "configId"));
-        const char *value = json_string_value(json_object_get(body, "value"));
-        rc = id && value ? cdsh_acp_service_set_config(api->acp, sid, id, value, &via, &err)
-                         : cdsh_error_set(&err, CDSH_EINVAL, "BAD_REQUEST",
-                                          "the body needs \"configId\" and \"value\"");
-    } else {
-        rc = cdsh_error_set(&err, CDSH_ENOTFOUND, "NOT_FOUND", "no such API route");
-    }
-    json_decref(body);
-    if (rc < 0) {
-        reply_engine_err(res, &err);
-        return;
-    }
-    json_t *out = engine_state(api, sid);
-    if (via)
-        json_object_set_new(out, "via", json_string(via));
-    if (!*sub) {
-        json_t *ch = json_pack("{s:s, s:s}", "reason", "engine", "id", sid);
-        cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
-        json_decref(ch);
-    }
-    cdsh_web_reply_json(res, 200, out);
-}
-
 /* ---- approvals ------------------------------------------------------------------------- */
 
 static void session_approvals(cdsh_api *api, const char *sid, const char *id,
@@ -666,9 +524,7 @@ static void sessions_route(void *arg, const cdsh_web_request *req, cdsh_web_resp
     const char *action = slash ? slash + 1 : "";
     const char *m = req->method;
     bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
-    if (strcmp(action, "engine") == 0 || strncmp(action, "engine/", 7) == 0)
-        session_engine(api, sid, action[6] ? action + 7 : "", req, res);
-    else if (strcmp(action, "approvals") == 0 || strncmp(action, "approvals/", 10) == 0)
+    if (strcmp(action, "approvals") == 0 || strncmp(action, "approvals/", 10) == 0)
         session_approvals(api, sid, action[9] ? action + 10 : "", req, res);
     else if (!*action && get)
         show_session(api, sid, req, res);
@@ -708,8 +564,6 @@ static void api_route(void *arg, const cdsh_web_request *req, cdsh_web_response 
         cdsh_web_reply_json(res, 200, json_pack("{s:o}", "panels", panels_json(api)));
     } else if (strcmp(req->path, "/api/events") == 0 && get) {
         stream(api, NULL, req, res);
-    } else if (strcmp(req->path, "/api/engines") == 0 && get) {
-        list_engines(api, res);
     } else {
         cdsh_web_reply_error(res, 404, "NOT_FOUND", "no such API route");
     }
@@ -743,7 +597,6 @@ int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *
     api->agent = agent;
     pthread_mutex_init(&api->mu, NULL);
     api->hub = cdsh_hub_new(0);
-    api->acp = opts ? opts->acp : NULL;
     api->approvals = opts ? opts->approvals : NULL;
     if (!api->approvals) {
         api->approvals = cdsh_approvals_new(opts ? opts->approval_timeout_ms : 0);
@@ -763,12 +616,13 @@ int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *
         rc = cdsh_events_on(bus, "plugin/state", NULL, on_bus, api, &api->bus_state, err);
     if (rc == 0)
         rc = cdsh_events_on(bus, "plugins/change", NULL, on_bus, api, &api->bus_plugins, err);
+    if (rc == 0) /* plugins' changes to sessions (an engine bound, say) */
+        rc = cdsh_events_on(bus, "sessions/change", NULL, on_bus, api, &api->bus_sessions, err);
     if (rc == 0)
         rc = cdsh_web_route(web, NULL, "/api/sessions/", CDSH_WEB_ROUTE_PREFIX, sessions_route, api,
                             &api->route_ids[0], err);
-    const char *exact[] = {"/api/sessions", "/api/status", "/api/panels", "/api/events",
-                           "/api/engines"};
-    for (int i = 0; rc == 0 && i < 5; i++) {
+    const char *exact[] = {"/api/sessions", "/api/status", "/api/panels", "/api/events"};
+    for (int i = 0; rc == 0 && i < 4; i++) {
         int id = 0;
         rc = cdsh_web_route(web, NULL, exact[i], 0, api_route, api, &id, err);
         (void)id; /* exact routes go away with the server */
@@ -797,6 +651,7 @@ void cdsh_api_shutdown(cdsh_api *api)
     cdsh_approvals_set_channel(api->approvals, NULL);
     cdsh_disposer_run(&api->bus_state);
     cdsh_disposer_run(&api->bus_plugins);
+    cdsh_disposer_run(&api->bus_sessions);
     if (api->hub)
         cdsh_hub_close(api->hub);
 }

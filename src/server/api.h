@@ -1,23 +1,20 @@
 /* api.h — the web UI's HTTP API on top of web.h: sessions, turns started
  * on background threads, cancel, commands, status, panels, and server-sent
  * events per session and global (turn progress, streamed text, tool calls
- * and results, plugin state). Routes and events: docs/web.md. Thread-safe. */
+ * and results, plugin state). Sessions a plugin's runner owns (engine-bound
+ * ones) run their turns there; plugins' own surfaces are their RPC
+ * channels. Routes and events: docs/web.md. Thread-safe. */
 #ifndef CDSH_SERVER_API_H
 #define CDSH_SERVER_API_H
 
 #include "agent/agent.h"
 #include "host/approval.h"
-#include "plugins/acp/service.h"
 #include "server/hub.h"
 #include "server/web.h"
 
 typedef struct cdsh_api cdsh_api;
 
 typedef struct cdsh_api_options {
-    /* External ACP engines (borrowed; create it with .approvals set to the
-     * broker below). NULL: sessions cannot be bound to engines (the
-     * engine list still shows what is installed). */
-    cdsh_acp_service *acp;
     /* The approval broker the page answers (borrowed). NULL: the api makes
      * its own with approval_timeout_ms. Either way the api installs its web
      * channel on it and the broker as the host tools' approval service. */
@@ -26,12 +23,12 @@ typedef struct cdsh_api_options {
 } cdsh_api_options;
 
 /* Registers the /api routes on web and listens on the agent's host bus for
- * "plugin/state" and "plugins/change". agent and web (and the options'
+ * "plugin/state", "plugins/change" and "sessions/change". agent and web (and the options'
  * objects) are borrowed and must outlive the api. opts may be NULL. */
 int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *opts,
                       cdsh_api **out, cdsh_error *err);
 
-/* cdsh_api_start_ex without engines and with its own broker. */
+/* cdsh_api_start_ex with its own broker. */
 int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error *err);
 
 /* Cancels running turns, ends pending approval requests ("cancelled") and

@@ -9,6 +9,7 @@
 
 #include "acp_fixture.h"
 #include "agent/session_store.h"
+#include "host/host.h"
 #include "plugins/acp/plugin.h"
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
@@ -287,15 +288,25 @@ static char *stored_bound_session(fx *f, cdsh_session_store **out)
     return id;
 }
 
-static void store_forks_run_the_builtin_participants(void **state)
+/* The participants are the fork hooks the loaded plugins registered: the
+ * acp plugin's one runs on the plugin's live service. */
+static void store_forks_run_the_registered_participants(void **state)
 {
     fx *f = *state;
     cdsh_session_store *st = NULL;
     char *parent = stored_bound_session(f, &st);
+    cdsh_host *host = cdsh_host_new();
+    cdsh_host_load_plugins(host, cdsh_builtin_plugins, NULL, NULL);
+    const cdsh_session_fork_hook *const *hooks =
+        (const cdsh_session_fork_hook *const *)cdsh_host_hooks_dup(host, CDSH_SESSION_FORK_HOOKS);
+    assert_non_null(hooks);
+    assert_non_null(hooks[0]);
+    assert_string_equal(hooks[0]->name, "acp");
+    assert_null(hooks[1]);
     char *child = NULL;
     json_t *notes = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_session_store_fork_with(st, parent, 0, NULL, cdsh_builtin_fork_hooks,
+    assert_int_equal(cdsh_session_store_fork_with(st, parent, 0, NULL, hooks,
                                                   NULL, &child, &notes, &err),
                      0);
     assert_int_equal(json_array_size(notes), 1);
@@ -312,7 +323,7 @@ static void store_forks_run_the_builtin_participants(void **state)
     /* An unbound session forks with no participant output and no process. */
     char *plain = NULL, *plain_child = NULL;
     assert_int_equal(cdsh_session_store_create(st, NULL, &plain, NULL), 0);
-    assert_int_equal(cdsh_session_store_fork_with(st, plain, 0, NULL, cdsh_builtin_fork_hooks, NULL,
+    assert_int_equal(cdsh_session_store_fork_with(st, plain, 0, NULL, hooks, NULL,
                                                   &plain_child, &notes, &err),
                      0);
     assert_int_equal(json_array_size(notes), 0);
@@ -327,7 +338,7 @@ static void store_forks_run_the_builtin_participants(void **state)
     json_decref(cdsh_session_store_list(st, 0, 1000, &total_before, NULL));
     free(child);
     child = NULL;
-    assert_int_equal(cdsh_session_store_fork_with(st, parent, 0, NULL, cdsh_builtin_fork_hooks,
+    assert_int_equal(cdsh_session_store_fork_with(st, parent, 0, NULL, hooks,
                                                   NULL, &child, &notes, &err),
                      CDSH_EPROTO);
     assert_string_equal(err.code, "STATE_CORRUPT");
@@ -341,6 +352,15 @@ static void store_forks_run_the_builtin_participants(void **state)
     free(plain_child);
     free(parent);
     cdsh_session_store_close(st);
+    free((void *)hooks);
+    cdsh_host_free(host);
+    /* Unloaded, the plugin's participant is gone with it. */
+    host = cdsh_host_new();
+    const void **none = cdsh_host_hooks_dup(host, CDSH_SESSION_FORK_HOOKS);
+    assert_non_null(none);
+    assert_null(none[0]);
+    free(none);
+    cdsh_host_free(host);
 }
 
 static void the_cli_forks_bound_sessions_and_lists_the_agents_own(void **state)
@@ -407,7 +427,7 @@ int main(void)
         T(without_session_fork_the_child_starts_fresh_and_says_so),
         T(a_partial_fork_and_an_unopened_parent_do_not_fork_the_agent),
         T(the_remote_list_names_the_cdsh_session_bound_to_each),
-        T(store_forks_run_the_builtin_participants),
+        T(store_forks_run_the_registered_participants),
         T(the_cli_forks_bound_sessions_and_lists_the_agents_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

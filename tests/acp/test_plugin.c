@@ -40,6 +40,9 @@ static void plugin_serves_rpc_and_the_service(void **state)
              home);
     r = call(h, "bind", payload);
     assert_true(json_is_true(json_object_get(r, "ok")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(r, "value"), "binding"), "engineId")),
+                        "fixture");
     json_decref(r);
     r = call(h, "bind", "{\"session\":\"w1\"}");
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
@@ -55,7 +58,15 @@ static void plugin_serves_rpc_and_the_service(void **state)
     assert_true(json_is_true(json_object_get(res, "ok")));
     json_decref(res);
     r = call(h, "config", "{\"session\":\"w1\"}");
-    assert_true(json_is_array(json_object_get(json_object_get(r, "value"), "configOptions")));
+    assert_true(json_is_array(json_object_get(
+        json_object_get(json_object_get(r, "value"), "config"), "configOptions")));
+    json_decref(r);
+    r = call(h, "session", "{\"session\":\"w2\"}"); /* never bound */
+    assert_true(json_is_null(json_object_get(json_object_get(r, "value"), "binding")));
+    json_decref(r);
+    r = call(h, "unbind", "{\"session\":\"w1\"}"); /* locked by the prompt */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+                        "conflict");
     json_decref(r);
     r = call(h, "sessions", NULL);
     assert_string_equal(json_string_value(json_object_get(

@@ -8,7 +8,7 @@
 
 #include "support/model_env.h"
 
-#include "cli/cli_lines.h"
+#include "host/cli_lines.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -91,7 +91,8 @@ static void good_profile_verifies_without_touching_the_home(void **state)
              "ok   parse: %s/profiles/good.yaml\n"
              "ok   plugins resolve: 2 row(s)\n" /* xiangqi, facade */
              "ok   configs validate: 2 row(s)\n"
-             "ok   compose: 2 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
+             /* skills, acp (on by default, no tools), facade */
+             "ok   compose: 3 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
              "VERIFY-OK\n",
              HOME_DIR);
     assert_string_equal(out, want);

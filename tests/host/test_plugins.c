@@ -760,6 +760,92 @@ static void profile_load_continues_past_a_failing_plugin(void **state)
     assert_int_equal(cdsh_plugin_state_get(cdsh_host_plugin_find(h, "gamma")), CDSH_PLUGIN_ACTIVE);
 }
 
+/* ---- load order and hooks by kind ----------------------------------------- */
+
+static int apply_log_name(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config, (void)err;
+    size_t n = strlen(LOG);
+    snprintf(LOG + n, sizeof LOG - n, "%s%s", n ? "," : "", cdsh_ctx_name(ctx));
+    return 0;
+}
+
+static void after_orders_the_load_and_star_means_last(void **state)
+{
+    cdsh_host *h = *state;
+    static const char *const after_b[] = {"b", NULL};
+    static const char *const star[] = {"*", NULL};
+    static const char *const after_missing[] = {"not-in-the-table", NULL};
+    static const cdsh_plugin_def wrap = {
+        .name = "wrap", .enabled_by_default = true, .apply = apply_log_name, .after = star};
+    static const cdsh_plugin_def a = {
+        .name = "a", .enabled_by_default = true, .apply = apply_log_name, .after = after_b};
+    static const cdsh_plugin_def b = {
+        .name = "b", .enabled_by_default = true, .apply = apply_log_name};
+    static const cdsh_plugin_def c = {
+        .name = "c", .enabled_by_default = true, .apply = apply_log_name, .after = after_missing};
+    const cdsh_plugin_def *defs[] = {&wrap, &a, &b, &c, NULL};
+    LOG[0] = '\0';
+    assert_int_equal(cdsh_host_load_plugins(h, defs, NULL, NULL), 0);
+    assert_string_equal(LOG, "b,a,c,wrap");
+    /* A cycle falls back to table order instead of loading nothing. */
+    cdsh_host *h2 = cdsh_host_new();
+    static const char *const after_y[] = {"y", NULL};
+    static const char *const after_x[] = {"x", NULL};
+    static const cdsh_plugin_def x = {
+        .name = "x", .enabled_by_default = true, .apply = apply_log_name, .after = after_y};
+    static const cdsh_plugin_def y = {
+        .name = "y", .enabled_by_default = true, .apply = apply_log_name, .after = after_x};
+    const cdsh_plugin_def *cyc[] = {&x, &y, NULL};
+    LOG[0] = '\0';
+    assert_int_equal(cdsh_host_load_plugins(h2, cyc, NULL, NULL), 0);
+    assert_string_equal(LOG, "x,y");
+    cdsh_host_free(h2);
+}
+
+static const int HOOK_ONE = 1, HOOK_TWO = 2;
+
+static int apply_hooks(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config;
+    int rc = cdsh_ctx_hook(ctx, "test/kind", &HOOK_ONE, err);
+    if (rc == 0)
+        rc = cdsh_ctx_hook(ctx, "test/other", &HOOK_TWO, err);
+    return rc;
+}
+
+static void hooks_are_listed_by_kind_and_go_with_their_plugin(void **state)
+{
+    cdsh_host *h = *state;
+    static const cdsh_plugin_def hooker = {.name = "hooker", .apply = apply_hooks};
+    cdsh_plugin *p = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &hooker, NULL, &p, NULL), 0);
+    const void **list = cdsh_host_hooks_dup(h, "test/kind");
+    assert_ptr_equal(list[0], &HOOK_ONE);
+    assert_null(list[1]);
+    free(list);
+    list = cdsh_host_hooks_dup(h, "nobody/registers");
+    assert_null(list[0]);
+    free(list);
+    cdsh_error err = {0};
+    /* The same pointer twice under one kind is refused. */
+    static const cdsh_plugin_def twice = {.name = "twice", .apply = apply_hooks};
+    assert_int_equal(cdsh_plugin_load(h, &twice, NULL, NULL, &err), CDSH_EEXIST);
+    assert_string_equal(err.code, "HOOK_EXISTS");
+    list = cdsh_host_hooks_dup(h, "test/kind");
+    assert_ptr_equal(list[0], &HOOK_ONE);
+    assert_null(list[1]); /* the failed plugin's registrations were undone */
+    free(list);
+    list = cdsh_host_hooks_dup(h, "test/other");
+    assert_ptr_equal(list[0], &HOOK_TWO);
+    assert_null(list[1]);
+    free(list);
+    cdsh_plugin_unload(p);
+    list = cdsh_host_hooks_dup(h, "test/kind");
+    assert_null(list[0]);
+    free(list);
+}
+
 static void state_names_are_lowercase_words(void **state)
 {
     (void)state;
@@ -807,6 +893,8 @@ int main(void)
         T(profile_decides_enabled_plugins_and_their_config),
         T(profile_load_continues_past_a_failing_plugin),
         cmocka_unit_test(state_names_are_lowercase_words),
+        T(after_orders_the_load_and_star_means_last),
+        T(hooks_are_listed_by_kind_and_go_with_their_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

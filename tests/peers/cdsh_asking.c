@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_host.h"
+#include "host/cli.h"
 #include "cli/subcommands.h"
+#include "plugins/builtin.h"
 #include "host/dispatch.h"
 #include "../support/danger_tool.h"
 
@@ -66,11 +67,12 @@ static const cdsh_plugin_def *const extra[] = {&asking_plugin, NULL};
 
 int main(int argc, char **argv)
 {
+    cdsh_cli_host_set_plugins(cdsh_builtin_plugins);
+    cdsh_cli_host_set_extra_plugins(extra);
     const cdsh_subcommand *c = argc > 1 ? cdsh_subcommand_find(argv[1]) : NULL;
     if (!c) {
         fprintf(stderr, "usage: cdsh_asking <cdsh subcommand> ...\n");
         return 2;
     }
-    cdsh_cli_host_set_extra_plugins(extra);
     return c->run(argc - 1, argv + 1);
 }

@@ -18,6 +18,9 @@
 #include "agent/agent.h"
 #include "base/strbuf.h"
 #include "host/dispatch.h"
+#include "host/host.h"
+#include "plugins/acp/plugin.h"
+#include "plugins/acp/service.h"
 #include "server/api.h"
 #include "server/rpc_gateway.h"
 #include "server/web.h"
@@ -37,7 +40,7 @@ typedef struct srv {
     cdsh_test_fake_model fake;
     bool has_fake;
     cdsh_approvals *approvals; /* with engines (srv_open_ex) */
-    cdsh_acp_service *acp;
+    cdsh_acp_service *acp;     /* the acp plugin's service (borrowed) */
 } srv;
 
 static int echo_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
@@ -70,7 +73,8 @@ static int doc_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_
     return 0;
 }
 
-/* engines: an ACP service and an approval broker waiting approval_ms. */
+/* engines: the acp plugin loaded into the host (its "/acp" channel is the
+ * engines surface) and an approval broker waiting approval_ms. */
 static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engines,
                         int64_t approval_ms)
 {
@@ -96,9 +100,8 @@ static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engine
     cdsh_api_options ao = {.approval_timeout_ms = approval_ms};
     if (engines) {
         s->approvals = cdsh_approvals_new(approval_ms);
-        cdsh_acp_service_opts so = {.approvals = s->approvals};
-        s->acp = cdsh_acp_service_new(&so, &err);
-        ao.acp = s->acp;
+        assert_int_equal(cdsh_plugin_load(s->host, &cdsh_acp_plugin, NULL, NULL, &err), 0);
+        s->acp = cdsh_host_service(s->host, CDSH_ACP_SERVICE);
         ao.approvals = s->approvals;
     }
     assert_int_equal(cdsh_api_start_ex(s->web, s->agent, &ao, &s->api, &err), 0);
@@ -118,11 +121,10 @@ static void srv_close(srv *s)
     cdsh_api_shutdown(s->api);
     cdsh_web_stop(s->web);
     cdsh_api_free(s->api);
-    cdsh_acp_service_free(s->acp);
-    cdsh_approvals_free(s->approvals);
     cdsh_agent_free(s->agent);
     cdsh_session_store_close(s->store);
-    cdsh_host_free(s->host);
+    cdsh_host_free(s->host); /* unloads the acp plugin: its engine processes go */
+    cdsh_approvals_free(s->approvals);
     if (s->has_fake)
         cdsh_test_model_env_stop(&s->fake);
     cdsh_test_home_free(s->home);
@@ -740,6 +742,43 @@ static json_t *find_event(json_t *evs, const char *type)
     return NULL;
 }
 
+/* One call on the acp plugin's RPC channel through the gateway, as the page
+ * makes it. Returns the HTTP status; *out (owned) the RpcResult. */
+static long acp_rpc(srv *s, const char *endpoint, const char *payload, json_t **out)
+{
+    char path[160], body[8192];
+    snprintf(path, sizeof path, "/rpc/acp/%s", endpoint);
+    snprintf(body, sizeof body,
+             "{\"type\":\"client-request\",\"rpcId\":\"t1\",\"method\":\"%s\",\"payload\":%s}",
+             endpoint, payload ? payload : "null");
+    json_t *v = NULL;
+    long st = http(s, "POST", path, H(s->auth, JSON_CT), body, &v);
+    *out = json_incref(json_object_get(v, "result"));
+    json_decref(v);
+    return st;
+}
+
+/* The value of an ok result (borrowed from r); fails the test otherwise. */
+static json_t *ok_value(json_t *r)
+{
+    if (!json_is_true(json_object_get(r, "ok"))) {
+        char *d = json_dumps(r, 0);
+        fail_msg("RPC failed: %s", d ? d : "(null)");
+    }
+    return json_object_get(r, "value");
+}
+
+static const char *rpc_code(json_t *r)
+{
+    return json_string_value(json_object_get(json_object_get(r, "error"), "code"));
+}
+
+static const char *rpc_detail_code(json_t *r)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(r, "error"), "details"), "code"));
+}
+
 /* POSTs a message to an engine session and returns its SSE events up to
  * `until` (owned). */
 static json_t *send_and_follow(srv *s, const char *id, const char *text, const char *until)
@@ -781,8 +820,12 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
     snprintf(pidfile, sizeof pidfile, "%s/pids", s.home);
     snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
     acp_write_fixture_engine(s.home, args, "");
-    json_t *v;
-    assert_int_equal(http(&s, "GET", "/api/engines", H(s.auth), NULL, &v), 200);
+    json_t *v, *r;
+    /* The old web-only route is gone: the plugin's channel is the one surface. */
+    assert_int_equal(http(&s, "GET", "/api/engines", H(s.auth), NULL, &v), 404);
+    json_decref(v);
+    assert_int_equal(acp_rpc(&s, "engines", NULL, &r), 200);
+    v = ok_value(r);
     json_t *fx = NULL, *e;
     size_t i;
     json_array_foreach(json_object_get(v, "engines"), i, e) {
@@ -792,29 +835,45 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
     assert_non_null(fx);
     assert_true(json_is_true(json_object_get(json_object_get(fx, "resolved"), "found")));
     assert_true(json_is_true(json_object_get(fx, "enabled")));
-    json_decref(v);
+    json_decref(r);
 
     char *id = create_session(&s);
     char path[160], body[4400];
-    snprintf(path, sizeof path, "/api/sessions/%s/engine", id);
-    snprintf(body, sizeof body, "{\"engineId\":\"fixture\",\"cwd\":\"%s\"}", s.home);
-    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), body, &v), 200);
+    /* Binding is announced on the global stream (the session list shows it). */
+    sse ch;
+    sse_start(&ch, &s, "/api/events", "\"engine\"");
+    snprintf(body, sizeof body, "{\"session\":\"%s\",\"engine\":\"fixture\",\"cwd\":\"%s\"}", id,
+             s.home);
+    assert_int_equal(acp_rpc(&s, "bind", body, &r), 200);
+    v = ok_value(r);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(v, "binding"), "engineId")), "fixture");
     assert_false(json_is_true(json_object_get(v, "locked")));
-    json_decref(v);
+    json_decref(r);
+    json_t *chev = sse_finish(&ch);
+    assert_string_equal(
+        json_string_value(json_object_get(find_event(chev, "sessions/change"), "id")), id);
+    json_decref(chev);
     /* Opened before the first message: the agent's own option names. */
-    snprintf(path, sizeof path, "/api/sessions/%s/engine/open", id);
-    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{}", &v), 200);
+    snprintf(body, sizeof body, "{\"session\":\"%s\"}", id);
+    assert_int_equal(acp_rpc(&s, "open", body, &r), 200);
+    v = ok_value(r);
     json_t *opt = json_array_get(json_object_get(json_object_get(v, "config"), "configOptions"), 0);
     assert_string_equal(json_string_value(json_object_get(opt, "name")), "Session Mode");
-    json_decref(v);
-    snprintf(path, sizeof path, "/api/sessions/%s/engine/config", id);
-    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT),
-                          "{\"configId\":\"mode\",\"value\":\"plan\"}", &v),
-                     200);
-    assert_string_equal(json_string_value(json_object_get(v, "via")), "set_config_option");
-    json_decref(v);
+    json_decref(r);
+    snprintf(body, sizeof body, "{\"session\":\"%s\",\"configId\":\"mode\",\"value\":\"plan\"}",
+             id);
+    assert_int_equal(acp_rpc(&s, "config", body, &r), 200);
+    assert_string_equal(json_string_value(json_object_get(ok_value(r), "via")),
+                        "set_config_option");
+    json_decref(r);
+    snprintf(body, sizeof body, "{\"session\":\"%s\",\"configId\":\"mode\"}", id);
+    assert_int_equal(acp_rpc(&s, "config", body, &r), 200);
+    assert_string_equal(rpc_code(r), "bad-request");
+    json_decref(r);
+    assert_int_equal(acp_rpc(&s, "session", "{\"session\":\"\"}", &r), 200);
+    assert_string_equal(rpc_code(r), "bad-request");
+    json_decref(r);
 
     /* A message goes to the engine and streams the normal turn events. */
     json_t *evs = send_and_follow(&s, id, "hello", "event: turn/end");
@@ -826,15 +885,20 @@ static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
                         "done");
     json_decref(evs);
     wait_idle(&s, id);
-    /* Locked now. */
-    snprintf(path, sizeof path, "/api/sessions/%s/engine", id);
-    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
-    assert_true(json_is_true(json_object_get(v, "locked")));
-    json_decref(v);
-    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"engineId\":\"gemini\"}", &v),
-                     409);
-    assert_string_equal(err_code(v), "ENGINE_LOCKED");
-    json_decref(v);
+    /* Locked now: neither another engine nor unbinding. */
+    snprintf(body, sizeof body, "{\"session\":\"%s\"}", id);
+    assert_int_equal(acp_rpc(&s, "session", body, &r), 200);
+    assert_true(json_is_true(json_object_get(ok_value(r), "locked")));
+    json_decref(r);
+    assert_int_equal(acp_rpc(&s, "unbind", body, &r), 200);
+    assert_string_equal(rpc_code(r), "conflict");
+    assert_string_equal(rpc_detail_code(r), "ENGINE_LOCKED");
+    json_decref(r);
+    snprintf(body, sizeof body, "{\"session\":\"%s\",\"engine\":\"gemini\"}", id);
+    assert_int_equal(acp_rpc(&s, "bind", body, &r), 200);
+    assert_string_equal(rpc_code(r), "conflict");
+    assert_string_equal(rpc_detail_code(r), "ENGINE_LOCKED");
+    json_decref(r);
 
     /* A permission request reaches the page with the agent's labels and is
      * answered through the approval endpoint. */
@@ -1020,16 +1084,17 @@ static void an_engine_bound_fork_runs_on_the_servers_engine_process(void **state
     (void)state;
     srv s;
     srv_open_ex(&s, 0, NULL, true, 0);
-    char pidfile[4300], args[4400], body[4400], path[160];
+    char pidfile[4300], args[4400], body[4400];
     snprintf(pidfile, sizeof pidfile, "%s/pids", s.home);
     snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
     acp_write_fixture_engine(s.home, args, "");
     char *parent = create_session(&s);
-    snprintf(path, sizeof path, "/api/sessions/%s/engine", parent);
-    snprintf(body, sizeof body, "{\"engineId\":\"fixture\",\"cwd\":\"%s\"}", s.home);
-    json_t *v;
-    assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), body, &v), 200);
-    json_decref(v);
+    snprintf(body, sizeof body, "{\"session\":\"%s\",\"engine\":\"fixture\",\"cwd\":\"%s\"}",
+             parent, s.home);
+    json_t *v, *r;
+    assert_int_equal(acp_rpc(&s, "bind", body, &r), 200);
+    ok_value(r);
+    json_decref(r);
     json_decref(send_and_follow(&s, parent, "the parent said this", "event: turn/end"));
     wait_idle(&s, parent);
     assert_int_equal(lines_in(pidfile), 1);
@@ -1041,13 +1106,14 @@ static void an_engine_bound_fork_runs_on_the_servers_engine_process(void **state
     assert_non_null(strstr(json_string_value(json_array_get(notes, 0)),
                            "bound to engine fixture, ACP session forked as "));
     json_decref(v);
-    snprintf(path, sizeof path, "/api/sessions/%s/engine", child);
-    assert_int_equal(http(&s, "GET", path, H(s.auth), NULL, &v), 200);
+    snprintf(body, sizeof body, "{\"session\":\"%s\"}", child);
+    assert_int_equal(acp_rpc(&s, "session", body, &r), 200);
+    v = ok_value(r);
     json_t *b = json_object_get(v, "binding");
     assert_string_equal(json_string_value(json_object_get(b, "forkedFrom")), parent);
     assert_string_equal(json_string_value(json_object_get(b, "engineId")), "fixture");
     assert_true(json_is_true(json_object_get(v, "locked")));
-    json_decref(v);
+    json_decref(r);
 
     /* The child's first reply recalls the parent's context, and no second
      * agent process was started for the fork or the reply. */

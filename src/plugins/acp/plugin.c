@@ -1,45 +1,112 @@
-/* plugin.c — the "acp" plugin: creates the ACP service, provides it and
- * answers the "/acp" RPC channel by calling state.c, probe.c and service.c;
- * also its session-fork participant (cdsh_acp_fork_hook). Thin wrappers
- * only: validate → call → shape. */
+/* plugin.c — the "acp" plugin: creates the ACP service, provides it,
+ * answers the "/acp" RPC channel (the one engines surface: the web page's
+ * picker and any panel use it) by calling state.c, probe.c and service.c,
+ * and registers its session-fork participant and its session runner (the
+ * turns of engine-bound sessions, turn.c) through its context. Thin
+ * wrappers only: validate → call → shape. */
 #include "plugins/acp/plugin.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "agent/session_runner.h"
+#include "host/host.h"
 #include "host/rpc.h"
+#include "plugins/acp/cmd_acp.h"
 #include "plugins/acp/probe.h"
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
+#include "plugins/acp/turn.h"
 
-static void service_free(void *arg)
+/* One load of the plugin: its service and the hooks that point at it. */
+typedef struct acp_plugin {
+    cdsh_acp_service *svc;
+    cdsh_host *host;
+    cdsh_session_fork_hook fork;
+    cdsh_session_runner runner;
+} acp_plugin;
+
+static void plugin_free(void *arg)
 {
-    cdsh_acp_service_free(arg);
+    acp_plugin *p = arg;
+    cdsh_acp_service_free(p->svc); /* disposes the engine processes */
+    free(p);
 }
 
 static json_t *fail(const cdsh_error *e)
 {
-    const char *code = e->rc == CDSH_ENOTFOUND ? CDSH_RPC_NOT_FOUND
-                       : e->rc == CDSH_EINVAL  ? CDSH_RPC_BAD_REQUEST
-                                               : CDSH_RPC_INTERNAL;
+    const char *code = e->rc == CDSH_ENOTFOUND                     ? CDSH_RPC_NOT_FOUND
+                       : e->rc == CDSH_EINVAL                      ? CDSH_RPC_BAD_REQUEST
+                       : e->rc == CDSH_EPERM || e->rc == CDSH_EBUSY ? "conflict"
+                                                                   : CDSH_RPC_INTERNAL;
     return cdsh_rpc_error_new(code, e->message, json_pack("{s:s}", "code", e->code));
+}
+
+/* {binding: entry|null, locked, config: {configOptions, modes}|null}: what
+ * session, bind, unbind, open and config answer. */
+static json_t *engine_state(cdsh_acp_service *svc, const char *sid)
+{
+    json_t *entry = NULL;
+    if (cdsh_acp_state_session_get(sid, &entry, NULL) < 0)
+        entry = NULL;
+    json_t *cfg = entry ? cdsh_acp_service_config_dup(svc, sid) : NULL;
+    bool locked = entry && json_is_string(json_object_get(entry, "lockedEngineId"));
+    return json_pack("{s:o, s:b, s:o}", "binding", entry ? entry : json_null(), "locked", locked,
+                     "config", cfg ? cfg : json_null());
+}
+
+/* The page's session list shows bindings: say that one changed. */
+static void announce(acp_plugin *p, const char *sid)
+{
+    json_t *ch = json_pack("{s:s, s:s}", "reason", "engine", "id", sid);
+    cdsh_events_emit(cdsh_host_events(p->host), "sessions/change", NULL, false, ch);
+    json_decref(ch);
+}
+
+/* unbind: refused once the engine is locked (the first message went). */
+static int unbind(cdsh_acp_service *svc, const char *sid, cdsh_error *err)
+{
+    json_t *entry = NULL;
+    int rc = cdsh_acp_state_session_get(sid, &entry, err);
+    if (rc == 0 && json_is_string(json_object_get(entry, "lockedEngineId")))
+        rc = cdsh_error_set(err, CDSH_EPERM, "ENGINE_LOCKED",
+                            "the session's engine is locked after its first message");
+    json_decref(entry);
+    if (rc == 0)
+        cdsh_acp_service_release(svc, sid, NULL);
+    return rc == 0 ? cdsh_acp_state_session_remove(sid, err) : rc;
 }
 
 static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
                   json_t **result, cdsh_error *err)
 {
     (void)cancel, (void)err;
-    cdsh_acp_service *svc = arg;
+    acp_plugin *p = arg;
+    cdsh_acp_service *svc = p->svc;
     cdsh_error e = {0};
     const char *session = json_string_value(json_object_get(payload, "session"));
     const char *engine = json_string_value(json_object_get(payload, "engine"));
     const char *cwd = json_string_value(json_object_get(payload, "cwd"));
+    bool per_session = strcmp(endpoint, "session") == 0 || strcmp(endpoint, "bind") == 0 ||
+                       strcmp(endpoint, "unbind") == 0 || strcmp(endpoint, "open") == 0 ||
+                       strcmp(endpoint, "config") == 0;
+    if (per_session && (!session || !*session || strlen(session) > 128)) {
+        *result = cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "a \"session\" id is required",
+                                     NULL);
+        return 0;
+    }
+    int rc = 0;
+    const char *via = NULL;
     if (strcmp(endpoint, "engines") == 0) {
         json_t *engines = NULL, *diags = NULL;
-        *result =
-            cdsh_acp_state_engines_load(&engines, &diags, &e) < 0
-                ? fail(&e)
-                : cdsh_rpc_ok_new(json_pack("{s:o,s:o}", "engines", engines, "diagnostics", diags));
+        *result = cdsh_acp_state_engines_listing(&engines, &diags, &e) < 0
+                      ? fail(&e)
+                      : cdsh_rpc_ok_new(json_pack("{s:o,s:o}", "engines", engines, "diagnostics",
+                                                  diags ? diags : json_array()));
+        return 0;
     } else if (strcmp(endpoint, "probe") == 0) {
         cdsh_acp_probe_opts o = {.prompt = json_string_value(json_object_get(payload, "prompt")),
                                  .cwd = cwd};
@@ -47,52 +114,118 @@ static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_c
         *result = !engine ? cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "engine is required", NULL)
                   : cdsh_acp_probe_run(engine, &o, &rec, NULL, &e) < 0 ? fail(&e)
                                                                        : cdsh_rpc_ok_new(rec);
-    } else if (strcmp(endpoint, "bind") == 0) {
-        *result =
-            !session || !engine
-                ? cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "session and engine are required", NULL)
-            : cdsh_acp_service_bind(svc, session, engine, cwd, &e) < 0
-                ? fail(&e)
-                : cdsh_rpc_ok_new(json_pack("{s:s,s:s}", "session", session, "engine", engine));
+        return 0;
     } else if (strcmp(endpoint, "sessions") == 0) {
         json_t *map = NULL;
         *result = cdsh_acp_state_sessions_dup(&map, &e) < 0 ? fail(&e) : cdsh_rpc_ok_new(map);
+        return 0;
+    } else if (strcmp(endpoint, "session") == 0) {
+        rc = 0;
+    } else if (strcmp(endpoint, "bind") == 0) {
+        char here[4096];
+        if (!cwd && !cdsh_acp_turn_is_bound(session))
+            cwd = getcwd(here, sizeof here) ? here : "/";
+        rc = engine ? cdsh_acp_service_bind(svc, session, engine, cwd, &e)
+                    : cdsh_error_set(&e, CDSH_EINVAL, "BAD_REQUEST", "\"engine\" is required");
+    } else if (strcmp(endpoint, "unbind") == 0) {
+        rc = unbind(svc, session, &e);
+    } else if (strcmp(endpoint, "open") == 0) {
+        json_t *warnings = NULL;
+        rc = cdsh_acp_service_open(svc, session, NULL, &warnings, &e);
+        json_decref(warnings);
     } else if (strcmp(endpoint, "config") == 0) {
-        json_t *cfg = session ? cdsh_acp_service_config_dup(svc, session) : NULL;
-        *result = cfg ? cdsh_rpc_ok_new(cfg)
-                      : cdsh_rpc_error_new(CDSH_RPC_SESSION_NOT_FOUND,
-                                           "no open ACP session for this session", NULL);
+        const char *id = json_string_value(json_object_get(payload, "configId"));
+        const char *value = json_string_value(json_object_get(payload, "value"));
+        rc = id && value ? cdsh_acp_service_set_config(svc, session, id, value, &via, &e)
+             : id || value
+                 ? cdsh_error_set(&e, CDSH_EINVAL, "BAD_REQUEST",
+                                  "\"configId\" and \"value\" go together")
+                 : 0;
     } else {
         *result = cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, "unknown /acp endpoint", NULL);
+        return 0;
     }
+    if (rc < 0) {
+        *result = fail(&e);
+        return 0;
+    }
+    json_t *out = engine_state(svc, session);
+    if (via)
+        json_object_set_new(out, "via", json_string(via));
+    if (strcmp(endpoint, "bind") == 0 || strcmp(endpoint, "unbind") == 0)
+        announce(p, session);
+    *result = cdsh_rpc_ok_new(out);
     return 0;
 }
 
-static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+/* ---- the session runner (engine-bound sessions' turns) ---------------------------------- */
+
+static char *fmt_dup(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_dup(const char *fmt, ...)
 {
-    json_t *mcp = json_deep_copy(json_object_get(config, "mcpServers"));
-    const char *glob = json_string_value(json_object_get(config, "cdshTools"));
-    if (!json_is_array(mcp)) {
-        json_decref(mcp);
-        mcp = json_array();
-    }
-    if (glob && *glob)
-        json_array_append_new(mcp, cdsh_acp_cdsh_mcp_server_dup(NULL, glob));
-    cdsh_acp_service_opts o = {
-        .no_fs = json_is_false(json_object_get(config, "fs")),
-        .no_terminal = json_is_false(json_object_get(config, "terminal")),
-        .mcp_servers = mcp,
-    };
-    cdsh_acp_service *svc = cdsh_acp_service_new(&o, err);
-    json_decref(mcp);
-    if (!svc)
-        return err ? err->rc : CDSH_ENOMEM;
-    int rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){service_free, svc}, err);
-    if (rc == 0)
-        rc = cdsh_ctx_provide(ctx, CDSH_ACP_SERVICE, svc, err);
-    if (rc == 0)
-        rc = cdsh_ctx_rpc_handle(ctx, "/acp", on_rpc, svc, err);
+    va_list ap;
+    va_start(ap, fmt);
+    char *out = NULL;
+    if (vasprintf(&out, fmt, ap) < 0)
+        out = NULL;
+    va_end(ap);
+    return out;
+}
+
+static bool runner_owns(void *arg, const char *sid)
+{
+    (void)arg;
+    return cdsh_acp_turn_is_bound(sid);
+}
+
+static int runner_run(void *arg, const cdsh_session_turn *t, char **note, cdsh_error *err)
+{
+    acp_plugin *p = arg;
+    cdsh_acp_turn_opts to = {.svc = p->svc,
+                             .store = t->store,
+                             .on_event = t->on_event,
+                             .event_arg = t->event_arg};
+    json_t *res = NULL;
+    int rc = cdsh_acp_turn_run(&to, t->session_id, t->text, t->cancel, &res, err);
+    const char *stop = json_string_value(json_object_get(res, "stopReason"));
+    if (note)
+        *note = rc == 0 && json_is_true(json_object_get(res, "ok")) && stop &&
+                        strcmp(stop, "end_turn") != 0
+                    ? fmt_dup("turn ended: %s", stop)
+                    : NULL;
+    json_decref(res);
     return rc;
+}
+
+static int runner_bind(void *arg, const char *sid, const char *engine, const char *cwd,
+                       cdsh_error *err)
+{
+    acp_plugin *p = arg;
+    return cdsh_acp_service_bind(p->svc, sid, engine, cwd, err);
+}
+
+static char *runner_describe(void *arg, const char *sid)
+{
+    (void)arg;
+    json_t *entry = NULL;
+    char *line = NULL;
+    if (cdsh_acp_state_session_get(sid, &entry, NULL) == 0) {
+        const char *cwd = json_string_value(json_object_get(entry, "cwd"));
+        line = fmt_dup(
+            "Engine %s in %s%s.", json_string_value(json_object_get(entry, "engineId")),
+            cwd ? cwd : "(the current directory)",
+            json_is_string(json_object_get(entry, "lockedEngineId")) ? " (locked)" : "");
+    }
+    json_decref(entry);
+    return line;
+}
+
+/* A deleted session's binding goes with it (its live ACP session too). */
+static void runner_forget(void *arg, const char *sid)
+{
+    acp_plugin *p = arg;
+    cdsh_acp_service_release(p->svc, sid, NULL);
+    cdsh_acp_state_session_remove(sid, NULL);
 }
 
 static int on_fork(void *arg, const cdsh_session_fork_info *info, json_t *notes, cdsh_error *err)
@@ -138,6 +271,56 @@ static int on_fork(void *arg, const cdsh_session_fork_info *info, json_t *notes,
 
 const cdsh_session_fork_hook cdsh_acp_fork_hook = {.name = "acp", .fn = on_fork, .arg = NULL};
 
+static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    json_t *mcp = json_deep_copy(json_object_get(config, "mcpServers"));
+    const char *glob = json_string_value(json_object_get(config, "cdshTools"));
+    if (!json_is_array(mcp)) {
+        json_decref(mcp);
+        mcp = json_array();
+    }
+    if (glob && *glob) /* "*": every tool (no --tools) */
+        json_array_append_new(mcp, cdsh_acp_cdsh_mcp_server_dup(NULL, strcmp(glob, "*") == 0
+                                                                        ? NULL
+                                                                        : glob));
+    cdsh_host *host = cdsh_ctx_host(ctx);
+    cdsh_acp_service_opts o = {
+        .no_fs = json_is_false(json_object_get(config, "fs")),
+        .no_terminal = json_is_false(json_object_get(config, "terminal")),
+        .mcp_servers = mcp,
+        .approvals_of = cdsh_host_tools(host), /* the front end's broker, when it has one */
+    };
+    acp_plugin *p = calloc(1, sizeof *p);
+    if (p)
+        p->svc = cdsh_acp_service_new(&o, err);
+    json_decref(mcp);
+    if (!p || !p->svc) {
+        free(p);
+        return p ? (err ? err->rc : CDSH_ENOMEM)
+                 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    }
+    p->host = host;
+    p->fork = (cdsh_session_fork_hook){.name = "acp", .fn = on_fork, .arg = p->svc};
+    p->runner = (cdsh_session_runner){.name = "engine",
+                                      .owns = runner_owns,
+                                      .run = runner_run,
+                                      .bind = runner_bind,
+                                      .describe_dup = runner_describe,
+                                      .forget = runner_forget,
+                                      .arg = p};
+    /* Disposers run newest first: the hooks and channel go before p. */
+    int rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){plugin_free, p}, err);
+    if (rc == 0)
+        rc = cdsh_ctx_provide(ctx, CDSH_ACP_SERVICE, p->svc, err);
+    if (rc == 0)
+        rc = cdsh_ctx_rpc_handle(ctx, "/acp", on_rpc, p, err);
+    if (rc == 0)
+        rc = cdsh_ctx_hook(ctx, CDSH_SESSION_FORK_HOOKS, &p->fork, err);
+    if (rc == 0)
+        rc = cdsh_ctx_hook(ctx, CDSH_SESSION_RUNNERS, &p->runner, err);
+    return rc;
+}
+
 static const char *const requires_[] = {NULL};
 
 const cdsh_plugin_def cdsh_acp_plugin = {
@@ -153,8 +336,10 @@ const cdsh_plugin_def cdsh_acp_plugin = {
         "\"array\",\"default\":[],\"description\":\"ACP McpServer objects offered to "
         "engines whose mcp is inherit\",\"items\":{\"type\":\"object\","
         "\"additionalProperties\":true}},\"cdshTools\":{\"type\":\"string\","
-        "\"default\":\"\",\"description\":\"offer cdsh's own tools matching this "
-        "glob (cdsh mcp) to engines as an MCP server; empty: none\"}}}",
-    .enabled_by_default = false,
+        "\"default\":\"*\",\"description\":\"offer cdsh's own tools matching this "
+        "glob (cdsh mcp) to engines as an MCP server; *: all of them, empty: none\"}}}",
+    /* On: engines spawn only when a session is bound to one and messaged. */
+    .enabled_by_default = true,
     .apply = apply,
+    .subcommands = cdsh_acp_subcommands,
 };

@@ -57,6 +57,7 @@ struct cdsh_acp_service {
     bool no_fs, no_terminal, record;
     json_t *mcp_servers;
     cdsh_approvals *approvals;
+    cdsh_tools *approvals_of; /* else the broker installed on these tools */
 };
 
 /* ---- sink trampolines (dispatcher thread) ---------------------------------- */
@@ -123,8 +124,10 @@ static char *tramp_permission(void *ud, const json_t *params, cdsh_cancel *cance
     live_session *ls = ud;
     const cdsh_acp_turn_sink *sink = sink_enter(ls);
     char *option = NULL; /* nobody can answer: fail closed */
-    if (sink && ls->svc->approvals)
-        option = permission_ask(ls->svc->approvals, ls->cdsh_id, params, cancel);
+    cdsh_approvals *ap = ls->svc->approvals ? ls->svc->approvals
+                                            : cdsh_approvals_installed(ls->svc->approvals_of);
+    if (sink && ap)
+        option = permission_ask(ap, ls->cdsh_id, params, cancel);
     sink_leave(ls, sink);
     return option;
 }
@@ -147,33 +150,7 @@ json_t *cdsh_acp_cdsh_mcp_server_dup(const char *cdsh_path, const char *tools_gl
 
 char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome outcome)
 {
-    const char *prefs[3];
-    if (outcome == CDSH_APPROVAL_ALLOWED_ONCE) {
-        prefs[0] = "allow_once";
-        prefs[1] = "allow_always";
-        prefs[2] = "allow";
-    } else if (outcome == CDSH_APPROVAL_REJECTED || outcome == CDSH_APPROVAL_UNAVAILABLE) {
-        prefs[0] = "reject_once";
-        prefs[1] = "reject_always";
-        prefs[2] = "reject";
-    } else {
-        return NULL;
-    }
-    for (int p = 0; p < 3; p++) {
-        size_t i;
-        json_t *o;
-        json_array_foreach(json_object_get(params, "options"), i, o) {
-            const char *kind = json_string_value(json_object_get(o, "kind"));
-            const char *id = json_string_value(json_object_get(o, "optionId"));
-            if (!kind || !id)
-                continue;
-            bool match = p < 2 ? strcmp(kind, prefs[p]) == 0
-                               : strncmp(kind, prefs[p], strlen(prefs[p])) == 0;
-            if (match)
-                return strdup(id);
-        }
-    }
-    return NULL;
+    return cdsh_approvals_option_for_dup(params, outcome);
 }
 
 /* ---- pool ---------------------------------------------------------------------- */
@@ -271,6 +248,7 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_e
         svc->no_terminal = opts->no_terminal;
         svc->record = opts->record;
         svc->approvals = opts->approvals;
+        svc->approvals_of = opts->approvals_of;
         svc->mcp_servers =
             json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
     }

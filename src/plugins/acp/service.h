@@ -48,6 +48,11 @@ typedef struct cdsh_acp_service_opts {
      * session id; answered "cancelled" on any ending but a selection.
      * NULL, or a request outside a turn: "cancelled" (fail closed). */
     cdsh_approvals *approvals;
+    /* When approvals is NULL: the broker the front end installed on these
+     * tools at the time of the request (cdsh_approvals_installed), so the
+     * plugin's own service asks wherever the person is (web page,
+     * terminal). Borrowed; must outlive the service. */
+    cdsh_tools *approvals_of;
 } cdsh_acp_service_opts;
 
 /* opts may be NULL. NULL with err filled on failure. */
@@ -140,7 +145,7 @@ json_t *cdsh_acp_cdsh_mcp_server_dup(const char *cdsh_path, const char *tools_gl
  * carries out an approval outcome (digest §4.7): ALLOWED_ONCE → allow_once,
  * else allow_always, else a kind starting "allow"; REJECTED / UNAVAILABLE →
  * reject_once, reject_always, "reject*"; CANCELLED or no match → NULL.
- * Owned optionId. */
+ * Owned optionId. The rule is the broker's (cdsh_approvals_option_for_dup). */
 char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome outcome);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "host/host.h"
+#include "plugins/facade/cmd_facade.h"
 #include "plugins/facade/service.h"
 
 typedef struct state {
@@ -126,6 +127,8 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
 }
 
 static const char *const requires_[] = {NULL};
+/* After every other plugin: capabilities are declared over their tools. */
+static const char *const facade_after[] = {"*", NULL};
 
 const cdsh_plugin_def cdsh_facade_plugin = {
     .name = CDSH_FACADE_PLUGIN,
@@ -137,4 +140,6 @@ const cdsh_plugin_def cdsh_facade_plugin = {
                      "\"items\":{\"type\":\"object\",\"additionalProperties\":true}}}}",
     .enabled_by_default = true,
     .apply = apply,
+    .subcommands = cdsh_facade_subcommands,
+    .after = facade_after,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "plugins/mcpimport/cmd_import.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/probe.h"
 #include "plugins/mcpimport/register.h"
@@ -163,4 +164,5 @@ const cdsh_plugin_def cdsh_mcpimport_plugin = {
         "\"description\":\"variables that may be read from the keyring (secret-tool)\"}}}",
     .enabled_by_default = false,
     .apply = apply,
+    .subcommands = cdsh_mcpimport_subcommands,
 };

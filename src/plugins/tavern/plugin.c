@@ -12,6 +12,7 @@
 #include "agent/session_store.h"
 #include "base/log.h"
 #include "host/host.h"
+#include "plugins/tavern/cmd_tavern.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/tools.h"
@@ -155,4 +156,5 @@ const cdsh_plugin_def cdsh_tavern_plugin = {
                      "\"description\":\"open the host session store for branch operations\"}}}",
     .enabled_by_default = false,
     .apply = apply,
+    .subcommands = cdsh_tavern_subcommands,
 };

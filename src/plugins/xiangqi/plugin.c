@@ -9,6 +9,7 @@
 
 #include "agent/session_store.h"
 #include "host/host.h"
+#include "plugins/xiangqi/cmd_xiangqi.h"
 #include "plugins/xiangqi/opponent.h"
 #include "plugins/xiangqi/playbook.h"
 
@@ -214,4 +215,5 @@ const cdsh_plugin_def cdsh_xq_plugin = {
     .config_schema = config_schema,
     .enabled_by_default = true, /* the main job (`make run`) is playable with no key */
     .apply = xq_apply,
+    .subcommands = cdsh_xq_subcommands,
 };

@@ -1,8 +1,0 @@
-/* cmd_xiangqi_analyze.h — `cdsh xiangqi analyze`: best lines of a position
- * with scores, in ICCS and Chinese notation. */
-#ifndef CDSH_CLI_CMD_XIANGQI_ANALYZE_H
-#define CDSH_CLI_CMD_XIANGQI_ANALYZE_H
-
-int cdsh_cmd_xiangqi_analyze(int argc, char **argv);
-
-#endif

@@ -1,0 +1,111 @@
+/* cmd_acp_probe.c — `cdsh acp probe <engine> [--prompt TEXT] [--cwd DIR]
+ * [--json]`: runs plugins/acp/probe.c and prints a summary or the record. */
+#include "plugins/acp/cmd_acp_probe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "plugins/acp/probe.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "Usage: cdsh acp probe <engine> [--prompt TEXT] [--cwd DIR] [--json]\n"
+                 "\n"
+                 "Spawns the engine, initializes, opens two sessions, tries the optional methods,\n"
+                 "optionally runs one prompt, and writes the evidence record (credentials\n"
+                 "redacted) under $CDSH_HOME/multi-acp/evidence/. Exit 0 when every step\n"
+                 "succeeded, 1 when one failed.\n");
+}
+
+int cdsh_cmd_acp_probe(int argc, char **argv)
+{
+    const char *engine = NULL;
+    cdsh_acp_probe_opts opts = {0};
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            as_json = true;
+        } else if (strcmp(argv[i], "--prompt") == 0 && i + 1 < argc) {
+            opts.prompt = argv[++i];
+        } else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc) {
+            opts.cwd = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && !engine) {
+            engine = argv[i];
+        } else {
+            fprintf(stderr, "cdsh acp probe: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!engine) {
+        usage(stderr);
+        return 2;
+    }
+    if (opts.cwd && opts.cwd[0] != '/') {
+        fprintf(stderr, "cdsh acp probe: --cwd must be an absolute path\n");
+        return 2;
+    }
+    json_t *rec = NULL;
+    char *path = NULL;
+    cdsh_error err = {0};
+    if (cdsh_acp_probe_run(engine, &opts, &rec, &path, &err) < 0) {
+        fprintf(stderr, "cdsh acp probe: %s\n", err.message);
+        return err.rc == CDSH_ENOTFOUND ? 2 : 1;
+    }
+    bool ok = json_is_true(json_object_get(rec, "ok"));
+    if (as_json) {
+        char *text = cdsh_json_dump_pretty_dup(rec);
+        fputs(text ? text : "{}\n", stdout);
+        free(text);
+    } else {
+        json_t *init = json_object_get(rec, "initialize");
+        json_t *info = json_object_get(init, "agentInfo");
+        printf("engine:     %s (%s)\n", engine,
+               json_string_value(json_object_get(rec, "resolved"))
+                   ? json_string_value(json_object_get(rec, "resolved"))
+                   : "command not found");
+        if (json_is_true(json_object_get(init, "ok")))
+            printf("initialize: ok in %lldms — %s %s\n",
+                   (long long)json_integer_value(json_object_get(init, "latencyMs")),
+                   json_string_value(json_object_get(info, "name"))
+                       ? json_string_value(json_object_get(info, "name"))
+                       : "?",
+                   json_string_value(json_object_get(info, "version"))
+                       ? json_string_value(json_object_get(info, "version"))
+                       : "");
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(rec, "methods"), k, v) {
+            printf("  %-28s %s\n", k, json_string_value(v));
+        }
+        json_t *pr = json_object_get(rec, "prompt");
+        if (pr) {
+            if (json_is_true(json_object_get(pr, "ok")))
+                printf("prompt:     %s in %lldms: %s\n",
+                       json_string_value(json_object_get(pr, "stopReason")),
+                       (long long)json_integer_value(json_object_get(pr, "latencyMs")),
+                       json_string_value(json_object_get(pr, "text")));
+            else
+                printf("prompt:     failed [%s]: %s\n",
+                       json_string_value(json_object_get(pr, "class")),
+                       json_string_value(json_object_get(pr, "error")));
+        }
+        size_t rejects = json_array_size(json_object_get(rec, "dialectRejects"));
+        printf("rejected lines: %zu\n", rejects);
+        json_t *h = json_object_get(rec, "health");
+        printf("health:     %s%s%s\n", json_string_value(json_object_get(h, "status")),
+               json_string_value(json_object_get(h, "error")) ? " — " : "",
+               json_string_value(json_object_get(h, "error"))
+                   ? json_string_value(json_object_get(h, "error"))
+                   : "");
+        printf("evidence:   %s\n", path);
+    }
+    free(path);
+    json_decref(rec);
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,273 @@
+/* cmd_acp_prompt.c — `cdsh acp prompt <engine> TEXT`: binds a cdsh session
+ * id to the engine, sends one message through the ACP service and prints
+ * the streamed reply (text on stdout, everything else on stderr).
+ * Permission requests are asked on the terminal (cli_approval.c) with the
+ * agent's own option labels; without a terminal (and without --approve)
+ * they are cancelled. */
+#include "plugins/acp/cmd_acp_prompt.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "base/random.h"
+#include "host/cli_approval.h"
+#include "plugins/acp/service.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct watch {
+    cdsh_cancel *cancel;
+    volatile int stop;
+} watch;
+
+static void *watch_main(void *arg)
+{
+    watch *w = arg;
+    while (!w->stop) {
+        if (interrupted) {
+            cdsh_cancel_fire(w->cancel, "interrupted");
+            break;
+        }
+        usleep(50 * 1000);
+    }
+    return NULL;
+}
+
+typedef struct cli_sink {
+    bool quiet;
+} cli_sink;
+
+static void print_content_text(FILE *f, const json_t *content)
+{
+    const char *t = json_string_value(json_object_get(content, "text"));
+    if (t)
+        fputs(t, f);
+    else if (json_is_object(content))
+        fprintf(f, "[%s]",
+                json_string_value(json_object_get(content, "type"))
+                    ? json_string_value(json_object_get(content, "type"))
+                    : "content");
+}
+
+static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, const char *kind_name,
+                        const json_t *u)
+{
+    cli_sink *s = ud;
+    (void)sid;
+    size_t i;
+    json_t *e;
+    switch (kind) {
+    case CDSH_ACP_UPDATE_AGENT_MESSAGE_CHUNK:
+        print_content_text(stdout, json_object_get(u, "content"));
+        fflush(stdout);
+        return;
+    default: break;
+    }
+    if (s->quiet)
+        return;
+    switch (kind) {
+    case CDSH_ACP_UPDATE_AGENT_THOUGHT_CHUNK:
+        fputs("[thought] ", stderr);
+        print_content_text(stderr, json_object_get(u, "content"));
+        fputc('\n', stderr);
+        break;
+    case CDSH_ACP_UPDATE_USER_MESSAGE_CHUNK:
+        fputs("[user] ", stderr);
+        print_content_text(stderr, json_object_get(u, "content"));
+        fputc('\n', stderr);
+        break;
+    case CDSH_ACP_UPDATE_TOOL_CALL:
+    case CDSH_ACP_UPDATE_TOOL_CALL_UPDATE: {
+        const char *title = json_string_value(json_object_get(u, "title"));
+        const char *status = json_string_value(json_object_get(u, "status"));
+        fprintf(stderr, "[%s] %s%s%s%s\n", kind_name,
+                json_string_value(json_object_get(u, "toolCallId"))
+                    ? json_string_value(json_object_get(u, "toolCallId"))
+                    : "?",
+                title ? " " : "", title ? title : "", status ? "" : "");
+        if (status)
+            fprintf(stderr, "    status: %s\n", status);
+        json_array_foreach(json_object_get(u, "content"), i, e) {
+            fputs("    ", stderr);
+            if (json_is_object(json_object_get(e, "content")))
+                print_content_text(stderr, json_object_get(e, "content"));
+            else if (json_is_string(json_object_get(e, "path")))
+                fprintf(stderr, "diff %s", json_string_value(json_object_get(e, "path")));
+            fputc('\n', stderr);
+        }
+        break;
+    }
+    case CDSH_ACP_UPDATE_PLAN:
+        fputs("[plan]\n", stderr);
+        json_array_foreach(json_object_get(u, "entries"), i, e) {
+            fprintf(stderr, "    [%s] %s\n", json_string_value(json_object_get(e, "status")),
+                    json_string_value(json_object_get(e, "content")));
+        }
+        break;
+    case CDSH_ACP_UPDATE_CURRENT_MODE:
+        fprintf(stderr, "[mode] %s\n", json_string_value(json_object_get(u, "currentModeId")));
+        break;
+    case CDSH_ACP_UPDATE_USAGE:
+        fprintf(stderr, "[usage] %lld/%lld tokens\n",
+                (long long)json_integer_value(json_object_get(u, "used")),
+                (long long)json_integer_value(json_object_get(u, "size")));
+        break;
+    case CDSH_ACP_UPDATE_UNKNOWN:
+        fprintf(stderr, "[%s] (not understood by cdsh; ignored)\n", kind_name);
+        break;
+    default: fprintf(stderr, "[%s]\n", kind_name); break;
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "Usage: cdsh acp prompt <engine> TEXT [--session ID] [--cwd DIR] [--approve allow|reject]\n"
+        "                        [--json] [--quiet]\n"
+        "\n"
+        "Binds the cdsh session ID (default: a new one) to <engine> and sends TEXT. The\n"
+        "reply streams to stdout; thoughts, tool calls, plans and other updates go to\n"
+        "stderr. A session's engine cannot change after its first message; sending to\n"
+        "the same --session later resumes it (session/load or session/resume).\n"
+        "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
+        "engine as an MCP server in session/new. Ctrl-C cancels the turn. Exit 0 on a\n"
+        "finished turn, 1 on a failed one.\n");
+}
+
+int cdsh_cmd_acp_prompt(int argc, char **argv)
+{
+    const char *engine = NULL, *text = NULL, *session = NULL, *cwd = NULL, *tools_glob = NULL;
+    cli_sink sink = {0};
+    const char *approve = NULL; /* NULL: ask on a terminal; "allow" / "reject" */
+    bool as_json = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = true;
+        else if (strcmp(argv[i], "--quiet") == 0)
+            sink.quiet = true;
+        else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc)
+            session = argv[++i];
+        else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
+            cwd = argv[++i];
+        else if (strcmp(argv[i], "--approve") == 0 && i + 1 < argc)
+            approve = argv[++i];
+        else if (strcmp(argv[i], "--cdsh-tools") == 0 && i + 1 < argc)
+            tools_glob = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] != '-' && !engine)
+            engine = argv[i];
+        else if (argv[i][0] != '-' && !text)
+            text = argv[i];
+        else {
+            fprintf(stderr, "cdsh acp prompt: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!engine || !text) {
+        usage(stderr);
+        return 2;
+    }
+    if (approve && strcmp(approve, "allow") != 0 && strcmp(approve, "reject") != 0) {
+        fprintf(stderr, "cdsh acp prompt: --approve takes allow or reject\n");
+        return 2;
+    }
+    char here[4096];
+    if (!cwd)
+        cwd = getcwd(here, sizeof here) ? here : "/";
+    if (cwd[0] != '/') {
+        fprintf(stderr, "cdsh acp prompt: --cwd must be an absolute path\n");
+        return 2;
+    }
+    char *sid = session ? strdup(session) : cdsh_random_id_dup("cli-");
+    cdsh_error err = {0};
+    /* --cdsh-tools GLOB offers cdsh's own tools (cdsh mcp) to engines that take MCP servers. */
+    json_t *mcp =
+        tools_glob ? json_pack("[o]", cdsh_acp_cdsh_mcp_server_dup(NULL, tools_glob)) : NULL;
+    cdsh_approvals *approvals = cdsh_approvals_new(0);
+    cdsh_cli_approver_opts ao = {
+        .out = stderr,
+        .auto_answer = approve,
+        .hint = "no terminal to ask: cancelled (use --approve allow|reject)",
+    };
+    cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
+    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals};
+    cdsh_acp_service *svc = approver ? cdsh_acp_service_new(&so, &err) : NULL;
+    json_decref(mcp);
+    if (!svc || !sid) {
+        fprintf(stderr, "cdsh acp prompt: %s\n", err.message[0] ? err.message : "out of memory");
+        cdsh_cli_approver_free(approver);
+        cdsh_approvals_free(approvals);
+        free(sid);
+        return 1;
+    }
+    int code = 1;
+    if (cdsh_acp_service_bind(svc, sid, engine, cwd, &err) < 0) {
+        fprintf(stderr, "cdsh acp prompt: error [%s]: %s\n", err.code, err.message);
+        goto done;
+    }
+    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
+    /* Ctrl-C and SIGTERM cancel the turn; the agent is then disposed, never orphaned. */
+    struct sigaction sa = {0}, old, old_term;
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, &old);
+    sigaction(SIGTERM, &sa, &old_term);
+    watch w = {cancel, 0};
+    pthread_t wt;
+    bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
+    cdsh_acp_turn_sink ts = {sink_update, &sink};
+    json_t *res = cdsh_acp_service_prompt(svc, sid, text, &ts, cancel);
+    w.stop = 1;
+    if (watching)
+        pthread_join(wt, NULL);
+    sigaction(SIGINT, &old, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    cdsh_acp_service_release(svc, sid, NULL);
+    cdsh_cancel_free(cancel);
+    if (!res) {
+        fprintf(stderr, "cdsh acp prompt: out of memory\n");
+        goto done;
+    }
+    json_object_set_new(res, "session", json_string(sid));
+    size_t i;
+    json_t *wv;
+    json_array_foreach(json_object_get(res, "warnings"), i, wv) {
+        fprintf(stderr, "warning: %s\n", json_string_value(wv));
+    }
+    if (as_json) {
+        char *t = cdsh_json_dump_compact_dup(res);
+        printf("\n%s\n", t ? t : "{}");
+        free(t);
+    } else {
+        fputc('\n', stdout);
+    }
+    if (json_is_true(json_object_get(res, "ok"))) {
+        code = 0;
+        fprintf(stderr, "[%s] session %s (engine %s)\n",
+                json_string_value(json_object_get(res, "stopReason")), sid, engine);
+    } else {
+        fprintf(stderr, "error [%s]: %s\n", json_string_value(json_object_get(res, "code")),
+                json_string_value(json_object_get(res, "message")));
+    }
+    json_decref(res);
+done:
+    cdsh_acp_service_free(svc);
+    cdsh_cli_approver_free(approver);
+    cdsh_approvals_free(approvals);
+    free(sid);
+    return code;
+}

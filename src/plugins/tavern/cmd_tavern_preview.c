@@ -1,0 +1,372 @@
+/* cmd_tavern_preview.c — `cdsh tavern preview CARD_ID [--chat FILE]
+ * [--preset ID] [--persona ID] [--story ID] [--json]`: loads the card and
+ * its assets from the store, reads an optional chat, runs the prompt engine
+ * as a dry run and prints the plan. It never writes: timed effects, local
+ * and global variables are read from the state directory and evaluated on
+ * copies. */
+#include "plugins/tavern/cmd_tavern_preview.h"
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "plugins/tavern/assemble.h"
+#include "plugins/tavern/card.h"
+#include "plugins/tavern/globals.h"
+#include "plugins/tavern/pipeline.h"
+#include "plugins/tavern/regex.h"
+#include "plugins/tavern/store.h"
+
+#define CHAT_MAX_BYTES (64u << 20)
+
+static void usage(FILE *out)
+{
+    fprintf(out, "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
+                 "                           [--story ID] [--note TEXT [--note-...]]\n"
+                 "                           [--context N] [--json]\n"
+                 "\n"
+                 "Shows the prompt the card would get for the next turn: the standing segment\n"
+                 "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
+                 "(a simulation), budgets and the world-info trigger log. Writes nothing.\n"
+                 "\n"
+                 "  --chat FILE     chat so far: a JSON array of {role|is_user, name, text|mes,\n"
+                 "                  synthetic} or SillyTavern .jsonl (the header line is skipped)\n"
+                 "  --preset ID     library preset (default: SillyTavern's default order)\n"
+                 "  --persona ID    persona (default: \"User\")\n"
+                 "  --story ID      story whose timed effects and variables to read\n"
+                 "                  ($CDSH_HOME/tavern/state/<ID>.json; default: the card id)\n"
+                 "  --note TEXT     author's note for this turn\n"
+                 "  --note-position N  SillyTavern's: 1 in chat at its depth (default),\n"
+                 "                  0 after the main prompt, 2 before it\n"
+                 "  --note-depth N  in-chat depth of the note (default 4)\n"
+                 "  --note-role R   in-chat role: system (default), user, assistant\n"
+                 "  --note-scan     let world info scan the note (\"allow WI scan\")\n"
+                 "  --context N     context size in tokens (default: the preset's\n"
+                 "                  openai_max_context); the simulated messages are trimmed\n"
+                 "                  to it minus the preset's reply tokens\n"
+                 "  --json          print one JSON object {ok, plan...}\n"
+                 "\n"
+                 "Global variables are read from $CDSH_HOME/tavern/state/global-variables.json\n"
+                 "(shared by every story) and never written.\n");
+}
+
+typedef struct chat {
+    cdsh_tavern_chat_msg *msgs;
+    size_t n;
+    json_t *keep; /* owns the strings */
+} chat;
+
+static int add_message(chat *c, const json_t *m)
+{
+    const char *text = json_string_value(json_object_get(m, "text"));
+    if (!text)
+        text = json_string_value(json_object_get(m, "mes"));
+    if (!text)
+        return 0; /* header or unknown line */
+    const char *role = json_string_value(json_object_get(m, "role"));
+    if (!role)
+        role = json_is_true(json_object_get(m, "is_user")) ? "user" : "assistant";
+    if (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system"))
+        return -1;
+    cdsh_tavern_chat_msg *g = realloc(c->msgs, (c->n + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    c->msgs = g;
+    json_array_append(c->keep, (json_t *)m);
+    /* role points into m (kept alive by c->keep) or at a literal. */
+    g[c->n++] = (cdsh_tavern_chat_msg){role, json_string_value(json_object_get(m, "name")), text,
+                                       json_is_true(json_object_get(m, "synthetic"))};
+    return 0;
+}
+
+static int load_chat(const char *path, chat *c, cdsh_error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = cdsh_fs_read_file(path, CHAT_MAX_BYTES, &data, &len, err);
+    if (rc < 0)
+        return rc;
+    c->keep = json_array();
+    json_t *all = json_loadb(data, len, 0, NULL);
+    if (json_is_array(all)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(all, i, m) {
+            if (!json_is_object(m) || add_message(c, m) < 0) {
+                rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_CHAT",
+                                    "chat message %zu needs a role (user, assistant, system) "
+                                    "and a text",
+                                    i);
+                break;
+            }
+        }
+    } else {
+        /* JSONL: one object per line. */
+        char *save = NULL;
+        size_t line = 0;
+        for (char *l = strtok_r(data, "\n", &save); l && rc == 0; l = strtok_r(NULL, "\n", &save)) {
+            line++;
+            if (!*l || *l == '\r')
+                continue;
+            json_t *m = json_loads(l, 0, NULL);
+            if (!json_is_object(m) || add_message(c, m) < 0)
+                rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_CHAT",
+                                    "%s line %zu is not a chat message object", path, line);
+            json_decref(m);
+        }
+    }
+    json_decref(all);
+    free(data);
+    return rc;
+}
+
+static void print_text(const json_t *plan)
+{
+    printf("== Standing segment (agent system prompt) ==\n%s\n\n",
+           json_string_value(json_object_get(plan, "standing")));
+    printf("== Turn context ==\n%s\n\n", json_string_value(json_object_get(plan, "turn")));
+    printf("== Simulated SillyTavern messages (simulation, not what is sent) ==\n");
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(plan, "messages"), i, m) {
+        printf("[%zu] %s (%s)\n%s\n", i + 1, json_string_value(json_object_get(m, "role")),
+               json_string_value(json_object_get(m, "source")),
+               json_string_value(json_object_get(m, "content")));
+    }
+    printf("\n== Budgets (estimated tokens) ==\n");
+    const char *k;
+    json_t *b;
+    json_object_foreach(json_object_get(plan, "budgets"), k, b) {
+        printf("%-10s %5lld / %-5lld%s\n", k,
+               (long long)json_integer_value(json_object_get(b, "used")),
+               (long long)json_integer_value(json_object_get(b, "limit")),
+               json_is_true(json_object_get(b, "truncated")) ? "  truncated" : "");
+    }
+    json_array_foreach(json_object_get(plan, "notes"), i, m)
+        printf("note: %s\n", json_string_value(m));
+    json_array_foreach(json_object_get(plan, "regexFailures"), i, m)
+        printf("regex rule '%s' failed: %s\n", json_string_value(json_object_get(m, "name")),
+               json_string_value(json_object_get(m, "message")));
+    printf("\n== World-info trigger log ==\n");
+    json_t *wi = json_object_get(plan, "worldInfo");
+    json_array_foreach(json_object_get(wi, "log"), i, m) {
+        printf("%s %s.%lld %s%s%s: %s\n", json_is_true(json_object_get(m, "fired")) ? "+" : "-",
+               json_string_value(json_object_get(m, "book")),
+               (long long)json_integer_value(json_object_get(m, "uid")),
+               *json_string_value(json_object_get(m, "comment")) ? "\"" : "",
+               json_string_value(json_object_get(m, "comment")),
+               *json_string_value(json_object_get(m, "comment")) ? "\"" : "",
+               json_string_value(json_object_get(m, "reason")));
+    }
+    printf("budget %lld tokens, used %lld%s, %lld scan loop(s)\n",
+           (long long)json_integer_value(json_object_get(wi, "budget")),
+           (long long)json_integer_value(json_object_get(wi, "tokens")),
+           json_is_true(json_object_get(wi, "overflow")) ? " (overflow)" : "",
+           (long long)json_integer_value(json_object_get(wi, "loops")));
+}
+
+/* A whole decimal number in [lo, hi]. */
+static bool int_arg(const char *s, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static int fail(bool as_json, const cdsh_error *err)
+{
+    if (as_json) {
+        json_t *j =
+            json_pack("{s:b, s:s, s:s}", "ok", 0, "code", err->code, "message", err->message);
+        char *s = cdsh_json_dump_compact_dup(j);
+        printf("%s\n", s);
+        free(s);
+        json_decref(j);
+    } else {
+        fprintf(stderr, "cdsh tavern preview: %s (%s)\n", err->message, err->code);
+    }
+    return 1;
+}
+
+int cdsh_cmd_tavern_preview(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"chat", required_argument, NULL, 'c'},
+                                             {"preset", required_argument, NULL, 'p'},
+                                             {"persona", required_argument, NULL, 'P'},
+                                             {"story", required_argument, NULL, 's'},
+                                             {"note", required_argument, NULL, 'n'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"note-position", required_argument, NULL, 'O'},
+                                             {"note-depth", required_argument, NULL, 'D'},
+                                             {"note-role", required_argument, NULL, 'R'},
+                                             {"note-scan", no_argument, NULL, 'S'},
+                                             {"context", required_argument, NULL, 'C'},
+                                             {NULL, 0, NULL, 0}};
+    const char *chat_path = NULL, *preset_id = NULL, *persona_id = NULL, *story = NULL,
+               *note = NULL;
+    bool as_json = false, note_scan = false;
+    int note_pos = 1, note_depth = 4, note_role = 0, context = 0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c': chat_path = optarg; break;
+        case 'p': preset_id = optarg; break;
+        case 'P': persona_id = optarg; break;
+        case 's': story = optarg; break;
+        case 'n': note = optarg; break;
+        case 'j': as_json = true; break;
+        case 'S': note_scan = true; break;
+        case 'O':
+        case 'D':
+        case 'C': {
+            int *dst = c == 'O' ? &note_pos : c == 'D' ? &note_depth : &context;
+            if (!int_arg(optarg, c == 'O' ? 0 : 1,
+                         c == 'O'   ? 2
+                         : c == 'D' ? 1000
+                                    : 10000000,
+                         dst)) {
+                fprintf(stderr, "cdsh tavern preview: bad number '%s' for %s\n", optarg,
+                        argv[optind - 1]);
+                return 2;
+            }
+            break;
+        }
+        case 'R':
+            note_role = !strcmp(optarg, "system")      ? 0
+                        : !strcmp(optarg, "user")      ? 1
+                        : !strcmp(optarg, "assistant") ? 2
+                                                       : -1;
+            if (note_role < 0) {
+                fprintf(stderr, "cdsh tavern preview: --note-role is system, user or assistant\n");
+                return 2;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "cdsh tavern preview: bad option '%s'\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (argc - optind != 1) {
+        usage(stderr);
+        return 2;
+    }
+    const char *card_id = argv[optind];
+    cdsh_error err = {0};
+    cdsh_tavern_store *st = NULL;
+    json_t *card = NULL, *preset = NULL, *persona = NULL, *rules = NULL, *card_rules = NULL,
+           *state = NULL, *plan = NULL;
+    char *tag = NULL, *state_dir = NULL;
+    chat ch = {0};
+    cdsh_tavern_state_store *ss = NULL;
+    int rc = cdsh_tavern_store_open(NULL, &st, &err);
+    if (rc == 0)
+        rc = cdsh_tavern_store_card_get(st, card_id, &card, &tag, &err);
+    if (rc == 0 && preset_id)
+        rc = cdsh_tavern_store_asset_get(st, CDSH_TAVERN_PRESET, preset_id, &preset, &err);
+    if (rc == 0 && persona_id)
+        rc = cdsh_tavern_store_asset_get(st, CDSH_TAVERN_PERSONA, persona_id, &persona, &err);
+    if (rc == 0)
+        rc = cdsh_tavern_store_regex_get(st, &rules, &err);
+    if (rc == 0 && chat_path)
+        rc = load_chat(chat_path, &ch, &err);
+    if (rc == 0) {
+        /* Card rules live next to the card; a card without them has none. */
+        char rel[512];
+        snprintf(rel, sizeof rel, "characters/%s/assets/regex-scripts.json", card_id);
+        if (cdsh_tavern_store_get(st, rel, &card_rules, NULL, NULL) == 0)
+            json_array_extend(rules, card_rules);
+        if (json_array_size(json_object_get(preset, "regexScripts"))) {
+            json_t *pr = cdsh_tavern_regex_rules_from_st_dup(
+                json_object_get(preset, "regexScripts"), CDSH_TAVERN_REGEX_PRESET, NULL);
+            if (pr)
+                json_array_extend(rules, pr);
+            json_decref(pr);
+        }
+        size_t n = strlen(cdsh_tavern_store_root_get(st)) + 16;
+        state_dir = malloc(n);
+        snprintf(state_dir, n, "%s/state", cdsh_tavern_store_root_get(st));
+        ss = cdsh_tavern_state_store_new_file(state_dir);
+        rc = cdsh_tavern_state_store_load(ss, story ? story : card_id, &state, &err);
+    }
+    if (rc == 0) {
+        json_t *timed = json_object_get(state, "timed"), *vars = json_object_get(state, "vars");
+        json_t *vl = json_deep_copy(json_object_get(vars, "local"));
+        json_t *vg = NULL;
+        if (!vl)
+            vl = json_object();
+        /* Global variables are home-wide (shared by every story); a copy. */
+        rc = cdsh_tavern_globals_load(state_dir, &vg, &err);
+        cdsh_tavern_assemble_input in = {
+            .card = card,
+            .preset = preset,
+            .persona = persona,
+            .regex_rules = rules,
+            .chat = ch.msgs,
+            .n_chat = ch.n,
+            .author_note = note,
+            .author_note_position = cdsh_tavern_an_position_from_st(note_pos),
+            .author_note_depth = note_depth,
+            .author_note_role = note_role,
+            .author_note_scan = note_scan,
+            .chat_id = story ? story : card_id,
+            .now_ms = cdsh_clock_wall_ms(),
+            .seed = 0,
+            .timed = timed,
+            .vars_local = vl,
+            .vars_global = vg,
+            .dry_run = true,
+            .trigger_log = true,
+            .run_templates = true,
+            .revision = tag,
+        };
+        cdsh_tavern_wi_settings_default(&in.wi);
+        if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
+            in.wi.max_context =
+                (int)json_integer_value(json_object_get(preset, "openai_max_context"));
+        if (context > 0)
+            in.wi.max_context = context;
+        if (rc == 0)
+            rc = cdsh_tavern_assemble(&in, &plan, &err);
+        json_decref(vl);
+        json_decref(vg);
+    }
+    int status = 0;
+    if (rc < 0) {
+        status = fail(as_json, &err);
+    } else if (as_json) {
+        json_object_set_new(plan, "ok", json_true());
+        json_object_set_new(plan, "cardId", json_string(card_id));
+        char *s = cdsh_json_dump_compact_dup(plan);
+        printf("%s\n", s);
+        free(s);
+    } else {
+        print_text(plan);
+    }
+    json_decref(plan);
+    json_decref(state);
+    cdsh_tavern_state_store_free(ss);
+    free(state_dir);
+    json_decref(card_rules);
+    json_decref(rules);
+    json_decref(persona);
+    json_decref(preset);
+    json_decref(card);
+    free(tag);
+    free(ch.msgs);
+    json_decref(ch.keep);
+    cdsh_tavern_store_free(st);
+    return status;
+}
