@@ -309,6 +309,7 @@ static void world_deltas_validate_expire_and_render(void **state)
 
 int main(void)
 {
+    cdsh_tavern_memory_attach(); /* memory objects written through story.h are indexed */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tokens_split_words_and_cjk_bigrams),
         cmocka_unit_test_setup_teardown(search_ranks_by_bm25_and_key_weight, setup, teardown),

@@ -9,10 +9,17 @@
 #include "plugins/tavern/binding.h"
 #include "plugins/tavern/service.h"
 
+/* A turn of a bound session, from turn start to the maintenance after its
+ * end, found by session id. Its story handle is opened once at turn start
+ * and shared (by reference) with the plan, the memories, every tool call and
+ * the maintenance of that turn. */
 typedef struct cdsh__tavern_open_turn {
-    const cdsh_scope *scope; /* identity only; never dereferenced */
+    const cdsh_scope *scope; /* the agent's scope for this turn: identity only, never
+                                dereferenced; tells two agents' turns on one session apart */
     char *session, *card, *story, *floor;
     int64_t turn;
+    cdsh_tavern_story *handle; /* the turn's story; its floor is committed at turn end */
+    bool ended;                /* committed; the handle waits for the maintenance */
 } cdsh__tavern_open_turn;
 
 struct cdsh_tavern_service {
@@ -28,6 +35,16 @@ struct cdsh_tavern_service {
     cdsh_tavern_helper_fn helper; /* impersonation; may be NULL */
     void *helper_ud;
 };
+
+/* The story session_id is bound to, as cdsh_tavern_binding_open_story
+ * (same errors), but the handle of the session's open (or just ended) turn
+ * when it is still bound to that turn's story: one open per turn. Release
+ * with cdsh_tavern_story_free. */
+int cdsh__tavern_session_story(cdsh_tavern_service *svc, const char *session_id,
+                               cdsh_tavern_story **out, cdsh_error *err);
+/* The session id a tool call runs for: the nearest scope on the chain whose
+ * id is a session id (the agent names each session's scope so), or NULL. */
+const char *cdsh__tavern_scope_session(const cdsh_scope *scope);
 
 /* Settings with defaults filled (owned). */
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc);

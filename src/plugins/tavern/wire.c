@@ -198,7 +198,7 @@ static int build_plan(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pip
     }
     if ((rc = cdsh__tavern_assets_load(svc, b, &as, err)) < 0)
         goto cleanup;
-    if (str(b, "storyId") && cdsh_tavern_binding_open_story(svc->bindings, sid, &story, NULL) < 0)
+    if (str(b, "storyId") && cdsh__tavern_session_story(svc, sid, &story, NULL) < 0)
         story = NULL;
     msgs = svc->sessions ? cdsh_session_store_messages(svc->sessions, sid, NULL) : NULL;
     chat = calloc(json_array_size(msgs) + 2, sizeof *chat);
