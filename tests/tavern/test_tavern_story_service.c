@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent/session_store.h"
+#include "base/db.h"
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/rpc.h"
@@ -18,6 +19,9 @@
 #include "plugins/tavern/b64.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
+#include "plugins/tavern/service_priv.h"
+#include "plugins/tavern/story.h"
+#include "plugins/tavern/wire.h"
 
 #define SAMPLE_V2 CDSH_SHARED_DIR "/reference/tavern-samples/st-card-v2-seraphina.json"
 
@@ -497,6 +501,117 @@ static int helper(void *ud, const json_t *messages, char **finish, char **text, 
     return 0;
 }
 
+/* One story handle per turn: the turn's begin opens the story once; the plan,
+ * the memories, every tool call, the end and the maintenance all use it. */
+static void a_turn_opens_its_story_once(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    char *sid = new_session(f);
+    cdsh_scope *sc = in_session(f, f->scope_a, sid);
+    uint64_t before = cdsh_db_open_count();
+    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, sc, sid, 1, &err), 0);
+    json_t *plan = NULL;
+    assert_int_equal(cdsh_tavern_wire_plan(f->svc, sid, &plan, &err), 0);
+    assert_non_null(plan);
+    json_decref(plan);
+    json_t *v = tool(f, sc, "tavern_memory_write",
+                     json_pack("{s:s}", "body", "The lantern was lit at the old mill."), NULL);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    v = tool(f, sc, "tavern_worldstate_update",
+             json_pack("{s:s,s:s}", "type", "add", "content", "Rain over the mill."), NULL);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    v = tool(f, sc, "tavern_memory_search", json_pack("{s:s}", "query", "lantern mill"), NULL);
+    assert_int_equal(json_integer_value(json_object_get(v, "count")), 1);
+    json_decref(v);
+    v = tool(f, sc, "tavern_asset_list", json_object(), NULL);
+    json_decref(v);
+    char *text = NULL;
+    assert_int_equal(cdsh_tavern_service_turn_context(f->svc, sid, "lantern", &text, &err), 0);
+    assert_non_null(strstr(text, "The lantern was lit at the old mill."));
+    assert_non_null(strstr(text, "Rain over the mill."));
+    free(text);
+    assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, 1, &err), 0);
+    fake_helper h = {"stop", 0};
+    assert_int_equal(cdsh_tavern_service_idle(f->svc, sid, summarize, &h, NULL, &err), 0);
+    assert_int_equal(cdsh_db_open_count() - before, 1);
+    /* the turn's writes were logged in its floor, and the floor was committed */
+    json_t *env = call(f, "listFloors", json_pack("{s:s}", "sessionId", sid));
+    json_t *floors = ok_value(env);
+    json_t *fl = json_array_get(floors, 0);
+    assert_true(json_is_true(json_object_get(fl, "committed")));
+    assert_true(json_integer_value(json_object_get(fl, "records")) >= 2);
+    json_decref(env);
+    /* after the maintenance the turn is gone: tools find no floor, and the
+     * next maintenance opens the story itself */
+    v = tool(f, sc, "tavern_memory_write", json_pack("{s:s}", "body", "late"), NULL);
+    assert_string_equal(tool_code(v), "floor-not-open");
+    json_decref(v);
+    before = cdsh_db_open_count();
+    assert_int_equal(cdsh_tavern_service_idle(f->svc, sid, summarize, &h, NULL, &err), 0);
+    assert_int_equal(cdsh_db_open_count() - before, 1);
+    free(sid);
+}
+
+/* A tool call lent the turn's handle keeps it valid after the turn ends and
+ * the maintenance drops it; the story is closed only when the last user is done. */
+static void the_turn_handle_outlives_its_turn_for_its_borrowers(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    char *sid = new_session(f);
+    cdsh_scope *sc = in_session(f, f->scope_a, sid);
+    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, sc, sid, 1, &err), 0);
+    cdsh_tavern_story *borrowed = NULL;
+    uint64_t before = cdsh_db_open_count();
+    assert_int_equal(cdsh__tavern_session_story(f->svc, sid, &borrowed, &err), 0);
+    assert_int_equal(cdsh_db_open_count(), before); /* the turn's handle, not a new one */
+    assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, 1, &err), 0);
+    fake_helper h = {"stop", 0};
+    assert_int_equal(cdsh_tavern_service_idle(f->svc, sid, summarize, &h, NULL, &err), 0);
+    json_t *floors = NULL;
+    assert_int_equal(cdsh_tavern_story_floors(borrowed, &floors, &err), 0);
+    assert_true(json_is_true(json_object_get(json_array_get(floors, 0), "committed")));
+    json_decref(floors);
+    cdsh_tavern_story_free(borrowed);
+    free(sid);
+}
+
+/* The open turn is found by the session id on the call's scope chain: any
+ * agent's scope for that session reaches it; another session's does not. */
+static void tools_find_the_turn_by_session_id(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    char *sid = new_session(f), *other = new_session(f);
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_a, sid), sid, 1, &err), 0);
+    /* a nested scope below the session scope (a sub-agent's view) */
+    cdsh_scope *nested = cdsh_scope_new("helper", in_session(f, f->scope_b, sid));
+    json_t *v = NULL;
+    assert_int_equal(cdsh_tavern_service_tool(f->svc, nested, "tavern_memory_write",
+                                              json_pack("{s:s}", "body", "via nested"), &v, NULL,
+                                              &err),
+                     0);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    cdsh_scope_unref(nested);
+    v = tool(f, in_session(f, f->scope_a, other), "tavern_memory_write",
+             json_pack("{s:s}", "body", "wrong session"), NULL);
+    assert_string_equal(tool_code(v), "floor-not-open");
+    json_decref(v);
+    v = tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", "no session"), NULL);
+    assert_string_equal(tool_code(v), "floor-not-open");
+    json_decref(v);
+    assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, 1, &err), 0);
+    assert_int_equal(memory_count(f, sid), 1);
+    assert_int_equal(memory_count(f, other), 0);
+    free(sid);
+    free(other);
+}
+
 static void impersonation_is_an_explicit_helper_call(void **state)
 {
     fx *f = *state;
@@ -590,6 +705,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(every_method_is_served_and_validates_input, setup,
                                         teardown),
         cmocka_unit_test(ui_calls_only_served_methods),
+        cmocka_unit_test_setup_teardown(a_turn_opens_its_story_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_turn_handle_outlives_its_turn_for_its_borrowers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(tools_find_the_turn_by_session_id, setup, teardown),
         cmocka_unit_test_setup_teardown(write_tools_check_floor_turn_and_binding, setup, teardown),
         cmocka_unit_test_setup_teardown(read_tools_respect_the_path_whitelist, setup, teardown),
         cmocka_unit_test_setup_teardown(branches_fork_host_sessions_and_keep_the_source, setup,
