@@ -15,7 +15,6 @@
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/card_frame.h"
 #include "plugins/tavern/service_priv.h"
-#include "plugins/tavern/wire.h"
 #include "plugins/tavern/worldstate.h"
 
 #define SETTINGS_REL "settings.json"
@@ -1127,7 +1126,7 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
     if (rc == 0)
         rc = cdsh_tavern_service_sampling(svc, sid, &sampling, err);
     if (rc == 0)
-        rc = cdsh_tavern_wire_plan(svc, sid, &plan, err);
+        rc = cdsh__tavern_plan_build(svc, sid, NULL, NULL, 0, &plan, NULL, NULL, err);
     if (rc == 0)
         *value = json_pack("{s:s,s:s,s:s,s:o,s:s}", "standing",
                            plan ? s_get(plan, "standing") ? s_get(plan, "standing") : "" : "",

@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "plugins/tavern/binding.h"
+#include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/service.h"
 
 /* A turn of a bound session, from turn start to the maintenance after its
@@ -76,6 +77,21 @@ typedef struct cdsh__tavern_assets {
 int cdsh__tavern_assets_load(cdsh_tavern_service *svc, const json_t *binding,
                              cdsh__tavern_assets *a, cdsh_error *err);
 void cdsh__tavern_assets_deinit(cdsh__tavern_assets *a);
+/* The prompt plan of session_id (service_plan.c) from the story's saved
+ * timed effects and variables and the home's global variables. pipe/turn_id
+ * NULL: a dry run (preview; nothing written). With a pipeline the turn is
+ * live: the story state is saved back once, when the turn's plan is first
+ * built, and *g_before / *g_after (owned, may stay NULL) get the globals to
+ * commit at turn end. *plan owned; NULL when the session is unbound. */
+int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
+                            const char *turn_id, long long turn, json_t **plan, json_t **g_before,
+                            json_t **g_after, cdsh_error *err);
+/* <tavern root>/state, where the home-wide global variables live (owned). */
+char *cdsh__tavern_globals_dir_dup(cdsh_tavern_service *svc);
+/* Logs a failed load or commit of the globals (dir NULL: out of memory). */
+void cdsh__tavern_globals_failed(cdsh_tavern_service *svc, const char *sid, const char *dir,
+                                 const cdsh_error *err);
+
 /* The greeting ensureGreeting pinned in the story (owned), or NULL. */
 char *cdsh__tavern_greeting_dup(cdsh_tavern_story *story);
 
