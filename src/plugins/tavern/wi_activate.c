@@ -21,16 +21,6 @@
 #define DEFAULT_WEIGHT 100
 
 enum { ST_NONE = 0, ST_INITIAL = 1, ST_RECURSION = 2, ST_MIN_ACTIVATIONS = 3 };
-enum {
-    POS_BEFORE,
-    POS_AFTER,
-    POS_AN_TOP,
-    POS_AN_BOTTOM,
-    POS_DEPTH,
-    POS_EM_TOP,
-    POS_EM_BOTTOM,
-    POS_OUTLET
-};
 
 typedef struct pkey pkey;
 
@@ -1685,8 +1675,8 @@ static bool standing_safe(const wi_entry *e)
 {
     return e->constant && !e->turn_local && !cdsh_tavern_macros_turn_local(e->content) &&
            (!e->use_prob || e->probability >= 100) && !e->ngroups && !e->sticky && !e->cooldown &&
-           !e->delay && !e->delay_rec && e->position != POS_AN_TOP &&
-           e->position != POS_AN_BOTTOM && e->position != POS_OUTLET;
+           !e->delay && !e->delay_rec && e->position != CDSH_TAVERN_WI_POS_AN_TOP &&
+           e->position != CDSH_TAVERN_WI_POS_AN_BOTTOM && e->position != CDSH_TAVERN_WI_POS_OUTLET;
 }
 
 /* Sets key to an already valid UTF-8 string (contents come from JSON). */
@@ -1749,7 +1739,7 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
      * and outlet groups are created in the descending walk's order. */
     for (size_t i = 0; i < n; i++) {
         wi_entry *e = o[i].e;
-        int rdepth = e->position == POS_DEPTH ? e->depth : -1;
+        int rdepth = e->position == CDSH_TAVERN_WI_POS_AT_DEPTH ? e->depth : -1;
         if (r->in->regex)
             cdsh_tavern_rxset_apply(r->in->regex, e->content, "prompt", "assemble", NULL, rdepth,
                                     r->in->macros, &content[i], NULL, NULL);
@@ -1757,9 +1747,9 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
             content[i] = strdup(e->content);
         if (!content[i] || !*content[i])
             continue;
-        if (e->position == POS_DEPTH)
+        if (e->position == CDSH_TAVERN_WI_POS_AT_DEPTH)
             group_for(&groups, &ngroups, e->depth, e->role, NULL);
-        else if (e->position == POS_OUTLET && *e->outlet)
+        else if (e->position == CDSH_TAVERN_WI_POS_OUTLET && *e->outlet)
             group_for(&groups, &ngroups, -1, -1, e->outlet);
     }
     for (size_t i = n; i-- > 0;) {
@@ -1769,25 +1759,27 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
             continue;
         outgroup *g;
         switch (e->position) {
-        case POS_BEFORE: join_piece(&before, c); break;
-        case POS_AFTER: join_piece(&after, c); break;
-        case POS_EM_TOP:
-        case POS_EM_BOTTOM: {
+        case CDSH_TAVERN_WI_POS_BEFORE: join_piece(&before, c); break;
+        case CDSH_TAVERN_WI_POS_AFTER: join_piece(&after, c); break;
+        case CDSH_TAVERN_WI_POS_EM_TOP:
+        case CDSH_TAVERN_WI_POS_EM_BOTTOM: {
             json_t *x = json_object();
-            set_str(x, "position", e->position == POS_EM_TOP ? "before" : "after");
+            set_str(x, "position", e->position == CDSH_TAVERN_WI_POS_EM_TOP ? "before" : "after");
             set_str(x, "content", c);
             json_array_append_new(examples, x);
             break;
         }
-        case POS_AN_TOP: json_array_append_new(an_top, json_stringn_nocheck(c, strlen(c))); break;
-        case POS_AN_BOTTOM:
+        case CDSH_TAVERN_WI_POS_AN_TOP:
+            json_array_append_new(an_top, json_stringn_nocheck(c, strlen(c)));
+            break;
+        case CDSH_TAVERN_WI_POS_AN_BOTTOM:
             json_array_append_new(an_bottom, json_stringn_nocheck(c, strlen(c)));
             break;
-        case POS_DEPTH:
+        case CDSH_TAVERN_WI_POS_AT_DEPTH:
             if ((g = group_for(&groups, &ngroups, e->depth, e->role, NULL)))
                 join_piece(&g->text, c);
             break;
-        case POS_OUTLET:
+        case CDSH_TAVERN_WI_POS_OUTLET:
             if (*e->outlet && (g = group_for(&groups, &ngroups, -1, -1, e->outlet)))
                 join_piece(&g->text, c);
             break;
