@@ -807,6 +807,8 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
     return 0;
 }
 
+/* Long by design: one transaction (summary, archived sources, pending
+ * marker); every write and its rollback path stay together. */
 int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *plan,
                                        const char *finish_reason, const char *text, bool had_error,
                                        char **id_out, cdsh_error *err)

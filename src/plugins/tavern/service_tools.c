@@ -535,6 +535,9 @@ static json_t *content_item(const json_t *e)
                      json_object_get(e, "content"), "truncated", 0);
 }
 
+/* Long by design: the lookup by uid (with a trimmed retry) and the ranked
+ * query share the budget, shaping and logging code below; a split would
+ * repeat it. */
 static int tool_lore_read(cdsh_tavern_service *svc, tctx *c, const json_t *args, json_t **value)
 {
     const char *uid = s_get(args, "uid"), *query = s_get(args, "query");

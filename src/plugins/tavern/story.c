@@ -1017,6 +1017,8 @@ cleanup:
     return rc;
 }
 
+/* Long by design: one transaction whose checks (record, checksum, cursor,
+ * successor) must stay in order beside the writes they guard. */
 /* One transaction: restore record `next` of floor, advance the cursor; at
  * -1 mark the floor rolled back and free its name. */
 static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)

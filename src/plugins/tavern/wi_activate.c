@@ -1149,6 +1149,8 @@ static bool in_group(const wi_entry *e, const char *g)
     return false;
 }
 
+/* Long by design: ST's filterByInclusionGroups step by step (overrides,
+ * scoring, weighted pick), kept in ST's order to be checked against it. */
 /* filterByInclusionGroups over cand[0..*n) (entries with alive = true). */
 static void inclusion_groups(run *r, wi_entry **cand, bool *alive, size_t n, int state)
 {
@@ -1309,6 +1311,9 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ST's checkWorldInfo scan loop, kept whole so its steps (timed effects,
+ * candidates, groups, probability, budget, recursion) read in ST's order;
+ * each step is a named helper above. */
 static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *tokens_out)
 {
     /* Delay-until-recursion levels, ascending; the first is preset. */
@@ -1536,6 +1541,8 @@ static outgroup *group_for(outgroup **gs, size_t *n, int depth, int role, const 
     return &g[(*n)++];
 }
 
+/* Long by design: one pass over the activated entries that fills every
+ * output position (world_info_position) and the trigger log together. */
 static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t tokens,
                             bool want_log)
 {
