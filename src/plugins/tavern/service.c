@@ -26,7 +26,7 @@
 
 static void open_turn_clear(cdsh__tavern_open_turn *t);
 
-static const char *s_get_early(const json_t *o, const char *k)
+static const char *str_or_empty(const json_t *o, const char *k)
 {
     const char *v = json_string_value(json_object_get(o, k));
     return v ? v : "";
@@ -173,7 +173,7 @@ static void open_turn_clear(cdsh__tavern_open_turn *t)
     cdsh_tavern_story_free(t->handle);
 }
 
-/* Removes the session's entries that keep(t) rejects. Caller holds svc->mu. */
+/* Removes the session's entries for which drop(t, arg) holds. Caller holds svc->mu. */
 static void drop_turns_locked(cdsh_tavern_service *svc, const char *session_id,
                               bool (*drop)(const cdsh__tavern_open_turn *t, const void *arg),
                               const void *arg)
@@ -309,7 +309,7 @@ int cdsh__tavern_session_story(cdsh_tavern_service *svc, const char *session_id,
     json_t *b = NULL;
     bool same = h && story_id &&
                 cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 &&
-                strcmp(s_get_early(b, "storyId"), story_id) == 0;
+                strcmp(str_or_empty(b, "storyId"), story_id) == 0;
     json_decref(b);
     free(story_id);
     if (same) {
