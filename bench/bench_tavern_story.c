@@ -13,6 +13,7 @@
 
 int main(void)
 {
+    cdsh_tavern_memory_attach(); /* memory objects written through story.h are indexed */
     char dir[] = "/tmp/cdsh-bench-story-XXXXXX";
     if (!mkdtemp(dir))
         return 1;

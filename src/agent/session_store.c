@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/db.h"
 #include "base/fs.h"
 #include "base/home.h"
 #include "base/json.h"
@@ -66,30 +67,26 @@ static void now_iso(char out[CDSH_ISO8601_MAX])
 
 static int db_fail(cdsh_session_store *s, int src, cdsh_error *err, const char *what)
 {
+    /* Mapped from the step's own result: the connection's error code may
+     * already describe a later call. */
+    cdsh_db_fail(s->db, err, what);
     int rc = (src == SQLITE_BUSY || src == SQLITE_LOCKED) ? CDSH_EBUSY : CDSH_EIO;
-    return cdsh_error_set(err, rc, "DB_ERROR", "session store %s: %s failed: %s", s->path, what,
-                          sqlite3_errmsg(s->db));
+    if (err)
+        err->rc = rc;
+    return rc;
 }
 
 static int exec_sql(cdsh_session_store *s, const char *sql, cdsh_error *err)
 {
-    int src = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-    return src == SQLITE_OK ? 0 : db_fail(s, src, err, sql);
+    return cdsh_db_exec(s->db, sql, err);
 }
 
 static int prepare(cdsh_session_store *s, const char *sql, sqlite3_stmt **st, cdsh_error *err)
 {
-    int src = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
-    return src == SQLITE_OK ? 0 : db_fail(s, src, err, "prepare");
+    return cdsh_db_prepare(s->db, sql, st, err);
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v)
-{
-    if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, i);
-}
+#define bind_text_or_null cdsh_db_bind_text_or_null
 
 static json_t *column_string_or_null(sqlite3_stmt *st, int i)
 {
@@ -134,75 +131,6 @@ static const char *const migrations[CDSH_SESSION_SCHEMA_VERSION] = {
     "CREATE INDEX events_by_type ON events(session_id, type, seq);",
 };
 
-static int user_version(cdsh_session_store *s, int *out, cdsh_error *err)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = prepare(s, "PRAGMA user_version", &st, err);
-    if (rc)
-        return rc;
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        *out = sqlite3_column_int(st, 0);
-    else
-        rc = db_fail(s, src, err, "PRAGMA user_version");
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* Switching a file to WAL needs an exclusive lock, and SQLite may answer
- * SQLITE_BUSY at once instead of calling the busy handler (several
- * processes opening a fresh file together do hit this), so retry for as long
- * as the busy timeout allows. */
-static int enable_wal(cdsh_session_store *s, cdsh_error *err)
-{
-    int64_t deadline = cdsh_clock_mono_ms() + CDSH_SESSION_BUSY_TIMEOUT_MS;
-    for (;;) {
-        int src = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-        if (src == SQLITE_OK)
-            return 0;
-        if (src != SQLITE_BUSY && src != SQLITE_LOCKED)
-            break;
-        if (cdsh_clock_mono_ms() >= deadline)
-            break;
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    return exec_sql(s, "PRAGMA journal_mode=WAL", err); /* reports the error in the usual form */
-}
-
-static int migrate(cdsh_session_store *s, cdsh_error *err)
-{
-    int rc = exec_sql(s, "BEGIN IMMEDIATE", err);
-    if (rc)
-        return rc;
-    int v = 0;
-    /* Read inside the write transaction: another process may have just migrated. */
-    rc = user_version(s, &v, err);
-    if (rc)
-        goto cleanup;
-    if (v > CDSH_SESSION_SCHEMA_VERSION) {
-        rc = cdsh_error_set(err, CDSH_EUNSUPPORTED, "SCHEMA_TOO_NEW",
-                            "session store %s has schema version %d; this cdsh understands up "
-                            "to %d — upgrade cdsh",
-                            s->path, v, CDSH_SESSION_SCHEMA_VERSION);
-        goto cleanup;
-    }
-    for (; v < CDSH_SESSION_SCHEMA_VERSION; v++) {
-        rc = exec_sql(s, migrations[v], err);
-        if (rc)
-            goto cleanup;
-        char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
-        rc = exec_sql(s, sql, err);
-        if (rc)
-            goto cleanup;
-    }
-    return exec_sql(s, "COMMIT", err);
-cleanup:
-    rollback(s);
-    return rc;
-}
-
 /* ---- open / close -------------------------------------------------------- */
 
 int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_error *err)
@@ -230,24 +158,14 @@ int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_err
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto cleanup;
     }
-    int src = sqlite3_open_v2(
-        s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (src != SQLITE_OK) {
-        rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "cannot open session store %s: %s", s->path,
-                            s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(src));
-        goto cleanup;
-    }
-    sqlite3_busy_timeout(s->db, CDSH_SESSION_BUSY_TIMEOUT_MS);
-    sqlite3_extended_result_codes(s->db, 0);
-    rc = enable_wal(s, err);
-    if (rc)
-        goto cleanup;
     /* synchronous=FULL: an event is on disk when append returns, even across power loss. */
-    rc = exec_sql(s, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", err);
-    if (rc)
-        goto cleanup;
-    rc = migrate(s, err);
-    if (rc)
+    const cdsh_db_opts opts = {.create = true,
+                               .journal = CDSH_DB_JOURNAL_WAL,
+                               .sync = CDSH_DB_SYNC_FULL,
+                               .foreign_keys = true,
+                               .busy_timeout_ms = CDSH_SESSION_BUSY_TIMEOUT_MS};
+    if ((rc = cdsh_db_open(s->path, &opts, &s->db, err)) < 0 ||
+        (rc = cdsh_db_migrate(s->db, migrations, CDSH_SESSION_SCHEMA_VERSION, err)) < 0)
         goto cleanup;
     *out = s;
     s = NULL;
@@ -261,8 +179,7 @@ void cdsh_session_store_close(cdsh_session_store *s)
 {
     if (!s)
         return;
-    if (s->db)
-        sqlite3_close_v2(s->db);
+    cdsh_db_close(s->db);
     pthread_mutex_destroy(&s->mu);
     free(s->path);
     free(s->lock_dir);

@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,6 +162,28 @@ static void open_creates_wal_database_with_current_schema(void **state)
     assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
     sqlite3_finalize(st);
     sqlite3_close(db);
+    free(path);
+}
+
+/* Issue 23 found sessions.db created 0644: the database and its WAL files
+ * are the owner's only, whatever the umask lets through. */
+static void the_database_and_its_wal_files_are_private(void **state)
+{
+    (void)state;
+    char *path = db_path();
+    cdsh_session_spec spec = {"t", NULL, NULL, NULL, NULL, NULL};
+    char *id = NULL;
+    cdsh_error e = {0};
+    assert_int_equal(cdsh_session_store_create(store, &spec, &id, &e), 0); /* the WAL exists */
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char f[1024];
+        snprintf(f, sizeof f, "%s%s", path, suffix[i]);
+        struct stat st;
+        assert_int_equal(stat(f, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+    }
+    free(id);
     free(path);
 }
 
@@ -1248,8 +1271,10 @@ static void processes_opening_a_fresh_file_at_once_migrate_it_once(void **state)
 
 int main(void)
 {
+    umask(022); /* what lets SQLite alone create 0644 files */
     const struct CMUnitTest tests[] = {
         T(open_creates_wal_database_with_current_schema),
+        T(the_database_and_its_wal_files_are_private),
         T(sessions_survive_reopening_the_store),
         T(migrates_a_version_1_file),
         T(refuses_a_file_from_a_newer_cdsh),

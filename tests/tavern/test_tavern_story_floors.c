@@ -308,6 +308,7 @@ static void revision_conflict_on_stale_expectation(void **state)
 
 int main(void)
 {
+    cdsh_tavern_memory_attach(); /* memory objects written through story.h are indexed */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(writes_outside_an_open_floor_are_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(undo_restores_model_writes_and_keeps_manual_edits, setup,

@@ -290,6 +290,7 @@ static void corrupt_source_log_aborts_the_branch_before_the_child(void **state)
 
 int main(void)
 {
+    cdsh_tavern_memory_attach(); /* memory objects written through story.h are indexed */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(each_binding_gets_its_own_story, setup, teardown),
         cmocka_unit_test_setup_teardown(unknown_card_is_refused, setup, teardown),

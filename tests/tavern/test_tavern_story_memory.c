@@ -307,9 +307,85 @@ static void world_deltas_validate_expire_and_render(void **state)
     json_decref(d3);
 }
 
+/* ---- the story's change listeners ------------------------------------------ */
+
+typedef struct seen {
+    int changed, undoing, deleted;
+    char last_kind[32], last_key[64];
+} seen;
+static seen g_seen;
+
+static int count_changed(struct sqlite3 *db, const char *kind, const char *key, const char *canon,
+                         cdsh_error *err)
+{
+    (void)db, (void)err;
+    g_seen.changed++;
+    g_seen.deleted += canon == NULL;
+    snprintf(g_seen.last_kind, sizeof g_seen.last_kind, "%s", kind);
+    snprintf(g_seen.last_key, sizeof g_seen.last_key, "%s", key);
+    return 0;
+}
+
+static int count_undoing(struct sqlite3 *db, const char *kind, const char *key, cdsh_error *err)
+{
+    (void)db, (void)kind, (void)key, (void)err;
+    g_seen.undoing++;
+    return 0;
+}
+
+static const cdsh__tavern_story_listener COUNTER = {count_changed, count_undoing};
+
+static void story_changes_reach_listeners_and_the_memory_index(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh__tavern_story_listen(&COUNTER), 0);
+    assert_int_equal(cdsh__tavern_story_listen(&COUNTER), 0); /* twice is once */
+    memset(&g_seen, 0, sizeof g_seen);
+    assert_int_equal(cdsh_tavern_story_floor_begin(f->s, "s-A", 1, &err), 0);
+    json_t *v = json_pack("{s:s}", "x", "y");
+    assert_int_equal(
+        cdsh_tavern_story_put(f->s, "s-A#t1", CDSH_TAVERN_KIND_DOC, "notes.json", v, NULL, &err),
+        0);
+    json_decref(v);
+    assert_int_equal(g_seen.changed, 1);
+    assert_string_equal(g_seen.last_kind, "doc");
+    assert_string_equal(g_seen.last_key, "notes.json");
+    /* a memory object written through story.h alone is searchable: memory.c
+     * indexes it from its own listener (attached in main) */
+    v = json_pack("{s:s,s:[],s:[],s:s,s:s,s:n,s:b}", "body", "The ferryman hides a silver key.",
+                  "tags", "keys", "created", "2026-01-01T00:00:00.000Z", "updated",
+                  "2026-01-01T00:00:00.000Z", "sourceRange", "archived", 0);
+    assert_int_equal(
+        cdsh_tavern_story_put(f->s, "s-A#t1", CDSH_TAVERN_KIND_MEMORY, "m-ferry", v, NULL, &err),
+        0);
+    json_decref(v);
+    assert_int_equal(g_seen.changed, 2);
+    cdsh_tavern_memory_cfg cfg = cdsh_tavern_memory_cfg_default();
+    json_t *hits = NULL;
+    assert_int_equal(cdsh_tavern_memory_search(f->s, "ferryman", 5, &cfg, 0, &hits, &err), 0);
+    assert_int_equal(json_array_size(hits), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(hits, 0), "id")),
+                        "m-ferry");
+    json_decref(hits);
+    assert_int_equal(cdsh_tavern_story_floor_commit(f->s, "s-A#t1", &err), 0);
+    /* undo: told about both records first, then each restore is a change */
+    const char *floors[] = {"s-A#t1"};
+    assert_int_equal(cdsh_tavern_story_undo(f->s, floors, 1, NULL, &err), 0);
+    assert_int_equal(g_seen.undoing, 2);
+    assert_int_equal(g_seen.changed, 4);
+    assert_int_equal(g_seen.deleted, 2);
+    assert_int_equal(cdsh_tavern_memory_search(f->s, "ferryman", 5, &cfg, 0, &hits, &err), 0);
+    assert_int_equal(json_array_size(hits), 0); /* the index followed the undo */
+    json_decref(hits);
+}
+
 int main(void)
 {
+    cdsh_tavern_memory_attach(); /* memory objects written through story.h are indexed */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(story_changes_reach_listeners_and_the_memory_index, setup,
+                                        teardown),
         cmocka_unit_test(tokens_split_words_and_cjk_bigrams),
         cmocka_unit_test_setup_teardown(search_ranks_by_bm25_and_key_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(decay_prefers_recent_entries, setup, teardown),

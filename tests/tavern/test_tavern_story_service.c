@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent/session_store.h"
+#include "base/db.h"
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/rpc.h"
@@ -18,6 +19,9 @@
 #include "plugins/tavern/b64.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
+#include "plugins/tavern/service_priv.h"
+#include "plugins/tavern/story.h"
+#include "plugins/tavern/wire.h"
 
 #define SAMPLE_V2 CDSH_TEST_DATA("tavern-samples/st-card-v2-seraphina.json")
 
@@ -27,7 +31,20 @@ typedef struct fx {
     cdsh_tavern_service *svc;
     char *card;
     cdsh_scope *scope_a, *scope_b;
+    cdsh_scope *kids[16]; /* session scopes under the agents, as the agent loop makes them */
+    size_t n_kids;
 } fx;
+
+/* The scope an agent's turn on session sid runs in: a child of the agent's
+ * scope named after the session (agent.c's session_scope_new), one per pair. */
+static cdsh_scope *in_session(fx *f, cdsh_scope *agent, const char *sid)
+{
+    for (size_t i = 0; i < f->n_kids; i++)
+        if (cdsh_scope_parent(f->kids[i]) == agent && !strcmp(cdsh_scope_id(f->kids[i]), sid))
+            return f->kids[i];
+    assert_true(f->n_kids < 16);
+    return f->kids[f->n_kids++] = cdsh_scope_new(sid, agent);
+}
 
 static json_t *call(fx *f, const char *method, json_t *payload_take)
 {
@@ -87,6 +104,8 @@ static int teardown(void **state)
     fx *f = *state;
     cdsh_tavern_service_free(f->svc);
     cdsh_session_store_close(f->sessions);
+    for (size_t i = 0; i < f->n_kids; i++)
+        cdsh_scope_unref(f->kids[i]);
     cdsh_scope_unref(f->scope_a);
     cdsh_scope_unref(f->scope_b);
     cdsh_test_home_free(f->home);
@@ -136,10 +155,11 @@ static void play_turn(fx *f, const char *sid, int64_t turn, const char *user, co
     assert_int_equal(
         cdsh_session_store_append(f->sessions, sid, "user/message", turn, 0, p, NULL, &err), 0);
     json_decref(p);
-    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, f->scope_a, sid, turn, &err), 0);
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_a, sid), sid, turn, &err), 0);
     char *notice = NULL;
-    json_t *v =
-        tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", fact), &notice);
+    json_t *v = tool(f, in_session(f, f->scope_a, sid), "tavern_memory_write",
+                     json_pack("{s:s}", "body", fact), &notice);
     assert_true(json_is_true(json_object_get(v, "ok")));
     assert_non_null(notice);
     assert_non_null(strstr(notice, "【Tavern 同轮写入】"));
@@ -231,30 +251,34 @@ static void write_tools_check_floor_turn_and_binding(void **state)
     fx *f = *state;
     cdsh_error err = {0};
     char *sid = new_session(f);
-    json_t *v = tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", "x"), NULL);
+    json_t *v = tool(f, in_session(f, f->scope_a, sid), "tavern_memory_write",
+                     json_pack("{s:s}", "body", "x"), NULL);
     assert_string_equal(tool_code(v), "floor-not-open");
     json_decref(v);
-    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, f->scope_a, sid, 1, &err), 0);
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_a, sid), sid, 1, &err), 0);
     /* a second agent on the same session starts turn 2: scope A's floor is stale */
-    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, f->scope_b, sid, 2, &err), 0);
-    v = tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", "stale"), NULL);
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_b, sid), sid, 2, &err), 0);
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_memory_write",
+             json_pack("{s:s}", "body", "stale"), NULL);
     assert_string_equal(tool_code(v), "floor-stale");
     json_decref(v);
-    v = tool(f, f->scope_b, "tavern_worldstate_update",
+    v = tool(f, in_session(f, f->scope_b, sid), "tavern_worldstate_update",
              json_pack("{s:s,s:s}", "type", "update", "content", "no ref"), NULL);
     assert_string_equal(tool_code(v), "invalid-args");
     json_decref(v);
-    v = tool(f, f->scope_b, "tavern_worldstate_update",
+    v = tool(f, in_session(f, f->scope_b, sid), "tavern_worldstate_update",
              json_pack("{s:s,s:s,s:s}", "type", "add", "content", "Fog rolls in.", "expiresAt",
                        "1999-01-01"),
              NULL);
     assert_string_equal(tool_code(v), "invalid-args");
     json_decref(v);
-    v = tool(f, f->scope_b, "tavern_worldstate_update",
+    v = tool(f, in_session(f, f->scope_b, sid), "tavern_worldstate_update",
              json_pack("{s:s,s:s}", "type", "add", "content", "Fog rolls in."), NULL);
     assert_true(json_is_true(json_object_get(v, "ok")));
     json_decref(v);
-    v = tool(f, f->scope_b, "tavern_memory_update",
+    v = tool(f, in_session(f, f->scope_b, sid), "tavern_memory_update",
              json_pack("{s:s,s:s}", "id", "m-x", "body", "y"), NULL);
     assert_string_equal(tool_code(v), "not-found");
     json_decref(v);
@@ -269,8 +293,8 @@ static void write_tools_check_floor_turn_and_binding(void **state)
         call(f, "setSessionBinding", json_pack("{s:s,s:s}", "sessionId", sid, "cardId", card2));
     ok_value(e2);
     json_decref(e2);
-    v = tool(f, f->scope_b, "tavern_memory_write", json_pack("{s:s}", "body", "after rebind"),
-             NULL);
+    v = tool(f, in_session(f, f->scope_b, sid), "tavern_memory_write",
+             json_pack("{s:s}", "body", "after rebind"), NULL);
     assert_string_equal(tool_code(v), "binding-changed");
     json_decref(v);
     assert_int_equal(memory_count(f, sid), 0);
@@ -298,11 +322,12 @@ static void read_tools_respect_the_path_whitelist(void **state)
     assert_string_equal(p, "assets/character-book.json");
     free(p);
     char *sid = new_session(f);
-    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, f->scope_a, sid, 1, &err), 0);
-    json_t *v = tool(f, f->scope_a, "tavern_worldstate_update",
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_a, sid), sid, 1, &err), 0);
+    json_t *v = tool(f, in_session(f, f->scope_a, sid), "tavern_worldstate_update",
                      json_pack("{s:s,s:s}", "type", "add", "content", "The inn is full."), NULL);
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_asset_list", json_object(), NULL);
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_asset_list", json_object(), NULL);
     char *text = json_dumps(v, 0);
     assert_null(strstr(text, "state/wal"));
     assert_null(strstr(text, "memory/archive"));
@@ -310,37 +335,39 @@ static void read_tools_respect_the_path_whitelist(void **state)
     assert_non_null(strstr(text, "assets/character-book.json"));
     free(text);
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_asset_read", json_pack("{s:s}", "path", "state/wal/a.json"),
-             NULL);
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_asset_read",
+             json_pack("{s:s}", "path", "state/wal/a.json"), NULL);
     assert_string_equal(tool_code(v), "path-not-readable");
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_asset_read",
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_asset_read",
              json_pack("{s:s}", "path", "state/world-delta.jsonl"), NULL);
     text = json_dumps(v, 0);
     assert_non_null(strstr(text, "The inn is full."));
     free(text);
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_asset_read",
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_asset_read",
              json_pack("{s:s,s:s}", "preset", "list", "presetIdentifier", "main"), NULL);
     assert_string_equal(tool_code(v), "invalid-args");
     json_decref(v);
     /* lore: catalog, uid and query modes over the character book and deltas */
-    v = tool(f, f->scope_a, "tavern_lore_read", json_object(), NULL);
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_lore_read", json_object(), NULL);
     assert_string_equal(json_string_value(json_object_get(v, "mode")), "catalog");
     json_t *first = json_array_get(json_object_get(v, "entries"), 0);
     assert_non_null(first);
     char *uid = strdup(json_string_value(json_object_get(first, "uid")));
     assert_true(json_integer_value(json_object_get(v, "tokensUsed")) <= 2500);
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_lore_read", json_pack("{s:s}", "uid", uid), NULL);
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_lore_read", json_pack("{s:s}", "uid", uid),
+             NULL);
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(json_object_get(v, "entries"), 0), "uid")),
         uid);
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_lore_read", json_pack("{s:s}", "uid", "nope:none"), NULL);
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_lore_read",
+             json_pack("{s:s}", "uid", "nope:none"), NULL);
     assert_string_equal(tool_code(v), "not-found");
     json_decref(v);
-    v = tool(f, f->scope_a, "tavern_lore_read",
+    v = tool(f, in_session(f, f->scope_a, sid), "tavern_lore_read",
              json_pack("{s:s,s:s}", "query", "inn", "source", "delta"), NULL);
     assert_int_equal(json_array_size(json_object_get(v, "entries")), 1);
     json_decref(v);
@@ -474,6 +501,117 @@ static int helper(void *ud, const json_t *messages, char **finish, char **text, 
     return 0;
 }
 
+/* One story handle per turn: the turn's begin opens the story once; the plan,
+ * the memories, every tool call, the end and the maintenance all use it. */
+static void a_turn_opens_its_story_once(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    char *sid = new_session(f);
+    cdsh_scope *sc = in_session(f, f->scope_a, sid);
+    uint64_t before = cdsh_db_open_count();
+    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, sc, sid, 1, &err), 0);
+    json_t *plan = NULL;
+    assert_int_equal(cdsh_tavern_wire_plan(f->svc, sid, &plan, &err), 0);
+    assert_non_null(plan);
+    json_decref(plan);
+    json_t *v = tool(f, sc, "tavern_memory_write",
+                     json_pack("{s:s}", "body", "The lantern was lit at the old mill."), NULL);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    v = tool(f, sc, "tavern_worldstate_update",
+             json_pack("{s:s,s:s}", "type", "add", "content", "Rain over the mill."), NULL);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    v = tool(f, sc, "tavern_memory_search", json_pack("{s:s}", "query", "lantern mill"), NULL);
+    assert_int_equal(json_integer_value(json_object_get(v, "count")), 1);
+    json_decref(v);
+    v = tool(f, sc, "tavern_asset_list", json_object(), NULL);
+    json_decref(v);
+    char *text = NULL;
+    assert_int_equal(cdsh_tavern_service_turn_context(f->svc, sid, "lantern", &text, &err), 0);
+    assert_non_null(strstr(text, "The lantern was lit at the old mill."));
+    assert_non_null(strstr(text, "Rain over the mill."));
+    free(text);
+    assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, 1, &err), 0);
+    fake_helper h = {"stop", 0};
+    assert_int_equal(cdsh_tavern_service_idle(f->svc, sid, summarize, &h, NULL, &err), 0);
+    assert_int_equal(cdsh_db_open_count() - before, 1);
+    /* the turn's writes were logged in its floor, and the floor was committed */
+    json_t *env = call(f, "listFloors", json_pack("{s:s}", "sessionId", sid));
+    json_t *floors = ok_value(env);
+    json_t *fl = json_array_get(floors, 0);
+    assert_true(json_is_true(json_object_get(fl, "committed")));
+    assert_true(json_integer_value(json_object_get(fl, "records")) >= 2);
+    json_decref(env);
+    /* after the maintenance the turn is gone: tools find no floor, and the
+     * next maintenance opens the story itself */
+    v = tool(f, sc, "tavern_memory_write", json_pack("{s:s}", "body", "late"), NULL);
+    assert_string_equal(tool_code(v), "floor-not-open");
+    json_decref(v);
+    before = cdsh_db_open_count();
+    assert_int_equal(cdsh_tavern_service_idle(f->svc, sid, summarize, &h, NULL, &err), 0);
+    assert_int_equal(cdsh_db_open_count() - before, 1);
+    free(sid);
+}
+
+/* A tool call lent the turn's handle keeps it valid after the turn ends and
+ * the maintenance drops it; the story is closed only when the last user is done. */
+static void the_turn_handle_outlives_its_turn_for_its_borrowers(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    char *sid = new_session(f);
+    cdsh_scope *sc = in_session(f, f->scope_a, sid);
+    assert_int_equal(cdsh_tavern_service_turn_begin(f->svc, sc, sid, 1, &err), 0);
+    cdsh_tavern_story *borrowed = NULL;
+    uint64_t before = cdsh_db_open_count();
+    assert_int_equal(cdsh__tavern_session_story(f->svc, sid, &borrowed, &err), 0);
+    assert_int_equal(cdsh_db_open_count(), before); /* the turn's handle, not a new one */
+    assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, 1, &err), 0);
+    fake_helper h = {"stop", 0};
+    assert_int_equal(cdsh_tavern_service_idle(f->svc, sid, summarize, &h, NULL, &err), 0);
+    json_t *floors = NULL;
+    assert_int_equal(cdsh_tavern_story_floors(borrowed, &floors, &err), 0);
+    assert_true(json_is_true(json_object_get(json_array_get(floors, 0), "committed")));
+    json_decref(floors);
+    cdsh_tavern_story_free(borrowed);
+    free(sid);
+}
+
+/* The open turn is found by the session id on the call's scope chain: any
+ * agent's scope for that session reaches it; another session's does not. */
+static void tools_find_the_turn_by_session_id(void **state)
+{
+    fx *f = *state;
+    cdsh_error err = {0};
+    char *sid = new_session(f), *other = new_session(f);
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_a, sid), sid, 1, &err), 0);
+    /* a nested scope below the session scope (a sub-agent's view) */
+    cdsh_scope *nested = cdsh_scope_new("helper", in_session(f, f->scope_b, sid));
+    json_t *v = NULL;
+    assert_int_equal(cdsh_tavern_service_tool(f->svc, nested, "tavern_memory_write",
+                                              json_pack("{s:s}", "body", "via nested"), &v, NULL,
+                                              &err),
+                     0);
+    assert_true(json_is_true(json_object_get(v, "ok")));
+    json_decref(v);
+    cdsh_scope_unref(nested);
+    v = tool(f, in_session(f, f->scope_a, other), "tavern_memory_write",
+             json_pack("{s:s}", "body", "wrong session"), NULL);
+    assert_string_equal(tool_code(v), "floor-not-open");
+    json_decref(v);
+    v = tool(f, f->scope_a, "tavern_memory_write", json_pack("{s:s}", "body", "no session"), NULL);
+    assert_string_equal(tool_code(v), "floor-not-open");
+    json_decref(v);
+    assert_int_equal(cdsh_tavern_service_turn_end(f->svc, sid, 1, &err), 0);
+    assert_int_equal(memory_count(f, sid), 1);
+    assert_int_equal(memory_count(f, other), 0);
+    free(sid);
+    free(other);
+}
+
 static void impersonation_is_an_explicit_helper_call(void **state)
 {
     fx *f = *state;
@@ -536,10 +674,14 @@ static void the_plugin_registers_tools_channel_and_service(void **state)
                        json_pack("{s:s,s:s}", "sessionId", "s-host", "cardId", f->card));
     ok_value(env);
     json_decref(env);
-    assert_int_equal(cdsh_tavern_service_turn_begin(svc, f->scope_a, "s-host", 1, &err), 0);
+    assert_int_equal(
+        cdsh_tavern_service_turn_begin(svc, in_session(f, f->scope_a, "s-host"), "s-host", 1, &err),
+        0);
     json_t *args = json_pack("{s:s}", "body", "The host wrote this.");
-    cdsh_dispatch_input in = {
-        .call_id = "c1", .name = "tavern_memory_write", .args = args, .agent = f->scope_a};
+    cdsh_dispatch_input in = {.call_id = "c1",
+                              .name = "tavern_memory_write",
+                              .args = args,
+                              .agent = in_session(f, f->scope_a, "s-host")};
     cdsh_toolresult *tr = cdsh_dispatch_execute(cdsh_host_tools(host), &in);
     assert_non_null(tr);
     json_t *j = cdsh_toolresult_to_json(tr);
@@ -563,6 +705,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(every_method_is_served_and_validates_input, setup,
                                         teardown),
         cmocka_unit_test(ui_calls_only_served_methods),
+        cmocka_unit_test_setup_teardown(a_turn_opens_its_story_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_turn_handle_outlives_its_turn_for_its_borrowers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(tools_find_the_turn_by_session_id, setup, teardown),
         cmocka_unit_test_setup_teardown(write_tools_check_floor_turn_and_binding, setup, teardown),
         cmocka_unit_test_setup_teardown(read_tools_respect_the_path_whitelist, setup, teardown),
         cmocka_unit_test_setup_teardown(branches_fork_host_sessions_and_keep_the_source, setup,

@@ -780,37 +780,47 @@ static char *standing_key(const asm_ctx *a)
     return key;
 }
 
-int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cdsh_error *err)
+/* ---- the assembly, phase by phase ------------------------------------------
+ * cdsh_tavern_assemble runs the phases below in SillyTavern's order; each is
+ * named after the step of ST's chat-completion prompt it mirrors. They hand
+ * each other a `parts`; every phase returns 0 or CDSH_ENOMEM. */
+
+typedef struct parts {
+    const char *gen; /* generation type */
+    hist h;
+    inj *injs;
+    size_t ninj;
+    json_t *order, *budgets;
+    char *an_x;              /* the author's note, macros expanded */
+    cdsh_strbuf wi_standing; /* standing-safe world info */
+    cdsh_strbuf wi_turn;     /* the turn's world info, within its budget */
+    cdsh_strbuf turn_extra;  /* order-list prompts that change per turn */
+    cdsh_strbuf an;          /* author's note with AN-top / AN-bottom world info */
+    bool has_memory_marker, has_state_marker;
+    char *fitted[2]; /* memories, world deltas within their budgets */
+} parts;
+
+static bool enabled_in_order(const json_t *o)
 {
-    if (!in || !plan || !json_is_object(in->card) || (in->n_chat && !in->chat))
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "assemble: bad arguments");
-    *plan = NULL;
-    asm_ctx a = {.in = in};
-    hist h = {0};
-    inj *injs = NULL;
-    size_t ninj = 0;
-    json_t *wi = NULL, *order = NULL, *budgets = json_object();
-    char *an_x = NULL;
-    int rc = 0;
-    cdsh_strbuf_init(&a.standing);
-    cdsh_strbuf_init(&a.turn);
-    a.notes = json_array();
-    a.regex_failures = json_array();
-    a.unknown = json_array();
-    a.messages = json_array();
-    a.rendered = json_object();
-    a.data = json_object_get(in->card, "data");
-    const char *nick = dstr(a.data, "nickname");
-    a.char_name = *nick ? nick : dstr(in->card, "name");
-    if (!*a.char_name)
-        a.char_name = dstr(a.data, "name");
-    a.user_name = in->persona && *dstr(in->persona, "name") ? dstr(in->persona, "name") : "User";
-    const char *gen = in->generation_type ? in->generation_type : "normal";
-    if (in->regex_rules && cdsh_tavern_rxset_new(in->regex_rules, &a.rx, err) < 0) {
-        rc = CDSH_EINVAL;
-        goto cleanup;
-    }
-    /* The frozen chat view for macros: last real messages. */
+    return !json_object_get(o, "enabled") || json_is_true(json_object_get(o, "enabled"));
+}
+
+static bool in_chat(const json_t *prompt)
+{
+    return json_integer_value(json_object_get(prompt, "injection_position")) == 1;
+}
+
+/* ST's substituteParams environment: names, card fields and the frozen chat
+ * view (last real messages) the macros read. */
+static void macro_env(asm_ctx *a)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    a->data = json_object_get(in->card, "data");
+    const char *nick = dstr(a->data, "nickname");
+    a->char_name = *nick ? nick : dstr(in->card, "name");
+    if (!*a->char_name)
+        a->char_name = dstr(a->data, "name");
+    a->user_name = in->persona && *dstr(in->persona, "name") ? dstr(in->persona, "name") : "User";
     const char *last = NULL, *last_user = NULL, *last_char = NULL;
     long real = 0;
     for (size_t i = 0; i < in->n_chat; i++) {
@@ -823,18 +833,18 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         else if (in->chat[i].role && !strcmp(in->chat[i].role, "assistant"))
             last_char = in->chat[i].text;
     }
-    a.env = (cdsh_tavern_macro_env){
-        .user = a.user_name,
-        .chr = a.char_name,
-        .description = dstr(a.data, "description"),
-        .personality = dstr(a.data, "personality"),
-        .scenario = dstr(a.data, "scenario"),
+    a->env = (cdsh_tavern_macro_env){
+        .user = a->user_name,
+        .chr = a->char_name,
+        .description = dstr(a->data, "description"),
+        .personality = dstr(a->data, "personality"),
+        .scenario = dstr(a->data, "scenario"),
         .persona = dstr(in->persona, "description"),
-        .first_message = dstr(a.data, "first_mes"),
-        .mes_examples = dstr(a.data, "mes_example"),
-        .char_prompt = dstr(a.data, "system_prompt"),
-        .char_jailbreak = dstr(a.data, "post_history_instructions"),
-        .char_version = dstr(a.data, "character_version"),
+        .first_message = dstr(a->data, "first_mes"),
+        .mes_examples = dstr(a->data, "mes_example"),
+        .char_prompt = dstr(a->data, "system_prompt"),
+        .char_jailbreak = dstr(a->data, "post_history_instructions"),
+        .char_version = dstr(a->data, "character_version"),
         .last_message = last,
         .last_user_message = last_user,
         .last_char_message = last_char,
@@ -844,383 +854,474 @@ int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cd
         .vars_global = in->vars_global,
         .now_ms = in->now_ms,
         .seed = in->seed,
-        .unknown = a.unknown,
+        .unknown = a->unknown,
     };
-    if ((rc = build_history(&a, &h)) < 0)
-        goto nomem;
-    /* Expanded before activation: with "allow WI scan" it is scanned. */
-    an_x = in->author_note ? expand(&a, in->author_note, false, NULL) : NULL;
-    wi = run_wi(&a, an_x);
-    if (!wi)
-        goto nomem;
-    a.wi = wi;
-    /* Outlet entries fill {{outlet::name}} wherever it appears from here on. */
-    a.env.outlets = json_object_get(wi, "outlets");
+}
 
-    /* World info split: standing-safe entries vs the turn (budgeted). */
-    cdsh_strbuf wi_standing, wi_turn;
-    cdsh_strbuf_init(&wi_standing);
-    cdsh_strbuf_init(&wi_turn);
-    size_t wi_used = 0, wi_cut = 0;
-    json_t *cut_list = json_array();
-    {
-        json_t *act = json_object_get(wi, "activated");
-        size_t i;
-        json_t *e;
-        /* Output order: ascending `order` (higher closer to the chat), stable. */
-        size_t na = json_array_size(act);
-        ordered_ref *refs = calloc(na + 1, sizeof *refs);
-        json_t *sorted = json_array();
-        if (refs) {
-            json_array_foreach(act, i, e)
-                refs[i] = (ordered_ref){e, (int)json_integer_value(json_object_get(e, "order")), i};
-            qsort(refs, na, sizeof *refs, cmp_ref);
-            for (size_t k = 0; k < na; k++)
-                json_array_append(sorted, refs[k].e);
-            free(refs);
+/* ST's getWorldInfoPrompt: the chat history is prepared, then world info is
+ * activated over it (and over the author's note with "allow WI scan"). */
+static int world_info_prompt(asm_ctx *a, parts *p)
+{
+    if (build_history(a, &p->h) < 0)
+        return CDSH_ENOMEM;
+    /* Expanded before activation: with "allow WI scan" it is scanned. */
+    p->an_x = a->in->author_note ? expand(a, a->in->author_note, false, NULL) : NULL;
+    a->wi = run_wi(a, p->an_x);
+    if (!a->wi)
+        return CDSH_ENOMEM;
+    /* Outlet entries fill {{outlet::name}} wherever it appears from here on. */
+    a->env.outlets = json_object_get(a->wi, "outlets");
+    return 0;
+}
+
+static void note_cut(json_t *cut_list, const json_t *e)
+{
+    if (json_array_size(cut_list) < 8)
+        json_array_append_new(
+            cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
+                                   (long long)json_integer_value(json_object_get(e, "uid"))));
+}
+
+/* Activated entries in output order: ascending `order` (higher closer to
+ * the chat), stable. Owned. */
+static json_t *sorted_activated(const json_t *act)
+{
+    size_t na = json_array_size(act), i;
+    json_t *e;
+    ordered_ref *refs = calloc(na + 1, sizeof *refs);
+    json_t *sorted = json_array();
+    if (!refs)
+        return sorted;
+    json_array_foreach(act, i, e)
+        refs[i] = (ordered_ref){e, (int)json_integer_value(json_object_get(e, "order")), i};
+    qsort(refs, na, sizeof *refs, cmp_ref);
+    for (size_t k = 0; k < na; k++)
+        json_array_append(sorted, refs[k].e);
+    free(refs);
+    return sorted;
+}
+
+/* ST's world-info budget: standing-safe entries go to the standing segment,
+ * the rest to the turn within CDSH_TAVERN_BUDGET_WORLD_INFO; what did not
+ * fit is named so the model can read it with tavern_lore_read. Author's-note
+ * and outlet entries are placed by their own phases. */
+static void world_info_budget(asm_ctx *a, parts *p)
+{
+    size_t wi_used = 0, wi_cut = 0, i;
+    json_t *cut_list = json_array(), *e;
+    json_t *sorted = sorted_activated(json_object_get(a->wi, "activated"));
+    json_array_foreach(sorted, i, e) {
+        int pos = (int)json_integer_value(json_object_get(e, "position"));
+        if (pos == CDSH_TAVERN_WI_POS_AN_TOP || pos == CDSH_TAVERN_WI_POS_AN_BOTTOM ||
+            pos == CDSH_TAVERN_WI_POS_OUTLET)
+            continue;
+        const char *c = dstr(e, "content");
+        if (json_is_true(json_object_get(e, "standingSafe"))) {
+            if (p->wi_standing.len)
+                cdsh_strbuf_append_char(&p->wi_standing, '\n');
+            cdsh_strbuf_append_str(&p->wi_standing, c);
+            continue;
         }
-        json_array_foreach(sorted, i, e) {
-            int pos = (int)json_integer_value(json_object_get(e, "position"));
-            if (pos == 2 || pos == 3 || pos == 7)
-                continue; /* author's note and outlets are placed elsewhere */
-            const char *c = dstr(e, "content");
-            if (json_is_true(json_object_get(e, "standingSafe"))) {
-                if (wi_standing.len)
-                    cdsh_strbuf_append_char(&wi_standing, '\n');
-                cdsh_strbuf_append_str(&wi_standing, c);
-                continue;
-            }
-            size_t t = (size_t)json_integer_value(json_object_get(e, "tokens"));
-            if (wi_used + t > CDSH_TAVERN_BUDGET_WORLD_INFO) {
-                wi_cut++;
-                if (json_array_size(cut_list) < 8)
-                    json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
-                                                                 (long long)json_integer_value(
-                                                                     json_object_get(e, "uid"))));
-                continue;
-            }
-            wi_used += t;
-            if (wi_turn.len)
-                cdsh_strbuf_append_char(&wi_turn, '\n');
-            cdsh_strbuf_append_str(&wi_turn, c);
-        }
-        json_array_foreach(json_object_get(wi, "truncated"), i, e) {
+        size_t t = (size_t)json_integer_value(json_object_get(e, "tokens"));
+        if (wi_used + t > CDSH_TAVERN_BUDGET_WORLD_INFO) {
             wi_cut++;
-            if (json_array_size(cut_list) < 8)
-                json_array_append_new(cut_list, json_sprintf("%s.%lld", dstr(e, "book"),
-                                                             (long long)json_integer_value(
-                                                                 json_object_get(e, "uid"))));
+            note_cut(cut_list, e);
+            continue;
         }
-        json_decref(sorted);
+        wi_used += t;
+        if (p->wi_turn.len)
+            cdsh_strbuf_append_char(&p->wi_turn, '\n');
+        cdsh_strbuf_append_str(&p->wi_turn, c);
     }
+    json_array_foreach(json_object_get(a->wi, "truncated"), i, e) {
+        wi_cut++;
+        note_cut(cut_list, e);
+    }
+    json_decref(sorted);
     if (wi_cut) {
-        cdsh_strbuf_append_str(&wi_turn, wi_turn.len ? "\n" : "");
-        cdsh_strbuf_append_str(&wi_turn, "【世界书·未收录】");
-        size_t i;
+        cdsh_strbuf_append_str(&p->wi_turn, p->wi_turn.len ? "\n" : "");
+        cdsh_strbuf_append_str(&p->wi_turn, "【世界书·未收录】");
         json_t *u;
         json_array_foreach(cut_list, i, u) {
-            cdsh_strbuf_append_str(&wi_turn, i ? ", " : "");
-            cdsh_strbuf_append_str(&wi_turn, json_string_value(u));
+            cdsh_strbuf_append_str(&p->wi_turn, i ? ", " : "");
+            cdsh_strbuf_append_str(&p->wi_turn, json_string_value(u));
         }
         if (wi_cut > json_array_size(cut_list))
-            cdsh_strbuf_appendf(&wi_turn, " 等 %zu 条", wi_cut);
-        cdsh_strbuf_append_str(&wi_turn, " — read with tavern_lore_read");
+            cdsh_strbuf_appendf(&p->wi_turn, " 等 %zu 条", wi_cut);
+        cdsh_strbuf_append_str(&p->wi_turn, " — read with tavern_lore_read");
         json_array_append_new(
-            a.notes, json_sprintf("%zu world-info entries did not fit the budget", wi_cut));
+            a->notes, json_sprintf("%zu world-info entries did not fit the budget", wi_cut));
     }
-    budget_note(budgets, "worldInfo", CDSH_TAVERN_BUDGET_WORLD_INFO, wi_used, wi_cut > 0);
+    budget_note(p->budgets, "worldInfo", CDSH_TAVERN_BUDGET_WORLD_INFO, wi_used, wi_cut > 0);
     json_decref(cut_list);
+}
 
-    /* ---- standing ---- */
-    char *disc = expand(&a, BOUND_DISCIPLINE, true, NULL);
-    section(&a.standing, NULL, disc);
+/* The raw text of a relative order-list prompt for the standing segment, or
+ * NULL when it is placed elsewhere (world info, examples, history, memory
+ * and state markers, in-chat prompts). */
+static const char *standing_raw(asm_ctx *a, const char *id, const json_t *p, const char **orig)
+{
+    if (!strcmp(id, "main"))
+        return override_text(p, dstr(a->data, "system_prompt"), orig);
+    if (!strcmp(id, "jailbreak"))
+        return override_text(p, dstr(a->data, "post_history_instructions"), orig);
+    if (!strcmp(id, "charDescription"))
+        return dstr(a->data, "description");
+    if (!strcmp(id, "charPersonality"))
+        return dstr(a->data, "personality");
+    if (!strcmp(id, "scenario"))
+        return dstr(a->data, "scenario");
+    if (!strcmp(id, "personaDescription"))
+        return dstr(a->in->persona, "description");
+    if (!strcmp(id, "worldInfoBefore") || !strcmp(id, "worldInfoAfter"))
+        return NULL; /* world info goes in its own labelled section */
+    if (!strcmp(id, "dialogueExamples") || !strcmp(id, "chatHistory") ||
+        !strcmp(id, "agentMemory") || !strcmp(id, "worldState"))
+        return NULL;
+    if (p && in_chat(p))
+        return NULL; /* in-chat prompts are depth injections */
+    return p ? dstr(p, "content") : NULL;
+}
+
+/* ST's prompt order (relative prompts), split by stability: prompts without
+ * turn macros go to the standing segment with the clock frozen, the rest
+ * (and every template) to the turn. Then the examples (EMTop/EMBottom world
+ * info around them) and the standing world info. */
+static void standing_prompts(asm_ctx *a, parts *p)
+{
+    char *disc = expand(a, BOUND_DISCIPLINE, true, NULL);
+    section(&a->standing, NULL, disc);
     free(disc);
-    order = prompt_order(in->preset);
-    cdsh_strbuf turn_extra;
-    cdsh_strbuf_init(&turn_extra);
-    bool has_memory_marker = false, has_state_marker = false;
     size_t i;
     json_t *o;
-    json_array_foreach(order, i, o) {
+    json_array_foreach(p->order, i, o) {
         const char *id = dstr(o, "identifier");
-        if (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled")))
+        if (!enabled_in_order(o))
             continue;
-        has_memory_marker |= !strcmp(id, "agentMemory");
-        has_state_marker |= !strcmp(id, "worldState");
-        const json_t *p = find_prompt(in->preset, id);
-        if (p && !triggered(p, gen))
+        p->has_memory_marker |= !strcmp(id, "agentMemory");
+        p->has_state_marker |= !strcmp(id, "worldState");
+        const json_t *pr = find_prompt(a->in->preset, id);
+        if (pr && !triggered(pr, p->gen))
             continue;
-        const char *raw = NULL, *orig = NULL;
-        if (!strcmp(id, "main"))
-            raw = override_text(p, dstr(a.data, "system_prompt"), &orig);
-        else if (!strcmp(id, "jailbreak"))
-            raw = override_text(p, dstr(a.data, "post_history_instructions"), &orig);
-        else if (!strcmp(id, "charDescription"))
-            raw = dstr(a.data, "description");
-        else if (!strcmp(id, "charPersonality"))
-            raw = dstr(a.data, "personality");
-        else if (!strcmp(id, "scenario"))
-            raw = dstr(a.data, "scenario");
-        else if (!strcmp(id, "personaDescription"))
-            raw = dstr(in->persona, "description");
-        else if (!strcmp(id, "worldInfoBefore") || !strcmp(id, "worldInfoAfter"))
-            continue; /* world info goes in its own labelled section */
-        else if (!strcmp(id, "dialogueExamples") || !strcmp(id, "chatHistory") ||
-                 !strcmp(id, "agentMemory") || !strcmp(id, "worldState"))
-            continue;
-        else if (p && json_integer_value(json_object_get(p, "injection_position")) == 1)
-            continue; /* in-chat prompts are depth injections */
-        else if (p)
-            raw = dstr(p, "content");
+        const char *orig = NULL;
+        const char *raw = standing_raw(a, id, pr, &orig);
         if (!raw || !*raw)
             continue;
-        a.env.original = orig;
+        a->env.original = orig;
         bool turn_local = false;
         if (cdsh_tavern_template_has_tags(raw)) {
-            const char *r = render_template(&a, id, raw);
-            char *x = r ? expand(&a, r, false, NULL) : NULL;
-            section(&turn_extra, NULL, x); /* templates are per turn */
+            const char *r = render_template(a, id, raw);
+            char *x = r ? expand(a, r, false, NULL) : NULL;
+            section(&p->turn_extra, NULL, x); /* templates are per turn */
             free(x);
-            a.env.original = NULL;
+            a->env.original = NULL;
             continue;
         }
-        char *x = expand(&a, raw, false, &turn_local);
+        char *x = expand(a, raw, false, &turn_local);
         if (!turn_local) {
             free(x);
-            x = expand(&a, raw, true, NULL); /* clock frozen in standing */
-            section(&a.standing, NULL, x);
+            x = expand(a, raw, true, NULL); /* clock frozen in standing */
+            section(&a->standing, NULL, x);
         } else {
-            section(&turn_extra, NULL, x);
+            section(&p->turn_extra, NULL, x);
         }
         free(x);
-        a.env.original = NULL;
+        a->env.original = NULL;
     }
-    char *ex = examples_text(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
-    char *exx = ex ? expand(&a, ex, true, NULL) : NULL;
-    section(&a.standing, NULL, exx);
+    char *ex = examples_text(dstr(a->data, "mes_example"), json_object_get(a->wi, "examples"));
+    char *exx = ex ? expand(a, ex, true, NULL) : NULL;
+    section(&a->standing, NULL, exx);
     free(ex);
     free(exx);
-    section(&a.standing, "【世界书·常驻】", wi_standing.data);
-    /* Static depth injections: the card's depth prompt and in-chat preset
-     * prompts without turn macros. */
-    const json_t *dp = json_object_get(in->card, "depth_prompt");
+    section(&a->standing, "【世界书·常驻】", p->wi_standing.data);
+}
+
+/* ST's populateInjectionPrompts: the card's depth prompt and the in-chat
+ * (absolute) preset prompts become depth injections; their text is shown in
+ * the standing segment, or the turn when it has turn macros. */
+static void injection_prompts(asm_ctx *a, parts *p)
+{
+    const json_t *dp = json_object_get(a->in->card, "depth_prompt");
     if (json_is_object(dp)) {
         bool tl = false;
-        char *x = expand(&a, dstr(dp, "prompt"), false, &tl);
+        char *x = expand(a, dstr(dp, "prompt"), false, &tl);
         char label[96];
         snprintf(label, sizeof label, "[depth %lld, %s]",
                  (long long)json_integer_value(json_object_get(dp, "depth")), dstr(dp, "role"));
-        section(tl ? &turn_extra : &a.standing, label, x);
-        add_inj(&injs, &ninj, (int)json_integer_value(json_object_get(dp, "depth")),
+        section(tl ? &p->turn_extra : &a->standing, label, x);
+        add_inj(&p->injs, &p->ninj, (int)json_integer_value(json_object_get(dp, "depth")),
                 role_index(dstr(dp, "role")), 100, x);
         free(x);
     }
-    json_array_foreach(order, i, o) {
-        const json_t *p = find_prompt(in->preset, dstr(o, "identifier"));
-        if (!p || (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled"))) ||
-            json_integer_value(json_object_get(p, "injection_position")) != 1 || !triggered(p, gen))
+    size_t i;
+    json_t *o;
+    json_array_foreach(p->order, i, o) {
+        const json_t *pr = find_prompt(a->in->preset, dstr(o, "identifier"));
+        if (!pr || !enabled_in_order(o) || !in_chat(pr) || !triggered(pr, p->gen))
             continue;
-        const char *id = dstr(p, "identifier");
+        const char *id = dstr(pr, "identifier");
         if (!strcmp(id, "chatHistory") || !strcmp(id, "dialogueExamples"))
             continue;
         bool tl = false;
-        char *x = expand(&a, dstr(p, "content"), false, &tl);
-        int depth = json_is_integer(json_object_get(p, "injection_depth"))
-                        ? (int)json_integer_value(json_object_get(p, "injection_depth"))
+        char *x = expand(a, dstr(pr, "content"), false, &tl);
+        int depth = json_is_integer(json_object_get(pr, "injection_depth"))
+                        ? (int)json_integer_value(json_object_get(pr, "injection_depth"))
                         : 4;
         char label[96];
-        snprintf(label, sizeof label, "[depth %d, %s]", depth, dstr(p, "role"));
-        section(tl ? &turn_extra : &a.standing, label, x);
-        add_inj(&injs, &ninj, depth, role_index(dstr(p, "role")),
-                json_is_integer(json_object_get(p, "injection_order"))
-                    ? (int)json_integer_value(json_object_get(p, "injection_order"))
+        snprintf(label, sizeof label, "[depth %d, %s]", depth, dstr(pr, "role"));
+        section(tl ? &p->turn_extra : &a->standing, label, x);
+        add_inj(&p->injs, &p->ninj, depth, role_index(dstr(pr, "role")),
+                json_is_integer(json_object_get(pr, "injection_order"))
+                    ? (int)json_integer_value(json_object_get(pr, "injection_order"))
                     : 100,
                 x);
         free(x);
     }
+}
 
-    /* ---- turn ---- */
-    section(&a.turn, NULL, TURN_PLAYBOOK);
-    section(&a.turn, "【世界书·本轮触发】", wi_turn.data);
+/* ST's author's note (setFloatingPrompt) with the ANTop / ANBottom world
+ * info around it, unlabelled. */
+static void authors_note(asm_ctx *a, parts *p)
+{
+    if (!p->an_x || !*p->an_x)
+        return;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(a->wi, "anTop"), i, o) {
+        cdsh_strbuf_append_str(&p->an, json_string_value(o));
+        cdsh_strbuf_append_char(&p->an, '\n');
+    }
+    cdsh_strbuf_append_str(&p->an, p->an_x);
+    json_array_foreach(json_object_get(a->wi, "anBottom"), i, o) {
+        cdsh_strbuf_append_char(&p->an, '\n');
+        cdsh_strbuf_append_str(&p->an, json_string_value(o));
+    }
+}
+
+/* The turn segment: the playbook, this turn's world info, memories and world
+ * deltas within their budgets, the author's note, the journal and the
+ * order-list prompts that change per turn. */
+static void turn_segment(asm_ctx *a, parts *p)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    section(&a->turn, NULL, TURN_PLAYBOOK);
+    section(&a->turn, "【世界书·本轮触发】", p->wi_turn.data);
     struct {
         const char *name, *label, *text;
         int limit;
-    } parts[] = {{"memories", "【检索记忆】", in->memories, CDSH_TAVERN_BUDGET_MEMORIES},
-                 {"deltas", "【世界变化】", in->world_state, CDSH_TAVERN_BUDGET_DELTAS}};
-    char *fitted[2] = {NULL, NULL};
+    } fit_parts[] = {{"memories", "【检索记忆】", in->memories, CDSH_TAVERN_BUDGET_MEMORIES},
+                     {"deltas", "【世界变化】", in->world_state, CDSH_TAVERN_BUDGET_DELTAS}};
     for (size_t k = 0; k < 2; k++) {
         size_t used = 0;
         bool cut = false;
-        fitted[k] = fit(parts[k].text ? parts[k].text : "", parts[k].limit, &used, &cut);
-        section(&a.turn, parts[k].label, fitted[k]);
-        budget_note(budgets, parts[k].name, parts[k].limit, used, cut);
+        p->fitted[k] =
+            fit(fit_parts[k].text ? fit_parts[k].text : "", fit_parts[k].limit, &used, &cut);
+        section(&a->turn, fit_parts[k].label, p->fitted[k]);
+        budget_note(p->budgets, fit_parts[k].name, fit_parts[k].limit, used, cut);
         if (cut)
-            json_array_append_new(
-                a.notes, json_sprintf("%s truncated to %d tokens", parts[k].name, parts[k].limit));
+            json_array_append_new(a->notes, json_sprintf("%s truncated to %d tokens",
+                                                         fit_parts[k].name, fit_parts[k].limit));
     }
-    /* Author's note with AN-top / AN-bottom world info (unlabelled). */
-    cdsh_strbuf an;
-    cdsh_strbuf_init(&an);
-    if (an_x && *an_x) {
-        json_array_foreach(json_object_get(wi, "anTop"), i, o) {
-            cdsh_strbuf_append_str(&an, json_string_value(o));
-            cdsh_strbuf_append_char(&an, '\n');
-        }
-        cdsh_strbuf_append_str(&an, an_x);
-        json_array_foreach(json_object_get(wi, "anBottom"), i, o) {
-            cdsh_strbuf_append_char(&an, '\n');
-            cdsh_strbuf_append_str(&an, json_string_value(o));
-        }
-    }
-    section(&a.turn, "【作者注释】", an.data);
-    {
-        size_t used = 0;
-        bool cut = false;
-        char *j = fit(in->journal ? in->journal : "", CDSH_TAVERN_BUDGET_JOURNAL, &used, &cut);
-        section(&a.turn, "【角色笔记】", j);
-        budget_note(budgets, "journal", CDSH_TAVERN_BUDGET_JOURNAL, used, cut);
-        free(j);
-    }
-    section(&a.turn, NULL, turn_extra.data);
+    authors_note(a, p);
+    section(&a->turn, "【作者注释】", p->an.data);
+    size_t used = 0;
+    bool cut = false;
+    char *j = fit(in->journal ? in->journal : "", CDSH_TAVERN_BUDGET_JOURNAL, &used, &cut);
+    section(&a->turn, "【角色笔记】", j);
+    budget_note(p->budgets, "journal", CDSH_TAVERN_BUDGET_JOURNAL, used, cut);
+    free(j);
+    section(&a->turn, NULL, p->turn_extra.data);
+}
 
-    /* ---- simulation ---- */
-    json_t *wdepth = json_object_get(wi, "depth");
-    json_array_foreach(wdepth, i, o)
-        add_inj(&injs, &ninj, (int)json_integer_value(json_object_get(o, "depth")),
+/* The chat history with every depth injection (atDepth world info, the
+ * author's note in chat, the card's and the preset's in-chat prompts), and
+ * the memory and state texts before it when the order list has no marker. */
+static void chat_history(asm_ctx *a, parts *p)
+{
+    if (!p->has_memory_marker && p->fitted[0] && *p->fitted[0])
+        push_msg(a->messages, "system", p->fitted[0], "agentMemory");
+    if (!p->has_state_marker && p->fitted[1] && *p->fitted[1])
+        push_msg(a->messages, "system", p->fitted[1], "worldState");
+    json_t *hm = history_with_injections(&p->h, p->injs, p->ninj);
+    json_array_extend(a->messages, hm);
+    json_decref(hm);
+}
+
+/* One relative order-list entry of the simulated chat completion: pushes
+ * its message(s). */
+static void completion_marker(asm_ctx *a, parts *p, const char *id, const json_t *pr)
+{
+    const json_t *wi = a->wi;
+    const char *role = pr ? dstr(pr, "role") : "system";
+    if (!*role)
+        role = "system";
+    int an_pos = a->in->author_note_position;
+    char *x = NULL;
+    if (!strcmp(id, "worldInfoBefore"))
+        x = strdup(dstr(wi, "before"));
+    else if (!strcmp(id, "worldInfoAfter"))
+        x = strdup(dstr(wi, "after"));
+    else if (!strcmp(id, "charDescription"))
+        x = expand(a, dstr(a->data, "description"), false, NULL);
+    else if (!strcmp(id, "charPersonality"))
+        x = expand(a, dstr(a->data, "personality"), false, NULL);
+    else if (!strcmp(id, "scenario"))
+        x = expand(a, dstr(a->data, "scenario"), false, NULL);
+    else if (!strcmp(id, "personaDescription"))
+        x = expand(a, dstr(a->in->persona, "description"), false, NULL);
+    else if (!strcmp(id, "dialogueExamples")) {
+        /* One message per block: the budget keeps or drops whole blocks. */
+        json_t *blocks =
+            examples_blocks(dstr(a->data, "mes_example"), json_object_get(wi, "examples"));
+        size_t k;
+        json_t *b;
+        json_array_foreach(blocks, k, b) {
+            char *bx = expand(a, json_string_value(b), false, NULL);
+            push_msg(a->messages, role, bx, id);
+            free(bx);
+        }
+        json_decref(blocks);
+        return;
+    } else if (!strcmp(id, "agentMemory"))
+        x = strdup(p->fitted[0] ? p->fitted[0] : "");
+    else if (!strcmp(id, "worldState"))
+        x = strdup(p->fitted[1] ? p->fitted[1] : "");
+    else if (!strcmp(id, "main") || !strcmp(id, "jailbreak")) {
+        const char *orig = NULL;
+        const char *t = override_text(
+            pr, dstr(a->data, !strcmp(id, "main") ? "system_prompt" : "post_history_instructions"),
+            &orig);
+        a->env.original = orig;
+        x = expand(a, t, false, NULL);
+        a->env.original = NULL;
+        if (!strcmp(id, "main") && p->an.len && an_pos == CDSH_TAVERN_AN_BEFORE_MAIN)
+            push_msg(a->messages, "system", p->an.data, "authorsNote");
+        if (!strcmp(id, "main") && p->an.len && an_pos == CDSH_TAVERN_AN_AFTER_MAIN) {
+            push_msg(a->messages, role, x, id);
+            free(x);
+            push_msg(a->messages, "system", p->an.data, "authorsNote");
+            return;
+        }
+    } else if (pr) {
+        const char *c = dstr(pr, "content");
+        if (cdsh_tavern_template_has_tags(c) && !(c = render_template(a, id, c)))
+            return;
+        x = expand(a, c, false, NULL);
+    } else if (strcmp(id, "nsfw") && strcmp(id, "enhanceDefinitions")) {
+        /* nsfw / enhanceDefinitions are ordinary prompts a preset may lack. */
+        json_array_append_new(a->notes, json_sprintf("unknown marker '%s' left empty", id));
+    }
+    push_msg(a->messages, role, x, id);
+    free(x);
+}
+
+/* ST's populateChatCompletion: the simulated message list in prompt order,
+ * with the chat history (and its depth injections) at its marker or at the
+ * end, then trimmed to the context budget. */
+static int chat_completion(asm_ctx *a, parts *p)
+{
+    const cdsh_tavern_assemble_input *in = a->in;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(a->wi, "depth"), i, o)
+        add_inj(&p->injs, &p->ninj, (int)json_integer_value(json_object_get(o, "depth")),
                 (int)json_integer_value(json_object_get(o, "role")), 100, dstr(o, "content"));
     int an_pos = in->author_note_position;
-    if (an.len && an_pos != CDSH_TAVERN_AN_AFTER_MAIN && an_pos != CDSH_TAVERN_AN_BEFORE_MAIN)
-        add_inj(&injs, &ninj, in->author_note_depth > 0 ? in->author_note_depth : 4,
+    if (p->an.len && an_pos != CDSH_TAVERN_AN_AFTER_MAIN && an_pos != CDSH_TAVERN_AN_BEFORE_MAIN)
+        add_inj(&p->injs, &p->ninj, in->author_note_depth > 0 ? in->author_note_depth : 4,
                 in->author_note_role >= 0 && in->author_note_role <= 2 ? in->author_note_role : 0,
-                100, an.data);
+                100, p->an.data);
     bool history_done = false;
-    json_array_foreach(order, i, o) {
+    json_array_foreach(p->order, i, o) {
         const char *id = dstr(o, "identifier");
-        if (json_object_get(o, "enabled") && !json_is_true(json_object_get(o, "enabled")))
+        if (!enabled_in_order(o))
             continue;
-        const json_t *p = find_prompt(in->preset, id);
-        if (p && !triggered(p, gen))
+        const json_t *pr = find_prompt(in->preset, id);
+        if ((pr && !triggered(pr, p->gen)) || (pr && in_chat(pr)))
             continue;
-        if (p && json_integer_value(json_object_get(p, "injection_position")) == 1)
-            continue;
-        char *x = NULL;
-        const char *role = p ? dstr(p, "role") : "system";
-        if (!*role)
-            role = "system";
-        const char *orig = NULL;
         if (!strcmp(id, "chatHistory")) {
-            if (!has_memory_marker && fitted[0] && *fitted[0])
-                push_msg(a.messages, "system", fitted[0], "agentMemory");
-            if (!has_state_marker && fitted[1] && *fitted[1])
-                push_msg(a.messages, "system", fitted[1], "worldState");
-            json_t *hm = history_with_injections(&h, injs, ninj);
-            json_array_extend(a.messages, hm);
-            json_decref(hm);
+            chat_history(a, p);
             history_done = true;
             continue;
         }
-        if (!strcmp(id, "worldInfoBefore"))
-            x = strdup(dstr(wi, "before"));
-        else if (!strcmp(id, "worldInfoAfter"))
-            x = strdup(dstr(wi, "after"));
-        else if (!strcmp(id, "charDescription"))
-            x = expand(&a, dstr(a.data, "description"), false, NULL);
-        else if (!strcmp(id, "charPersonality"))
-            x = expand(&a, dstr(a.data, "personality"), false, NULL);
-        else if (!strcmp(id, "scenario"))
-            x = expand(&a, dstr(a.data, "scenario"), false, NULL);
-        else if (!strcmp(id, "personaDescription"))
-            x = expand(&a, dstr(in->persona, "description"), false, NULL);
-        else if (!strcmp(id, "dialogueExamples")) {
-            /* One message per block: the budget keeps or drops whole blocks. */
-            json_t *blocks =
-                examples_blocks(dstr(a.data, "mes_example"), json_object_get(wi, "examples"));
-            size_t k;
-            json_t *b;
-            json_array_foreach(blocks, k, b) {
-                char *bx = expand(&a, json_string_value(b), false, NULL);
-                push_msg(a.messages, role, bx, id);
-                free(bx);
-            }
-            json_decref(blocks);
-            continue;
-        } else if (!strcmp(id, "agentMemory"))
-            x = strdup(fitted[0] ? fitted[0] : "");
-        else if (!strcmp(id, "worldState"))
-            x = strdup(fitted[1] ? fitted[1] : "");
-        else if (!strcmp(id, "main") || !strcmp(id, "jailbreak")) {
-            const char *t = override_text(
-                p,
-                dstr(a.data, !strcmp(id, "main") ? "system_prompt" : "post_history_instructions"),
-                &orig);
-            a.env.original = orig;
-            x = expand(&a, t, false, NULL);
-            a.env.original = NULL;
-            if (!strcmp(id, "main") && an.len && an_pos == CDSH_TAVERN_AN_BEFORE_MAIN)
-                push_msg(a.messages, "system", an.data, "authorsNote");
-            if (!strcmp(id, "main") && an.len && an_pos == CDSH_TAVERN_AN_AFTER_MAIN) {
-                push_msg(a.messages, role, x, id);
-                free(x);
-                push_msg(a.messages, "system", an.data, "authorsNote");
-                continue;
-            }
-        } else if (p) {
-            const char *c = dstr(p, "content");
-            if (cdsh_tavern_template_has_tags(c)) {
-                c = render_template(&a, id, c);
-                if (!c)
-                    continue;
-            }
-            x = expand(&a, c, false, NULL);
-        } else if (strcmp(id, "nsfw") && strcmp(id, "enhanceDefinitions")) {
-            /* nsfw / enhanceDefinitions are ordinary prompts a preset may lack. */
-            json_array_append_new(a.notes, json_sprintf("unknown marker '%s' left empty", id));
-        }
-        push_msg(a.messages, role, x, id);
-        free(x);
+        completion_marker(a, p, id, pr);
     }
     if (!history_done) {
-        json_t *hm = history_with_injections(&h, injs, ninj);
-        json_array_extend(a.messages, hm);
+        json_t *hm = history_with_injections(&p->h, p->injs, p->ninj);
+        json_array_extend(a->messages, hm);
         json_decref(hm);
     }
-    int trim_rc = trim_simulation(&a, budgets);
-    free(fitted[0]);
-    free(fitted[1]);
-    cdsh_strbuf_deinit(&an);
-    cdsh_strbuf_deinit(&turn_extra);
-    cdsh_strbuf_deinit(&wi_standing);
-    cdsh_strbuf_deinit(&wi_turn);
-    if (trim_rc < 0)
-        goto nomem;
+    return trim_simulation(a, p->budgets) < 0 ? CDSH_ENOMEM : 0;
+}
 
-    char *standing = cdsh_tavern_assemble_neutralize_dup(a.standing.data);
-    char *turn = cdsh_tavern_assemble_neutralize_dup(a.turn.data);
-    char *key = standing_key(&a);
-    if (!standing || !turn || !key) {
-        free(standing);
-        free(turn);
-        free(key);
-        goto nomem;
-    }
-    *plan = json_pack("{s:s, s:s, s:O, s:s, s:O, s:O, s:O, s:O, s:O}", "standing", standing, "turn",
-                      turn, "messages", a.messages, "standingKey", key, "budgets", budgets, "notes",
-                      a.notes, "worldInfo", wi, "regexFailures", a.regex_failures, "unknownMacros",
-                      a.unknown);
+/* The plan: both segments neutralised, the messages, the standing key and
+ * the reports. */
+static int plan_dup(asm_ctx *a, parts *p, json_t **plan)
+{
+    char *standing = cdsh_tavern_assemble_neutralize_dup(a->standing.data);
+    char *turn = cdsh_tavern_assemble_neutralize_dup(a->turn.data);
+    char *key = standing_key(a);
+    if (standing && turn && key)
+        *plan = json_pack("{s:s, s:s, s:O, s:s, s:O, s:O, s:O, s:O, s:O}", "standing", standing,
+                          "turn", turn, "messages", a->messages, "standingKey", key, "budgets",
+                          p->budgets, "notes", a->notes, "worldInfo", a->wi, "regexFailures",
+                          a->regex_failures, "unknownMacros", a->unknown);
     free(standing);
     free(turn);
     free(key);
-    if (!*plan)
-        goto nomem;
-    rc = 0;
-    goto cleanup;
-nomem:
-    rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    return *plan ? 0 : CDSH_ENOMEM;
+}
+
+int cdsh_tavern_assemble(const cdsh_tavern_assemble_input *in, json_t **plan, cdsh_error *err)
+{
+    if (!in || !plan || !json_is_object(in->card) || (in->n_chat && !in->chat))
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "assemble: bad arguments");
+    *plan = NULL;
+    asm_ctx a = {.in = in};
+    parts p = {.gen = in->generation_type ? in->generation_type : "normal"};
+    int rc = 0;
+    cdsh_strbuf_init(&a.standing);
+    cdsh_strbuf_init(&a.turn);
+    cdsh_strbuf_init(&p.wi_standing);
+    cdsh_strbuf_init(&p.wi_turn);
+    cdsh_strbuf_init(&p.turn_extra);
+    cdsh_strbuf_init(&p.an);
+    a.notes = json_array();
+    a.regex_failures = json_array();
+    a.unknown = json_array();
+    a.messages = json_array();
+    a.rendered = json_object();
+    p.budgets = json_object();
+    if (in->regex_rules && cdsh_tavern_rxset_new(in->regex_rules, &a.rx, err) < 0) {
+        rc = CDSH_EINVAL;
+        goto cleanup;
+    }
+    macro_env(&a);
+    if ((rc = world_info_prompt(&a, &p)) < 0)
+        goto cleanup;
+    world_info_budget(&a, &p);
+    p.order = prompt_order(in->preset);
+    standing_prompts(&a, &p);
+    injection_prompts(&a, &p);
+    turn_segment(&a, &p);
+    if ((rc = chat_completion(&a, &p)) < 0 || (rc = plan_dup(&a, &p, plan)) < 0)
+        goto cleanup;
 cleanup:
-    for (size_t k = 0; k < ninj; k++)
-        free(injs[k].content);
-    free(injs);
-    free_history(&h);
+    if (rc == CDSH_ENOMEM)
+        cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    for (size_t k = 0; k < p.ninj; k++)
+        free(p.injs[k].content);
+    free(p.injs);
+    free_history(&p.h);
+    free(p.fitted[0]);
+    free(p.fitted[1]);
+    free(p.an_x);
+    cdsh_strbuf_deinit(&p.an);
+    cdsh_strbuf_deinit(&p.turn_extra);
+    cdsh_strbuf_deinit(&p.wi_standing);
+    cdsh_strbuf_deinit(&p.wi_turn);
+    json_decref(p.order);
+    json_decref(p.budgets);
     cdsh_tavern_rxset_free(a.rx);
     cdsh_strbuf_deinit(&a.standing);
     cdsh_strbuf_deinit(&a.turn);
@@ -1231,9 +1332,6 @@ cleanup:
     json_decref(a.rendered);
     json_decref(a.wi_books);
     json_decref(a.char_books);
-    free(an_x);
-    json_decref(wi);
-    json_decref(order);
-    json_decref(budgets);
+    json_decref(a.wi);
     return rc;
 }

@@ -15,10 +15,21 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/db.h"
 #include "base/fs.h"
 #include "base/random.h"
 
 #define SWEEP_AGE_S 3600
+
+/* Schema steps by user_version (db.h); IF NOT EXISTS lets files made before
+ * versioning (user_version 0) adopt step 1 unchanged. */
+static const char *const MIGRATIONS[] = {
+    "CREATE TABLE IF NOT EXISTS bindings(session TEXT PRIMARY KEY,"
+    " card TEXT NOT NULL, story TEXT NOT NULL, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS siblings(parent TEXT NOT NULL, turn INTEGER"
+    " NOT NULL, child TEXT NOT NULL PRIMARY KEY, created INTEGER NOT NULL);",
+};
+#define SCHEMA_VERSION ((int)(sizeof MIGRATIONS / sizeof *MIGRATIONS))
 
 struct cdsh_tavern_bindings {
     cdsh_tavern_store *store;
@@ -26,13 +37,6 @@ struct cdsh_tavern_bindings {
     pthread_mutex_t mu;
     char *stories_dir;
 };
-
-static int db_err(sqlite3 *db, cdsh_error *err, const char *what)
-{
-    int code = sqlite3_errcode(db);
-    return cdsh_error_set(err, code == SQLITE_BUSY ? CDSH_EBUSY : CDSH_EIO, "DB_ERROR",
-                          "bindings: %s: %s", what, sqlite3_errmsg(db));
-}
 
 bool cdsh_tavern_story_id_valid(const char *id)
 {
@@ -68,16 +72,10 @@ cdsh_tavern_store *cdsh_tavern_bindings_store_get(cdsh_tavern_bindings *b)
 
 static bool story_bound(cdsh_tavern_bindings *b, const char *story_id)
 {
-    sqlite3_stmt *st = NULL;
-    bool bound = true; /* on error, keep the file */
-    if (sqlite3_prepare_v2(b->db, "SELECT 1 FROM bindings WHERE story=?", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, story_id, -1, SQLITE_STATIC);
-        int r = sqlite3_step(st);
-        bound = r != SQLITE_DONE;
-    }
-    sqlite3_finalize(st);
-    return bound;
+    int64_t one = 0;
+    /* on error, keep the file */
+    return cdsh_db_read_int64(b->db, "SELECT 1 FROM bindings WHERE story=?", story_id, &one,
+                              NULL) != CDSH_ENOTFOUND;
 }
 
 /* Drafts and unbound stories older than an hour: an hour is far longer than
@@ -131,25 +129,14 @@ int cdsh_tavern_bindings_open(cdsh_tavern_store *store, cdsh_tavern_bindings **o
     }
     if ((rc = cdsh_fs_mkdir_p(b->stories_dir, 0700, err)) < 0)
         goto fail;
-    if (sqlite3_open_v2(path, &b->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                        NULL) != SQLITE_OK) {
-        rc = db_err(b->db, err, "open");
+    const cdsh_db_opts opts = {.create = true,
+                               .journal = CDSH_DB_JOURNAL_WAL,
+                               .sync = CDSH_DB_SYNC_FULL,
+                               .serialized = true,
+                               .busy_timeout_ms = CDSH_TAVERN_STORY_BUSY_MS};
+    if ((rc = cdsh_db_open(path, &opts, &b->db, err)) < 0 ||
+        (rc = cdsh_db_migrate(b->db, MIGRATIONS, SCHEMA_VERSION, err)) < 0)
         goto fail;
-    }
-    sqlite3_busy_timeout(b->db, CDSH_TAVERN_STORY_BUSY_MS);
-    char *msg = NULL;
-    if (sqlite3_exec(b->db,
-                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                     "CREATE TABLE IF NOT EXISTS bindings(session TEXT PRIMARY KEY,"
-                     " card TEXT NOT NULL, story TEXT NOT NULL, value TEXT NOT NULL);"
-                     "CREATE TABLE IF NOT EXISTS siblings(parent TEXT NOT NULL, turn INTEGER"
-                     " NOT NULL, child TEXT NOT NULL PRIMARY KEY, created INTEGER NOT NULL);",
-                     NULL, NULL, &msg) != SQLITE_OK) {
-        rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "bindings: %s", msg ? msg : "schema");
-        sqlite3_free(msg);
-        goto fail;
-    }
     free(path);
     sweep(b);
     *out = b;
@@ -164,7 +151,7 @@ void cdsh_tavern_bindings_free(cdsh_tavern_bindings *b)
 {
     if (!b)
         return;
-    sqlite3_close(b->db);
+    cdsh_db_close(b->db);
     pthread_mutex_destroy(&b->mu);
     free(b->stories_dir);
     free(b);
@@ -177,7 +164,7 @@ static json_t *get_locked(cdsh_tavern_bindings *b, const char *session, int *rc,
     *rc = 0;
     if (sqlite3_prepare_v2(b->db, "SELECT value FROM bindings WHERE session=?", -1, &st, NULL) !=
         SQLITE_OK) {
-        *rc = db_err(b->db, err, "read");
+        *rc = cdsh_db_fail(b->db, err, "read");
         return NULL;
     }
     sqlite3_bind_text(st, 1, session, -1, SQLITE_STATIC);
@@ -185,7 +172,7 @@ static json_t *get_locked(cdsh_tavern_bindings *b, const char *session, int *rc,
     if (r == SQLITE_ROW)
         v = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
     else if (r != SQLITE_DONE)
-        *rc = db_err(b->db, err, "read");
+        *rc = cdsh_db_fail(b->db, err, "read");
     sqlite3_finalize(st);
     return v;
 }
@@ -216,7 +203,7 @@ static int put_row(cdsh_tavern_bindings *b, const json_t *binding, bool insert_o
     int rc = 0;
     if (!text || sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) {
         free(text);
-        return db_err(b->db, err, "write");
+        return cdsh_db_fail(b->db, err, "write");
     }
     sqlite3_bind_text(st, 1, json_string_value(json_object_get(binding, "sessionId")), -1,
                       SQLITE_STATIC);
@@ -229,7 +216,7 @@ static int put_row(cdsh_tavern_bindings *b, const json_t *binding, bool insert_o
     if (r == SQLITE_CONSTRAINT)
         rc = cdsh_error_set(err, CDSH_EEXIST, "SESSION_BOUND", "session is already bound");
     else if (r != SQLITE_DONE)
-        rc = db_err(b->db, err, "write");
+        rc = cdsh_db_fail(b->db, err, "write");
     sqlite3_finalize(st);
     free(text);
     return rc;
@@ -283,10 +270,8 @@ int cdsh_tavern_binding_set(cdsh_tavern_bindings *b, const json_t *spec, json_t 
     char *new_story = NULL, *new_path = NULL;
     json_t *binding = NULL, *cur = NULL;
     pthread_mutex_lock(&b->mu);
-    if (sqlite3_exec(b->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_err(b->db, err, "begin");
+    if ((rc = cdsh_db_begin(b->db, err)) < 0)
         goto cleanup;
-    }
     cur = get_locked(b, session, &rc, err);
     if (rc < 0)
         goto cleanup;
@@ -322,11 +307,9 @@ int cdsh_tavern_binding_set(cdsh_tavern_bindings *b, const json_t *spec, json_t 
         json_object_set(binding, "greetingIndex", greet);
     if ((rc = put_row(b, binding, false, err)) < 0)
         goto cleanup;
-    if (sqlite3_exec(b->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = db_err(b->db, err, "commit");
+    rc = cdsh_db_commit(b->db, err);
 cleanup:
-    if (!sqlite3_get_autocommit(b->db))
-        sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+    cdsh_db_rollback(b->db);
     pthread_mutex_unlock(&b->mu);
     if (rc < 0 && new_path)
         unlink(new_path);
@@ -348,11 +331,11 @@ int cdsh_tavern_binding_clear(cdsh_tavern_bindings *b, const char *session_id, c
     pthread_mutex_lock(&b->mu);
     if (sqlite3_prepare_v2(b->db, "DELETE FROM bindings WHERE session=?", -1, &st, NULL) !=
         SQLITE_OK) {
-        rc = db_err(b->db, err, "clear");
+        rc = cdsh_db_fail(b->db, err, "clear");
     } else {
         sqlite3_bind_text(st, 1, session_id, -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_DONE)
-            rc = db_err(b->db, err, "clear");
+            rc = cdsh_db_fail(b->db, err, "clear");
     }
     sqlite3_finalize(st);
     pthread_mutex_unlock(&b->mu);
@@ -369,7 +352,7 @@ int cdsh_tavern_binding_list(cdsh_tavern_bindings *b, const char *card_id, json_
     const char *sql = card_id ? "SELECT value FROM bindings WHERE card=? ORDER BY session"
                               : "SELECT value FROM bindings ORDER BY session";
     if (sqlite3_prepare_v2(b->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        rc = db_err(b->db, err, "list");
+        rc = cdsh_db_fail(b->db, err, "list");
     } else {
         if (card_id)
             sqlite3_bind_text(st, 1, card_id, -1, SQLITE_STATIC);
@@ -420,17 +403,15 @@ int cdsh__tavern_binding_insert(cdsh_tavern_bindings *b, const json_t *binding, 
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&b->mu);
     int rc = 0;
-    if (sqlite3_exec(b->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = db_err(b->db, err, "begin");
+    if ((rc = cdsh_db_begin(b->db, err)) < 0)
         goto cleanup;
-    }
     if ((rc = put_row(b, binding, true, err)) < 0)
         goto cleanup;
     if (parent) {
         if (sqlite3_prepare_v2(b->db,
                                "INSERT INTO siblings(parent,turn,child,created) VALUES(?,?,?,?)",
                                -1, &st, NULL) != SQLITE_OK) {
-            rc = db_err(b->db, err, "siblings");
+            rc = cdsh_db_fail(b->db, err, "siblings");
             goto cleanup;
         }
         sqlite3_bind_text(st, 1, parent, -1, SQLITE_STATIC);
@@ -439,16 +420,14 @@ int cdsh__tavern_binding_insert(cdsh_tavern_bindings *b, const json_t *binding, 
                           SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, cdsh_clock_wall_ms());
         if (sqlite3_step(st) != SQLITE_DONE) {
-            rc = db_err(b->db, err, "siblings");
+            rc = cdsh_db_fail(b->db, err, "siblings");
             goto cleanup;
         }
     }
-    if (sqlite3_exec(b->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = db_err(b->db, err, "commit");
+    rc = cdsh_db_commit(b->db, err);
 cleanup:
     sqlite3_finalize(st);
-    if (!sqlite3_get_autocommit(b->db))
-        sqlite3_exec(b->db, "ROLLBACK", NULL, NULL, NULL);
+    cdsh_db_rollback(b->db);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }
@@ -464,7 +443,7 @@ int cdsh_tavern_binding_siblings(cdsh_tavern_bindings *b, const char *session_id
     pthread_mutex_lock(&b->mu);
     if (sqlite3_prepare_v2(b->db, "SELECT parent, turn FROM siblings WHERE child=?", -1, &st,
                            NULL) != SQLITE_OK) {
-        rc = db_err(b->db, err, "siblings");
+        rc = cdsh_db_fail(b->db, err, "siblings");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, session_id, -1, SQLITE_STATIC);
@@ -482,7 +461,7 @@ int cdsh_tavern_binding_siblings(cdsh_tavern_bindings *b, const char *session_id
             b->db, "SELECT child, turn FROM siblings WHERE parent=? ORDER BY created, child", -1,
             &st, NULL) != SQLITE_OK) {
         json_decref(list);
-        rc = db_err(b->db, err, "siblings");
+        rc = cdsh_db_fail(b->db, err, "siblings");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, root, -1, SQLITE_STATIC);

@@ -255,6 +255,8 @@ static void remove_candidate(json_t *record, const candidate *c, bool v1)
     }
 }
 
+/* Long by design: the V1/V2/V3 field mapping, one field a line, in the
+ * order of the spec tables (sillytavern-formats.md). */
 int cdsh_tavern_card_from_json(const json_t *root, bool ccv3_hint, const uint8_t *avatar,
                                size_t avatar_len, cdsh_tavern_card **out, cdsh_error *err)
 {

@@ -324,6 +324,8 @@ static bool is_write_macro(const char *name, size_t nlen)
     return false;
 }
 
+/* Long by design: one dispatch over SillyTavern's macro names in ST's own
+ * order of precedence; splitting it would scatter that table. */
 /* Evaluates the macro body b[0..n) found at `offset`. Returns true and
  * appends the replacement to out, or false to leave the macro verbatim. */
 static bool eval(xp *x, const char *b, size_t n, size_t offset, cdsh_strbuf *out)

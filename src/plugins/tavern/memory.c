@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,6 +349,7 @@ static json_t *token_set(const char *text)
 int cdsh_tavern_memory_similar(cdsh_tavern_story *story, const char *text, double threshold,
                                json_t **out, cdsh_error *err)
 {
+    cdsh_tavern_memory_attach();
     json_t *list = NULL;
     int rc = cdsh_tavern_memory_list(story, false, &list, err);
     if (rc < 0)
@@ -453,6 +455,7 @@ int cdsh_tavern_memory_write(cdsh_tavern_story *story, const char *floor, const 
                              const cdsh_tavern_memory_cfg *cfg, bool dedupe, json_t **result,
                              cdsh_error *err)
 {
+    cdsh_tavern_memory_attach();
     if (!story || !body || !result || !string_array(tags) || !string_array(keys))
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
                               "memory write needs a body and string arrays for tags and keys");
@@ -526,6 +529,7 @@ int cdsh_tavern_memory_update(cdsh_tavern_story *story, const char *floor, const
                               const char *body, const json_t *tags, const json_t *keys, bool merge,
                               json_t **result, cdsh_error *err)
 {
+    cdsh_tavern_memory_attach();
     if (!story || !id || !result || !string_array(tags) || !string_array(keys))
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS",
                               "memory update needs an id and string arrays for tags and keys");
@@ -563,6 +567,7 @@ int cdsh_tavern_memory_update(cdsh_tavern_story *story, const char *floor, const
 int cdsh_tavern_memory_delete(cdsh_tavern_story *story, const char *floor, const char *id,
                               cdsh_error *err)
 {
+    cdsh_tavern_memory_attach();
     json_t *cur = NULL;
     int rc = get_entry(story, id, &cur, err);
     if (rc < 0)
@@ -642,6 +647,7 @@ int cdsh_tavern_memory_search(cdsh_tavern_story *story, const char *query, int t
                               const cdsh_tavern_memory_cfg *cfg, int64_t now_ms, json_t **hits,
                               cdsh_error *err)
 {
+    cdsh_tavern_memory_attach();
     if (!story || !query || !hits)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "memory search needs a query");
     cdsh_tavern_memory_cfg def = cdsh_tavern_memory_cfg_default();
@@ -801,10 +807,13 @@ int cdsh_tavern_memory_compress_plan(cdsh_tavern_story *story, const cdsh_tavern
     return 0;
 }
 
+/* Long by design: one transaction (summary, archived sources, pending
+ * marker); every write and its rollback path stay together. */
 int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *plan,
                                        const char *finish_reason, const char *text, bool had_error,
                                        char **id_out, cdsh_error *err)
 {
+    cdsh_tavern_memory_attach();
     if (!story || !plan)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "compress_commit: missing plan");
     if (!cdsh_tavern_memory_reply_acceptable(finish_reason, text, had_error)) {
@@ -1003,4 +1012,33 @@ int cdsh__tavern_memory_expand_for(sqlite3 *db, const char *key, cdsh_error *err
     json_decref(todo);
     json_decref(map);
     return rc;
+}
+
+/* ---- story listener --------------------------------------------------------- */
+
+static int on_changed(sqlite3 *db, const char *kind, const char *key, const char *canon,
+                      cdsh_error *err)
+{
+    return strcmp(kind, CDSH_TAVERN_KIND_MEMORY) == 0
+               ? cdsh__tavern_memory_reindex(db, key, canon, err)
+               : 0;
+}
+
+static int on_undoing(sqlite3 *db, const char *kind, const char *key, cdsh_error *err)
+{
+    return strcmp(kind, CDSH_TAVERN_KIND_MEMORY) == 0 ? cdsh__tavern_memory_expand_for(db, key, err)
+                                                      : 0;
+}
+
+static const cdsh__tavern_story_listener LISTENER = {on_changed, on_undoing};
+static pthread_once_t g_attached = PTHREAD_ONCE_INIT;
+
+static void attach_once(void)
+{
+    cdsh__tavern_story_listen(&LISTENER); /* the first listener: cannot be full */
+}
+
+void cdsh_tavern_memory_attach(void)
+{
+    pthread_once(&g_attached, attach_once);
 }

@@ -31,6 +31,14 @@ typedef struct cdsh_tavern_memory_cfg {
     int compress_batch;      /* 20 (min 2) */
 } cdsh_tavern_memory_cfg;
 
+/* Subscribes memory's search index to the story's changes (story.h
+ * listeners): every memory object written or restored, by any path, is
+ * re-indexed, and an undo expands the summaries built on what it restores.
+ * Idempotent and thread-safe; the service calls it, and so does every
+ * memory write and search here, but a caller that writes memory objects
+ * through story.h alone must call it first. */
+void cdsh_tavern_memory_attach(void);
+
 /* The defaults above. */
 cdsh_tavern_memory_cfg cdsh_tavern_memory_cfg_default(void);
 

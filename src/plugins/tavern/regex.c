@@ -47,6 +47,7 @@ static int bad_script(cdsh_error *err, const char *what)
     return cdsh_error_set(err, CDSH_EINVAL, "REGEX_BAD_SCRIPT", "regex script: %s", what);
 }
 
+/* Long by design: the field-by-field mapping of an ST regex script. */
 int cdsh_tavern_regex_from_st(const json_t *script, cdsh_tavern_regex_source source, json_t **rule,
                               cdsh_error *err)
 {

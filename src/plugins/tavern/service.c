@@ -15,7 +15,6 @@
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/card_frame.h"
 #include "plugins/tavern/service_priv.h"
-#include "plugins/tavern/wire.h"
 #include "plugins/tavern/worldstate.h"
 
 #define SETTINGS_REL "settings.json"
@@ -24,6 +23,14 @@
     "【Tavern 续写】Continue your last reply from where it stopped, without repeating it."
 
 /* ---- lifecycle -------------------------------------------------------------- */
+
+static void open_turn_clear(cdsh__tavern_open_turn *t);
+
+static const char *str_or_empty(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "";
+}
 
 int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
                             cdsh_tavern_service **out, cdsh_error *err)
@@ -39,6 +46,7 @@ int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
     svc->current = json_object();
     svc->log = json_array();
     svc->maint = json_object();
+    cdsh_tavern_memory_attach();
     int rc = cdsh_tavern_store_open(root, &svc->store, err);
     if (rc == 0)
         rc = cdsh_tavern_bindings_open(svc->store, &svc->bindings, err);
@@ -54,12 +62,8 @@ void cdsh_tavern_service_free(cdsh_tavern_service *svc)
 {
     if (!svc)
         return;
-    for (size_t i = 0; i < svc->n_turns; i++) {
-        free(svc->turns[i].session);
-        free(svc->turns[i].card);
-        free(svc->turns[i].story);
-        free(svc->turns[i].floor);
-    }
+    for (size_t i = 0; i < svc->n_turns; i++)
+        open_turn_clear(&svc->turns[i]);
     free(svc->turns);
     cdsh_tavern_bindings_free(svc->bindings);
     cdsh_tavern_store_free(svc->store);
@@ -160,6 +164,52 @@ void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t
 
 /* ---- turns --------------------------------------------------------------------- */
 
+static void open_turn_clear(cdsh__tavern_open_turn *t)
+{
+    free(t->session);
+    free(t->card);
+    free(t->story);
+    free(t->floor);
+    cdsh_tavern_story_free(t->handle);
+}
+
+/* Removes the session's entries for which drop(t, arg) holds. Caller holds svc->mu. */
+static void drop_turns_locked(cdsh_tavern_service *svc, const char *session_id,
+                              bool (*drop)(const cdsh__tavern_open_turn *t, const void *arg),
+                              const void *arg)
+{
+    for (size_t i = 0; i < svc->n_turns;) {
+        cdsh__tavern_open_turn *t = &svc->turns[i];
+        if (strcmp(t->session, session_id) != 0 || !drop(t, arg)) {
+            i++;
+            continue;
+        }
+        open_turn_clear(t);
+        svc->turns[i] = svc->turns[--svc->n_turns];
+    }
+}
+
+/* A new turn of the session supersedes its ended turns and any turn its
+ * agent (same scope) never reported the end of. */
+static bool superseded(const cdsh__tavern_open_turn *t, const void *scope)
+{
+    return t->ended || t->scope == scope;
+}
+
+static bool ended(const cdsh__tavern_open_turn *t, const void *arg)
+{
+    (void)arg;
+    return t->ended;
+}
+
+const char *cdsh__tavern_scope_session(const cdsh_scope *scope)
+{
+    for (; scope; scope = cdsh_scope_parent(scope))
+        if (cdsh_session_id_valid(cdsh_scope_id(scope)))
+            return cdsh_scope_id(scope);
+    return NULL;
+}
+
 int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *scope,
                                    const char *session_id, int64_t turn, cdsh_error *err)
 {
@@ -168,20 +218,7 @@ int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *s
     json_t *binding = NULL;
     pthread_mutex_lock(&svc->mu);
     json_object_set_new(svc->current, session_id, json_integer(turn));
-    /* Scopes are compared by address: an entry left by a turn whose end was
-     * never reported must not be matched by a new scope at the same address. */
-    for (size_t i = 0; i < svc->n_turns;) {
-        cdsh__tavern_open_turn *t = &svc->turns[i];
-        if (t->scope != scope) {
-            i++;
-            continue;
-        }
-        free(t->session);
-        free(t->card);
-        free(t->story);
-        free(t->floor);
-        svc->turns[i] = svc->turns[--svc->n_turns];
-    }
+    drop_turns_locked(svc, session_id, superseded, scope);
     pthread_mutex_unlock(&svc->mu);
     int rc = cdsh_tavern_binding_get(svc->bindings, session_id, &binding, NULL);
     if (rc == CDSH_ENOTFOUND)
@@ -191,24 +228,30 @@ int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *s
     cdsh_tavern_story *story = NULL;
     if ((rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &story, err)) == 0)
         rc = cdsh_tavern_story_floor_begin(story, session_id, turn, err);
-    cdsh_tavern_story_free(story);
     if (rc == 0) {
+        cdsh__tavern_open_turn t = {
+            .scope = scope,
+            .session = strdup(session_id),
+            .card = strdup(json_string_value(json_object_get(binding, "cardId"))),
+            .story = strdup(json_string_value(json_object_get(binding, "storyId"))),
+            .floor = cdsh_tavern_floor_name_dup(session_id, turn),
+            .turn = turn,
+            .handle = story,
+        };
+        story = NULL;
         pthread_mutex_lock(&svc->mu);
         cdsh__tavern_open_turn *nt = realloc(svc->turns, (svc->n_turns + 1) * sizeof *nt);
-        if (nt) {
+        if (nt && t.session && t.card && t.story && t.floor) {
             svc->turns = nt;
-            cdsh__tavern_open_turn *t = &svc->turns[svc->n_turns++];
-            t->scope = scope;
-            t->session = strdup(session_id);
-            t->card = strdup(json_string_value(json_object_get(binding, "cardId")));
-            t->story = strdup(json_string_value(json_object_get(binding, "storyId")));
-            t->floor = cdsh_tavern_floor_name_dup(session_id, turn);
-            t->turn = turn;
+            svc->turns[svc->n_turns++] = t;
         } else {
+            svc->turns = nt ? nt : svc->turns;
+            open_turn_clear(&t);
             rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         }
         pthread_mutex_unlock(&svc->mu);
     }
+    cdsh_tavern_story_free(story);
     json_decref(binding);
     return rc;
 }
@@ -218,33 +261,63 @@ int cdsh_tavern_service_turn_end(cdsh_tavern_service *svc, const char *session_i
 {
     if (!svc || !session_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "turn_end: bad arguments");
-    char *story_id = NULL, *floor = NULL;
+    cdsh_tavern_story *story = NULL;
+    char *floor = NULL;
     pthread_mutex_lock(&svc->mu);
     for (size_t i = 0; i < svc->n_turns; i++) {
         cdsh__tavern_open_turn *t = &svc->turns[i];
-        if (strcmp(t->session, session_id) != 0 || t->turn != turn)
+        if (t->ended || strcmp(t->session, session_id) != 0 || t->turn != turn)
             continue;
-        story_id = t->story;
-        floor = t->floor;
-        free(t->session);
-        free(t->card);
-        svc->turns[i] = svc->turns[--svc->n_turns];
+        /* Kept, ended, for the maintenance that follows the turn (service_idle). */
+        t->ended = true;
+        story = cdsh__tavern_story_ref(t->handle);
+        floor = strdup(t->floor);
         break;
     }
     pthread_mutex_unlock(&svc->mu);
-    if (!floor)
+    if (!story)
         return 0;
     /* Commit exactly the floor opened at turn start, even if the binding changed. */
-    char *path = cdsh_tavern_story_path_dup(svc->bindings, story_id);
-    cdsh_tavern_story *story = NULL;
-    int rc = path ? cdsh_tavern_story_open(path, &story, err) : CDSH_EINVAL;
-    if (rc == 0)
-        rc = cdsh_tavern_story_floor_commit(story, floor, err);
+    int rc = floor ? cdsh_tavern_story_floor_commit(story, floor, err)
+                   : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     cdsh_tavern_story_free(story);
-    free(path);
-    free(story_id);
     free(floor);
     return rc;
+}
+
+int cdsh__tavern_session_story(cdsh_tavern_service *svc, const char *session_id,
+                               cdsh_tavern_story **out, cdsh_error *err)
+{
+    *out = NULL;
+    cdsh_tavern_story *h = NULL;
+    char *story_id = NULL;
+    pthread_mutex_lock(&svc->mu);
+    /* the session's open turn, else its ended one; the newest turn first */
+    const cdsh__tavern_open_turn *best = NULL;
+    for (size_t i = 0; i < svc->n_turns; i++) {
+        const cdsh__tavern_open_turn *t = &svc->turns[i];
+        if (strcmp(t->session, session_id) == 0 &&
+            (!best || (best->ended && !t->ended) ||
+             (best->ended == t->ended && t->turn > best->turn)))
+            best = t;
+    }
+    if (best) {
+        h = cdsh__tavern_story_ref(best->handle);
+        story_id = strdup(best->story);
+    }
+    pthread_mutex_unlock(&svc->mu);
+    json_t *b = NULL;
+    bool same = h && story_id &&
+                cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 &&
+                strcmp(str_or_empty(b, "storyId"), story_id) == 0;
+    json_decref(b);
+    free(story_id);
+    if (same) {
+        *out = h;
+        return 0;
+    }
+    cdsh_tavern_story_free(h);
+    return cdsh_tavern_binding_open_story(svc->bindings, session_id, out, err);
 }
 
 /* ---- helpers for methods ------------------------------------------------------ */
@@ -1053,7 +1126,7 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
     if (rc == 0)
         rc = cdsh_tavern_service_sampling(svc, sid, &sampling, err);
     if (rc == 0)
-        rc = cdsh_tavern_wire_plan(svc, sid, &plan, err);
+        rc = cdsh__tavern_plan_build(svc, sid, NULL, NULL, 0, &plan, NULL, NULL, err);
     if (rc == 0)
         *value = json_pack("{s:s,s:s,s:s,s:o,s:s}", "standing",
                            plan ? s_get(plan, "standing") ? s_get(plan, "standing") : "" : "",
@@ -1301,7 +1374,7 @@ int cdsh_tavern_service_turn_context(cdsh_tavern_service *svc, const char *sessi
 {
     *text = NULL;
     cdsh_tavern_story *s = NULL;
-    int rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &s, err);
+    int rc = cdsh__tavern_session_story(svc, session_id, &s, err);
     if (rc == CDSH_ENOTFOUND) {
         *text = strdup("");
         return 0;
@@ -1392,7 +1465,11 @@ int cdsh_tavern_service_idle(cdsh_tavern_service *svc, const char *session_id,
     if (!svc || !session_id || !summarize)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "idle: missing argument");
     cdsh_tavern_story *s = NULL;
-    int rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &s, err);
+    int rc = cdsh__tavern_session_story(svc, session_id, &s, err);
+    /* The ended turn's handle is released with this reference: the turn is over. */
+    pthread_mutex_lock(&svc->mu);
+    drop_turns_locked(svc, session_id, ended, NULL);
+    pthread_mutex_unlock(&svc->mu);
     if (rc == CDSH_ENOTFOUND)
         return 0;
     if (rc < 0)

@@ -7,12 +7,20 @@
 #include <pthread.h>
 
 #include "plugins/tavern/binding.h"
+#include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/service.h"
 
+/* A turn of a bound session, from turn start to the maintenance after its
+ * end, found by session id. Its story handle is opened once at turn start
+ * and shared (by reference) with the plan, the memories, every tool call and
+ * the maintenance of that turn. */
 typedef struct cdsh__tavern_open_turn {
-    const cdsh_scope *scope; /* identity only; never dereferenced */
+    const cdsh_scope *scope; /* the agent's scope for this turn: identity only, never
+                                dereferenced; tells two agents' turns on one session apart */
     char *session, *card, *story, *floor;
     int64_t turn;
+    cdsh_tavern_story *handle; /* the turn's story; its floor is committed at turn end */
+    bool ended;                /* committed; the handle waits for the maintenance */
 } cdsh__tavern_open_turn;
 
 struct cdsh_tavern_service {
@@ -28,6 +36,16 @@ struct cdsh_tavern_service {
     cdsh_tavern_helper_fn helper; /* impersonation; may be NULL */
     void *helper_ud;
 };
+
+/* The story session_id is bound to, as cdsh_tavern_binding_open_story
+ * (same errors), but the handle of the session's open (or just ended) turn
+ * when it is still bound to that turn's story: one open per turn. Release
+ * with cdsh_tavern_story_free. */
+int cdsh__tavern_session_story(cdsh_tavern_service *svc, const char *session_id,
+                               cdsh_tavern_story **out, cdsh_error *err);
+/* The session id a tool call runs for: the nearest scope on the chain whose
+ * id is a session id (the agent names each session's scope so), or NULL. */
+const char *cdsh__tavern_scope_session(const cdsh_scope *scope);
 
 /* Settings with defaults filled (owned). */
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc);
@@ -59,6 +77,21 @@ typedef struct cdsh__tavern_assets {
 int cdsh__tavern_assets_load(cdsh_tavern_service *svc, const json_t *binding,
                              cdsh__tavern_assets *a, cdsh_error *err);
 void cdsh__tavern_assets_deinit(cdsh__tavern_assets *a);
+/* The prompt plan of session_id (service_plan.c) from the story's saved
+ * timed effects and variables and the home's global variables. pipe/turn_id
+ * NULL: a dry run (preview; nothing written). With a pipeline the turn is
+ * live: the story state is saved back once, when the turn's plan is first
+ * built, and *g_before / *g_after (owned, may stay NULL) get the globals to
+ * commit at turn end. *plan owned; NULL when the session is unbound. */
+int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
+                            const char *turn_id, long long turn, json_t **plan, json_t **g_before,
+                            json_t **g_after, cdsh_error *err);
+/* <tavern root>/state, where the home-wide global variables live (owned). */
+char *cdsh__tavern_globals_dir_dup(cdsh_tavern_service *svc);
+/* Logs a failed load or commit of the globals (dir NULL: out of memory). */
+void cdsh__tavern_globals_failed(cdsh_tavern_service *svc, const char *sid, const char *dir,
+                                 const cdsh_error *err);
+
 /* The greeting ensureGreeting pinned in the story (owned), or NULL. */
 char *cdsh__tavern_greeting_dup(cdsh_tavern_story *story);
 

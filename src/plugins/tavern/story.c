@@ -1,7 +1,7 @@
 /* story.c — the story database: schema, objects, floors, the write log and
  * undo with its persisted cursor (see story.h for the protocol). Memory
  * search and world-state rules are memory.c / worldstate.c; this file only
- * keeps the memory full-text index in step with memory objects. */
+ * tells its change listeners (memory.c's full-text index) what changed. */
 #include "plugins/tavern/story.h"
 
 #include <errno.h>
@@ -16,14 +16,15 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/db.h"
 #include "base/fs.h"
 #include "base/hash.h"
 #include "base/random.h"
-#include "plugins/tavern/memory.h"
 
 struct cdsh_tavern_story {
     sqlite3 *db;
     pthread_mutex_t mu;
+    atomic_int refs; /* cdsh__tavern_story_ref; the last cdsh_tavern_story_free closes */
     char *path, *id, *card, *session;
 };
 
@@ -44,6 +45,54 @@ bool cdsh__tavern_fault_hit(const char *point)
     return atomic_compare_exchange_strong(&g_fault, &cur, NULL);
 }
 
+/* ---- change listeners (documented global: registered once, read lock-free) -- */
+
+#define MAX_LISTENERS 4
+static const cdsh__tavern_story_listener *g_listeners[MAX_LISTENERS];
+static atomic_int g_n_listeners;
+static pthread_mutex_t g_listen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int cdsh__tavern_story_listen(const cdsh__tavern_story_listener *l)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g_listen_mu);
+    int n = atomic_load(&g_n_listeners);
+    bool known = false;
+    for (int i = 0; i < n; i++)
+        known = known || g_listeners[i] == l;
+    if (!known && n == MAX_LISTENERS)
+        rc = CDSH_ETOOBIG;
+    else if (!known) {
+        g_listeners[n] = l;
+        atomic_store(&g_n_listeners, n + 1); /* publishes the slot written above */
+    }
+    pthread_mutex_unlock(&g_listen_mu);
+    return rc;
+}
+
+static int notify_changed(sqlite3 *db, const char *kind, const char *key, const char *canon,
+                          cdsh_error *err)
+{
+    int n = atomic_load(&g_n_listeners);
+    for (int i = 0; i < n; i++) {
+        int rc = g_listeners[i]->changed ? g_listeners[i]->changed(db, kind, key, canon, err) : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int notify_undoing(sqlite3 *db, const char *kind, const char *key, cdsh_error *err)
+{
+    int n = atomic_load(&g_n_listeners);
+    for (int i = 0; i < n; i++) {
+        int rc = g_listeners[i]->undoing ? g_listeners[i]->undoing(db, kind, key, err) : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* ---- helpers -------------------------------------------------------------- */
 
 static const char SCHEMA[] =
@@ -62,78 +111,31 @@ static const char SCHEMA[] =
     "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(id UNINDEXED, body, keys,"
     " tokenize='unicode61 remove_diacritics 0');";
 
-static int db_fail(sqlite3 *db, cdsh_error *err, const char *what)
-{
-    int code = db ? sqlite3_errcode(db) : SQLITE_ERROR;
-    int rc = (code == SQLITE_BUSY || code == SQLITE_LOCKED) ? CDSH_EBUSY : CDSH_EIO;
-    return cdsh_error_set(err, rc, "DB_ERROR", "story database: %s: %s", what,
-                          db ? sqlite3_errmsg(db) : "cannot open");
-}
-
-static int exec_sql(sqlite3 *db, const char *sql, cdsh_error *err)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    int rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "story database: %s", msg ? msg : sql);
-    sqlite3_free(msg);
-    return rc;
-}
-
-static int begin(sqlite3 *db, cdsh_error *err)
-{
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK)
-        return 0;
-    return db_fail(db, err, "begin");
-}
-
-static int commit(sqlite3 *db, cdsh_error *err)
-{
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
-        return 0;
-    int rc = db_fail(db, err, "commit");
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
-}
-
-static void rollback(sqlite3 *db)
-{
-    if (!sqlite3_get_autocommit(db))
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-}
-
-static char *text_dup(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return t ? strdup((const char *)t) : NULL;
-}
-
 char *cdsh_tavern_story_canon_dup(const json_t *value)
 {
     return value ? json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
 }
 
+/* Schema steps by user_version (db.h). Step 1 is the first layout; its
+ * IF NOT EXISTS lets stories made before versioning (user_version 0, tables
+ * present) adopt it unchanged. */
+static const char *const MIGRATIONS[] = {SCHEMA};
+#define SCHEMA_VERSION ((int)(sizeof MIGRATIONS / sizeof *MIGRATIONS))
+
+/* Rollback journal, not WAL: a story is one file, so a branch snapshot can be
+ * published with a single rename. FULL sync: durable at commit. */
 static int open_db(const char *path, bool create, sqlite3 **out, cdsh_error *err)
 {
-    sqlite3 *db = NULL;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
-        int rc = create ? db_fail(db, err, "open")
-                        : cdsh_error_set(err, CDSH_ENOTFOUND, "STORY_NOT_FOUND",
-                                         "story database %s cannot be opened", path);
-        sqlite3_close(db);
-        return rc;
-    }
-    sqlite3_busy_timeout(db, CDSH_TAVERN_STORY_BUSY_MS);
-    /* Rollback journal, not WAL: a story is one file, so a branch snapshot
-     * can be published with a single rename. FULL sync: durable at commit. */
-    int rc = exec_sql(db, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL;", err);
-    if (rc < 0) {
-        sqlite3_close(db);
-        return rc;
-    }
-    *out = db;
-    return 0;
+    const cdsh_db_opts opts = {.create = create,
+                               .journal = CDSH_DB_JOURNAL_DELETE,
+                               .sync = CDSH_DB_SYNC_FULL,
+                               .serialized = true,
+                               .busy_timeout_ms = CDSH_TAVERN_STORY_BUSY_MS};
+    int rc = cdsh_db_open(path, &opts, out, err);
+    if (rc == CDSH_ENOTFOUND)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "STORY_NOT_FOUND",
+                              "story database %s cannot be opened", path);
+    return rc;
 }
 
 static int fsync_path(const char *path)
@@ -167,25 +169,19 @@ static int set_meta(sqlite3 *db, const char *k, const char *v, cdsh_error *err)
     int rc = 0;
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(k,v) VALUES(?,?)", -1, &st, NULL) !=
         SQLITE_OK)
-        return db_fail(db, err, "meta");
+        return cdsh_db_fail(db, err, "meta");
     sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, v, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
-        rc = db_fail(db, err, "meta");
+        rc = cdsh_db_fail(db, err, "meta");
     sqlite3_finalize(st);
     return rc;
 }
 
 static char *get_meta_dup(sqlite3 *db, const char *k)
 {
-    sqlite3_stmt *st = NULL;
     char *v = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k=?", -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = text_dup(st, 0);
-    sqlite3_finalize(st);
+    cdsh_db_read_text_dup(db, "SELECT v FROM meta WHERE k=?", k, &v, NULL);
     return v;
 }
 
@@ -198,18 +194,18 @@ int cdsh__tavern_story_raw_put(sqlite3 *db, const char *kind, const char *key, c
                           ? "INSERT OR REPLACE INTO objects(kind,key,value,updated) VALUES(?,?,?,?)"
                           : "DELETE FROM objects WHERE kind=? AND key=?";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_fail(db, err, "write");
+        return cdsh_db_fail(db, err, "write");
     sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
     if (canon) {
         sqlite3_bind_text(st, 3, canon, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, cdsh_clock_wall_ms());
     }
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(db, err, "write");
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cdsh_db_fail(db, err, "write");
     sqlite3_finalize(st);
-    if (rc < 0 || strcmp(kind, CDSH_TAVERN_KIND_MEMORY) != 0)
+    if (rc < 0)
         return rc;
-    return cdsh__tavern_memory_reindex(db, key, canon, err);
+    return notify_changed(db, kind, key, canon, err);
 }
 
 /* Current canonical value (owned) or NULL when absent; *rc < 0 on error. */
@@ -221,16 +217,16 @@ char *cdsh__tavern_story_raw_get(sqlite3 *db, const char *kind, const char *key,
     *rc = 0;
     if (sqlite3_prepare_v2(db, "SELECT value FROM objects WHERE kind=? AND key=?", -1, &st, NULL) !=
         SQLITE_OK) {
-        *rc = db_fail(db, err, "read");
+        *rc = cdsh_db_fail(db, err, "read");
         return NULL;
     }
     sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
     int s = sqlite3_step(st);
     if (s == SQLITE_ROW)
-        v = text_dup(st, 0);
+        v = cdsh_db_column_text_dup(st, 0);
     else if (s != SQLITE_DONE)
-        *rc = db_fail(db, err, "read");
+        *rc = cdsh_db_fail(db, err, "read");
     sqlite3_finalize(st);
     return v;
 }
@@ -257,7 +253,8 @@ int cdsh_tavern_story_create(const char *path, const char *story_id, const char 
         goto oom;
     }
     if ((rc = cdsh_fs_mkdir_p(dir, 0700, err)) < 0 || (rc = open_db(tmp, true, &db, err)) < 0 ||
-        (rc = exec_sql(db, SCHEMA, err)) < 0 || (rc = begin(db, err)) < 0)
+        (rc = cdsh_db_migrate(db, MIGRATIONS, SCHEMA_VERSION, err)) < 0 ||
+        (rc = cdsh_db_begin(db, err)) < 0)
         goto cleanup;
     char created[40];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), created, sizeof created);
@@ -277,9 +274,9 @@ int cdsh_tavern_story_create(const char *path, const char *story_id, const char 
         if (rc < 0)
             goto cleanup;
     }
-    if ((rc = commit(db, err)) < 0)
+    if ((rc = cdsh_db_commit(db, err)) < 0)
         goto cleanup;
-    sqlite3_close(db);
+    cdsh_db_close(db);
     db = NULL;
     if (fsync_path(tmp) != 0 || rename(tmp, path) != 0) {
         rc = cdsh_error_set(err, CDSH_EIO, "DB_ERROR", "cannot publish story %s: %s", story_id,
@@ -292,8 +289,8 @@ oom:
     rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 cleanup:
     if (db) {
-        rollback(db);
-        sqlite3_close(db);
+        cdsh_db_rollback(db);
+        cdsh_db_close(db);
     }
     if (tmp && rc < 0)
         unlink(tmp);
@@ -315,6 +312,7 @@ int cdsh_tavern_story_open(const char *path, cdsh_tavern_story **out, cdsh_error
     if (!s)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     pthread_mutex_init(&s->mu, NULL);
+    atomic_init(&s->refs, 1);
     int rc = open_db(path, false, &s->db, err);
     if (rc < 0)
         goto fail;
@@ -326,7 +324,9 @@ int cdsh_tavern_story_open(const char *path, cdsh_tavern_story **out, cdsh_error
         rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_STORY", "%s is not a story database", path);
         goto fail;
     }
-    if ((rc = resume_undo(s, err)) < 0)
+    /* After the meta check: a file that is not a story is never written to. */
+    if ((rc = cdsh_db_migrate(s->db, MIGRATIONS, SCHEMA_VERSION, err)) < 0 ||
+        (rc = resume_undo(s, err)) < 0)
         goto fail;
     *out = s;
     return 0;
@@ -335,11 +335,18 @@ fail:
     return rc;
 }
 
+cdsh_tavern_story *cdsh__tavern_story_ref(cdsh_tavern_story *s)
+{
+    if (s)
+        atomic_fetch_add(&s->refs, 1);
+    return s;
+}
+
 void cdsh_tavern_story_free(cdsh_tavern_story *s)
 {
-    if (!s)
+    if (!s || atomic_fetch_sub(&s->refs, 1) > 1)
         return;
-    sqlite3_close(s->db);
+    cdsh_db_close(s->db);
     pthread_mutex_destroy(&s->mu);
     free(s->path);
     free(s->id);
@@ -381,11 +388,11 @@ int cdsh__tavern_story_rebind(cdsh_tavern_story *s, const char *story_id, const 
                               cdsh_error *err)
 {
     pthread_mutex_lock(&s->mu);
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc == 0 && (rc = set_meta(s->db, "id", story_id, err)) == 0 &&
         (rc = set_meta(s->db, "session", session_id, err)) == 0)
-        rc = commit(s->db, err);
-    rollback(s->db);
+        rc = cdsh_db_commit(s->db, err);
+    cdsh_db_rollback(s->db);
     if (rc == 0) {
         char *a = strdup(story_id), *b = strdup(session_id);
         if (a && b) {
@@ -411,29 +418,29 @@ int cdsh__tavern_story_snapshot(cdsh_tavern_story *s, const char *dest, cdsh_err
     pthread_mutex_lock(&s->mu);
     /* The write lock keeps every other handle and process from writing while a
      * second connection (a writer cannot be a backup source) copies. */
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc < 0)
         goto cleanup;
     if ((rc = open_db(s->path, false, &reader, err)) < 0 || (rc = open_db(dest, true, &d, err)) < 0)
         goto cleanup;
     sqlite3_backup *b = sqlite3_backup_init(d, "main", reader, "main");
     if (!b) {
-        rc = db_fail(d, err, "snapshot");
+        rc = cdsh_db_fail(d, err, "snapshot");
         goto cleanup;
     }
     int step = sqlite3_backup_step(b, -1);
     sqlite3_backup_finish(b);
     if (step != SQLITE_DONE) {
-        rc = db_fail(d, err, "snapshot");
+        rc = cdsh_db_fail(d, err, "snapshot");
         goto cleanup;
     }
 cleanup:
-    rollback(s->db);
+    cdsh_db_rollback(s->db);
     pthread_mutex_unlock(&s->mu);
     if (reader)
-        sqlite3_close(reader);
+        cdsh_db_close(reader);
     if (d)
-        sqlite3_close(d);
+        cdsh_db_close(d);
     if (rc < 0)
         unlink(dest);
     return rc;
@@ -471,7 +478,7 @@ int cdsh_tavern_story_list(cdsh_tavern_story *s, const char *kind, json_t **out,
     pthread_mutex_lock(&s->mu);
     if (sqlite3_prepare_v2(s->db, "SELECT key, value FROM objects WHERE kind=? ORDER BY key", -1,
                            &st, NULL) != SQLITE_OK) {
-        rc = db_fail(s->db, err, "list");
+        rc = cdsh_db_fail(s->db, err, "list");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
@@ -484,7 +491,7 @@ int cdsh_tavern_story_list(cdsh_tavern_story *s, const char *kind, json_t **out,
             arr, json_pack("{s:s,s:o}", "key", sqlite3_column_text(st, 0), "value", v));
     }
     if (r != SQLITE_DONE)
-        rc = db_fail(s->db, err, "list");
+        rc = cdsh_db_fail(s->db, err, "list");
 cleanup:
     sqlite3_finalize(st);
     pthread_mutex_unlock(&s->mu);
@@ -504,7 +511,7 @@ static int floor_state(sqlite3 *db, const char *floor, bool *open, cdsh_error *e
                            " (SELECT COUNT(*) FROM undo WHERE undo.floor=floors.name)"
                            " FROM floors WHERE name=?",
                            -1, &st, NULL) != SQLITE_OK)
-        return db_fail(db, err, "floor");
+        return cdsh_db_fail(db, err, "floor");
     sqlite3_bind_text(st, 1, floor, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
         *open = sqlite3_column_int(st, 0) == 0 && sqlite3_column_type(st, 1) == SQLITE_NULL &&
@@ -545,7 +552,7 @@ int cdsh_tavern_story_put(cdsh_tavern_story *s, const char *floor, const char *k
     if (value && !after)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     pthread_mutex_lock(&s->mu);
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc < 0)
         goto cleanup;
     before = cdsh__tavern_story_raw_get(s->db, kind, key, &rc, err);
@@ -571,7 +578,7 @@ int cdsh_tavern_story_put(cdsh_tavern_story *s, const char *floor, const char *k
                                "(?1,(SELECT COALESCE(MAX(seq),0)+1 FROM log WHERE floor=?1),"
                                "?2,?3,?4,?5,?6) RETURNING seq",
                                -1, &st, NULL) != SQLITE_OK) {
-            rc = db_fail(s->db, err, "log");
+            rc = cdsh_db_fail(s->db, err, "log");
             goto cleanup;
         }
         /* seq is only known inside the statement, so the sum is fixed up below. */
@@ -584,7 +591,7 @@ int cdsh_tavern_story_put(cdsh_tavern_story *s, const char *floor, const char *k
             sqlite3_bind_text(st, 5, after, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 6, "", -1, SQLITE_STATIC);
         if (sqlite3_step(st) != SQLITE_ROW) {
-            rc = db_fail(s->db, err, "log");
+            rc = cdsh_db_fail(s->db, err, "log");
             goto cleanup;
         }
         int64_t seq = sqlite3_column_int64(st, 0);
@@ -594,14 +601,14 @@ int cdsh_tavern_story_put(cdsh_tavern_story *s, const char *floor, const char *k
         record_sum(floor, seq, kind, key, before, after, sum);
         if (sqlite3_prepare_v2(s->db, "UPDATE log SET sum=? WHERE floor=? AND seq=?", -1, &st,
                                NULL) != SQLITE_OK) {
-            rc = db_fail(s->db, err, "log");
+            rc = cdsh_db_fail(s->db, err, "log");
             goto cleanup;
         }
         sqlite3_bind_text(st, 1, sum, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, floor, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, seq);
         if (sqlite3_step(st) != SQLITE_DONE) {
-            rc = db_fail(s->db, err, "log");
+            rc = cdsh_db_fail(s->db, err, "log");
             goto cleanup;
         }
         if (cdsh__tavern_fault_hit("after-log")) {
@@ -615,13 +622,13 @@ int cdsh_tavern_story_put(cdsh_tavern_story *s, const char *floor, const char *k
         rc = cdsh_error_set(err, CDSH_EIO, "FAULT_INJECTED", "fault injected after the body");
         goto cleanup;
     }
-    rc = commit(s->db, err);
+    rc = cdsh_db_commit(s->db, err);
 cleanup:
     sqlite3_finalize(st);
     if (rc < 0)
-        rollback(s->db);
+        cdsh_db_rollback(s->db);
     else if (!sqlite3_get_autocommit(s->db))
-        rc = commit(s->db, err);
+        rc = cdsh_db_commit(s->db, err);
     pthread_mutex_unlock(&s->mu);
     free(before);
     free(after);
@@ -643,10 +650,10 @@ static int run_floor_sql(cdsh_tavern_story *s, const char *sql, const char *floo
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return db_fail(s->db, err, want);
+        return cdsh_db_fail(s->db, err, want);
     sqlite3_bind_text(st, 1, floor, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, cdsh_clock_wall_ms());
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(s->db, err, want);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cdsh_db_fail(s->db, err, want);
     if (rc == 0 && sqlite3_changes(s->db) == 0)
         rc = cdsh_error_set(err, CDSH_ENOTFOUND, "FLOOR_NOT_FOUND", "no floor %s to %s", floor,
                             want);
@@ -664,12 +671,12 @@ int cdsh_tavern_story_floor_begin(cdsh_tavern_story *s, const char *session_id, 
     if (!name)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     pthread_mutex_lock(&s->mu);
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc < 0)
         goto cleanup;
     if (sqlite3_prepare_v2(s->db, "SELECT committed FROM floors WHERE name=?", -1, &st, NULL) !=
         SQLITE_OK) {
-        rc = db_fail(s->db, err, "floor");
+        rc = cdsh_db_fail(s->db, err, "floor");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -686,7 +693,7 @@ int cdsh_tavern_story_floor_begin(cdsh_tavern_story *s, const char *session_id, 
     st = NULL;
     if (sqlite3_prepare_v2(s->db, "INSERT INTO floors(name,session,turn,started) VALUES(?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_fail(s->db, err, "floor");
+        rc = cdsh_db_fail(s->db, err, "floor");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -694,15 +701,15 @@ int cdsh_tavern_story_floor_begin(cdsh_tavern_story *s, const char *session_id, 
     sqlite3_bind_int64(st, 3, turn);
     sqlite3_bind_int64(st, 4, cdsh_clock_wall_ms());
     if (sqlite3_step(st) != SQLITE_DONE) {
-        rc = db_fail(s->db, err, "floor");
+        rc = cdsh_db_fail(s->db, err, "floor");
         goto cleanup;
     }
     sqlite3_finalize(st);
     st = NULL;
-    rc = commit(s->db, err);
+    rc = cdsh_db_commit(s->db, err);
 cleanup:
     sqlite3_finalize(st);
-    rollback(s->db);
+    cdsh_db_rollback(s->db);
     pthread_mutex_unlock(&s->mu);
     free(name);
     return rc;
@@ -751,7 +758,7 @@ static int load_recs(sqlite3 *db, const char *floor, recs *out, cdsh_error *err)
                            "SELECT seq,kind,key,before,after,sum FROM log WHERE floor=?"
                            " ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK)
-        return db_fail(db, err, "log");
+        return cdsh_db_fail(db, err, "log");
     sqlite3_bind_text(st, 1, floor, -1, SQLITE_STATIC);
     int rc = 0, r;
     cdsh_hash *h = cdsh_hash_new();
@@ -765,11 +772,11 @@ static int load_recs(sqlite3 *db, const char *floor, recs *out, cdsh_error *err)
         rec *x = &out->v[out->n++];
         memset(x, 0, sizeof *x);
         x->seq = sqlite3_column_int64(st, 0);
-        x->kind = text_dup(st, 1);
-        x->key = text_dup(st, 2);
-        x->before = text_dup(st, 3);
-        x->after = text_dup(st, 4);
-        x->sum = text_dup(st, 5);
+        x->kind = cdsh_db_column_text_dup(st, 1);
+        x->key = cdsh_db_column_text_dup(st, 2);
+        x->before = cdsh_db_column_text_dup(st, 3);
+        x->after = cdsh_db_column_text_dup(st, 4);
+        x->sum = cdsh_db_column_text_dup(st, 5);
         char want[CDSH_SHA256_HEX_LEN + 1] = "";
         if (x->kind && x->key && x->sum)
             record_sum(floor, x->seq, x->kind, x->key, x->before, x->after, want);
@@ -784,7 +791,7 @@ static int load_recs(sqlite3 *db, const char *floor, recs *out, cdsh_error *err)
         cdsh_hash_update(h, x->sum, strlen(x->sum));
     }
     if (rc == 0 && r != SQLITE_DONE)
-        rc = db_fail(db, err, "log");
+        rc = cdsh_db_fail(db, err, "log");
     cdsh_hash_final(h, out->hash);
     cdsh_hash_free(h);
     sqlite3_finalize(st);
@@ -800,7 +807,7 @@ int cdsh_tavern_story_floor_commit(cdsh_tavern_story *s, const char *floor, cdsh
     pthread_mutex_lock(&s->mu);
     recs r;
     bool open = false;
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc == 0 && (rc = floor_state(s->db, floor, &open, err)) == 0 && !open)
         rc = cdsh_error_set(err, CDSH_EPERM, "FLOOR_NOT_OPEN", "floor %s is not open", floor);
     if (rc == 0 && (rc = load_recs(s->db, floor, &r, err)) == 0) {
@@ -809,8 +816,8 @@ int cdsh_tavern_story_floor_commit(cdsh_tavern_story *s, const char *floor, cdsh
                            "commit", err);
     }
     if (rc == 0)
-        rc = commit(s->db, err);
-    rollback(s->db);
+        rc = cdsh_db_commit(s->db, err);
+    cdsh_db_rollback(s->db);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -820,15 +827,15 @@ int cdsh_tavern_story_floor_reopen(cdsh_tavern_story *s, const char *floor, cdsh
     if (!s || !floor)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "floor_reopen: missing argument");
     pthread_mutex_lock(&s->mu);
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc == 0)
         rc = run_floor_sql(s,
                            "UPDATE floors SET committed=0 WHERE name=?1 AND committed=1 AND"
                            " rolled_back_at IS NULL AND ?2 > 0",
                            floor, "reopen", err);
     if (rc == 0)
-        rc = commit(s->db, err);
-    rollback(s->db);
+        rc = cdsh_db_commit(s->db, err);
+    cdsh_db_rollback(s->db);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -857,7 +864,7 @@ int cdsh_tavern_story_floors(cdsh_tavern_story *s, json_t **out, cdsh_error *err
                            "(SELECT COUNT(*) FROM log WHERE log.floor=floors.name),preserved"
                            " FROM floors ORDER BY pos",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_fail(s->db, err, "floors");
+        rc = cdsh_db_fail(s->db, err, "floors");
     } else {
         while (sqlite3_step(st) == SQLITE_ROW) {
             json_t *pres = json_loads((const char *)sqlite3_column_text(st, 6), 0, NULL);
@@ -913,7 +920,7 @@ static int check_successors(sqlite3 *db, batch_item *b, size_t n, cdsh_error *er
                            " WHERE f.rolled_back_at IS NULL AND f.pos > ?1 AND l.kind=?2"
                            " AND l.key=?3 AND l.before IS ?4 AND l.before IS NOT l.after",
                            -1, &st, NULL) != SQLITE_OK)
-        return db_fail(db, err, "successors");
+        return cdsh_db_fail(db, err, "successors");
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         for (size_t j = 0; j < b[i].r.n && rc == 0; j++) {
@@ -956,7 +963,7 @@ static int preflight(sqlite3 *db, const char *const *floors, size_t n, batch_ite
                            NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "SELECT hash, next, preserved FROM undo WHERE floor=?", -1, &cu,
                            NULL) != SQLITE_OK) {
-        rc = db_fail(db, err, "undo");
+        rc = cdsh_db_fail(db, err, "undo");
         goto cleanup;
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1010,6 +1017,8 @@ cleanup:
     return rc;
 }
 
+/* Long by design: one transaction whose checks (record, checksum, cursor,
+ * successor) must stay in order beside the writes they guard. */
 /* One transaction: restore record `next` of floor, advance the cursor; at
  * -1 mark the floor rolled back and free its name. */
 static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
@@ -1018,12 +1027,12 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
     int64_t next = 0;
     json_t *pres = NULL;
     char *cur = NULL;
-    int rc = begin(db, err);
+    int rc = cdsh_db_begin(db, err);
     if (rc < 0)
         return rc;
     if (sqlite3_prepare_v2(db, "SELECT next, preserved FROM undo WHERE floor=?", -1, &st, NULL) !=
         SQLITE_OK) {
-        rc = db_fail(db, err, "undo");
+        rc = cdsh_db_fail(db, err, "undo");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, it->floor, -1, SQLITE_STATIC);
@@ -1065,14 +1074,14 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
         if (sqlite3_prepare_v2(db, "UPDATE undo SET next=?, preserved=? WHERE floor=?", -1, &st,
                                NULL) != SQLITE_OK) {
             free(ptext);
-            rc = db_fail(db, err, "undo");
+            rc = cdsh_db_fail(db, err, "undo");
             goto cleanup;
         }
         sqlite3_bind_int64(st, 1, next - 1);
         sqlite3_bind_text(st, 2, ptext, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 3, it->floor, -1, SQLITE_STATIC);
         free(ptext);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_fail(db, err, "undo");
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : cdsh_db_fail(db, err, "undo");
     } else {
         if (it->preserved)
             json_array_extend(it->preserved, pres);
@@ -1088,7 +1097,7 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
         };
         for (size_t i = 0; i < 3 && rc == 0; i++) {
             if (sqlite3_prepare_v2(db, sqls[i], -1, &st, NULL) != SQLITE_OK) {
-                rc = db_fail(db, err, "undo");
+                rc = cdsh_db_fail(db, err, "undo");
                 break;
             }
             sqlite3_bind_text(st, 1, it->floor, -1, SQLITE_STATIC);
@@ -1099,7 +1108,7 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
                 sqlite3_bind_text(st, 4, ptext ? ptext : "[]", -1, SQLITE_STATIC);
             }
             if (sqlite3_step(st) != SQLITE_DONE)
-                rc = db_fail(db, err, "undo");
+                rc = cdsh_db_fail(db, err, "undo");
             sqlite3_finalize(st);
             st = NULL;
         }
@@ -1111,14 +1120,14 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
                 record_sum(renamed, x->seq, x->kind, x->key, x->before, x->after, sum);
                 if (sqlite3_prepare_v2(db, "UPDATE log SET sum=? WHERE floor=? AND seq=?", -1, &st,
                                        NULL) != SQLITE_OK) {
-                    rc = db_fail(db, err, "undo");
+                    rc = cdsh_db_fail(db, err, "undo");
                     break;
                 }
                 sqlite3_bind_text(st, 1, sum, -1, SQLITE_STATIC);
                 sqlite3_bind_text(st, 2, renamed, -1, SQLITE_STATIC);
                 sqlite3_bind_int64(st, 3, x->seq);
                 if (sqlite3_step(st) != SQLITE_DONE)
-                    rc = db_fail(db, err, "undo");
+                    rc = cdsh_db_fail(db, err, "undo");
                 sqlite3_finalize(st);
                 st = NULL;
             }
@@ -1129,32 +1138,32 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
             rc = 1;
     }
     if (rc >= 0) {
-        int crc = commit(db, err);
+        int crc = cdsh_db_commit(db, err);
         if (crc < 0)
             rc = crc;
     }
 cleanup:
     sqlite3_finalize(st);
     if (rc < 0)
-        rollback(db);
+        cdsh_db_rollback(db);
     else if (!sqlite3_get_autocommit(db))
-        rollback(db);
+        cdsh_db_rollback(db);
     json_decref(pres);
     free(cur);
     return rc;
 }
 
-/* Expands memory summaries whose source chain holds an entry the batch
- * touches, so undone facts do not survive inside a summary (memory.c). */
+/* Tells the listeners every object the batch will restore, before the first
+ * restore (memory.c expands summaries built on them, so undone facts do not
+ * survive inside a summary). */
 static int expand_summaries(sqlite3 *db, batch_item *b, size_t n, cdsh_error *err)
 {
     for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < b[i].r.n; j++)
-            if (strcmp(b[i].r.v[j].kind, CDSH_TAVERN_KIND_MEMORY) == 0) {
-                int rc = cdsh__tavern_memory_expand_for(db, b[i].r.v[j].key, err);
-                if (rc < 0)
-                    return rc;
-            }
+        for (size_t j = 0; j < b[i].r.n; j++) {
+            int rc = notify_undoing(db, b[i].r.v[j].kind, b[i].r.v[j].key, err);
+            if (rc < 0)
+                return rc;
+        }
     return 0;
 }
 
@@ -1184,7 +1193,7 @@ int cdsh_tavern_story_undo(cdsh_tavern_story *s, const char *const *floors, size
     batch_item *b = NULL;
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&s->mu);
-    int rc = begin(s->db, err);
+    int rc = cdsh_db_begin(s->db, err);
     if (rc < 0)
         goto cleanup;
     if ((rc = preflight(s->db, floors, n, &b, err)) < 0)
@@ -1195,7 +1204,7 @@ int cdsh_tavern_story_undo(cdsh_tavern_story *s, const char *const *floors, size
     if (sqlite3_prepare_v2(s->db,
                            "INSERT OR IGNORE INTO undo(floor,batch_pos,hash,next) VALUES(?,?,?,?)",
                            -1, &st, NULL) != SQLITE_OK) {
-        rc = db_fail(s->db, err, "undo");
+        rc = cdsh_db_fail(s->db, err, "undo");
         goto cleanup;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1205,13 +1214,13 @@ int cdsh_tavern_story_undo(cdsh_tavern_story *s, const char *const *floors, size
         sqlite3_bind_text(st, 3, b[i].r.hash, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, (int64_t)b[i].r.n - 1);
         if (sqlite3_step(st) != SQLITE_DONE) {
-            rc = db_fail(s->db, err, "undo");
+            rc = cdsh_db_fail(s->db, err, "undo");
             goto cleanup;
         }
     }
     sqlite3_finalize(st);
     st = NULL;
-    if ((rc = commit(s->db, err)) < 0)
+    if ((rc = cdsh_db_commit(s->db, err)) < 0)
         goto cleanup;
     json_t *pres = json_array();
     rc = run_batch(s, b, n, pres, err);
@@ -1221,7 +1230,7 @@ int cdsh_tavern_story_undo(cdsh_tavern_story *s, const char *const *floors, size
         json_decref(pres);
 cleanup:
     sqlite3_finalize(st);
-    rollback(s->db);
+    cdsh_db_rollback(s->db);
     if (b)
         batch_free(b, n);
     pthread_mutex_unlock(&s->mu);
@@ -1237,22 +1246,22 @@ static int resume_undo(cdsh_tavern_story *s, cdsh_error *err)
     int rc = 0;
     if (sqlite3_prepare_v2(s->db, "SELECT floor FROM undo ORDER BY batch_pos DESC", -1, &st,
                            NULL) != SQLITE_OK)
-        return db_fail(s->db, err, "undo");
+        return cdsh_db_fail(s->db, err, "undo");
     while (sqlite3_step(st) == SQLITE_ROW) {
         char **nn = realloc(names, (n + 1) * sizeof *nn);
         if (!nn)
             break;
         names = nn;
-        names[n++] = text_dup(st, 0);
+        names[n++] = cdsh_db_column_text_dup(st, 0);
     }
     sqlite3_finalize(st);
     if (n > 0) {
         batch_item *b = NULL;
         pthread_mutex_lock(&s->mu);
-        rc = begin(s->db, err);
+        rc = cdsh_db_begin(s->db, err);
         if (rc == 0)
             rc = preflight(s->db, (const char *const *)names, n, &b, err);
-        rollback(s->db);
+        cdsh_db_rollback(s->db);
         if (rc == 0) {
             rc = run_batch(s, b, n, NULL, err);
             batch_free(b, n);

@@ -27,6 +27,7 @@
 #include "base/err.h"
 
 typedef struct cdsh_tavern_story cdsh_tavern_story;
+struct sqlite3;
 
 #define CDSH_TAVERN_STORY_BUSY_MS 15000
 
@@ -53,6 +54,7 @@ int cdsh_tavern_story_create(const char *path, const char *story_id, const char 
 
 /* Opens an existing story and finishes an interrupted undo batch. */
 int cdsh_tavern_story_open(const char *path, cdsh_tavern_story **out, cdsh_error *err);
+/* Releases one reference; the last closes the database. NULL-safe. */
 void cdsh_tavern_story_free(cdsh_tavern_story *story);
 
 const char *cdsh_tavern_story_id_get(const cdsh_tavern_story *story);
@@ -114,6 +116,26 @@ int cdsh_tavern_story_undo_from(cdsh_tavern_story *story, const char *session_id
                                 const json_t *lineage, int64_t from_turn, cdsh_error *err);
 
 /* ---- layer-internal -------------------------------------------------------- */
+
+/* Another reference to an open handle (a turn's handle lent to a tool call
+ * that may outlive the turn's end); each is released with
+ * cdsh_tavern_story_free. Thread-safe. */
+cdsh_tavern_story *cdsh__tavern_story_ref(cdsh_tavern_story *story);
+
+/* Change listeners, process-wide (at most 4; registering one twice is a
+ * no-op; CDSH_ETOOBIG beyond). Both run inside the writing transaction on
+ * its connection and a negative return aborts it. changed: an object row
+ * was written (canon NULL: deleted) by any path, undo included. undoing: an
+ * undo batch is about to restore (kind, key); called for every record of
+ * the batch before the first restore. memory.c keeps its search index with
+ * them (cdsh_tavern_memory_attach), so story.c never calls memory.c. */
+typedef struct cdsh__tavern_story_listener {
+    int (*changed)(struct sqlite3 *db, const char *kind, const char *key, const char *canon,
+                   cdsh_error *err);
+    int (*undoing)(struct sqlite3 *db, const char *kind, const char *key, cdsh_error *err);
+} cdsh__tavern_story_listener;
+/* l must stay valid for the life of the process (a static). Thread-safe. */
+int cdsh__tavern_story_listen(const cdsh__tavern_story_listener *l);
 
 /* Rewrites meta after a branch copy (story id and owning session). */
 int cdsh__tavern_story_rebind(cdsh_tavern_story *story, const char *story_id,

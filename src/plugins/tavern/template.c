@@ -484,6 +484,9 @@ static int64_t left_ms(int64_t deadline)
     return l < 0 ? 0 : l;
 }
 
+/* Long by design: one forked worker's life (request, reply under one
+ * deadline, reaping); every descriptor and the child are released on the one
+ * cleanup path, which a split would have to thread through. */
 int cdsh_tavern_template_render(const char *src, const json_t *ctx, bool write,
                                 const cdsh_tavern_template_limits *lim, json_t **result,
                                 cdsh_error *err)

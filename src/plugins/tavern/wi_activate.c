@@ -12,7 +12,7 @@
 
 #include "base/strbuf.h"
 #include "base/utf8.h"
-#include "plugins/tavern/jsregex.h"
+#include "plugins/tavern/wi_keys.h"
 #include "plugins/tavern/seed.h"
 #include "plugins/tavern/tokens.h"
 
@@ -21,18 +21,8 @@
 #define DEFAULT_WEIGHT 100
 
 enum { ST_NONE = 0, ST_INITIAL = 1, ST_RECURSION = 2, ST_MIN_ACTIVATIONS = 3 };
-enum {
-    POS_BEFORE,
-    POS_AFTER,
-    POS_AN_TOP,
-    POS_AN_BOTTOM,
-    POS_DEPTH,
-    POS_EM_TOP,
-    POS_EM_BOTTOM,
-    POS_OUTLET
-};
 
-typedef struct pkey pkey;
+typedef cdsh_tavern_wi_key pkey;
 
 typedef struct wi_entry {
     const json_t *src;
@@ -66,10 +56,7 @@ typedef struct wi_entry {
 } wi_entry;
 
 /* The haystack of one scan, raw and lowercased. */
-typedef struct hay {
-    const char *raw, *low;
-    size_t n, nl;
-} hay;
+typedef cdsh_tavern_wi_hay hay;
 
 typedef struct scan_cache {
     int depth;
@@ -89,9 +76,7 @@ typedef struct run {
     int skew;
     scan_cache *cache;
     size_t ncache;
-    json_t *re_cache; /* key text -> index into res */
-    cdsh_tavern_jsre **res;
-    size_t nres;
+    cdsh_tavern_wi_matcher *keys; /* compiled regex keys of this call */
     cdsh_tavern_rng rng;
     json_t *timed;        /* the state worked on */
     wi_entry **activated; /* activation order */
@@ -139,82 +124,6 @@ static void reason(wi_entry *e, bool fired, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e->reason, sizeof e->reason, fmt, ap);
     va_end(ap);
-}
-
-/* Unicode simple lowercase for the common alphabets (ASCII, Latin-1,
- * Latin Extended-A, Greek, Cyrillic); other code points are kept. */
-static uint32_t lower_cp(uint32_t c)
-{
-    if (c < 0x80)
-        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-    if ((c >= 0xC0 && c <= 0xDE && c != 0xD7))
-        return c + 32;
-    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x138 && c != 0x149 && c != 0x17F) {
-        bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
-        if (odd_upper)
-            return (c & 1) ? c + 1 : c;
-        return (c & 1) ? c : c + 1;
-    }
-    if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
-        return c + 32;
-    if (c >= 0x410 && c <= 0x42F)
-        return c + 32;
-    if (c >= 0x400 && c <= 0x40F)
-        return c + 80;
-    return c;
-}
-
-static char *lower_dup(const char *s, size_t n)
-{
-    char *out = malloc(n * 2 + 1), *w = out;
-    if (!out)
-        return NULL;
-    size_t i = 0;
-    while (i < n) {
-        unsigned char b = (unsigned char)s[i];
-        if (b < 0x80) {
-            *w++ = (char)((b >= 'A' && b <= 'Z') ? b + 32 : b);
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        size_t len;
-        if (cdsh_utf8_decode(s + i, n - i, &cp, &len) < 0) {
-            size_t k = len ? len : 1;
-            memcpy(w, s + i, k);
-            w += k;
-            i += k;
-            continue;
-        }
-        w += cdsh_utf8_encode(lower_cp(cp), w);
-        i += len;
-    }
-    *w = 0;
-    return out;
-}
-
-static bool is_word(unsigned char c)
-{
-    return isalnum(c) || c == '_';
-}
-
-/* (?:^|\W)(needle)(?:$|\W) with JavaScript's ASCII \W. */
-static bool whole_word_find(const char *text, size_t hn, const char *needle, size_t nn)
-{
-    if (!nn)
-        return true;
-    const char *p = text, *end = text + hn;
-    while (p < end) {
-        const char *hit = memmem(p, (size_t)(end - p), needle, nn);
-        if (!hit)
-            return false;
-        bool left = hit == text || !is_word((unsigned char)hit[-1]);
-        bool right = hit + nn == end || !is_word((unsigned char)hit[nn]);
-        if (left && right)
-            return true;
-        p = hit + 1;
-    }
-    return false;
 }
 
 /* ---- entries ----------------------------------------------------------- */
@@ -772,7 +681,7 @@ static int scan_text(run *r, const wi_entry *e, int state, hay *h, char **own_ra
     *own_raw = *own_low = NULL;
     if (e->has_match_flags) {
         *own_raw = build_scan(r, e, depth, state);
-        *own_low = *own_raw ? lower_dup(*own_raw, strlen(*own_raw)) : NULL;
+        *own_low = *own_raw ? cdsh_tavern_wi_lower_dup(*own_raw, strlen(*own_raw)) : NULL;
         if (!*own_raw || !*own_low)
             return CDSH_ENOMEM;
         *h = (hay){*own_raw, *own_low, strlen(*own_raw), strlen(*own_low)};
@@ -790,7 +699,7 @@ static int scan_text(run *r, const wi_entry *e, int state, hay *h, char **own_ra
     scan_cache *n = &c[r->ncache];
     n->depth = depth;
     n->raw = build_scan(r, NULL, depth, state);
-    n->low = n->raw ? lower_dup(n->raw, strlen(n->raw)) : NULL;
+    n->low = n->raw ? cdsh_tavern_wi_lower_dup(n->raw, strlen(n->raw)) : NULL;
     if (!n->raw || !n->low) {
         free(n->raw);
         free(n->low);
@@ -813,88 +722,6 @@ static void cache_clear(run *r)
 
 /* ---- key matching ------------------------------------------------------- */
 
-static cdsh_tavern_jsre *regex_key(run *r, const char *key, bool *bad)
-{
-    *bad = false;
-    json_t *idx = json_object_get(r->re_cache, key);
-    if (idx) {
-        json_int_t i = json_integer_value(idx);
-        *bad = i < 0;
-        return i < 0 ? NULL : r->res[i];
-    }
-    char *pat = NULL, *flags = NULL;
-    cdsh_tavern_jsre *re = NULL;
-    if (!cdsh_tavern_jsre_split_literal(key, &pat, &flags))
-        return NULL;
-    cdsh_tavern_jsre_compile(pat, flags, &re, NULL);
-    free(pat);
-    free(flags);
-    if (!re) {
-        json_object_set_new(r->re_cache, key, json_integer(-1));
-        *bad = true;
-        return NULL;
-    }
-    cdsh_tavern_jsre **res = realloc(r->res, (r->nres + 1) * sizeof *res);
-    if (!res) {
-        cdsh_tavern_jsre_free(re);
-        *bad = true;
-        return NULL;
-    }
-    r->res = res;
-    res[r->nres] = re;
-    json_object_set_new(r->re_cache, key, json_integer((json_int_t)r->nres));
-    r->nres++;
-    return re;
-}
-
-/* A key after macro substitution and trimming, with its lowercase form. */
-struct pkey {
-    char *key, *low;
-    size_t n, nl;
-    bool multi; /* contains whitespace: whole-word matching falls back to substring */
-};
-
-static void pkey_free(pkey *k)
-{
-    free(k->key);
-    free(k->low);
-}
-
-/* Substitutes macros in a key (only when it has any) and trims it. */
-static int pkey_init(run *r, const char *k, pkey *out)
-{
-    memset(out, 0, sizeof *out);
-    char *s = (r->in->macros && (strstr(k, "{{") || strchr(k, '<')))
-                  ? cdsh_tavern_macros_expand_dup(k, r->in->macros)
-                  : strdup(k);
-    if (!s)
-        return CDSH_ENOMEM;
-    char *a = s;
-    while (isspace((unsigned char)*a))
-        a++;
-    size_t l = strlen(a);
-    while (l && isspace((unsigned char)a[l - 1]))
-        l--;
-    memmove(s, a, l);
-    s[l] = 0;
-    out->key = s;
-    out->n = l;
-    out->low = lower_dup(s, l);
-    if (!out->low) {
-        free(s);
-        return CDSH_ENOMEM;
-    }
-    out->nl = strlen(out->low);
-    for (const char *p = s; *p; p++)
-        out->multi |= isspace((unsigned char)*p) != 0;
-    return 0;
-}
-
-static bool has_macro(const char *k)
-{
-    return strstr(k, "{{") || strchr(k, '<');
-}
-
 /* Prepared keys of an entry (list 0 primary, 1 secondary), built once per
  * call; entries whose keys hold macros are prepared on every use instead. */
 static int prepare_keys(run *r, wi_entry *e)
@@ -911,9 +738,9 @@ static int prepare_keys(run *r, wi_entry *e)
             const char *k = json_string_value(json_array_get(lists[l], i));
             if (!k)
                 continue;
-            if (has_macro(k))
+            if (cdsh_tavern_wi_key_has_macro(k))
                 e->pk_dynamic = true;
-            if (pkey_init(r, k, &e->pk[l][e->npk[l]]) < 0)
+            if (cdsh_tavern_wi_key_init(k, r->in->macros, &e->pk[l][e->npk[l]]) < 0)
                 return CDSH_ENOMEM;
             e->npk[l]++;
         }
@@ -926,7 +753,7 @@ static void free_keys(wi_entry *e)
 {
     for (int l = 0; l < 2; l++) {
         for (size_t i = 0; i < e->npk[l]; i++)
-            pkey_free(&e->pk[l][i]);
+            cdsh_tavern_wi_key_deinit(&e->pk[l][i]);
         free(e->pk[l]);
         e->pk[l] = NULL;
         e->npk[l] = 0;
@@ -934,28 +761,13 @@ static void free_keys(wi_entry *e)
     e->pk_ready = false;
 }
 
-/* matchKeys for one prepared key. */
+/* matchKeys for one prepared key, with the entry's case and whole-word
+ * overrides of the global settings. */
 static bool match_key(run *r, const wi_entry *e, const hay *h, const pkey *k)
 {
-    if (!k->n)
-        return false;
-    if (k->key[0] == '/') {
-        bool bad;
-        cdsh_tavern_jsre *re = regex_key(r, k->key, &bad);
-        if (re)
-            return cdsh_tavern_jsre_test(re, h->raw, h->n, 0, NULL) == 1;
-        if (bad)
-            return false;
-    }
     bool cs = e->case_sens >= 0 ? e->case_sens : r->s->case_sensitive;
     bool whole = e->whole >= 0 ? e->whole : r->s->match_whole_words;
-    const char *hs = cs ? h->raw : h->low;
-    size_t hn = cs ? h->n : h->nl;
-    const char *needle = cs ? k->key : k->low;
-    size_t nn = cs ? k->n : k->nl;
-    if (whole && !k->multi)
-        return whole_word_find(hs, hn, needle, nn);
-    return memmem(hs, hn, needle, nn) != NULL;
+    return cdsh_tavern_wi_key_match(r->keys, k, h, cs, whole);
 }
 
 /* Does key i of list l match? (Macro keys are re-expanded each time.) */
@@ -966,10 +778,10 @@ static bool key_hit(run *r, wi_entry *e, int l, size_t i, const hay *h)
     const json_t *list = l ? e->keys2 : e->keys;
     const char *k = json_string_value(json_array_get(list, i));
     pkey pk;
-    if (!k || pkey_init(r, k, &pk) < 0)
+    if (!k || cdsh_tavern_wi_key_init(k, r->in->macros, &pk) < 0)
         return false;
     bool hit = match_key(r, e, h, &pk);
-    pkey_free(&pk);
+    cdsh_tavern_wi_key_deinit(&pk);
     return hit;
 }
 
@@ -1337,6 +1149,8 @@ static bool in_group(const wi_entry *e, const char *g)
     return false;
 }
 
+/* Long by design: ST's filterByInclusionGroups step by step (overrides,
+ * scoring, weighted pick), kept in ST's order to be checked against it. */
 /* filterByInclusionGroups over cand[0..*n) (entries with alive = true). */
 static void inclusion_groups(run *r, wi_entry **cand, bool *alive, size_t n, int state)
 {
@@ -1497,6 +1311,9 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ST's checkWorldInfo scan loop, kept whole so its steps (timed effects,
+ * candidates, groups, probability, budget, recursion) read in ST's order;
+ * each step is a named helper above. */
 static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *tokens_out)
 {
     /* Delay-until-recursion levels, ascending; the first is preset. */
@@ -1685,8 +1502,8 @@ static bool standing_safe(const wi_entry *e)
 {
     return e->constant && !e->turn_local && !cdsh_tavern_macros_turn_local(e->content) &&
            (!e->use_prob || e->probability >= 100) && !e->ngroups && !e->sticky && !e->cooldown &&
-           !e->delay && !e->delay_rec && e->position != POS_AN_TOP &&
-           e->position != POS_AN_BOTTOM && e->position != POS_OUTLET;
+           !e->delay && !e->delay_rec && e->position != CDSH_TAVERN_WI_POS_AN_TOP &&
+           e->position != CDSH_TAVERN_WI_POS_AN_BOTTOM && e->position != CDSH_TAVERN_WI_POS_OUTLET;
 }
 
 /* Sets key to an already valid UTF-8 string (contents come from JSON). */
@@ -1724,6 +1541,8 @@ static outgroup *group_for(outgroup **gs, size_t *n, int depth, int role, const 
     return &g[(*n)++];
 }
 
+/* Long by design: one pass over the activated entries that fills every
+ * output position (world_info_position) and the trigger log together. */
 static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t tokens,
                             bool want_log)
 {
@@ -1749,7 +1568,7 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
      * and outlet groups are created in the descending walk's order. */
     for (size_t i = 0; i < n; i++) {
         wi_entry *e = o[i].e;
-        int rdepth = e->position == POS_DEPTH ? e->depth : -1;
+        int rdepth = e->position == CDSH_TAVERN_WI_POS_AT_DEPTH ? e->depth : -1;
         if (r->in->regex)
             cdsh_tavern_rxset_apply(r->in->regex, e->content, "prompt", "assemble", NULL, rdepth,
                                     r->in->macros, &content[i], NULL, NULL);
@@ -1757,9 +1576,9 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
             content[i] = strdup(e->content);
         if (!content[i] || !*content[i])
             continue;
-        if (e->position == POS_DEPTH)
+        if (e->position == CDSH_TAVERN_WI_POS_AT_DEPTH)
             group_for(&groups, &ngroups, e->depth, e->role, NULL);
-        else if (e->position == POS_OUTLET && *e->outlet)
+        else if (e->position == CDSH_TAVERN_WI_POS_OUTLET && *e->outlet)
             group_for(&groups, &ngroups, -1, -1, e->outlet);
     }
     for (size_t i = n; i-- > 0;) {
@@ -1769,25 +1588,27 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
             continue;
         outgroup *g;
         switch (e->position) {
-        case POS_BEFORE: join_piece(&before, c); break;
-        case POS_AFTER: join_piece(&after, c); break;
-        case POS_EM_TOP:
-        case POS_EM_BOTTOM: {
+        case CDSH_TAVERN_WI_POS_BEFORE: join_piece(&before, c); break;
+        case CDSH_TAVERN_WI_POS_AFTER: join_piece(&after, c); break;
+        case CDSH_TAVERN_WI_POS_EM_TOP:
+        case CDSH_TAVERN_WI_POS_EM_BOTTOM: {
             json_t *x = json_object();
-            set_str(x, "position", e->position == POS_EM_TOP ? "before" : "after");
+            set_str(x, "position", e->position == CDSH_TAVERN_WI_POS_EM_TOP ? "before" : "after");
             set_str(x, "content", c);
             json_array_append_new(examples, x);
             break;
         }
-        case POS_AN_TOP: json_array_append_new(an_top, json_stringn_nocheck(c, strlen(c))); break;
-        case POS_AN_BOTTOM:
+        case CDSH_TAVERN_WI_POS_AN_TOP:
+            json_array_append_new(an_top, json_stringn_nocheck(c, strlen(c)));
+            break;
+        case CDSH_TAVERN_WI_POS_AN_BOTTOM:
             json_array_append_new(an_bottom, json_stringn_nocheck(c, strlen(c)));
             break;
-        case POS_DEPTH:
+        case CDSH_TAVERN_WI_POS_AT_DEPTH:
             if ((g = group_for(&groups, &ngroups, e->depth, e->role, NULL)))
                 join_piece(&g->text, c);
             break;
-        case POS_OUTLET:
+        case CDSH_TAVERN_WI_POS_OUTLET:
             if (*e->outlet && (g = group_for(&groups, &ngroups, -1, -1, e->outlet)))
                 join_piece(&g->text, c);
             break;
@@ -1900,10 +1721,10 @@ int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_e
     int rc = 0;
     cdsh_strbuf_init(&r.recurse);
     cdsh_tavern_rng_init(&r.rng, in->seed);
-    r.re_cache = json_object();
+    r.keys = cdsh_tavern_wi_matcher_new();
     r.timed = in->timed ? (in->dry_run ? json_deep_copy(in->timed) : json_incref(in->timed))
                         : json_object();
-    if (!r.re_cache || !r.timed || (rc = collect(in, &b, &refs)) < 0)
+    if (!r.keys || !r.timed || (rc = collect(in, &b, &refs)) < 0)
         goto nomem;
     r.e = calloc(b.n + 1, sizeof *r.e);
     r.activated = calloc(b.n + 1, sizeof *r.activated);
@@ -1952,10 +1773,7 @@ cleanup:
     for (size_t i = 0; i < r.nmsgs; i++)
         free(r.msgs[i]);
     free(r.msgs);
-    for (size_t i = 0; i < r.nres; i++)
-        cdsh_tavern_jsre_free(r.res[i]);
-    free(r.res);
-    json_decref(r.re_cache);
+    cdsh_tavern_wi_matcher_free(r.keys);
     json_decref(r.timed);
     cdsh_strbuf_deinit(&r.recurse);
     free(b.entries);

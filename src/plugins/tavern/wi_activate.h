@@ -25,6 +25,19 @@ enum {
     CDSH_TAVERN_WI_GLOBAL_FIRST = 2,
 };
 
+/* An entry's `position`: SillyTavern's world_info_position values (its
+ * names in brackets). */
+enum {
+    CDSH_TAVERN_WI_POS_BEFORE = 0,    /* [before] before the character definitions */
+    CDSH_TAVERN_WI_POS_AFTER = 1,     /* [after] after the character definitions */
+    CDSH_TAVERN_WI_POS_AN_TOP = 2,    /* [ANTop] above the author's note */
+    CDSH_TAVERN_WI_POS_AN_BOTTOM = 3, /* [ANBottom] below the author's note */
+    CDSH_TAVERN_WI_POS_AT_DEPTH = 4,  /* [atDepth] injected in the chat at `depth` */
+    CDSH_TAVERN_WI_POS_EM_TOP = 5,    /* [EMTop] above the example messages */
+    CDSH_TAVERN_WI_POS_EM_BOTTOM = 6, /* [EMBottom] below the example messages */
+    CDSH_TAVERN_WI_POS_OUTLET = 7,    /* [outlet] read with {{outlet::name}} */
+};
+
 enum {
     CDSH_TAVERN_LOGIC_AND_ANY = 0,
     CDSH_TAVERN_LOGIC_NOT_ALL = 1,
