@@ -306,11 +306,11 @@ int cdsh_ops_call(cdsh_ops *ops, const char *name, unsigned surface, const json_
     if (!ops || !name || !value)
         return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "call: missing argument");
     *value = NULL;
+    if (args && !json_is_object(args))
+        return cdsh_error_set(err, CDSH_EINVAL, CDSH_RPC_BAD_REQUEST, "payload must be an object");
     const cdsh_op *op = find_on(ops, name, surface);
     if (!op)
         return unknown(ops, name, err);
-    if (args && !json_is_object(args))
-        return cdsh_error_set(err, CDSH_EINVAL, CDSH_RPC_BAD_REQUEST, "payload must be an object");
     json_t *empty = args ? NULL : json_object();
     cdsh_op_call call = {.op = op, .surface = surface, .args = args ? args : empty, .agent = agent};
     int rc = run_checked(ops, &call, value, err);
@@ -460,6 +460,8 @@ json_t *cdsh_ops_rpc_envelope(cdsh_ops *ops, const char *endpoint, const json_t 
         return result ? result : cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "request refused", NULL);
     if (json_is_null(payload))
         payload = NULL;
+    if (payload && !json_is_object(payload))
+        return cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "payload must be an object", NULL);
     cdsh_error err = {0};
     const cdsh_op *op = find_on(ops, endpoint, CDSH_OP_RPC);
     if (!op) {
@@ -470,10 +472,7 @@ json_t *cdsh_ops_rpc_envelope(cdsh_ops *ops, const char *endpoint, const json_t 
     cdsh_op_call call = {
         .op = op, .surface = CDSH_OP_RPC, .args = payload ? payload : empty, .cancel = cancel};
     json_t *value = NULL;
-    int rc =
-        payload && !json_is_object(payload)
-            ? cdsh_error_set(&err, CDSH_EINVAL, CDSH_RPC_BAD_REQUEST, "payload must be an object")
-            : run_checked(ops, &call, &value, &err);
+    int rc = run_checked(ops, &call, &value, &err);
     json_decref(empty);
     if (t->rpc_result)
         return t->rpc_result(ops->ud, &call, rc, value, &err);
