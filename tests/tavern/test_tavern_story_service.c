@@ -13,6 +13,7 @@
 #include "base/db.h"
 #include "host/dispatch.h"
 #include "host/host.h"
+#include "host/ops.h"
 #include "host/rpc.h"
 #include "host/scope.h"
 #include "plugins/tavern/plugin.h"
@@ -188,14 +189,17 @@ static size_t memory_count(fx *f, const char *sid)
 static void every_method_is_served_and_validates_input(void **state)
 {
     fx *f = *state;
+    json_t *methods = cdsh_ops_names(cdsh_tavern_service_ops(f->svc), CDSH_OP_RPC);
     size_t n = 0;
-    for (const char *const *m = cdsh_tavern_methods; *m; m++, n++) {
-        json_t *env = call(f, *m, json_object());
+    json_t *m;
+    json_array_foreach(methods, n, m) {
+        json_t *env = call(f, json_string_value(m), json_object());
         if (!json_is_true(json_object_get(env, "ok")))
             assert_string_not_equal(err_code(env), "unknown-method");
         json_decref(env);
     }
-    assert_true(n >= 62);
+    assert_int_equal(json_array_size(methods), 65);
+    json_decref(methods);
     json_t *env = call(f, "noSuchMethod", NULL);
     assert_string_equal(err_code(env), "unknown-method");
     json_decref(env);
@@ -218,7 +222,8 @@ static void every_method_is_served_and_validates_input(void **state)
 
 static void ui_calls_only_served_methods(void **state)
 {
-    (void)state;
+    fx *f = *state;
+    json_t *methods = cdsh_ops_names(cdsh_tavern_service_ops(f->svc), CDSH_OP_RPC);
     /* the panel and the editor modules it hands its rpc() wrapper to */
     static const char *const files[] = {"tavern.js", "library.js", "lore-editor.js"};
     size_t calls = 0, editor_calls = 0;
@@ -233,8 +238,10 @@ static void ui_calls_only_served_methods(void **state)
                 continue; /* host.rpc('/tavern', method, ...) inside the wrapper */
             sscanf(p + 5, "%63[A-Za-z]", name);
             bool served = false;
-            for (const char *const *m = cdsh_tavern_methods; *m; m++)
-                served = served || strcmp(*m, name) == 0;
+            size_t k;
+            json_t *m;
+            json_array_foreach(methods, k, m)
+                served = served || strcmp(json_string_value(m), name) == 0;
             if (!served)
                 fail_msg("%s calls %s, which the service does not serve", files[i], name);
             calls++;
@@ -242,6 +249,7 @@ static void ui_calls_only_served_methods(void **state)
         }
         free(src);
     }
+    json_decref(methods);
     assert_true(calls >= 40);
     assert_true(editor_calls >= 15);
 }
@@ -652,17 +660,24 @@ static void the_plugin_registers_tools_channel_and_service(void **state)
     cdsh_plugin *pl = NULL;
     assert_int_equal(cdsh_plugin_load(host, &cdsh_tavern_plugin, cfg, &pl, &err), 0);
     assert_int_equal(cdsh_plugin_state_get(pl), CDSH_PLUGIN_ACTIVE);
+    /* every row is reachable on its surfaces, and nothing else is there */
+    cdsh_ops *ops = cdsh_tavern_service_ops(cdsh_host_service(host, CDSH_TAVERN_SERVICE));
     json_t *names = cdsh_tools_names(cdsh_host_tools(host), NULL);
-    for (const char *const *n = cdsh_tavern_tool_names; *n; n++) {
-        bool found = false;
-        size_t i;
-        json_t *v;
-        json_array_foreach(names, i, v)
-            found = found || strcmp(json_string_value(v), *n) == 0;
-        if (!found)
-            fail_msg("%s is not registered", *n);
-    }
+    json_t *tool_rows = cdsh_ops_names(ops, CDSH_OP_TOOL);
+    assert_int_equal(json_array_size(tool_rows), 7);
+    assert_true(json_equal(names, tool_rows));
+    json_decref(tool_rows);
     json_decref(names);
+    json_t *listed = cdsh_rpc_call(cdsh_host_rpc(host), "/tavern", "$ops", NULL, NULL);
+    json_t *method_rows = cdsh_ops_names(ops, CDSH_OP_RPC);
+    size_t k;
+    json_t *row;
+    assert_int_equal(json_array_size(json_object_get(listed, "value")), 65);
+    json_array_foreach(json_object_get(listed, "value"), k, row)
+        assert_string_equal(json_string_value(json_object_get(row, "name")),
+                            json_string_value(json_array_get(method_rows, k)));
+    json_decref(method_rows);
+    json_decref(listed);
     json_t *res = cdsh_rpc_call(cdsh_host_rpc(host), "/tavern", "listCharacters", NULL, NULL);
     assert_true(json_is_true(json_object_get(res, "ok")));
     assert_int_equal(json_array_size(json_object_get(res, "value")), 1); /* the fixture's card */
@@ -704,7 +719,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(every_method_is_served_and_validates_input, setup,
                                         teardown),
-        cmocka_unit_test(ui_calls_only_served_methods),
+        cmocka_unit_test_setup_teardown(ui_calls_only_served_methods, setup, teardown),
         cmocka_unit_test_setup_teardown(a_turn_opens_its_story_once, setup, teardown),
         cmocka_unit_test_setup_teardown(the_turn_handle_outlives_its_turn_for_its_borrowers, setup,
                                         teardown),

@@ -1,5 +1,5 @@
-/* plugin.c — the tavern plugin's apply: service, tools, RPC channel and
- * the provided service, all owned by the plugin context. Off by default:
+/* plugin.c — the tavern plugin's apply: service, its operations table (tools
+ * and RPC channel), the provided service, all owned by the plugin context. Off by default:
  * a profile (or the role-play preset) enables it, so ordinary agents never
  * see the tavern tools. */
 #include "plugins/tavern/plugin.h"
@@ -12,10 +12,9 @@
 #include "agent/session_store.h"
 #include "base/log.h"
 #include "host/host.h"
+#include "host/ops.h"
 #include "plugins/tavern/cmd_tavern.h"
-#include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
-#include "plugins/tavern/tools.h"
 #include "plugins/tavern/wire.h"
 
 typedef struct state {
@@ -132,9 +131,8 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     /* Adopted first so it is freed last, after the tools and channel are gone. */
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err)) < 0)
         return rc;
-    if ((rc = cdsh_tavern_tools_register(ctx, st->svc, err)) < 0)
-        return rc;
-    if ((rc = cdsh_tavern_rpc_register(ctx, st->svc, err)) < 0)
+    /* the seven tools and the /tavern channel, from one operations table */
+    if ((rc = cdsh_ops_register(ctx, cdsh_tavern_service_ops(st->svc), err)) < 0)
         return rc;
     if ((rc = cdsh_tavern_wire_register(ctx, st->svc, err)) < 0)
         return rc;

@@ -1,7 +1,7 @@
 /* service.c — the tavern service: open turns and floors, settings, the RPC
- * methods (validated input, bare values, kebab-case failure codes), branch
- * operations on host sessions, the turn context and idle maintenance. Tool
- * bodies are service_tools.c; the channel and tool wrappers rpc.c/tools.c. */
+ * method handlers (validated input, bare values, kebab-case failure codes),
+ * branch operations on host sessions, the turn context and idle maintenance.
+ * Tool bodies are service_tools.c; the rows naming every handler methods.c. */
 #include "plugins/tavern/service.h"
 
 #include <stdio.h>
@@ -50,6 +50,8 @@ int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
     int rc = cdsh_tavern_store_open(root, &svc->store, err);
     if (rc == 0)
         rc = cdsh_tavern_bindings_open(svc->store, &svc->bindings, err);
+    if (rc == 0) /* the table's handlers borrow svc: no release */
+        rc = cdsh_ops_new(&cdsh__tavern_ops_table, svc, NULL, &svc->ops, err);
     if (rc < 0) {
         cdsh_tavern_service_free(svc);
         return rc;
@@ -65,6 +67,7 @@ void cdsh_tavern_service_free(cdsh_tavern_service *svc)
     for (size_t i = 0; i < svc->n_turns; i++)
         open_turn_clear(&svc->turns[i]);
     free(svc->turns);
+    cdsh_ops_free(svc->ops);
     cdsh_tavern_bindings_free(svc->bindings);
     cdsh_tavern_store_free(svc->store);
     json_decref(svc->current);
@@ -678,126 +681,193 @@ static int floor_text(cdsh_tavern_service *svc, const char *op, const json_t *p,
     return rc;
 }
 
-/* ---- method table -------------------------------------------------------------- */
+/* ---- methods: one handler per row of the operations table (ops.c) ---------------- */
 
-typedef int (*method_fn)(cdsh_tavern_service *svc, const char *name, const json_t *p,
-                         json_t **value, cdsh_error *err);
-
-static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
-                        cdsh_error *err)
+int cdsh__tavern_kebab(int rc, cdsh_error *err)
 {
-    int rc = 0;
-    if (strcmp(name, "listCharacters") == 0 || strcmp(name, "listArchivedCharacters") == 0) {
-        json_t *all = NULL;
-        if ((rc = cdsh_tavern_store_list_cards(svc->store, &all, err)) < 0)
-            return kebab(rc, err);
-        bool want = strcmp(name, "listArchivedCharacters") == 0;
-        json_t *out = json_array();
-        size_t i;
-        json_t *c;
-        json_array_foreach(all, i, c)
-            if (archived(svc, s_get(c, "cardId")) == want)
-                json_array_append(out, c);
-        json_decref(all);
-        *value = out;
-        return 0;
-    }
-    if (strcmp(name, "inspectCharacter") == 0 || strcmp(name, "importCharacter") == 0) {
-        uint8_t *bytes = NULL;
-        size_t len = 0;
-        if ((rc = decode_b64_field(p, "fileBase64", &bytes, &len, err)) < 0)
-            return rc;
-        if (strcmp(name, "inspectCharacter") == 0) {
-            cdsh_tavern_card *card = NULL;
-            rc = kebab(cdsh_tavern_card_parse(bytes, len, &card, err), err);
-            if (rc == 0)
-                *value = cdsh_tavern_card_inspect_dup(card);
-            cdsh_tavern_card_free(card);
-        } else {
-            const char *choice = s_get(p, "book");
-            cdsh_tavern_book_choice bc = !choice                         ? CDSH_TAVERN_BOOK_ASK
-                                         : strcmp(choice, "import") == 0 ? CDSH_TAVERN_BOOK_IMPORT
-                                         : strcmp(choice, "discard") == 0
-                                             ? CDSH_TAVERN_BOOK_DISCARD
-                                             : (cdsh_tavern_book_choice)-1;
-            rc = (int)bc < 0
-                     ? bad(err, "field \"%s\" must be import or discard", "book")
-                     : kebab(cdsh_tavern_store_import_card(svc->store, bytes, len, bc, value, err),
-                             err);
-        }
-        free(bytes);
+    return kebab(rc, err);
+}
+
+/* characters */
+
+static int list_cards(cdsh_tavern_service *svc, bool want, json_t **value, cdsh_error *err)
+{
+    json_t *all = NULL;
+    int rc = cdsh_tavern_store_list_cards(svc->store, &all, err);
+    if (rc < 0)
+        return kebab(rc, err);
+    json_t *out = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(all, i, c)
+        if (archived(svc, s_get(c, "cardId")) == want)
+            json_array_append(out, c);
+    json_decref(all);
+    *value = out;
+    return 0;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_listCharacters)
+{
+    (void)call;
+    return list_cards(ud, false, value, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_listArchivedCharacters)
+{
+    (void)call;
+    return list_cards(ud, true, value, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_inspectCharacter)
+{
+    (void)ud;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = decode_b64_field(call->args, "fileBase64", &bytes, &len, err);
+    if (rc < 0)
         return rc;
-    }
+    cdsh_tavern_card *card = NULL;
+    rc = kebab(cdsh_tavern_card_parse(bytes, len, &card, err), err);
+    if (rc == 0)
+        *value = cdsh_tavern_card_inspect_dup(card);
+    cdsh_tavern_card_free(card);
+    free(bytes);
+    return rc;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_importCharacter)
+{
+    cdsh_tavern_service *svc = ud;
+    const json_t *p = call->args;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    int rc = decode_b64_field(p, "fileBase64", &bytes, &len, err);
+    if (rc < 0)
+        return rc;
+    const char *choice = s_get(p, "book");
+    cdsh_tavern_book_choice bc = !choice                          ? CDSH_TAVERN_BOOK_ASK
+                                 : strcmp(choice, "import") == 0  ? CDSH_TAVERN_BOOK_IMPORT
+                                 : strcmp(choice, "discard") == 0 ? CDSH_TAVERN_BOOK_DISCARD
+                                                                  : (cdsh_tavern_book_choice)-1;
+    rc = (int)bc < 0
+             ? bad(err, "field \"%s\" must be import or discard", "book")
+             : kebab(cdsh_tavern_store_import_card(svc->store, bytes, len, bc, value, err), err);
+    free(bytes);
+    return rc;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getCharacterDetail)
+{
+    cdsh_tavern_service *svc = ud;
+    int rc = 0;
+    const char *card = need_str(call->args, "cardId", err, &rc);
+    if (rc < 0)
+        return rc;
+    json_t *rec = NULL;
+    char *tag = NULL;
+    if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
+        return rc;
+    *value = json_pack("{s:o,s:s,s:b,s:o}", "record", rec, "revision", tag, "archived",
+                       archived(svc, card), "greetings", greetings(rec));
+    free(tag);
+    return 0;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_saveCharacter)
+{
+    cdsh_tavern_service *svc = ud;
+    const json_t *p = call->args;
+    int rc = 0;
     const char *card = need_str(p, "cardId", err, &rc);
     if (rc < 0)
         return rc;
-    if (strcmp(name, "getCharacterDetail") == 0) {
-        json_t *rec = NULL;
-        char *tag = NULL;
-        if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
-            return rc;
-        *value = json_pack("{s:o,s:s,s:b,s:o}", "record", rec, "revision", tag, "archived",
-                           archived(svc, card), "greetings", greetings(rec));
-        free(tag);
-        return 0;
+    json_t *patch = json_object_get(p, "patch");
+    const char *rev = s_get(p, "expectedRevision");
+    if (!json_is_object(patch))
+        return bad(err, "field \"%s\" must be an object of card fields", "patch");
+    const char *k;
+    json_t *v;
+    json_object_foreach(patch, k, v) {
+        if (!cdsh_tavern_card_field_editable(k, v))
+            return bad(err, "field \"%s\" cannot be saved", k);
     }
-    if (strcmp(name, "saveCharacter") == 0) {
-        json_t *patch = json_object_get(p, "patch");
-        const char *rev = s_get(p, "expectedRevision");
-        if (!json_is_object(patch))
-            return bad(err, "field \"%s\" must be an object of card fields", "patch");
-        const char *k;
-        json_t *v;
-        json_object_foreach(patch, k, v) {
-            if (!cdsh_tavern_card_field_editable(k, v))
-                return bad(err, "field \"%s\" cannot be saved", k);
-        }
-        json_t *rec = NULL;
-        char *tag = NULL, *rel = NULL, *new_tag = NULL;
-        if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
-            return rc;
-        json_object_foreach(patch, k, v) {
-            json_object_set(json_object_get(rec, "data"), k, v);
-            if (strcmp(k, "name") == 0)
-                json_object_set(rec, "name", v);
-        }
-        if (asprintf(&rel, "characters/%s/card.json", card) < 0)
-            rel = NULL;
-        rc = kebab(
-            cdsh_tavern_store_put(svc->store, rel, "card", rec, rev ? rev : tag, &new_tag, err),
-            err);
-        if (rc == 0)
-            *value = json_pack("{s:s,s:s}", "cardId", card, "revision", new_tag);
-        free(rel);
-        free(tag);
-        free(new_tag);
-        json_decref(rec);
+    json_t *rec = NULL;
+    char *tag = NULL, *rel = NULL, *new_tag = NULL;
+    if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
         return rc;
+    json_object_foreach(patch, k, v) {
+        json_object_set(json_object_get(rec, "data"), k, v);
+        if (strcmp(k, "name") == 0)
+            json_object_set(rec, "name", v);
     }
-    if (strcmp(name, "archiveCharacter") == 0 || strcmp(name, "restoreCharacter") == 0) {
-        rc = kebab(set_archived(svc, card, strcmp(name, "archiveCharacter") == 0, err), err);
-        if (rc == 0)
-            *value = json_pack("{s:s,s:b}", "cardId", card, "archived", archived(svc, card));
+    if (asprintf(&rel, "characters/%s/card.json", card) < 0)
+        rel = NULL;
+    rc = kebab(cdsh_tavern_store_put(svc->store, rel, "card", rec, rev ? rev : tag, &new_tag, err),
+               err);
+    if (rc == 0)
+        *value = json_pack("{s:s,s:s}", "cardId", card, "revision", new_tag);
+    free(rel);
+    free(tag);
+    free(new_tag);
+    json_decref(rec);
+    return rc;
+}
+
+static int archive_card(cdsh_tavern_service *svc, const json_t *p, bool on, json_t **value,
+                        cdsh_error *err)
+{
+    int rc = 0;
+    const char *card = need_str(p, "cardId", err, &rc);
+    if (rc < 0)
         return rc;
-    }
-    if (strcmp(name, "deleteCharacter") == 0) {
-        json_t *refs = NULL;
-        if (!archived(svc, card))
-            return cdsh_error_set(err, CDSH_EPERM, "not-archived",
-                                  "archive the character before deleting it");
-        if ((rc = kebab(cdsh_tavern_binding_list(svc->bindings, card, &refs, err), err)) < 0)
-            return rc;
-        size_t n = json_array_size(refs);
-        json_decref(refs);
-        if (n > 0)
-            return cdsh_error_set(err, CDSH_EBUSY, "card-in-use",
-                                  "%zu session(s) are bound to this character", n);
-        rc = kebab(cdsh_tavern_store_delete_card(svc->store, card, err), err);
-        if (rc == 0)
-            *value = json_pack("{s:s,s:b}", "cardId", card, "deleted", 1);
+    rc = kebab(set_archived(svc, card, on, err), err);
+    if (rc == 0)
+        *value = json_pack("{s:s,s:b}", "cardId", card, "archived", archived(svc, card));
+    return rc;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_archiveCharacter)
+{
+    return archive_card(ud, call->args, true, value, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_restoreCharacter)
+{
+    return archive_card(ud, call->args, false, value, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_deleteCharacter)
+{
+    cdsh_tavern_service *svc = ud;
+    int rc = 0;
+    const char *card = need_str(call->args, "cardId", err, &rc);
+    if (rc < 0)
         return rc;
-    }
-    /* exportCharacter */
+    json_t *refs = NULL;
+    if (!archived(svc, card))
+        return cdsh_error_set(err, CDSH_EPERM, "not-archived",
+                              "archive the character before deleting it");
+    if ((rc = kebab(cdsh_tavern_binding_list(svc->bindings, card, &refs, err), err)) < 0)
+        return rc;
+    size_t n = json_array_size(refs);
+    json_decref(refs);
+    if (n > 0)
+        return cdsh_error_set(err, CDSH_EBUSY, "card-in-use",
+                              "%zu session(s) are bound to this character", n);
+    rc = kebab(cdsh_tavern_store_delete_card(svc->store, card, err), err);
+    if (rc == 0)
+        *value = json_pack("{s:s,s:b}", "cardId", card, "deleted", 1);
+    return rc;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_exportCharacter)
+{
+    cdsh_tavern_service *svc = ud;
+    int rc = 0;
+    const char *card = need_str(call->args, "cardId", err, &rc);
+    if (rc < 0)
+        return rc;
     uint8_t *png = NULL, *js = NULL;
     size_t png_len = 0, js_len = 0;
     json_t *rec = NULL;
@@ -818,22 +888,28 @@ static int m_characters(cdsh_tavern_service *svc, const char *name, const json_t
     return rc;
 }
 
-static int m_library(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
-                     cdsh_error *err)
+/* library assets: list / get / import for each kind */
+
+static int asset_list(cdsh_tavern_service *svc, cdsh_tavern_kind kind, json_t **value,
+                      cdsh_error *err)
 {
-    cdsh_tavern_kind kind = strstr(name, "Lorebook") ? CDSH_TAVERN_LOREBOOK
-                            : strstr(name, "Preset") ? CDSH_TAVERN_PRESET
-                                                     : CDSH_TAVERN_PERSONA;
+    return kebab(cdsh_tavern_store_list_assets(svc->store, kind, value, err), err);
+}
+
+static int asset_get(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const json_t *p,
+                     json_t **value, cdsh_error *err)
+{
     int rc = 0;
-    if (strncmp(name, "list", 4) == 0)
-        return kebab(cdsh_tavern_store_list_assets(svc->store, kind, value, err), err);
-    if (strncmp(name, "get", 3) == 0) {
-        const char *id = need_str(p, "id", err, &rc);
-        if (rc < 0)
-            return rc;
-        return kebab(cdsh_tavern_store_asset_get(svc->store, kind, id, value, err), err);
-    }
-    /* import */
+    const char *id = need_str(p, "id", err, &rc);
+    if (rc < 0)
+        return rc;
+    return kebab(cdsh_tavern_store_asset_get(svc->store, kind, id, value, err), err);
+}
+
+static int asset_import(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const json_t *p,
+                        json_t **value, cdsh_error *err)
+{
+    int rc = 0;
     const char *text = need_str(p, "json", err, &rc);
     if (rc < 0)
         return rc;
@@ -841,6 +917,25 @@ static int m_library(cdsh_tavern_service *svc, const char *name, const json_t *p
                                                 s_get(p, "name"), value, err),
                  err);
 }
+
+#define ASSET_OPS(Kind, KIND)                                                                      \
+    CDSH__TAVERN_OP(cdsh__tavern_op_list##Kind##s)                                                 \
+    {                                                                                              \
+        (void)call;                                                                                \
+        return asset_list(ud, KIND, value, err);                                                   \
+    }                                                                                              \
+    CDSH__TAVERN_OP(cdsh__tavern_op_get##Kind)                                                     \
+    {                                                                                              \
+        return asset_get(ud, KIND, call->args, value, err);                                        \
+    }                                                                                              \
+    CDSH__TAVERN_OP(cdsh__tavern_op_import##Kind)                                                  \
+    {                                                                                              \
+        return asset_import(ud, KIND, call->args, value, err);                                     \
+    }
+
+ASSET_OPS(Lorebook, CDSH_TAVERN_LOREBOOK)
+ASSET_OPS(Preset, CDSH_TAVERN_PRESET)
+ASSET_OPS(Persona, CDSH_TAVERN_PERSONA)
 
 /* The current greeting as the sandboxed frame's document (the web server's
  * GET /frame/tavern/frameGreeting serves it under its sandbox CSP). */
@@ -862,260 +957,456 @@ static int frame_greeting(cdsh_tavern_service *svc, const char *text, json_t **v
     return *value ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "storage-error", "out of memory");
 }
 
-static int m_binding(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
-                     cdsh_error *err)
+/* session bindings */
+
+CDSH__TAVERN_OP(cdsh__tavern_op_setSessionBinding)
 {
+    cdsh_tavern_service *svc = ud;
+    const json_t *p = call->args;
     int rc = 0;
-    const char *sid = need_str(p, "sessionId", err, &rc);
+    need_str(p, "sessionId", err, &rc);
     if (rc < 0)
         return rc;
-    if (strcmp(name, "setSessionBinding") == 0) {
-        if (!need_str(p, "cardId", err, &rc))
-            return rc;
-        return kebab(cdsh_tavern_binding_set(svc->bindings, p, value, err), err);
-    }
-    if (strcmp(name, "clearSessionBinding") == 0) {
-        rc = kebab(cdsh_tavern_binding_clear(svc->bindings, sid, err), err);
-        if (rc == 0)
-            *value = json_pack("{s:s,s:b}", "sessionId", sid, "cleared", 1);
+    if (!need_str(p, "cardId", err, &rc))
         return rc;
+    return kebab(cdsh_tavern_binding_set(svc->bindings, p, value, err), err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_clearSessionBinding)
+{
+    cdsh_tavern_service *svc = ud;
+    int rc = 0;
+    const char *sid = need_str(call->args, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    rc = kebab(cdsh_tavern_binding_clear(svc->bindings, sid, err), err);
+    if (rc == 0)
+        *value = json_pack("{s:s,s:b}", "sessionId", sid, "cleared", 1);
+    return rc;
+}
+
+/* What the binding readers share: the binding, whether the conversation
+ * started, the card and its greetings, the chosen greeting. */
+typedef struct binding_view {
+    const char *sid;
+    json_t *b, *rec, *greets;
+    bool started;
+    json_int_t idx;
+} binding_view;
+
+static void binding_view_deinit(binding_view *v)
+{
+    json_decref(v->greets);
+    json_decref(v->rec);
+    json_decref(v->b);
+}
+
+/* The binding_get failure is returned as is (CDSH_ENOTFOUND: unbound). */
+static int binding_view_open(cdsh_tavern_service *svc, const json_t *p, binding_view *v,
+                             cdsh_error *err)
+{
+    int rc = 0;
+    memset(v, 0, sizeof *v);
+    v->sid = need_str(p, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    if ((rc = cdsh_tavern_binding_get(svc->bindings, v->sid, &v->b, err)) < 0)
+        return rc;
+    if (svc->sessions) {
+        json_t *s = cdsh_session_store_get(svc->sessions, v->sid, NULL);
+        v->started = s && json_integer_value(json_object_get(s, "lastTurn")) > 0;
+        json_decref(s);
     }
-    json_t *b = NULL;
-    rc = cdsh_tavern_binding_get(svc->bindings, sid, &b, err);
-    if (rc == CDSH_ENOTFOUND && strcmp(name, "getSessionBinding") == 0) {
+    cdsh_tavern_store_card_get(svc->store, s_get(v->b, "cardId"), &v->rec, NULL, NULL);
+    v->greets = greetings(v->rec);
+    v->idx = json_integer_value(json_object_get(v->b, "greetingIndex"));
+    return 0;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getSessionBinding)
+{
+    binding_view v;
+    int rc = binding_view_open(ud, call->args, &v, err);
+    if (rc == CDSH_ENOTFOUND) {
         *value =
             json_pack("{s:n,s:b,s:b}", "binding", "canSwipeGreeting", 0, "conversationStarted", 0);
         return 0;
     }
-    if ((rc = kebab(rc, err)) < 0)
-        return rc;
-    bool started = false;
-    if (svc->sessions) {
-        json_t *s = cdsh_session_store_get(svc->sessions, sid, NULL);
-        started = s && json_integer_value(json_object_get(s, "lastTurn")) > 0;
-        json_decref(s);
-    }
-    json_t *rec = NULL;
-    cdsh_tavern_store_card_get(svc->store, s_get(b, "cardId"), &rec, NULL, NULL);
-    json_t *greets = greetings(rec);
-    json_int_t idx = json_integer_value(json_object_get(b, "greetingIndex"));
-    if (strcmp(name, "getSessionBinding") == 0) {
-        *value =
-            json_pack("{s:O,s:O,s:b,s:b}", "binding", b, "cardName",
-                      json_object_get(rec, "name") ? json_object_get(rec, "name") : json_null(),
-                      "canSwipeGreeting", !started && json_array_size(greets) > 1,
-                      "conversationStarted", started);
-    } else if (strcmp(name, "getGreetingSwipe") == 0 || strcmp(name, "swipeGreeting") == 0) {
-        if (strcmp(name, "swipeGreeting") == 0) {
-            json_t *ji = json_object_get(p, "index");
-            if (!json_is_integer(ji) || json_integer_value(ji) < 0 ||
-                (size_t)json_integer_value(ji) >= json_array_size(greets))
-                rc = bad(err, "field \"%s\" must be a greeting index", "index");
-            else if (started)
-                rc = cdsh_error_set(err, CDSH_EPERM, "conversation-started",
-                                    "the conversation has started; branch instead");
-            else {
-                json_t *spec = json_pack("{s:s,s:O,s:O}", "sessionId", sid, "cardId",
-                                         json_object_get(b, "cardId"), "greetingIndex", ji);
-                json_t *nb = NULL;
-                rc = kebab(cdsh_tavern_binding_set(svc->bindings, spec, &nb, err), err);
-                idx = json_integer_value(ji);
-                json_decref(spec);
-                json_decref(nb);
-            }
+    if (rc == 0)
+        *value = json_pack(
+            "{s:O,s:O,s:b,s:b}", "binding", v.b, "cardName",
+            json_object_get(v.rec, "name") ? json_object_get(v.rec, "name") : json_null(),
+            "canSwipeGreeting", !v.started && json_array_size(v.greets) > 1, "conversationStarted",
+            v.started);
+    binding_view_deinit(&v);
+    return kebab(rc, err);
+}
+
+static json_t *greeting_swipe(const binding_view *v)
+{
+    return json_pack("{s:I,s:I,s:O}", "index", v->idx, "total",
+                     (json_int_t)json_array_size(v->greets), "text",
+                     json_array_get(v->greets, (size_t)v->idx)
+                         ? json_array_get(v->greets, (size_t)v->idx)
+                         : json_string(""));
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getGreetingSwipe)
+{
+    binding_view v;
+    int rc = binding_view_open(ud, call->args, &v, err);
+    if (rc == 0)
+        *value = greeting_swipe(&v);
+    binding_view_deinit(&v);
+    return kebab(rc, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_swipeGreeting)
+{
+    cdsh_tavern_service *svc = ud;
+    binding_view v;
+    int rc = binding_view_open(svc, call->args, &v, err);
+    if (rc == 0) {
+        json_t *ji = json_object_get(call->args, "index");
+        if (!json_is_integer(ji) || json_integer_value(ji) < 0 ||
+            (size_t)json_integer_value(ji) >= json_array_size(v.greets))
+            rc = bad(err, "field \"%s\" must be a greeting index", "index");
+        else if (v.started)
+            rc = cdsh_error_set(err, CDSH_EPERM, "conversation-started",
+                                "the conversation has started; branch instead");
+        else {
+            json_t *spec = json_pack("{s:s,s:O,s:O}", "sessionId", v.sid, "cardId",
+                                     json_object_get(v.b, "cardId"), "greetingIndex", ji);
+            json_t *nb = NULL;
+            rc = kebab(cdsh_tavern_binding_set(svc->bindings, spec, &nb, err), err);
+            v.idx = json_integer_value(ji);
+            json_decref(spec);
+            json_decref(nb);
         }
-        if (rc == 0)
-            *value = json_pack(
-                "{s:I,s:I,s:O}", "index", idx, "total", (json_int_t)json_array_size(greets), "text",
-                json_array_get(greets, (size_t)idx) ? json_array_get(greets, (size_t)idx)
-                                                    : json_string(""));
-    } else if (strcmp(name, "frameGreeting") == 0) {
-        rc =
-            frame_greeting(svc, json_string_value(json_array_get(greets, (size_t)idx)), value, err);
-    } else { /* getFloorSiblings */
+    }
+    if (rc == 0)
+        *value = greeting_swipe(&v);
+    binding_view_deinit(&v);
+    return kebab(rc, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_frameGreeting)
+{
+    binding_view v;
+    int rc = binding_view_open(ud, call->args, &v, err);
+    if (rc == 0)
+        rc = frame_greeting(ud, json_string_value(json_array_get(v.greets, (size_t)v.idx)), value,
+                            err);
+    binding_view_deinit(&v);
+    return kebab(rc, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getFloorSiblings)
+{
+    cdsh_tavern_service *svc = ud;
+    binding_view v;
+    int rc = binding_view_open(svc, call->args, &v, err);
+    if (rc == 0) {
         json_t *sib = NULL;
-        rc = kebab(cdsh_tavern_binding_siblings(svc->bindings, sid, &sib, err), err);
+        rc = kebab(cdsh_tavern_binding_siblings(svc->bindings, v.sid, &sib, err), err);
         if (rc == 0)
             *value = json_pack("{s:o}", "swipe", sib);
     }
-    json_decref(greets);
-    json_decref(rec);
-    json_decref(b);
-    return rc;
+    binding_view_deinit(&v);
+    return kebab(rc, err);
 }
 
-static int m_story(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
-                   cdsh_error *err)
+/* the bound story's records: every method opens the story, runs, closes */
+
+typedef int (*story_fn)(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                        json_t **value, cdsh_error *err);
+
+static int with_story(void *ud, const cdsh_op_call *call, story_fn fn, json_t **value,
+                      cdsh_error *err)
 {
+    cdsh_tavern_service *svc = ud;
     cdsh_tavern_story *s = NULL;
-    int rc = open_story(svc, p, &s, err);
+    int rc = open_story(svc, call->args, &s, err);
     if (rc < 0)
         return rc;
-    json_t *settings = cdsh__tavern_settings_dup(svc);
-    cdsh_tavern_memory_cfg cfg = cdsh__tavern_memory_cfg(settings);
-    json_decref(settings);
-    if (strcmp(name, "getMemories") == 0) {
-        json_t *a = NULL, *r = NULL;
-        rc = cdsh_tavern_memory_list(s, false, &a, err);
-        if (rc == 0 && (rc = cdsh_tavern_memory_list(s, true, &r, err)) == 0)
-            *value = json_pack("{s:o,s:o,s:b}", "active", a, "archived", r, "compressPending",
-                               cdsh_tavern_memory_pending(s));
-        else
-            json_decref(a);
-    } else if (strcmp(name, "saveMemory") == 0) {
-        const char *body = s_get(p, "body"), *id = s_get(p, "id");
-        json_t *tags = json_object_get(p, "tags"), *keys = json_object_get(p, "keys");
-        if (!body || !*body)
-            rc = bad(err, "field \"%s\" is required", "body");
-        else if (id)
-            rc = cdsh_tavern_memory_update(s, NULL, id, body, tags, keys, false, value, err);
-        else
-            rc = cdsh_tavern_memory_write(s, NULL, body, tags, keys, &cfg, false, value, err);
-    } else if (strcmp(name, "deleteMemory") == 0) {
-        const char *id = need_str(p, "id", err, &rc);
-        if (rc == 0 && (rc = cdsh_tavern_memory_delete(s, NULL, id, err)) == 0)
-            *value = json_pack("{s:s,s:b}", "id", id, "deleted", 1);
-    } else if (strcmp(name, "compressMemories") == 0) {
-        json_t *v = json_pack("{s:b}", "compress", 1);
-        rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, v, NULL,
-                                   err);
-        json_decref(v);
-        if (rc == 0)
-            *value = json_pack("{s:b}", "scheduled", 1);
-    } else if (strcmp(name, "getWorldDeltas") == 0) {
-        rc = cdsh_tavern_world_list(s, json_is_true(json_object_get(p, "all")), 0, value, err);
-    } else if (strcmp(name, "addWorldDelta") == 0) {
-        json_t *o = json_object_get(p, "order");
-        if (o && !json_is_number(o))
-            rc = bad(err, "field \"%s\" must be a number", "order");
-        else
-            rc = cdsh_tavern_world_add(s, NULL, s_get(p, "type"), s_get(p, "content"),
-                                       s_get(p, "ref"), json_object_get(p, "keys"),
-                                       o ? json_number_value(o) : -1, s_get(p, "expiresAt"),
-                                       "manual", value, err);
-    } else if (strcmp(name, "revokeWorldDelta") == 0) {
-        const char *id = need_str(p, "id", err, &rc);
-        if (rc == 0 && (rc = cdsh_tavern_world_revoke(s, NULL, id, err)) == 0)
-            *value = json_pack("{s:s,s:b}", "id", id, "revoked", 1);
-    } else if (strcmp(name, "getJournal") == 0 || strcmp(name, "getChatLorebook") == 0) {
-        const char *key =
-            strcmp(name, "getJournal") == 0 ? "journal.md" : "assets/chat-lorebook.json";
-        json_t *v = NULL;
-        rc = cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, key, &v, err);
-        if (rc == CDSH_ENOTFOUND) {
-            rc = 0;
-            v = strcmp(key, "journal.md") == 0 ? json_string("") : json_pack("{s:{}}", "entries");
-        }
-        if (rc == 0) {
-            char *canon = cdsh_tavern_story_canon_dup(v);
-            *value = json_pack("{s:o,s:s}", "value", v, "revision", canon);
-            free(canon);
-        }
-    } else if (strcmp(name, "saveJournal") == 0 || strcmp(name, "saveChatLorebook") == 0) {
-        bool journal = strcmp(name, "saveJournal") == 0;
-        json_t *v = json_object_get(p, journal ? "text" : "book");
-        const char *expect = s_get(p, "expectedRevision");
-        if (journal ? !json_is_string(v) : !json_is_object(json_object_get(v, "entries")))
-            rc = bad(err, "field \"%s\" is missing or malformed", journal ? "text" : "book");
-        else
-            rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC,
-                                       journal ? "journal.md" : "assets/chat-lorebook.json", v,
-                                       expect, err);
-        if (rc == 0) {
-            char *canon = cdsh_tavern_story_canon_dup(v);
-            *value = json_pack("{s:b,s:s}", "saved", 1, "revision", canon);
-            free(canon);
-        }
-    } else { /* listFloors */
-        rc = cdsh_tavern_story_floors(s, value, err);
-    }
+    rc = fn(svc, s, call->args, value, err);
     cdsh_tavern_story_free(s);
     return kebab(rc, err);
 }
 
-static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
-                  cdsh_error *err)
+#define STORY_OP(name, fn)                                                                         \
+    CDSH__TAVERN_OP(cdsh__tavern_op_##name)                                                        \
+    {                                                                                              \
+        return with_story(ud, call, fn, value, err);                                               \
+    }
+
+static int get_memories(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                        json_t **value, cdsh_error *err)
 {
+    (void)svc, (void)p;
+    json_t *a = NULL, *r = NULL;
+    int rc = cdsh_tavern_memory_list(s, false, &a, err);
+    if (rc == 0 && (rc = cdsh_tavern_memory_list(s, true, &r, err)) == 0)
+        *value = json_pack("{s:o,s:o,s:b}", "active", a, "archived", r, "compressPending",
+                           cdsh_tavern_memory_pending(s));
+    else
+        json_decref(a);
+    return rc;
+}
+
+static int save_memory(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                       json_t **value, cdsh_error *err)
+{
+    json_t *settings = cdsh__tavern_settings_dup(svc);
+    cdsh_tavern_memory_cfg cfg = cdsh__tavern_memory_cfg(settings);
+    json_decref(settings);
+    const char *body = s_get(p, "body"), *id = s_get(p, "id");
+    json_t *tags = json_object_get(p, "tags"), *keys = json_object_get(p, "keys");
+    if (!body || !*body)
+        return bad(err, "field \"%s\" is required", "body");
+    if (id)
+        return cdsh_tavern_memory_update(s, NULL, id, body, tags, keys, false, value, err);
+    return cdsh_tavern_memory_write(s, NULL, body, tags, keys, &cfg, false, value, err);
+}
+
+static int delete_memory(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                         json_t **value, cdsh_error *err)
+{
+    (void)svc;
     int rc = 0;
-    if (strcmp(name, "getSettings") == 0) {
-        *value = cdsh__tavern_settings_dup(svc);
-        return 0;
+    const char *id = need_str(p, "id", err, &rc);
+    if (rc == 0 && (rc = cdsh_tavern_memory_delete(s, NULL, id, err)) == 0)
+        *value = json_pack("{s:s,s:b}", "id", id, "deleted", 1);
+    return rc;
+}
+
+static int compress_memories(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                             json_t **value, cdsh_error *err)
+{
+    (void)svc, (void)p;
+    json_t *v = json_pack("{s:b}", "compress", 1);
+    int rc =
+        cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, v, NULL, err);
+    json_decref(v);
+    if (rc == 0)
+        *value = json_pack("{s:b}", "scheduled", 1);
+    return rc;
+}
+
+static int get_world_deltas(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                            json_t **value, cdsh_error *err)
+{
+    (void)svc;
+    return cdsh_tavern_world_list(s, json_is_true(json_object_get(p, "all")), 0, value, err);
+}
+
+static int add_world_delta(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                           json_t **value, cdsh_error *err)
+{
+    (void)svc;
+    json_t *o = json_object_get(p, "order");
+    if (o && !json_is_number(o))
+        return bad(err, "field \"%s\" must be a number", "order");
+    return cdsh_tavern_world_add(s, NULL, s_get(p, "type"), s_get(p, "content"), s_get(p, "ref"),
+                                 json_object_get(p, "keys"), o ? json_number_value(o) : -1,
+                                 s_get(p, "expiresAt"), "manual", value, err);
+}
+
+static int revoke_world_delta(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                              json_t **value, cdsh_error *err)
+{
+    (void)svc;
+    int rc = 0;
+    const char *id = need_str(p, "id", err, &rc);
+    if (rc == 0 && (rc = cdsh_tavern_world_revoke(s, NULL, id, err)) == 0)
+        *value = json_pack("{s:s,s:b}", "id", id, "revoked", 1);
+    return rc;
+}
+
+#define JOURNAL_DOC "journal.md"
+#define CHAT_BOOK_DOC "assets/chat-lorebook.json"
+
+static int get_doc(cdsh_tavern_story *s, const char *key, json_t **value, cdsh_error *err)
+{
+    json_t *v = NULL;
+    int rc = cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, key, &v, err);
+    if (rc == CDSH_ENOTFOUND) {
+        rc = 0;
+        v = strcmp(key, JOURNAL_DOC) == 0 ? json_string("") : json_pack("{s:{}}", "entries");
     }
-    if (strcmp(name, "updateSettings") == 0) {
-        json_t *patch = json_object_get(p, "patch");
-        if (!json_is_object(patch))
-            return bad(err, "field \"%s\" must be an object", "patch");
-        json_t *cur = cdsh__tavern_settings_dup(svc), *def = settings_defaults();
-        const char *k;
-        json_t *v;
-        json_object_foreach(patch, k, v) {
-            json_t *d = json_object_get(def, k);
-            bool ok = d && (json_is_object(d) ? json_is_object(v)
-                                              : json_typeof(d) == json_typeof(v) ||
-                                                    (json_is_boolean(d) && json_is_boolean(v)));
-            if (ok && json_is_object(d)) {
-                const char *k2;
-                json_t *v2;
-                json_object_foreach(v, k2, v2) {
-                    json_t *d2 = json_object_get(d, k2);
-                    ok = ok && d2 &&
-                         (json_is_number(d2)    ? json_is_number(v2)
-                          : json_is_boolean(d2) ? json_is_boolean(v2)
-                                                : json_typeof(d2) == json_typeof(v2));
-                }
+    if (rc == 0) {
+        char *canon = cdsh_tavern_story_canon_dup(v);
+        *value = json_pack("{s:o,s:s}", "value", v, "revision", canon);
+        free(canon);
+    }
+    return rc;
+}
+
+static int save_doc(cdsh_tavern_story *s, const json_t *p, bool journal, json_t **value,
+                    cdsh_error *err)
+{
+    json_t *v = json_object_get(p, journal ? "text" : "book");
+    const char *expect = s_get(p, "expectedRevision");
+    int rc;
+    if (journal ? !json_is_string(v) : !json_is_object(json_object_get(v, "entries")))
+        rc = bad(err, "field \"%s\" is missing or malformed", journal ? "text" : "book");
+    else
+        rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC,
+                                   journal ? JOURNAL_DOC : CHAT_BOOK_DOC, v, expect, err);
+    if (rc == 0) {
+        char *canon = cdsh_tavern_story_canon_dup(v);
+        *value = json_pack("{s:b,s:s}", "saved", 1, "revision", canon);
+        free(canon);
+    }
+    return rc;
+}
+
+static int get_journal(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                       json_t **value, cdsh_error *err)
+{
+    (void)svc, (void)p;
+    return get_doc(s, JOURNAL_DOC, value, err);
+}
+
+static int get_chat_lorebook(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                             json_t **value, cdsh_error *err)
+{
+    (void)svc, (void)p;
+    return get_doc(s, CHAT_BOOK_DOC, value, err);
+}
+
+static int save_journal(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                        json_t **value, cdsh_error *err)
+{
+    (void)svc;
+    return save_doc(s, p, true, value, err);
+}
+
+static int save_chat_lorebook(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                              json_t **value, cdsh_error *err)
+{
+    (void)svc;
+    return save_doc(s, p, false, value, err);
+}
+
+static int list_floors(cdsh_tavern_service *svc, cdsh_tavern_story *s, const json_t *p,
+                       json_t **value, cdsh_error *err)
+{
+    (void)svc, (void)p;
+    return cdsh_tavern_story_floors(s, value, err);
+}
+
+STORY_OP(listFloors, list_floors)
+STORY_OP(getMemories, get_memories)
+STORY_OP(saveMemory, save_memory)
+STORY_OP(deleteMemory, delete_memory)
+STORY_OP(compressMemories, compress_memories)
+STORY_OP(getWorldDeltas, get_world_deltas)
+STORY_OP(addWorldDelta, add_world_delta)
+STORY_OP(revokeWorldDelta, revoke_world_delta)
+STORY_OP(getJournal, get_journal)
+STORY_OP(saveJournal, save_journal)
+STORY_OP(getChatLorebook, get_chat_lorebook)
+STORY_OP(saveChatLorebook, save_chat_lorebook)
+
+/* settings, the trigger log, continuation, the prompt preview */
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getSettings)
+{
+    (void)call, (void)err;
+    *value = cdsh__tavern_settings_dup(ud);
+    return 0;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_updateSettings)
+{
+    cdsh_tavern_service *svc = ud;
+    json_t *patch = json_object_get(call->args, "patch");
+    if (!json_is_object(patch))
+        return bad(err, "field \"%s\" must be an object", "patch");
+    json_t *cur = cdsh__tavern_settings_dup(svc), *def = settings_defaults();
+    const char *k;
+    json_t *v;
+    json_object_foreach(patch, k, v) {
+        json_t *d = json_object_get(def, k);
+        bool ok = d && (json_is_object(d) ? json_is_object(v)
+                                          : json_typeof(d) == json_typeof(v) ||
+                                                (json_is_boolean(d) && json_is_boolean(v)));
+        if (ok && json_is_object(d)) {
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(v, k2, v2) {
+                json_t *d2 = json_object_get(d, k2);
+                ok = ok && d2 &&
+                     (json_is_number(d2)    ? json_is_number(v2)
+                      : json_is_boolean(d2) ? json_is_boolean(v2)
+                                            : json_typeof(d2) == json_typeof(v2));
             }
-            if (!ok) {
-                json_decref(cur);
-                json_decref(def);
-                return cdsh_error_set(err, CDSH_EINVAL, "settings-rejected",
-                                      "setting \"%s\" is unknown or has the wrong type", k);
-            }
-            if (json_is_object(v))
-                json_object_update(json_object_get(cur, k), v);
-            else
-                json_object_set(cur, k, v);
         }
-        json_decref(def);
-        rc = kebab(
-            cdsh_tavern_store_put(svc->store, SETTINGS_REL, "settings", cur, NULL, NULL, err), err);
-        if (rc == 0)
-            *value = cur;
-        else
+        if (!ok) {
             json_decref(cur);
-        return rc;
-    }
-    if (strcmp(name, "getTriggerLog") == 0) {
-        /* {sessionId?}: that session's records only (others' are never
-         * shown to it); without it, every record (the library's view). */
-        json_t *only = json_object_get(p, "sessionId");
-        if (only && !json_is_string(only))
-            return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "sessionId must be a string");
-        json_t *out = json_array();
-        pthread_mutex_lock(&svc->mu);
-        size_t i;
-        json_t *rec;
-        json_array_foreach(svc->log, i, rec) {
-            const char *owner = json_string_value(json_object_get(rec, "sessionId"));
-            if (!only || (owner && strcmp(owner, json_string_value(only)) == 0))
-                json_array_append_new(out, json_deep_copy(rec));
+            json_decref(def);
+            return cdsh_error_set(err, CDSH_EINVAL, "settings-rejected",
+                                  "setting \"%s\" is unknown or has the wrong type", k);
         }
-        pthread_mutex_unlock(&svc->mu);
-        *value = out;
-        return 0;
+        if (json_is_object(v))
+            json_object_update(json_object_get(cur, k), v);
+        else
+            json_object_set(cur, k, v);
     }
-    if (strcmp(name, "continueFloor") == 0) {
-        const char *sid = need_str(p, "sessionId", err, &rc);
-        if (rc < 0)
-            return rc;
-        json_t *b = NULL;
-        if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
-            return rc;
-        json_decref(b);
-        *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text", CONTINUE_NOTICE,
-                           "source", "plugin");
-        return 0;
+    json_decref(def);
+    int rc = kebab(
+        cdsh_tavern_store_put(svc->store, SETTINGS_REL, "settings", cur, NULL, NULL, err), err);
+    if (rc == 0)
+        *value = cur;
+    else
+        json_decref(cur);
+    return rc;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getTriggerLog)
+{
+    cdsh_tavern_service *svc = ud;
+    /* {sessionId?}: that session's records only (others' are never
+     * shown to it); without it, every record (the library's view). */
+    json_t *only = json_object_get(call->args, "sessionId");
+    if (only && !json_is_string(only))
+        return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "sessionId must be a string");
+    json_t *out = json_array();
+    pthread_mutex_lock(&svc->mu);
+    size_t i;
+    json_t *rec;
+    json_array_foreach(svc->log, i, rec) {
+        const char *owner = json_string_value(json_object_get(rec, "sessionId"));
+        if (!only || (owner && strcmp(owner, json_string_value(only)) == 0))
+            json_array_append_new(out, json_deep_copy(rec));
     }
-    /* previewPrompt */
+    pthread_mutex_unlock(&svc->mu);
+    *value = out;
+    return 0;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_continueFloor)
+{
+    cdsh_tavern_service *svc = ud;
+    int rc = 0;
+    const char *sid = need_str(call->args, "sessionId", err, &rc);
+    if (rc < 0)
+        return rc;
+    json_t *b = NULL;
+    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
+        return rc;
+    json_decref(b);
+    *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text", CONTINUE_NOTICE,
+                       "source", "plugin");
+    return 0;
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_previewPrompt)
+{
+    cdsh_tavern_service *svc = ud;
+    const json_t *p = call->args;
+    int rc = 0;
     const char *sid = need_str(p, "sessionId", err, &rc);
     if (rc < 0)
         return rc;
@@ -1147,12 +1438,11 @@ static int m_misc(cdsh_tavern_service *svc, const char *name, const json_t *p, j
 
 /* Impersonation: an explicit helper call outside the role-play turn; the
  * text is returned to the UI and never logged in the session. */
-static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_t *p,
-                         json_t **value, cdsh_error *err)
+CDSH__TAVERN_OP(cdsh__tavern_op_impersonate)
 {
-    (void)name;
+    cdsh_tavern_service *svc = ud;
     int rc = 0;
-    const char *sid = need_str(p, "sessionId", err, &rc);
+    const char *sid = need_str(call->args, "sessionId", err, &rc);
     if (rc < 0)
         return rc;
     json_t *b = NULL;
@@ -1161,7 +1451,7 @@ static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_
     json_decref(b);
     pthread_mutex_lock(&svc->mu);
     cdsh_tavern_helper_fn fn = svc->helper;
-    void *ud = svc->helper_ud;
+    void *hud = svc->helper_ud;
     pthread_mutex_unlock(&svc->mu);
     if (!fn || !svc->sessions)
         return cdsh_error_set(err, CDSH_EUNSUPPORTED, "helper-unavailable",
@@ -1174,7 +1464,7 @@ static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_
     json_array_append_new(
         msgs, json_pack("{s:s,s:s}", "role", "user", "content", "(Write my next line now.)"));
     char *finish = NULL, *text = NULL;
-    rc = fn(ud, msgs, &finish, &text, err);
+    rc = fn(hud, msgs, &finish, &text, err);
     if (rc == 0 && !cdsh_tavern_memory_reply_acceptable(finish, text, false))
         rc = cdsh_error_set(err, CDSH_EPROTO, "helper-failed",
                             "the helper reply did not end with a normal stop (%s)",
@@ -1192,179 +1482,52 @@ static int m_impersonate(cdsh_tavern_service *svc, const char *name, const json_
     return rc;
 }
 
-static int m_branch(cdsh_tavern_service *svc, const char *name, const json_t *p, json_t **value,
-                    cdsh_error *err)
+/* floors of closed turns: the edit dialogs' texts and the branch operations
+ * (the row's name is the operation: it titles the branch) */
+
+CDSH__TAVERN_OP(cdsh__tavern_op_getFloorUserMessage)
 {
-    if (strncmp(name, "getFloor", 8) == 0)
-        return floor_text(svc, name, p, value, err);
-    return branch_op(svc, name, p, value, err);
+    return floor_text(ud, call->op->name, call->args, value, err);
 }
 
-typedef struct method_def {
-    const char *name;
-    method_fn fn;
-} method_def;
+CDSH__TAVERN_OP(cdsh__tavern_op_getFloorAssistantMessage)
+{
+    return floor_text(ud, call->op->name, call->args, value, err);
+}
 
-static const method_def METHODS[] = {
-    {"listCharacters", m_characters},
-    {"listArchivedCharacters", m_characters},
-    {"inspectCharacter", m_characters},
-    {"importCharacter", m_characters},
-    {"getCharacterDetail", m_characters},
-    {"saveCharacter", m_characters},
-    {"archiveCharacter", m_characters},
-    {"restoreCharacter", m_characters},
-    {"deleteCharacter", m_characters},
-    {"exportCharacter", m_characters},
-    {"listLorebooks", m_library},
-    {"getLorebook", m_library},
-    {"importLorebook", m_library},
-    {"listPresets", m_library},
-    {"getPreset", m_library},
-    {"importPreset", m_library},
-    {"listPersonas", m_library},
-    {"getPersona", m_library},
-    {"importPersona", m_library},
-    {"saveLorebook", cdsh__tavern_library_method},
-    {"deleteLorebook", cdsh__tavern_library_method},
-    {"getCharacterLorebook", cdsh__tavern_library_method},
-    {"saveCharacterLorebook", cdsh__tavern_library_method},
-    {"deleteEmbeddedLorebook", cdsh__tavern_library_method},
-    {"savePreset", cdsh__tavern_library_method},
-    {"deletePreset", cdsh__tavern_library_method},
-    {"savePersona", cdsh__tavern_library_method},
-    {"deletePersona", cdsh__tavern_library_method},
-    {"listRegexRules", cdsh__tavern_library_method},
-    {"saveRegexRules", cdsh__tavern_library_method},
-    {"createCharacter", cdsh__tavern_library_method},
-    {"listStories", cdsh__tavern_library_method},
-    {"ensureGreeting", cdsh__tavern_library_method},
-    {"renderOutputText", cdsh__tavern_library_method},
-    {"getFloorUserMessage", m_branch},
-    {"getFloorAssistantMessage", m_branch},
-    {"getSessionBinding", m_binding},
-    {"setSessionBinding", m_binding},
-    {"clearSessionBinding", m_binding},
-    {"getGreetingSwipe", m_binding},
-    {"swipeGreeting", m_binding},
-    {"frameGreeting", m_binding},
-    {"getFloorSiblings", m_binding},
-    {"regenerate", m_branch},
-    {"rollbackToFloor", m_branch},
-    {"editUserMessage", m_branch},
-    {"editAssistantMessage", m_branch},
-    {"continueFloor", m_misc},
-    {"listFloors", m_story},
-    {"getMemories", m_story},
-    {"saveMemory", m_story},
-    {"deleteMemory", m_story},
-    {"compressMemories", m_story},
-    {"getWorldDeltas", m_story},
-    {"addWorldDelta", m_story},
-    {"revokeWorldDelta", m_story},
-    {"getJournal", m_story},
-    {"saveJournal", m_story},
-    {"getChatLorebook", m_story},
-    {"saveChatLorebook", m_story},
-    {"previewPrompt", m_misc},
-    {"getTriggerLog", m_misc},
-    {"getSettings", m_misc},
-    {"updateSettings", m_misc},
-    {"impersonate", m_impersonate},
-};
+CDSH__TAVERN_OP(cdsh__tavern_op_regenerate)
+{
+    return branch_op(ud, call->op->name, call->args, value, err);
+}
 
-#define N_METHODS (sizeof METHODS / sizeof *METHODS)
+CDSH__TAVERN_OP(cdsh__tavern_op_rollbackToFloor)
+{
+    return branch_op(ud, call->op->name, call->args, value, err);
+}
 
-const char *const cdsh_tavern_methods[] = {
-    "listCharacters",
-    "listArchivedCharacters",
-    "inspectCharacter",
-    "importCharacter",
-    "getCharacterDetail",
-    "saveCharacter",
-    "archiveCharacter",
-    "restoreCharacter",
-    "deleteCharacter",
-    "exportCharacter",
-    "listLorebooks",
-    "getLorebook",
-    "importLorebook",
-    "listPresets",
-    "getPreset",
-    "importPreset",
-    "listPersonas",
-    "getPersona",
-    "importPersona",
-    "saveLorebook",
-    "deleteLorebook",
-    "getCharacterLorebook",
-    "saveCharacterLorebook",
-    "deleteEmbeddedLorebook",
-    "savePreset",
-    "deletePreset",
-    "savePersona",
-    "deletePersona",
-    "listRegexRules",
-    "saveRegexRules",
-    "createCharacter",
-    "listStories",
-    "ensureGreeting",
-    "renderOutputText",
-    "getFloorUserMessage",
-    "getFloorAssistantMessage",
-    "getSessionBinding",
-    "setSessionBinding",
-    "clearSessionBinding",
-    "getGreetingSwipe",
-    "swipeGreeting",
-    "frameGreeting",
-    "getFloorSiblings",
-    "regenerate",
-    "rollbackToFloor",
-    "editUserMessage",
-    "editAssistantMessage",
-    "continueFloor",
-    "listFloors",
-    "getMemories",
-    "saveMemory",
-    "deleteMemory",
-    "compressMemories",
-    "getWorldDeltas",
-    "addWorldDelta",
-    "revokeWorldDelta",
-    "getJournal",
-    "saveJournal",
-    "getChatLorebook",
-    "saveChatLorebook",
-    "previewPrompt",
-    "getTriggerLog",
-    "getSettings",
-    "updateSettings",
-    "impersonate",
-    NULL,
-};
+CDSH__TAVERN_OP(cdsh__tavern_op_editUserMessage)
+{
+    return branch_op(ud, call->op->name, call->args, value, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_editAssistantMessage)
+{
+    return branch_op(ud, call->op->name, call->args, value, err);
+}
+
+/* ---- the RPC entry point ------------------------------------------------------------- */
+
+cdsh_ops *cdsh_tavern_service_ops(cdsh_tavern_service *svc)
+{
+    return svc ? svc->ops : NULL;
+}
 
 int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const json_t *payload,
                              json_t **value, cdsh_error *err)
 {
-    if (!svc || !method || !value)
+    if (!svc)
         return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "call: missing argument");
-    *value = NULL;
-    if (payload && !json_is_object(payload))
-        return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "payload must be an object");
-    json_t *empty = payload ? NULL : json_object();
-    const json_t *p = payload ? payload : empty;
-    int rc =
-        cdsh_error_set(err, CDSH_ENOTFOUND, "unknown-method", "no tavern method \"%s\"", method);
-    for (size_t i = 0; i < N_METHODS; i++)
-        if (strcmp(METHODS[i].name, method) == 0) {
-            rc = kebab(METHODS[i].fn(svc, method, p, value, err), err);
-            break;
-        }
-    json_decref(empty);
-    if (rc == 0 && !*value)
-        *value = json_null();
-    return rc;
+    return cdsh_ops_call(svc->ops, method, CDSH_OP_RPC, payload, NULL, value, err);
 }
 
 /* ---- agent preset --------------------------------------------------------------- */

@@ -1,8 +1,8 @@
 /* service.h — the tavern plugin's business logic behind its tools, RPC
  * channel and agent preset: open turns (one floor per turn), the seven model
  * tools, the RPC methods the role-play UI calls, branch operations on host
- * sessions, idle maintenance and the turn context. tools.c and rpc.c are
- * thin wrappers around this; prompt assembly (macros, world info, regex,
+ * sessions, idle maintenance and the turn context. Tools and methods are
+ * the rows of one operations table (methods.c) the host builds them from; prompt assembly (macros, world info, regex,
  * templates) is the prompt engine's and only consumes what this returns.
  *
  * Thread-safety: every function is thread-safe. The service mutex guards
@@ -18,6 +18,7 @@
 
 #include "agent/session_store.h"
 #include "base/err.h"
+#include "host/ops.h"
 #include "host/scope.h"
 #include "plugins/tavern/memory.h"
 #include "plugins/tavern/store.h"
@@ -44,17 +45,20 @@ int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *s
 int cdsh_tavern_service_turn_end(cdsh_tavern_service *svc, const char *session_id, int64_t turn,
                                  cdsh_error *err);
 
-/* ---- tools ------------------------------------------------------------------ */
+/* ---- tools and RPC methods ---------------------------------------------------
+ * Both are rows of one operations table (host/ops.h; the rows are methods.c):
+ * tools "tavern_<name>", RPC endpoints "<name>" on /tavern. */
 
-/* The seven tool names, NULL-terminated. */
-extern const char *const cdsh_tavern_tool_names[];
-/* true for the read tools (concurrency-safe). */
-bool cdsh_tavern_tool_is_read(const char *name);
-/* Runs tool `name` for the agent `scope` with validated args. Expected
- * failures are results {ok:false, code, message} (floor-not-open,
- * floor-stale, binding-changed, not-found, invalid-args, similar-found is a
- * status...). *notice (may be NULL; owned) receives the same-turn write
- * notice after a successful write. Returns < 0 only for internal errors. */
+/* The checked table (borrowed, lives as long as the service): its names
+ * (cdsh_ops_names), its rows as data (cdsh_ops_describe), its registration. */
+cdsh_ops *cdsh_tavern_service_ops(cdsh_tavern_service *svc);
+
+/* Runs tool `name` ("tavern_memory_search", ...) for the agent `scope` with
+ * validated args. Expected failures are results {ok:false, code, message}
+ * (floor-not-open, floor-stale, binding-changed, not-found, invalid-args,
+ * similar-found is a status...). *notice (may be NULL; owned) receives the
+ * same-turn write notice after a successful write. Returns < 0 only for
+ * internal errors (NOT_FOUND for a name that is no tool). */
 int cdsh_tavern_service_tool(cdsh_tavern_service *svc, const cdsh_scope *scope, const char *name,
                              const json_t *args, json_t **value, char **notice, cdsh_error *err);
 
@@ -62,12 +66,10 @@ int cdsh_tavern_service_tool(cdsh_tavern_service *svc, const cdsh_scope *scope, 
  * normalised path (owned) or NULL with code path-not-readable. */
 char *cdsh_tavern_readable_path_dup(const char *path, cdsh_error *err);
 
-/* ---- RPC --------------------------------------------------------------------- */
-
-/* Every method name served, NULL-terminated (the UI's calls must be here). */
-extern const char *const cdsh_tavern_methods[];
-/* Runs one method: 0 with *value (owned) or < 0 with err->code a kebab-case
- * result code (bad-request, not-found, revision-conflict, ...). */
+/* Runs one RPC method in-process (CLI, tests): 0 with *value (owned,
+ * checked against the row's result shape) or < 0 with err->code a
+ * kebab-case result code (bad-request, not-found, revision-conflict,
+ * unknown-method, ...). */
 int cdsh_tavern_service_call(cdsh_tavern_service *svc, const char *method, const json_t *payload,
                              json_t **value, cdsh_error *err);
 

@@ -488,22 +488,27 @@ fail:
     return NULL;
 }
 
-static int regex_methods(cdsh_tavern_service *svc, const char *name, const json_t *p,
-                         json_t **value, cdsh_error *err)
+static int list_regex_rules(cdsh_tavern_service *svc, const json_t *p, json_t **value,
+                            cdsh_error *err)
 {
     char *tag = NULL;
     json_t *rules = NULL;
     int rc = 0;
-    if (strcmp(name, "listRegexRules") == 0) {
-        json_t *with = json_object_get(p, "withRevision");
-        if ((rc = cdsh_tavern_store_regex_read(svc->store, &rules, &tag, err)) < 0)
-            return rc;
-        /* The bare list stays the default (the chat view's display rules). */
-        *value =
-            json_is_true(with) ? json_pack("{s:o,s:s}", "rules", rules, "revision", tag) : rules;
-        free(tag);
-        return 0;
-    }
+    json_t *with = json_object_get(p, "withRevision");
+    if ((rc = cdsh_tavern_store_regex_read(svc->store, &rules, &tag, err)) < 0)
+        return rc;
+    /* The bare list stays the default (the chat view's display rules). */
+    *value = json_is_true(with) ? json_pack("{s:o,s:s}", "rules", rules, "revision", tag) : rules;
+    free(tag);
+    return 0;
+}
+
+static int save_regex_rules(cdsh_tavern_service *svc, const json_t *p, json_t **value,
+                            cdsh_error *err)
+{
+    char *tag = NULL;
+    json_t *rules = NULL;
+    int rc = 0;
     const char *expect = NULL;
     if ((rc = expected_rev(p, &expect, err)) < 0)
         return rc;
@@ -785,41 +790,32 @@ cleanup:
     return rc;
 }
 
-/* ---- entry point -------------------------------------------------------------------------- */
+/* ---- the rows' handlers (methods.c) ------------------------------------------------------ */
 
-int cdsh__tavern_library_method(cdsh_tavern_service *svc, const char *name, const json_t *p,
-                                json_t **value, cdsh_error *err)
-{
-    if (strcmp(name, "saveLorebook") == 0)
-        return save_lorebook(svc, p, value, err);
-    if (strcmp(name, "deleteLorebook") == 0)
-        return delete_unreferenced(svc, CDSH_TAVERN_LOREBOOK, "lorebook", p, value, err);
-    if (strcmp(name, "getCharacterLorebook") == 0)
-        return get_character_lorebook(svc, p, value, err);
-    if (strcmp(name, "saveCharacterLorebook") == 0)
-        return save_character_lorebook(svc, p, value, err);
-    if (strcmp(name, "deleteEmbeddedLorebook") == 0)
-        return delete_embedded_lorebook(svc, p, value, err);
-    if (strcmp(name, "savePreset") == 0)
-        return save_preset(svc, p, value, err);
-    if (strcmp(name, "deletePreset") == 0)
-        return delete_unreferenced(svc, CDSH_TAVERN_PRESET, "preset", p, value, err);
-    if (strcmp(name, "savePersona") == 0)
-        return save_persona(svc, p, value, err);
-    if (strcmp(name, "deletePersona") == 0)
-        return delete_unreferenced(svc, CDSH_TAVERN_PERSONA, "persona", p, value, err);
-    if (strcmp(name, "listRegexRules") == 0 || strcmp(name, "saveRegexRules") == 0)
-        return regex_methods(svc, name, p, value, err);
-    if (strcmp(name, "createCharacter") == 0)
-        return create_character(svc, p, value, err);
-    if (strcmp(name, "listStories") == 0)
-        return list_stories(svc, p, value, err);
-    if (strcmp(name, "ensureGreeting") == 0)
-        return ensure_greeting(svc, p, value, err);
-    if (strcmp(name, "renderOutputText") == 0)
-        return render_output_text(svc, p, value, err);
-    return cdsh_error_set(err, CDSH_ENOTFOUND, "unknown-method", "no tavern method \"%s\"", name);
-}
+#define LIB_OP(name, expr)                                                                         \
+    CDSH__TAVERN_OP(cdsh__tavern_op_##name)                                                        \
+    {                                                                                              \
+        cdsh_tavern_service *svc = ud;                                                             \
+        const json_t *p = call->args;                                                              \
+        return expr;                                                                               \
+    }
+
+LIB_OP(saveLorebook, save_lorebook(svc, p, value, err))
+LIB_OP(deleteLorebook,
+       delete_unreferenced(svc, CDSH_TAVERN_LOREBOOK, "lorebook", p, value, err))
+LIB_OP(getCharacterLorebook, get_character_lorebook(svc, p, value, err))
+LIB_OP(saveCharacterLorebook, save_character_lorebook(svc, p, value, err))
+LIB_OP(deleteEmbeddedLorebook, delete_embedded_lorebook(svc, p, value, err))
+LIB_OP(savePreset, save_preset(svc, p, value, err))
+LIB_OP(deletePreset, delete_unreferenced(svc, CDSH_TAVERN_PRESET, "preset", p, value, err))
+LIB_OP(savePersona, save_persona(svc, p, value, err))
+LIB_OP(deletePersona, delete_unreferenced(svc, CDSH_TAVERN_PERSONA, "persona", p, value, err))
+LIB_OP(listRegexRules, list_regex_rules(svc, p, value, err))
+LIB_OP(saveRegexRules, save_regex_rules(svc, p, value, err))
+LIB_OP(createCharacter, create_character(svc, p, value, err))
+LIB_OP(listStories, list_stories(svc, p, value, err))
+LIB_OP(ensureGreeting, ensure_greeting(svc, p, value, err))
+LIB_OP(renderOutputText, render_output_text(svc, p, value, err))
 
 /* ---- the assets of a prompt plan ---------------------------------------------------------- */
 

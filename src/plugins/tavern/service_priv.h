@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "host/ops.h"
 #include "plugins/tavern/binding.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/service.h"
@@ -35,6 +36,7 @@ struct cdsh_tavern_service {
     json_t *maint;   /* story → "<session>#t<turn>" of the last maintenance attempt */
     cdsh_tavern_helper_fn helper; /* impersonation; may be NULL */
     void *helper_ud;
+    cdsh_ops *ops; /* the checked operations table (methods.c), ud = this service */
 };
 
 /* The story session_id is bound to, as cdsh_tavern_binding_open_story
@@ -47,6 +49,101 @@ int cdsh__tavern_session_story(cdsh_tavern_service *svc, const char *session_id,
  * id is a session id (the agent names each session's scope so), or NULL. */
 const char *cdsh__tavern_scope_session(const cdsh_scope *scope);
 
+/* ---- the operations table (methods.c) -------------------------------------------
+ * Every RPC method and tool is one row; its handler is one of the functions
+ * below (ud: the service, call->args: the payload or the tool arguments).
+ * Method handlers return kebab-case failure codes; tool handlers run inside
+ * cdsh__tavern_tool_run, which resolves the turn they write to. */
+extern const cdsh_ops_table cdsh__tavern_ops_table;
+
+#define CDSH__TAVERN_OP(fn)                                                                        \
+    int fn(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
+
+/* Maps module codes (CARD_NOT_FOUND, ...) onto the kebab-case RPC codes. */
+int cdsh__tavern_kebab(int rc, cdsh_error *err);
+
+/* Runs a tool row for call->agent: resolves the open turn (a write row needs
+ * it), runs the handler with the turn as call->frame, maps a floor that
+ * closed meanwhile to a floor-not-open result. *notice (may be NULL; owned)
+ * receives the same-turn write notice. */
+int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, json_t **value,
+                          char **notice, cdsh_error *err);
+
+/* clang-format off */
+#define CDSH__TAVERN_OPS(X) \
+    X(listCharacters) \
+    X(listArchivedCharacters) \
+    X(inspectCharacter) \
+    X(importCharacter) \
+    X(getCharacterDetail) \
+    X(archiveCharacter) \
+    X(restoreCharacter) \
+    X(deleteCharacter) \
+    X(exportCharacter) \
+    X(listLorebooks) \
+    X(getLorebook) \
+    X(importLorebook) \
+    X(listPresets) \
+    X(importPreset) \
+    X(listPersonas) \
+    X(getPersona) \
+    X(importPersona) \
+    X(saveLorebook) \
+    X(deleteLorebook) \
+    X(getCharacterLorebook) \
+    X(saveCharacterLorebook) \
+    X(savePreset) \
+    X(deletePreset) \
+    X(savePersona) \
+    X(deletePersona) \
+    X(listRegexRules) \
+    X(saveRegexRules) \
+    X(createCharacter) \
+    X(ensureGreeting) \
+    X(renderOutputText) \
+    X(getFloorUserMessage) \
+    X(getFloorAssistantMessage) \
+    X(getSessionBinding) \
+    X(setSessionBinding) \
+    X(getGreetingSwipe) \
+    X(swipeGreeting) \
+    X(frameGreeting) \
+    X(getFloorSiblings) \
+    X(regenerate) \
+    X(rollbackToFloor) \
+    X(editUserMessage) \
+    X(editAssistantMessage) \
+    X(continueFloor) \
+    X(listFloors) \
+    X(getMemories) \
+    X(saveMemory) \
+    X(deleteMemory) \
+    X(compressMemories) \
+    X(getWorldDeltas) \
+    X(addWorldDelta) \
+    X(revokeWorldDelta) \
+    X(getJournal) \
+    X(saveJournal) \
+    X(getChatLorebook) \
+    X(saveChatLorebook) \
+    X(previewPrompt) \
+    X(getTriggerLog) \
+    X(getSettings) \
+    X(updateSettings) \
+    X(impersonate) \
+    X(memory_search) \
+    X(memory_write) \
+    X(memory_update) \
+    X(lore_read) \
+    X(worldstate_update) \
+    X(asset_list) \
+    X(asset_read)
+/* clang-format on */
+
+#define CDSH__TAVERN_OP_DECL(name) CDSH__TAVERN_OP(cdsh__tavern_op_##name);
+CDSH__TAVERN_OPS(CDSH__TAVERN_OP_DECL)
+#undef CDSH__TAVERN_OP_DECL
+
 /* Settings with defaults filled (owned). */
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc);
 cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings);
@@ -56,14 +153,6 @@ cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings);
 void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail);
 void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t *detail,
                               size_t max);
-
-/* The library-edit methods (service_library.c): saveLorebook, deleteLorebook,
- * getCharacterLorebook, saveCharacterLorebook, deleteEmbeddedLorebook,
- * savePreset, deletePreset, savePersona, deletePersona, listRegexRules,
- * saveRegexRules, createCharacter, listStories, ensureGreeting,
- * renderOutputText. Same contract as a method of cdsh_tavern_service_call. */
-int cdsh__tavern_library_method(cdsh_tavern_service *svc, const char *name, const json_t *p,
-                                json_t **value, cdsh_error *err);
 
 /* The assets a prompt plan is built from for a binding, read once: the card,
  * preset, persona, global rules, the bound library books and the persona's

@@ -1,7 +1,8 @@
 /* service_tools.c — the seven model tools of liketavern §9: write-context
  * checks (floor-not-open, floor-stale, binding-changed), budgets counted on
  * the pretty-printed result, lore catalog / uid / query modes, the readable
- * path whitelist and the story's virtual files. Registration is tools.c's. */
+ * path whitelist and the story's virtual files. The rows naming these tools
+ * are methods.c's. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,18 +21,6 @@
 #define FILES_MAX 200
 #define SEARCH_TOP_MAX 20
 #define LORE_TOP_DEFAULT 6
-
-const char *const cdsh_tavern_tool_names[] = {
-    "tavern_memory_search",     "tavern_memory_write", "tavern_memory_update", "tavern_lore_read",
-    "tavern_worldstate_update", "tavern_asset_list",   "tavern_asset_read",    NULL,
-};
-
-bool cdsh_tavern_tool_is_read(const char *name)
-{
-    return name &&
-           (strcmp(name, "tavern_memory_search") == 0 || strcmp(name, "tavern_lore_read") == 0 ||
-            strcmp(name, "tavern_asset_list") == 0 || strcmp(name, "tavern_asset_read") == 0);
-}
 
 static json_t *fail(const char *code, const char *msg)
 {
@@ -1052,6 +1041,83 @@ static int tool_asset_read(cdsh_tavern_service *svc, tctx *c, const json_t *args
     return 0;
 }
 
+/* ---- the rows' handlers (methods.c) and the turn they run in ------------------------ */
+
+/* call->frame of a tool handler: the resolved turn and the notice slot. */
+typedef struct tool_frame {
+    tctx c;
+    char **notice;
+} tool_frame;
+
+CDSH__TAVERN_OP(cdsh__tavern_op_memory_search)
+{
+    tool_frame *f = call->frame;
+    return tool_memory_search(ud, &f->c, call->args, value, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_memory_write)
+{
+    tool_frame *f = call->frame;
+    return tool_memory_write(ud, &f->c, call->args, value, f->notice, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_memory_update)
+{
+    tool_frame *f = call->frame;
+    return tool_memory_update(ud, &f->c, call->args, value, f->notice, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_lore_read)
+{
+    (void)err;
+    tool_frame *f = call->frame;
+    return tool_lore_read(ud, &f->c, call->args, value);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_worldstate_update)
+{
+    tool_frame *f = call->frame;
+    return tool_worldstate_update(ud, &f->c, call->args, value, f->notice, err);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_asset_list)
+{
+    (void)err;
+    tool_frame *f = call->frame;
+    return tool_asset_list(ud, &f->c, value);
+}
+
+CDSH__TAVERN_OP(cdsh__tavern_op_asset_read)
+{
+    (void)err;
+    tool_frame *f = call->frame;
+    return tool_asset_read(ud, &f->c, call->args, value);
+}
+
+int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, json_t **value,
+                          char **notice, cdsh_error *err)
+{
+    *value = NULL;
+    if (notice)
+        *notice = NULL;
+    tool_frame f = {.notice = notice};
+    cdsh_op_call framed = *call;
+    framed.frame = &f;
+    bool write = !(call->op->flags & CDSH_OP_READ);
+    int rc = resolve(svc, call->agent, write, &f.c, value, err);
+    if (rc == 0)
+        rc = call->op->handler(svc, &framed, value, err);
+    if (rc > 0)
+        rc = 0;
+    if (rc < 0 && !*value && strcmp(err->code, "FLOOR_NOT_OPEN") == 0) {
+        /* the turn ended between the check and the write: nothing was written */
+        *value = fail("floor-not-open", "the turn's floor closed; nothing was written");
+        rc = 0;
+    }
+    tctx_free(&f.c);
+    return rc;
+}
+
 int cdsh_tavern_service_tool(cdsh_tavern_service *svc, const cdsh_scope *scope, const char *name,
                              const json_t *args, json_t **value, char **notice, cdsh_error *err)
 {
@@ -1060,44 +1126,21 @@ int cdsh_tavern_service_tool(cdsh_tavern_service *svc, const cdsh_scope *scope, 
     *value = NULL;
     if (notice)
         *notice = NULL;
-    bool known = false;
-    for (const char *const *n = cdsh_tavern_tool_names; *n; n++)
-        known = known || strcmp(*n, name) == 0;
-    if (!known)
+    const char *prefix = cdsh_ops_table_get(svc->ops)->tool_prefix;
+    size_t plen = strlen(prefix);
+    const cdsh_op *op =
+        strncmp(name, prefix, plen) == 0 ? cdsh_ops_find(svc->ops, name + plen) : NULL;
+    if (!op || !(op->surfaces & CDSH_OP_TOOL))
         return cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND", "no tavern tool %s", name);
     if (!args)
         args = json_object();
     else
         json_incref((json_t *)args);
-    tctx c;
     cdsh_error local = {0};
     if (!err)
         err = &local;
-    int rc = resolve(svc, scope, !cdsh_tavern_tool_is_read(name), &c, value, err);
-    if (rc == 0) {
-        if (strcmp(name, "tavern_memory_search") == 0)
-            rc = tool_memory_search(svc, &c, args, value, err);
-        else if (strcmp(name, "tavern_memory_write") == 0)
-            rc = tool_memory_write(svc, &c, args, value, notice, err);
-        else if (strcmp(name, "tavern_memory_update") == 0)
-            rc = tool_memory_update(svc, &c, args, value, notice, err);
-        else if (strcmp(name, "tavern_lore_read") == 0)
-            rc = tool_lore_read(svc, &c, args, value);
-        else if (strcmp(name, "tavern_worldstate_update") == 0)
-            rc = tool_worldstate_update(svc, &c, args, value, notice, err);
-        else if (strcmp(name, "tavern_asset_list") == 0)
-            rc = tool_asset_list(svc, &c, value);
-        else
-            rc = tool_asset_read(svc, &c, args, value);
-    }
-    if (rc > 0)
-        rc = 0;
-    if (rc < 0 && !*value && strcmp(err->code, "FLOOR_NOT_OPEN") == 0) {
-        /* the turn ended between the check and the write: nothing was written */
-        *value = fail("floor-not-open", "the turn's floor closed; nothing was written");
-        rc = 0;
-    }
-    tctx_free(&c);
+    cdsh_op_call call = {.op = op, .surface = CDSH_OP_TOOL, .args = args, .agent = scope};
+    int rc = cdsh__tavern_tool_run(svc, &call, value, notice, err);
     json_decref((json_t *)args);
     return rc;
 }
