@@ -76,6 +76,7 @@ int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, js
     X(inspectCharacter) \
     X(importCharacter) \
     X(getCharacterDetail) \
+    X(saveCharacter) \
     X(archiveCharacter) \
     X(restoreCharacter) \
     X(deleteCharacter) \
@@ -84,6 +85,7 @@ int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, js
     X(getLorebook) \
     X(importLorebook) \
     X(listPresets) \
+    X(getPreset) \
     X(importPreset) \
     X(listPersonas) \
     X(getPersona) \
@@ -92,6 +94,7 @@ int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, js
     X(deleteLorebook) \
     X(getCharacterLorebook) \
     X(saveCharacterLorebook) \
+    X(deleteEmbeddedLorebook) \
     X(savePreset) \
     X(deletePreset) \
     X(savePersona) \
@@ -99,12 +102,14 @@ int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, js
     X(listRegexRules) \
     X(saveRegexRules) \
     X(createCharacter) \
+    X(listStories) \
     X(ensureGreeting) \
     X(renderOutputText) \
     X(getFloorUserMessage) \
     X(getFloorAssistantMessage) \
     X(getSessionBinding) \
     X(setSessionBinding) \
+    X(clearSessionBinding) \
     X(getGreetingSwipe) \
     X(swipeGreeting) \
     X(frameGreeting) \
