@@ -80,7 +80,9 @@ static int parse(int argc, char **argv, opts *o, const char *action)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    /* GNU getopt permutes: options may follow names, as the usage lines show;
+     * "--" ends the options (a name may then start with '-'). */
+    while ((c = getopt_long(argc, argv, "-h", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             if (o->nroots < MAXV)
@@ -104,6 +106,10 @@ static int parse(int argc, char **argv, opts *o, const char *action)
                 goto bad;
             o->all = 1;
             break;
+        case 1:
+            if (o->nnames < MAXV)
+                o->names[o->nnames++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default:
         bad:
@@ -112,14 +118,9 @@ static int parse(int argc, char **argv, opts *o, const char *action)
             return 2;
         }
     }
-    for (int i = optind; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "cdsh import %s: options go before names (\"%s\")\n", action, argv[i]);
-            return 2;
-        }
+    for (int i = optind; i < argc; i++)
         if (o->nnames < MAXV)
             o->names[o->nnames++] = argv[i];
-    }
     return -1;
 }
 
@@ -512,6 +513,11 @@ int cdsh_cmd_import(int argc, char **argv)
     rc = parse(argc - 1, argv + 1, &o, actions[action]);
     if (rc >= 0)
         return rc;
+    if ((action == 0 || action == 3) && o.nnames) {
+        fprintf(stderr, "cdsh import %s: unexpected argument \"%s\"\n", actions[action],
+                o.names[0]);
+        return 2;
+    }
     switch (action) {
     case 0: return do_scan(&o);
     case 1: return do_enable(&o);
