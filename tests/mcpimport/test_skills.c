@@ -466,11 +466,11 @@ static void discovery_finds_user_project_and_plugin_skills_and_agents(void **sta
     char *text = cdsh_mcpimport_report_text_dup(report);
     assert_non_null(strstr(text, "  skills:\n    blocked  broken\n"));
     assert_non_null(strstr(text, "    ok       tools-helper  (was tools:helper)\n"));
-    assert_non_null(strstr(text, "  agents:\n    warn     planner  (sub-agent, offered as a "
+    assert_non_null(strstr(text, "  agents:\n    ok       planner  (sub-agent, offered as a "
                                  "skill)\n"));
     assert_non_null(strstr(text, "        - blocked MISSING_DESCRIPTION: the sub-agent has no "
                                  "description (Claude Code requires name and description)\n"));
-    assert_non_null(strstr(text, "; skills 2 ok, 1 warn, 1 blocked; agents 1 ok, 1 warn, 2 "
+    assert_non_null(strstr(text, "; skills 3 ok, 0 warn, 1 blocked; agents 2 ok, 0 warn, 2 "
                                  "blocked.\n"));
     free(text);
     json_decref(report);
