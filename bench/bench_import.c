@@ -100,8 +100,11 @@ static void servers(const char *base, size_t n)
            t * 1e6 / (double)n);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* bench_import [FILES SERVERS]: one size of each instead of the series */
+    size_t one_f = argc > 2 ? strtoul(argv[1], NULL, 10) : 0;
+    size_t one_s = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
     char base[] = "/tmp/cdsh-bench-import-XXXXXX";
     if (!mkdtemp(base)) {
         perror("mkdtemp");
@@ -109,10 +112,12 @@ int main(void)
     }
     const size_t nf[] = {10000, 50000, 100000};
     for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++)
-        files(base, nf[i]);
+        if (!one_f || i == 0)
+            files(base, one_f ? one_f : nf[i]);
     const size_t ns[] = {2000, 4000, 20000};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-        servers(base, ns[i]);
+        if (!one_s || i == 0)
+            servers(base, one_s ? one_s : ns[i]);
     cdsh_fs_remove_tree(base, NULL);
     return 0;
 }

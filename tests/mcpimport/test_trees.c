@@ -400,6 +400,35 @@ static void walking_looks_at_each_entry_once(void **state)
     cdsh_test_import_tree_close(&f.t);
 }
 
+/* `cdsh import enable NAME --root D`: options after names, as the usage
+ * line shows; --all-ok takes the plugin command whose only reason is info. */
+static void enable_takes_options_after_names(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    char *out = NULL, *err = NULL;
+    int rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "/fix-issue", "--root",
+                                f.app, "--claude-dir", f.claude, "--codex-home", f.codex, NULL);
+    if (rc != 0)
+        fprintf(stderr, "%s%s", out ? out : "", err ? err : "");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "enabled command /fix-issue\n"));
+    free(out), free(err);
+    rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "--all-ok", "--root", f.app,
+                            "--claude-dir", f.claude, "--codex-home", f.codex, NULL);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "enabled command /commit-tools_commit\n"));
+    assert_non_null(strstr(out, "enabled skill review-kit-critic\n"));
+    assert_null(strstr(out, "legacy-lint"));
+    free(out), free(err);
+    rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "scan", "stray", NULL);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "cdsh import scan: unexpected argument \"stray\""));
+    free(out), free(err);
+    cdsh_test_import_tree_close(&f.t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +439,7 @@ int main(void)
         cmocka_unit_test(references_stay_and_secrets_go),
         cmocka_unit_test(command_semantics_follow_claude_code),
         cmocka_unit_test(walking_looks_at_each_entry_once),
+        cmocka_unit_test(enable_takes_options_after_names),
     };
     (void)sh;
     return cmocka_run_group_tests(tests, NULL, NULL);
