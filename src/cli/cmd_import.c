@@ -17,6 +17,7 @@
 #include "plugins/mcpimport/plugin.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/probe.h"
+#include "plugins/mcpimport/redact.h"
 #include "plugins/mcpimport/report.h"
 #include "plugins/mcpimport/service.h"
 
@@ -215,9 +216,13 @@ static void print_blocked(const char *what, const json_t *ir)
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(ir, "reasons"), i, r) {
-        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
+        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0) {
+            char *m =
+                cdsh_mcpimport_redact_text_dup(json_string_value(json_object_get(r, "message")));
             fprintf(stderr, "  - %s: %s\n", json_string_value(json_object_get(r, "code")),
-                    json_string_value(json_object_get(r, "message")));
+                    m ? m : "[REDACTED]");
+            free(m);
+        }
     }
 }
 
