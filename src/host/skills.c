@@ -15,6 +15,7 @@ typedef struct entry {
     cdsh_skills *owner;
     cdsh_scope *scope;
     char *name, *description, *content, *when, *source;
+    bool user_only;
 } entry;
 
 struct cdsh_skills {
@@ -143,6 +144,7 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
     e->content = dup_opt(def->content, &fail);
     e->when = dup_opt(def->when_to_use, &fail);
     e->source = dup_opt(def->source ? def->source : "runtime", &fail);
+    e->user_only = def->user_only;
     if (fail) {
         entry_free(e);
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -183,6 +185,8 @@ static json_t *summary(const entry *e, bool full)
     if (e->when)
         json_object_set_new(o, "whenToUse", json_string(e->when));
     json_object_set_new(o, "source", json_string(e->source));
+    if (e->user_only)
+        json_object_set_new(o, "userOnly", json_true());
     return o;
 }
 
@@ -245,9 +249,14 @@ char *cdsh_skills_index_dup(cdsh_skills *skills, const cdsh_scope *scope)
     size_t n;
     pthread_mutex_lock(&skills->lock);
     entry **v = visible(skills, scope, &n);
-    if (v && n > 0) {
+    size_t offered = 0;
+    for (size_t i = 0; v && i < n; i++)
+        offered += !v[i]->user_only;
+    if (v && offered > 0) {
         fputs("<available_skills>\n", f);
         for (size_t i = 0; i < n; i++) {
+            if (v[i]->user_only)
+                continue;
             fprintf(f, "- %s: %s", v[i]->name, v[i]->description);
             if (v[i]->when)
                 fprintf(f, " (when to use: %s)", v[i]->when);

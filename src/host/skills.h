@@ -22,6 +22,8 @@ typedef struct cdsh_skill_def {
     const char *content;     /* the body the model loads; non-NULL */
     const char *when_to_use; /* optional */
     const char *source;      /* optional: who registered it (plugin name); default "runtime" */
+    bool user_only;          /* not offered to the model: left out of the skills index (an
+                                imported skill with disable-model-invocation: true) */
 } cdsh_skill_def;
 
 /* bus is borrowed and must outlive the registry. */
@@ -41,7 +43,8 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
                          cdsh_disposer_t *out, cdsh_error *err);
 
 /* Summaries visible to scope (nearest layer shadows), sorted by name:
- * [{name, description, whenToUse?, source}]. Owned. */
+ * [{name, description, whenToUse?, source, userOnly?}] (userOnly: true only
+ * for a user-only skill). Owned. */
 json_t *cdsh_skills_list(cdsh_skills *skills, const cdsh_scope *scope);
 
 /* Full definition {name, description, content, whenToUse?, source} or NULL
@@ -53,7 +56,8 @@ json_t *cdsh_skills_get(cdsh_skills *skills, const cdsh_scope *scope, const char
  *   <available_skills>
  *   - name: description (when to use: ...)
  *   </available_skills>
- * followed by one line telling the model to call the `skill` tool. */
+ * followed by one line telling the model to call the `skill` tool.
+ * User-only skills are left out (NULL when only those are visible). */
 char *cdsh_skills_index_dup(cdsh_skills *skills, const cdsh_scope *scope);
 
 /* A skill's body as the model receives it:

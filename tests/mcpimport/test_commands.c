@@ -91,7 +91,7 @@ static void claude_one_based_positionals_are_legacy_and_warned(void **state)
     assert_string_equal(s(ir, "placeholderStyle"), "claude-1based");
     assert_string_equal(json_string_value(json_array_get(json_object_get(ir, "warnings"), 0)),
                         "uses $1.. without $0: expanded from $1 as older Claude Code did (current "
-                        "Claude Code counts from $0)");
+                        "Claude Code counts from $0: $1 is the second argument there)");
     char *p = expand(ir, "42 high");
     assert_string_equal(p, "Review PR #42 at priority high.");
     free(p);

@@ -64,7 +64,7 @@ static void flat_stdio_sample_gives_exact_ir(void **state)
                    "{\"name\":\"context7\",\"transport\":\"stdio\",\"url\":null,\"headers\":{},"
                    "\"command\":\"npx\",\"args\":[\"--force\",\"-y\",\"@upstash/context7-mcp\"],"
                    "\"env\":{},\"cwd\":null,\"toolCallTimeoutMs\":null,\"startupTimeoutMs\":null,"
-                   "\"enabledTools\":null,\"disabledTools\":null,\"unresolved\":[],\"warnings\":[],"
+                   "\"enabledTools\":null,\"disabledTools\":null,\"unresolved\":[],\"warnings\":[],\"info\":[],"
                    "\"provenance\":{\"source\":\"claude\",\"file\":\"/f\",\"scope\":\"user\"}}");
     assert_int_equal(json_array_size(notes), 0);
     json_decref(s), json_decref(notes);
@@ -86,9 +86,12 @@ static void wrapped_http_sample_maps_names_and_warns_on_unknown_keys(void **stat
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(gd, "provenance"), "originalName")),
         "Google Drive");
-    assert_json_eq(json_object_get(gd, "warnings"),
+    /* the name mapping is faithful: info, not a warning */
+    assert_json_eq(json_object_get(gd, "info"),
                    "[\"server name \\\"Google Drive\\\" is not a valid DSH server name; mapped to "
-                   "\\\"Google-Drive\\\"\",\"unknown key \\\"title\\\" ignored\",\"unknown key "
+                   "\\\"Google-Drive\\\"\"]");
+    assert_json_eq(json_object_get(gd, "warnings"),
+                   "[\"unknown key \\\"title\\\" ignored\",\"unknown key "
                    "\\\"description\\\" ignored\"]");
     assert_json_eq(notes, "[\"top-level key \\\"recommendedCategories\\\" ignored\"]");
     json_decref(s), json_decref(notes);

@@ -122,9 +122,11 @@ static void secrets_are_judged_by_where_they_came_from(void **state)
     assert_reason(ir, 0, "blocked", "UNRESOLVED_SECRET",
                   "${B} (headers.X) is not set: export B, or store it in the keyring and allow it "
                   "(keyringAllow)");
-    assert_reason(ir, 1, "warn", "DEFAULT_USED", "${C} (env.C) is not set; its default is used");
-    assert_reason(ir, 2, "warn", "OPTIONAL_UNSET",
-                  "${D} (headers.Y) is not set; headers.Y is left out");
+    /* what the source tool itself would do: info */
+    assert_reason(ir, 1, "info", "DEFAULT_USED",
+                  "${C} (env.C) is not set; its default is used, as Claude Code does");
+    assert_reason(ir, 2, "info", "OPTIONAL_UNSET",
+                  "${D} (headers.Y) is not set; headers.Y is left out, as Codex does");
     assert_string_equal(verdict(ir), "blocked");
     json_decref(servers);
 }
@@ -141,8 +143,9 @@ static void collisions_and_duplicates_block_the_later_source(void **state)
     assert_string_equal(verdict(json_array_get(servers, 0)), "ok");
     assert_reason(json_array_get(servers, 1), 0, "blocked", "NAME_COLLISION",
                   "\"a b\" and \"a-b\" (/first (claude, user)) both become server \"a-b\"");
-    assert_reason(json_array_get(servers, 2), 0, "warn", "DUPLICATE_SERVER",
-                  "server \"ctx\" is also defined in /home/.claude.json (claude, user) (shadowed)");
+    assert_reason(json_array_get(servers, 2), 0, "info", "DUPLICATE_SERVER",
+                  "server \"ctx\" is also defined in /home/.claude.json (claude, user), which this "
+                  "one shadows (as in Claude Code)");
     assert_reason(json_array_get(servers, 3), 0, "blocked", "DUPLICATE_SERVER",
                   "server \"ctx\" is also defined in /project/.mcp.json (claude, user), which "
                   "takes precedence");

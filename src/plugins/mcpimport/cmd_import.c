@@ -17,6 +17,7 @@
 #include "plugins/mcpimport/plugin.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/probe.h"
+#include "plugins/mcpimport/redact.h"
 #include "plugins/mcpimport/report.h"
 #include "plugins/mcpimport/service.h"
 
@@ -80,7 +81,9 @@ static int parse(int argc, char **argv, opts *o, const char *action)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    /* GNU getopt permutes: options may follow names, as the usage lines show;
+     * "--" ends the options (a name may then start with '-'). */
+    while ((c = getopt_long(argc, argv, "-h", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             if (o->nroots < MAXV)
@@ -104,6 +107,10 @@ static int parse(int argc, char **argv, opts *o, const char *action)
                 goto bad;
             o->all = 1;
             break;
+        case 1:
+            if (o->nnames < MAXV)
+                o->names[o->nnames++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default:
         bad:
@@ -112,14 +119,9 @@ static int parse(int argc, char **argv, opts *o, const char *action)
             return 2;
         }
     }
-    for (int i = optind; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "cdsh import %s: options go before names (\"%s\")\n", action, argv[i]);
-            return 2;
-        }
+    for (int i = optind; i < argc; i++)
         if (o->nnames < MAXV)
             o->names[o->nnames++] = argv[i];
-    }
     return -1;
 }
 
@@ -214,9 +216,13 @@ static void print_blocked(const char *what, const json_t *ir)
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(ir, "reasons"), i, r) {
-        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
+        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0) {
+            char *m =
+                cdsh_mcpimport_redact_text_dup(json_string_value(json_object_get(r, "message")));
             fprintf(stderr, "  - %s: %s\n", json_string_value(json_object_get(r, "code")),
-                    json_string_value(json_object_get(r, "message")));
+                    m ? m : "[REDACTED]");
+            free(m);
+        }
     }
 }
 
@@ -512,6 +518,11 @@ int cdsh_cmd_import(int argc, char **argv)
     rc = parse(argc - 1, argv + 1, &o, actions[action]);
     if (rc >= 0)
         return rc;
+    if ((action == 0 || action == 3) && o.nnames) {
+        fprintf(stderr, "cdsh import %s: unexpected argument \"%s\"\n", actions[action],
+                o.names[0]);
+        return 2;
+    }
     switch (action) {
     case 0: return do_scan(&o);
     case 1: return do_enable(&o);

@@ -174,14 +174,31 @@ static void scan_placeholders(const char *body, bool codex, const json_t *named,
     }
 }
 
-void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, json_t *warnings)
+static bool has_feature(const json_t *list, const char *feature, const char *text, size_t n)
 {
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) {
+        const char *t = json_string_value(json_object_get(v, "text"));
+        if (strcmp(json_string_value(json_object_get(v, "feature")), feature) == 0 &&
+            strlen(t) == n && strncmp(t, text, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, json_t *warnings,
+                                      const json_t *file_refs)
+{
+    size_t first = json_array_size(unsupported);
     for (const char *p = body; *p; p++) {
         if (p[0] == '!' && p[1] == '`') {
             const char *e = strchr(p + 2, '`');
             if (e) {
-                json_array_append_new(unsupported, json_pack("{s:s, s:s%}", "feature", "shell",
-                                                             "text", p + 2, (size_t)(e - p - 2)));
+                if (!has_feature(unsupported, "shell", p + 2, (size_t)(e - p - 2)))
+                    json_array_append_new(unsupported,
+                                          json_pack("{s:s, s:s%}", "feature", "shell", "text",
+                                                    p + 2, (size_t)(e - p - 2)));
                 p = e;
             }
         } else if (p[0] == '@' && (p == body || isspace((unsigned char)p[-1]))) {
@@ -194,15 +211,18 @@ void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, jso
             }
             while (e > p + 1 && e[-1] == '.') /* a sentence's full stop */
                 e--;
-            if (pathy && e > p + 1)
+            if (pathy && e > p + 1 && file_refs &&
+                !name_in(file_refs, p + 1, (size_t)(e - p - 1)))
+                pathy = false; /* not a file of the tree: an npm scope, a decorator, a mail */
+            if (pathy && e > p + 1 &&
+                !has_feature(unsupported, "file-include", p + 1, (size_t)(e - p - 1)))
                 json_array_append_new(unsupported,
                                       json_pack("{s:s, s:s%}", "feature", "file-include", "text",
                                                 p + 1, (size_t)(e - p - 1)));
         }
     }
-    size_t i;
-    json_t *v;
-    json_array_foreach(unsupported, i, v) {
+    for (size_t i = first; i < json_array_size(unsupported); i++) {
+        const json_t *v = json_array_get(unsupported, i);
         const char *f = json_string_value(json_object_get(v, "feature"));
         cdsh__mcpimport_warnf(warnings, "%s \"%s\" is not supported: %s",
                               strcmp(f, "shell") == 0 ? "!`cmd`" : "@file",
@@ -217,9 +237,34 @@ static const char *const claude_known[] = {"description", "argument-hint",
                                            "arguments",   "allowed-tools",
                                            "model",       "disable-model-invocation",
                                            NULL};
-static const char *const claude_ignored[] = {
-    "disallowed-tools", "disallowedTools", "effort", "shell", "name",
-    "version",          "user-invocable",  NULL};
+static const char *const claude_ignored[] = {"disallowed-tools", "disallowedTools", "effort",
+                                             "shell", NULL};
+/* Metadata only: nothing behaves differently without it. */
+static const char *const claude_metadata[] = {"name", "version", NULL};
+
+char *cdsh__mcpimport_hint_dup(const json_t *v, json_t *info)
+{
+    if (!json_is_array(v))
+        return cdsh__mcpimport_meta_text_dup(v);
+    /* a YAML list: Claude Code shows the JavaScript string of the array,
+     * the items joined by "," ("[message]" shows as "message") */
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char *t = cdsh__mcpimport_meta_text_dup(e);
+        cdsh_strbuf_appendf(&b, "%s%s", i ? "," : "", t ? t : "");
+        free(t);
+    }
+    char *s = cdsh_strbuf_take(&b, NULL);
+    if (s && info)
+        cdsh__mcpimport_warnf(info,
+                              "argument-hint is a YAML list (unquoted [...]); shown as \"%s\" as "
+                              "Claude Code shows it (quote the value to keep the brackets)",
+                              s);
+    return s;
+}
 
 bool cdsh__mcpimport_in_list(const char *const *l, const char *k)
 {
@@ -253,12 +298,14 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     const char *stem = json_string_value(json_object_get(cand, "stem"));
     const char *ns = json_string_value(json_object_get(cand, "namespace"));
     const char *root = json_string_value(json_object_get(cand, "pluginRoot"));
-    json_t *warnings = json_array(), *meta = NULL;
+    json_t *warnings = json_array(), *info = json_array(), *meta = NULL;
     size_t off = 0;
     if (cdsh_mcpimport_frontmatter_parse(text, len, &meta, &off, warnings) != 0) {
-        json_decref(warnings);
+        json_decref(warnings), json_decref(info);
         return NULL;
     }
+    if (json_is_object(json_object_get(cand, "meta"))) /* a manifest's inline command */
+        json_object_update(meta, json_object_get(cand, "meta"));
     char *body = strndup(text + off, len - off);
     if (body && root) {
         char *b2 = cdsh_mcpimport_vars_subst_dup(body, "CLAUDE_PLUGIN_ROOT", root);
@@ -270,7 +317,7 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     snprintf(original, sizeof original, "%s%s%s", ns && *ns ? ns : "", ns && *ns ? ":" : "",
              stem ? stem : "");
     char *description = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "description"));
-    char *hint = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "argument-hint"));
+    char *hint = cdsh__mcpimport_hint_dup(json_object_get(meta, "argument-hint"), info);
     char *model = codex ? NULL : cdsh__mcpimport_meta_text_dup(json_object_get(meta, "model"));
     json_t *named = codex || !json_object_get(meta, "arguments")
                         ? json_array()
@@ -281,7 +328,8 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     bool dmi = json_is_true(json_object_get(meta, "disable-model-invocation"));
     if (!body || !name) {
         free(body), free(name), free(description), free(hint), free(model);
-        json_decref(warnings), json_decref(meta), json_decref(named), json_decref(allowed);
+        json_decref(warnings), json_decref(info), json_decref(meta), json_decref(named);
+        json_decref(allowed);
         return NULL;
     }
     if (!description || !*description) {
@@ -294,7 +342,15 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
         if (codex ? (strcmp(k, "description") == 0 || strcmp(k, "argument-hint") == 0)
                   : cdsh__mcpimport_in_list(claude_known, k))
             continue;
-        if (!codex && cdsh__mcpimport_in_list(claude_ignored, k))
+        if (!codex && cdsh__mcpimport_in_list(claude_metadata, k))
+            cdsh__mcpimport_warnf(info, "front matter \"%s\" is metadata only; not used", k);
+        else if (!codex && strcmp(k, "user-invocable") == 0 && json_is_false(v))
+            cdsh__mcpimport_warnf(warnings,
+                                  "user-invocable: false (Claude Code hides it from the person "
+                                  "and lets only the model run it); in cdsh the person runs it");
+        else if (!codex && strcmp(k, "user-invocable") == 0)
+            cdsh__mcpimport_warnf(info, "user-invocable: the person runs it, as in Claude Code");
+        else if (!codex && cdsh__mcpimport_in_list(claude_ignored, k))
             cdsh__mcpimport_warnf(warnings, "front matter \"%s\" has no cdsh equivalent; ignored",
                                   k);
         else
@@ -302,13 +358,20 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     }
     if (json_array_size(allowed))
         cdsh__mcpimport_warnf(warnings,
-                              "allowed-tools is Claude-only metadata; cdsh does not restrict tools "
-                              "while this command runs");
-    if (model)
-        cdsh__mcpimport_warnf(warnings, "model \"%s\" is not applied; the session's model is used",
-                              model);
+                              "allowed-tools (%s) is not applied: Claude Code pre-approves these "
+                              "tools while the command runs; cdsh asks as usual",
+                              json_string_value(json_array_get(allowed, 0)));
+    if (model && strcmp(model, "inherit") == 0)
+        cdsh__mcpimport_warnf(info, "model \"inherit\": the session's model is used, as in "
+                                    "Claude Code");
+    else if (model)
+        cdsh__mcpimport_warnf(warnings,
+                              "model \"%s\" is not applied; the session's model is used", model);
+    if (!codex && dmi)
+        cdsh__mcpimport_warnf(info, "disable-model-invocation: only the person runs it (cdsh's "
+                                    "model never runs commands)");
     if (strcmp(name, original) != 0)
-        cdsh__mcpimport_warnf(warnings, "name \"%s\" mapped to \"%s\"", original, name);
+        cdsh__mcpimport_warnf(info, "name \"%s\" mapped to \"%s\"", original, name);
     json_t *found = json_array(), *unsupported = json_array();
     bool has0 = false, has_pos = false;
     scan_placeholders(body, codex, named, found, &has0, &has_pos);
@@ -317,11 +380,14 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
         style = json_array_size(found) ? "codex" : "none";
     else if (json_array_size(found)) {
         style = "claude";
-        if (has_pos && !has0 && json_array_size(named) == 0) {
+        if (has_pos && !has0) {
+            /* docs/import.md: a file that never uses $0 was written for the
+             * older 1-based numbering, named arguments or not */
             style = "claude-1based";
             cdsh__mcpimport_warnf(warnings,
                                   "uses $1.. without $0: expanded from $1 as older Claude Code did "
-                                  "(current Claude Code counts from $0)");
+                                  "(current Claude Code counts from $0: $1 is the second "
+                                  "argument there)");
         }
     }
     if (strstr(body, "${CLAUDE_SKILL_DIR}") || strstr(body, "${CLAUDE_SESSION_ID}") ||
@@ -329,15 +395,16 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
         cdsh__mcpimport_warnf(
             warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
                       "written");
-    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings);
+    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings,
+                                     json_object_get(cand, "fileRefs"));
     json_t *ir = json_pack(
         "{s:s, s:s, s:s, s:s?, s:s, s:o, s:s, s:o, s:o, s:s?, s:b, s:s, s:s?, "
-        "s:O, s:o, s:o}",
+        "s:O, s:o, s:o, s:o}",
         "name", name, "originalName", original, "description", description, "argumentHint", hint,
         "prompt", body, "arguments", found, "placeholderStyle", style, "namedArguments", named,
         "allowedTools", allowed, "model", model, "disableModelInvocation", dmi, "source",
         source ? source : "claude", "file", json_string_value(json_object_get(prov, "file")),
-        "provenance", prov, "warnings", warnings, "unsupported", unsupported);
+        "provenance", prov, "warnings", warnings, "unsupported", unsupported, "info", info);
     free(body), free(name), free(description), free(hint), free(model);
     json_decref(meta);
     return ir;

@@ -22,8 +22,12 @@ char *cdsh_mcpimport_command_name_dup(const char *ns, const char *stem);
  * IR: {name, originalName, description, argumentHint, prompt, arguments
  * (placeholders found, in order of first use), placeholderStyle ("claude",
  * "claude-1based", "codex" or "none"), namedArguments, allowedTools, model,
- * disableModelInvocation, source, file, provenance, warnings, unsupported
- * ([{feature: "shell"|"file-include", text}])}. NULL on ENOMEM. */
+ * disableModelInvocation, source, file, provenance, warnings (behaviour that
+ * differs), info (faithful mappings worth knowing: the name mapping, an
+ * argument-hint list), unsupported ([{feature: "shell"|"file-include",
+ * text}])}. cand may carry fileRefs (discover.h: the @paths that are files
+ * of the tree; only those are reported) and meta (front matter from a
+ * manifest's inline command, overriding the file's). NULL on ENOMEM. */
 json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len);
 
 /* The prompt for one run of command IR `cmd` with the person's raw input:
@@ -41,6 +45,10 @@ int cdsh_mcpimport_command_expand(const json_t *cmd, const char *raw_input, char
 /* Layer-internal (skills.c shares the command rules): */
 /* A front-matter value as text (YAML scalars may be numbers or booleans); owned or NULL. */
 char *cdsh__mcpimport_meta_text_dup(const json_t *v);
+/* argument-hint as text: a YAML list (an unquoted "[message]") becomes the
+ * string Claude Code shows for it (items joined by ","), with a note in
+ * `info` (may be NULL). Owned or NULL. */
+char *cdsh__mcpimport_hint_dup(const json_t *v, json_t *info);
 /* A list given as a YAML sequence or a string split on `seps` (not inside
  * parentheses: "Bash(git add:*), Read"). Owned array. */
 json_t *cdsh__mcpimport_meta_list(const json_t *v, const char *seps);
@@ -54,7 +62,10 @@ char *cdsh__mcpimport_first_line_dup(const char *body, const char *fallback);
 void cdsh__mcpimport_claude_placeholders(const char *body, const json_t *named, json_t *found);
 /* Appends {feature: "shell"|"file-include", text} for every !`cmd` and @path
  * in body to `unsupported`, and one warning each to `warnings` (the text
- * stays as written). */
-void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, json_t *warnings);
+ * stays as written; a repeated one is listed once). With file_refs (an
+ * array of the @paths discovery found to be files inside the tree) only
+ * those @paths count; NULL: every path-like @word. */
+void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, json_t *warnings,
+                                      const json_t *file_refs);
 
 #endif

@@ -205,12 +205,12 @@ static json_t *new_ir(const char *raw, const json_t *prov)
     if (strcmp(name, raw) != 0)
         json_object_set_new(p, "originalName", json_string(raw));
     json_t *ir = json_pack("{s:s, s:n, s:n, s:{}, s:n, s:[], s:{}, s:n, s:n, s:n, s:n, s:n, "
-                           "s:[], s:[], s:o}",
+                           "s:[], s:[], s:[], s:o}",
                            "name", name, "transport", "url", "headers", "command", "args", "env",
                            "cwd", "toolCallTimeoutMs", "startupTimeoutMs", "enabledTools",
-                           "disabledTools", "unresolved", "warnings", "provenance", p);
+                           "disabledTools", "unresolved", "warnings", "info", "provenance", p);
     if (strcmp(name, raw) != 0)
-        cdsh__mcpimport_warnf(json_object_get(ir, "warnings"),
+        cdsh__mcpimport_warnf(json_object_get(ir, "info"),
                               "server name \"%s\" is not a valid DSH server name; mapped to \"%s\"",
                               raw, name);
     free(name);

@@ -3,6 +3,7 @@
  * logged and skipped; it never fails the plugin or touches the others. */
 #include "plugins/mcpimport/plugin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "plugins/mcpimport/cmd_import.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/probe.h"
+#include "plugins/mcpimport/redact.h"
 #include "plugins/mcpimport/register.h"
 #include "plugins/mcpimport/register_mcp.h"
 #include "plugins/mcpimport/service.h"
@@ -40,17 +42,24 @@ static void scan_dispose(void *arg)
     free(scan);
 }
 
-/* The message of a judged IR's first blocking reason (borrowed). */
-static const char *first_blocked(const json_t *ir)
+/* The message of a judged IR's first blocking reason, redacted for the log
+ * (a reason may quote a URL or an argument), in buf. */
+static const char *first_blocked_r(const json_t *ir, char *buf, size_t n)
 {
     size_t k;
     json_t *r;
+    snprintf(buf, n, "?");
     json_array_foreach(json_object_get(ir, "reasons"), k, r) {
-        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0)
-            return json_string_value(json_object_get(r, "message"));
+        if (strcmp(json_string_value(json_object_get(r, "level")), "blocked") == 0) {
+            char *m = cdsh_mcpimport_redact_text_dup(json_string_value(json_object_get(r, "message")));
+            snprintf(buf, n, "%s", m ? m : "[REDACTED]");
+            free(m);
+            break;
+        }
     }
-    return "?";
+    return buf;
 }
+#define first_blocked(ir) first_blocked_r((ir), (char[1024]){0}, 1024)
 
 /* Registers each enabled command or skill in `names` (a blocked or vanished
  * one is logged and skipped); `pre`/`post` frame a name in the log. */

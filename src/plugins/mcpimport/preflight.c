@@ -8,6 +8,7 @@
 
 #include "plugins/mcpimport/skills.h"
 
+static const char *str(const json_t *o, const char *k);
 static void reason(json_t *ir, const char *level, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void reason(json_t *ir, const char *level, const char *code, const char *fmt, ...)
@@ -17,9 +18,16 @@ static void reason(json_t *ir, const char *level, const char *code, const char *
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    json_array_append_new(
-        json_object_get(ir, "reasons"),
-        json_pack("{s:s, s:s, s:s}", "level", level, "code", code, "message", buf));
+    json_t *reasons = json_object_get(ir, "reasons");
+    size_t i;
+    json_t *r;
+    json_array_foreach(reasons, i, r) { /* an identical reason is given once */
+        if (strcmp(str(r, "message"), buf) == 0 && strcmp(str(r, "code"), code) == 0 &&
+            strcmp(str(r, "level"), level) == 0)
+            return;
+    }
+    json_array_append_new(reasons,
+                          json_pack("{s:s, s:s, s:s}", "level", level, "code", code, "message", buf));
 }
 
 static const char *str(const json_t *o, const char *k)
@@ -99,11 +107,11 @@ static void check_secrets(json_t *ir)
         if (from && (strcmp(from, "env") == 0 || strcmp(from, "keyring") == 0))
             continue;
         if (json_is_string(json_object_get(r, "fallback")))
-            reason(ir, "warn", "DEFAULT_USED", "${%s} (%s) is not set; its default is used", var,
-                   field);
+            reason(ir, "info", "DEFAULT_USED",
+                   "${%s} (%s) is not set; its default is used, as Claude Code does", var, field);
         else if (json_is_true(json_object_get(r, "optional")))
-            reason(ir, "warn", "OPTIONAL_UNSET", "${%s} (%s) is not set; %s is left out", var,
-                   field, field);
+            reason(ir, "info", "OPTIONAL_UNSET",
+                   "${%s} (%s) is not set; %s is left out, as Codex does", var, field, field);
         else
             reason(ir, "blocked", "UNRESOLVED_SECRET",
                    "${%s} (%s) is not set: export %s, or store it in the keyring and allow it "
@@ -117,10 +125,13 @@ static void finish(json_t *ir)
     const char *v = "ok";
     size_t i;
     json_t *r;
+    json_array_foreach(json_object_get(ir, "info"), i, r) {
+        reason(ir, "info", "MAPPING", "%s", json_string_value(r));
+    }
     json_array_foreach(json_object_get(ir, "reasons"), i, r) {
         if (strcmp(str(r, "level"), "blocked") == 0)
             v = "blocked";
-        else if (strcmp(v, "ok") == 0)
+        else if (strcmp(str(r, "level"), "warn") == 0 && strcmp(v, "ok") == 0)
             v = "warn";
     }
     json_object_set_new(ir, "verdict", json_string(v));
@@ -134,16 +145,23 @@ static const char *raw_name(const json_t *ir, const char *orig_key)
     return o ? o : str(ir, "name");
 }
 
-/* Collisions: the first of a name wins, later ones are blocked. */
+/* Collisions: the first of a name wins, later ones are blocked. One pass
+ * with a name index (linear in the number of items). */
 static void check_names(json_t *list, const char *orig_key, const char *dup_code, const char *what)
 {
-    size_t i, j;
+    size_t i;
     json_t *a, *b;
+    json_t *first = json_object();
     json_array_foreach(list, i, a) {
-        for (j = 0; j < i; j++) {
-            b = json_array_get(list, j);
-            if (strcmp(str(a, "name"), str(b, "name")) != 0)
-                continue;
+        const char *name = str(a, "name");
+        if (!name)
+            continue;
+        b = json_object_get(first, name);
+        if (!b) {
+            json_object_set(first, name, a);
+            continue;
+        }
+        {
             char wa[512], wb[512];
             where(a, wa, sizeof wa);
             where(b, wb, sizeof wb);
@@ -156,12 +174,14 @@ static void check_names(json_t *list, const char *orig_key, const char *dup_code
                        "%s \"%s\" is also defined in %s, which takes "
                        "precedence",
                        what, str(a, "name"), wb);
-                reason(b, "warn", dup_code, "%s \"%s\" is also defined in %s (shadowed)", what,
-                       str(a, "name"), wa);
+                reason(b, "info", dup_code,
+                       "%s \"%s\" is also defined in %s, which this one shadows (as in Claude "
+                       "Code)",
+                       what, str(a, "name"), wa);
             }
-            break;
         }
     }
+    json_decref(first);
 }
 
 /* Every `` !`cmd` `` / `@file` and every warning of command or skill IR as a

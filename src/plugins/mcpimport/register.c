@@ -45,6 +45,7 @@ int cdsh_mcpimport_register_skill(cdsh_plugin_ctx *ctx, const json_t *skill, cds
         .description = json_string_value(json_object_get(skill, "description")),
         .content = json_string_value(json_object_get(skill, "content")),
         .when_to_use = json_string_value(json_object_get(skill, "whenToUse")),
+        .user_only = json_is_true(json_object_get(skill, "disableModelInvocation")),
     };
     return cdsh_ctx_register_skill(ctx, &def, err);
 }

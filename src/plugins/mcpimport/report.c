@@ -11,6 +11,7 @@
 #include "base/process.h"
 #include "base/redact.h"
 #include "base/strbuf.h"
+#include "plugins/mcpimport/redact.h"
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -22,23 +23,39 @@ static void redact_map(json_t *map)
     const char *k;
     json_t *v;
     json_object_foreach(map, k, v) {
-        const char *s = json_string_value(v);
-        if (!s)
-            continue;
-        bool is_ref = strncmp(s, "${", 2) == 0 && s[strlen(s) - 1] == '}' && !strchr(s + 2, '$');
-        bool bearer_ref = strncmp(s, "Bearer ${", 9) == 0 && s[strlen(s) - 1] == '}';
-        if (!is_ref && !bearer_ref &&
-            (cdsh_process_env_name_is_secret(k) || strcasecmp(k, "authorization") == 0)) {
-            json_object_set_new(map, k, json_string(CDSH_REDACTED));
-            continue;
-        }
-        char *r = cdsh_redact_dup(s);
+        char *r = json_is_string(v) ? cdsh_mcpimport_redact_value_dup(k, json_string_value(v))
+                                    : NULL;
         if (r)
             json_object_set_new(map, k, json_string(r));
         free(r);
     }
 }
 
+static void redact_field(json_t *o, const char *k)
+{
+    const char *s = str(o, k);
+    char *r = s ? cdsh_mcpimport_redact_text_dup(s) : NULL;
+    if (r)
+        json_object_set_new(o, k, json_string(r));
+    free(r);
+}
+
+/* Every string of every key but the ones already handled, as free text. */
+static void redact_rest(json_t *o, const char *const *skip)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        bool skipped = false;
+        for (const char *const *x = skip; *x && !skipped; x++)
+            skipped = strcmp(*x, k) == 0;
+        if (!skipped)
+            json_object_set_new(o, k, cdsh_mcpimport_redact_json_dup(v));
+    }
+}
+
+/* A copy of a judged server IR fit to print: references as written, literal
+ * secrets redacted wherever they are (env, headers, url, args, messages). */
 static json_t *sanitise_server(const json_t *ir)
 {
     json_t *c = json_deep_copy(ir);
@@ -51,30 +68,45 @@ static json_t *sanitise_server(const json_t *ir)
     json_array_foreach(args, i, a) {
         const char *s = json_string_value(a);
         if (next_secret) {
-            json_array_set_new(args, i, json_string(CDSH_REDACTED));
+            char *r = cdsh_mcpimport_redact_value_dup("token", s);
+            json_array_set_new(args, i, json_string(r ? r : CDSH_REDACTED));
+            free(r);
             next_secret = false;
             continue;
         }
         const char *eq = strchr(s, '=');
         if (s[0] == '-' && cdsh_process_env_name_is_secret(s)) {
             if (eq) {
-                char buf[256];
-                snprintf(buf, sizeof buf, "%.*s%s", (int)(eq + 1 - s), s, CDSH_REDACTED);
-                json_array_set_new(args, i, json_string(buf));
+                char key[256];
+                snprintf(key, sizeof key, "%.*s", (int)(eq - s), s);
+                char *r = cdsh_mcpimport_redact_value_dup("token", eq + 1);
+                char *buf = NULL;
+                if (r && asprintf(&buf, "%.*s%s", (int)(eq + 1 - s), s, r) >= 0)
+                    json_array_set_new(args, i, json_string(buf));
+                free(buf);
+                free(r);
             } else
                 next_secret = true;
             continue;
         }
-        char *r = cdsh_redact_dup(s);
+        char *r = cdsh_mcpimport_redact_text_dup(s);
         if (r)
             json_array_set_new(args, i, json_string(r));
         free(r);
     }
+    redact_field(c, "url");
+    redact_field(c, "command");
+    redact_field(c, "cwd");
     json_array_foreach(json_object_get(c, "unresolved"), i, a) {
-        if (json_is_string(json_object_get(a, "fallback")) &&
-            cdsh_process_env_name_is_secret(str(a, "envVar")))
+        const char *fb = str(a, "fallback");
+        if (fb && *fb && cdsh_process_env_name_is_secret(str(a, "envVar")))
             json_object_set_new(a, "fallback", json_string(CDSH_REDACTED));
+        else
+            redact_field(a, "fallback");
     }
+    static const char *const done[] = {"env", "headers", "args", "url", "command", "cwd",
+                                       "unresolved", NULL};
+    redact_rest(c, done);
     return c;
 }
 
@@ -126,17 +158,21 @@ json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
         count(summary, "servers", str(x, "verdict") ? str(x, "verdict") : "ok");
     }
     json_array_foreach(commands, i, x) {
-        json_array_append(json_object_get(section(sources, src_of(x)), "commands"), x);
+        json_array_append_new(json_object_get(section(sources, src_of(x)), "commands"),
+                              cdsh_mcpimport_redact_json_dup(x));
         count(summary, "commands", str(x, "verdict") ? str(x, "verdict") : "ok");
     }
     json_array_foreach(skills, i, x) {
         const char *k = strcmp(str(x, "kind"), "agent") == 0 ? "agents" : "skills";
-        json_array_append(json_object_get(section(sources, src_of(x)), k), x);
+        json_array_append_new(json_object_get(section(sources, src_of(x)), k),
+                              cdsh_mcpimport_redact_json_dup(x));
         count(summary, k, str(x, "verdict") ? str(x, "verdict") : "ok");
     }
     json_array_foreach(notes, i, x) {
-        json_t *n = json_pack("{s:s, s:O}", "message", str(x, "message"), "provenance",
+        char *m = cdsh_mcpimport_redact_text_dup(str(x, "message"));
+        json_t *n = json_pack("{s:s, s:O}", "message", m ? m : CDSH_REDACTED, "provenance",
                               json_object_get(x, "provenance"));
+        free(m);
         json_array_append_new(json_object_get(section(sources, src_of(x)), "notes"), n);
     }
     json_object_set_new(summary, "notes", json_integer((json_int_t)json_array_size(notes)));

@@ -16,15 +16,14 @@ typedef struct entry {
 struct cdsh_mcpimport_secrets {
     entry *v;
     size_t n, cap;
+    json_t *index; /* name -> position in v (lookups stay constant-time) */
 };
 
 const char *cdsh_mcpimport_secrets_get(void *store, const char *name)
 {
     cdsh_mcpimport_secrets *s = store;
-    for (size_t i = 0; s && i < s->n; i++)
-        if (strcmp(s->v[i].name, name) == 0)
-            return s->v[i].value;
-    return NULL;
+    const json_t *at = s && s->index ? json_object_get(s->index, name) : NULL;
+    return at ? s->v[json_integer_value(at)].value : NULL;
 }
 
 size_t cdsh_mcpimport_secrets_count(const cdsh_mcpimport_secrets *store)
@@ -45,6 +44,11 @@ static int put(cdsh_mcpimport_secrets *s, const char *name, const char *value)
     s->v[s->n].name = strdup(name);
     s->v[s->n].value = strdup(value);
     if (!s->v[s->n].name || !s->v[s->n].value) {
+        free(s->v[s->n].name);
+        free(s->v[s->n].value);
+        return CDSH_ENOMEM;
+    }
+    if (json_object_set_new(s->index, name, json_integer((json_int_t)s->n)) != 0) {
         free(s->v[s->n].name);
         free(s->v[s->n].value);
         return CDSH_ENOMEM;
@@ -91,6 +95,10 @@ int cdsh_mcpimport_secrets_resolve(json_t *servers, const cdsh_mcpimport_secret_
                                    cdsh_mcpimport_secrets **out, cdsh_error *err)
 {
     cdsh_mcpimport_secrets *s = calloc(1, sizeof *s);
+    if (s && !(s->index = json_object())) {
+        free(s);
+        s = NULL;
+    }
     if (!s)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     size_t i, j;
@@ -140,5 +148,6 @@ void cdsh_mcpimport_secrets_free(cdsh_mcpimport_secrets *store)
         free(store->v[i].name);
     }
     free(store->v);
+    json_decref(store->index);
     free(store);
 }

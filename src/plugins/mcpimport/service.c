@@ -85,18 +85,21 @@ static int rank(const json_t *ir)
     return agent ? (project ? 3 : 4) : (project ? 1 : 0);
 }
 
-/* Stable insertion sort by rank (lists are short). */
+/* Stable order by rank: one bucket per rank (linear). */
 static void order_skills(json_t *skills)
 {
-    size_t n = json_array_size(skills);
-    for (size_t i = 1; i < n; i++) {
-        json_t *x = json_incref(json_array_get(skills, i));
-        size_t j = i;
-        while (j > 0 && rank(json_array_get(skills, j - 1)) > rank(x)) {
-            json_array_set(skills, j, json_array_get(skills, j - 1));
-            j--;
-        }
-        json_array_set_new(skills, j, x);
+    json_t *buckets[6];
+    for (int r = 0; r < 6; r++)
+        buckets[r] = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(skills, i, x) {
+        json_array_append(buckets[rank(x)], x);
+    }
+    json_array_clear(skills);
+    for (int r = 0; r < 6; r++) {
+        json_array_extend(skills, buckets[r]);
+        json_decref(buckets[r]);
     }
 }
 

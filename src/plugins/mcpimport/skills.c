@@ -64,7 +64,7 @@ static const char *const agent_claude_only[] = {
     "mcpServers", "hooks",           "maxTurns",  "skills", "initialPrompt",
     "memory",     "background",      "isolation", "color",  NULL};
 
-static void key_warnings(const json_t *meta, bool agent, json_t *warnings)
+static void key_warnings(const json_t *meta, bool agent, json_t *warnings, json_t *info)
 {
     const char *k;
     json_t *v;
@@ -79,12 +79,27 @@ static void key_warnings(const json_t *meta, bool agent, json_t *warnings)
                                   "%s is Claude-only; cdsh does not restrict the tools while "
                                   "this %s is used",
                                   k, agent ? "sub-agent" : "skill");
+        else if (strcmp(k, "model") == 0 && val && strcmp(val, "inherit") == 0)
+            cdsh__mcpimport_warnf(info, "model \"inherit\": the session's model is used, as in "
+                                        "Claude Code");
         else if (strcmp(k, "model") == 0 && val)
             cdsh__mcpimport_warnf(warnings,
                                   "model \"%s\" is not applied; the session's model is used", val);
         else if (strcmp(k, "disable-model-invocation") == 0 && json_is_true(v))
-            cdsh__mcpimport_warnf(warnings, "disable-model-invocation is not applied: in cdsh "
-                                            "the model loads skills through the skill tool");
+            cdsh__mcpimport_warnf(info, "disable-model-invocation: not offered to the model (left "
+                                        "out of <available_skills>), as in Claude Code");
+        else if (strcmp(k, "disable-model-invocation") == 0 ||
+                 (strcmp(k, "user-invocable") == 0 && !json_is_false(v)))
+            cdsh__mcpimport_warnf(info, "%s: %s, as in Claude Code", k,
+                                  "the model is offered the skill");
+        else if (strcmp(k, "user-invocable") == 0)
+            cdsh__mcpimport_warnf(info, "user-invocable: false: offered to the model only, as in "
+                                        "Claude Code (cdsh has no / menu for skills)");
+        else if (strcmp(k, "color") == 0 || strcmp(k, "metadata") == 0 ||
+                 strcmp(k, "version") == 0 || strcmp(k, "license") == 0)
+            cdsh__mcpimport_warnf(info, "front matter \"%s\" is display or metadata only; not "
+                                        "used",
+                                  k);
         else if (agent)
             cdsh__mcpimport_warnf(warnings,
                                   "sub-agent field \"%s\" is Claude-only; not applied (the "
@@ -139,6 +154,12 @@ static char *content_dup(bool agent, const char *original, const char *body, con
     return cdsh_strbuf_take(&b, NULL);
 }
 
+static const char *src_of(const json_t *prov)
+{
+    const char *s = json_string_value(json_object_get(prov, "source"));
+    return s ? s : "claude";
+}
+
 json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
 {
     const char *kind = json_string_value(json_object_get(cand, "kind"));
@@ -150,11 +171,12 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
     const char *root = json_string_value(json_object_get(cand, "pluginRoot"));
     const char *dir = agent ? NULL : json_string_value(json_object_get(cand, "skillDir"));
     json_t *warnings = json_array(), *meta = NULL, *unsupported = json_array();
+    json_t *info = json_array();
     size_t off = 0;
     const char *t = json_string_value(text);
     size_t len = json_string_length(text);
     if (cdsh_mcpimport_frontmatter_parse(t ? t : "", t ? len : 0, &meta, &off, warnings) != 0) {
-        json_decref(warnings), json_decref(unsupported);
+        json_decref(warnings), json_decref(unsupported), json_decref(info);
         return NULL;
     }
     const char *given = json_string_value(json_object_get(meta, "name"));
@@ -170,7 +192,7 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
     char *description = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "description"));
     const char *desc_from = description && *description ? "front matter" : NULL;
     char *when = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "when_to_use"));
-    char *hint = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "argument-hint"));
+    char *hint = cdsh__mcpimport_hint_dup(json_object_get(meta, "argument-hint"), info);
     json_t *named = json_object_get(meta, "arguments")
                         ? cdsh__mcpimport_meta_list(json_object_get(meta, "arguments"), " ,")
                         : json_array();
@@ -183,13 +205,13 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
         description = cdsh__mcpimport_first_line_dup(body, original);
         desc_from = "body";
     }
-    key_warnings(meta, agent, warnings);
+    key_warnings(meta, agent, warnings, info);
     /* Plugin qualification alone ("tools:helper" → "tools-helper") is the
      * documented mapping, shown in the report; only sanitising warns. */
     char joined[512];
     snprintf(joined, sizeof joined, "%s%s%s", ns && *ns ? ns : "", ns && *ns ? "-" : "", raw);
     if (strcmp(name, joined) != 0)
-        cdsh__mcpimport_warnf(warnings, "name \"%s\" mapped to \"%s\"", original, name);
+        cdsh__mcpimport_warnf(info, "name \"%s\" mapped to \"%s\"", original, name);
     cdsh__mcpimport_claude_placeholders(body, named, found);
     if (json_array_size(found)) {
         cdsh_strbuf list;
@@ -210,7 +232,8 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
         cdsh__mcpimport_warnf(
             warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
                       "written");
-    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings);
+    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings,
+                                     json_object_get(cand, "fileRefs"));
     if (json_is_true(json_object_get(cand, "filesTruncated")))
         cdsh__mcpimport_warnf(warnings, "the skill folder holds more files than are listed");
     const json_t *files = json_object_get(cand, "files");
@@ -225,7 +248,7 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
     }
     ir = json_pack(
         "{s:s, s:s, s:s, s:s?, s:s?, s:b, s:s?, s:s?, s:O, s:O, s:s, s:I, s:s?, "
-        "s:o, s:o, s:O?, s:s, s:s?, s:O, s:O, s:O, s:b}",
+        "s:o, s:o, s:O?, s:s, s:s?, s:O, s:O, s:O, s:b, s:O, s:b}",
         "kind", agent ? "agent" : "skill", "name", name, "originalName", original, "description",
         shown ? shown : description, "descriptionFrom", desc_from, "hasName", given && *given,
         "whenToUse", when, "argumentHint", hint, "arguments", named, "placeholders", found,
@@ -233,14 +256,15 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
         files ? json_incref((json_t *)files) : json_array(), "unreadableFiles",
         json_object_get(cand, "unreadable") ? json_incref(json_object_get(cand, "unreadable"))
                                             : json_array(),
-        "error", json_object_get(cand, "error"), "source", "claude", "file",
+        "error", json_object_get(cand, "error"), "source", src_of(prov), "file",
         json_string_value(json_object_get(prov, "file")), "provenance", prov, "warnings", warnings,
-        "unsupported", unsupported, "hasBody", body[strspn(body, " \t\r\n")] != '\0');
+        "unsupported", unsupported, "hasBody", body[strspn(body, " \t\r\n")] != '\0', "info", info,
+        "disableModelInvocation", json_is_true(json_object_get(meta, "disable-model-invocation")));
     free(content);
     free(shown);
 done:
     free(name), free(body), free(description), free(when), free(hint);
     json_decref(meta), json_decref(named), json_decref(found);
-    json_decref(warnings), json_decref(unsupported);
+    json_decref(warnings), json_decref(unsupported), json_decref(info);
     return ir;
 }

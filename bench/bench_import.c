@@ -1,0 +1,123 @@
+/* bench_import.c — the importer's scan cost: a project with N command files
+ * (10 000 .. 100 000, in folders of 1 000) and a .mcp.json with N servers
+ * (2 000 .. 20 000), each scanned (discover + normalise + judge, no machine
+ * probe) and timed (wall and CPU); the time per item shows whether the
+ * cost is linear. The
+ * trees are made in a temporary directory and removed afterwards. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+#include "plugins/mcpimport/service.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+static double scan(const char *home, const char *project, size_t *items)
+{
+    char claude[4096], codex[4096], cj[4096];
+    snprintf(claude, sizeof claude, "%s/claude", home);
+    snprintf(codex, sizeof codex, "%s/codex", home);
+    snprintf(cj, sizeof cj, "%s/claude.json", home);
+    const char *projects[] = {project, NULL};
+    cdsh_mcpimport_roots roots = {claude, cj, codex, projects};
+    cdsh_mcpimport_scan sc;
+    double t0 = now();
+    clock_t c0 = clock();
+    if (cdsh_mcpimport_scan_run(&roots, NULL, NULL, &sc, NULL) != 0) {
+        fprintf(stderr, "scan failed\n");
+        exit(1);
+    }
+    double t = now() - t0;
+    printf("  (cpu %.3f s) ", (double)(clock() - c0) / CLOCKS_PER_SEC);
+    *items = json_array_size(sc.commands) + json_array_size(sc.servers);
+    cdsh_mcpimport_scan_deinit(&sc);
+    return t;
+}
+
+static void files(const char *base, size_t n)
+{
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/files%zu", base, n);
+    char dir[4200];
+    for (size_t i = 0; i < n; i++) {
+        if (i % 1000 == 0) {
+            snprintf(dir, sizeof dir, "%s/.claude/commands/d%zu", tmpl, i / 1000);
+            cdsh_fs_mkdir_p(dir, 0700, NULL);
+        }
+        char p[4400];
+        snprintf(p, sizeof p, "%s/c%zu.md", dir, i);
+        write_file(p, "---\ndescription: A command\n---\nDo $ARGUMENTS now.\n");
+    }
+    size_t items;
+    double t = scan(base, tmpl, &items);
+    printf("scan of %6zu command files: %7.3f s  (%5.2f us per file, %zu commands)\n", n, t,
+           t * 1e6 / (double)n, items);
+}
+
+static void servers(const char *base, size_t n)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/servers%zu", base, n);
+    cdsh_fs_mkdir_p(dir, 0700, NULL);
+    json_t *map = json_object();
+    for (size_t i = 0; i < n; i++) {
+        char name[48], var[64];
+        snprintf(name, sizeof name, "srv%zu", i);
+        snprintf(var, sizeof var, "${BENCH_TOKEN_%zu}", i);
+        json_object_set_new(map, name,
+                            json_pack("{s:s, s:[s,s], s:{s:s}}", "command", "node", "args",
+                                      "server.js", "--stdio", "env", "API_TOKEN", var));
+    }
+    json_t *doc = json_pack("{s:o}", "mcpServers", map);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/.mcp.json", dir);
+    json_dump_file(doc, p, 0);
+    json_decref(doc);
+    size_t items;
+    double t = scan(base, dir, &items);
+    printf("scan of %6zu servers:       %7.3f s  (%5.2f us per server)\n", n, t,
+           t * 1e6 / (double)n);
+}
+
+int main(int argc, char **argv)
+{
+    /* bench_import [FILES SERVERS]: one size of each instead of the series */
+    size_t one_f = argc > 2 ? strtoul(argv[1], NULL, 10) : 0;
+    size_t one_s = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
+    char base[] = "/tmp/cdsh-bench-import-XXXXXX";
+    if (!mkdtemp(base)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    const size_t nf[] = {10000, 50000, 100000};
+    for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++)
+        if (!one_f || i == 0)
+            files(base, one_f ? one_f : nf[i]);
+    const size_t ns[] = {2000, 4000, 20000};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        if (!one_s || i == 0)
+            servers(base, one_s ? one_s : ns[i]);
+    cdsh_fs_remove_tree(base, NULL);
+    return 0;
+}
