@@ -333,6 +333,82 @@ static void review_marks_a_hanging_chariot_as_a_turning_point(void **state)
     json_decref(v);
 }
 
+
+/* Issue 23: every evaluation is Red's view and the same figure in the
+ * board, the hint and the review for one position and depth, on every call
+ * (the hint gave the side to move's score with Black to move, the review
+ * searched on the opponent's engine with whatever its hash held). */
+static void evaluations_agree_in_one_perspective_and_repeat(void **state)
+{
+    fixture *f = *state;
+    static const char *fens[] = {
+        "r2akab2/9/9/9/9/9/4P4/9/9/RR1AKAB2 b - - 0 1", /* Black to move, Red a chariot up */
+        "r2akab2/9/9/9/9/9/4P4/9/9/RR1AKAB2 w - - 0 1", /* Red to move, the same material */
+        "rr1akab2/9/9/9/9/9/4p4/9/9/R2AKAB2 w - - 0 1", /* Red to move, Black a chariot up */
+    };
+    for (int k = 0; k < 3; k++) {
+        cdsh_xq_new_opts o = {.side = k == 0 ? "b" : "r", .opponent = "local", .fen = fens[k]};
+        cdsh_error err;
+        json_t *g = cdsh_xq_service_new_game(f->svc, "s-test", &o, &err);
+        assert_true(json_is_true(json_object_get(g, "ok")));
+        json_decref(g);
+        json_t *b = cdsh_xq_service_board(f->svc, "s-test", false, true, false, &err);
+        const json_t *be = json_object_get(b, "evaluation");
+        const long long score = num(be, "score");
+        print_message("%s: board %lld (depth %lld)\n", fens[k], score, num(be, "depth"));
+        assert_int_equal(num(be, "depth"), 1); /* the fixture's review depth */
+        if (k < 2)
+            assert_true(score > 300); /* Red is a chariot up, whoever moves */
+        else
+            assert_true(score < -300);
+        assert_int_equal(num(be, "sideScore"), k == 0 ? -score : score);
+        /* the hint at that depth: its evaluation, and its one candidate */
+        json_t *h = cdsh_xq_service_hint(f->svc, "s-test", 1, 1, &err);
+        assert_int_equal(num(json_object_get(h, "evaluation"), "score"), score);
+        assert_int_equal(num(json_array_get(json_object_get(h, "candidates"), 0), "score"), score);
+        json_decref(h);
+        h = cdsh_xq_service_hint(f->svc, "s-test", 3, 1, &err);
+        assert_int_equal(num(json_object_get(h, "evaluation"), "score"), score);
+        json_decref(h);
+        /* a deeper search in between changes nothing */
+        json_decref(cdsh_xq_service_hint(f->svc, "s-test", 2, 4, &err));
+        json_t *r1 = cdsh_xq_service_review(f->svc, "s-test", "all", &err);
+        assert_int_equal(num(json_array_get(json_object_get(r1, "curve"), 0), "score"), score);
+        json_t *b2 = cdsh_xq_service_board(f->svc, "s-test", false, true, false, &err);
+        assert_true(json_equal(json_object_get(b2, "evaluation"), (json_t *)be));
+        json_t *r2 = cdsh_xq_service_review(f->svc, "s-test", "all", &err);
+        assert_true(json_equal(json_object_get(r1, "curve"), json_object_get(r2, "curve")));
+        json_decref(r1);
+        json_decref(r2);
+        json_decref(b2);
+        json_decref(b);
+    }
+}
+
+/* The review of a played game repeats exactly (the curve changed between
+ * runs: 10 vs 32 for the opening) and its start agrees with the board at
+ * the review depth. */
+static void review_of_a_game_is_deterministic(void **state)
+{
+    fixture *f = *state;
+    json_decref(new_game(f, "r", "local"));
+    json_decref(move(f, CDSH_XQ_ACTOR_HERO, "h2e2"));
+    json_decref(move(f, CDSH_XQ_ACTOR_HERO, "h0g2"));
+    json_decref(move(f, CDSH_XQ_ACTOR_HERO, "i0h0"));
+    cdsh_error err;
+    json_t *r1 = cdsh_xq_service_review(f->svc, "s-test", "all", &err);
+    json_decref(cdsh_xq_service_hint(f->svc, "s-test", 3, 5, &err));
+    json_t *r2 = cdsh_xq_service_review(f->svc, "s-test", "all", &err);
+    assert_int_equal(json_array_size(json_object_get(r1, "curve")), 7);
+    assert_true(json_equal(json_object_get(r1, "curve"), json_object_get(r2, "curve")));
+    json_t *b = cdsh_xq_service_board(f->svc, "s-test", false, true, false, &err);
+    assert_int_equal(num(json_object_get(b, "evaluation"), "score"),
+                     num(json_array_get(json_object_get(r1, "curve"), 6), "score"));
+    json_decref(b);
+    json_decref(r1);
+    json_decref(r2);
+}
+
 static void resign_ends_the_game_for_the_person(void **state)
 {
     fixture *f = *state;
@@ -491,6 +567,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(review_curve_has_one_point_per_ply, setup, teardown),
         cmocka_unit_test_setup_teardown(review_marks_a_hanging_chariot_as_a_turning_point, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(evaluations_agree_in_one_perspective_and_repeat, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(review_of_a_game_is_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(resign_ends_the_game_for_the_person, setup, teardown),
         cmocka_unit_test_setup_teardown(fallback_plays_the_local_engine_move_now, setup, teardown),
         cmocka_unit_test_setup_teardown(without_a_runner_the_model_game_falls_back, setup,

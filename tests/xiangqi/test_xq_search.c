@@ -8,6 +8,7 @@
 #include "support/xq_position.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,6 +432,71 @@ static void clock_limits_return_a_legal_move(void **state)
     cdsh_xq_pos_free(pos);
 }
 
+
+/* A clock that advances one millisecond each time it is read. */
+static int64_t counting_clock(void *user)
+{
+    return atomic_fetch_add((_Atomic int64_t *)user, 1);
+}
+
+/* movetime is kept at any thread count because every thread reads the
+ * clock every CDSH_XQ_TIME_POLL_NODES of its nodes (before, only the main
+ * thread did, every 1024 of its own nodes: with more threads than cores a
+ * starved main thread overshot, 523 ms for movetime 300 with 64 threads).
+ * With a clock that ticks per read, the nodes searched are bounded by
+ * ticks x poll interval whatever the number of threads. */
+static void time_limit_is_polled_by_every_thread(void **state)
+{
+    (void)state;
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(cdsh_xq_bench_fens[5]);
+    const int threads[] = {1, 4, 16};
+    for (int k = 0; k < 3; k++) {
+        cdsh_xq_engine *eng = engine(threads[k]);
+        _Atomic int64_t ticks = 1000;
+        cdsh_xq_engine_set_clock(eng, counting_clock, &ticks);
+        cdsh_xq_limits lim = {.movetime_ms = 200, .overhead_ms = 20}; /* budget 180 ticks */
+        cdsh_xq_search_result r = run(eng, pos, &lim);
+        const uint64_t bound = (uint64_t)(180 + threads[k] + 1) * CDSH_XQ_TIME_POLL_NODES + 3000;
+        print_message("threads %d: %llu nodes, %lld ticks, depth %d (bound %llu nodes)\n",
+                      threads[k], (unsigned long long)r.nodes, (long long)r.time_ms, r.depth,
+                      (unsigned long long)bound);
+        assert_int_equal(cdsh_xq_move_check(pos, r.best, NULL), 0);
+        assert_true(r.depth >= 1);
+        assert_true(r.time_ms >= 180);
+        assert_true(r.nodes > 180 * CDSH_XQ_TIME_POLL_NODES / 4);
+        assert_true(r.nodes <= bound);
+        cdsh_xq_engine_free(eng);
+    }
+    cdsh_xq_pos_free(pos);
+}
+
+/* Issue 26 item 7: an engine allocates its hash table and thread records
+ * on the first search, at the size set last. */
+static void tables_are_allocated_by_the_first_search(void **state)
+{
+    (void)state;
+    cdsh_xq_pos *pos = cdsh_test_xq_pos(CDSH_XQ_START_FEN);
+    cdsh_xq_engine *eng = NULL;
+    cdsh_xq_engine_opts o = {.threads = 2}; /* the default 16 MB of hash */
+    assert_int_equal(cdsh_xq_engine_new(&o, &eng, NULL), 0);
+    assert_int_equal(cdsh_xq_engine_table_bytes(eng), 0);
+    cdsh_xq_engine_clear(eng); /* nothing to clear yet */
+    cdsh_xq_limits lim = {.depth = 3};
+    cdsh_xq_search_result r = run(eng, pos, &lim);
+    assert_true(r.best);
+    const size_t full = cdsh_xq_engine_table_bytes(eng);
+    assert_true(full >= 16u << 20);
+    assert_int_equal(cdsh_xq_engine_set_hash(eng, 2, NULL), 0);
+    assert_true(cdsh_xq_engine_table_bytes(eng) < full - (15u << 20)); /* the 16 MB are gone */
+    r = run(eng, pos, &lim);
+    const size_t two = cdsh_xq_engine_table_bytes(eng);
+    assert_true(two >= 2u << 20 && two < 3u << 20);
+    assert_int_equal(cdsh_xq_engine_set_threads(eng, 1, NULL), 0);
+    assert_int_equal(cdsh_xq_engine_table_bytes(eng), 2u << 20);
+    cdsh_xq_engine_free(eng);
+    cdsh_xq_pos_free(pos);
+}
+
 static void flip_fen(const char *fen, char *out, int mirror)
 {
     /* colour flip: reverse the ranks, swap case, swap side; or mirror files */
@@ -574,6 +640,8 @@ int main(void)
         cmocka_unit_test(two_engines_search_independently),
         cmocka_unit_test(lazy_smp_threads_find_the_mate),
         cmocka_unit_test(clock_limits_return_a_legal_move),
+        cmocka_unit_test(time_limit_is_polled_by_every_thread),
+        cmocka_unit_test(tables_are_allocated_by_the_first_search),
         cmocka_unit_test(evaluation_is_colour_and_mirror_symmetric),
         cmocka_unit_test(evaluation_sees_material),
         cmocka_unit_test(transposition_table_stores_and_finds),

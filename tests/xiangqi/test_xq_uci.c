@@ -380,6 +380,215 @@ static void ucci_quit_during_search_exits(void **state)
     live_finish(&l);
 }
 
+
+/* ---- hostile input (issue 26 item 6) ---- */
+
+/* A move list of 14 002 plies on one 70 KB line: every move is played (the
+ * old reader cut commands at 4 096 words and lines at 64 KiB). */
+static void uci_long_position_is_read_whole(void **state)
+{
+    (void)state;
+    const char *cycle[] = {"h0g2", "h9g7", "g2h0", "g7h9"};
+    const int plies = 14002;
+    size_t cap = 64 + (size_t)plies * 5 + 64;
+    char *in = malloc(cap + 64);
+    assert_non_null(in);
+    size_t n = (size_t)snprintf(in, cap, "position startpos moves");
+    for (int i = 0; i < plies; i++)
+        n += (size_t)snprintf(in + n, cap - n, " %s", cycle[i % 4]);
+    n += (size_t)snprintf(in + n, cap - n, "\nd\ngo depth 1\n");
+    assert_true(n > 65536 && n < cap);
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(in, &out, NULL, "xiangqi", "uci", NULL), 0);
+    assert_null(strstr(out, "error"));
+    assert_non_null(strstr(out, "Fen: rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C4NC1/9/"
+                                "RNBAKAB1R w - - 14002 7002\n"));
+    assert_int_equal(count_lines_starting(out, "bestmove "), 1);
+    const char *moves[] = {"h0g2", "h9g7"};
+    assert_bestmove_legal(out, CDSH_XQ_START_FEN, moves, 2);
+    free(out);
+    free(in);
+}
+
+/* A line longer than the input's limit is dropped whole and reported once;
+ * the session goes on. */
+static void uci_overlong_line_is_reported_and_dropped(void **state)
+{
+    (void)state;
+    const size_t big = (size_t)CDSH_XQ_PROTOCOL_LINE_MAX + 100;
+    char *in = malloc(big + 64);
+    assert_non_null(in);
+    memcpy(in, "position startpos moves", 23);
+    for (size_t i = 23; i < big; i += 5)
+        memcpy(in + i, " h0g2", 5);
+    size_t n = big - big % 5 + 3;
+    n = 23 + (big - 23) / 5 * 5;
+    snprintf(in + n, 64, "\nisready\n");
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(in, &out, NULL, "xiangqi", "uci", NULL), 0);
+    char want[128];
+    snprintf(want, sizeof want, "info string error: line longer than %d bytes ignored\nreadyok\n",
+             CDSH_XQ_PROTOCOL_LINE_MAX);
+    assert_string_equal(out, want);
+    free(out);
+    free(in);
+}
+
+/* End of input stops a search without a bound (plain go, go infinite,
+ * ponder) and ends the process with a legal move written. */
+static void uci_end_of_input_ends_an_unbounded_search(void **state)
+{
+    (void)state;
+    const char *inputs[] = {"position startpos\ngo\n", "position startpos\ngo infinite\n",
+                            "position startpos moves h2e2\ngo ponder\n"};
+    for (int i = 0; i < 3; i++) {
+        char *out = NULL;
+        assert_int_equal(cdsh_test_run_cdsh(inputs[i], &out, NULL, "xiangqi", "uci", NULL), 0);
+        assert_int_equal(count_lines_starting(out, "bestmove "), 1);
+        const char *moves[] = {"h2e2"};
+        assert_bestmove_legal(out, CDSH_XQ_START_FEN, moves, i == 2);
+        free(out);
+    }
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh("position startpos\ngo depth infinite\n", &out, NULL,
+                                        "xiangqi", "ucci", NULL),
+                     0);
+    assert_int_equal(count_lines_starting(out, "bestmove "), 1);
+    free(out);
+}
+
+/* Every malformed go gets its error line and no search at all. */
+static void uci_malformed_go_is_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *go, *error;
+    } cases[] = {
+        {"go depth 0", "depth needs a whole number from 1 to 100, got '0'"},
+        {"go depth -3", "depth needs a whole number from 1 to 100, got '-3'"},
+        {"go depth", "depth needs a whole number from 1 to 100, got nothing"},
+        {"go depth 5x", "depth needs a whole number from 1 to 100, got '5x'"},
+        {"go movetime 0", "movetime needs a whole number from 1 to "},
+        {"go movetime -50", "movetime needs a whole number from 1 to "},
+        {"go nodes 0", "nodes needs a whole number from 1 to 9223372036854775807, got '0'"},
+        {"go nodes -1", "nodes needs a whole number from 1 to 9223372036854775807, got '-1'"},
+        {"go nodes 99999999999999999999", "nodes needs a whole number from 1 to "},
+        {"go wtime 0 btime 0", "no time left on the clock of the side to move"},
+        {"go wtime -5 btime 100", "wtime needs a whole number from 0 to "},
+        {"go mate 99999999999", "mate needs a whole number from 1 to 49, got '99999999999'"},
+        {"go mate 0", "mate needs a whole number from 1 to 49, got '0'"},
+        {"go searchmoves e0e5", "searchmoves: e0e5 is not a legal move here"},
+        {"go searchmoves", "searchmoves names no move"},
+        {"go fast", "unknown parameter fast"},
+    };
+    const size_t n = sizeof cases / sizeof cases[0];
+    char in[4096] = "position startpos\n";
+    for (size_t i = 0; i < n; i++) {
+        strcat(in, cases[i].go);
+        strcat(in, "\n");
+    }
+    strcat(in, "isready\n");
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(in, &out, NULL, "xiangqi", "uci", NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "info string error: go refused: %s", cases[i].error);
+        if (!strstr(out, want))
+            fail_msg("%s: no '%s' in:\n%s", cases[i].go, want, out);
+    }
+    assert_int_equal(count_lines_starting(out, "info string error: go refused: "), (int)n);
+    assert_int_equal(count_lines_starting(out, "info depth"), 0);
+    assert_int_equal(count_lines_starting(out, "bestmove"), 0);
+    free(out);
+    /* UCCI: time 0 for the side to move, in seconds or milliseconds */
+    assert_int_equal(cdsh_test_run_cdsh("position startpos\ngo time 0\n"
+                                        "setoption usemillisec true\ngo time 0 opptime 500\n",
+                                        &out, NULL, "xiangqi", "ucci", NULL),
+                     0);
+    assert_int_equal(count_lines_starting(out, "info message error: go refused: no time left"), 2);
+    assert_int_equal(count_lines_starting(out, "bestmove"), 0);
+    free(out);
+}
+
+/* After a refused position nothing is searched until a valid one arrives
+ * (the old loop fell back to the start position and answered with a move
+ * for a position the GUI never sent). */
+static void uci_bad_position_blocks_go_until_a_valid_one(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh("position fen rnbakabnr/9/9 w\ngo depth 1\n"
+                                        "position startpos moves h2e2 e0e5\ngo depth 1\n"
+                                        "position frobnicate\ngo depth 1\n"
+                                        "position startpos junk\ngo depth 1\n"
+                                        "position startpos moves h2e2\ngo depth 1\n",
+                                        &out, NULL, "xiangqi", "uci", NULL),
+                     0);
+    assert_int_equal(count_lines_starting(out, "info string error: go refused: no valid position ("),
+                     4);
+    assert_non_null(strstr(out, "go refused: no valid position (bad FEN: "));
+    assert_non_null(strstr(out, "go refused: no valid position (illegal move e0e5); send a "
+                                "position first\n"));
+    assert_non_null(strstr(out, "go refused: no valid position (position needs startpos or fen)"));
+    assert_non_null(strstr(out, "go refused: no valid position (position: expected moves, got "
+                                "junk)"));
+    assert_int_equal(count_lines_starting(out, "bestmove "), 1);
+    const char *moves[] = {"h2e2"};
+    assert_bestmove_legal(out, CDSH_XQ_START_FEN, moves, 1);
+    free(out);
+}
+
+
+/* Peak resident memory (VmHWM, KB) of a live engine process. */
+static long live_peak_kb(live *l)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)cdsh_process_pid(l->proc));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    assert_true(kb > 0);
+    return kb;
+}
+
+/* The engine's tables are made by the first search, at the size set last
+ * (issue 26 item 7: a 16 MB table was allocated and cleared at start, and
+ * setoption Hash allocated at once): two idle sessions with 1 MB and 256 MB
+ * of hash use the same memory; the 256 MB table appears with a search. */
+static void protocol_session_allocates_tables_on_first_search(void **state)
+{
+    (void)state;
+    long peak[2];
+    const int mb[2] = {1, 256};
+    for (int i = 0; i < 2; i++) {
+        static live l;
+        live_start(&l, "uci");
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "uci\nsetoption name Hash value %d\nisready\n", mb[i]);
+        live_send(&l, cmd);
+        live_expect(&l, "readyok", NULL, 0);
+        peak[i] = live_peak_kb(&l);
+        if (i == 1) { /* a search makes the table and fills part of it */
+            live_send(&l, "position startpos\ngo nodes 200000\n");
+            live_expect(&l, "bestmove ", NULL, 0);
+            live_send(&l, "isready\n");
+            live_expect(&l, "readyok", NULL, 0);
+            const long after = live_peak_kb(&l);
+            print_message("peak RSS: idle 1 MB hash %ld KB, idle 256 MB hash %ld KB, after a "
+                          "search %ld KB\n",
+                          peak[0], peak[1], after);
+            assert_true(after > peak[1] + 1024);
+        }
+        live_send(&l, "quit\n");
+        live_finish(&l);
+    }
+    assert_true(peak[1] < peak[0] + 1024);
+}
+
 /* ---- in-process over pipe streams ---- */
 
 typedef struct inproc {
@@ -440,6 +649,12 @@ int main(void)
         cmocka_unit_test(uci_stop_ends_go_infinite),
         cmocka_unit_test(ucci_quit_during_search_exits),
         cmocka_unit_test(protocol_loop_runs_in_process_over_pipes),
+        cmocka_unit_test(uci_long_position_is_read_whole),
+        cmocka_unit_test(uci_overlong_line_is_reported_and_dropped),
+        cmocka_unit_test(uci_end_of_input_ends_an_unbounded_search),
+        cmocka_unit_test(uci_malformed_go_is_refused),
+        cmocka_unit_test(uci_bad_position_blocks_go_until_a_valid_one),
+        cmocka_unit_test(protocol_session_allocates_tables_on_first_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

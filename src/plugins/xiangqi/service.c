@@ -20,6 +20,7 @@
 #include "plugins/xiangqi/game.h"
 
 #define REVIEW_CLAMP 2000
+#define ANALYSIS_HASH_MB 4 /* the analysis engine's table, cleared before every search */
 
 struct cdsh_xq_service {
     pthread_mutex_t mu; /* games list, runner and listener */
@@ -29,7 +30,8 @@ struct cdsh_xq_service {
     char default_opponent[8];
     char *provider, *model_name;
     pthread_mutex_t engine_mu; /* one search at a time; taken after a game lock */
-    cdsh_xq_engine *engine;
+    cdsh_xq_engine *engine;    /* the opponent: keeps what it learnt between moves */
+    cdsh_xq_engine *analysis;  /* board/hint/review figures: cleared before each search */
     cdsh_xq_model_runner_fn runner;
     void *runner_ud;
     cdsh_xq_change_fn listener;
@@ -99,12 +101,16 @@ int cdsh_xq_service_new(const cdsh_xq_service_opts *opts, cdsh_xq_service **out,
     cdsh_xq_engine_opts eo = {.hash_mb = s->o.engine_hash_mb > 0 ? s->o.engine_hash_mb : 16};
     if (rc == 0)
         rc = cdsh_xq_engine_new(&eo, &s->engine, err);
+    cdsh_xq_engine_opts ao = {.hash_mb = ANALYSIS_HASH_MB};
+    if (rc == 0)
+        rc = cdsh_xq_engine_new(&ao, &s->analysis, err);
     if (rc == 0) {
         pthread_mutex_init(&s->mu, NULL);
         pthread_mutex_init(&s->engine_mu, NULL);
         *out = s;
         return 0;
     }
+    cdsh_xq_engine_free(s->engine);
     free(s->dir);
     free(s->provider);
     free(s->model_name);
@@ -121,6 +127,7 @@ void cdsh_xq_service_free(cdsh_xq_service *svc)
         cdsh__xq_game_free(g);
     }
     cdsh_xq_engine_free(svc->engine);
+    cdsh_xq_engine_free(svc->analysis);
     pthread_mutex_destroy(&svc->mu);
     pthread_mutex_destroy(&svc->engine_mu);
     free(svc->dir);
@@ -359,6 +366,40 @@ static cdsh_xq_pos *pos_copy(const cdsh_xq_pos *pos)
     return p;
 }
 
+/* ---- evaluations: one perspective, one function ----------------------------- */
+
+/* Every figure the service reports (board evaluation, hint, review curve)
+ * comes from here: a search of pos to `depth` by the analysis engine,
+ * cleared first, so a position and a depth give the same number whatever
+ * was searched before (the opponent's engine keeps its hash between moves
+ * and is never used for figures). Scores are turned to Red's view (positive
+ * favours Red), mates too (positive: Red mates). Caller holds engine_mu. */
+static int analyse(cdsh_xq_service *svc, const cdsh_xq_pos *pos, int depth, int multipv,
+                   cdsh_xq_search_result *res, cdsh_error *err)
+{
+    cdsh_xq_engine_clear(svc->analysis);
+    cdsh_xq_limits lim = {.depth = depth, .multipv = multipv};
+    int rc = cdsh_xq_search(svc->analysis, pos, &lim, NULL, NULL, res, err);
+    if (rc)
+        return rc;
+    const int sign = cdsh_xq_side_to_move(pos) == CDSH_XQ_RED ? 1 : -1;
+    res->score *= sign;
+    res->mate *= sign;
+    for (int i = 0; i < res->nlines; i++) {
+        res->lines[i].score *= sign;
+        res->lines[i].mate *= sign;
+    }
+    return 0;
+}
+
+/* Red's-view score of pos at depth (see analyse); 0 if the search fails. */
+static int red_score(cdsh_xq_service *svc, const cdsh_xq_pos *pos, int depth)
+{
+    cdsh_xq_search_result res;
+    cdsh_error err;
+    return analyse(svc, pos, depth, 1, &res, &err) == 0 ? res.score : 0;
+}
+
 json_t *cdsh_xq_service_board(cdsh_xq_service *svc, const char *key, bool include_moves,
                               bool include_eval, bool ascii, cdsh_error *err)
 {
@@ -376,12 +417,15 @@ json_t *cdsh_xq_service_board(cdsh_xq_service *svc, const char *key, bool includ
         json_t *l = cdsh__xq_game_legal_json(g);
         json_object_set_new(out, "legalMoves", l ? l : json_array());
     }
-    if (out && include_eval) {
-        int stm = cdsh_xq_side_to_move(g->pos);
-        int sc = cdsh_xq_eval(g->pos, NULL);
+    if (out && include_eval) { /* the review's figure for this position */
+        const int depth = svc->o.review_depth;
+        pthread_mutex_lock(&svc->engine_mu);
+        const int sc = red_score(svc, g->pos, depth);
+        pthread_mutex_unlock(&svc->engine_mu);
+        const int stm = cdsh_xq_side_to_move(g->pos);
         json_object_set_new(out, "evaluation",
-                            json_pack("{s:i,s:i,s:i}", "score", stm == CDSH_XQ_RED ? sc : -sc,
-                                      "sideScore", sc, "depth", 0));
+                            json_pack("{s:i,s:i,s:i}", "score", sc, "sideScore",
+                                      stm == CDSH_XQ_RED ? sc : -sc, "depth", depth));
     }
     pthread_rwlock_unlock(&g->lock);
     if (!out)
@@ -699,11 +743,14 @@ json_t *cdsh_xq_service_hint(cdsh_xq_service *svc, const char *key, int count, i
     if (!g->over && g->nlegal > 0) {
         if (count > g->nlegal)
             count = g->nlegal;
-        cdsh_xq_limits lim = {.depth = depth, .multipv = count};
-        cdsh_xq_search_result *res = malloc(sizeof *res);
+        cdsh_xq_search_result *res = malloc(sizeof *res), *one = malloc(sizeof *one);
         cdsh_error serr;
         pthread_mutex_lock(&svc->engine_mu);
-        int rc = res ? cdsh_xq_search(svc->engine, g->pos, &lim, NULL, NULL, res, &serr) : -1;
+        int rc = res && one ? analyse(svc, g->pos, depth, count, res, &serr) : -1;
+        /* the evaluation is the one-line search the board and the review
+         * make, so all three agree for a position and depth */
+        if (rc == 0)
+            rc = count == 1 ? (*one = *res, 0) : analyse(svc, g->pos, depth, 1, one, &serr);
         pthread_mutex_unlock(&svc->engine_mu);
         for (int i = 0; rc == 0 && i < res->nlines; i++) {
             const cdsh_xq_line *l = &res->lines[i];
@@ -721,14 +768,15 @@ json_t *cdsh_xq_service_hint(cdsh_xq_service *svc, const char *key, int count, i
                           cdsh_xq_square_index90(cdsh_xq_move_to(l->pv[0])), "score", l->score,
                           "mate", l->mate, "depth", l->depth, "pv", pv, "pvZh", zhs));
         }
-        if (rc == 0 && res->nlines > 0) {
+        if (rc == 0 && one->nlines > 0) {
             char a[6];
-            cdsh_xq_move_to_iccs(res->best, a);
+            cdsh_xq_move_to_iccs(one->best, a);
             json_decref(evaluation);
-            evaluation = json_pack("{s:i,s:i,s:i,s:s}", "score", res->score, "mate", res->mate,
-                                   "depth", res->depth, "bestIccs", a);
+            evaluation = json_pack("{s:i,s:i,s:i,s:s}", "score", one->score, "mate", one->mate,
+                                   "depth", one->depth, "bestIccs", a);
         }
         free(res);
+        free(one);
     }
     pthread_rwlock_unlock(&g->lock);
     if (!out || !cands) {
@@ -743,20 +791,16 @@ json_t *cdsh_xq_service_hint(cdsh_xq_service *svc, const char *key, int count, i
     return out;
 }
 
-/* Red's-view score of pos by a shallow search, clamped for the chart. */
+/* Red's-view score of pos (see analyse), clamped for the chart (mates
+ * become +-REVIEW_CLAMP). */
 static int review_score(cdsh_xq_service *svc, const cdsh_xq_pos *pos, int depth)
 {
-    cdsh_xq_limits lim = {.depth = depth};
-    cdsh_xq_search_result res;
-    cdsh_error err;
-    int sc = 0;
-    if (cdsh_xq_search(svc->engine, pos, &lim, NULL, NULL, &res, &err) == 0)
-        sc = res.score;
+    int sc = red_score(svc, pos, depth);
     if (sc > REVIEW_CLAMP)
         sc = REVIEW_CLAMP;
     if (sc < -REVIEW_CLAMP)
         sc = -REVIEW_CLAMP;
-    return cdsh_xq_side_to_move(pos) == CDSH_XQ_RED ? sc : -sc;
+    return sc;
 }
 
 json_t *cdsh_xq_service_review(cdsh_xq_service *svc, const char *key, const char *highlight,

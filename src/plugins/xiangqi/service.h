@@ -80,7 +80,12 @@ bool cdsh_xq_service_key_valid(const char *key);
 /* Projection of the current game. Readers run in parallel. */
 json_t *cdsh_xq_service_state(cdsh_xq_service *svc, const char *key, cdsh_error *err);
 /* Projection plus ascii (board drawing), legalMoves [{iccs,zh}] and, with
- * include_eval, evaluation {score (cp, Red's view), sideScore, depth}.
+ * include_eval, evaluation {score (cp, Red's view), sideScore (the side to
+ * move's view), depth (the review depth)}. Every evaluation the service
+ * reports — board, hint, review — is Red's view (positive favours Red; a
+ * mate count is positive when Red mates) and comes from one search function
+ * on a cleared analysis engine: the same position at the same depth gives
+ * the same figure in all three, on every call.
  * include_moves false drops legalMoves. For xiangqi_board. */
 json_t *cdsh_xq_service_board(cdsh_xq_service *svc, const char *key, bool include_moves,
                               bool include_eval, bool ascii, cdsh_error *err);
@@ -107,7 +112,9 @@ json_t *cdsh_xq_service_move(cdsh_xq_service *svc, const char *key, cdsh_xq_acto
 json_t *cdsh_xq_service_undo(cdsh_xq_service *svc, const char *key, cdsh_xq_actor actor, int plies,
                              cdsh_error *err);
 /* Local engine candidates, never the model: adds candidates:[{iccs,zh,score,
- * mate,pv:[iccs],pvZh:[zh]}] and evaluation {score, depth, bestIccs}.
+ * mate,pv:[iccs],pvZh:[zh]}] and evaluation {score, mate, depth, bestIccs}
+ * (Red's view, the one-line search at that depth: what the board and the
+ * review say for the position at that depth).
  * count <= 0 / depth <= 0: defaults. */
 json_t *cdsh_xq_service_hint(cdsh_xq_service *svc, const char *key, int count, int depth,
                              cdsh_error *err);

@@ -467,8 +467,8 @@ static const xq_tool tools[] = {
      "\"additionalProperties\":false}}",
      "\"undone\"", undo_body, false},
     {"xiangqi_hint",
-     "Ask the local engine for candidate moves (ICCS, Chinese, score in centipawns for the side "
-     "to move, principal variation). Costs no model budget.",
+     "Ask the local engine for candidate moves (ICCS, Chinese, score in centipawns from Red's "
+     "view: positive favours Red, principal variation). Costs no model budget.",
      "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\",\"minimum\":1,"
      "\"maximum\":16,\"default\":3},\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":30}},"
      "\"additionalProperties\":false}",

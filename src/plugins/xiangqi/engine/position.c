@@ -149,7 +149,7 @@ void cdsh_xq_make_move(cdsh_xq_pos *pos, cdsh_xq_move_t m)
         pos->count[cp >> 3][cp & 7]--;
         s->halfmove = 0;
     } else {
-        s->halfmove = (uint16_t)(prev->halfmove + 1);
+        s->halfmove = (uint16_t)(prev->halfmove + (prev->halfmove < UINT16_MAX));
     }
     pos->board[t] = id;
     pos->board[f] = 0;
@@ -188,7 +188,7 @@ void cdsh_xq_make_null(cdsh_xq_pos *pos)
     s->hash = prev->hash ^ cdsh__xq_zob_side;
     s->move = CDSH_XQ_MOVE_NONE;
     s->captured = 0;
-    s->halfmove = (uint16_t)(prev->halfmove + 1);
+    s->halfmove = (uint16_t)(prev->halfmove + (prev->halfmove < UINT16_MAX));
     s->in_check = 0;
     pos->fullmove += pos->side;
     pos->side ^= 1;
@@ -539,4 +539,14 @@ void cdsh_xq_pos_fen(const cdsh_xq_pos *pos, char out[CDSH_XQ_FEN_MAX])
     }
     snprintf(p, (size_t)(CDSH_XQ_FEN_MAX - (p - out)), " %c - - %d %d",
              pos->side == CDSH_XQ_RED ? 'w' : 'b', cdsh_xq_halfmove(pos), pos->fullmove);
+}
+
+void cdsh_xq_pos_trim_history(cdsh_xq_pos *pos, int keep)
+{
+    if (keep < 0)
+        keep = 0;
+    if (pos->ply <= keep)
+        return;
+    memmove(&pos->st[0], &pos->st[pos->ply - keep], sizeof(cdsh_xq_state) * (size_t)(keep + 1));
+    pos->ply = keep;
 }

@@ -124,6 +124,10 @@ static inline int cdsh_xq_ply(const cdsh_xq_pos *pos)
 {
     return pos->ply;
 }
+/* Drops all but the last `keep` plies of the undo stack (the board, side,
+ * counters and hash stay); for sessions whose history outgrows
+ * CDSH_XQ_MAX_PLY. Repetitions older than `keep` plies are forgotten. */
+void cdsh_xq_pos_trim_history(cdsh_xq_pos *pos, int keep);
 /* The move made `back` plies ago (1 = the last one), NONE if out of range. */
 cdsh_xq_move_t cdsh_xq_last_move(const cdsh_xq_pos *pos, int back);
 

@@ -6,6 +6,7 @@
 #include "plugins/xiangqi/engine/search.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,28 +49,49 @@ typedef struct thread_data {
     int static_eval[MAX_PLY + 2];
     cdsh_xq_move_t pv[MAX_PLY + 1][MAX_PLY + 1];
     int pv_len[MAX_PLY + 1];
+    /* the lines of the last completed iteration (under eng->done_mu) */
+    root_move done[CDSH_XQ_MULTIPV_MAX];
+    int done_depth, done_seldepth;
     cdsh_xq_pos pos;
 } thread_data;
 
 struct cdsh_xq_engine {
-    cdsh_xq_tt *tt;
+    cdsh_xq_tt *tt; /* NULL until the first search (allocated at hash_mb) */
+    int hash_mb;
     cdsh_xq_eval_tables eval;
     int nthreads;
-    thread_data **th;
+    thread_data **th; /* NULL until the first search (nthreads records) */
     atomic_int stop;
+    atomic_int any_done; /* some thread has completed an iteration */
+    pthread_mutex_t done_mu;
+    int helpers; /* helper threads of the last search not joined yet */
     /* per search (set before the threads start, read-only while they run) */
     cdsh_xq_limits lim;
-    struct timespec start;
+    int64_t start_ms;
     int64_t opt_ms, max_ms; /* 0 = no time limit */
     int8_t lmr[64][64];
+    cdsh_xq_clock_fn clock; /* NULL: CLOCK_MONOTONIC */
+    void *clock_user;
 };
+
+static int64_t now_ms(const struct cdsh_xq_engine *eng)
+{
+    if (eng->clock)
+        return eng->clock(eng->clock_user);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
 
 static int64_t elapsed_ms(const struct cdsh_xq_engine *eng)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)(now.tv_sec - eng->start.tv_sec) * 1000 +
-           (now.tv_nsec - eng->start.tv_nsec) / 1000000;
+    return now_ms(eng) - eng->start_ms;
+}
+
+void cdsh_xq_engine_set_clock(cdsh_xq_engine *eng, cdsh_xq_clock_fn clock, void *user)
+{
+    eng->clock = clock;
+    eng->clock_user = user;
 }
 
 int cdsh_xq_score_mate(int score)
@@ -83,28 +105,51 @@ int cdsh_xq_score_mate(int score)
 
 /* ---- engine ---- */
 
-static int alloc_threads(cdsh_xq_engine *eng, int n, cdsh_error *err)
+/* Waits for the helpers of the last search. A search returns as soon as
+ * its main thread has its result and leaves the helpers (already told to
+ * stop) to wind down on their own: with more threads than cores each needs
+ * a turn on a core to see the stop, which would otherwise delay the move. */
+static void join_helpers(cdsh_xq_engine *eng)
 {
-    thread_data **th = calloc((size_t)n, sizeof *th);
+    for (int i = 1; i <= eng->helpers; i++)
+        pthread_join(eng->th[i]->tid, NULL);
+    eng->helpers = 0;
+}
+
+static void free_threads(cdsh_xq_engine *eng)
+{
+    join_helpers(eng);
+    if (eng->th)
+        for (int i = 0; i < eng->nthreads; i++)
+            free(eng->th[i]);
+    free(eng->th);
+    eng->th = NULL;
+}
+
+/* The per-thread records and the hash table, made on first use so an idle
+ * engine costs a few kilobytes. */
+static int ensure_tables(cdsh_xq_engine *eng, cdsh_error *err)
+{
+    if (!eng->tt) {
+        int rc = cdsh_xq_tt_new((size_t)eng->hash_mb, &eng->tt, err);
+        if (rc)
+            return rc;
+    }
+    if (eng->th)
+        return 0;
+    thread_data **th = calloc((size_t)eng->nthreads, sizeof *th);
     if (!th)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    for (int i = 0; i < n; i++) {
+    eng->th = th;
+    for (int i = 0; i < eng->nthreads; i++) {
         th[i] = calloc(1, sizeof **th);
         if (!th[i]) {
-            for (int j = 0; j < i; j++)
-                free(th[j]);
-            free(th);
+            free_threads(eng);
             return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         }
         th[i]->eng = eng;
         th[i]->id = i;
     }
-    if (eng->th)
-        for (int i = 0; i < eng->nthreads; i++)
-            free(eng->th[i]);
-    free(eng->th);
-    eng->th = th;
-    eng->nthreads = n;
     return 0;
 }
 
@@ -122,33 +167,27 @@ int cdsh_xq_engine_new(const cdsh_xq_engine_opts *opts, cdsh_xq_engine **out, cd
     cdsh_xq_engine *eng = calloc(1, sizeof *eng);
     if (!eng)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    int rc = cdsh_xq_tt_new((size_t)hash, &eng->tt, err);
-    if (rc)
-        goto fail;
-    rc = alloc_threads(eng, threads, err);
-    if (rc)
-        goto fail;
+    eng->hash_mb = hash;
+    eng->nthreads = threads;
     cdsh_xq_eval_tables_init(&eng->eval, opts ? opts->eval : NULL);
     for (int d = 0; d < 64; d++)
         for (int m = 0; m < 64; m++)
             eng->lmr[d][m] = (int8_t)(d && m ? 0.5 + log((double)d) * log((double)m) / 2.25 : 0);
     atomic_init(&eng->stop, 0);
+    atomic_init(&eng->any_done, 0);
+    pthread_mutex_init(&eng->done_mu, NULL);
     *out = eng;
     return 0;
-fail:
-    cdsh_xq_tt_free(eng->tt);
-    free(eng);
-    return rc;
 }
 
 void cdsh_xq_engine_free(cdsh_xq_engine *eng)
 {
     if (!eng)
         return;
-    for (int i = 0; i < eng->nthreads; i++)
-        free(eng->th[i]);
-    free(eng->th);
+    atomic_store(&eng->stop, 1);
+    free_threads(eng);
     cdsh_xq_tt_free(eng->tt);
+    pthread_mutex_destroy(&eng->done_mu);
     free(eng);
 }
 
@@ -157,7 +196,13 @@ int cdsh_xq_engine_set_hash(cdsh_xq_engine *eng, int mb, cdsh_error *err)
     if (mb < CDSH_XQ_TT_MIN_MB || mb > CDSH_XQ_TT_MAX_MB)
         return cdsh_error_set(err, CDSH_EINVAL, "TT_SIZE", "hash size %d MB is outside %d..%d", mb,
                               CDSH_XQ_TT_MIN_MB, CDSH_XQ_TT_MAX_MB);
-    return cdsh_xq_tt_resize(eng->tt, (size_t)mb, err);
+    if (mb != eng->hash_mb) { /* the new table is made by the next search */
+        join_helpers(eng);
+        cdsh_xq_tt_free(eng->tt);
+        eng->tt = NULL;
+        eng->hash_mb = mb;
+    }
+    return 0;
 }
 
 int cdsh_xq_engine_set_threads(cdsh_xq_engine *eng, int threads, cdsh_error *err)
@@ -165,18 +210,31 @@ int cdsh_xq_engine_set_threads(cdsh_xq_engine *eng, int threads, cdsh_error *err
     if (threads < 1 || threads > CDSH_XQ_MAX_THREADS)
         return cdsh_error_set(err, CDSH_EINVAL, "THREADS", "threads %d is outside 1..%d", threads,
                               CDSH_XQ_MAX_THREADS);
-    if (threads == eng->nthreads)
-        return 0;
-    return alloc_threads(eng, threads, err);
+    if (threads != eng->nthreads) {
+        free_threads(eng);
+        eng->nthreads = threads;
+    }
+    return 0;
+}
+
+size_t cdsh_xq_engine_table_bytes(const cdsh_xq_engine *eng)
+{
+    size_t n = eng->tt ? cdsh_xq_tt_size_mb(eng->tt) << 20 : 0;
+    if (eng->th)
+        n += (size_t)eng->nthreads * sizeof(thread_data);
+    return n;
 }
 
 void cdsh_xq_engine_clear(cdsh_xq_engine *eng)
 {
-    cdsh_xq_tt_clear(eng->tt);
-    for (int i = 0; i < eng->nthreads; i++) {
-        memset(eng->th[i]->history, 0, sizeof eng->th[i]->history);
-        memset(eng->th[i]->killers, 0, sizeof eng->th[i]->killers);
-    }
+    join_helpers(eng);
+    if (eng->tt)
+        cdsh_xq_tt_clear(eng->tt);
+    if (eng->th)
+        for (int i = 0; i < eng->nthreads; i++) {
+            memset(eng->th[i]->history, 0, sizeof eng->th[i]->history);
+            memset(eng->th[i]->killers, 0, sizeof eng->th[i]->killers);
+        }
 }
 
 void cdsh_xq_engine_stop(cdsh_xq_engine *eng)
@@ -194,19 +252,28 @@ static uint64_t total_nodes(const cdsh_xq_engine *eng)
     return n;
 }
 
+/* A stop is honoured once some thread has completed an iteration, so the
+ * best move is never a blind guess (depth 1 takes well under a
+ * millisecond; with more threads than cores the main thread may be the one
+ * that has not run yet, and a helper's result is taken). */
 static int stopped(const thread_data *th)
 {
-    return atomic_load_explicit(&th->eng->stop, memory_order_relaxed);
+    return atomic_load_explicit(&th->eng->stop, memory_order_relaxed) &&
+           (th->completed_depth > 0 ||
+            atomic_load_explicit(&th->eng->any_done, memory_order_relaxed));
 }
 
+/* Every thread reads the clock every CDSH_XQ_TIME_POLL_NODES of its nodes,
+ * so a time limit is seen within that many nodes of whichever thread runs,
+ * however many threads share the cores. */
 static void check_limits(thread_data *th)
 {
     cdsh_xq_engine *eng = th->eng;
     if (eng->lim.nodes && total_nodes(eng) >= eng->lim.nodes)
         atomic_store(&eng->stop, 1);
-    if (th->id != 0 || (++th->poll & 1023))
+    if (++th->poll % CDSH_XQ_TIME_POLL_NODES)
         return;
-    if (eng->max_ms && th->completed_depth >= 1 && elapsed_ms(eng) >= eng->max_ms)
+    if (eng->max_ms && elapsed_ms(eng) >= eng->max_ms)
         atomic_store(&eng->stop, 1);
     if (eng->lim.cancel && cdsh_cancel_is_fired(eng->lim.cancel))
         atomic_store(&eng->stop, 1);
@@ -768,6 +835,14 @@ static void iterate(thread_data *th, main_ctx *mc)
         if (stopped(th))
             break;
         th->completed_depth = depth;
+        if (th->id != 0) {
+            pthread_mutex_lock(&eng->done_mu);
+            memcpy(th->done, th->root, sizeof(root_move) * (size_t)th->multipv);
+            th->done_depth = depth;
+            th->done_seldepth = th->seldepth;
+            pthread_mutex_unlock(&eng->done_mu);
+        }
+        atomic_store_explicit(&eng->any_done, 1, memory_order_relaxed);
         if (th->id != 0 || !mc) /* helpers run without a main context */
             continue;
         report(th, mc, depth);
@@ -801,11 +876,15 @@ static void *helper_main(void *arg)
 static void prepare_thread(thread_data *th, const cdsh_xq_pos *pos, const root_move *root,
                            int nroot, int multipv)
 {
-    th->pos = *pos;
+    /* the board and the used part of the undo stack (not all 64 KB) */
+    if (&th->pos != pos)
+        memcpy(&th->pos, pos,
+               offsetof(cdsh_xq_pos, st) + sizeof(cdsh_xq_state) * (size_t)(pos->ply + 1));
     atomic_store(&th->nodes, 0);
     th->poll = 0;
     th->seldepth = 0;
     th->completed_depth = 0;
+    th->done_depth = 0;
     th->nroot = nroot;
     memcpy(th->root, root, sizeof(root_move) * (size_t)nroot);
     th->multipv = multipv;
@@ -818,21 +897,23 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
     static const cdsh_xq_limits none = {0};
     memset(result, 0, sizeof *result);
     eng->lim = limits ? *limits : none;
-    clock_gettime(CLOCK_MONOTONIC, &eng->start);
+    eng->start_ms = now_ms(eng);
     const int multipv = eng->lim.multipv ? eng->lim.multipv : 1;
     if (multipv < 1 || multipv > CDSH_XQ_MULTIPV_MAX)
         return cdsh_error_set(err, CDSH_EINVAL, "MULTIPV", "multipv %d is outside 1..%d", multipv,
                               CDSH_XQ_MULTIPV_MAX);
+    join_helpers(eng);
+    int rc = ensure_tables(eng, err);
+    if (rc)
+        return rc;
     thread_data *main_th = eng->th[0];
     /* copy the position, keeping at most the plies since the last capture
      * so the search always has room on the undo stack */
-    main_th->pos = *pos;
+    memcpy(&main_th->pos, pos,
+           offsetof(cdsh_xq_pos, st) + sizeof(cdsh_xq_state) * (size_t)(pos->ply + 1));
     cdsh_xq_pos *p = &main_th->pos;
-    if (p->ply > CDSH_XQ_MAX_PLY - 2 * MAX_PLY) {
-        int keep = cdsh_xq_halfmove(p) < 200 ? cdsh_xq_halfmove(p) : 200;
-        memmove(&p->st[0], &p->st[p->ply - keep], sizeof(cdsh_xq_state) * (size_t)(keep + 1));
-        p->ply = keep;
-    }
+    if (p->ply > CDSH_XQ_MAX_PLY - 2 * MAX_PLY)
+        cdsh_xq_pos_trim_history(p, cdsh_xq_halfmove(p) < 200 ? cdsh_xq_halfmove(p) : 200);
     cdsh_xq_move_t legal[CDSH_XQ_MAX_MOVES];
     int nlegal = cdsh_xq_gen_legal(p, legal);
     root_move root[MAX_ROOT];
@@ -853,6 +934,7 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
         return cdsh_error_set(err, CDSH_EINVAL, "SEARCHMOVES",
                               "a search move is not legal in this position");
     atomic_store(&eng->stop, eng->lim.cancel && cdsh_cancel_is_fired(eng->lim.cancel));
+    atomic_store(&eng->any_done, 0);
     if (nroot == 0) {
         result->score = -CDSH_XQ_MATE;
         result->mate = 0;
@@ -901,8 +983,26 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
             nanosleep(&ts, NULL);
         }
     atomic_store(&eng->stop, 1);
-    for (int i = 1; i < started; i++)
-        pthread_join(eng->th[i]->tid, NULL);
+    eng->helpers = started - 1; /* joined by the next call on this engine */
+    if (!result->best) { /* the main thread completed no iteration: a helper's lines */
+        pthread_mutex_lock(&eng->done_mu);
+        const thread_data *h = NULL;
+        for (int i = 1; i < started; i++)
+            if (eng->th[i]->done_depth > 0 && (!h || eng->th[i]->done_depth > h->done_depth))
+                h = eng->th[i];
+        if (h) {
+            for (int k = 0; k < lines; k++)
+                fill_line(&h->done[k], h->done_depth, CDSH_XQ_BOUND_EXACT, &result->lines[k]);
+            result->nlines = lines;
+            result->best = h->done[0].move;
+            result->ponder = h->done[0].pv_len > 1 ? h->done[0].pv[1] : CDSH_XQ_MOVE_NONE;
+            result->score = h->done[0].score;
+            result->mate = cdsh_xq_score_mate(result->score);
+            result->depth = h->done_depth;
+            result->seldepth = h->done_seldepth;
+        }
+        pthread_mutex_unlock(&eng->done_mu);
+    }
     if (!result->best) { /* stopped before depth 1 completed */
         result->nlines = lines;
         for (int k = 0; k < lines; k++)

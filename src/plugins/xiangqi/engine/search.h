@@ -32,8 +32,19 @@ int cdsh_xq_engine_new(const cdsh_xq_engine_opts *opts, cdsh_xq_engine **out, cd
 void cdsh_xq_engine_free(cdsh_xq_engine *eng);
 int cdsh_xq_engine_set_hash(cdsh_xq_engine *eng, int mb, cdsh_error *err);
 int cdsh_xq_engine_set_threads(cdsh_xq_engine *eng, int threads, cdsh_error *err);
+/* Bytes of hash table and per-thread records allocated now: 0 until the
+ * first search (an idle engine costs a few KB), set_hash/set_threads drop
+ * the old ones and the next search makes them at the new size. */
+size_t cdsh_xq_engine_table_bytes(const cdsh_xq_engine *eng);
 /* Forgets everything learnt (hash, history): a new game. */
 void cdsh_xq_engine_clear(cdsh_xq_engine *eng);
+/* The clock time limits are measured with, in milliseconds from any fixed
+ * origin (NULL: CLOCK_MONOTONIC); for tests and simulations. Every search
+ * thread reads it every CDSH_XQ_TIME_POLL_NODES of its own nodes. Set only
+ * while idle; the function is called from all search threads. */
+#define CDSH_XQ_TIME_POLL_NODES 256
+typedef int64_t (*cdsh_xq_clock_fn)(void *user);
+void cdsh_xq_engine_set_clock(cdsh_xq_engine *eng, cdsh_xq_clock_fn clock, void *user);
 /* Asks the running search (if any) to stop as soon as possible; it still
  * returns a best move. Safe from any thread and from signal-free contexts. */
 void cdsh_xq_engine_stop(cdsh_xq_engine *eng);
@@ -95,8 +106,9 @@ typedef void (*cdsh_xq_info_fn)(const cdsh_xq_info *info, void *user);
 
 /* Searches pos (copied; the caller's position is not touched) within limits
  * and fills *result. info (may be NULL) is called from the calling thread.
- * Returns 0, or CDSH_EINVAL for bad limits (multipv out of range, a
- * searchmove that is not legal). A position with no legal move returns 0
+ * Returns 0, CDSH_EINVAL for bad limits (multipv out of range, a
+ * searchmove that is not legal), or CDSH_ENOMEM when the hash table or
+ * the thread records (made on the first search) cannot be allocated. A position with no legal move returns 0
  * with best = NONE and score = -CDSH_XQ_MATE (mated or stalemated: both
  * lose in xiangqi). With one thread and no time limit, the node count at a
  * fixed depth is reproducible after cdsh_xq_engine_clear. */

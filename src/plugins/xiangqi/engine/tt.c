@@ -16,7 +16,8 @@ typedef struct tt_entry {
 #define TT_WAYS 4
 
 struct cdsh_xq_tt {
-    tt_entry *table;
+    void *raw;       /* what calloc returned */
+    tt_entry *table; /* raw, aligned to a cache line */
     size_t clusters; /* power of two */
     size_t mb;
     unsigned gen; /* 0..63 */
@@ -41,12 +42,15 @@ static int alloc_table(cdsh_xq_tt *tt, size_t mb, cdsh_error *err)
     size_t want = mb * 1024 * 1024 / (sizeof(tt_entry) * TT_WAYS), n = 1;
     while (n * 2 <= want)
         n *= 2;
-    tt_entry *t = aligned_alloc(64, n * TT_WAYS * sizeof(tt_entry));
-    if (!t)
+    /* calloc: fresh pages come zeroed from the kernel and only count as
+     * resident once the search touches them */
+    const size_t bytes = n * TT_WAYS * sizeof(tt_entry);
+    void *raw = calloc(1, bytes + 63);
+    if (!raw)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot allocate %zu MB of hash", mb);
-    memset(t, 0, n * TT_WAYS * sizeof(tt_entry));
-    free(tt->table);
-    tt->table = t;
+    free(tt->raw);
+    tt->raw = raw;
+    tt->table = (tt_entry *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     tt->clusters = n;
     tt->mb = mb;
     return 0;
@@ -71,7 +75,7 @@ void cdsh_xq_tt_free(cdsh_xq_tt *tt)
 {
     if (!tt)
         return;
-    free(tt->table);
+    free(tt->raw);
     free(tt);
 }
 

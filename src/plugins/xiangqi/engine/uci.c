@@ -2,6 +2,8 @@
  * one engine and one position; `go` runs the search on a worker thread. */
 #include "plugins/xiangqi/engine/uci.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,8 +15,7 @@
 #include "plugins/xiangqi/engine/movegen.h"
 #include "plugins/xiangqi/engine/search.h"
 
-#define LINE_MAX_LEN 65536
-#define MAX_TOKENS 4096
+#define HISTORY_KEEP 1024 /* plies kept when a long move list outgrows the undo stack */
 
 typedef struct session {
     cdsh_xq_dialect dialect;
@@ -27,11 +28,14 @@ typedef struct session {
     int usemillisec; /* UCCI: times in ms (else seconds) */
     cdsh_xq_move_t banned[CDSH_XQ_MAX_MOVES];
     int nbanned;
+    int pos_ok;         /* 0 after a refused `position`: go is refused until a valid one */
+    char pos_why[1100]; /* why the last position was refused */
     /* the running search */
     int searching;
     pthread_t worker;
     cdsh_xq_pos *search_pos;
     cdsh_xq_limits lim;
+    int bounded; /* the running search has a depth, node or time limit */
     cdsh_cancel *cancel; /* fired by stop/quit; created before the worker starts */
     cdsh_xq_move_t searchmoves[CDSH_XQ_MAX_MOVES];
 } session;
@@ -134,11 +138,21 @@ static void wait_search(session *s, int stop)
     s->searching = 0;
 }
 
-/* position {startpos | fen F...} [moves m...] */
+static void refuse_position(session *s, const char *why)
+{
+    snprintf(s->pos_why, sizeof s->pos_why, "%s", why);
+    s->pos_ok = 0;
+    s->nbanned = 0;
+    complain(s, "%s", why);
+}
+
+/* position {startpos | fen F...} [moves m...], of any length (the undo
+ * stack keeps the last HISTORY_KEEP plies when a list outgrows it). A
+ * refused position leaves none: go is refused until a valid one arrives. */
 static void cmd_position(session *s, char **tok, int nt)
 {
     int i = 1;
-    char fen[1024] = "";
+    char fen[1024] = "", why[1100];
     if (i < nt && strcmp(tok[i], "startpos") == 0) {
         snprintf(fen, sizeof fen, "%s", CDSH_XQ_START_FEN);
         i++;
@@ -147,102 +161,181 @@ static void cmd_position(session *s, char **tok, int nt)
         size_t n = 0;
         for (; i < nt && strcmp(tok[i], "moves") != 0; i++) {
             int w = snprintf(fen + n, sizeof fen - n, "%s%s", n ? " " : "", tok[i]);
-            if (w < 0 || (size_t)w >= sizeof fen - n)
-                break;
+            if (w < 0 || (size_t)w >= sizeof fen - n) {
+                snprintf(why, sizeof why, "bad FEN: longer than %zu bytes", sizeof fen - 1);
+                refuse_position(s, why);
+                return;
+            }
             n += (size_t)w;
         }
     } else {
-        complain(s, "%s", "position needs startpos or fen");
+        refuse_position(s, "position needs startpos or fen");
         return;
     }
     cdsh_error err = {0};
     if (cdsh_xq_pos_set_fen(s->pos, fen, &err) != 0) {
-        complain(s, "bad FEN: %s", err.message);
-        cdsh_xq_pos_set_start(s->pos);
+        snprintf(why, sizeof why, "bad FEN: %s", err.message);
+        refuse_position(s, why);
+        return;
+    }
+    if (i < nt && strcmp(tok[i], "moves") != 0) {
+        snprintf(why, sizeof why, "position: expected moves, got %.64s", tok[i]);
+        refuse_position(s, why);
         return;
     }
     s->nbanned = 0;
-    if (i < nt && strcmp(tok[i], "moves") == 0)
-        for (i++; i < nt; i++) {
-            cdsh_xq_move_t m;
-            if (cdsh_xq_parse_move(s->pos, tok[i], &m, &err) != 0) {
-                complain(s, "illegal move %s", tok[i]);
-                return;
-            }
-            if (cdsh_xq_ply(s->pos) >= CDSH_XQ_MAX_PLY - 1) {
-                /* history full: restart it from the current position */
-                char cur[CDSH_XQ_FEN_MAX];
-                cdsh_xq_pos_fen(s->pos, cur);
-                cdsh_xq_pos_set_fen(s->pos, cur, NULL);
-            }
-            cdsh_xq_play(s->pos, m, NULL);
+    for (i++; i < nt; i++) {
+        cdsh_xq_move_t m;
+        if (cdsh_xq_parse_move(s->pos, tok[i], &m, &err) != 0) {
+            snprintf(why, sizeof why, "illegal move %.64s", tok[i]);
+            refuse_position(s, why);
+            return;
         }
+        if (cdsh_xq_ply(s->pos) >= CDSH_XQ_MAX_PLY - 1)
+            cdsh_xq_pos_trim_history(s->pos, HISTORY_KEEP);
+        cdsh_xq_play(s->pos, m, NULL);
+    }
+    s->pos_ok = 1;
 }
 
-static long long num(char **tok, int nt, int *i)
+/* The whole word as an integer in [lo, hi]; -1 when it is not one. */
+static int parse_ll(const char *v, long long lo, long long hi, long long *out)
 {
-    if (*i + 1 >= nt)
+    if (!v || !*v)
+        return -1;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end || errno == ERANGE || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* Reads the value after the parameter tok[*i] into *out; on a missing or
+ * bad value complains and returns -1. */
+static int go_value(session *s, char **tok, int nt, int *i, long long lo, long long hi,
+                    long long *out)
+{
+    const int has = *i + 1 < nt;
+    if (has && parse_ll(tok[*i + 1], lo, hi, out) == 0) {
+        (*i)++;
         return 0;
-    (*i)++;
-    return strtoll(tok[*i], NULL, 10);
+    }
+    char msg[256];
+    snprintf(msg, sizeof msg, "go refused: %s needs a whole number from %lld to %lld, got %s%.32s%s",
+             tok[*i], lo, hi, has ? "'" : "", has ? tok[*i + 1] : "nothing", has ? "'" : "");
+    complain(s, "%s", msg);
+    return -1;
 }
 
-static void cmd_go(session *s, char **tok, int nt)
+#define TIME_MAX (INT64_MAX / 4000) /* ms (UCCI: s), so units and planning cannot overflow */
+
+/* Parses go's parameters into s->lim. Malformed parameters — a missing or
+ * non-numeric value, a zero or negative limit, no time on the clock of the
+ * side to move, an illegal searchmove, an unknown word — get an error line
+ * and -1: nothing is searched. */
+static int parse_go(session *s, char **tok, int nt, int *nsm_out)
 {
-    wait_search(s, 1);
     cdsh_xq_limits *l = &s->lim;
     memset(l, 0, sizeof *l);
     l->multipv = s->multipv;
     l->overhead_ms = s->overhead_ms;
     const int side = cdsh_xq_side_to_move(s->pos);
     const int unit = s->dialect == CDSH_XQ_DIALECT_UCCI && !s->usemillisec ? 1000 : 1;
-    int nsm = 0;
+    int nsm = 0, clock_given = 0;
+    long long v;
     for (int i = 1; i < nt; i++) {
         const char *t = tok[i];
-        if (strcmp(t, "depth") == 0) {
-            if (i + 1 < nt && strcmp(tok[i + 1], "infinite") == 0) {
-                l->infinite = 1;
-                i++;
-            } else {
-                l->depth = (int)num(tok, nt, &i);
-            }
+        if (strcmp(t, "depth") == 0 && i + 1 < nt && strcmp(tok[i + 1], "infinite") == 0) {
+            l->infinite = 1;
+            i++;
+        } else if (strcmp(t, "depth") == 0) {
+            if (go_value(s, tok, nt, &i, 1, CDSH_XQ_MAX_DEPTH, &v))
+                return -1;
+            l->depth = (int)v;
         } else if (strcmp(t, "nodes") == 0) {
-            l->nodes = (uint64_t)num(tok, nt, &i);
+            if (go_value(s, tok, nt, &i, 1, LLONG_MAX, &v))
+                return -1;
+            l->nodes = (uint64_t)v;
         } else if (strcmp(t, "movetime") == 0) {
-            l->movetime_ms = num(tok, nt, &i);
-        } else if (strcmp(t, "wtime") == 0) {
-            l->time_ms[CDSH_XQ_RED] = num(tok, nt, &i);
-        } else if (strcmp(t, "btime") == 0) {
-            l->time_ms[CDSH_XQ_BLACK] = num(tok, nt, &i);
-        } else if (strcmp(t, "winc") == 0) {
-            l->inc_ms[CDSH_XQ_RED] = num(tok, nt, &i);
-        } else if (strcmp(t, "binc") == 0) {
-            l->inc_ms[CDSH_XQ_BLACK] = num(tok, nt, &i);
+            if (go_value(s, tok, nt, &i, 1, TIME_MAX, &v))
+                return -1;
+            l->movetime_ms = v * unit;
+        } else if (strcmp(t, "wtime") == 0 || strcmp(t, "btime") == 0) {
+            const int who = t[0] == 'w' ? CDSH_XQ_RED : CDSH_XQ_BLACK;
+            if (go_value(s, tok, nt, &i, 0, TIME_MAX, &v))
+                return -1;
+            l->time_ms[who] = v;
+            clock_given |= who == side;
+        } else if (strcmp(t, "winc") == 0 || strcmp(t, "binc") == 0) {
+            if (go_value(s, tok, nt, &i, 0, TIME_MAX, &v))
+                return -1;
+            l->inc_ms[t[0] == 'w' ? CDSH_XQ_RED : CDSH_XQ_BLACK] = v;
         } else if (strcmp(t, "movestogo") == 0 || strcmp(t, "oppmovestogo") == 0) {
-            long long v = num(tok, nt, &i);
+            if (go_value(s, tok, nt, &i, 1, 100000, &v))
+                return -1;
             if (t[0] == 'm')
                 l->movestogo = (int)v;
-        } else if (strcmp(t, "time") == 0) {
-            l->time_ms[side] = num(tok, nt, &i) * unit;
-        } else if (strcmp(t, "increment") == 0) {
-            l->inc_ms[side] = num(tok, nt, &i) * unit;
-        } else if (strcmp(t, "opptime") == 0) {
-            l->time_ms[side ^ 1] = num(tok, nt, &i) * unit;
-        } else if (strcmp(t, "oppincrement") == 0) {
-            l->inc_ms[side ^ 1] = num(tok, nt, &i) * unit;
+        } else if (strcmp(t, "time") == 0 || strcmp(t, "opptime") == 0) {
+            const int who = t[0] == 't' ? side : side ^ 1;
+            if (go_value(s, tok, nt, &i, 0, TIME_MAX, &v))
+                return -1;
+            l->time_ms[who] = v * unit;
+            clock_given |= who == side;
+        } else if (strcmp(t, "increment") == 0 || strcmp(t, "oppincrement") == 0) {
+            if (go_value(s, tok, nt, &i, 0, TIME_MAX, &v))
+                return -1;
+            l->inc_ms[t[0] == 'i' ? side : side ^ 1] = v * unit;
         } else if (strcmp(t, "infinite") == 0 || strcmp(t, "ponder") == 0) {
             l->infinite = 1;
+        } else if (strcmp(t, "draw") == 0) {
+            /* UCCI: the opponent offers a draw; the engine plays on */
         } else if (strcmp(t, "mate") == 0) {
-            l->depth = 2 * (int)num(tok, nt, &i) + 1;
+            if (go_value(s, tok, nt, &i, 1, (CDSH_XQ_MAX_DEPTH - 1) / 2, &v))
+                return -1;
+            l->depth = 2 * (int)v + 1;
         } else if (strcmp(t, "searchmoves") == 0) {
-            for (i++; i < nt && nsm < CDSH_XQ_MAX_MOVES; i++) {
-                cdsh_xq_move_t m;
-                if (cdsh_xq_parse_move(s->pos, tok[i], &m, NULL) == 0)
+            cdsh_xq_move_t m;
+            for (; i + 1 < nt && cdsh_xq_move_parse_iccs(tok[i + 1], &m, NULL) == 0; i++) {
+                if (cdsh_xq_parse_move(s->pos, tok[i + 1], &m, NULL) != 0) {
+                    complain(s, "go refused: searchmoves: %s is not a legal move here", tok[i + 1]);
+                    return -1;
+                }
+                if (nsm < CDSH_XQ_MAX_MOVES)
                     s->searchmoves[nsm++] = m;
             }
+            if (!nsm) {
+                complain(s, "%s", "go refused: searchmoves names no move");
+                return -1;
+            }
+        } else {
+            complain(s, "go refused: unknown parameter %s", t);
+            return -1;
         }
-        /* "draw" and unknown words are ignored */
     }
+    if (clock_given && l->time_ms[side] <= 0 && l->inc_ms[side] <= 0 && !l->movetime_ms &&
+        !l->depth && !l->nodes && !l->infinite) {
+        complain(s, "%s", "go refused: no time left on the clock of the side to move");
+        return -1;
+    }
+    s->bounded = !l->infinite && (l->depth || l->nodes || l->movetime_ms || l->time_ms[side] > 0 ||
+                                  l->inc_ms[side] > 0);
+    *nsm_out = nsm;
+    return 0;
+}
+
+static void cmd_go(session *s, char **tok, int nt)
+{
+    wait_search(s, 1);
+    if (!s->pos_ok) {
+        complain(s, "go refused: no valid position (%s); send a position first", s->pos_why);
+        return;
+    }
+    int nsm = 0;
+    if (parse_go(s, tok, nt, &nsm) != 0)
+        return;
+    cdsh_xq_limits *l = &s->lim;
     if (!nsm && s->nbanned) { /* UCCI banmoves: search every other legal move */
         cdsh_xq_move_t legal[CDSH_XQ_MAX_MOVES];
         int n = cdsh_xq_gen_legal(s->pos, legal);
@@ -366,14 +459,56 @@ static void cmd_id(session *s)
     say(s, "uciok");
 }
 
-static int split(char *line, char **tok)
+/* Reads one line (without its newline) into *buf, growing it up to
+ * CDSH_XQ_PROTOCOL_LINE_MAX bytes. 1: a line; 0: end of input; -1: the line
+ * was longer (read to its end and dropped); CDSH_ENOMEM: no memory. */
+static int read_line(FILE *in, char **buf, size_t *cap)
 {
-    int n = 0;
+    size_t n = 0;
+    int c, over = 0;
+    while ((c = getc(in)) != EOF && c != '\n') {
+        if (over)
+            continue;
+        if (n + 1 >= *cap) {
+            if (*cap > CDSH_XQ_PROTOCOL_LINE_MAX) {
+                over = 1;
+                continue;
+            }
+            size_t nc = *cap * 2 > CDSH_XQ_PROTOCOL_LINE_MAX + 1 ? CDSH_XQ_PROTOCOL_LINE_MAX + 2
+                                                                : *cap * 2;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return CDSH_ENOMEM;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (over)
+        return -1;
+    if (c == EOF && n == 0)
+        return 0;
+    (*buf)[n] = 0;
+    return 1;
+}
+
+/* Splits line in place into *tok (grown as needed); the count, or -1. */
+static int split(char *line, char ***tok, size_t *cap)
+{
+    size_t n = 0;
     char *save = NULL;
-    for (char *t = strtok_r(line, " \t\r\n", &save); t && n < MAX_TOKENS;
-         t = strtok_r(NULL, " \t\r\n", &save))
-        tok[n++] = t;
-    return n;
+    for (char *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
+        if (n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            char **nt = realloc(*tok, nc * sizeof *nt);
+            if (!nt)
+                return -1;
+            *tok = nt;
+            *cap = nc;
+        }
+        (*tok)[n++] = t;
+    }
+    return n > INT_MAX ? -1 : (int)n;
 }
 
 int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_error *err)
@@ -382,16 +517,17 @@ int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_erro
                  .out = out,
                  .multipv = 1,
                  .overhead_ms = 30,
-                 .usemillisec = dialect == CDSH_XQ_DIALECT_UCCI ? 0 : 1};
+                 .usemillisec = dialect == CDSH_XQ_DIALECT_UCCI ? 0 : 1,
+                 .pos_ok = 1};
+    size_t line_cap = 4096, tok_cap = 0;
     char *line = NULL;
     char **tok = NULL;
     int rc = 0;
     pthread_mutex_init(&s.out_lock, NULL);
     s.pos = cdsh_xq_pos_new();
     s.search_pos = cdsh_xq_pos_new();
-    line = malloc(LINE_MAX_LEN);
-    tok = malloc(sizeof(char *) * MAX_TOKENS);
-    if (!s.pos || !s.search_pos || !line || !tok) {
+    line = malloc(line_cap);
+    if (!s.pos || !s.search_pos || !line) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto cleanup;
     }
@@ -399,8 +535,21 @@ int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_erro
     if (rc)
         goto cleanup;
     int quit = 0;
-    while (!quit && fgets(line, LINE_MAX_LEN, in)) {
-        const int nt = split(line, tok);
+    while (!quit) {
+        const int got = read_line(in, &line, &line_cap);
+        if (got == 0)
+            break;
+        if (got == -1) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "line longer than %d bytes ignored", CDSH_XQ_PROTOCOL_LINE_MAX);
+            complain(&s, "%s", msg);
+            continue;
+        }
+        const int nt = got == 1 ? split(line, &tok, &tok_cap) : -1;
+        if (nt < 0) {
+            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+            break;
+        }
         if (nt == 0)
             continue;
         const char *c = tok[0];
@@ -424,6 +573,8 @@ int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_erro
                 cdsh_xq_move_t m;
                 if (cdsh_xq_parse_move(s.pos, tok[i], &m, NULL) == 0)
                     s.banned[s.nbanned++] = m;
+                else
+                    complain(&s, "banmoves: %s is not a legal move here", tok[i]);
             }
         } else if (!strcmp(c, "go")) {
             cmd_go(&s, tok, nt);
@@ -445,9 +596,10 @@ int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_erro
             complain(&s, "unknown command %s", c);
         }
     }
-    /* quit stops the search; at end of input a finite search is finished
-     * first, so `printf 'position ...\ngo depth 8\n' | cdsh xiangqi uci` works */
-    wait_search(&s, quit || s.lim.infinite);
+    /* quit stops the search; at end of input a bounded search (depth, nodes,
+     * time) is finished first, so `printf 'position ...\ngo depth 8\n' | cdsh
+     * xiangqi uci` works, and one without a bound is stopped */
+    wait_search(&s, quit || !s.bounded);
     if (dialect == CDSH_XQ_DIALECT_UCCI)
         say(&s, "bye");
 cleanup:

@@ -17,13 +17,18 @@ typedef enum cdsh_xq_dialect {
 
 #define CDSH_XQ_ENGINE_NAME "cdsh-xiangqi"
 #define CDSH_XQ_ENGINE_AUTHOR "cdsh"
+/* Longest command line read (bytes): a `position ... moves` of about 3
+ * million plies. A longer line is read to its end, dropped and reported. */
+#define CDSH_XQ_PROTOCOL_LINE_MAX (16 * 1024 * 1024)
 
 /* Runs the protocol until `quit` or end of input. `quit` stops a running
- * search (its best move is still written); at end of input a finite search
- * (depth, nodes, time) runs to its end and an infinite one is stopped. Returns 0, or CDSH_ENOMEM
- * when the engine cannot be created. Malformed commands are answered with
- * `info string error: ...` (UCI) or `info message error: ...` (UCCI) and
- * otherwise ignored, as GUIs expect. */
+ * search (its best move is still written); at end of input a bounded search
+ * (depth, nodes, time) runs to its end and one without a bound (plain `go`,
+ * `go infinite`, ponder) is stopped; then the call returns. Returns 0, or
+ * CDSH_ENOMEM. Malformed commands are answered with `info string error:
+ * ...` (UCI) or `info message error: ...` (UCCI) and otherwise ignored, as
+ * GUIs expect; a malformed `go` searches nothing, and after a refused
+ * `position` every `go` is refused until a valid position arrives. */
 int cdsh_xq_protocol_run(cdsh_xq_dialect dialect, FILE *in, FILE *out, cdsh_error *err);
 
 #endif
