@@ -5,6 +5,7 @@
 #include "server/mcp_http.h"
 
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,17 @@ typedef struct stream {
     size_t qoff;
     bool finished;
     uint64_t next_event;
-    char key[80]; /* progress token this stream carries ("" for GET) */
+    /* What routes notifications here: "<token key>" for a call's progress,
+     * "sub:<id key>" for a subscription, "" for the GET stream. */
+    char key[96];
+    /* 2026-07-28 requests share one stateless session, so their progress
+     * tokens and subscription ids are replaced by a unique key on the way in;
+     * orig is the client's value, restored on the way out (NULL otherwise). */
+    json_t *orig;
+    /* Fired when a 2026-07-28 answer stream closes: there, closing the
+     * stream is the cancellation. */
+    cdsh_cancel *cancel;
+    bool modern;
     struct stream *next;
 } stream;
 
@@ -67,6 +78,10 @@ static stream *stream_new(const char *key)
     stream *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    if (!(s->cancel = cdsh_cancel_new(NULL))) {
+        free(s);
+        return NULL;
+    }
     s->refs = 1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t ca;
@@ -86,6 +101,8 @@ static void stream_unref(stream *s)
     pthread_mutex_unlock(&s->lock);
     if (left)
         return;
+    json_decref(s->orig);
+    cdsh_cancel_free(s->cancel);
     cdsh_strbuf_deinit(&s->q);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
@@ -145,7 +162,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void stream_response_free(void *cls)
 {
-    stream_unref(cls);
+    stream *s = cls;
+    if (s->modern)
+        cdsh_cancel_fire(s->cancel, "the client closed the answer stream");
+    stream_unref(s);
 }
 
 /* ---- sessions ------------------------------------------------------------------- */
@@ -160,24 +180,22 @@ static void token_key(const json_t *tok, char *out, size_t n)
         out[0] = '\0';
 }
 
-/* Session send function: progress goes to the stream of its request, the
- * rest to the GET stream when one is open (else it is dropped, as the spec
- * allows). */
+/* Session send function: progress goes to the stream of its request, a
+ * subscription's notifications to its listen stream, the rest to the GET
+ * stream when one is open (else it is dropped, as the spec allows). */
 static void hs_send(void *arg, const char *method, json_t *params)
 {
     hsession *hs = arg;
-    json_t *msg = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
-    if (!msg)
-        return;
-    if (params)
-        json_object_set(msg, "params", params);
-    char *text = cdsh_json_dump_compact_dup(msg);
-    json_decref(msg);
-    if (!text)
-        return;
-    char key[80] = "";
-    if (strcmp(method, "notifications/progress") == 0)
+    char key[96] = "", k[80] = "";
+    bool progress = strcmp(method, "notifications/progress") == 0;
+    json_t *sub = json_object_get(json_object_get(params, "_meta"),
+                                  "io.modelcontextprotocol/subscriptionId");
+    if (progress) {
         token_key(json_object_get(params, "progressToken"), key, sizeof key);
+    } else if (sub) {
+        token_key(sub, k, sizeof k);
+        snprintf(key, sizeof key, "sub:%s", k);
+    }
     pthread_mutex_lock(&hs->lock);
     stream *target = NULL;
     if (key[0]) {
@@ -187,12 +205,30 @@ static void hs_send(void *arg, const char *method, json_t *params)
     } else {
         target = hs->get;
     }
-    if (target)
+    if (!target) {
+        if (strcmp(method, "notifications/tools/list_changed") == 0 && !sub)
+            hs->pending_changed = true; /* delivered when the client opens its GET stream */
+        pthread_mutex_unlock(&hs->lock);
+        return;
+    }
+    json_t *out = params ? json_deep_copy(params) : NULL;
+    if (out && target->orig) {
+        if (progress)
+            json_object_set(out, "progressToken", target->orig);
+        else
+            json_object_set(json_object_get(out, "_meta"),
+                            "io.modelcontextprotocol/subscriptionId", target->orig);
+    }
+    json_t *msg = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
+    if (msg && out)
+        json_object_set(msg, "params", out);
+    char *text = msg ? cdsh_json_dump_compact_dup(msg) : NULL;
+    if (text)
         stream_push(target, text, false);
-    else if (strcmp(method, "notifications/tools/list_changed") == 0)
-        hs->pending_changed = true; /* delivered when the client opens its GET stream */
     pthread_mutex_unlock(&hs->lock);
     free(text);
+    json_decref(msg);
+    json_decref(out);
 }
 
 static hsession *hs_new(cdsh_mcp_http *h, bool stateless)
@@ -354,7 +390,9 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 typedef struct call_job {
     hsession *hs;
     stream *st;
-    json_t *id, *params;
+    json_t *id;     /* the client's, for the answer */
+    json_t *sid;    /* the session's (a unique key on the stateless session) */
+    json_t *params; /* with the progress token replaced likewise */
     char method[64];
 } call_job;
 
@@ -364,8 +402,8 @@ static void *call_worker(void *arg)
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
     char *msg = NULL;
-    if (cdsh_mcp_session_request(j->hs->ss, j->id, j->method, j->params, NULL, &result, &code, &msg,
-                                 &edata) != 0) {
+    if (cdsh_mcp_session_request(j->hs->ss, j->sid, j->method, j->params, j->st->cancel, &result,
+                                 &code, &msg, &edata) != 0) {
         code = CDSH_JSONRPC_INTERNAL_ERROR;
         msg = strdup("out of memory");
     }
@@ -389,21 +427,55 @@ static void *call_worker(void *arg)
     stream_unref(j->st);
     hs_unref(j->hs);
     json_decref(j->id);
+    json_decref(j->sid);
     json_decref(j->params);
     free(j);
     return NULL;
 }
 
-static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m)
+static uint64_t unique_keys;
+
+/* Answers a tools/call or subscriptions/listen with an SSE stream fed by a
+ * worker. */
+static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m,
+                                   bool modern)
 {
-    char key[80] = "";
-    token_key(json_object_get(json_object_get(m->params, "_meta"), "progressToken"), key,
-              sizeof key);
-    stream *st = stream_new(key);
+    bool listen = strcmp(m->method, "subscriptions/listen") == 0;
+    bool shared = hs == hs->h->stateless;
+    json_t *tok = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     call_job *j = calloc(1, sizeof *j);
+    stream *st = stream_new(NULL);
     struct MHD_Response *r = NULL;
     if (!st || !j)
         goto fail;
+    st->modern = modern;
+    j->id = json_deep_copy(m->id);
+    j->sid = json_deep_copy(m->id);
+    j->params = m->params ? json_deep_copy(m->params) : NULL;
+    if (!j->id || !j->sid || (m->params && !j->params))
+        goto fail;
+    if (shared && (listen || tok)) {
+        char u[32];
+        snprintf(u, sizeof u, "k%llu",
+                 (unsigned long long)__atomic_add_fetch(&unique_keys, 1, __ATOMIC_RELAXED));
+        if (listen) {
+            st->orig = json_incref(j->sid);
+            json_decref(j->sid);
+            j->sid = json_string(u);
+        } else {
+            st->orig = json_incref(tok);
+            json_object_set_new(json_object_get(j->params, "_meta"), "progressToken",
+                                json_string(u));
+        }
+    }
+    char k[80] = "";
+    if (listen) {
+        token_key(j->sid, k, sizeof k);
+        snprintf(st->key, sizeof st->key, "sub:%s", k);
+    } else {
+        token_key(json_object_get(json_object_get(j->params, "_meta"), "progressToken"), st->key,
+                  sizeof st->key);
+    }
     r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
                                           stream_response_free);
     if (!r)
@@ -411,8 +483,6 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
     st->refs = 3; /* response, worker, creator (dropped below) */
     j->hs = hs;
     j->st = st;
-    j->id = json_deep_copy(m->id);
-    j->params = m->params ? json_deep_copy(m->params) : NULL;
     snprintf(j->method, sizeof j->method, "%s", m->method);
     pthread_mutex_lock(&hs->lock);
     st->next = hs->streams;
@@ -438,12 +508,27 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
 fail:
     if (st)
         stream_unref(st);
+    if (j) {
+        json_decref(j->id);
+        json_decref(j->sid);
+        json_decref(j->params);
+    }
     free(j);
     return reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
 }
 
+/* The HTTP status of a 2026-07-28 error answer. */
+static unsigned modern_status(int64_t code)
+{
+    if (code == CDSH_JSONRPC_METHOD_NOT_FOUND)
+        return 404;
+    if (code == CDSH_MCP_UNSUPPORTED_VERSION || code == CDSH_MCP_HEADER_MISMATCH)
+        return 400;
+    return 200;
+}
+
 static enum MHD_Result post_sync(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m,
-                                 const char *session_header)
+                                 const char *session_header, bool modern)
 {
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
@@ -454,7 +539,8 @@ static enum MHD_Result post_sync(struct MHD_Connection *conn, hsession *hs, cons
     json_t *resp = response_msg(m->id, result, code, msg, edata);
     char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
     enum MHD_Result ret =
-        text ? reply(conn, 200, "application/json", text, session_header)
+        text ? reply(conn, result || !modern ? 200 : modern_status(code), "application/json", text,
+                     session_header)
              : reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
     free(text);
     json_decref(resp);
@@ -468,6 +554,87 @@ static bool is_modern(const cdsh_mcp_msg *m)
 {
     return cdsh_mcp_version_is_modern(json_string_value(json_object_get(
         json_object_get(m->params, "_meta"), "io.modelcontextprotocol/protocolVersion")));
+}
+
+/* A header value as sent: plain, or "=?base64?<UTF-8 in base64>?=" (2026-07-28
+ * encoding of values that are not plain visible ASCII). Owned; NULL when
+ * absent or undecodable. */
+static char *header_value_dup(struct MHD_Connection *conn, const char *name)
+{
+    const char *v = header(conn, name);
+    if (!v)
+        return NULL;
+    size_t n = strlen(v);
+    if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0)
+        return strdup(v);
+    size_t b64 = n - 11;
+    if (b64 % 4)
+        return NULL;
+    unsigned char *out = malloc(b64 / 4 * 3 + 1);
+    int len = out ? EVP_DecodeBlock(out, (const unsigned char *)v + 9, (int)b64) : -1;
+    if (len < 0) {
+        free(out);
+        return NULL;
+    }
+    /* EVP_DecodeBlock counts the padding as zero bytes. */
+    if (b64 >= 1 && v[9 + b64 - 1] == '=')
+        len--;
+    if (b64 >= 2 && v[9 + b64 - 2] == '=')
+        len--;
+    out[len] = '\0';
+    if (strlen((char *)out) != (size_t)len) {
+        free(out);
+        return NULL;
+    }
+    return (char *)out;
+}
+
+/* 2026-07-28 request checks: the required _meta, and the mirrored headers
+ * (MCP-Protocol-Version, Mcp-Method, Mcp-Name) equal to the body. Queues
+ * the 400 answer and returns false on a mismatch. */
+static bool modern_headers_ok(struct MHD_Connection *conn, const cdsh_mcp_msg *m,
+                              enum MHD_Result *ret)
+{
+    json_t *meta = json_object_get(m->params, "_meta");
+    const char *ver = json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
+    if (m->kind == CDSH_MCP_MSG_REQUEST &&
+        !json_is_object(json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"))) {
+        *ret = reply_rpc_error(conn, 400, m->id, CDSH_JSONRPC_INVALID_PARAMS,
+                               "missing required _meta[\"io.modelcontextprotocol/"
+                               "clientCapabilities\"]");
+        return false;
+    }
+    const char *pv = header(conn, "MCP-Protocol-Version");
+    if (!pv || strcmp(pv, ver) != 0) {
+        *ret = reply_rpc_error(conn, 400, m->id, CDSH_MCP_HEADER_MISMATCH,
+                               "MCP-Protocol-Version header does not match "
+                               "_meta[\"io.modelcontextprotocol/protocolVersion\"]");
+        return false;
+    }
+    char *method = header_value_dup(conn, "Mcp-Method");
+    bool ok = method && strcmp(method, m->method) == 0;
+    free(method);
+    if (!ok) {
+        *ret = reply_rpc_error(conn, 400, m->id, CDSH_MCP_HEADER_MISMATCH,
+                               "Mcp-Method header missing or not equal to the method");
+        return false;
+    }
+    const char *want = NULL;
+    if (strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0)
+        want = json_string_value(json_object_get(m->params, "name"));
+    else if (strcmp(m->method, "resources/read") == 0)
+        want = json_string_value(json_object_get(m->params, "uri"));
+    if (want) {
+        char *name = header_value_dup(conn, "Mcp-Name");
+        ok = name && strcmp(name, want) == 0;
+        free(name);
+        if (!ok) {
+            *ret = reply_rpc_error(conn, 400, m->id, CDSH_MCP_HEADER_MISMATCH,
+                                   "Mcp-Name header missing or not equal to the name in the body");
+            return false;
+        }
+    }
+    return true;
 }
 
 static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, post_buf *rs)
@@ -497,11 +664,14 @@ static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, po
         h->sessions = hs;
         hs->refs++; /* table + this request */
         pthread_mutex_unlock(&h->lock);
-        ret = post_sync(conn, hs, &m, hs->id);
+        ret = post_sync(conn, hs, &m, hs->id, false);
         goto out;
     }
-    if (m.kind == CDSH_MCP_MSG_REQUEST && !sid &&
-        (is_modern(&m) || strcmp(m.method, "server/discover") == 0)) {
+    bool modern = is_modern(&m);
+    if (modern && !modern_headers_ok(conn, &m, &ret))
+        goto out;
+    if (!sid && (modern || (m.kind == CDSH_MCP_MSG_REQUEST &&
+                            strcmp(m.method, "server/discover") == 0))) {
         pthread_mutex_lock(&h->lock);
         hs = h->stateless;
         hs->refs++;
@@ -522,10 +692,15 @@ static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, po
         goto out;
     }
     const char *accept = header(conn, "Accept");
-    if (strcmp(m.method, "tools/call") == 0 && accept && strstr(accept, "text/event-stream"))
-        ret = post_stream(conn, hs, &m);
+    bool sse = accept && strstr(accept, "text/event-stream");
+    bool listen = modern && strcmp(m.method, "subscriptions/listen") == 0;
+    if (listen && !sse)
+        ret = reply_rpc_error(conn, 406, m.id, CDSH_JSONRPC_INVALID_REQUEST,
+                              "subscriptions/listen needs Accept: text/event-stream");
+    else if ((strcmp(m.method, "tools/call") == 0 || listen) && sse)
+        ret = post_stream(conn, hs, &m, modern);
     else
-        ret = post_sync(conn, hs, &m, NULL);
+        ret = post_sync(conn, hs, &m, NULL, modern);
 out:
     if (hs)
         hs_unref(hs);
@@ -641,7 +816,7 @@ enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *co
     }
     const char *pv = header(conn, "MCP-Protocol-Version");
     if (pv && !cdsh_mcp_version_known(pv))
-        return reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
+        return reply_rpc_error(conn, 400, NULL, CDSH_MCP_UNSUPPORTED_VERSION,
                                "Bad Request: unsupported MCP-Protocol-Version");
     if (strcmp(method, "POST") == 0)
         return do_post(h, conn, rs);

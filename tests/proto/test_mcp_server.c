@@ -481,7 +481,8 @@ static void stateless_requests_are_served_without_initialize(void **state)
     json_decref(m);
     m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                     "\"echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"io.modelcontextprotocol/"
-                    "protocolVersion\":\"2026-07-28\"}}}");
+                    "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+                    "clientCapabilities\":{}}}}");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(m, "result"), "resultType")), "complete");
     json_decref(m);
@@ -492,6 +493,119 @@ static void stateless_requests_are_served_without_initialize(void **state)
                             json_object_get(json_object_get(m, "error"), "data"), "requested")),
                         "2031-01-01");
     json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+
+#define MODERN_META                                                                                \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+static void modern_results_carry_cache_fields_and_server_info(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 2);
+    raw r;
+    raw_open(&r, &k);
+    json_t *m =
+        raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" MODERN_META
+                    "}}");
+    json_t *res = json_object_get(m, "result");
+    assert_non_null(res);
+    /* 2026-07-28 CacheableResult: both required; the tool set may change. */
+    assert_true(json_is_integer(json_object_get(res, "ttlMs")));
+    assert_int_equal(json_integer_value(json_object_get(res, "ttlMs")), 0);
+    assert_string_equal(json_string_value(json_object_get(res, "cacheScope")), "private");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(
+                            json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"),
+                                                          "name")),
+                        "cdsh");
+    assert_int_equal(json_array_size(json_object_get(res, "tools")), 2);
+    assert_non_null(json_object_get(res, "nextCursor"));
+    json_decref(m);
+    /* Every 2026-07-28 request declares its client's capabilities. */
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                    "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
+    assert_int_equal(err_code(m), -32602);
+    assert_non_null(strstr(err_msg(m), "clientCapabilities"));
+    json_decref(m);
+    /* subscriptions/listen is a 2026-07-28 method only. */
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"subscriptions/listen\",\"params\":"
+                    "{\"notifications\":{\"toolsListChanged\":true}}}");
+    assert_int_equal(err_code(m), -32601);
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/listen\",\"params\":{" MODERN_META
+                    "}}");
+    assert_int_equal(err_code(m), -32602);
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static const char *sub_id_of(const json_t *m)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(m, "params"), "_meta"), "io.modelcontextprotocol/subscriptionId"));
+}
+
+static void subscriptions_listen_carries_list_changed_until_cancelled(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":\"L1\",\"method\":\"subscriptions/listen\",\"params\":{"
+                 "\"notifications\":{\"toolsListChanged\":true,\"promptsListChanged\":true},"
+                 MODERN_META "}}");
+    json_t *ack = raw_recv(&r);
+    assert_string_equal(json_string_value(json_object_get(ack, "method")),
+                        "notifications/subscriptions/acknowledged");
+    assert_string_equal(sub_id_of(ack), "L1");
+    /* Only what cdsh has is honoured: it has no prompts. */
+    json_t *want = json_pack("{s:b}", "toolsListChanged", 1);
+    assert_true(json_equal(json_object_get(json_object_get(ack, "params"), "notifications"), want));
+    json_decref(want);
+    json_decref(ack);
+    /* A second subscription without the tools filter hears nothing. */
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"subscriptions/listen\",\"params\":{"
+                 "\"notifications\":{}," MODERN_META "}}");
+    ack = raw_recv(&r);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(ack, "params"), "_meta"),
+                         "io.modelcontextprotocol/subscriptionId")),
+                     7);
+    assert_int_equal(json_object_size(json_object_get(json_object_get(ack, "params"), "notifications")), 0);
+    json_decref(ack);
+    /* The tool set changes: one tagged notification, no unsolicited one (the
+     * session never sent initialize). */
+    cdsh_disposer_run(&k.d[0]);
+    json_t *n = raw_recv(&r);
+    assert_string_equal(json_string_value(json_object_get(n, "method")),
+                        "notifications/tools/list_changed");
+    assert_string_equal(sub_id_of(n), "L1");
+    json_decref(n);
+    /* The client cancels: the subscription answers its closing result. */
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                 "\"requestId\":\"L1\"}}");
+    json_t *m = raw_response(&r, NULL);
+    assert_string_equal(json_string_value(json_object_get(m, "id")), "L1");
+    json_t *res = json_object_get(m, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "_meta"),
+                                                          "io.modelcontextprotocol/subscriptionId")),
+                        "L1");
+    json_decref(m);
+    /* Another change: nobody listens for it any more, so the next message is
+     * the answer to this ping. */
+    cdsh_disposer_run(&k.d[1]);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}");
+    assert_int_equal(json_integer_value(json_object_get(m, "id")), 8);
+    json_decref(m);
+    /* EOF closes the session; the open subscription 7 ends with it. */
     raw_close(&r);
     kernel_deinit(&k);
 }
@@ -632,6 +746,99 @@ static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
     kernel_deinit(&k);
 }
 
+
+/* POSTs body with headers; returns the status, the body in *out (owned). */
+static long http_post(const char *url, const char *body, const char *const *headers, char **out)
+{
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; headers && headers[i]; i++)
+        h = curl_slist_append(h, headers[i]);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+    curl_easy_perform(e);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    fclose(mem);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    *out = buf;
+    return status;
+}
+
+static int64_t body_code(const char *body)
+{
+    json_t *v = json_loads(body, 0, NULL);
+    int64_t c = err_code(v);
+    json_decref(v);
+    return c;
+}
+
+static void modern_http_requests_mirror_their_headers(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, NULL, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    char url[80];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", cdsh_mcp_http_port(h));
+    const char *call = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+                       "\"echo\",\"arguments\":{\"text\":\"hi\"}," MODERN_META "}}";
+    const char *good[] = {"Content-Type: application/json", "Accept: application/json",
+                          "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                          "Mcp-Name: echo", NULL};
+    char *body = NULL;
+    assert_int_equal(http_post(url, call, good, &body), 200);
+    assert_non_null(strstr(body, "\"resultType\":\"complete\""));
+    free(body);
+    /* The name may come base64-encoded ("=?base64?ZWNobw==?=" is "echo"). */
+    const char *b64[] = {"Content-Type: application/json", "MCP-Protocol-Version: 2026-07-28",
+                         "Mcp-Method: tools/call", "Mcp-Name: =?base64?ZWNobw==?=", NULL};
+    assert_int_equal(http_post(url, call, b64, &body), 200);
+    free(body);
+    const char *wrong_name[] = {"Content-Type: application/json",
+                                "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                                "Mcp-Name: sum", NULL};
+    assert_int_equal(http_post(url, call, wrong_name, &body), 400);
+    assert_int_equal(body_code(body), -32020);
+    free(body);
+    const char *no_method[] = {"Content-Type: application/json",
+                               "MCP-Protocol-Version: 2026-07-28", "Mcp-Name: echo", NULL};
+    assert_int_equal(http_post(url, call, no_method, &body), 400);
+    assert_int_equal(body_code(body), -32020);
+    free(body);
+    const char *wrong_version[] = {"Content-Type: application/json",
+                                   "MCP-Protocol-Version: 2025-11-25", "Mcp-Method: tools/call",
+                                   "Mcp-Name: echo", NULL};
+    assert_int_equal(http_post(url, call, wrong_version, &body), 400);
+    assert_int_equal(body_code(body), -32020);
+    free(body);
+    /* An unknown method is 404 with -32601 in this revision. */
+    const char *unknown = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\",\"params\":{" MODERN_META "}}";
+    const char *uh[] = {"Content-Type: application/json", "MCP-Protocol-Version: 2026-07-28",
+                        "Mcp-Method: prompts/list", NULL};
+    assert_int_equal(http_post(url, unknown, uh, &body), 404);
+    assert_int_equal(body_code(body), -32601);
+    free(body);
+    /* listen needs an event stream to live on. */
+    const char *listen = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"subscriptions/listen\",\"params\":"
+                         "{\"notifications\":{\"toolsListChanged\":true}," MODERN_META "}}";
+    const char *lh[] = {"Content-Type: application/json", "Accept: application/json",
+                        "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: subscriptions/listen",
+                        NULL};
+    assert_int_equal(http_post(url, listen, lh, &body), 406);
+    free(body);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
 static void web_serves_mcp_at_slash_mcp_behind_its_token(void **state)
 {
     (void)state;
@@ -694,7 +901,10 @@ int main(void)
         cmocka_unit_test(cancellation_stops_the_tool_and_progress_flows),
         cmocka_unit_test(registry_changes_send_list_changed_and_glob_filters),
         cmocka_unit_test(stateless_requests_are_served_without_initialize),
+        cmocka_unit_test(modern_results_carry_cache_fields_and_server_info),
+        cmocka_unit_test(subscriptions_listen_carries_list_changed_until_cancelled),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_server_over_http),
+        cmocka_unit_test(modern_http_requests_mirror_their_headers),
         cmocka_unit_test(web_serves_mcp_at_slash_mcp_behind_its_token),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_mcp_over_stdio),
     };
