@@ -6,12 +6,16 @@
 
 #include <netinet/in.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/jsonrpc.h"
 #include "base/random.h"
@@ -19,11 +23,18 @@
 #include "proto/mcp/mcp.h"
 
 #define KEEPALIVE_MS 15000
+#define IDLE_TIMEOUT_S 30    /* default: an idle connection (no bytes either way) closes */
+#define MAX_CONNECTIONS 64   /* default cap, counted before any request is read */
+#define SHUTDOWN_GRACE_MS 500 /* how long shutdown waits for calls to end */
 
+/* An SSE answer. The MHD connection thread sleeps in stream_read on poll()
+ * over the stream's eventfd (written on every push and at the end) and the
+ * client's socket (a client that goes away ends the stream at once). */
 typedef struct stream {
     int refs; /* under lock */
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    int efd;  /* eventfd: something to read, or finished */
+    int sock; /* the client's socket (-1 unknown) */
     cdsh_strbuf q;
     size_t qoff;
     bool finished;
@@ -39,6 +50,7 @@ typedef struct stream {
      * stream is the cancellation. */
     cdsh_cancel *cancel;
     bool modern;
+    struct cdsh_mcp_http *h; /* set once an MHD response reads this stream */
     struct stream *next;
 } stream;
 
@@ -64,6 +76,11 @@ struct cdsh_mcp_http {
     pthread_mutex_t lock;
     hsession *sessions;
     hsession *stateless;
+    bool closing;           /* shutting down: new requests get 503 */
+    pthread_cond_t answered; /* (h->lock, monotonic) a POST stream left its session,
+                                or an SSE response was released */
+    int open_responses;      /* SSE responses MHD still holds (under lock) */
+    unsigned idle_timeout_s, max_connections;
 };
 
 typedef struct post_buf {
@@ -73,7 +90,7 @@ typedef struct post_buf {
 
 /* ---- streams -------------------------------------------------------------------- */
 
-static stream *stream_new(const char *key)
+static stream *stream_new(struct MHD_Connection *conn)
 {
     stream *s = calloc(1, sizeof *s);
     if (!s)
@@ -82,15 +99,17 @@ static stream *stream_new(const char *key)
         free(s);
         return NULL;
     }
+    if ((s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        cdsh_cancel_free(s->cancel);
+        free(s);
+        return NULL;
+    }
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    s->sock = ci ? ci->connect_fd : -1;
     s->refs = 1;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &ca);
-    pthread_condattr_destroy(&ca);
     cdsh_strbuf_init(&s->q);
-    snprintf(s->key, sizeof s->key, "%s", key ? key : "");
     return s;
 }
 
@@ -103,10 +122,18 @@ static void stream_unref(stream *s)
         return;
     json_decref(s->orig);
     cdsh_cancel_free(s->cancel);
+    close(s->efd);
     cdsh_strbuf_deinit(&s->q);
-    pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+/* Under s->lock. */
+static void stream_wake(stream *s)
+{
+    uint64_t one = 1;
+    ssize_t n = write(s->efd, &one, sizeof one);
+    (void)n; /* EAGAIN: the counter is already non-zero, the reader wakes anyway */
 }
 
 static void stream_push(stream *s, const char *json, bool last)
@@ -116,7 +143,7 @@ static void stream_push(stream *s, const char *json, bool last)
         cdsh_strbuf_appendf(&s->q, "event: message\nid: %llu\ndata: %s\n\n",
                             (unsigned long long)++s->next_event, json);
         s->finished = last;
-        pthread_cond_broadcast(&s->cond);
+        stream_wake(s);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -125,7 +152,7 @@ static void stream_finish(stream *s)
 {
     pthread_mutex_lock(&s->lock);
     s->finished = true;
-    pthread_cond_broadcast(&s->cond);
+    stream_wake(s);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -133,21 +160,32 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     stream *s = cls;
+    bool gone = false;
     pthread_mutex_lock(&s->lock);
     while (s->q.len == s->qoff && !s->finished) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += KEEPALIVE_MS / 1000;
-        if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) != 0 && s->q.len == s->qoff &&
-            !s->finished) {
+        pthread_mutex_unlock(&s->lock);
+        struct pollfd p[2] = {{.fd = s->efd, .events = POLLIN},
+                              {.fd = s->sock, .events = POLLRDHUP}};
+        int n = poll(p, 2, KEEPALIVE_MS);
+        pthread_mutex_lock(&s->lock);
+        if (p[0].revents & POLLIN) {
+            uint64_t v;
+            ssize_t got = read(s->efd, &v, sizeof v);
+            (void)got;
+        }
+        if (n > 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            gone = true; /* the client closed its side */
+            break;
+        }
+        if (n == 0 && s->q.len == s->qoff && !s->finished) {
             cdsh_strbuf_append_str(&s->q, ": keep-alive\n\n");
             break;
         }
     }
     size_t avail = s->q.len - s->qoff;
-    if (avail == 0) {
+    if (gone || avail == 0) {
         pthread_mutex_unlock(&s->lock);
-        return MHD_CONTENT_READER_END_OF_STREAM;
+        return gone ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
     }
     size_t n = avail < max ? avail : max;
     memcpy(buf, s->q.data + s->qoff, n);
@@ -165,7 +203,26 @@ static void stream_response_free(void *cls)
     stream *s = cls;
     if (s->modern)
         cdsh_cancel_fire(s->cancel, "the client closed the answer stream");
+    struct cdsh_mcp_http *h = s->h;
     stream_unref(s);
+    pthread_mutex_lock(&h->lock);
+    h->open_responses--;
+    pthread_cond_broadcast(&h->answered);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* An SSE response reading st (its reference is the response's). */
+static struct MHD_Response *stream_response(cdsh_mcp_http *h, stream *st)
+{
+    st->h = h;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read,
+                                                               st, stream_response_free);
+    if (r) {
+        pthread_mutex_lock(&h->lock);
+        h->open_responses++;
+        pthread_mutex_unlock(&h->lock);
+    }
+    return r;
 }
 
 /* ---- sessions ------------------------------------------------------------------- */
@@ -409,6 +466,12 @@ static void *call_worker(void *arg)
     }
     json_t *resp = response_msg(j->id, result, code, msg, edata);
     char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
+    /* The answer goes out before the stream leaves the session's list, so a
+     * shutdown waiting for the list to empty never cuts it off. */
+    if (text)
+        stream_push(j->st, text, true);
+    stream_finish(j->st);
+    cdsh_mcp_http *h = j->hs->h;
     pthread_mutex_lock(&j->hs->lock);
     for (stream **p = &j->hs->streams; *p; p = &(*p)->next)
         if (*p == j->st) {
@@ -416,9 +479,9 @@ static void *call_worker(void *arg)
             break;
         }
     pthread_mutex_unlock(&j->hs->lock);
-    if (text)
-        stream_push(j->st, text, true);
-    stream_finish(j->st);
+    pthread_mutex_lock(&h->lock);
+    pthread_cond_broadcast(&h->answered);
+    pthread_mutex_unlock(&h->lock);
     free(text);
     json_decref(resp);
     json_decref(result);
@@ -444,7 +507,7 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
     bool shared = hs == hs->h->stateless;
     json_t *tok = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     call_job *j = calloc(1, sizeof *j);
-    stream *st = stream_new(NULL);
+    stream *st = stream_new(conn);
     struct MHD_Response *r = NULL;
     if (!st || !j)
         goto fail;
@@ -476,8 +539,7 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
         token_key(json_object_get(json_object_get(j->params, "_meta"), "progressToken"), st->key,
                   sizeof st->key);
     }
-    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
-                                          stream_response_free);
+    r = stream_response(hs->h, st);
     if (!r)
         goto fail;
     st->refs = 3; /* response, worker, creator (dropped below) */
@@ -733,10 +795,8 @@ static enum MHD_Result do_get(cdsh_mcp_http *h, struct MHD_Connection *conn)
     hsession *hs = session_of(h, conn, &ret);
     if (!hs)
         return ret;
-    stream *st = stream_new(NULL);
-    struct MHD_Response *r = st ? MHD_create_response_from_callback(
-                                      MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_response_free)
-                                : NULL;
+    stream *st = stream_new(conn);
+    struct MHD_Response *r = st ? stream_response(h, st) : NULL;
     if (!r) {
         if (st)
             stream_unref(st);
@@ -801,6 +861,11 @@ enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *co
         *upload_size = 0;
         return MHD_YES;
     }
+    pthread_mutex_lock(&h->lock);
+    bool closing = h->closing;
+    pthread_mutex_unlock(&h->lock);
+    if (closing)
+        return reply(conn, 503, "text/plain", "the MCP server is shutting down\n", NULL);
     if (!host_ok(h, header(conn, "Host")))
         return reply(conn, 403, "text/plain", "Forbidden: unexpected Host header\n", NULL);
     if (!origin_ok(h, header(conn, "Origin")))
@@ -845,7 +910,14 @@ cdsh_mcp_http *cdsh_mcp_http_new(cdsh_mcp_server *server, const cdsh_mcp_http_op
         goto nomem;
     h->server = server;
     h->port = opts ? opts->port : 0;
+    h->idle_timeout_s = opts && opts->idle_timeout_s ? opts->idle_timeout_s : IDLE_TIMEOUT_S;
+    h->max_connections = opts && opts->max_connections ? opts->max_connections : MAX_CONNECTIONS;
     pthread_mutex_init(&h->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->answered, &ca);
+    pthread_condattr_destroy(&ca);
     if (opts && opts->token && !(h->token = strdup(opts->token)))
         goto nomem;
     if (!(h->stateless = hs_new(h, true)))
@@ -857,12 +929,80 @@ nomem:
     return NULL;
 }
 
+/* Every session (the table's and the stateless one), each with a reference;
+ * NULL-terminated, owned. */
+static hsession **all_sessions(cdsh_mcp_http *h)
+{
+    pthread_mutex_lock(&h->lock);
+    size_t n = 1;
+    for (hsession *hs = h->sessions; hs; hs = hs->next)
+        n++;
+    hsession **v = calloc(n + 1, sizeof *v);
+    size_t i = 0;
+    for (hsession *hs = h->sessions; v && hs; hs = hs->next, i++)
+        (v[i] = hs)->refs++;
+    if (v && h->stateless)
+        (v[i++] = h->stateless)->refs++;
+    pthread_mutex_unlock(&h->lock);
+    return v;
+}
+
+void cdsh_mcp_http_close_streams(cdsh_mcp_http *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->closing = true;
+    pthread_mutex_unlock(&h->lock);
+    hsession **v = all_sessions(h);
+    if (!v)
+        return;
+    /* Cancel what runs (subscriptions then answer their closing result), give
+     * the calls a moment to answer, then end every stream left. */
+    for (size_t i = 0; v[i]; i++)
+        cdsh_mcp_session_cancel_all(v[i]->ss, "the MCP server is shutting down");
+    struct timespec until;
+    cdsh_clock_deadline(CLOCK_MONOTONIC, SHUTDOWN_GRACE_MS, &until);
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        bool busy = false;
+        for (size_t i = 0; v[i] && !busy; i++) {
+            pthread_mutex_lock(&v[i]->lock);
+            busy = v[i]->streams != NULL;
+            pthread_mutex_unlock(&v[i]->lock);
+        }
+        if (!busy || pthread_cond_timedwait(&h->answered, &h->lock, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&h->lock);
+    for (size_t i = 0; v[i]; i++) {
+        pthread_mutex_lock(&v[i]->lock);
+        for (stream *st = v[i]->streams; st; st = st->next)
+            stream_finish(st);
+        if (v[i]->get)
+            stream_finish(v[i]->get);
+        pthread_mutex_unlock(&v[i]->lock);
+        hs_unref(v[i]);
+    }
+    free(v);
+    /* Let the connection threads send what the streams hold (stopping the
+     * daemon cuts connections), but not for long. */
+    cdsh_clock_deadline(CLOCK_MONOTONIC, SHUTDOWN_GRACE_MS, &until);
+    pthread_mutex_lock(&h->lock);
+    while (h->open_responses > 0)
+        if (pthread_cond_timedwait(&h->answered, &h->lock, &until) != 0)
+            break;
+    pthread_mutex_unlock(&h->lock);
+}
+
 void cdsh_mcp_http_free(cdsh_mcp_http *h)
 {
     if (!h)
         return;
-    if (h->daemon)
+    if (h->daemon) {
+        cdsh_mcp_http_close_streams(h);
         MHD_stop_daemon(h->daemon);
+    }
     for (;;) {
         pthread_mutex_lock(&h->lock);
         hsession *hs = h->sessions;
@@ -876,6 +1016,7 @@ void cdsh_mcp_http_free(cdsh_mcp_http *h)
     }
     if (h->stateless)
         hs_unref(h->stateless);
+    pthread_cond_destroy(&h->answered);
     pthread_mutex_destroy(&h->lock);
     free(h->token);
     free(h);
@@ -906,11 +1047,16 @@ int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(port);
     /* No MHD_USE_ERROR_LOG: clients that stop reading an SSE answer once they
-     * have their response are normal, not errors worth printing. */
-    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
-                                 NULL, NULL, standalone, h, MHD_OPTION_SOCK_ADDR, &addr,
-                                 MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+     * have their response are normal, not errors worth printing. A thread
+     * per connection, so connections are capped as they are accepted —
+     * before a byte of the request (or its token) is read — and idle ones
+     * (no bytes either way, e.g. a half-sent request) are closed; event
+     * streams stay busy with keep-alives well inside the idle limit. */
+    h->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, standalone,
+        h, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, h->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        h->max_connections, MHD_OPTION_END);
     if (!h->daemon)
         return cdsh_error_set(err, CDSH_EIO, "LISTEN_FAILED", "cannot listen on 127.0.0.1:%u",
                               port);

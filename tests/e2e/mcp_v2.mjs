@@ -114,8 +114,40 @@ async function withHttp(fn) {
   }
 }
 
-const tests = {};
-for (const era of (process.env.ERAS || "legacy,auto,modern").split(",")) {
+// SIGTERM ends `cdsh mcp --http` at once although a legacy client holds its
+// GET stream, a modern client its listen stream and a third client dropped
+// its stream. Reports the time; the bound is generous and scaled.
+async function sigtermWithOpenStreams() {
+  const srv = await startProcess(cdsh, ['mcp', '--fixture', '--http', '0', '--json', '--token', TOKEN], {
+    ready: (o) => o.includes('"url"') });
+  const { url } = JSON.parse(srv.output().trim().split('\n')[0]);
+  const legacy = await connect('legacy', 'http', url);
+  const modern = await connect('modern', 'http', url);
+  assert.ok(modern.client.autoOpenedSubscription);
+  const headers = { Authorization: `Bearer ${TOKEN}`, Accept: 'text/event-stream',
+    'Mcp-Session-Id': legacy.transport.sessionId };
+  const dropped = new AbortController();
+  const res = await fetch(url, { headers, signal: dropped.signal });
+  assert.equal(res.status, 200);
+  dropped.abort();
+  const closed = modern.client.autoOpenedSubscription.closed;
+  const exited = new Promise((r) => srv.child.on('exit', (code, sig) => r({ code, sig })));
+  const t0 = Date.now();
+  srv.child.kill('SIGTERM');
+  const how = await exited;
+  const ms = Date.now() - t0;
+  console.log(`     cdsh mcp --http exited ${JSON.stringify(how)} ${ms} ms after SIGTERM`);
+  assert.equal(how.code, 0);
+  const scale = Number(process.env.CDSH_TEST_TIMEOUT_SCALE || 1);
+  assert.ok(ms < 5000 * scale, `exit took ${ms} ms`);
+  // The subscription ended with the server's closing answer.
+  assert.equal(await closed, 'graceful');
+  await legacy.client.close().catch(() => {});
+  await modern.client.close().catch(() => {});
+}
+
+const tests = { sigterm_with_open_streams: sigtermWithOpenStreams };
+for (const era of (process.env.ERAS || "legacy,auto,modern").split(",").filter(Boolean)) {
   tests[`sdk_v2_${era}_stdio`] = () => exercise(era, 'stdio');
   tests[`sdk_v2_${era}_http`] = () => withHttp((url) => exercise(era, 'http', url));
   tests[`inspector_${era}_stdio`] = () => inspectorChecks(era, [cdsh, 'mcp', '--fixture']);

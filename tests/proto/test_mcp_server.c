@@ -4,8 +4,12 @@
  * Streamable HTTP (in process) and stdio (`cdsh mcp --fixture`). */
 #include "support/testkit.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/strbuf.h"
 #include "host/dispatch.h"
 #include "proto/mcp/mcp_bridge.h"
 #include "proto/mcp/mcp_client.h"
@@ -839,6 +844,182 @@ static void modern_http_requests_mirror_their_headers(void **state)
     kernel_deinit(&k);
 }
 
+/* ---- HTTP server limits and shutdown ------------------------------------------ */
+
+static int tcp_open(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Reads into *acc until `marker` appears (true) or EOF / 30 s (false). */
+static bool read_until(int fd, cdsh_strbuf *acc, const char *marker)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + 30000;
+    while (!marker || !acc->data || !strstr(acc->data, marker)) {
+        int64_t left = deadline - cdsh_clock_mono_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return false;
+        char buf[4096];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            return false;
+        cdsh_strbuf_append(acc, buf, (size_t)n);
+    }
+    return true;
+}
+
+static int count_threads(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void http_request(int fd, uint16_t port, const char *method, const char *extra,
+                         const char *body)
+{
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "%s /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Type: application/json\r\n"
+                     "Accept: application/json, text/event-stream\r\n%sContent-Length: %zu\r\n\r\n",
+                     method, port, extra, body ? strlen(body) : 0);
+    assert_int_equal(write(fd, head, (size_t)n), n);
+    if (body)
+        assert_int_equal(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+}
+
+static void http_shutdown_ends_open_streams_at_once(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, NULL, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    uint16_t port = cdsh_mcp_http_port(h);
+    /* A legacy session with its GET stream open. */
+    int fi = tcp_open(port);
+    http_request(fi, port, "POST", "",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
+                 "\"name\":\"t\",\"version\":\"1\"}}}");
+    cdsh_strbuf acc;
+    cdsh_strbuf_init(&acc);
+    assert_true(read_until(fi, &acc, "\"result\""));
+    const char *sid = strcasestr(acc.data, "Mcp-Session-Id: ");
+    assert_non_null(sid);
+    char hdr[128];
+    snprintf(hdr, sizeof hdr, "Mcp-Session-Id: %.32s\r\n", sid + 16);
+    close(fi);
+    int fg = tcp_open(port);
+    http_request(fg, port, "GET", hdr, NULL);
+    cdsh_strbuf get;
+    cdsh_strbuf_init(&get);
+    assert_true(read_until(fg, &get, "text/event-stream"));
+    /* A 2026-07-28 subscription, acknowledged. */
+    int fl = tcp_open(port);
+    http_request(fl, port, "POST",
+                 "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"method\":\"subscriptions/listen\","
+                 "\"params\":{\"notifications\":{\"toolsListChanged\":true}," MODERN_META "}}");
+    cdsh_strbuf lis;
+    cdsh_strbuf_init(&lis);
+    assert_true(read_until(fl, &lis, "notifications/subscriptions/acknowledged"));
+    assert_non_null(strstr(lis.data, "\"io.modelcontextprotocol/subscriptionId\":\"sub-1\""));
+    /* A client that drops its stream: its thread is not kept. */
+    int fd2 = tcp_open(port);
+    http_request(fd2, port, "GET", hdr, NULL);
+    cdsh_strbuf drop;
+    cdsh_strbuf_init(&drop);
+    assert_true(read_until(fd2, &drop, "text/event-stream"));
+    close(fd2);
+    int64_t t0 = cdsh_clock_mono_ms();
+    cdsh_mcp_http_free(h);
+    print_message("shutdown with 2 open streams took %lld ms\n",
+                  (long long)(cdsh_clock_mono_ms() - t0));
+    /* Both streams end; the subscription with its closing result. Neither
+     * needed a keep-alive to notice (the old code only saw the end when its
+     * 15 s keep-alive timer fired). */
+    assert_false(read_until(fg, &get, NULL));
+    assert_false(read_until(fl, &lis, NULL));
+    assert_null(strstr(get.data, "keep-alive"));
+    assert_null(strstr(lis.data, "keep-alive"));
+    assert_non_null(strstr(lis.data, "\"id\":\"sub-1\",\"result\""));
+    assert_non_null(strstr(lis.data, "\"resultType\":\"complete\""));
+    close(fg);
+    close(fl);
+    cdsh_strbuf_deinit(&acc);
+    cdsh_strbuf_deinit(&get);
+    cdsh_strbuf_deinit(&lis);
+    cdsh_strbuf_deinit(&drop);
+    kernel_deinit(&k);
+}
+
+static void http_caps_connections_and_closes_idle_ones(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http_opts o = {.idle_timeout_s = 1, .max_connections = 8};
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, &o, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    uint16_t port = cdsh_mcp_http_port(h);
+    int base = count_threads();
+    enum { N = 30 };
+    int fds[N];
+    /* Half-open connections that never finish their request (no token). */
+    for (int i = 0; i < N; i++) {
+        fds[i] = tcp_open(port);
+        if (i % 2)
+            assert_int_equal(write(fds[i], "POST /mcp HTTP/1.1\r\nHost: 1", 28), 28);
+    }
+    int most = 0, closed = 0;
+    int64_t deadline = cdsh_clock_mono_ms() + 60000;
+    while (closed < N && cdsh_clock_mono_ms() < deadline) {
+        int t = count_threads() - base;
+        most = t > most ? t : most;
+        struct pollfd p[N];
+        for (int i = 0; i < N; i++)
+            p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        if (poll(p, N, 50) <= 0)
+            continue;
+        for (int i = 0; i < N; i++) {
+            char c;
+            if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+                read(fds[i], &c, 1) <= 0) {
+                close(fds[i]);
+                fds[i] = -1;
+                closed++;
+            }
+        }
+    }
+    print_message("%d connections: at most %d server threads, %d closed by the server\n", N,
+                  most, closed);
+    /* Every connection was closed by the server (over the cap at once, idle
+     * ones after a second), and never more than the cap held a thread. */
+    assert_int_equal(closed, N);
+    assert_true(most <= 8);
+    /* The server still serves. */
+    char url[80], *body = NULL;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", port);
+    const char *hd[] = {"Content-Type: application/json", NULL};
+    assert_int_equal(http_post(url, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}",
+                               hd, &body),
+                     200);
+    free(body);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
 static void web_serves_mcp_at_slash_mcp_behind_its_token(void **state)
 {
     (void)state;
@@ -905,6 +1086,8 @@ int main(void)
         cmocka_unit_test(subscriptions_listen_carries_list_changed_until_cancelled),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_server_over_http),
         cmocka_unit_test(modern_http_requests_mirror_their_headers),
+        cmocka_unit_test(http_shutdown_ends_open_streams_at_once),
+        cmocka_unit_test(http_caps_connections_and_closes_idle_ones),
         cmocka_unit_test(web_serves_mcp_at_slash_mcp_behind_its_token),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_mcp_over_stdio),
     };
