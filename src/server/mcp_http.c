@@ -51,6 +51,7 @@ typedef struct stream {
     cdsh_cancel *cancel;
     bool modern;
     struct cdsh_mcp_http *h; /* set once an MHD response reads this stream */
+    json_t *rid;             /* the request's id as the session knows it */
     struct stream *next;
 } stream;
 
@@ -121,6 +122,7 @@ static void stream_unref(stream *s)
     if (left)
         return;
     json_decref(s->orig);
+    json_decref(s->rid);
     cdsh_cancel_free(s->cancel);
     close(s->efd);
     cdsh_strbuf_deinit(&s->q);
@@ -453,7 +455,7 @@ typedef struct call_job {
     char method[64];
 } call_job;
 
-static void *call_worker(void *arg)
+static void call_run(void *arg)
 {
     call_job *j = arg;
     json_t *result = NULL, *edata = NULL;
@@ -493,6 +495,11 @@ static void *call_worker(void *arg)
     json_decref(j->sid);
     json_decref(j->params);
     free(j);
+}
+
+static void *call_worker(void *arg)
+{
+    call_run(arg);
     return NULL;
 }
 
@@ -531,6 +538,7 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
                                 json_string(u));
         }
     }
+    st->rid = json_incref(j->sid);
     char k[80] = "";
     if (listen) {
         token_key(j->sid, k, sizeof k);
@@ -553,13 +561,20 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
     pthread_mutex_lock(&hs->h->lock);
     hs->refs++; /* the worker's */
     pthread_mutex_unlock(&hs->h->lock);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, call_worker, j) != 0)
-        call_worker(j);
-    pthread_attr_destroy(&attr);
+    /* Tool calls run on the server's bounded pool; a subscription (capped in
+     * number by the server) holds its own thread while it is open. */
+    if (!listen) {
+        if (cdsh_mcp_server_submit(hs->h->server, call_run, j) != 0)
+            call_run(j);
+    } else {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, call_worker, j) != 0)
+            call_run(j);
+        pthread_attr_destroy(&attr);
+    }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -748,8 +763,23 @@ static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, po
         goto out;
     }
     if (m.kind != CDSH_MCP_MSG_REQUEST) {
-        if (m.kind == CDSH_MCP_MSG_NOTIFICATION)
+        bool cancel = m.kind == CDSH_MCP_MSG_NOTIFICATION &&
+                      strcmp(m.method, "notifications/cancelled") == 0;
+        /* On the shared stateless session request ids of different clients
+         * may collide: there, closing the answer stream is the cancellation
+         * (2026-07-28), and cancel notifications are ignored. */
+        if (m.kind == CDSH_MCP_MSG_NOTIFICATION && !(cancel && hs == h->stateless)) {
             cdsh_mcp_session_notification(hs->ss, m.method, m.params);
+            json_t *rid = json_object_get(m.params, "requestId");
+            if (cancel && rid) {
+                /* Also a call still queued for a pool worker. */
+                pthread_mutex_lock(&hs->lock);
+                for (stream *st = hs->streams; st; st = st->next)
+                    if (st->rid && json_equal(st->rid, rid))
+                        cdsh_cancel_fire(st->cancel, "cancelled by the MCP client");
+                pthread_mutex_unlock(&hs->lock);
+            }
+        }
         ret = reply(conn, 202, "text/plain", "", NULL);
         goto out;
     }

@@ -1020,6 +1020,67 @@ static void http_caps_connections_and_closes_idle_ones(void **state)
     kernel_deinit(&k);
 }
 
+static void tool_calls_share_a_bounded_pool_of_threads(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    /* The same kernel behind a server with a pool of 3 workers. */
+    cdsh_mcp_export_attach(k.ex, NULL);
+    cdsh_mcp_server_free(k.server);
+    cdsh_mcp_provider p;
+    cdsh_mcp_export_provider(k.ex, &p);
+    cdsh_mcp_server_opts so = {.instructions = "test server", .workers = 3};
+    k.server = cdsh_mcp_server_new(&p, &so, NULL);
+    cdsh_mcp_export_attach(k.ex, k.server);
+    raw r;
+    raw_open(&r, &k);
+    raw_init(&r);
+    int base = count_threads();
+    enum { N = 8 };
+    char line[256];
+    for (int i = 1; i <= N; i++) {
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"wait\",\"_meta\":{\"progressToken\":%d}}}",
+                 i, i);
+        raw_send(&r, line);
+    }
+    /* Three calls start (progress 0) and tick; the other five wait. */
+    int started = 0, ticks = 0;
+    while (started < 3 || ticks < 3) {
+        json_t *n = raw_recv(&r);
+        json_t *pr = json_object_get(json_object_get(n, "params"), "progress");
+        if (pr && json_number_value(pr) == 0)
+            started++;
+        else if (pr)
+            ticks++;
+        json_decref(n);
+    }
+    int threads = count_threads() - base;
+    print_message("%d tool calls in flight: %d threads more than before (pool of 3)\n", N,
+                  threads);
+    /* Three pool workers and the one heartbeat ticker — not a thread per
+     * call plus one per heartbeat. */
+    assert_true(threads <= 4);
+    assert_int_equal(started, 3);
+    /* Cancel every call, running or queued: each answers. */
+    for (int i = 1; i <= N; i++) {
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                 "\"requestId\":%d}}",
+                 i);
+        raw_send(&r, line);
+    }
+    for (int i = 0; i < N; i++) {
+        json_t *m = raw_response(&r, NULL);
+        assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
+        json_decref(m);
+    }
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
 static void web_serves_mcp_at_slash_mcp_behind_its_token(void **state)
 {
     (void)state;
@@ -1088,6 +1149,7 @@ int main(void)
         cmocka_unit_test(modern_http_requests_mirror_their_headers),
         cmocka_unit_test(http_shutdown_ends_open_streams_at_once),
         cmocka_unit_test(http_caps_connections_and_closes_idle_ones),
+        cmocka_unit_test(tool_calls_share_a_bounded_pool_of_threads),
         cmocka_unit_test(web_serves_mcp_at_slash_mcp_behind_its_token),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_mcp_over_stdio),
     };

@@ -29,12 +29,27 @@ typedef struct inflight {
     struct inflight *next;
 } inflight;
 
+typedef struct pool_job {
+    void (*fn)(void *);
+    void *arg;
+    struct pool_job *next;
+} pool_job;
+
 struct cdsh_mcp_server {
     cdsh_mcp_provider p;
     char *name, *version, *instructions;
     size_t page_size;
-    pthread_mutex_t lock; /* sessions list */
+    pthread_mutex_t lock; /* sessions list, subscriptions count */
     cdsh_mcp_session *sessions;
+    int subscriptions;
+    /* The worker pool: at most `workers` threads, started as jobs arrive,
+     * running queued jobs in order. */
+    pthread_mutex_t pool_lock;
+    pthread_cond_t pool_cond;
+    pool_job *queue, **queue_tail;
+    pthread_t *threads;
+    size_t workers, started, idle;
+    bool pool_stop;
 };
 
 struct cdsh_mcp_session {
@@ -77,8 +92,14 @@ cdsh_mcp_server *cdsh_mcp_server_new(const cdsh_mcp_provider *provider,
     s->version = strdup(opts && opts->version ? opts->version : CDSH_VERSION);
     s->instructions = opts && opts->instructions ? strdup(opts->instructions) : NULL;
     s->page_size = opts && opts->page_size ? opts->page_size : CDSH_MCP_PAGE_SIZE;
+    s->workers = opts && opts->workers ? opts->workers : CDSH_MCP_WORKERS;
     pthread_mutex_init(&s->lock, NULL);
-    if (!s->name || !s->version || (opts && opts->instructions && !s->instructions)) {
+    pthread_mutex_init(&s->pool_lock, NULL);
+    pthread_cond_init(&s->pool_cond, NULL);
+    s->queue_tail = &s->queue;
+    s->threads = calloc(s->workers, sizeof *s->threads);
+    if (!s->name || !s->version || (opts && opts->instructions && !s->instructions) ||
+        !s->threads) {
         cdsh_mcp_server_free(s);
         goto nomem;
     }
@@ -88,10 +109,74 @@ nomem:
     return NULL;
 }
 
+static void *pool_main(void *arg)
+{
+    cdsh_mcp_server *s = arg;
+    pthread_mutex_lock(&s->pool_lock);
+    for (;;) {
+        while (!s->queue && !s->pool_stop)
+            pthread_cond_wait(&s->pool_cond, &s->pool_lock);
+        pool_job *j = s->queue;
+        if (!j)
+            break; /* stopping, nothing left */
+        if (!(s->queue = j->next))
+            s->queue_tail = &s->queue;
+        s->idle--;
+        pthread_mutex_unlock(&s->pool_lock);
+        j->fn(j->arg);
+        free(j);
+        pthread_mutex_lock(&s->pool_lock);
+        s->idle++;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    return NULL;
+}
+
+int cdsh_mcp_server_submit(cdsh_mcp_server *s, void (*fn)(void *), void *arg)
+{
+    pool_job *j = malloc(sizeof *j);
+    if (!j)
+        return CDSH_ENOMEM;
+    *j = (pool_job){.fn = fn, .arg = arg};
+    pthread_mutex_lock(&s->pool_lock);
+    *s->queue_tail = j;
+    s->queue_tail = &j->next;
+    size_t queued = 0;
+    for (pool_job *q = s->queue; q; q = q->next)
+        queued++;
+    if (queued > s->idle && s->started < s->workers &&
+        pthread_create(&s->threads[s->started], NULL, pool_main, s) == 0) {
+        s->started++;
+        s->idle++;
+    }
+    bool none = s->started == 0;
+    pthread_cond_signal(&s->pool_cond);
+    if (none) {
+        /* Not a single worker could start: run it here rather than never. */
+        s->queue = NULL;
+        s->queue_tail = &s->queue;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    if (none) {
+        fn(arg);
+        free(j);
+    }
+    return 0;
+}
+
 void cdsh_mcp_server_free(cdsh_mcp_server *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->pool_lock);
+    s->pool_stop = true;
+    pthread_cond_broadcast(&s->pool_cond);
+    pthread_mutex_unlock(&s->pool_lock);
+    for (size_t i = 0; i < s->started; i++)
+        pthread_join(s->threads[i], NULL);
+    free(s->threads);
+    pthread_cond_destroy(&s->pool_cond);
+    pthread_mutex_destroy(&s->pool_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->name);
     free(s->version);
@@ -458,6 +543,20 @@ static void do_listen(cdsh_mcp_session *ss, const json_t *id, const json_t *para
         fail(r, CDSH_JSONRPC_INVALID_REQUEST, "subscriptions/listen must be a request%s", NULL);
         return;
     }
+    cdsh_mcp_server *srv = ss->server;
+    pthread_mutex_lock(&srv->lock);
+    bool full = srv->subscriptions >= CDSH_MCP_MAX_SUBSCRIPTIONS;
+    if (!full)
+        srv->subscriptions++;
+    pthread_mutex_unlock(&srv->lock);
+    if (full) {
+        /* Each open subscription holds a thread: their number is bounded. */
+        fail(r, CDSH_JSONRPC_INTERNAL_ERROR,
+             "too many open subscriptions (at most " CDSH_MCP_MAX_SUBSCRIPTIONS_STR
+             ")%s: close one first",
+             NULL);
+        return;
+    }
     bool tools = json_is_true(json_object_get(filter, "toolsListChanged"));
     inflight f = {.id = json_deep_copy(id), .cancel = cdsh_cancel_new(cancel)};
     if (!f.id || !f.cancel) {
@@ -505,6 +604,9 @@ static void do_listen(cdsh_mcp_session *ss, const json_t *id, const json_t *para
     pthread_mutex_unlock(&ss->lock);
     r->result = json_pack("{s:{s:O}}", "_meta", META_SUBSCRIPTION, f.id);
 out:
+    pthread_mutex_lock(&srv->lock);
+    srv->subscriptions--;
+    pthread_mutex_unlock(&srv->lock);
     cdsh_cancel_free(f.cancel);
     json_decref(f.id);
 }
@@ -644,7 +746,7 @@ typedef struct worker_arg {
     cdsh_jsonrpc_request *req;
 } worker_arg;
 
-static void *worker_main(void *arg)
+static void worker_run(void *arg)
 {
     worker_arg *w = arg;
     stdio_srv *st = w->st;
@@ -654,6 +756,11 @@ static void *worker_main(void *arg)
     if (--st->workers == 0)
         pthread_cond_broadcast(&st->cond);
     pthread_mutex_unlock(&st->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    worker_run(arg);
     return NULL;
 }
 
@@ -666,15 +773,22 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     st->handled++;
     pthread_mutex_unlock(&st->lock);
     if (cdsh_jsonrpc_request_is_notification(req)) {
-        cdsh_mcp_session_notification(st->session, method, cdsh_jsonrpc_request_params(req));
+        json_t *params = cdsh_jsonrpc_request_params(req);
+        cdsh_mcp_session_notification(st->session, method, params);
+        json_t *rid = json_object_get(params, "requestId");
+        if (strcmp(method, "notifications/cancelled") == 0 && rid)
+            /* Also a call still queued for a pool worker: its token is
+             * already fired when it starts. */
+            cdsh_jsonrpc_cancel_incoming(st->peer, rid, "cancelled by the MCP client");
         return;
     }
     if (strcmp(method, "tools/call") != 0 && strcmp(method, "subscriptions/listen") != 0) {
         answer(st, req);
         return;
     }
-    /* Tool calls and subscriptions run on their own thread so cancellations
-     * and other requests keep flowing while a tool works. */
+    /* Tool calls run on the server's worker pool, subscriptions (bounded in
+     * number) on their own thread, so cancellations and other requests keep
+     * flowing while a tool works. */
     worker_arg *w = malloc(sizeof *w);
     pthread_attr_t attr;
     pthread_t t;
@@ -687,6 +801,11 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     pthread_mutex_lock(&st->lock);
     st->workers++;
     pthread_mutex_unlock(&st->lock);
+    if (strcmp(method, "tools/call") == 0) {
+        if (cdsh_mcp_server_submit(st->session->server, worker_run, w) != 0)
+            worker_run(w);
+        return;
+    }
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &attr, worker_main, w) != 0)
