@@ -25,6 +25,10 @@ enum {
     MAX_ERROR_BODY = 64 * 1024,       /* kept of an error body (the message is in it) */
     MAX_JSON_BODY = 32 * 1024 * 1024, /* a non-streamed reply */
     MAX_SSE_EVENT = 16 * 1024 * 1024,
+    /* Defaults of the per-reply caps (cdsh_model_config max_reply_bytes,
+     * max_tool_calls): a model endpoint is an outside stream. */
+    DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024,
+    DEFAULT_MAX_TOOL_CALLS = 64,
     MAX_POLL_MS = 250,
 };
 
@@ -241,6 +245,10 @@ cdsh_model_client *cdsh_model_client_new(const cdsh_model_config *resolved, cdsh
         c->cfg.retry_base_ms = 500;
     if (c->cfg.retry_max_ms <= 0)
         c->cfg.retry_max_ms = 20000;
+    if (c->cfg.max_reply_bytes <= 0)
+        c->cfg.max_reply_bytes = DEFAULT_MAX_REPLY_BYTES;
+    if (c->cfg.max_tool_calls <= 0)
+        c->cfg.max_tool_calls = DEFAULT_MAX_TOOL_CALLS;
     pthread_mutex_init(&c->lock, NULL);
     return c;
 nomem:
@@ -381,6 +389,7 @@ typedef struct attempt {
     cdsh_sse *sse;
     int64_t last_rx_ms;
     bool delivered; /* an event reached the caller: no retry from here on */
+    int64_t rx_bytes; /* body bytes of this reply so far */
     /* assembly */
     cdsh_strbuf text, reasoning, finish;
     bool has_reasoning, saw_choice, done;
@@ -508,6 +517,14 @@ static int add_tool_delta(attempt *a, const json_t *tc, size_t pos)
         cdsh_strbuf_append_str(&t->name, name);
     if (created && t->id.len == 0) /* The event and the reply use the same stand-in id. */
         cdsh_strbuf_appendf(&t->id, "call_%d", index);
+    if (created && a->n_tools > (size_t)a->c->cfg.max_tool_calls)
+        return stop(a, CDSH_ETOOBIG, "TOO_MANY_TOOL_CALLS",
+                    "model reply has more than %d tool calls (max_tool_calls)",
+                    a->c->cfg.max_tool_calls);
+    for (size_t i = 0; created && i < a->n_tools; i++)
+        if (&a->tools[i] != t && a->tools[i].id.len && strcmp(a->tools[i].id.data, t->id.data) == 0)
+            return stop(a, CDSH_EPROTO, "BAD_RESPONSE", "model reply repeats tool call id %s",
+                        t->id.data);
     if (created) {
         cdsh_model_event ev = {.kind = CDSH_MODEL_EV_TOOL_CALL_START,
                                .index = index,
@@ -670,6 +687,13 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
         return 0;
     if (a->status == 0)
         curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
+    a->rx_bytes += (int64_t)len;
+    if (a->status >= 200 && a->status < 300 && a->rx_bytes > a->c->cfg.max_reply_bytes) {
+        stop(a, CDSH_ETOOBIG, "REPLY_TOO_LARGE",
+             "model reply exceeds %d bytes (max_reply_bytes): the endpoint kept sending",
+             a->c->cfg.max_reply_bytes);
+        return 0;
+    }
     if (a->status >= 200 && a->status < 300 && a->is_sse) {
         if (!a->sse && !(a->sse = cdsh_sse_new(MAX_SSE_EVENT, on_sse_event, a))) {
             stop(a, CDSH_ENOMEM, "ENOMEM", "out of memory");

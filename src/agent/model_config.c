@@ -188,6 +188,8 @@ int cdsh_model_config_resolve(const cdsh_model_config *session, const cdsh_model
         out->max_retries = 0;
     out->retry_base_ms = PICK(retry_base_ms, DEFAULT_RETRY_BASE_MS);
     out->retry_max_ms = PICK(retry_max_ms, DEFAULT_RETRY_MAX_MS);
+    out->max_reply_bytes = PICK(max_reply_bytes, 0); /* 0: the client's default */
+    out->max_tool_calls = PICK(max_tool_calls, 0);
 #undef PICK
     return 0;
 }

@@ -24,6 +24,8 @@ typedef struct cdsh_model_config {
     int max_retries;        /* extra attempts after the first; default 3; -1 = none */
     int retry_base_ms;      /* first backoff step; default 500 */
     int retry_max_ms;       /* cap on one wait, Retry-After included; default 20000 */
+    int max_reply_bytes;     /* one reply's body, all of it; more => REPLY_TOO_LARGE; 8 MiB */
+    int max_tool_calls;      /* tool calls in one reply; more => TOO_MANY_TOOL_CALLS; 64 */
 } cdsh_model_config;
 
 /* Zeroes a layer ("nothing set"). */

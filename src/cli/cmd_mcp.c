@@ -442,15 +442,11 @@ static int client_cmd(int argc, char **argv, bool is_call)
         fputs(s ? s : "{}\n", stdout);
         free(s);
     } else {
+        /* The model-visible view only: structuredContent is for programs
+         * (--json prints it), a server repeats it in its text blocks. */
         char *text = cdsh_mcp_content_text_dup(json_object_get(res, "content"), tool);
         printf("%s\n", text ? text : "");
         free(text);
-        json_t *sc = json_object_get(res, "structuredContent");
-        if (sc) {
-            char *s = cdsh_json_dump_compact_dup(sc);
-            printf("structuredContent: %s\n", s ? s : "?");
-            free(s);
-        }
     }
     status = is_error ? 3 : 0; /* a tool failure is reported through the exit status */
 out:

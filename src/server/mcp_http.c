@@ -5,12 +5,17 @@
 #include "server/mcp_http.h"
 
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/jsonrpc.h"
 #include "base/random.h"
@@ -18,16 +23,35 @@
 #include "proto/mcp/mcp.h"
 
 #define KEEPALIVE_MS 15000
+#define IDLE_TIMEOUT_S 30    /* default: an idle connection (no bytes either way) closes */
+#define MAX_CONNECTIONS 64   /* default cap, counted before any request is read */
+#define SHUTDOWN_GRACE_MS 500 /* how long shutdown waits for calls to end */
 
+/* An SSE answer. The MHD connection thread sleeps in stream_read on poll()
+ * over the stream's eventfd (written on every push and at the end) and the
+ * client's socket (a client that goes away ends the stream at once). */
 typedef struct stream {
     int refs; /* under lock */
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    int efd;  /* eventfd: something to read, or finished */
+    int sock; /* the client's socket (-1 unknown) */
     cdsh_strbuf q;
     size_t qoff;
     bool finished;
     uint64_t next_event;
-    char key[80]; /* progress token this stream carries ("" for GET) */
+    /* What routes notifications here: "<token key>" for a call's progress,
+     * "sub:<id key>" for a subscription, "" for the GET stream. */
+    char key[96];
+    /* 2026-07-28 requests share one stateless session, so their progress
+     * tokens and subscription ids are replaced by a unique key on the way in;
+     * orig is the client's value, restored on the way out (NULL otherwise). */
+    json_t *orig;
+    /* Fired when a 2026-07-28 answer stream closes: there, closing the
+     * stream is the cancellation. */
+    cdsh_cancel *cancel;
+    bool modern;
+    struct cdsh_mcp_http *h; /* set once an MHD response reads this stream */
+    json_t *rid;             /* the request's id as the session knows it */
     struct stream *next;
 } stream;
 
@@ -53,6 +77,11 @@ struct cdsh_mcp_http {
     pthread_mutex_t lock;
     hsession *sessions;
     hsession *stateless;
+    bool closing;           /* shutting down: new requests get 503 */
+    pthread_cond_t answered; /* (h->lock, monotonic) a POST stream left its session,
+                                or an SSE response was released */
+    int open_responses;      /* SSE responses MHD still holds (under lock) */
+    unsigned idle_timeout_s, max_connections;
 };
 
 typedef struct post_buf {
@@ -62,20 +91,26 @@ typedef struct post_buf {
 
 /* ---- streams -------------------------------------------------------------------- */
 
-static stream *stream_new(const char *key)
+static stream *stream_new(struct MHD_Connection *conn)
 {
     stream *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    if (!(s->cancel = cdsh_cancel_new(NULL))) {
+        free(s);
+        return NULL;
+    }
+    if ((s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        cdsh_cancel_free(s->cancel);
+        free(s);
+        return NULL;
+    }
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    s->sock = ci ? ci->connect_fd : -1;
     s->refs = 1;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &ca);
-    pthread_condattr_destroy(&ca);
     cdsh_strbuf_init(&s->q);
-    snprintf(s->key, sizeof s->key, "%s", key ? key : "");
     return s;
 }
 
@@ -86,10 +121,21 @@ static void stream_unref(stream *s)
     pthread_mutex_unlock(&s->lock);
     if (left)
         return;
+    json_decref(s->orig);
+    json_decref(s->rid);
+    cdsh_cancel_free(s->cancel);
+    close(s->efd);
     cdsh_strbuf_deinit(&s->q);
-    pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+/* Under s->lock. */
+static void stream_wake(stream *s)
+{
+    uint64_t one = 1;
+    ssize_t n = write(s->efd, &one, sizeof one);
+    (void)n; /* EAGAIN: the counter is already non-zero, the reader wakes anyway */
 }
 
 static void stream_push(stream *s, const char *json, bool last)
@@ -99,7 +145,7 @@ static void stream_push(stream *s, const char *json, bool last)
         cdsh_strbuf_appendf(&s->q, "event: message\nid: %llu\ndata: %s\n\n",
                             (unsigned long long)++s->next_event, json);
         s->finished = last;
-        pthread_cond_broadcast(&s->cond);
+        stream_wake(s);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -108,7 +154,7 @@ static void stream_finish(stream *s)
 {
     pthread_mutex_lock(&s->lock);
     s->finished = true;
-    pthread_cond_broadcast(&s->cond);
+    stream_wake(s);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -116,21 +162,32 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     stream *s = cls;
+    bool gone = false;
     pthread_mutex_lock(&s->lock);
     while (s->q.len == s->qoff && !s->finished) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += KEEPALIVE_MS / 1000;
-        if (pthread_cond_timedwait(&s->cond, &s->lock, &ts) != 0 && s->q.len == s->qoff &&
-            !s->finished) {
+        pthread_mutex_unlock(&s->lock);
+        struct pollfd p[2] = {{.fd = s->efd, .events = POLLIN},
+                              {.fd = s->sock, .events = POLLRDHUP}};
+        int n = poll(p, 2, KEEPALIVE_MS);
+        pthread_mutex_lock(&s->lock);
+        if (p[0].revents & POLLIN) {
+            uint64_t v;
+            ssize_t got = read(s->efd, &v, sizeof v);
+            (void)got;
+        }
+        if (n > 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            gone = true; /* the client closed its side */
+            break;
+        }
+        if (n == 0 && s->q.len == s->qoff && !s->finished) {
             cdsh_strbuf_append_str(&s->q, ": keep-alive\n\n");
             break;
         }
     }
     size_t avail = s->q.len - s->qoff;
-    if (avail == 0) {
+    if (gone || avail == 0) {
         pthread_mutex_unlock(&s->lock);
-        return MHD_CONTENT_READER_END_OF_STREAM;
+        return gone ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
     }
     size_t n = avail < max ? avail : max;
     memcpy(buf, s->q.data + s->qoff, n);
@@ -145,7 +202,29 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void stream_response_free(void *cls)
 {
-    stream_unref(cls);
+    stream *s = cls;
+    if (s->modern)
+        cdsh_cancel_fire(s->cancel, "the client closed the answer stream");
+    struct cdsh_mcp_http *h = s->h;
+    stream_unref(s);
+    pthread_mutex_lock(&h->lock);
+    h->open_responses--;
+    pthread_cond_broadcast(&h->answered);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* An SSE response reading st (its reference is the response's). */
+static struct MHD_Response *stream_response(cdsh_mcp_http *h, stream *st)
+{
+    st->h = h;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read,
+                                                               st, stream_response_free);
+    if (r) {
+        pthread_mutex_lock(&h->lock);
+        h->open_responses++;
+        pthread_mutex_unlock(&h->lock);
+    }
+    return r;
 }
 
 /* ---- sessions ------------------------------------------------------------------- */
@@ -160,24 +239,22 @@ static void token_key(const json_t *tok, char *out, size_t n)
         out[0] = '\0';
 }
 
-/* Session send function: progress goes to the stream of its request, the
- * rest to the GET stream when one is open (else it is dropped, as the spec
- * allows). */
+/* Session send function: progress goes to the stream of its request, a
+ * subscription's notifications to its listen stream, the rest to the GET
+ * stream when one is open (else it is dropped, as the spec allows). */
 static void hs_send(void *arg, const char *method, json_t *params)
 {
     hsession *hs = arg;
-    json_t *msg = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
-    if (!msg)
-        return;
-    if (params)
-        json_object_set(msg, "params", params);
-    char *text = cdsh_json_dump_compact_dup(msg);
-    json_decref(msg);
-    if (!text)
-        return;
-    char key[80] = "";
-    if (strcmp(method, "notifications/progress") == 0)
+    char key[96] = "", k[80] = "";
+    bool progress = strcmp(method, "notifications/progress") == 0;
+    json_t *sub = json_object_get(json_object_get(params, "_meta"),
+                                  "io.modelcontextprotocol/subscriptionId");
+    if (progress) {
         token_key(json_object_get(params, "progressToken"), key, sizeof key);
+    } else if (sub) {
+        token_key(sub, k, sizeof k);
+        snprintf(key, sizeof key, "sub:%s", k);
+    }
     pthread_mutex_lock(&hs->lock);
     stream *target = NULL;
     if (key[0]) {
@@ -187,12 +264,30 @@ static void hs_send(void *arg, const char *method, json_t *params)
     } else {
         target = hs->get;
     }
-    if (target)
+    if (!target) {
+        if (strcmp(method, "notifications/tools/list_changed") == 0 && !sub)
+            hs->pending_changed = true; /* delivered when the client opens its GET stream */
+        pthread_mutex_unlock(&hs->lock);
+        return;
+    }
+    json_t *out = params ? json_deep_copy(params) : NULL;
+    if (out && target->orig) {
+        if (progress)
+            json_object_set(out, "progressToken", target->orig);
+        else
+            json_object_set(json_object_get(out, "_meta"),
+                            "io.modelcontextprotocol/subscriptionId", target->orig);
+    }
+    json_t *msg = json_pack("{s:s,s:s}", "jsonrpc", "2.0", "method", method);
+    if (msg && out)
+        json_object_set(msg, "params", out);
+    char *text = msg ? cdsh_json_dump_compact_dup(msg) : NULL;
+    if (text)
         stream_push(target, text, false);
-    else if (strcmp(method, "notifications/tools/list_changed") == 0)
-        hs->pending_changed = true; /* delivered when the client opens its GET stream */
     pthread_mutex_unlock(&hs->lock);
     free(text);
+    json_decref(msg);
+    json_decref(out);
 }
 
 static hsession *hs_new(cdsh_mcp_http *h, bool stateless)
@@ -354,23 +449,31 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 typedef struct call_job {
     hsession *hs;
     stream *st;
-    json_t *id, *params;
+    json_t *id;     /* the client's, for the answer */
+    json_t *sid;    /* the session's (a unique key on the stateless session) */
+    json_t *params; /* with the progress token replaced likewise */
     char method[64];
 } call_job;
 
-static void *call_worker(void *arg)
+static void call_run(void *arg)
 {
     call_job *j = arg;
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
     char *msg = NULL;
-    if (cdsh_mcp_session_request(j->hs->ss, j->id, j->method, j->params, NULL, &result, &code, &msg,
-                                 &edata) != 0) {
+    if (cdsh_mcp_session_request(j->hs->ss, j->sid, j->method, j->params, j->st->cancel, &result,
+                                 &code, &msg, &edata) != 0) {
         code = CDSH_JSONRPC_INTERNAL_ERROR;
         msg = strdup("out of memory");
     }
     json_t *resp = response_msg(j->id, result, code, msg, edata);
     char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
+    /* The answer goes out before the stream leaves the session's list, so a
+     * shutdown waiting for the list to empty never cuts it off. */
+    if (text)
+        stream_push(j->st, text, true);
+    stream_finish(j->st);
+    cdsh_mcp_http *h = j->hs->h;
     pthread_mutex_lock(&j->hs->lock);
     for (stream **p = &j->hs->streams; *p; p = &(*p)->next)
         if (*p == j->st) {
@@ -378,9 +481,9 @@ static void *call_worker(void *arg)
             break;
         }
     pthread_mutex_unlock(&j->hs->lock);
-    if (text)
-        stream_push(j->st, text, true);
-    stream_finish(j->st);
+    pthread_mutex_lock(&h->lock);
+    pthread_cond_broadcast(&h->answered);
+    pthread_mutex_unlock(&h->lock);
     free(text);
     json_decref(resp);
     json_decref(result);
@@ -389,30 +492,67 @@ static void *call_worker(void *arg)
     stream_unref(j->st);
     hs_unref(j->hs);
     json_decref(j->id);
+    json_decref(j->sid);
     json_decref(j->params);
     free(j);
+}
+
+static void *call_worker(void *arg)
+{
+    call_run(arg);
     return NULL;
 }
 
-static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m)
+static uint64_t unique_keys;
+
+/* Answers a tools/call or subscriptions/listen with an SSE stream fed by a
+ * worker. */
+static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m,
+                                   bool modern)
 {
-    char key[80] = "";
-    token_key(json_object_get(json_object_get(m->params, "_meta"), "progressToken"), key,
-              sizeof key);
-    stream *st = stream_new(key);
+    bool listen = strcmp(m->method, "subscriptions/listen") == 0;
+    bool shared = hs == hs->h->stateless;
+    json_t *tok = json_object_get(json_object_get(m->params, "_meta"), "progressToken");
     call_job *j = calloc(1, sizeof *j);
+    stream *st = stream_new(conn);
     struct MHD_Response *r = NULL;
     if (!st || !j)
         goto fail;
-    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, st,
-                                          stream_response_free);
+    st->modern = modern;
+    j->id = json_deep_copy(m->id);
+    j->sid = json_deep_copy(m->id);
+    j->params = m->params ? json_deep_copy(m->params) : NULL;
+    if (!j->id || !j->sid || (m->params && !j->params))
+        goto fail;
+    if (shared && (listen || tok)) {
+        char u[32];
+        snprintf(u, sizeof u, "k%llu",
+                 (unsigned long long)__atomic_add_fetch(&unique_keys, 1, __ATOMIC_RELAXED));
+        if (listen) {
+            st->orig = json_incref(j->sid);
+            json_decref(j->sid);
+            j->sid = json_string(u);
+        } else {
+            st->orig = json_incref(tok);
+            json_object_set_new(json_object_get(j->params, "_meta"), "progressToken",
+                                json_string(u));
+        }
+    }
+    st->rid = json_incref(j->sid);
+    char k[80] = "";
+    if (listen) {
+        token_key(j->sid, k, sizeof k);
+        snprintf(st->key, sizeof st->key, "sub:%s", k);
+    } else {
+        token_key(json_object_get(json_object_get(j->params, "_meta"), "progressToken"), st->key,
+                  sizeof st->key);
+    }
+    r = stream_response(hs->h, st);
     if (!r)
         goto fail;
     st->refs = 3; /* response, worker, creator (dropped below) */
     j->hs = hs;
     j->st = st;
-    j->id = json_deep_copy(m->id);
-    j->params = m->params ? json_deep_copy(m->params) : NULL;
     snprintf(j->method, sizeof j->method, "%s", m->method);
     pthread_mutex_lock(&hs->lock);
     st->next = hs->streams;
@@ -421,13 +561,20 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
     pthread_mutex_lock(&hs->h->lock);
     hs->refs++; /* the worker's */
     pthread_mutex_unlock(&hs->h->lock);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, call_worker, j) != 0)
-        call_worker(j);
-    pthread_attr_destroy(&attr);
+    /* Tool calls run on the server's bounded pool; a subscription (capped in
+     * number by the server) holds its own thread while it is open. */
+    if (!listen) {
+        if (cdsh_mcp_server_submit(hs->h->server, call_run, j) != 0)
+            call_run(j);
+    } else {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, call_worker, j) != 0)
+            call_run(j);
+        pthread_attr_destroy(&attr);
+    }
     MHD_add_response_header(r, "Content-Type", "text/event-stream");
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     MHD_add_response_header(r, "X-Accel-Buffering", "no");
@@ -438,12 +585,27 @@ static enum MHD_Result post_stream(struct MHD_Connection *conn, hsession *hs, co
 fail:
     if (st)
         stream_unref(st);
+    if (j) {
+        json_decref(j->id);
+        json_decref(j->sid);
+        json_decref(j->params);
+    }
     free(j);
     return reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
 }
 
+/* The HTTP status of a 2026-07-28 error answer. */
+static unsigned modern_status(int64_t code)
+{
+    if (code == CDSH_JSONRPC_METHOD_NOT_FOUND)
+        return 404;
+    if (code == CDSH_MCP_UNSUPPORTED_VERSION || code == CDSH_MCP_HEADER_MISMATCH)
+        return 400;
+    return 200;
+}
+
 static enum MHD_Result post_sync(struct MHD_Connection *conn, hsession *hs, const cdsh_mcp_msg *m,
-                                 const char *session_header)
+                                 const char *session_header, bool modern)
 {
     json_t *result = NULL, *edata = NULL;
     int64_t code = 0;
@@ -454,7 +616,8 @@ static enum MHD_Result post_sync(struct MHD_Connection *conn, hsession *hs, cons
     json_t *resp = response_msg(m->id, result, code, msg, edata);
     char *text = resp ? cdsh_json_dump_compact_dup(resp) : NULL;
     enum MHD_Result ret =
-        text ? reply(conn, 200, "application/json", text, session_header)
+        text ? reply(conn, result || !modern ? 200 : modern_status(code), "application/json", text,
+                     session_header)
              : reply_rpc_error(conn, 500, m->id, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory");
     free(text);
     json_decref(resp);
@@ -468,6 +631,87 @@ static bool is_modern(const cdsh_mcp_msg *m)
 {
     return cdsh_mcp_version_is_modern(json_string_value(json_object_get(
         json_object_get(m->params, "_meta"), "io.modelcontextprotocol/protocolVersion")));
+}
+
+/* A header value as sent: plain, or "=?base64?<UTF-8 in base64>?=" (2026-07-28
+ * encoding of values that are not plain visible ASCII). Owned; NULL when
+ * absent or undecodable. */
+static char *header_value_dup(struct MHD_Connection *conn, const char *name)
+{
+    const char *v = header(conn, name);
+    if (!v)
+        return NULL;
+    size_t n = strlen(v);
+    if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0)
+        return strdup(v);
+    size_t b64 = n - 11;
+    if (b64 % 4)
+        return NULL;
+    unsigned char *out = malloc(b64 / 4 * 3 + 1);
+    int len = out ? EVP_DecodeBlock(out, (const unsigned char *)v + 9, (int)b64) : -1;
+    if (len < 0) {
+        free(out);
+        return NULL;
+    }
+    /* EVP_DecodeBlock counts the padding as zero bytes. */
+    if (b64 >= 1 && v[9 + b64 - 1] == '=')
+        len--;
+    if (b64 >= 2 && v[9 + b64 - 2] == '=')
+        len--;
+    out[len] = '\0';
+    if (strlen((char *)out) != (size_t)len) {
+        free(out);
+        return NULL;
+    }
+    return (char *)out;
+}
+
+/* 2026-07-28 request checks: the required _meta, and the mirrored headers
+ * (MCP-Protocol-Version, Mcp-Method, Mcp-Name) equal to the body. Queues
+ * the 400 answer and returns false on a mismatch. */
+static bool modern_headers_ok(struct MHD_Connection *conn, const cdsh_mcp_msg *m,
+                              enum MHD_Result *ret)
+{
+    json_t *meta = json_object_get(m->params, "_meta");
+    const char *ver = json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
+    if (m->kind == CDSH_MCP_MSG_REQUEST &&
+        !json_is_object(json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"))) {
+        *ret = reply_rpc_error(conn, 400, m->id, CDSH_JSONRPC_INVALID_PARAMS,
+                               "missing required _meta[\"io.modelcontextprotocol/"
+                               "clientCapabilities\"]");
+        return false;
+    }
+    const char *pv = header(conn, "MCP-Protocol-Version");
+    if (!pv || strcmp(pv, ver) != 0) {
+        *ret = reply_rpc_error(conn, 400, m->id, CDSH_MCP_HEADER_MISMATCH,
+                               "MCP-Protocol-Version header does not match "
+                               "_meta[\"io.modelcontextprotocol/protocolVersion\"]");
+        return false;
+    }
+    char *method = header_value_dup(conn, "Mcp-Method");
+    bool ok = method && strcmp(method, m->method) == 0;
+    free(method);
+    if (!ok) {
+        *ret = reply_rpc_error(conn, 400, m->id, CDSH_MCP_HEADER_MISMATCH,
+                               "Mcp-Method header missing or not equal to the method");
+        return false;
+    }
+    const char *want = NULL;
+    if (strcmp(m->method, "tools/call") == 0 || strcmp(m->method, "prompts/get") == 0)
+        want = json_string_value(json_object_get(m->params, "name"));
+    else if (strcmp(m->method, "resources/read") == 0)
+        want = json_string_value(json_object_get(m->params, "uri"));
+    if (want) {
+        char *name = header_value_dup(conn, "Mcp-Name");
+        ok = name && strcmp(name, want) == 0;
+        free(name);
+        if (!ok) {
+            *ret = reply_rpc_error(conn, 400, m->id, CDSH_MCP_HEADER_MISMATCH,
+                                   "Mcp-Name header missing or not equal to the name in the body");
+            return false;
+        }
+    }
+    return true;
 }
 
 static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, post_buf *rs)
@@ -497,11 +741,14 @@ static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, po
         h->sessions = hs;
         hs->refs++; /* table + this request */
         pthread_mutex_unlock(&h->lock);
-        ret = post_sync(conn, hs, &m, hs->id);
+        ret = post_sync(conn, hs, &m, hs->id, false);
         goto out;
     }
-    if (m.kind == CDSH_MCP_MSG_REQUEST && !sid &&
-        (is_modern(&m) || strcmp(m.method, "server/discover") == 0)) {
+    bool modern = is_modern(&m);
+    if (modern && !modern_headers_ok(conn, &m, &ret))
+        goto out;
+    if (!sid && (modern || (m.kind == CDSH_MCP_MSG_REQUEST &&
+                            strcmp(m.method, "server/discover") == 0))) {
         pthread_mutex_lock(&h->lock);
         hs = h->stateless;
         hs->refs++;
@@ -516,16 +763,36 @@ static enum MHD_Result do_post(cdsh_mcp_http *h, struct MHD_Connection *conn, po
         goto out;
     }
     if (m.kind != CDSH_MCP_MSG_REQUEST) {
-        if (m.kind == CDSH_MCP_MSG_NOTIFICATION)
+        bool cancel = m.kind == CDSH_MCP_MSG_NOTIFICATION &&
+                      strcmp(m.method, "notifications/cancelled") == 0;
+        /* On the shared stateless session request ids of different clients
+         * may collide: there, closing the answer stream is the cancellation
+         * (2026-07-28), and cancel notifications are ignored. */
+        if (m.kind == CDSH_MCP_MSG_NOTIFICATION && !(cancel && hs == h->stateless)) {
             cdsh_mcp_session_notification(hs->ss, m.method, m.params);
+            json_t *rid = json_object_get(m.params, "requestId");
+            if (cancel && rid) {
+                /* Also a call still queued for a pool worker. */
+                pthread_mutex_lock(&hs->lock);
+                for (stream *st = hs->streams; st; st = st->next)
+                    if (st->rid && json_equal(st->rid, rid))
+                        cdsh_cancel_fire(st->cancel, "cancelled by the MCP client");
+                pthread_mutex_unlock(&hs->lock);
+            }
+        }
         ret = reply(conn, 202, "text/plain", "", NULL);
         goto out;
     }
     const char *accept = header(conn, "Accept");
-    if (strcmp(m.method, "tools/call") == 0 && accept && strstr(accept, "text/event-stream"))
-        ret = post_stream(conn, hs, &m);
+    bool sse = accept && strstr(accept, "text/event-stream");
+    bool listen = modern && strcmp(m.method, "subscriptions/listen") == 0;
+    if (listen && !sse)
+        ret = reply_rpc_error(conn, 406, m.id, CDSH_JSONRPC_INVALID_REQUEST,
+                              "subscriptions/listen needs Accept: text/event-stream");
+    else if ((strcmp(m.method, "tools/call") == 0 || listen) && sse)
+        ret = post_stream(conn, hs, &m, modern);
     else
-        ret = post_sync(conn, hs, &m, NULL);
+        ret = post_sync(conn, hs, &m, NULL, modern);
 out:
     if (hs)
         hs_unref(hs);
@@ -558,10 +825,8 @@ static enum MHD_Result do_get(cdsh_mcp_http *h, struct MHD_Connection *conn)
     hsession *hs = session_of(h, conn, &ret);
     if (!hs)
         return ret;
-    stream *st = stream_new(NULL);
-    struct MHD_Response *r = st ? MHD_create_response_from_callback(
-                                      MHD_SIZE_UNKNOWN, 4096, stream_read, st, stream_response_free)
-                                : NULL;
+    stream *st = stream_new(conn);
+    struct MHD_Response *r = st ? stream_response(h, st) : NULL;
     if (!r) {
         if (st)
             stream_unref(st);
@@ -626,6 +891,11 @@ enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *co
         *upload_size = 0;
         return MHD_YES;
     }
+    pthread_mutex_lock(&h->lock);
+    bool closing = h->closing;
+    pthread_mutex_unlock(&h->lock);
+    if (closing)
+        return reply(conn, 503, "text/plain", "the MCP server is shutting down\n", NULL);
     if (!host_ok(h, header(conn, "Host")))
         return reply(conn, 403, "text/plain", "Forbidden: unexpected Host header\n", NULL);
     if (!origin_ok(h, header(conn, "Origin")))
@@ -641,7 +911,7 @@ enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *co
     }
     const char *pv = header(conn, "MCP-Protocol-Version");
     if (pv && !cdsh_mcp_version_known(pv))
-        return reply_rpc_error(conn, 400, NULL, CDSH_JSONRPC_INVALID_REQUEST,
+        return reply_rpc_error(conn, 400, NULL, CDSH_MCP_UNSUPPORTED_VERSION,
                                "Bad Request: unsupported MCP-Protocol-Version");
     if (strcmp(method, "POST") == 0)
         return do_post(h, conn, rs);
@@ -670,7 +940,14 @@ cdsh_mcp_http *cdsh_mcp_http_new(cdsh_mcp_server *server, const cdsh_mcp_http_op
         goto nomem;
     h->server = server;
     h->port = opts ? opts->port : 0;
+    h->idle_timeout_s = opts && opts->idle_timeout_s ? opts->idle_timeout_s : IDLE_TIMEOUT_S;
+    h->max_connections = opts && opts->max_connections ? opts->max_connections : MAX_CONNECTIONS;
     pthread_mutex_init(&h->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->answered, &ca);
+    pthread_condattr_destroy(&ca);
     if (opts && opts->token && !(h->token = strdup(opts->token)))
         goto nomem;
     if (!(h->stateless = hs_new(h, true)))
@@ -682,12 +959,80 @@ nomem:
     return NULL;
 }
 
+/* Every session (the table's and the stateless one), each with a reference;
+ * NULL-terminated, owned. */
+static hsession **all_sessions(cdsh_mcp_http *h)
+{
+    pthread_mutex_lock(&h->lock);
+    size_t n = 1;
+    for (hsession *hs = h->sessions; hs; hs = hs->next)
+        n++;
+    hsession **v = calloc(n + 1, sizeof *v);
+    size_t i = 0;
+    for (hsession *hs = h->sessions; v && hs; hs = hs->next, i++)
+        (v[i] = hs)->refs++;
+    if (v && h->stateless)
+        (v[i++] = h->stateless)->refs++;
+    pthread_mutex_unlock(&h->lock);
+    return v;
+}
+
+void cdsh_mcp_http_close_streams(cdsh_mcp_http *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->closing = true;
+    pthread_mutex_unlock(&h->lock);
+    hsession **v = all_sessions(h);
+    if (!v)
+        return;
+    /* Cancel what runs (subscriptions then answer their closing result), give
+     * the calls a moment to answer, then end every stream left. */
+    for (size_t i = 0; v[i]; i++)
+        cdsh_mcp_session_cancel_all(v[i]->ss, "the MCP server is shutting down");
+    struct timespec until;
+    cdsh_clock_deadline(CLOCK_MONOTONIC, SHUTDOWN_GRACE_MS, &until);
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        bool busy = false;
+        for (size_t i = 0; v[i] && !busy; i++) {
+            pthread_mutex_lock(&v[i]->lock);
+            busy = v[i]->streams != NULL;
+            pthread_mutex_unlock(&v[i]->lock);
+        }
+        if (!busy || pthread_cond_timedwait(&h->answered, &h->lock, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&h->lock);
+    for (size_t i = 0; v[i]; i++) {
+        pthread_mutex_lock(&v[i]->lock);
+        for (stream *st = v[i]->streams; st; st = st->next)
+            stream_finish(st);
+        if (v[i]->get)
+            stream_finish(v[i]->get);
+        pthread_mutex_unlock(&v[i]->lock);
+        hs_unref(v[i]);
+    }
+    free(v);
+    /* Let the connection threads send what the streams hold (stopping the
+     * daemon cuts connections), but not for long. */
+    cdsh_clock_deadline(CLOCK_MONOTONIC, SHUTDOWN_GRACE_MS, &until);
+    pthread_mutex_lock(&h->lock);
+    while (h->open_responses > 0)
+        if (pthread_cond_timedwait(&h->answered, &h->lock, &until) != 0)
+            break;
+    pthread_mutex_unlock(&h->lock);
+}
+
 void cdsh_mcp_http_free(cdsh_mcp_http *h)
 {
     if (!h)
         return;
-    if (h->daemon)
+    if (h->daemon) {
+        cdsh_mcp_http_close_streams(h);
         MHD_stop_daemon(h->daemon);
+    }
     for (;;) {
         pthread_mutex_lock(&h->lock);
         hsession *hs = h->sessions;
@@ -701,6 +1046,7 @@ void cdsh_mcp_http_free(cdsh_mcp_http *h)
     }
     if (h->stateless)
         hs_unref(h->stateless);
+    pthread_cond_destroy(&h->answered);
     pthread_mutex_destroy(&h->lock);
     free(h->token);
     free(h);
@@ -731,11 +1077,16 @@ int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(port);
     /* No MHD_USE_ERROR_LOG: clients that stop reading an SSE answer once they
-     * have their response are normal, not errors worth printing. */
-    h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
-                                 NULL, NULL, standalone, h, MHD_OPTION_SOCK_ADDR, &addr,
-                                 MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_END);
+     * have their response are normal, not errors worth printing. A thread
+     * per connection, so connections are capped as they are accepted —
+     * before a byte of the request (or its token) is read — and idle ones
+     * (no bytes either way, e.g. a half-sent request) are closed; event
+     * streams stay busy with keep-alives well inside the idle limit. */
+    h->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, standalone,
+        h, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, h->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        h->max_connections, MHD_OPTION_END);
     if (!h->daemon)
         return cdsh_error_set(err, CDSH_EIO, "LISTEN_FAILED", "cannot listen on 127.0.0.1:%u",
                               port);

@@ -21,14 +21,28 @@ typedef struct cdsh_mcp_http cdsh_mcp_http;
 typedef struct cdsh_mcp_http_opts {
     const char *token; /* NULL: no token check (the caller checked, or loopback-only use) */
     uint16_t port;     /* the port clients use in Host/Origin (set by _listen when 0) */
+    /* Standalone (_listen) only; 0 = default. A connection with no bytes
+     * either way for idle_timeout_s seconds (30) is closed; at most
+     * max_connections (64) are open at once, counted as they are accepted,
+     * before any request (or token) is read. */
+    unsigned idle_timeout_s, max_connections;
 } cdsh_mcp_http_opts;
 
 /* server is borrowed and must outlive the transport. */
 cdsh_mcp_http *cdsh_mcp_http_new(cdsh_mcp_server *server, const cdsh_mcp_http_opts *opts,
                                  cdsh_error *err);
 
+/* Shutdown, step one: new requests get 503, running calls and subscriptions
+ * are cancelled (subscriptions answer their closing result; calls get up to
+ * 500 ms to answer), then every event stream — POST answers and GET streams —
+ * ends, so the daemon's connection threads return at once. Call before
+ * stopping a daemon that routes to this transport (cdsh_mcp_http_free does
+ * it for its own daemon). NULL-safe. */
+void cdsh_mcp_http_close_streams(cdsh_mcp_http *h);
+
 /* Ends every session (running calls are cancelled) and frees. Stop the
- * daemon that calls cdsh_mcp_http_handle first. NULL-safe. */
+ * daemon that calls cdsh_mcp_http_handle first (after
+ * cdsh_mcp_http_close_streams). NULL-safe. */
 void cdsh_mcp_http_free(cdsh_mcp_http *h);
 
 /* The MHD access handler for the MCP endpoint (any URL routed here). Pass

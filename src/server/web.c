@@ -18,6 +18,7 @@
 #include "server/web_assets.h"
 
 #define TOKEN_COOKIE "cdsh_token"
+#define WEB_MAX_CONNECTIONS 128 /* capped as accepted, before any request (or token) is read */
 
 typedef struct route {
     struct route *next;
@@ -426,7 +427,8 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     web->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, handle, web, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, request_done, web, MHD_OPTION_EXTERNAL_LOGGER,
+        (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)WEB_MAX_CONNECTIONS,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, web, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, NULL, MHD_OPTION_END);
     if (!web->daemon) {
         cdsh_web_stop(web);
@@ -446,8 +448,11 @@ void cdsh_web_stop(cdsh_web *web)
 {
     if (!web)
         return;
-    if (web->daemon)
+    if (web->daemon) {
+        /* /mcp event streams hold connection threads: end them first. */
+        cdsh_mcp_http_close_streams(web->mcp);
         MHD_stop_daemon(web->daemon);
+    }
     route *r = web->routes;
     while (r) {
         route *next = r->next;

@@ -28,10 +28,14 @@ typedef cdsh_test_fake_model fake;
 
 /* ---- client helpers --------------------------------------------------------- */
 
+static int cap_reply_bytes, cap_tool_calls; /* 0: defaults */
+
 static cdsh_model_client *client_with(const char *url, const char *key, int retries, int idle_ms)
 {
     cdsh_model_config layer, resolved;
     cdsh_model_config_init(&layer);
+    layer.max_reply_bytes = cap_reply_bytes;
+    layer.max_tool_calls = cap_tool_calls;
     cdsh_model_config_set_base_url(&layer, url);
     cdsh_model_config_set_api_key(&layer, key);
     cdsh_model_config_set_model(&layer, "fake-chat");
@@ -909,6 +913,63 @@ static void *cancel_soon(void *arg)
     return NULL;
 }
 
+/* ---- a hostile endpoint ------------------------------------------------------ */
+
+static void endless_stream_stops_at_the_reply_cap(void **state)
+{
+    (void)state;
+    char script[2048], piece[1025];
+    memset(piece, 'x', 1024);
+    piece[1024] = '\0';
+    snprintf(script, sizeof script, "[{\"chunks\":[{\"text\":\"%s\",\"forever\":true}]}]", piece);
+    cap_reply_bytes = 256 * 1024;
+    ctx x;
+    ctx_open(&x, script, KEY, 3, 30000);
+    assert_int_equal(ctx_run(&x), CDSH_ETOOBIG);
+    assert_string_equal(x.err.code, "REPLY_TOO_LARGE");
+    assert_non_null(strstr(x.err.message, "262144 bytes (max_reply_bytes)"));
+    /* Pieces were delivered, so it was not retried. */
+    assert_int_equal(cdsh_test_fake_model_count(&x.f), 1);
+    ctx_close(&x);
+    cap_reply_bytes = 0;
+}
+
+static void a_single_giant_line_stops_at_the_reply_cap(void **state)
+{
+    (void)state;
+    /* One SSE line that never ends: no event is ever complete. */
+    cap_reply_bytes = 128 * 1024;
+    ctx x;
+    ctx_open(&x, "[{\"chunks\":[{\"raw\":\"data: {\\\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+                 "\"forever\":true}]}]",
+             KEY, 0, 30000);
+    assert_int_equal(ctx_run(&x), CDSH_ETOOBIG);
+    assert_string_equal(x.err.code, "REPLY_TOO_LARGE");
+    ctx_close(&x);
+    cap_reply_bytes = 0;
+}
+
+static void too_many_tool_calls_are_refused(void **state)
+{
+    (void)state;
+    cap_tool_calls = 3;
+    expect_failure("[{\"chunks\":[{\"tool_calls\":[{\"name\":\"a\",\"arguments\":\"{}\"},"
+                   "{\"name\":\"a\",\"arguments\":\"{}\"},{\"name\":\"a\",\"arguments\":\"{}\"},"
+                   "{\"name\":\"a\",\"arguments\":\"{}\"}]}],\"finish_reason\":\"tool_calls\"}]",
+                   0, "TOO_MANY_TOOL_CALLS", CDSH_ETOOBIG,
+                   "model reply has more than 3 tool calls (max_tool_calls)", 1);
+    cap_tool_calls = 0;
+}
+
+static void duplicate_tool_call_ids_are_a_bad_response(void **state)
+{
+    (void)state;
+    expect_failure("[{\"chunks\":[{\"tool_calls\":[{\"id\":\"c1\",\"name\":\"a\",\"arguments\":\"{}\"},"
+                   "{\"id\":\"c1\",\"name\":\"b\",\"arguments\":\"{}\"}]}],"
+                   "\"finish_reason\":\"tool_calls\"}]",
+                   0, "BAD_RESPONSE", CDSH_EPROTO, "model reply repeats tool call id c1", 1);
+}
+
 static void cancel_from_another_thread_stops_mid_stream_promptly(void **state)
 {
     (void)state;
@@ -1233,6 +1294,10 @@ int main(void)
         T(dropped_connection_mid_stream_is_transport_and_not_retried),
         T(stalled_stream_hits_the_idle_timeout),
         T(silence_before_the_first_byte_hits_the_idle_timeout),
+        T(endless_stream_stops_at_the_reply_cap),
+        T(a_single_giant_line_stops_at_the_reply_cap),
+        T(too_many_tool_calls_are_refused),
+        T(duplicate_tool_call_ids_are_a_bad_response),
         T(cancel_from_another_thread_stops_mid_stream_promptly),
         T(cancel_during_retry_backoff_stops_waiting),
         T(already_fired_token_aborts_at_once),

@@ -69,7 +69,13 @@ static void call_reports_results_tool_errors_and_failures_by_status(void **state
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, NULL, "mcp", "call", "--server", server, "structured", NULL),
         0);
-    assert_string_equal(out, "{\"sum\":3}\nstructuredContent: {\"sum\":3}\n");
+    /* Text mode is the model-visible view: no structuredContent line. */
+    assert_string_equal(out, "{\"sum\":3}\n");
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "mcp", "call", "--server", server,
+                                        "structured", "--json", NULL),
+                     0);
+    assert_non_null(strstr(out, "\"structuredContent\""));
     free(out);
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, NULL, "mcp", "call", "--server", server, "fail", NULL), 3);

@@ -189,6 +189,7 @@ typedef struct step {
     int64_t sleep_ms; /* before the bytes */
     bool drop;        /* close the connection abruptly */
     char *wait_file;  /* owned; non-NULL: hold the bytes until this file exists */
+    long long repeat; /* sends of the bytes still to come after this one; -1 forever */
 } step;
 
 typedef struct plan {
@@ -199,7 +200,7 @@ typedef struct plan {
 static void plan_add(plan *p, char *bytes, int64_t sleep_ms, bool drop)
 {
     p->steps = realloc(p->steps, (p->n + 1) * sizeof *p->steps);
-    p->steps[p->n++] = (step){bytes, bytes ? strlen(bytes) : 0, sleep_ms, drop, NULL};
+    p->steps[p->n++] = (step){bytes, bytes ? strlen(bytes) : 0, sleep_ms, drop, NULL, 0};
 }
 
 static void plan_free(void *cls)
@@ -372,6 +373,12 @@ static plan *stream_plan(const json_t *resp, const json_t *items)
         const char *gate = json_string_value(json_object_get(it, "wait_file"));
         if (gate)
             p->steps[p->n - 1].wait_file = strdup(gate);
+        /* A hostile endpoint: the same chunk `times` times, or forever. */
+        json_int_t times = json_integer_value(json_object_get(it, "times"));
+        if (json_is_true(json_object_get(it, "forever")))
+            p->steps[p->n - 1].repeat = -1;
+        else if (times > 1)
+            p->steps[p->n - 1].repeat = times - 1;
     }
     const char *finish = json_string_value(json_object_get(resp, "finish_reason"));
     if (finish)
@@ -409,8 +416,13 @@ static ssize_t plan_read(void *cls, uint64_t pos, char *buf, size_t max)
             p->off += n;
             return (ssize_t)n;
         }
-        p->cur++;
         p->off = 0;
+        if (s->repeat != 0) {
+            if (s->repeat > 0)
+                s->repeat--;
+            continue;
+        }
+        p->cur++;
     }
     return MHD_CONTENT_READER_END_OF_STREAM;
 }

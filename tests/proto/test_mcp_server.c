@@ -4,8 +4,12 @@
  * Streamable HTTP (in process) and stdio (`cdsh mcp --fixture`). */
 #include "support/testkit.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/strbuf.h"
 #include "host/dispatch.h"
 #include "proto/mcp/mcp_bridge.h"
 #include "proto/mcp/mcp_client.h"
@@ -481,7 +486,8 @@ static void stateless_requests_are_served_without_initialize(void **state)
     json_decref(m);
     m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
                     "\"echo\",\"arguments\":{\"text\":\"x\"},\"_meta\":{\"io.modelcontextprotocol/"
-                    "protocolVersion\":\"2026-07-28\"}}}");
+                    "protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/"
+                    "clientCapabilities\":{}}}}");
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(m, "result"), "resultType")), "complete");
     json_decref(m);
@@ -492,6 +498,119 @@ static void stateless_requests_are_served_without_initialize(void **state)
                             json_object_get(json_object_get(m, "error"), "data"), "requested")),
                         "2031-01-01");
     json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+
+#define MODERN_META                                                                                \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","                       \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+static void modern_results_carry_cache_fields_and_server_info(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 2);
+    raw r;
+    raw_open(&r, &k);
+    json_t *m =
+        raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" MODERN_META
+                    "}}");
+    json_t *res = json_object_get(m, "result");
+    assert_non_null(res);
+    /* 2026-07-28 CacheableResult: both required; the tool set may change. */
+    assert_true(json_is_integer(json_object_get(res, "ttlMs")));
+    assert_int_equal(json_integer_value(json_object_get(res, "ttlMs")), 0);
+    assert_string_equal(json_string_value(json_object_get(res, "cacheScope")), "private");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(
+                            json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"),
+                                                          "name")),
+                        "cdsh");
+    assert_int_equal(json_array_size(json_object_get(res, "tools")), 2);
+    assert_non_null(json_object_get(res, "nextCursor"));
+    json_decref(m);
+    /* Every 2026-07-28 request declares its client's capabilities. */
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                    "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
+    assert_int_equal(err_code(m), -32602);
+    assert_non_null(strstr(err_msg(m), "clientCapabilities"));
+    json_decref(m);
+    /* subscriptions/listen is a 2026-07-28 method only. */
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"subscriptions/listen\",\"params\":"
+                    "{\"notifications\":{\"toolsListChanged\":true}}}");
+    assert_int_equal(err_code(m), -32601);
+    json_decref(m);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"subscriptions/listen\",\"params\":{" MODERN_META
+                    "}}");
+    assert_int_equal(err_code(m), -32602);
+    json_decref(m);
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
+static const char *sub_id_of(const json_t *m)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(m, "params"), "_meta"), "io.modelcontextprotocol/subscriptionId"));
+}
+
+static void subscriptions_listen_carries_list_changed_until_cancelled(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    raw r;
+    raw_open(&r, &k);
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":\"L1\",\"method\":\"subscriptions/listen\",\"params\":{"
+                 "\"notifications\":{\"toolsListChanged\":true,\"promptsListChanged\":true},"
+                 MODERN_META "}}");
+    json_t *ack = raw_recv(&r);
+    assert_string_equal(json_string_value(json_object_get(ack, "method")),
+                        "notifications/subscriptions/acknowledged");
+    assert_string_equal(sub_id_of(ack), "L1");
+    /* Only what cdsh has is honoured: it has no prompts. */
+    json_t *want = json_pack("{s:b}", "toolsListChanged", 1);
+    assert_true(json_equal(json_object_get(json_object_get(ack, "params"), "notifications"), want));
+    json_decref(want);
+    json_decref(ack);
+    /* A second subscription without the tools filter hears nothing. */
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"subscriptions/listen\",\"params\":{"
+                 "\"notifications\":{}," MODERN_META "}}");
+    ack = raw_recv(&r);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(ack, "params"), "_meta"),
+                         "io.modelcontextprotocol/subscriptionId")),
+                     7);
+    assert_int_equal(json_object_size(json_object_get(json_object_get(ack, "params"), "notifications")), 0);
+    json_decref(ack);
+    /* The tool set changes: one tagged notification, no unsolicited one (the
+     * session never sent initialize). */
+    cdsh_disposer_run(&k.d[0]);
+    json_t *n = raw_recv(&r);
+    assert_string_equal(json_string_value(json_object_get(n, "method")),
+                        "notifications/tools/list_changed");
+    assert_string_equal(sub_id_of(n), "L1");
+    json_decref(n);
+    /* The client cancels: the subscription answers its closing result. */
+    raw_send(&r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                 "\"requestId\":\"L1\"}}");
+    json_t *m = raw_response(&r, NULL);
+    assert_string_equal(json_string_value(json_object_get(m, "id")), "L1");
+    json_t *res = json_object_get(m, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(res, "_meta"),
+                                                          "io.modelcontextprotocol/subscriptionId")),
+                        "L1");
+    json_decref(m);
+    /* Another change: nobody listens for it any more, so the next message is
+     * the answer to this ping. */
+    cdsh_disposer_run(&k.d[1]);
+    m = raw_rpc(&r, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}");
+    assert_int_equal(json_integer_value(json_object_get(m, "id")), 8);
+    json_decref(m);
+    /* EOF closes the session; the open subscription 7 ends with it. */
     raw_close(&r);
     kernel_deinit(&k);
 }
@@ -632,6 +751,336 @@ static void cdsh_client_talks_to_cdsh_server_over_http(void **state)
     kernel_deinit(&k);
 }
 
+
+/* POSTs body with headers; returns the status, the body in *out (owned). */
+static long http_post(const char *url, const char *body, const char *const *headers, char **out)
+{
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = NULL;
+    for (size_t i = 0; headers && headers[i]; i++)
+        h = curl_slist_append(h, headers[i]);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, mem);
+    curl_easy_perform(e);
+    long status = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    fclose(mem);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(e);
+    *out = buf;
+    return status;
+}
+
+static int64_t body_code(const char *body)
+{
+    json_t *v = json_loads(body, 0, NULL);
+    int64_t c = err_code(v);
+    json_decref(v);
+    return c;
+}
+
+static void modern_http_requests_mirror_their_headers(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, NULL, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    char url[80];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", cdsh_mcp_http_port(h));
+    const char *call = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+                       "\"echo\",\"arguments\":{\"text\":\"hi\"}," MODERN_META "}}";
+    const char *good[] = {"Content-Type: application/json", "Accept: application/json",
+                          "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                          "Mcp-Name: echo", NULL};
+    char *body = NULL;
+    assert_int_equal(http_post(url, call, good, &body), 200);
+    assert_non_null(strstr(body, "\"resultType\":\"complete\""));
+    free(body);
+    /* The name may come base64-encoded ("=?base64?ZWNobw==?=" is "echo"). */
+    const char *b64[] = {"Content-Type: application/json", "MCP-Protocol-Version: 2026-07-28",
+                         "Mcp-Method: tools/call", "Mcp-Name: =?base64?ZWNobw==?=", NULL};
+    assert_int_equal(http_post(url, call, b64, &body), 200);
+    free(body);
+    const char *wrong_name[] = {"Content-Type: application/json",
+                                "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: tools/call",
+                                "Mcp-Name: sum", NULL};
+    assert_int_equal(http_post(url, call, wrong_name, &body), 400);
+    assert_int_equal(body_code(body), -32020);
+    free(body);
+    const char *no_method[] = {"Content-Type: application/json",
+                               "MCP-Protocol-Version: 2026-07-28", "Mcp-Name: echo", NULL};
+    assert_int_equal(http_post(url, call, no_method, &body), 400);
+    assert_int_equal(body_code(body), -32020);
+    free(body);
+    const char *wrong_version[] = {"Content-Type: application/json",
+                                   "MCP-Protocol-Version: 2025-11-25", "Mcp-Method: tools/call",
+                                   "Mcp-Name: echo", NULL};
+    assert_int_equal(http_post(url, call, wrong_version, &body), 400);
+    assert_int_equal(body_code(body), -32020);
+    free(body);
+    /* An unknown method is 404 with -32601 in this revision. */
+    const char *unknown = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"prompts/list\",\"params\":{" MODERN_META "}}";
+    const char *uh[] = {"Content-Type: application/json", "MCP-Protocol-Version: 2026-07-28",
+                        "Mcp-Method: prompts/list", NULL};
+    assert_int_equal(http_post(url, unknown, uh, &body), 404);
+    assert_int_equal(body_code(body), -32601);
+    free(body);
+    /* listen needs an event stream to live on. */
+    const char *listen = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"subscriptions/listen\",\"params\":"
+                         "{\"notifications\":{\"toolsListChanged\":true}," MODERN_META "}}";
+    const char *lh[] = {"Content-Type: application/json", "Accept: application/json",
+                        "MCP-Protocol-Version: 2026-07-28", "Mcp-Method: subscriptions/listen",
+                        NULL};
+    assert_int_equal(http_post(url, listen, lh, &body), 406);
+    free(body);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
+/* ---- HTTP server limits and shutdown ------------------------------------------ */
+
+static int tcp_open(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Reads into *acc until `marker` appears (true) or EOF / 30 s (false). */
+static bool read_until(int fd, cdsh_strbuf *acc, const char *marker)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + 30000;
+    while (!marker || !acc->data || !strstr(acc->data, marker)) {
+        int64_t left = deadline - cdsh_clock_mono_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return false;
+        char buf[4096];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            return false;
+        cdsh_strbuf_append(acc, buf, (size_t)n);
+    }
+    return true;
+}
+
+static int count_threads(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void http_request(int fd, uint16_t port, const char *method, const char *extra,
+                         const char *body)
+{
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "%s /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Type: application/json\r\n"
+                     "Accept: application/json, text/event-stream\r\n%sContent-Length: %zu\r\n\r\n",
+                     method, port, extra, body ? strlen(body) : 0);
+    assert_int_equal(write(fd, head, (size_t)n), n);
+    if (body)
+        assert_int_equal(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+}
+
+static void http_shutdown_ends_open_streams_at_once(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, NULL, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    uint16_t port = cdsh_mcp_http_port(h);
+    /* A legacy session with its GET stream open. */
+    int fi = tcp_open(port);
+    http_request(fi, port, "POST", "",
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
+                 "\"name\":\"t\",\"version\":\"1\"}}}");
+    cdsh_strbuf acc;
+    cdsh_strbuf_init(&acc);
+    assert_true(read_until(fi, &acc, "\"result\""));
+    const char *sid = strcasestr(acc.data, "Mcp-Session-Id: ");
+    assert_non_null(sid);
+    char hdr[128];
+    snprintf(hdr, sizeof hdr, "Mcp-Session-Id: %.32s\r\n", sid + 16);
+    close(fi);
+    int fg = tcp_open(port);
+    http_request(fg, port, "GET", hdr, NULL);
+    cdsh_strbuf get;
+    cdsh_strbuf_init(&get);
+    assert_true(read_until(fg, &get, "text/event-stream"));
+    /* A 2026-07-28 subscription, acknowledged. */
+    int fl = tcp_open(port);
+    http_request(fl, port, "POST",
+                 "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\n",
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"sub-1\",\"method\":\"subscriptions/listen\","
+                 "\"params\":{\"notifications\":{\"toolsListChanged\":true}," MODERN_META "}}");
+    cdsh_strbuf lis;
+    cdsh_strbuf_init(&lis);
+    assert_true(read_until(fl, &lis, "notifications/subscriptions/acknowledged"));
+    assert_non_null(strstr(lis.data, "\"io.modelcontextprotocol/subscriptionId\":\"sub-1\""));
+    /* A client that drops its stream: its thread is not kept. */
+    int fd2 = tcp_open(port);
+    http_request(fd2, port, "GET", hdr, NULL);
+    cdsh_strbuf drop;
+    cdsh_strbuf_init(&drop);
+    assert_true(read_until(fd2, &drop, "text/event-stream"));
+    close(fd2);
+    int64_t t0 = cdsh_clock_mono_ms();
+    cdsh_mcp_http_free(h);
+    print_message("shutdown with 2 open streams took %lld ms\n",
+                  (long long)(cdsh_clock_mono_ms() - t0));
+    /* Both streams end; the subscription with its closing result. Neither
+     * needed a keep-alive to notice (the old code only saw the end when its
+     * 15 s keep-alive timer fired). */
+    assert_false(read_until(fg, &get, NULL));
+    assert_false(read_until(fl, &lis, NULL));
+    assert_null(strstr(get.data, "keep-alive"));
+    assert_null(strstr(lis.data, "keep-alive"));
+    assert_non_null(strstr(lis.data, "\"id\":\"sub-1\",\"result\""));
+    assert_non_null(strstr(lis.data, "\"resultType\":\"complete\""));
+    close(fg);
+    close(fl);
+    cdsh_strbuf_deinit(&acc);
+    cdsh_strbuf_deinit(&get);
+    cdsh_strbuf_deinit(&lis);
+    cdsh_strbuf_deinit(&drop);
+    kernel_deinit(&k);
+}
+
+static void http_caps_connections_and_closes_idle_ones(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    cdsh_mcp_http_opts o = {.idle_timeout_s = 1, .max_connections = 8};
+    cdsh_mcp_http *h = cdsh_mcp_http_new(k.server, &o, NULL);
+    assert_int_equal(cdsh_mcp_http_listen(h, 0, NULL), 0);
+    uint16_t port = cdsh_mcp_http_port(h);
+    int base = count_threads();
+    enum { N = 30 };
+    int fds[N];
+    /* Half-open connections that never finish their request (no token). */
+    for (int i = 0; i < N; i++) {
+        fds[i] = tcp_open(port);
+        if (i % 2)
+            assert_int_equal(write(fds[i], "POST /mcp HTTP/1.1\r\nHost: 1", 28), 28);
+    }
+    int most = 0, closed = 0;
+    int64_t deadline = cdsh_clock_mono_ms() + 60000;
+    while (closed < N && cdsh_clock_mono_ms() < deadline) {
+        int t = count_threads() - base;
+        most = t > most ? t : most;
+        struct pollfd p[N];
+        for (int i = 0; i < N; i++)
+            p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        if (poll(p, N, 50) <= 0)
+            continue;
+        for (int i = 0; i < N; i++) {
+            char c;
+            if (fds[i] >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+                read(fds[i], &c, 1) <= 0) {
+                close(fds[i]);
+                fds[i] = -1;
+                closed++;
+            }
+        }
+    }
+    print_message("%d connections: at most %d server threads, %d closed by the server\n", N,
+                  most, closed);
+    /* Every connection was closed by the server (over the cap at once, idle
+     * ones after a second), and never more than the cap held a thread. */
+    assert_int_equal(closed, N);
+    assert_true(most <= 8);
+    /* The server still serves. */
+    char url[80], *body = NULL;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", port);
+    const char *hd[] = {"Content-Type: application/json", NULL};
+    assert_int_equal(http_post(url, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}",
+                               hd, &body),
+                     200);
+    free(body);
+    cdsh_mcp_http_free(h);
+    kernel_deinit(&k);
+}
+
+static void tool_calls_share_a_bounded_pool_of_threads(void **state)
+{
+    (void)state;
+    kernel k;
+    kernel_init(&k, NULL, 0);
+    /* The same kernel behind a server with a pool of 3 workers. */
+    cdsh_mcp_export_attach(k.ex, NULL);
+    cdsh_mcp_server_free(k.server);
+    cdsh_mcp_provider p;
+    cdsh_mcp_export_provider(k.ex, &p);
+    cdsh_mcp_server_opts so = {.instructions = "test server", .workers = 3};
+    k.server = cdsh_mcp_server_new(&p, &so, NULL);
+    cdsh_mcp_export_attach(k.ex, k.server);
+    raw r;
+    raw_open(&r, &k);
+    raw_init(&r);
+    int base = count_threads();
+    enum { N = 8 };
+    char line[256];
+    for (int i = 1; i <= N; i++) {
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"wait\",\"_meta\":{\"progressToken\":%d}}}",
+                 i, i);
+        raw_send(&r, line);
+    }
+    /* Three calls start (progress 0) and tick; the other five wait. */
+    int started = 0, ticks = 0;
+    while (started < 3 || ticks < 3) {
+        json_t *n = raw_recv(&r);
+        json_t *pr = json_object_get(json_object_get(n, "params"), "progress");
+        if (pr && json_number_value(pr) == 0)
+            started++;
+        else if (pr)
+            ticks++;
+        json_decref(n);
+    }
+    int threads = count_threads() - base;
+    print_message("%d tool calls in flight: %d threads more than before (pool of 3)\n", N,
+                  threads);
+    /* Three pool workers and the one heartbeat ticker — not a thread per
+     * call plus one per heartbeat. */
+    assert_true(threads <= 4);
+    assert_int_equal(started, 3);
+    /* Cancel every call, running or queued: each answers. */
+    for (int i = 1; i <= N; i++) {
+        snprintf(line, sizeof line,
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+                 "\"requestId\":%d}}",
+                 i);
+        raw_send(&r, line);
+    }
+    for (int i = 0; i < N; i++) {
+        json_t *m = raw_response(&r, NULL);
+        assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
+        json_decref(m);
+    }
+    raw_close(&r);
+    kernel_deinit(&k);
+}
+
 static void web_serves_mcp_at_slash_mcp_behind_its_token(void **state)
 {
     (void)state;
@@ -694,7 +1143,13 @@ int main(void)
         cmocka_unit_test(cancellation_stops_the_tool_and_progress_flows),
         cmocka_unit_test(registry_changes_send_list_changed_and_glob_filters),
         cmocka_unit_test(stateless_requests_are_served_without_initialize),
+        cmocka_unit_test(modern_results_carry_cache_fields_and_server_info),
+        cmocka_unit_test(subscriptions_listen_carries_list_changed_until_cancelled),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_server_over_http),
+        cmocka_unit_test(modern_http_requests_mirror_their_headers),
+        cmocka_unit_test(http_shutdown_ends_open_streams_at_once),
+        cmocka_unit_test(http_caps_connections_and_closes_idle_ones),
+        cmocka_unit_test(tool_calls_share_a_bounded_pool_of_threads),
         cmocka_unit_test(web_serves_mcp_at_slash_mcp_behind_its_token),
         cmocka_unit_test(cdsh_client_talks_to_cdsh_mcp_over_stdio),
     };

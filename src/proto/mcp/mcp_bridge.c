@@ -28,7 +28,21 @@ struct cdsh_mcp_export {
     cdsh_mcp_server *server;
     cdsh_disposer_t listener;
     uint64_t next_call;
+    /* Progress heartbeats: one ticker thread for all calls that asked for
+     * progress (started with the first), not one per call. */
+    struct beat *beats;   /* under lock */
+    pthread_cond_t beat;  /* (lock, monotonic) beats changed / a send ended */
+    pthread_t ticker;
+    bool ticker_started, stopping;
 };
+
+typedef struct beat {
+    const cdsh_mcp_call_ctx *ctx;
+    int64_t start, due;
+    int ticks;
+    bool sending; /* the ticker is sending for it, unlocked */
+    struct beat *next;
+} beat;
 
 static bool glob_ok(const cdsh_mcp_export *ex, const char *name)
 {
@@ -100,67 +114,77 @@ static json_t *ex_list(void *ud, void *session_ud)
     return out;
 }
 
-typedef struct ex_run {
-    cdsh_tools *tools;
-    cdsh_dispatch_input in;
-    cdsh_toolresult *res;
-    bool done;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-} ex_run;
-
-static void *ex_run_main(void *arg)
+/* The ticker: every tick_ms each running call that asked for progress gets
+ * a heartbeat notifications/progress (kernel tools have no progress channel
+ * of their own; this tells the client the call is alive). Sends happen
+ * unlocked, the beat marked `sending` so its call waits before leaving. */
+static void *ticker_main(void *arg)
 {
-    ex_run *r = arg;
-    cdsh_toolresult *res = cdsh_dispatch_execute(r->tools, &r->in);
-    pthread_mutex_lock(&r->lock);
-    r->res = res;
-    r->done = true;
-    pthread_cond_signal(&r->cond);
-    pthread_mutex_unlock(&r->lock);
+    cdsh_mcp_export *ex = arg;
+    pthread_mutex_lock(&ex->lock);
+    while (!ex->stopping) {
+        int64_t now = cdsh_clock_mono_ms(), soonest = INT64_MAX;
+        beat *due = NULL;
+        for (beat *b = ex->beats; b; b = b->next) {
+            if (!due && b->due <= now)
+                due = b;
+            soonest = b->due < soonest ? b->due : soonest;
+        }
+        if (due) {
+            due->sending = true;
+            due->due = now + ex->tick_ms;
+            int tick = ++due->ticks;
+            int64_t ran = now - due->start;
+            pthread_mutex_unlock(&ex->lock);
+            char msg[64];
+            snprintf(msg, sizeof msg, "running for %lld ms", (long long)ran);
+            cdsh_mcp_call_progress(due->ctx, tick, -1, msg);
+            pthread_mutex_lock(&ex->lock);
+            due->sending = false;
+            pthread_cond_broadcast(&ex->beat);
+        } else if (soonest == INT64_MAX) {
+            pthread_cond_wait(&ex->beat, &ex->lock);
+        } else {
+            struct timespec ts;
+            cdsh_clock_deadline(CLOCK_MONOTONIC, soonest - now, &ts);
+            pthread_cond_timedwait(&ex->beat, &ex->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&ex->lock);
     return NULL;
 }
 
-/* Runs the dispatch on a helper thread and sends a heartbeat progress
- * notification every tick until it finishes (kernel tools have no progress
- * channel of their own; this tells the client the call is alive). */
+/* Runs the dispatch on the calling thread while the ticker sends the
+ * heartbeats. */
 static cdsh_toolresult *run_with_heartbeat(cdsh_mcp_export *ex, const cdsh_mcp_call_ctx *ctx,
                                            const cdsh_dispatch_input *in)
 {
-    ex_run r = {.tools = ex->tools, .in = *in};
-    pthread_mutex_init(&r.lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r.cond, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_t t;
-    if (pthread_create(&t, NULL, ex_run_main, &r) != 0) {
-        ex_run_main(&r);
-    } else {
-        int64_t start = cdsh_clock_mono_ms();
-        int ticks = 0;
-        cdsh_mcp_call_progress(ctx, 0, -1, "started");
-        pthread_mutex_lock(&r.lock);
-        while (!r.done) {
-            struct timespec ts;
-            cdsh_clock_deadline(CLOCK_MONOTONIC, ex->tick_ms, &ts);
-            pthread_cond_timedwait(&r.cond, &r.lock, &ts);
-            if (!r.done) {
-                pthread_mutex_unlock(&r.lock);
-                char msg[64];
-                snprintf(msg, sizeof msg, "running for %lld ms",
-                         (long long)(cdsh_clock_mono_ms() - start));
-                cdsh_mcp_call_progress(ctx, ++ticks, -1, msg);
-                pthread_mutex_lock(&r.lock);
-            }
-        }
-        pthread_mutex_unlock(&r.lock);
-        pthread_join(t, NULL);
+    int64_t now = cdsh_clock_mono_ms();
+    beat b = {.ctx = ctx, .start = now, .due = now + ex->tick_ms};
+    cdsh_mcp_call_progress(ctx, 0, -1, "started");
+    pthread_mutex_lock(&ex->lock);
+    if (!ex->ticker_started)
+        ex->ticker_started = pthread_create(&ex->ticker, NULL, ticker_main, ex) == 0;
+    bool beating = ex->ticker_started;
+    if (beating) {
+        b.next = ex->beats;
+        ex->beats = &b;
+        pthread_cond_broadcast(&ex->beat);
     }
-    pthread_cond_destroy(&r.cond);
-    pthread_mutex_destroy(&r.lock);
-    return r.res;
+    pthread_mutex_unlock(&ex->lock);
+    cdsh_toolresult *res = cdsh_dispatch_execute(ex->tools, in);
+    if (beating) {
+        pthread_mutex_lock(&ex->lock);
+        while (b.sending)
+            pthread_cond_wait(&ex->beat, &ex->lock);
+        for (beat **p = &ex->beats; *p; p = &(*p)->next)
+            if (*p == &b) {
+                *p = b.next;
+                break;
+            }
+        pthread_mutex_unlock(&ex->lock);
+    }
+    return res;
 }
 
 static int ex_call(void *ud, const cdsh_mcp_call_ctx *ctx, const char *name, const json_t *args,
@@ -247,6 +271,11 @@ cdsh_mcp_export *cdsh_mcp_export_new(cdsh_tools *tools, cdsh_events *bus,
     ex->parent = opts ? opts->parent_scope : NULL;
     ex->tick_ms = opts && opts->progress_every_ms > 0 ? opts->progress_every_ms : 1000;
     pthread_mutex_init(&ex->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ex->beat, &ca);
+    pthread_condattr_destroy(&ca);
     if (opts && opts->tools_glob && !(ex->glob = strdup(opts->tools_glob))) {
         cdsh_mcp_export_free(ex);
         goto nomem;
@@ -284,6 +313,13 @@ void cdsh_mcp_export_free(cdsh_mcp_export *ex)
     if (!ex)
         return;
     cdsh_disposer_run(&ex->listener);
+    pthread_mutex_lock(&ex->lock);
+    ex->stopping = true;
+    pthread_cond_broadcast(&ex->beat);
+    pthread_mutex_unlock(&ex->lock);
+    if (ex->ticker_started)
+        pthread_join(ex->ticker, NULL);
+    pthread_cond_destroy(&ex->beat);
     pthread_mutex_destroy(&ex->lock);
     free(ex->glob);
     free(ex);

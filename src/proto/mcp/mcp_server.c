@@ -16,19 +16,40 @@
 #include "proto/mcp/mcp.h"
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define META_SUBSCRIPTION "io.modelcontextprotocol/subscriptionId"
 
+/* A request in flight: a tools/call, or an open subscriptions/listen (which
+ * ends when its token fires). */
 typedef struct inflight {
     json_t *id;
     cdsh_cancel *cancel;
+    bool listen_tools; /* a subscription that asked for toolsListChanged */
     struct inflight *next;
 } inflight;
+
+typedef struct pool_job {
+    void (*fn)(void *);
+    void *arg;
+    struct pool_job *next;
+} pool_job;
 
 struct cdsh_mcp_server {
     cdsh_mcp_provider p;
     char *name, *version, *instructions;
     size_t page_size;
-    pthread_mutex_t lock; /* sessions list */
+    pthread_mutex_t lock; /* sessions list, subscriptions count */
     cdsh_mcp_session *sessions;
+    int subscriptions;
+    /* The worker pool: at most `workers` threads, started as jobs arrive,
+     * running queued jobs in order. */
+    pthread_mutex_t pool_lock;
+    pthread_cond_t pool_cond;
+    pool_job *queue, **queue_tail;
+    pthread_t *threads;
+    size_t workers, started, idle;
+    bool pool_stop;
 };
 
 struct cdsh_mcp_session {
@@ -71,8 +92,14 @@ cdsh_mcp_server *cdsh_mcp_server_new(const cdsh_mcp_provider *provider,
     s->version = strdup(opts && opts->version ? opts->version : CDSH_VERSION);
     s->instructions = opts && opts->instructions ? strdup(opts->instructions) : NULL;
     s->page_size = opts && opts->page_size ? opts->page_size : CDSH_MCP_PAGE_SIZE;
+    s->workers = opts && opts->workers ? opts->workers : CDSH_MCP_WORKERS;
     pthread_mutex_init(&s->lock, NULL);
-    if (!s->name || !s->version || (opts && opts->instructions && !s->instructions)) {
+    pthread_mutex_init(&s->pool_lock, NULL);
+    pthread_cond_init(&s->pool_cond, NULL);
+    s->queue_tail = &s->queue;
+    s->threads = calloc(s->workers, sizeof *s->threads);
+    if (!s->name || !s->version || (opts && opts->instructions && !s->instructions) ||
+        !s->threads) {
         cdsh_mcp_server_free(s);
         goto nomem;
     }
@@ -82,10 +109,74 @@ nomem:
     return NULL;
 }
 
+static void *pool_main(void *arg)
+{
+    cdsh_mcp_server *s = arg;
+    pthread_mutex_lock(&s->pool_lock);
+    for (;;) {
+        while (!s->queue && !s->pool_stop)
+            pthread_cond_wait(&s->pool_cond, &s->pool_lock);
+        pool_job *j = s->queue;
+        if (!j)
+            break; /* stopping, nothing left */
+        if (!(s->queue = j->next))
+            s->queue_tail = &s->queue;
+        s->idle--;
+        pthread_mutex_unlock(&s->pool_lock);
+        j->fn(j->arg);
+        free(j);
+        pthread_mutex_lock(&s->pool_lock);
+        s->idle++;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    return NULL;
+}
+
+int cdsh_mcp_server_submit(cdsh_mcp_server *s, void (*fn)(void *), void *arg)
+{
+    pool_job *j = malloc(sizeof *j);
+    if (!j)
+        return CDSH_ENOMEM;
+    *j = (pool_job){.fn = fn, .arg = arg};
+    pthread_mutex_lock(&s->pool_lock);
+    *s->queue_tail = j;
+    s->queue_tail = &j->next;
+    size_t queued = 0;
+    for (pool_job *q = s->queue; q; q = q->next)
+        queued++;
+    if (queued > s->idle && s->started < s->workers &&
+        pthread_create(&s->threads[s->started], NULL, pool_main, s) == 0) {
+        s->started++;
+        s->idle++;
+    }
+    bool none = s->started == 0;
+    pthread_cond_signal(&s->pool_cond);
+    if (none) {
+        /* Not a single worker could start: run it here rather than never. */
+        s->queue = NULL;
+        s->queue_tail = &s->queue;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    if (none) {
+        fn(arg);
+        free(j);
+    }
+    return 0;
+}
+
 void cdsh_mcp_server_free(cdsh_mcp_server *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->pool_lock);
+    s->pool_stop = true;
+    pthread_cond_broadcast(&s->pool_cond);
+    pthread_mutex_unlock(&s->pool_lock);
+    for (size_t i = 0; i < s->started; i++)
+        pthread_join(s->threads[i], NULL);
+    free(s->threads);
+    pthread_cond_destroy(&s->pool_cond);
+    pthread_mutex_destroy(&s->pool_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->name);
     free(s->version);
@@ -93,17 +184,42 @@ void cdsh_mcp_server_free(cdsh_mcp_server *s)
     free(s);
 }
 
+/* The params of a notification sent on subscription `id` (2026-07-28). */
+static json_t *subscription_params(const json_t *id, json_t *params)
+{
+    json_t *p = params ? params : json_object();
+    if (p)
+        json_object_set_new(p, "_meta", json_pack("{s:O}", META_SUBSCRIPTION, id));
+    return p;
+}
+
 void cdsh_mcp_server_tools_changed(cdsh_mcp_server *s)
 {
     /* Sending under the server lock keeps sessions alive; send functions only
-     * queue or write a frame and never call back into the server. */
+     * queue or write a frame and never call back into the server. Legacy
+     * sessions get the notification unsolicited; 2026-07-28 clients get it on
+     * each subscriptions/listen stream that asked for it. */
     pthread_mutex_lock(&s->lock);
     for (cdsh_mcp_session *ss = s->sessions; ss; ss = ss->next) {
         pthread_mutex_lock(&ss->lock);
         bool ok = ss->initialized && !ss->closing;
+        json_t *subs = json_array();
+        for (inflight *f = ss->calls; f && subs; f = f->next)
+            if (f->listen_tools && !cdsh_cancel_is_fired(f->cancel))
+                json_array_append(subs, f->id);
         pthread_mutex_unlock(&ss->lock);
         if (ok)
             ss->send(ss->send_arg, "notifications/tools/list_changed", NULL);
+        size_t i;
+        json_t *id;
+        json_array_foreach(subs, i, id)
+        {
+            json_t *p = subscription_params(id, NULL);
+            if (p)
+                ss->send(ss->send_arg, "notifications/tools/list_changed", p);
+            json_decref(p);
+        }
+        json_decref(subs);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -299,7 +415,7 @@ static bool parse_cursor(const char *c, size_t *off)
     return true;
 }
 
-static void do_list(cdsh_mcp_session *ss, const json_t *params, reply *r)
+static void do_list(cdsh_mcp_session *ss, const json_t *params, bool modern, reply *r)
 {
     cdsh_mcp_server *s = ss->server;
     size_t off = 0;
@@ -328,6 +444,13 @@ static void do_list(cdsh_mcp_session *ss, const json_t *params, reply *r)
         char buf[32];
         snprintf(buf, sizeof buf, "o%zu", off + s->page_size);
         json_object_set_new(r->result, "nextCursor", json_string(buf));
+    }
+    if (r->result && modern) {
+        /* 2026-07-28 cacheable result: the visible tool set can change at
+         * any time (a plugin loads, a restriction changes) and differs per
+         * profile, so nothing may be cached or shared. */
+        json_object_set_new(r->result, "ttlMs", json_integer(0));
+        json_object_set_new(r->result, "cacheScope", json_string("private"));
     }
     json_decref(all);
 }
@@ -400,6 +523,109 @@ static void do_call(cdsh_mcp_session *ss, const json_t *id, const json_t *params
     json_decref(f.id);
 }
 
+/* subscriptions/listen (2026-07-28): acknowledges the honoured filter, then
+ * holds the request open — notifications/tools/list_changed tagged with the
+ * subscription id flow through the session's send function — until the
+ * client cancels it (notifications/cancelled, or the transport's token: a
+ * closed HTTP stream) or the session closes (server shutdown). The answer
+ * is the graceful-close result. cdsh has only tools, so only
+ * toolsListChanged is ever honoured. */
+static void do_listen(cdsh_mcp_session *ss, const json_t *id, const json_t *params,
+                      cdsh_cancel *cancel, reply *r)
+{
+    json_t *filter = json_object_get(params, "notifications");
+    if (!json_is_object(filter)) {
+        fail(r, CDSH_JSONRPC_INVALID_PARAMS,
+             "subscriptions/listen needs a notifications object%s", NULL);
+        return;
+    }
+    if (!id) {
+        fail(r, CDSH_JSONRPC_INVALID_REQUEST, "subscriptions/listen must be a request%s", NULL);
+        return;
+    }
+    cdsh_mcp_server *srv = ss->server;
+    pthread_mutex_lock(&srv->lock);
+    bool full = srv->subscriptions >= CDSH_MCP_MAX_SUBSCRIPTIONS;
+    if (!full)
+        srv->subscriptions++;
+    pthread_mutex_unlock(&srv->lock);
+    if (full) {
+        /* Each open subscription holds a thread: their number is bounded. */
+        fail(r, CDSH_JSONRPC_INTERNAL_ERROR,
+             "too many open subscriptions (at most " CDSH_MCP_MAX_SUBSCRIPTIONS_STR
+             ")%s: close one first",
+             NULL);
+        return;
+    }
+    bool tools = json_is_true(json_object_get(filter, "toolsListChanged"));
+    inflight f = {.id = json_deep_copy(id), .cancel = cdsh_cancel_new(cancel)};
+    if (!f.id || !f.cancel) {
+        json_decref(f.id);
+        cdsh_cancel_free(f.cancel);
+        fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "out of memory%s", NULL);
+        return;
+    }
+    pthread_mutex_lock(&ss->lock);
+    bool closing = ss->closing;
+    if (!closing) {
+        f.next = ss->calls;
+        /* A stack node: unlinked below before this function returns. */
+        // cppcheck-suppress autoVariables
+        ss->calls = &f;
+        ss->running++;
+    }
+    pthread_mutex_unlock(&ss->lock);
+    if (closing) {
+        fail(r, CDSH_JSONRPC_INTERNAL_ERROR, "MCP session is closing%s", NULL);
+        goto out;
+    }
+    json_t *ack = json_pack("{s:{}}", "notifications");
+    if (ack && tools)
+        json_object_set_new(json_object_get(ack, "notifications"), "toolsListChanged",
+                            json_true());
+    ack = ack ? subscription_params(f.id, ack) : NULL;
+    if (ack)
+        ss->send(ss->send_arg, "notifications/subscriptions/acknowledged", ack);
+    json_decref(ack);
+    /* Only now may list_changed be sent on it: the acknowledgement is first. */
+    pthread_mutex_lock(&ss->lock);
+    f.listen_tools = tools;
+    pthread_mutex_unlock(&ss->lock);
+    while (!cdsh_cancel_wait(f.cancel, 60000))
+        ;
+    pthread_mutex_lock(&ss->lock);
+    for (inflight **p = &ss->calls; *p; p = &(*p)->next)
+        if (*p == &f) {
+            *p = f.next;
+            break;
+        }
+    if (--ss->running == 0)
+        pthread_cond_broadcast(&ss->idle);
+    pthread_mutex_unlock(&ss->lock);
+    r->result = json_pack("{s:{s:O}}", "_meta", META_SUBSCRIPTION, f.id);
+out:
+    pthread_mutex_lock(&srv->lock);
+    srv->subscriptions--;
+    pthread_mutex_unlock(&srv->lock);
+    cdsh_cancel_free(f.cancel);
+    json_decref(f.id);
+}
+
+/* Stamps a 2026-07-28 result: resultType and _meta serverInfo. */
+static void stamp_modern(const cdsh_mcp_server *s, json_t *result)
+{
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    if (meta && !json_object_get(meta, META_SERVER_INFO))
+        json_object_set_new(meta, META_SERVER_INFO,
+                            json_pack("{s:s,s:s}", "name", s->name, "version", s->version));
+}
+
 int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char *method,
                              const json_t *params, cdsh_cancel *cancel, json_t **result,
                              int64_t *ecode, char **emsg, json_t **edata)
@@ -421,6 +647,13 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
             goto done;
         }
         modern = cdsh_mcp_version_is_modern(mver);
+        if (modern && !json_is_object(json_object_get(json_object_get(params, "_meta"),
+                                                      META_CAPS))) {
+            /* 2026-07-28: every request declares its client's capabilities. */
+            fail(&r, CDSH_JSONRPC_INVALID_PARAMS,
+                 "missing required _meta[\"%s\"] (an object, may be empty)", META_CAPS);
+            goto done;
+        }
     }
     pthread_mutex_lock(&ss->lock);
     bool has_version = ss->version[0] != '\0';
@@ -431,6 +664,8 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
         r.result = json_object();
     else if (strcmp(method, "server/discover") == 0)
         do_discover(ss, &r);
+    else if (strcmp(method, "subscriptions/listen") == 0 && modern)
+        do_listen(ss, id, params, cancel, &r);
     else if (!has_version && !modern &&
              (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0 ||
               strcmp(method, "logging/setLevel") == 0))
@@ -439,7 +674,7 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
              "first%s",
              NULL);
     else if (strcmp(method, "tools/list") == 0)
-        do_list(ss, params, &r);
+        do_list(ss, params, modern, &r);
     else if (strcmp(method, "tools/call") == 0)
         do_call(ss, id, params, cancel, &r);
     else if (strcmp(method, "logging/setLevel") == 0) {
@@ -455,8 +690,9 @@ int cdsh_mcp_session_request(cdsh_mcp_session *ss, const json_t *id, const char 
     } else
         fail(&r, CDSH_JSONRPC_METHOD_NOT_FOUND, "Method not found: %s", method);
 done:
-    if (r.result && modern && json_is_object(r.result) && !json_object_get(r.result, "resultType"))
-        json_object_set_new(r.result, "resultType", json_string("complete"));
+    if (r.result && (modern || strcmp(method, "server/discover") == 0) &&
+        json_is_object(r.result))
+        stamp_modern(ss->server, r.result);
     if (!r.result && !r.msg) {
         json_decref(r.data);
         return CDSH_ENOMEM;
@@ -510,7 +746,7 @@ typedef struct worker_arg {
     cdsh_jsonrpc_request *req;
 } worker_arg;
 
-static void *worker_main(void *arg)
+static void worker_run(void *arg)
 {
     worker_arg *w = arg;
     stdio_srv *st = w->st;
@@ -520,6 +756,11 @@ static void *worker_main(void *arg)
     if (--st->workers == 0)
         pthread_cond_broadcast(&st->cond);
     pthread_mutex_unlock(&st->lock);
+}
+
+static void *worker_main(void *arg)
+{
+    worker_run(arg);
     return NULL;
 }
 
@@ -532,15 +773,22 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     st->handled++;
     pthread_mutex_unlock(&st->lock);
     if (cdsh_jsonrpc_request_is_notification(req)) {
-        cdsh_mcp_session_notification(st->session, method, cdsh_jsonrpc_request_params(req));
+        json_t *params = cdsh_jsonrpc_request_params(req);
+        cdsh_mcp_session_notification(st->session, method, params);
+        json_t *rid = json_object_get(params, "requestId");
+        if (strcmp(method, "notifications/cancelled") == 0 && rid)
+            /* Also a call still queued for a pool worker: its token is
+             * already fired when it starts. */
+            cdsh_jsonrpc_cancel_incoming(st->peer, rid, "cancelled by the MCP client");
         return;
     }
-    if (strcmp(method, "tools/call") != 0) {
+    if (strcmp(method, "tools/call") != 0 && strcmp(method, "subscriptions/listen") != 0) {
         answer(st, req);
         return;
     }
-    /* Tool calls run on their own thread so cancellations and other requests
-     * keep flowing while a tool works. */
+    /* Tool calls run on the server's worker pool, subscriptions (bounded in
+     * number) on their own thread, so cancellations and other requests keep
+     * flowing while a tool works. */
     worker_arg *w = malloc(sizeof *w);
     pthread_attr_t attr;
     pthread_t t;
@@ -553,6 +801,11 @@ static void stdio_handler(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
     pthread_mutex_lock(&st->lock);
     st->workers++;
     pthread_mutex_unlock(&st->lock);
+    if (strcmp(method, "tools/call") == 0) {
+        if (cdsh_mcp_server_submit(st->session->server, worker_run, w) != 0)
+            worker_run(w);
+        return;
+    }
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &attr, worker_main, w) != 0)

@@ -6,8 +6,8 @@
  * wires the kernel in); the HTTP transport is src/server/mcp_http.c.
  *
  * Threads: every function is thread-safe. Requests of one session may be
- * handled concurrently (tools/call runs on its own thread over stdio). The
- * provider's callbacks run without any server lock held. */
+ * handled concurrently (tools/call runs on the server's bounded worker pool).
+ * The provider's callbacks run without any server lock held. */
 #ifndef CDSH_PROTO_MCP_SERVER_H
 #define CDSH_PROTO_MCP_SERVER_H
 
@@ -60,7 +60,20 @@ typedef struct cdsh_mcp_server_opts {
     const char *version;      /* NULL = CDSH_VERSION */
     const char *instructions; /* optional */
     size_t page_size;         /* tools per tools/list page; 0 = CDSH_MCP_PAGE_SIZE */
+    size_t workers;           /* tools/call worker threads; 0 = CDSH_MCP_WORKERS */
 } cdsh_mcp_server_opts;
+
+/* Tool calls of every session run on one pool of at most this many threads
+ * (a call uses one pool thread plus its transport's thread; calls beyond
+ * the pool wait their turn). Open subscriptions/listen streams, which hold
+ * a thread each, are capped at CDSH_MCP_MAX_SUBSCRIPTIONS per server. */
+#define CDSH_MCP_WORKERS 8
+#define CDSH_MCP_MAX_SUBSCRIPTIONS 16
+#define CDSH_MCP_MAX_SUBSCRIPTIONS_STR "16"
+
+/* Runs fn(arg) on the server's worker pool (in submission order as threads
+ * free up). 0, or CDSH_ENOMEM. Used by the transports for tools/call. */
+int cdsh_mcp_server_submit(cdsh_mcp_server *server, void (*fn)(void *), void *arg);
 
 /* provider is copied; its ud must outlive the server. NULL on ENOMEM or a
  * provider without list_tools/call_tool (err filled). */
