@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 static double now_s(void)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/sse.h"
+#include "base/sse.h"
 #include "base/strbuf.h"
 
 static double now(void)

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         switch (b & 7) {
         case 0:
             add(id, "turn/start", turn + 1, json_object());
-            json_t *s = cdsh_session_store_get(store, id, NULL);
+            json_t *s = cdsh_session_store_info_dup(store, id, NULL);
             turn = json_integer_value(json_object_get(s, "lastTurn"));
             json_decref(s);
             break;
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     int n = 0;
     if (cdsh_session_store_repair(store, id, NULL, &n, NULL))
         abort();
-    json_t *s = cdsh_session_store_get(store, id, NULL);
+    json_t *s = cdsh_session_store_info_dup(store, id, NULL);
     if (!s || !json_is_null(json_object_get(s, "openTurn")))
         abort();
     json_decref(s);

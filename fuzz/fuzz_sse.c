@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/sse.h"
+#include "base/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -566,7 +566,7 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     turn t = {
         .agent = agent, .sid = session_id, .cancel = cancel, .fn = on_event, .arg = event_arg};
 
-    json_t *exists = cdsh_session_store_get(agent->store, session_id, err);
+    json_t *exists = cdsh_session_store_info_dup(agent->store, session_id, err);
     if (!exists)
         return err ? err->rc : CDSH_ENOTFOUND;
     json_decref(exists);
@@ -761,7 +761,7 @@ int cdsh_agent_exec_command(cdsh_agent *agent, const char *session_id, const cha
         return cdsh_error_set(err, CDSH_EINVAL, "NOT_A_COMMAND",
                               "not a slash command: write /name followed by its input");
     if (session_id) {
-        json_t *s = cdsh_session_store_get(agent->store, session_id, err);
+        json_t *s = cdsh_session_store_info_dup(agent->store, session_id, err);
         if (!s)
             return err ? err->rc : CDSH_ENOTFOUND;
         json_decref(s);

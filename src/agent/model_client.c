@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "agent/sse.h"
+#include "base/sse.h"
 #include "base/clock.h"
 #include "base/random.h"
 #include "base/strbuf.h"

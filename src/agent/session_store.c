@@ -273,7 +273,7 @@ static int exists_locked(cdsh_session_store *s, const char *id, cdsh_error *err)
     return rc;
 }
 
-json_t *cdsh_session_store_get(cdsh_session_store *s, const char *id, cdsh_error *err)
+json_t *cdsh_session_store_info_dup(cdsh_session_store *s, const char *id, cdsh_error *err)
 {
     if (!s || check_id(id, err))
         return NULL;
@@ -1458,7 +1458,7 @@ int cdsh_session_store_load(cdsh_session_store *s, const char *id, const cdsh_se
     }
     cdsh_error lerr = {0};
     out->messages = cdsh_session_store_messages(s, id, &lerr);
-    out->session = out->messages ? cdsh_session_store_get(s, id, &lerr) : NULL;
+    out->session = out->messages ? cdsh_session_store_info_dup(s, id, &lerr) : NULL;
     if (!out->session) {
         cdsh_session_loaded_deinit(out);
         if (err)
@@ -1599,8 +1599,8 @@ int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t 
     int rc = cdsh_session_store_fork(s, id, upto_seq, title, new_id_out, err);
     if (rc)
         return rc;
-    json_t *parent = cdsh_session_store_get(s, id, NULL);
-    json_t *child = cdsh_session_store_get(s, *new_id_out, NULL);
+    json_t *parent = cdsh_session_store_info_dup(s, id, NULL);
+    json_t *child = cdsh_session_store_info_dup(s, *new_id_out, NULL);
     json_t *list = json_array();
     int64_t point = json_integer_value(json_object_get(child, "forkSeq"));
     cdsh_session_fork_info info = {

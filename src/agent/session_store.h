@@ -82,7 +82,7 @@ int cdsh_session_store_create(cdsh_session_store *s, const cdsh_session_spec *sp
                               cdsh_error *err);
 
 /* The session as JSON (above), owned; NULL with NO_SESSION etc. */
-json_t *cdsh_session_store_get(cdsh_session_store *s, const char *id, cdsh_error *err);
+json_t *cdsh_session_store_info_dup(cdsh_session_store *s, const char *id, cdsh_error *err);
 
 /* Sessions newest first (by updatedAt, then id), skipping offset and
  * returning at most limit (1..1000). *total (may be NULL) gets the number of
@@ -257,7 +257,7 @@ int cdsh_session_store_repair(cdsh_session_store *s, const char *id, const cdsh_
 
 /* What an agent loop or front end needs to resume a session. */
 typedef struct cdsh_session_loaded {
-    json_t *session;  /* as cdsh_session_store_get, after repair */
+    json_t *session;  /* as cdsh_session_store_info_dup, after repair */
     json_t *messages; /* as cdsh_session_store_messages */
     int repaired;     /* events the repair appended (0 if none or skipped) */
     bool live;        /* the lease was held elsewhere, so no repair ran */

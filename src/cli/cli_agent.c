@@ -49,7 +49,7 @@ char *cdsh_cli_session_pick(const char *sub, cdsh_cli_agent *a, const char *id,
 {
     cdsh_error err = {0};
     if (id) {
-        json_t *s = cdsh_session_store_get(a->store, id, &err);
+        json_t *s = cdsh_session_store_info_dup(a->store, id, &err);
         if (!s) {
             fprintf(stderr, "cdsh %s: %s: %s\n", sub, err.code, err.message);
             return NULL;

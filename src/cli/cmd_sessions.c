@@ -226,7 +226,7 @@ static int cmd_show(cdsh_session_store *st, const char *id, const opts *o)
 {
     cdsh_error e = {0};
     bool more = false;
-    json_t *s = cdsh_session_store_get(st, id, &e);
+    json_t *s = cdsh_session_store_info_dup(st, id, &e);
     json_t *events = s ? cdsh_session_store_events(st, id, o->after, o->limit, &more, &e) : NULL;
     if (!events) {
         json_decref(s);
@@ -312,7 +312,7 @@ static int print_session_result(cdsh_session_store *st, const char *id, const op
                                 const char *verb, const json_t *notes)
 {
     cdsh_error e = {0};
-    json_t *s = cdsh_session_store_get(st, id, &e);
+    json_t *s = cdsh_session_store_info_dup(st, id, &e);
     if (!s)
         return fail(&e);
     if (notes && o->json)

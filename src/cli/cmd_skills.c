@@ -46,7 +46,7 @@ int cdsh_cmd_skills(int argc, char **argv)
     cdsh_skills *skills = cdsh_host_skills(host);
     rc = 0;
     if (show) {
-        json_t *sk = cdsh_skills_get(skills, scope, o.args[0]);
+        json_t *sk = cdsh_skills_info_dup(skills, scope, o.args[0]);
         char *body = cdsh_skills_render_dup(skills, scope, o.args[0]);
         if (!sk) {
             fprintf(stderr, "cdsh skills: unknown skill \"%s\" (see `cdsh skills list`)\n",

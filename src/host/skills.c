@@ -226,7 +226,7 @@ json_t *cdsh_skills_list(cdsh_skills *skills, const cdsh_scope *scope)
     return arr;
 }
 
-json_t *cdsh_skills_get(cdsh_skills *skills, const cdsh_scope *scope, const char *name)
+json_t *cdsh_skills_info_dup(cdsh_skills *skills, const cdsh_scope *scope, const char *name)
 {
     if (!skills || !cdsh_skills_name_valid(name))
         return NULL;

@@ -49,7 +49,7 @@ json_t *cdsh_skills_list(cdsh_skills *skills, const cdsh_scope *scope);
 
 /* Full definition {name, description, content, whenToUse?, source} or NULL
  * (unknown or invalid name). Owned. */
-json_t *cdsh_skills_get(cdsh_skills *skills, const cdsh_scope *scope, const char *name);
+json_t *cdsh_skills_info_dup(cdsh_skills *skills, const cdsh_scope *scope, const char *name);
 
 /* The skills index for the model's system prompt, or NULL when no skill is
  * visible. Owned string:

@@ -1179,7 +1179,7 @@ bool cdsh_tools_visible(cdsh_tools *t, const cdsh_scope *scope, const char *name
     return tool != NULL;
 }
 
-json_t *cdsh_tools_get(cdsh_tools *t, const cdsh_scope *scope, const char *name)
+json_t *cdsh_tools_info_dup(cdsh_tools *t, const cdsh_scope *scope, const char *name)
 {
     if (!t || !name)
         return NULL;

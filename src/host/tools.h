@@ -280,7 +280,7 @@ bool cdsh_tools_visible(cdsh_tools *tools, const cdsh_scope *scope, const char *
 
 /* Lookup: owned {name, description, parameters, outputSchema, timeoutMs?,
  * layer:<scope id or null>} for a visible tool, NULL otherwise. */
-json_t *cdsh_tools_get(cdsh_tools *tools, const cdsh_scope *scope, const char *name);
+json_t *cdsh_tools_info_dup(cdsh_tools *tools, const cdsh_scope *scope, const char *name);
 
 /* Scheduling class of a call as seen by `scope`: true ("parallel") only when
  * the tool is visible, args validate and is_concurrency_safe says true. */

@@ -218,7 +218,7 @@ static void create_session(cdsh_api *api, const cdsh_web_request *req, cdsh_web_
     char *id = NULL;
     json_t *s = NULL;
     if (cdsh_session_store_create(cdsh_agent_store(api->agent), &spec, &id, &err) == 0)
-        s = cdsh_session_store_get(cdsh_agent_store(api->agent), id, &err);
+        s = cdsh_session_store_info_dup(cdsh_agent_store(api->agent), id, &err);
     json_decref(body);
     if (!s) {
         free(id);
@@ -240,7 +240,7 @@ static void show_session(cdsh_api *api, const char *sid, const cdsh_web_request 
     int64_t hub_id = cdsh_hub_last_id(api->hub); /* before reading: events after it follow */
     cdsh_error err = {0};
     cdsh_session_store *st = cdsh_agent_store(api->agent);
-    json_t *s = cdsh_session_store_get(st, sid, &err);
+    json_t *s = cdsh_session_store_info_dup(st, sid, &err);
     if (!s) {
         reply_err(res, &err);
         return;
@@ -315,7 +315,7 @@ static void fork_session(cdsh_api *api, const char *sid, const cdsh_web_request 
                                           json_string_value(title),
                                           (const cdsh_session_fork_hook *const *)hooks, &env,
                                           &child, &notes, &err) == 0)
-        s = cdsh_session_store_get(cdsh_agent_store(api->agent), child, &err);
+        s = cdsh_session_store_info_dup(cdsh_agent_store(api->agent), child, &err);
     free(hooks);
     json_decref(body);
     if (!s) {
@@ -347,7 +347,7 @@ static void send_message(cdsh_api *api, const char *sid, const cdsh_web_request 
         text && *text ? cdsh_session_runner_find(cdsh_agent_host(api->agent), sid) : NULL;
     if (!text || !*text) {
         cdsh_web_reply_error(res, 400, "BAD_REQUEST", "the body needs a non-empty \"text\"");
-    } else if (!(s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err))) {
+    } else if (!(s = cdsh_session_store_info_dup(cdsh_agent_store(api->agent), sid, &err))) {
         reply_err(res, &err);
     } else if (start_turn(api, sid, text, runner, &err) != 0) {
         reply_err(res, &err);
@@ -393,7 +393,7 @@ static void stream(cdsh_api *api, const char *sid, const cdsh_web_request *req,
 {
     if (sid) {
         cdsh_error err = {0};
-        json_t *s = cdsh_session_store_get(cdsh_agent_store(api->agent), sid, &err);
+        json_t *s = cdsh_session_store_info_dup(cdsh_agent_store(api->agent), sid, &err);
         if (!s) {
             reply_err(res, &err);
             return;

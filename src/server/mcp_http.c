@@ -17,7 +17,7 @@
 
 #include "base/clock.h"
 #include "base/json.h"
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 #include "base/random.h"
 #include "base/strbuf.h"
 #include "proto/mcp/mcp.h"

@@ -323,7 +323,7 @@ static void step_limit_stops_with_a_notice(void **state)
         "step-limit");
     json_decref(evs);
     /* A balanced log: the next turn starts cleanly. */
-    json_t *s = cdsh_session_store_get(e.store, e.sid, &err);
+    json_t *s = cdsh_session_store_info_dup(e.store, e.sid, &err);
     assert_true(json_is_null(json_object_get(s, "openTurn")));
     json_decref(s);
     cdsh_agent_outcome_deinit(&out);

@@ -195,7 +195,7 @@ static void sessions_survive_reopening_the_store(void **state)
     cdsh_session_store_close(store);
     cdsh_error e = {0};
     assert_int_equal(cdsh_session_store_open(NULL, &store, &e), 0);
-    json_t *s = cdsh_session_store_get(store, id, &e);
+    json_t *s = cdsh_session_store_info_dup(store, id, &e);
     assert_non_null(s);
     assert_string_equal(jstr(s, "title"), "keep me");
     assert_int_equal(jint(s, "eventCount"), 1);
@@ -223,7 +223,7 @@ static void migrates_a_version_1_file(void **state)
     cdsh_session_store *old = NULL;
     cdsh_error e = {0};
     assert_int_equal(cdsh_session_store_open(path, &old, &e), 0);
-    json_t *s = cdsh_session_store_get(old, "s-old", &e);
+    json_t *s = cdsh_session_store_info_dup(old, "s-old", &e);
     assert_non_null(s);
     assert_string_equal(jstr(s, "title"), "from v1");
     assert_string_equal(jstr(s, "agent"), "coder");
@@ -235,7 +235,7 @@ static void migrates_a_version_1_file(void **state)
     /* The new columns work: fork sets parent_id and fork_seq. */
     char *fork = NULL;
     assert_int_equal(cdsh_session_store_fork(old, "s-old", 0, NULL, &fork, &e), 0);
-    s = cdsh_session_store_get(old, fork, &e);
+    s = cdsh_session_store_info_dup(old, fork, &e);
     assert_string_equal(jstr(s, "parentId"), "s-old");
     assert_string_equal(jstr(s, "title"), "from v1 (fork)");
     json_decref(s);
@@ -284,7 +284,7 @@ static void create_and_get_report_every_field(void **state)
     json_decref(meta);
     assert_true(cdsh_session_id_valid(id));
     assert_int_equal(strlen(id), 24);
-    json_t *s = cdsh_session_store_get(store, id, &e);
+    json_t *s = cdsh_session_store_info_dup(store, id, &e);
     assert_non_null(s);
     assert_string_equal(jstr(s, "id"), id);
     assert_string_equal(jstr(s, "title"), "First");
@@ -307,11 +307,11 @@ static void unknown_and_malformed_ids_are_refused(void **state)
 {
     (void)state;
     cdsh_error e = {0};
-    assert_null(cdsh_session_store_get(store, "s-nosuch", &e));
+    assert_null(cdsh_session_store_info_dup(store, "s-nosuch", &e));
     assert_int_equal(e.rc, CDSH_ENOTFOUND);
     assert_string_equal(e.code, "NO_SESSION");
     assert_string_equal(e.message, "no session \"s-nosuch\"");
-    assert_null(cdsh_session_store_get(store, "../etc", &e));
+    assert_null(cdsh_session_store_info_dup(store, "../etc", &e));
     assert_string_equal(e.code, "BAD_SESSION_ID");
     assert_false(cdsh_session_id_valid("s-"));
     assert_false(cdsh_session_id_valid("s-a/b"));
@@ -401,7 +401,7 @@ static void delete_removes_the_session_and_its_events(void **state)
     add(store, other, "user/message", 1, 0, "{\"text\":\"z\"}");
     cdsh_error e = {0};
     assert_int_equal(cdsh_session_store_delete(store, id, &e), 0);
-    assert_null(cdsh_session_store_get(store, id, &e));
+    assert_null(cdsh_session_store_info_dup(store, id, &e));
     assert_string_equal(e.code, "NO_SESSION");
     assert_int_equal(sql_int("SELECT count(*) FROM events"), 1);
     assert_null(cdsh_session_store_events(store, id, 0, 10, NULL, &e));
@@ -418,7 +418,7 @@ static void rename_and_set_model_change_only_what_is_given(void **state)
     assert_int_equal(cdsh_session_store_rename(store, id, "new title", &e), 0);
     assert_int_equal(cdsh_session_store_set_model(store, id, NULL, "deepseek-reasoner", NULL, &e),
                      0);
-    json_t *s = cdsh_session_store_get(store, id, &e);
+    json_t *s = cdsh_session_store_info_dup(store, id, &e);
     assert_string_equal(jstr(s, "title"), "new title");
     assert_string_equal(jstr(s, "provider"), "deepseek");
     assert_string_equal(jstr(s, "model"), "deepseek-reasoner");
@@ -426,7 +426,7 @@ static void rename_and_set_model_change_only_what_is_given(void **state)
     json_decref(s);
     assert_int_equal(
         cdsh_session_store_set_model(store, id, "local", NULL, "http://127.0.0.1:1", &e), 0);
-    s = cdsh_session_store_get(store, id, &e);
+    s = cdsh_session_store_info_dup(store, id, &e);
     assert_string_equal(jstr(s, "provider"), "local");
     assert_string_equal(jstr(s, "model"), "deepseek-reasoner");
     assert_string_equal(jstr(s, "baseUrl"), "http://127.0.0.1:1");
@@ -440,13 +440,13 @@ static void append_numbers_events_per_session_and_touches_updated_at(void **stat
 {
     (void)state;
     char *a = new_session("a"), *b = new_session("b");
-    json_t *before = cdsh_session_store_get(store, a, NULL);
+    json_t *before = cdsh_session_store_info_dup(store, a, NULL);
     usleep(3000);
     assert_int_equal(add(store, a, "turn/start", 1, 0, "{}"), 1);
     assert_int_equal(add(store, b, "turn/start", 1, 0, "{}"), 1);
     assert_int_equal(add(store, a, "user/message", 1, 0, "{\"text\":\"hi\"}"), 2);
     assert_int_equal(add(store, a, "turn/end", 1, 0, "{\"reason\":\"done\"}"), 3);
-    json_t *after = cdsh_session_store_get(store, a, NULL);
+    json_t *after = cdsh_session_store_info_dup(store, a, NULL);
     assert_true(strcmp(jstr(after, "updatedAt"), jstr(before, "updatedAt")) > 0);
     assert_int_equal(jint(after, "lastSeq"), 3);
     assert_int_equal(jint(after, "lastTurn"), 1);
@@ -504,7 +504,7 @@ static void append_checks_types_and_payload_fields(void **state)
         try_add(id, "command/run", 0, "{\"commandId\":\"cmd-1\",\"name\":\"goal\"}", &e), 0);
     assert_int_equal(
         try_add(id, "command/done", 0, "{\"commandId\":\"cmd-1\",\"kind\":\"success\"}", &e), 0);
-    json_t *s = cdsh_session_store_get(store, id, NULL);
+    json_t *s = cdsh_session_store_info_dup(store, id, NULL);
     assert_int_equal(jint(s, "eventCount"), 3); /* only the valid ones */
     json_decref(s);
     free(id);
@@ -808,7 +808,7 @@ static void crash_mid_turn_is_repaired_on_load(void **state)
     (void)state;
     char *id = new_session("crash");
     crash_child_mid_turn(id);
-    json_t *s = cdsh_session_store_get(store, id, NULL);
+    json_t *s = cdsh_session_store_info_dup(store, id, NULL);
     assert_int_equal(jint(s, "openTurn"), 1);
     json_decref(s);
 
@@ -890,7 +890,7 @@ static void balanced_log_needs_no_repair(void **state)
     int n = -1;
     assert_int_equal(cdsh_session_store_repair(store, id, NULL, &n, NULL), 0);
     assert_int_equal(n, 0);
-    json_t *s = cdsh_session_store_get(store, id, NULL);
+    json_t *s = cdsh_session_store_info_dup(store, id, NULL);
     assert_int_equal(jint(s, "eventCount"), 3);
     json_decref(s);
     free(id);
@@ -1005,7 +1005,7 @@ static void fork_copies_events_up_to_a_seq_with_a_parent_link(void **state)
     char *f = NULL;
     cdsh_error e = {0};
     assert_int_equal(cdsh_session_store_fork(store, id, 4, "branch", &f, &e), 0);
-    json_t *s = cdsh_session_store_get(store, f, &e);
+    json_t *s = cdsh_session_store_info_dup(store, f, &e);
     assert_string_equal(jstr(s, "parentId"), id);
     assert_int_equal(jint(s, "forkSeq"), 4);
     assert_string_equal(jstr(s, "title"), "branch");
@@ -1018,12 +1018,12 @@ static void fork_copies_events_up_to_a_seq_with_a_parent_link(void **state)
     json_decref(m);
     /* The fork continues on its own; the parent is untouched. */
     assert_int_equal(add(store, f, "user/message", 2, 0, "{\"text\":\"other\"}"), 5);
-    s = cdsh_session_store_get(store, id, &e);
+    s = cdsh_session_store_info_dup(store, id, &e);
     assert_int_equal(jint(s, "eventCount"), 8);
     json_decref(s);
     /* Deleting the parent keeps the fork, now without a parent. */
     assert_int_equal(cdsh_session_store_delete(store, id, &e), 0);
-    s = cdsh_session_store_get(store, f, &e);
+    s = cdsh_session_store_info_dup(store, f, &e);
     assert_true(json_is_null(json_object_get(s, "parentId")));
     assert_int_equal(jint(s, "eventCount"), 5);
     json_decref(s);
@@ -1049,7 +1049,7 @@ static void fork_inside_a_turn_closes_the_copied_turn(void **state)
     assert_string_equal(types, "turn/start,user/message,assistant/message,tool/result,notice,"
                                "turn/end");
     free(types);
-    json_t *s = cdsh_session_store_get(store, f, &e);
+    json_t *s = cdsh_session_store_info_dup(store, f, &e);
     assert_string_equal(jstr(s, "title"), "mid (fork)");
     assert_true(json_is_null(json_object_get(s, "openTurn")));
     json_decref(s);
@@ -1173,7 +1173,7 @@ static void threads_append_to_different_sessions(void **state)
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         assert_int_equal(args[i].failures, 0);
-        json_t *s = cdsh_session_store_get(store, args[i].id, NULL);
+        json_t *s = cdsh_session_store_info_dup(store, args[i].id, NULL);
         assert_int_equal(jint(s, "eventCount"), THREAD_EVENTS);
         assert_int_equal(jint(s, "lastSeq"), THREAD_EVENTS);
         json_decref(s);

@@ -72,7 +72,7 @@ static void seven_primitives_converge_to_two_operations(void **state)
     json_t *names = cdsh_tools_names(cdsh_host_tools(H), NULL);
     assert_int_equal(json_array_size(names), 9);
     json_decref(names);
-    json_t *t = cdsh_tools_get(cdsh_host_tools(H), NULL, "pdf_analyze");
+    json_t *t = cdsh_tools_info_dup(cdsh_host_tools(H), NULL, "pdf_analyze");
     const char *d = json_string_value(json_object_get(t, "description"));
     assert_non_null(strstr(d, "1. pdf_extract"));
     assert_non_null(strstr(d, "2. pdf_layout"));

@@ -45,7 +45,7 @@ static void tool_command_and_rpc_share_one_counter(void **state)
     json_t *r = cdsh_rpc_call(cdsh_host_rpc(h), "/counter", "get", NULL, NULL);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "value"), "value")), 10);
     json_decref(r);
-    json_t *sk = cdsh_skills_get(cdsh_host_skills(h), NULL, "counting");
+    json_t *sk = cdsh_skills_info_dup(cdsh_host_skills(h), NULL, "counting");
     assert_string_equal(json_string_value(json_object_get(sk, "source")), "counter");
     json_decref(sk);
 }

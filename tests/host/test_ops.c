@@ -214,7 +214,7 @@ static void registration_builds_exactly_the_flagged_surfaces(void **state)
     assert_false(cdsh_tools_is_parallel(cdsh_host_tools(h), NULL, "demo_add", one));
     json_decref(one);
     /* the tool's schemas are the row's */
-    json_t *info = cdsh_tools_get(cdsh_host_tools(h), NULL, "demo_add");
+    json_t *info = cdsh_tools_info_dup(cdsh_host_tools(h), NULL, "demo_add");
     assert_string_equal(json_string_value(json_object_get(info, "description")),
                         "Add n to the counter.");
     json_t *want = json_loads(ADD_ARGS, 0, NULL);

@@ -582,7 +582,7 @@ static void skill_source_defaults_to_the_plugin_name(void **state)
 {
     cdsh_host *h = *state;
     cdsh_plugin_load(h, &BETA, NULL, NULL, NULL);
-    json_t *sk = cdsh_skills_get(cdsh_host_skills(h), NULL, "beta-cmd");
+    json_t *sk = cdsh_skills_info_dup(cdsh_host_skills(h), NULL, "beta-cmd");
     assert_string_equal(json_string_value(json_object_get(sk, "source")), "beta");
     json_decref(sk);
 }

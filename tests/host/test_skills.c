@@ -103,7 +103,7 @@ static void duplicate_warns_and_returns_noop_disposer_first_wins(void **state)
     assert_string_equal(json_string_value(json_object_get(w, "source")), "skills");
     assert_string_equal(json_string_value(json_object_get(w, "message")),
                         "skill \"review\" is already registered; keeping the first registration");
-    json_t *got = cdsh_skills_get(f->skills, NULL, "review");
+    json_t *got = cdsh_skills_info_dup(f->skills, NULL, "review");
     assert_string_equal(json_string_value(json_object_get(got, "content")), "first body");
     json_decref(got);
     cdsh_disposer_run(&d2); /* harmless */
@@ -122,8 +122,8 @@ static void same_name_in_agent_layer_shadows_global(void **state)
     assert_int_equal(cdsh_skills_register(f->skills, a, &s, &d2, NULL), 0);
     assert_non_null(d2.fn);
     assert_int_equal(json_array_size(f->warnings), 0);
-    json_t *ga = cdsh_skills_get(f->skills, a, "review"),
-           *gg = cdsh_skills_get(f->skills, NULL, "review");
+    json_t *ga = cdsh_skills_info_dup(f->skills, a, "review"),
+           *gg = cdsh_skills_info_dup(f->skills, NULL, "review");
     assert_string_equal(json_string_value(json_object_get(ga, "content")), "agent");
     assert_string_equal(json_string_value(json_object_get(gg, "content")), "global");
     json_decref(ga);
@@ -159,8 +159,8 @@ static void list_is_sorted_summaries_without_content(void **state)
 static void get_unknown_or_invalid_name_is_null(void **state)
 {
     fixture *f = *state;
-    assert_null(cdsh_skills_get(f->skills, NULL, "missing"));
-    assert_null(cdsh_skills_get(f->skills, NULL, "Not Valid"));
+    assert_null(cdsh_skills_info_dup(f->skills, NULL, "missing"));
+    assert_null(cdsh_skills_info_dup(f->skills, NULL, "Not Valid"));
     assert_null(cdsh_skills_render_dup(f->skills, NULL, "missing"));
 }
 

@@ -42,7 +42,7 @@ static void plugin_registers_the_skill_tool_with_its_schema(void **state)
 {
     cdsh_host *h = *state;
     assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, NULL, NULL, NULL), 0);
-    json_t *t = cdsh_tools_get(cdsh_host_tools(h), NULL, "skill");
+    json_t *t = cdsh_tools_info_dup(cdsh_host_tools(h), NULL, "skill");
     assert_non_null(t);
     json_t *params = json_object_get(t, "parameters");
     assert_string_equal(json_string_value(json_array_get(json_object_get(params, "required"), 0)),
@@ -147,7 +147,7 @@ static void max_body_bytes_below_minimum_fails_the_plugin(void **state)
     assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, cfg, NULL, &err), CDSH_EINVAL);
     assert_string_equal(
         err.message, "invalid config:\n  - expected a value >= 100 but got 10 (at maxBodyBytes)");
-    assert_null(cdsh_tools_get(cdsh_host_tools(h), NULL, "skill"));
+    assert_null(cdsh_tools_info_dup(cdsh_host_tools(h), NULL, "skill"));
     json_decref(cfg);
 }
 

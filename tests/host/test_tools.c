@@ -230,11 +230,11 @@ static void registry_keeps_its_own_copy_of_schemas(void **state)
     def.parameters = params;
     fx_add(f, NULL, &def);
     json_object_set_new(params, "title", json_string("mutated"));
-    json_t *got = cdsh_tools_get(f->tools, NULL, "copy");
+    json_t *got = cdsh_tools_info_dup(f->tools, NULL, "copy");
     assert_null(json_object_get(json_object_get(got, "parameters"), "title"));
     /* And what get/schemas return are copies too. */
     json_object_set_new(json_object_get(got, "parameters"), "title", json_string("x"));
-    json_t *again = cdsh_tools_get(f->tools, NULL, "copy");
+    json_t *again = cdsh_tools_info_dup(f->tools, NULL, "copy");
     assert_null(json_object_get(json_object_get(again, "parameters"), "title"));
     json_decref(got);
     json_decref(again);
@@ -249,19 +249,19 @@ static void get_describes_visible_tool_with_its_layer(void **state)
     def.timeout_ms = 1500;
     fx_add(f, NULL, &def);
     fx_add_echo(f, agent, "mine");
-    json_t *g = cdsh_tools_get(f->tools, agent, "timed");
+    json_t *g = cdsh_tools_info_dup(f->tools, agent, "timed");
     assert_non_null(g);
     assert_string_equal(json_string_value(json_object_get(g, "name")), "timed");
     assert_true(json_is_null(json_object_get(g, "layer")));
     assert_int_equal(json_integer_value(json_object_get(g, "timeoutMs")), 1500);
     assert_non_null(json_object_get(g, "outputSchema"));
     json_decref(g);
-    g = cdsh_tools_get(f->tools, agent, "mine");
+    g = cdsh_tools_info_dup(f->tools, agent, "mine");
     assert_string_equal(json_string_value(json_object_get(g, "layer")), "a1");
     assert_null(json_object_get(g, "timeoutMs"));
     json_decref(g);
-    assert_null(cdsh_tools_get(f->tools, NULL, "mine"));
-    assert_null(cdsh_tools_get(f->tools, NULL, "nope"));
+    assert_null(cdsh_tools_info_dup(f->tools, NULL, "mine"));
+    assert_null(cdsh_tools_info_dup(f->tools, NULL, "nope"));
     cdsh_scope_unref(agent);
 }
 
@@ -491,7 +491,7 @@ static void restrict_deny_hides_from_list_get_and_dispatch_alike(void **state)
                         "other");
     json_decref(schemas);
     assert_false(cdsh_tools_visible(f->tools, a, "echo"));
-    assert_null(cdsh_tools_get(f->tools, a, "echo"));
+    assert_null(cdsh_tools_info_dup(f->tools, a, "echo"));
     cdsh_toolresult *res = fx_call(f, a, "echo", "{\"text\":\"x\"}");
     assert_error(res, "UNKNOWN_TOOL", "unknown tool \"echo\"");
     cdsh_toolresult_free(res);

@@ -97,10 +97,10 @@ static void enabled_server_tools_are_filtered_called_and_removed_on_unload(void 
     /* blocked ("gone") and unknown ("missing") servers are skipped, not fatal */
     assert_int_equal(cdsh_plugin_state_get(pl), CDSH_PLUGIN_ACTIVE);
     assert_int_equal(cdsh_tools_count(tools), before + 2);
-    json_t *t = cdsh_tools_get(tools, NULL, "mcp__peer__echo");
+    json_t *t = cdsh_tools_info_dup(tools, NULL, "mcp__peer__echo");
     assert_non_null(t);
     json_decref(t);
-    assert_null(cdsh_tools_get(tools, NULL, "mcp__peer__slow"));
+    assert_null(cdsh_tools_info_dup(tools, NULL, "mcp__peer__slow"));
     json_t *args = json_pack("{s:s}", "text", "through import");
     cdsh_dispatch_input in = {.call_id = "c1", .name = "mcp__peer__echo", .args = args};
     cdsh_toolresult *res = cdsh_dispatch_execute(tools, &in);

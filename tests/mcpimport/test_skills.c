@@ -546,8 +546,8 @@ static void enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded(vo
     /* the blocked sub-agent and the unknown name are skipped, not fatal */
     assert_int_equal(cdsh_plugin_state_get(pl), CDSH_PLUGIN_ACTIVE);
     assert_int_equal(cdsh_skills_count(skills), before + 3);
-    assert_null(cdsh_skills_get(skills, NULL, "nodesc"));
-    json_t *planner = cdsh_skills_get(skills, NULL, "planner");
+    assert_null(cdsh_skills_info_dup(skills, NULL, "nodesc"));
+    json_t *planner = cdsh_skills_info_dup(skills, NULL, "planner");
     assert_string_equal(s(planner, "description"), "Imported sub-agent: Plans the work");
     assert_string_equal(s(planner, "source"), "import");
     assert_string_equal(s(planner, "content"),
@@ -555,7 +555,7 @@ static void enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded(vo
                         "conversation, not as a separate agent: follow its system prompt "
                         "below.\n\nYou plan the work step by step.\n");
     json_decref(planner);
-    json_t *notes = cdsh_skills_get(skills, NULL, "notes");
+    json_t *notes = cdsh_skills_info_dup(skills, NULL, "notes");
     assert_string_equal(s(notes, "whenToUse"), "after a meeting");
     json_decref(notes);
     char *index = cdsh_skills_index_dup(skills, NULL);

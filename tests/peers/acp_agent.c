@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 static const char *config_style = "both"; /* options | modes | both | none */
 static int no_load, need_auth, authed, leak, garbage_first, no_fork, no_list;

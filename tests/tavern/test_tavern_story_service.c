@@ -635,14 +635,14 @@ static void impersonation_is_an_explicit_helper_call(void **state)
     json_decref(env);
     r.finish = "stop";
     cdsh_error err = {0};
-    json_t *before = cdsh_session_store_get(f->sessions, sid, &err);
+    json_t *before = cdsh_session_store_info_dup(f->sessions, sid, &err);
     env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
     assert_string_equal(json_string_value(json_object_get(ok_value(env), "text")),
                         "I draw my sword and step forward.");
     json_decref(env);
     /* system + the two logged messages + the request: history went to the model */
     assert_int_equal(r.seen, 4);
-    json_t *after = cdsh_session_store_get(f->sessions, sid, &err);
+    json_t *after = cdsh_session_store_info_dup(f->sessions, sid, &err);
     /* out of band: nothing was logged in the session */
     assert_int_equal(json_integer_value(json_object_get(after, "eventCount")),
                      json_integer_value(json_object_get(before, "eventCount")));

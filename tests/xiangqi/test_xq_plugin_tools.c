@@ -307,7 +307,7 @@ static void resign_is_not_a_tool(void **state)
 static void the_playbook_skill_is_registered(void **state)
 {
     fixture *f = *state;
-    json_t *sk = cdsh_skills_get(cdsh_host_skills(f->host), NULL, "xiangqi-mate-playbook");
+    json_t *sk = cdsh_skills_info_dup(cdsh_host_skills(f->host), NULL, "xiangqi-mate-playbook");
     assert_non_null(sk);
     assert_string_equal(str(sk, "source"), "xiangqi");
     assert_non_null(strstr(str(sk, "content"), "xiangqi_hint"));

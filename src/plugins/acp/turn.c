@@ -433,7 +433,7 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
     json_decref(entry);
     if (rc < 0)
         return rc;
-    json_t *exists = cdsh_session_store_get(o->store, session_id, err);
+    json_t *exists = cdsh_session_store_info_dup(o->store, session_id, err);
     if (!exists)
         return err ? err->rc : CDSH_ENOTFOUND;
     json_decref(exists);

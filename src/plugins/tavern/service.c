@@ -526,7 +526,7 @@ static int fork_child(void *ud, char **child, cdsh_error *err)
     fork_ud *f = ud;
     int rc;
     if (f->upto < 1) { /* nothing to inherit: a fresh session with the parent's route */
-        json_t *src = cdsh_session_store_get(f->svc->sessions, f->source, err);
+        json_t *src = cdsh_session_store_info_dup(f->svc->sessions, f->source, err);
         if (!src)
             return err ? err->rc : CDSH_EIO;
         cdsh_session_spec spec = {f->title,
@@ -1013,7 +1013,7 @@ static int binding_view_open(cdsh_tavern_service *svc, const json_t *p, binding_
     if ((rc = cdsh_tavern_binding_get(svc->bindings, v->sid, &v->b, err)) < 0)
         return rc;
     if (svc->sessions) {
-        json_t *s = cdsh_session_store_get(svc->sessions, v->sid, NULL);
+        json_t *s = cdsh_session_store_info_dup(svc->sessions, v->sid, NULL);
         v->started = s && json_integer_value(json_object_get(s, "lastTurn")) > 0;
         json_decref(s);
     }

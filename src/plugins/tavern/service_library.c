@@ -577,7 +577,7 @@ static int list_stories(cdsh_tavern_service *svc, const json_t *p, json_t **valu
     json_t *b;
     json_array_foreach(all, i, b) {
         json_t *s =
-            svc->sessions ? cdsh_session_store_get(svc->sessions, str(b, "sessionId"), NULL) : NULL;
+            svc->sessions ? cdsh_session_store_info_dup(svc->sessions, str(b, "sessionId"), NULL) : NULL;
         json_array_append_new(
             out,
             json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "storyId", json_object_get(b, "storyId"),
@@ -634,7 +634,7 @@ static void render_ctx_close(render_ctx *c)
 
 static bool conversation_started(cdsh_tavern_service *svc, const char *sid)
 {
-    json_t *s = svc->sessions ? cdsh_session_store_get(svc->sessions, sid, NULL) : NULL;
+    json_t *s = svc->sessions ? cdsh_session_store_info_dup(svc->sessions, sid, NULL) : NULL;
     bool started = s && json_integer_value(json_object_get(s, "lastTurn")) > 0;
     json_decref(s);
     return started;

@@ -103,7 +103,7 @@ json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id)
             p->sessions = store;
     }
     if (p->sessions && cdsh_xq_service_key_valid(id))
-        s = cdsh_session_store_get(p->sessions, id, &e);
+        s = cdsh_session_store_info_dup(p->sessions, id, &e);
     pthread_mutex_unlock(&p->mu);
     return s;
 }

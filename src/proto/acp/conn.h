@@ -20,7 +20,7 @@
 
 #include "base/cancel.h"
 #include "base/err.h"
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 #define CDSH_ACP_PROTOCOL_VERSION 1
 #define CDSH_ACP_FS_MAX_BYTES ((size_t)4 * 1024 * 1024) /* fs/read and fs/write limit */

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 /* Output retained per terminal when the agent gives no outputByteLimit, and
  * the most it may ask for (larger limits are clamped to it). */

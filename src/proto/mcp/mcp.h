@@ -39,7 +39,7 @@ bool cdsh_mcp_version_is_modern(const char *version);
  * decides whether it can live with it). Never NULL; borrowed static text. */
 const char *cdsh_mcp_negotiate(const char *requested);
 
-/* ---- error codes (JSON-RPC standard ones are in base/jsonrpc.h) ---------- */
+/* ---- error codes (JSON-RPC standard ones are in proto/jsonrpc.h) ---------- */
 enum {
     CDSH_MCP_RESOURCE_NOT_FOUND = -32002,  /* <= 2025-11-25 */
     CDSH_MCP_URL_ELICITATION = -32042,     /* 2025-11-25 */

@@ -105,7 +105,7 @@ static json_t *ex_list(void *ud, void *session_ud)
     json_array_foreach(names, i, n) {
         if (!glob_ok(ex, json_string_value(n)))
             continue;
-        json_t *kt = cdsh_tools_get(ex->tools, scope, json_string_value(n));
+        json_t *kt = cdsh_tools_info_dup(ex->tools, scope, json_string_value(n));
         if (kt)
             json_array_append_new(out, cdsh_mcp_export_tool_json(kt));
         json_decref(kt);
@@ -217,7 +217,7 @@ static int ex_call(void *ud, const cdsh_mcp_call_ctx *ctx, const char *name, con
     if (res->is_error) {
         json_object_set_new(r, "isError", json_true());
     } else if (json_is_object(res->value)) {
-        json_t *kt = cdsh_tools_get(ex->tools, scope, name);
+        json_t *kt = cdsh_tools_info_dup(ex->tools, scope, name);
         json_t *mt = kt ? cdsh_mcp_export_tool_json(kt) : NULL;
         if (json_object_get(mt, "outputSchema"))
             json_object_set(r, "structuredContent", res->value);

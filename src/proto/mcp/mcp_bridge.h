@@ -42,7 +42,7 @@ void cdsh_mcp_export_attach(cdsh_mcp_export *ex, cdsh_mcp_server *server);
 void cdsh_mcp_export_free(cdsh_mcp_export *ex);
 
 /* The MCP Tool object for one kernel tool description (as from
- * cdsh_tools_get: {name, description, parameters, outputSchema}); owned.
+ * cdsh_tools_info_dup: {name, description, parameters, outputSchema}); owned.
  * outputSchema is kept only when it describes an object (type "object", or a
  * oneOf/anyOf of objects, which gains type "object" at its root as MCP asks). */
 json_t *cdsh_mcp_export_tool_json(const json_t *kernel_tool);

@@ -13,10 +13,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "agent/sse.h"
+#include "base/sse.h"
 #include "base/clock.h"
 #include "base/json.h"
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 #include "base/log.h"
 #include "base/process.h"
 #include "base/strbuf.h"

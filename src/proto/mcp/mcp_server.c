@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 #include "base/log.h"
 #include "proto/mcp/mcp.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/sse.h"
+#include "base/sse.h"
 #include "base/strbuf.h"
 
 typedef struct seen {

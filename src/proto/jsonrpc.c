@@ -2,7 +2,7 @@
  * route responses, expire async calls), the dispatcher thread (run handlers
  * in order), pending-call bookkeeping and serialised writes.
  * It does not spawn processes or know any protocol's method names. */
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 #include "base/clock.h"
 

@@ -1,7 +1,7 @@
 /* sse.c — incremental text/event-stream parser: splits lines across feeds,
  * applies the field rules (data/event/id/comments) and dispatches events on
  * blank lines. Transport, JSON and reconnection are the caller's business. */
-#include "agent/sse.h"
+#include "base/sse.h"
 
 #include "base/strbuf.h"
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/jsonrpc.h"
+#include "proto/jsonrpc.h"
 
 /* ---- fixtures ----------------------------------------------------------- */
 
