@@ -598,11 +598,10 @@ static void tools_find_the_turn_by_session_id(void **state)
         cdsh_tavern_service_turn_begin(f->svc, in_session(f, f->scope_a, sid), sid, 1, &err), 0);
     /* a nested scope below the session scope (a sub-agent's view) */
     cdsh_scope *nested = cdsh_scope_new("helper", in_session(f, f->scope_b, sid));
-    json_t *v = NULL;
-    assert_int_equal(cdsh_tavern_service_tool(f->svc, nested, "tavern_memory_write",
-                                              json_pack("{s:s}", "body", "via nested"), &v, NULL,
-                                              &err),
-                     0);
+    json_t *v = NULL, *args = json_pack("{s:s}", "body", "via nested");
+    assert_int_equal(
+        cdsh_tavern_service_tool(f->svc, nested, "tavern_memory_write", args, &v, NULL, &err), 0);
+    json_decref(args); /* the service borrows its arguments */
     assert_true(json_is_true(json_object_get(v, "ok")));
     json_decref(v);
     cdsh_scope_unref(nested);
