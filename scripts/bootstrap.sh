@@ -11,6 +11,7 @@ PACKAGES=(
   libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libpcre2-dev
   libyaml-dev libssl-dev duktape-dev zlib1g-dev libpng-dev libzip-dev libedit-dev
   libcmocka-dev
+  libutf8proc-dev
   nodejs npm
 )
 # Needed by optional differential tests and benches; installed when available.

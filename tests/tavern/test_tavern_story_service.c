@@ -198,7 +198,7 @@ static void every_method_is_served_and_validates_input(void **state)
             assert_string_not_equal(err_code(env), "unknown-method");
         json_decref(env);
     }
-    assert_int_equal(json_array_size(methods), 65);
+    assert_int_equal(json_array_size(methods), 67);
     json_decref(methods);
     json_t *env = call(f, "noSuchMethod", NULL);
     assert_string_equal(err_code(env), "unknown-method");
@@ -671,7 +671,7 @@ static void the_plugin_registers_tools_channel_and_service(void **state)
     json_t *method_rows = cdsh_ops_names(ops, CDSH_OP_RPC);
     size_t k;
     json_t *row;
-    assert_int_equal(json_array_size(json_object_get(listed, "value")), 65);
+    assert_int_equal(json_array_size(json_object_get(listed, "value")), 67);
     json_array_foreach(json_object_get(listed, "value"), k, row)
         assert_string_equal(json_string_value(json_object_get(row, "name")),
                             json_string_value(json_array_get(method_rows, k)));

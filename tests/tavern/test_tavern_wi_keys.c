@@ -1,6 +1,6 @@
 /* test_tavern_wi_keys.c — plugins/tavern/wi_keys: SillyTavern's matchKeys
  * on its own: substring and whole-word matching with JavaScript's ASCII \W
- * boundaries, case folding beyond ASCII, /regex/flags keys (compiled once,
+ * boundaries, JavaScript's toLowerCase() case folding (utf8proc), /regex/flags keys (compiled once,
  * bad ones never matching), macros in keys, trimming and empty keys. */
 #include "support/testkit.h"
 
@@ -90,6 +90,54 @@ static void folding_covers_common_alphabets(void **state)
     free(low);
 }
 
+/* JavaScript's toLowerCase() (the expected strings are what Node 20 and
+ * Chromium print): the simple mappings of every script, U+0130's expansion
+ * and the final sigma. */
+static void folding_is_javascripts_to_lower_case(void **state)
+{
+    (void)state;
+    static const char *const CASES[][2] = {
+        {"ΆΛΦΑ", "άλφα"},
+        {"ὈΔΥΣΣΕΎΣ", "ὀδυσσεύς"},
+        {"ΣΑ Σ", "σα σ"},
+        {"İstanbul", "i̇stanbul"},
+        {"Tiếng Việt ĐẠI", "tiếng việt đại"},
+        {"STRAẞE", "straße"},
+        {"ǅemal ǄǅǆǇ", "ǆemal ǆǆǆǉ"},
+        {"ＡＢＣ", "ａｂｃ"},
+        {"ԱՐՄԵՆԻԱ", "արմենիա"},
+        {"ᲑᲐᲢᲝᲜᲘ", "ბატონი"},
+        {"ᎠᎡᎢ", "ꭰꭱꭲ"},
+        {"Ω K Å", "ω k å"},
+        {"ΑΣ.", "ας."},
+        {"ΑΣ\xcc\x81Β", "ασ\xcc\x81β"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char *low = cdsh_tavern_wi_lower_dup(CASES[i][0], strlen(CASES[i][0]));
+        assert_non_null(low);
+        assert_string_equal(low, CASES[i][1]);
+        free(low);
+    }
+}
+
+static void accented_greek_keys_match_and_whole_words_stay_words(void **state)
+{
+    fx *f = *state;
+    text(f, "Η Άλφα μιλά.");
+    assert_true(hit(f, "άλφα", false, true));
+    assert_true(hit(f, "ΆΛΦΑ", false, true));
+    /* ST's default whole words: "art" is not in "heart" */
+    text(f, "I love my heart");
+    assert_false(hit(f, "art", false, true));
+    assert_true(hit(f, "art", false, false));
+    /* JavaScript's \s splits keys: a no-break space makes a phrase */
+    text(f, "the old\xc2\xa0" "city gate");
+    assert_true(hit(f, "old\xc2\xa0" "city", false, true));
+    /* String.prototype.trim() removes the ideographic space */
+    text(f, "龍が来た");
+    assert_true(hit(f, "\xe3\x80\x80龍\xe3\x80\x80", false, false));
+}
+
 static void regex_keys_follow_javascript(void **state)
 {
     fx *f = *state;
@@ -143,6 +191,8 @@ int main(void)
         T(substring_and_case),
         T(whole_words_use_javascript_boundaries),
         T(folding_covers_common_alphabets),
+        T(folding_is_javascripts_to_lower_case),
+        T(accented_greek_keys_match_and_whole_words_stay_words),
         T(regex_keys_follow_javascript),
         T(keys_are_trimmed_and_empty_keys_never_match),
         T(macros_in_keys_are_expanded),

@@ -12,6 +12,7 @@
 #include "plugins/tavern/macros.h"
 #include "plugins/tavern/regex_apply.h"
 #include "plugins/tavern/seed.h"
+#include "plugins/tavern/wi_settings.h"
 #include "plugins/tavern/template.h"
 #include "plugins/tavern/tokens.h"
 
@@ -324,6 +325,7 @@ static json_t *run_wi(asm_ctx *a, const char *an)
         .timed = in->timed,
         .dry_run = in->dry_run,
         .seed = in->seed,
+        .generation_type = in->generation_type,
         .no_log = !in->trigger_log,
         .char_filename = a->char_name,
         .render = render_entry,
@@ -1261,11 +1263,19 @@ static int plan_dup(asm_ctx *a, parts *p, json_t **plan)
     char *standing = cdsh_tavern_assemble_neutralize_dup(a->standing.data);
     char *turn = cdsh_tavern_assemble_neutralize_dup(a->turn.data);
     char *key = standing_key(a);
+    /* SillyTavern's overflow alert (a toast there) is a note here. */
+    if (a->in->wi.overflow_alert && json_is_true(json_object_get(a->wi, "overflow")))
+        json_array_append_new(
+            a->notes, json_sprintf("world info budget of %lld tokens reached",
+                                   (long long)json_integer_value(json_object_get(a->wi, "budget"))));
+    /* The settings, the seed and the generation type make the plan replayable. */
     if (standing && turn && key)
-        *plan = json_pack("{s:s, s:s, s:O, s:s, s:O, s:O, s:O, s:O, s:O}", "standing", standing,
-                          "turn", turn, "messages", a->messages, "standingKey", key, "budgets",
-                          p->budgets, "notes", a->notes, "worldInfo", a->wi, "regexFailures",
-                          a->regex_failures, "unknownMacros", a->unknown);
+        *plan = json_pack("{s:s, s:s, s:O, s:s, s:O, s:O, s:O, s:O, s:O, s:o, s:I, s:s}",
+                          "standing", standing, "turn", turn, "messages", a->messages,
+                          "standingKey", key, "budgets", p->budgets, "notes", a->notes,
+                          "worldInfo", a->wi, "regexFailures", a->regex_failures, "unknownMacros",
+                          a->unknown, "worldInfoSettings", cdsh_tavern_wi_settings_json(&a->in->wi),
+                          "seed", (json_int_t)a->in->seed, "generationType", p->gen);
     free(standing);
     free(turn);
     free(key);

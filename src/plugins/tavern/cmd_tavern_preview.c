@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "base/clock.h"
 #include "base/fs.h"
@@ -21,6 +22,7 @@
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/regex.h"
 #include "plugins/tavern/store.h"
+#include "plugins/tavern/wi_settings.h"
 
 #define CHAT_MAX_BYTES (64u << 20)
 
@@ -28,7 +30,10 @@ static void usage(FILE *out)
 {
     fprintf(out, "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
                  "                           [--story ID] [--note TEXT [--note-...]]\n"
-                 "                           [--context N] [--json]\n"
+                 "                           [--context N] [--wi-settings FILE] [--wi KEY=VALUE]...\n"
+                 "                           [--scan-depth N] [--budget PCT] [--budget-cap N]\n"
+                 "                           [--[no-]recursive] [--[no-]whole-words] [--case-sensitive]\n"
+                 "                           [--seed N] [--generation-type TYPE] [--json]\n"
                  "\n"
                  "Shows the prompt the card would get for the next turn: the standing segment\n"
                  "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
@@ -49,6 +54,19 @@ static void usage(FILE *out)
                  "  --context N     context size in tokens (default: the preset's\n"
                  "                  openai_max_context); the simulated messages are trimmed\n"
                  "                  to it minus the preset's reply tokens\n"
+                 "  --wi-settings FILE  world-info settings: cdsh's keys (docs/tavern.md) or\n"
+                 "                  SillyTavern's settings.json / world_info_* keys; over\n"
+                 "                  SillyTavern's defaults and the profile's settings\n"
+                 "  --wi KEY=VALUE  one world-info setting (after the file), e.g.\n"
+                 "                  --wi maxRecursionSteps=2 --wi overflowAlert=true\n"
+                 "  --scan-depth N, --budget PCT, --budget-cap N, --[no-]recursive,\n"
+                 "  --[no-]whole-words, --case-sensitive  the same as the --wi keys\n"
+                 "                  scanDepth, budgetPercent, budgetCap, recursive,\n"
+                 "                  matchWholeWords, caseSensitive\n"
+                 "  --seed N        replay a turn's randomness (a floor's recorded seed;\n"
+                 "                  default: a fresh seed, printed in the plan)\n"
+                 "  --generation-type TYPE  normal (default), continue, impersonate, swipe,\n"
+                 "                  regenerate or quiet\n"
                  "  --json          print one JSON object {ok, plan...}\n"
                  "\n"
                  "Global variables are read from $CDSH_HOME/tavern/state/global-variables.json\n"
@@ -68,6 +86,9 @@ static int add_message(chat *c, const json_t *m)
         text = json_string_value(json_object_get(m, "mes"));
     if (!text)
         return 0; /* header or unknown line */
+    /* SillyTavern's hidden messages (is_system) are neither scanned nor sent. */
+    if (json_is_true(json_object_get(m, "is_system")))
+        return 0;
     const char *role = json_string_value(json_object_get(m, "role"));
     if (!role)
         role = json_is_true(json_object_get(m, "is_user")) ? "user" : "assistant";
@@ -170,6 +191,15 @@ static void print_text(const json_t *plan)
            (long long)json_integer_value(json_object_get(wi, "loops")));
 }
 
+/* A fresh seed from the system's random source. */
+static uint32_t draw_seed(void)
+{
+    uint32_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s)
+        s = (uint32_t)cdsh_clock_wall_ms();
+    return s;
+}
+
 /* A whole decimal number in [lo, hi]. */
 static bool int_arg(const char *s, int lo, int hi, int *out)
 {
@@ -210,7 +240,26 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                                              {"note-role", required_argument, NULL, 'R'},
                                              {"note-scan", no_argument, NULL, 'S'},
                                              {"context", required_argument, NULL, 'C'},
+                                             {"wi-settings", required_argument, NULL, 'W'},
+                                             {"wi", required_argument, NULL, 'w'},
+                                             {"scan-depth", required_argument, NULL, 1001},
+                                             {"budget", required_argument, NULL, 1002},
+                                             {"budget-cap", required_argument, NULL, 1003},
+                                             {"recursive", no_argument, NULL, 1004},
+                                             {"no-recursive", no_argument, NULL, 1005},
+                                             {"whole-words", no_argument, NULL, 1006},
+                                             {"no-whole-words", no_argument, NULL, 1007},
+                                             {"case-sensitive", no_argument, NULL, 1008},
+                                             {"seed", required_argument, NULL, 1009},
+                                             {"generation-type", required_argument, NULL, 1010},
                                              {NULL, 0, NULL, 0}};
+    static const char *const FLAG_KEYS[] = {"scanDepth", "budgetPercent", "budgetCap",
+                                            "recursive", "recursive", "matchWholeWords",
+                                            "matchWholeWords", "caseSensitive"};
+    const char *wi_file = NULL, *gen_type = "normal";
+    json_t *wi_flags = json_object(); /* --wi and the named flags, in order */
+    bool has_seed = false;
+    unsigned long seed = 0;
     const char *chat_path = NULL, *preset_id = NULL, *persona_id = NULL, *story = NULL,
                *note = NULL;
     bool as_json = false, note_scan = false;
@@ -252,16 +301,79 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h': usage(stdout); return 0;
+        case 'W': wi_file = optarg; break;
+        case 'w': {
+            const char *eq = strchr(optarg, '=');
+            json_t *v = eq ? json_loads(eq + 1, JSON_DECODE_ANY, NULL) : NULL;
+            if (!eq || eq == optarg || !v) {
+                fprintf(stderr, "cdsh tavern preview: --wi wants KEY=VALUE (a JSON number or "
+                                "true/false), got '%s'\n",
+                        optarg);
+                json_decref(v);
+                json_decref(wi_flags);
+                return 2;
+            }
+            char key[128];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - optarg), optarg);
+            json_object_set_new(wi_flags, key, v);
+            break;
+        }
+        case 1001:
+        case 1002:
+        case 1003: {
+            int n;
+            if (!int_arg(optarg, 0, 1 << 30, &n)) {
+                fprintf(stderr, "cdsh tavern preview: bad number '%s' for %s\n", optarg,
+                        argv[optind - 1]);
+                json_decref(wi_flags);
+                return 2;
+            }
+            json_object_set_new(wi_flags, FLAG_KEYS[c - 1001], json_integer(n));
+            break;
+        }
+        case 1004:
+        case 1005:
+        case 1006:
+        case 1007:
+        case 1008:
+            json_object_set_new(wi_flags, FLAG_KEYS[c - 1001],
+                                json_boolean(c != 1005 && c != 1007));
+            break;
+        case 1009: {
+            char *end = NULL;
+            seed = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || *optarg == '-' || seed > 0xFFFFFFFFul) {
+                fprintf(stderr, "cdsh tavern preview: --seed wants 0..4294967295, got '%s'\n",
+                        optarg);
+                json_decref(wi_flags);
+                return 2;
+            }
+            has_seed = true;
+            break;
+        }
+        case 1010:
+            gen_type = optarg;
+            if (!cdsh_tavern_generation_type_valid(gen_type)) {
+                fprintf(stderr,
+                        "cdsh tavern preview: --generation-type is normal, continue, "
+                        "impersonate, swipe, regenerate or quiet, not '%s'\n",
+                        optarg);
+                json_decref(wi_flags);
+                return 2;
+            }
+            break;
+        case 'h': json_decref(wi_flags); usage(stdout); return 0;
         default:
             fprintf(stderr, "cdsh tavern preview: bad option '%s'\n", argv[optind - 1]);
             usage(stderr);
+            json_decref(wi_flags);
             return 2;
         }
     }
     if (argc - optind != 1) {
         usage(stderr);
-        return 2;
+        json_decref(wi_flags);
+            return 2;
     }
     const char *card_id = argv[optind];
     cdsh_error err = {0};
@@ -323,7 +435,6 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             .author_note_scan = note_scan,
             .chat_id = story ? story : card_id,
             .now_ms = cdsh_clock_wall_ms(),
-            .seed = 0,
             .timed = timed,
             .vars_local = vl,
             .vars_global = vg,
@@ -332,12 +443,32 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             .run_templates = true,
             .revision = tag,
         };
+        /* World info: SillyTavern's defaults, the preset's context size,
+         * the profile (settings.json "worldInfo"), --wi-settings, the flags. */
         cdsh_tavern_wi_settings_default(&in.wi);
         if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
             in.wi.max_context =
                 (int)json_integer_value(json_object_get(preset, "openai_max_context"));
         if (context > 0)
             in.wi.max_context = context;
+        json_t *profile = NULL, *file = NULL;
+        if (rc == 0 && cdsh_tavern_store_get(st, "settings.json", &profile, NULL, NULL) == 0)
+            rc = cdsh_tavern_wi_settings_apply(&in.wi, json_object_get(profile, "worldInfo"),
+                                               &err);
+        if (rc == 0 && wi_file) {
+            json_error_t jerr;
+            file = json_load_file(wi_file, 0, &jerr);
+            rc = file ? cdsh_tavern_wi_settings_apply(&in.wi, file, &err)
+                      : cdsh_error_set(&err, CDSH_EINVAL, "wi-settings-rejected",
+                                       "cannot read %s: %s (line %d)", wi_file, jerr.text,
+                                       jerr.line);
+        }
+        if (rc == 0)
+            rc = cdsh_tavern_wi_settings_apply(&in.wi, wi_flags, &err);
+        json_decref(profile);
+        json_decref(file);
+        in.seed = has_seed ? (uint32_t)seed : draw_seed();
+        in.generation_type = gen_type;
         if (rc == 0)
             rc = cdsh_tavern_assemble(&in, &plan, &err);
         json_decref(vl);
@@ -356,6 +487,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         print_text(plan);
     }
     json_decref(plan);
+    json_decref(wi_flags);
     json_decref(state);
     cdsh_tavern_state_store_free(ss);
     free(state_dir);

@@ -256,6 +256,16 @@ static const cdsh_op ROWS[] = {
            "\"type\":\"object\"},\"expectedRevision\":{\"type\":\"string\"}}}",
            "{\"type\":\"object\",\"properties\":{\"saved\":{},\"revision\":{}},\"required\":["
            "\"saved\",\"revision\"]}"),
+    METHOD(getWorldInfoSettings,
+           "{\"type\":\"object\",\"properties\":{\"sessionId\":{\"type\":\"string\"}}}",
+           "{\"type\":\"object\",\"properties\":{\"defaults\":{},\"profile\":{},\"story\":{},"
+           "\"effective\":{},\"revision\":{}},\"required\":[\"defaults\",\"profile\",\"story\","
+           "\"effective\",\"revision\"]}"),
+    METHOD(saveStoryWorldInfoSettings,
+           "{\"type\":\"object\",\"properties\":{\"sessionId\":{\"type\":\"string\"},"
+           "\"settings\":{\"type\":\"object\"},\"expectedRevision\":{\"type\":\"string\"}}}",
+           "{\"type\":\"object\",\"properties\":{\"saved\":{},\"revision\":{},\"effective\":{}},"
+           "\"required\":[\"saved\",\"revision\",\"effective\"]}"),
     METHOD(previewPrompt,
            "{\"type\":\"object\",\"properties\":{\"sessionId\":{\"type\":\"string\"},\"text\":{"
            "\"type\":\"string\"}}}",

@@ -15,6 +15,7 @@
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/card_frame.h"
 #include "plugins/tavern/service_priv.h"
+#include "plugins/tavern/wi_settings.h"
 #include "plugins/tavern/worldstate.h"
 
 #define SETTINGS_REL "settings.json"
@@ -95,7 +96,7 @@ cdsh_tavern_store *cdsh_tavern_service_store_get(cdsh_tavern_service *svc)
 static json_t *settings_defaults(void)
 {
     cdsh_tavern_memory_cfg m = cdsh_tavern_memory_cfg_default();
-    return json_pack("{s:s,s:{s:f,s:f,s:i,s:[],s:f,s:f,s:s},s:{s:i,s:i,s:i,s:i,s:f,s:f,s:i},"
+    json_t *d = json_pack("{s:s,s:{s:f,s:f,s:i,s:[],s:f,s:f,s:s},s:{s:i,s:i,s:i,s:i,s:f,s:f,s:i},"
                      "s:b,s:i,s:{s:s,s:i,s:i,s:i,s:i,s:b}}",
                      "locale", "auto", "sampling", "temperature", 1.0, "topP", 1.0, "maxTokens", 0,
                      "stop", "presencePenalty", 0.0, "frequencyPenalty", 0.0, "thinking", "enabled",
@@ -105,6 +106,14 @@ static json_t *settings_defaults(void)
                      "compressBatch", m.compress_batch, "interactiveCards", 1, "triggerLogMax",
                      LOG_MAX_DEFAULT, "authorNote", "text", "", "position", 1, "depth", 4,
                      "interval", 1, "role", 0, "allowWIScan", 0);
+    /* The profile's world-info settings, SillyTavern's defaults (the
+     * context size comes from the preset; wi_settings.h). */
+    cdsh_tavern_wi_settings wi;
+    cdsh_tavern_wi_settings_default(&wi);
+    json_t *wj = cdsh_tavern_wi_settings_json(&wi);
+    json_object_del(wj, "maxContext");
+    json_object_set_new(d, "worldInfo", wj);
+    return d;
 }
 
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
@@ -1355,6 +1364,14 @@ CDSH__TAVERN_OP(cdsh__tavern_op_updateSettings)
             json_object_set(cur, k, v);
     }
     json_decref(def);
+    cdsh_tavern_wi_settings wi; /* ranges, as a turn reads them */
+    cdsh_tavern_wi_settings_default(&wi);
+    if (cdsh_tavern_wi_settings_apply(&wi, json_object_get(cur, "worldInfo"), err) < 0) {
+        json_decref(cur);
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return cdsh_error_set(err, CDSH_EINVAL, "settings-rejected", "%s", why);
+    }
     int rc = kebab(
         cdsh_tavern_store_put(svc->store, SETTINGS_REL, "settings", cur, NULL, NULL, err), err);
     if (rc == 0)
@@ -1416,15 +1433,27 @@ CDSH__TAVERN_OP(cdsh__tavern_op_previewPrompt)
                                           err);
     if (rc == 0)
         rc = cdsh_tavern_service_sampling(svc, sid, &sampling, err);
+    /* Replay: seed (a floor's recorded one), generationType, worldInfoSettings. */
+    const json_t *seed = json_object_get(p, "seed");
+    cdsh__tavern_plan_opts opts = {.has_seed = json_is_integer(seed),
+                                   .seed = (uint32_t)json_integer_value(seed),
+                                   .generation_type = s_get(p, "generationType"),
+                                   .wi_settings = json_object_get(p, "worldInfoSettings")};
+    if (rc == 0 && seed && (!json_is_integer(seed) || json_integer_value(seed) < 0 ||
+                            json_integer_value(seed) > 0xFFFFFFFFll))
+        rc = bad(err, "field \"%s\" must be an integer 0..4294967295", "seed");
     if (rc == 0)
-        rc = cdsh__tavern_plan_build(svc, sid, NULL, NULL, 0, &plan, NULL, NULL, err);
+        rc = cdsh__tavern_plan_build(svc, sid, NULL, NULL, 0, &opts, &plan, NULL, NULL, err);
     if (rc == 0)
-        *value = json_pack("{s:s,s:s,s:s,s:o,s:s}", "standing",
+        *value = json_pack("{s:s,s:s,s:s,s:o,s:s,s:O?,s:O?,s:O?}", "standing",
                            plan ? s_get(plan, "standing") ? s_get(plan, "standing") : "" : "",
                            "engineTurn", plan && s_get(plan, "turn") ? s_get(plan, "turn") : "",
                            "turnContext", turn, "sampling", sampling, "note",
                            "standing is the tavern:standing segment (order 210); the runtime "
-                           "context tavern:turn is engineTurn followed by turnContext");
+                           "context tavern:turn is engineTurn followed by turnContext",
+                           "seed", json_object_get(plan, "seed"), "worldInfoSettings",
+                           json_object_get(plan, "worldInfoSettings"), "worldInfo",
+                           json_object_get(plan, "worldInfo"));
     else
         json_decref(sampling);
     json_decref(plan);

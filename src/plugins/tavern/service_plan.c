@@ -4,6 +4,8 @@
  * (assemble.h, pipeline.h). Used by wire.c for live turns and by service.c
  * for previews; it keeps no state of its own (wire.c caches per turn). */
 #include <stdio.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/service_priv.h"
 #include "plugins/tavern/story.h"
+#include "plugins/tavern/wi_settings.h"
 
 /* Story doc holding the prompt engine's state {timed, vars} between turns. */
 #define PROMPT_STATE_DOC "state/prompt-state.json"
@@ -41,9 +44,9 @@ static json_t *state_load(cdsh_tavern_story *story)
 /* Saves the state inside the turn's floor (undone with it); unlogged when
  * no floor is open for the turn. */
 static int state_save(cdsh_tavern_story *story, const char *sid, long long turn, json_t *timed,
-                      json_t *vars, cdsh_error *err)
+                      json_t *vars, uint32_t seed, cdsh_error *err)
 {
-    json_t *st = json_pack("{s:O,s:O}", "timed", timed, "vars", vars);
+    json_t *st = json_pack("{s:O,s:O,s:I}", "timed", timed, "vars", vars, "seed", (json_int_t)seed);
     char *floor = turn > 0 ? cdsh_tavern_floor_name_dup(sid, turn) : NULL;
     int rc = st ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
     if (rc == 0 && floor)
@@ -140,11 +143,14 @@ static void record_triggers(cdsh_tavern_service *svc, const char *sid, long long
             json_array_append(entries, x);
     }
     json_t *detail = json_pack(
-        "{s:s, s:I, s:I, s:I, s:I, s:o, s:O?, s:O?, s:O?}", "sessionId", sid, "turn",
-        (json_int_t)turn, "considered", (json_int_t)json_array_size(json_object_get(wi, "log")),
-        "fired", (json_int_t)fired, "routine", (json_int_t)routine, "entries", entries, "overflow",
+        "{s:s, s:I, s:I, s:I, s:I, s:o, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "sessionId", sid,
+        "turn", (json_int_t)turn, "considered",
+        (json_int_t)json_array_size(json_object_get(wi, "log")), "fired", (json_int_t)fired,
+        "routine", (json_int_t)routine, "entries", entries, "overflow",
         json_object_get(wi, "overflow"), "tokens", json_object_get(wi, "tokens"), "budget",
-        json_object_get(wi, "budget"));
+        json_object_get(wi, "budget"), "settings", json_object_get(plan, "worldInfoSettings"),
+        "seed", json_object_get(plan, "seed"), "generationType",
+        json_object_get(plan, "generationType"));
     if (!detail)
         return;
     json_int_t max = json_integer_value(json_object_get(settings, "triggerLogMax"));
@@ -156,8 +162,17 @@ static void record_triggers(cdsh_tavern_service *svc, const char *sid, long long
  * nothing written). With a pipeline the turn is live: the story state is
  * saved back once, when the turn's plan is first built, and *g_before /
  * *g_after (owned, may stay NULL) get the globals to commit at turn end. */
+uint32_t cdsh__tavern_seed_draw(void)
+{
+    uint32_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s)
+        s = (uint32_t)cdsh_clock_wall_ms() ^ (uint32_t)getpid() * 2654435761u;
+    return s;
+}
+
 int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
-                            const char *turn_id, long long turn, json_t **plan, json_t **g_before,
+                            const char *turn_id, long long turn,
+                            const cdsh__tavern_plan_opts *opts, json_t **plan, json_t **g_before,
                             json_t **g_after, cdsh_error *err)
 {
     cdsh_tavern_story *story = NULL;
@@ -222,6 +237,9 @@ int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tave
         .run_templates = true,
         .trigger_log = live, /* ≈0.5 ms per turn for 1 000 entries (bench_tavern_prompt) */
         .revision = as.revision,
+        /* A fresh draw per turn (stored in the floor); a replay passes it. */
+        .seed = opts && opts->has_seed ? opts->seed : cdsh__tavern_seed_draw(),
+        .generation_type = opts && opts->generation_type ? opts->generation_type : "normal",
     };
     /* The author's note (settings.authorNote, SillyTavern's fields). */
     json_t *settings = cdsh__tavern_settings_dup(svc);
@@ -235,15 +253,16 @@ int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tave
         in.author_note_role = (int)json_number_value(json_object_get(an, "role"));
         in.author_note_scan = json_is_true(json_object_get(an, "allowWIScan"));
     }
-    cdsh_tavern_wi_settings_default(&in.wi);
-    if (as.preset && json_is_integer(json_object_get(as.preset, "openai_max_context")))
-        in.wi.max_context =
-            (int)json_integer_value(json_object_get(as.preset, "openai_max_context"));
+    /* World-info settings: defaults ← preset ← profile ← story ← caller. */
+    rc = cdsh__tavern_wi_settings_effective(settings, as.preset, story, &in.wi, err);
+    if (rc == 0 && opts && opts->wi_settings)
+        rc = cdsh_tavern_wi_settings_apply(&in.wi, opts->wi_settings, err);
     bool cached = true;
-    rc = pipe ? cdsh_tavern_pipeline_plan(pipe, turn_id, &in, plan, &cached, err)
-              : cdsh_tavern_assemble(&in, plan, err);
+    if (rc == 0)
+        rc = pipe ? cdsh_tavern_pipeline_plan(pipe, turn_id, &in, plan, &cached, err)
+                  : cdsh_tavern_assemble(&in, plan, err);
     if (rc == 0 && live && !cached)
-        rc = state_save(story, sid, turn, timed, vl, err);
+        rc = state_save(story, sid, turn, timed, vl, in.seed, err);
     if (rc == 0 && live && !cached)
         record_triggers(svc, sid, turn, *plan, settings);
     if (rc == 0 && live && !cached && g_before && g_after) {

@@ -131,6 +131,8 @@ int cdsh__tavern_tool_run(cdsh_tavern_service *svc, const cdsh_op_call *call, js
     X(saveJournal) \
     X(getChatLorebook) \
     X(saveChatLorebook) \
+    X(getWorldInfoSettings) \
+    X(saveStoryWorldInfoSettings) \
     X(previewPrompt) \
     X(getTriggerLog) \
     X(getSettings) \
@@ -151,6 +153,13 @@ CDSH__TAVERN_OPS(CDSH__TAVERN_OP_DECL)
 
 /* Settings with defaults filled (owned). */
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc);
+/* The world-info settings of a turn (service_wi.c): SillyTavern's defaults,
+ * the preset's openai_max_context (preset may be NULL), the profile's
+ * settings.worldInfo, then the story's own layer (story may be NULL).
+ * CDSH_EINVAL "wi-settings-rejected" when a stored layer is invalid. */
+int cdsh__tavern_wi_settings_effective(const json_t *settings, const json_t *preset,
+                                       cdsh_tavern_story *story, cdsh_tavern_wi_settings *out,
+                                       cdsh_error *err);
 cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings);
 /* Appends {ts, kind, ...detail} to the trigger log (detail taken), keeping
  * the newest `max` records (0: the settings default, triggerLogMax 200; at
@@ -177,8 +186,20 @@ void cdsh__tavern_assets_deinit(cdsh__tavern_assets *a);
  * live: the story state is saved back once, when the turn's plan is first
  * built, and *g_before / *g_after (owned, may stay NULL) get the globals to
  * commit at turn end. *plan owned; NULL when the session is unbound. */
+typedef struct cdsh__tavern_plan_opts {
+    bool has_seed;     /* replay: use seed instead of drawing a fresh one */
+    uint32_t seed;
+    const char *generation_type;   /* NULL: "normal" */
+    const json_t *wi_settings;     /* a last layer over the effective settings, or NULL */
+} cdsh__tavern_plan_opts;
+/* A fresh 32-bit seed from the system's random source. */
+uint32_t cdsh__tavern_seed_draw(void);
+/* opts may be NULL (a fresh seed, a normal turn). A live turn's seed is
+ * stored in its floor with the prompt state (state/prompt-state.json
+ * "seed") and is part of the plan ("seed") and of the trigger log. */
 int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tavern_pipeline *pipe,
-                            const char *turn_id, long long turn, json_t **plan, json_t **g_before,
+                            const char *turn_id, long long turn,
+                            const cdsh__tavern_plan_opts *opts, json_t **plan, json_t **g_before,
                             json_t **g_after, cdsh_error *err);
 /* <tavern root>/state, where the home-wide global variables live (owned). */
 char *cdsh__tavern_globals_dir_dup(cdsh_tavern_service *svc);

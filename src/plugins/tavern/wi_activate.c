@@ -13,6 +13,7 @@
 #include "base/strbuf.h"
 #include "base/utf8.h"
 #include "plugins/tavern/wi_keys.h"
+#include "plugins/tavern/wi_settings.h"
 #include "plugins/tavern/seed.h"
 #include "plugins/tavern/tokens.h"
 
@@ -44,6 +45,7 @@ typedef struct wi_entry {
     size_t ngroups;
     const char *group_raw, *outlet;
     const json_t *char_filter;
+    const json_t *triggers; /* generation types it applies to; empty: all */
     pkey *pk[2];
     size_t npk[2];
     bool pk_ready, pk_dynamic;
@@ -89,8 +91,8 @@ void cdsh_tavern_wi_settings_default(cdsh_tavern_wi_settings *s)
     s->scan_depth = 2;
     s->context_percent = 25;
     s->max_context = 128000;
-    s->token_budget = 8192;
     s->recursive = true;
+    s->match_whole_words = true;
     s->include_names = true;
     s->character_strategy = CDSH_TAVERN_WI_CHARACTER_FIRST;
 }
@@ -156,14 +158,18 @@ static void split_groups(wi_entry *e)
 }
 
 /* parseDecorators: leading lines starting with "@@" are decorators ("@@@"
- * escapes one); the content starts at the first other line. */
+ * escapes one); the content starts at the first other line (content made
+ * of decorators only is kept whole, as SillyTavern keeps it). A line is a
+ * known decorator when it starts with one, but only the exact line
+ * "@@activate" / "@@dont_activate" acts (ST's decorators.includes): a
+ * trailing space or "\r" makes it inert. */
 static char *strip_decorators(const char *content, wi_entry *e)
 {
     if (strncmp(content, "@@", 2))
         return strdup(content);
     const char *line = content;
     bool fallback = false;
-    while (*line) {
+    for (;;) {
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
         if (strncmp(line, "@@", 2))
@@ -172,22 +178,21 @@ static char *strip_decorators(const char *content, wi_entry *e)
             /* escaped: skipped */
         } else {
             const char *d = !strncmp(line, "@@@", 3) ? line + 1 : line;
+            size_t dl = len - (size_t)(d - line);
             if (!strncmp(d, "@@activate", 10)) {
-                e->dec_activate = true;
+                e->dec_activate |= dl == 10;
                 fallback = false;
             } else if (!strncmp(d, "@@dont_activate", 15)) {
-                e->dec_dont = true;
+                e->dec_dont |= dl == 15;
                 fallback = false;
             } else {
                 fallback = true;
             }
         }
-        (void)len;
         if (!nl)
-            return strdup("");
+            return strdup(content);
         line = nl + 1;
     }
-    return strdup("");
 }
 
 enum {
@@ -223,6 +228,7 @@ enum {
     F_OUTLET,
     F_CHAR_FILTER,
     F_MATCH_FLAG,
+    F_TRIGGERS,
     F_COUNT
 };
 
@@ -265,6 +271,7 @@ static const struct field_name {
     {"selective", F_SELECTIVE},
     {"selectiveLogic", F_LOGIC},
     {"sticky", F_STICKY},
+    {"triggers", F_TRIGGERS},
     {"uid", F_UID},
     {"useGroupScoring", F_SCORING},
     {"useProbability", F_USE_PROB},
@@ -405,6 +412,7 @@ static int load_entry(wi_entry *e, const json_t *src, const char *book, size_t i
     e->ignore_budget = json_is_true(f[F_IGNORE_BUDGET]);
     e->group_raw = vstr(f[F_GROUP]);
     e->outlet = vstr(f[F_OUTLET]);
+    e->triggers = json_is_array(f[F_TRIGGERS]) ? f[F_TRIGGERS] : NULL;
     e->char_filter = json_is_object(f[F_CHAR_FILTER]) ? f[F_CHAR_FILTER] : NULL;
     e->hash = entry_hash(f, book);
     e->index = index;
@@ -1025,6 +1033,18 @@ static bool consider(run *r, wi_entry *e, int state, int level)
         reason(e, false, "disabled");
         return false;
     }
+    if (json_array_size(e->triggers)) {
+        const char *gen = r->in->generation_type ? r->in->generation_type : "normal";
+        bool hit = false;
+        size_t i;
+        const json_t *t;
+        json_array_foreach(e->triggers, i, t)
+            hit |= json_is_string(t) && !strcmp(json_string_value(t), gen);
+        if (!hit) {
+            reason(e, false, "skipped by generation type trigger filter (%s)", gen);
+            return false;
+        }
+    }
     if (char_filtered(r, e)) {
         reason(e, false, "filtered out by character filter");
         return false;
@@ -1283,14 +1303,7 @@ static int cmp_candidates(const void *a, const void *b)
 
 static int compute_budget(const cdsh_tavern_wi_settings *s)
 {
-    if (s->token_budget > 0)
-        return s->token_budget;
-    long b = lround((double)s->context_percent * (double)s->max_context / 100.0);
-    if (b < 1)
-        b = 1;
-    if (s->budget_cap > 0 && b > s->budget_cap)
-        b = s->budget_cap;
-    return (int)b;
+    return cdsh_tavern_wi_settings_budget(s);
 }
 
 static char *expand_content(run *r, wi_entry *e)
@@ -1361,7 +1374,7 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
             alive[i] = true;
         inclusion_groups(r, cand, alive, nc, state);
         size_t base = cdsh_tavern_tokens_count(all_text.data, all_text.len);
-        cdsh_tavern_tokens_tally pass = {0, 0};
+        cdsh_tavern_tokens_tally pass = {0};
         size_t first_new = r->nactivated;
         for (size_t i = 0; i < nc; i++) {
             wi_entry *e = cand[i];

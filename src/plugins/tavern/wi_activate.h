@@ -45,21 +45,26 @@ enum {
     CDSH_TAVERN_LOGIC_AND_ALL = 3
 };
 
+/* SillyTavern 1.19's world-info settings (world_info_* in its settings.json;
+ * wi_settings.h reads and writes them as JSON). */
 typedef struct cdsh_tavern_wi_settings {
-    int scan_depth;      /* messages scanned (default 2) */
-    int context_percent; /* budget = round(percent × max_context / 100), min 1 */
-    int max_context;     /* tokens of the model window */
-    int budget_cap;      /* > 0: caps the percent budget */
-    int token_budget;    /* > 0: absolute budget (liketavern's 8192), overrides percent */
+    int scan_depth;      /* messages scanned (world_info_depth, default 2) */
+    int context_percent; /* budget = round(percent × max_context / 100), min 1 (world_info_budget) */
+    int max_context;     /* tokens of the model window (the preset's context size) */
+    int budget_cap;      /* > 0: caps the percent budget (world_info_budget_cap) */
+    int token_budget;    /* > 0: absolute budget, overrides percent (cdsh only; default 0) */
     int min_activations; /* 0: off */
     int min_activations_depth_max;
     int max_recursion_steps; /* 0: unlimited; 1: initial scan only */
     bool recursive, case_sensitive, match_whole_words, include_names, use_group_scoring;
+    bool overflow_alert; /* a budget overflow adds a note to the plan */
     int character_strategy; /* CDSH_TAVERN_WI_* */
 } cdsh_tavern_wi_settings;
 
-/* liketavern defaults: depth 2, 25 %, token budget 8192, recursive, whole
- * words off, include names, character-first. */
+/* SillyTavern's defaults (its default/content/settings.json): depth 2, 25 %
+ * of the context, no cap, recursive, case-insensitive, whole words on,
+ * names included, character-first, no overflow alert, no group scoring,
+ * no minimum activations, unlimited recursion steps. */
 void cdsh_tavern_wi_settings_default(cdsh_tavern_wi_settings *s);
 
 typedef struct cdsh_tavern_wi_message {
@@ -91,6 +96,7 @@ typedef struct cdsh_tavern_wi_input {
     json_t *timed;                  /* story state {sticky:{}, cooldown:{}}; may be NULL */
     bool dry_run;                   /* evaluate timed effects on a copy; `timed` untouched */
     uint32_t seed;                  /* probability rolls and group picks */
+    const char *generation_type;    /* entries' `triggers` filter; NULL: "normal" */
     bool no_log;                    /* skip the trigger log (live turns); "log" is null then */
     /* Optional template evaluation of activated entries whose content holds
      * an EJS tag ("<%"). It runs after the scan loop, so matching and

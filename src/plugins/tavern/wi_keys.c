@@ -13,6 +13,8 @@
 #include "base/utf8.h"
 #include "plugins/tavern/jsregex.h"
 
+#include <utf8proc.h>
+
 struct cdsh_tavern_wi_matcher {
     json_t *index; /* key text -> index into res, or -1 for a key that does not compile */
     cdsh_tavern_jsre **res;
@@ -40,31 +42,74 @@ void cdsh_tavern_wi_matcher_free(cdsh_tavern_wi_matcher *m)
     free(m);
 }
 
-/* Unicode simple lowercase for the common alphabets (ASCII, Latin-1,
- * Latin Extended-A, Greek, Cyrillic); other code points are kept. */
-static uint32_t lower_cp(uint32_t c)
+/* JavaScript's toLowerCase() is Unicode's full lowercase mapping without
+ * language tailoring: the simple mapping (utf8proc_tolower) plus the two
+ * SpecialCasing rules that apply everywhere: U+0130 becomes "i\u0307" and a
+ * capital sigma at the end of a word becomes the final sigma. */
+static bool is_cased(uint32_t c)
 {
-    if (c < 0x80)
-        return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-    if ((c >= 0xC0 && c <= 0xDE && c != 0xD7))
-        return c + 32;
-    if (c >= 0x100 && c <= 0x17F && c != 0x130 && c != 0x138 && c != 0x149 && c != 0x17F) {
-        bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E);
-        if (odd_upper)
-            return (c & 1) ? c + 1 : c;
-        return (c & 1) ? c : c + 1;
+    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
+    return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL ||
+           k == UTF8PROC_CATEGORY_LT || utf8proc_islower((utf8proc_int32_t)c) ||
+           utf8proc_isupper((utf8proc_int32_t)c);
+}
+
+/* Unicode's Case_Ignorable: marks, format controls, modifier letters and
+ * symbols, and the word-internal punctuation of Word_Break MidLetter,
+ * MidNumLet and Single_Quote. */
+static bool is_case_ignorable(uint32_t c)
+{
+    switch (c) {
+    case 0x27: case 0x2E: case 0x3A: case 0x5E: case 0x60: case 0xA8: case 0xAD: case 0xAF:
+    case 0xB4: case 0xB7: case 0xB8: case 0x387: case 0x55F: case 0x5F4: case 0x2018:
+    case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52: case 0xFE55: case 0xFF07:
+    case 0xFF0E: case 0xFF1A:
+        return true;
+    default: break;
     }
-    if (c >= 0x391 && c <= 0x3AB && c != 0x3A2)
-        return c + 32;
-    if (c >= 0x410 && c <= 0x42F)
-        return c + 32;
-    if (c >= 0x400 && c <= 0x40F)
-        return c + 80;
-    return c;
+    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
+    return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_ME || k == UTF8PROC_CATEGORY_CF ||
+           k == UTF8PROC_CATEGORY_LM || k == UTF8PROC_CATEGORY_SK;
+}
+
+/* The Final_Sigma condition for the sigma at s[i..i+2) of s[0..n). */
+static bool final_sigma(const char *s, size_t n, size_t i)
+{
+    bool before = false;
+    for (size_t j = i; j > 0;) {
+        size_t k = j - 1;
+        while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+            k--;
+        uint32_t cp;
+        size_t len;
+        if (cdsh_utf8_decode(s + k, j - k, &cp, &len) < 0)
+            break;
+        if (is_case_ignorable(cp)) {
+            j = k;
+            continue;
+        }
+        before = is_cased(cp);
+        break;
+    }
+    if (!before)
+        return false;
+    for (size_t j = i + 2; j < n;) {
+        uint32_t cp;
+        size_t len;
+        if (cdsh_utf8_decode(s + j, n - j, &cp, &len) < 0)
+            return true;
+        if (is_case_ignorable(cp)) {
+            j += len;
+            continue;
+        }
+        return !is_cased(cp);
+    }
+    return true;
 }
 
 char *cdsh_tavern_wi_lower_dup(const char *s, size_t n)
 {
+    /* No code point grows by more than half its bytes when lowercased. */
     char *out = malloc(n * 2 + 1), *w = out;
     if (!out)
         return NULL;
@@ -85,11 +130,38 @@ char *cdsh_tavern_wi_lower_dup(const char *s, size_t n)
             i += k;
             continue;
         }
-        w += cdsh_utf8_encode(lower_cp(cp), w);
+        if (cp == 0x130) {
+            w += cdsh_utf8_encode('i', w);
+            w += cdsh_utf8_encode(0x307, w);
+        } else if (cp == 0x3A3) {
+            w += cdsh_utf8_encode(final_sigma(s, n, i) ? 0x3C2 : 0x3C3, w);
+        } else {
+            w += cdsh_utf8_encode((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), w);
+        }
         i += len;
     }
     *w = 0;
     return out;
+}
+
+/* JavaScript's \s: ASCII and Unicode White_Space plus U+FEFF. */
+static bool js_space(uint32_t c)
+{
+    return c == 0x20 || (c >= 0x09 && c <= 0x0D) || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+           c == 0x205F || c == 0x3000 || c == 0xFEFF;
+}
+
+/* Length of the JS whitespace code point at s[0..n), 0 when there is none. */
+static size_t space_at(const char *s, size_t n)
+{
+    uint32_t cp;
+    size_t len;
+    if (!n)
+        return 0;
+    if ((unsigned char)*s < 0x80)
+        return js_space((unsigned char)*s) ? 1 : 0;
+    return cdsh_utf8_decode(s, n, &cp, &len) == 0 && js_space(cp) ? len : 0;
 }
 
 static bool is_word(unsigned char c)
@@ -170,12 +242,20 @@ int cdsh_tavern_wi_key_init(const char *text, cdsh_tavern_macro_env *env, cdsh_t
                                                           : strdup(text);
     if (!s)
         return CDSH_ENOMEM;
-    char *a = s;
-    while (isspace((unsigned char)*a))
-        a++;
-    size_t l = strlen(a);
-    while (l && isspace((unsigned char)a[l - 1]))
-        l--;
+    /* String.prototype.trim(): JavaScript's whitespace, Unicode included. */
+    char *a = s, *end = s + strlen(s);
+    for (size_t k; (k = space_at(a, (size_t)(end - a))) > 0;)
+        a += k;
+    size_t l = (size_t)(end - a);
+    for (bool cut = true; cut && l;) {
+        cut = false;
+        for (size_t back = 1; back <= 3 && back <= l; back++)
+            if (space_at(a + l - back, back) == back) {
+                l -= back;
+                cut = true;
+                break;
+            }
+    }
     memmove(s, a, l);
     s[l] = 0;
     out->key = s;
@@ -187,8 +267,8 @@ int cdsh_tavern_wi_key_init(const char *text, cdsh_tavern_macro_env *env, cdsh_t
         return CDSH_ENOMEM;
     }
     out->nl = strlen(out->low);
-    for (const char *p = s; *p; p++)
-        out->multi |= isspace((unsigned char)*p) != 0;
+    for (size_t p = 0; p < l && !out->multi; p++)
+        out->multi = space_at(s + p, l - p) > 0;
     return 0;
 }
 

@@ -40,7 +40,7 @@ int cdsh_tavern_wire_plan(cdsh_tavern_service *svc, const char *session_id, json
 {
     if (!svc || !session_id || !plan)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "plan: missing argument");
-    return cdsh__tavern_plan_build(svc, session_id, NULL, NULL, 0, plan, NULL, NULL, err);
+    return cdsh__tavern_plan_build(svc, session_id, NULL, NULL, 0, NULL, plan, NULL, NULL, err);
 }
 
 static void drop_globals(open_turn *t)
@@ -94,7 +94,7 @@ static json_t *turn_plan(wire *w, const char *sid, long long turn, bool open)
     /* Held while building: one plan per turn, and the pipeline is per session. */
     json_t *gb = NULL, *ga = NULL;
     int rc = cdsh__tavern_plan_build(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL,
-                                     t ? t->turn : 0, &plan, &gb, &ga, &err);
+                                     t ? t->turn : 0, NULL, &plan, &gb, &ga, &err);
     if (t && gb && ga) {
         drop_globals(t);
         t->globals_before = gb;
