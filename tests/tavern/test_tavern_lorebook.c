@@ -245,9 +245,52 @@ static void limits_and_bad_shapes_are_refused(void **state)
     }
 }
 
+/* A card's character_book keeps ST 1.19's newer fields under extensions
+ * (outlet_name, match_*, triggers, ignore_budget): they map onto the
+ * world-info entry and back unchanged. */
+static void character_book_extensions_map_both_ways(void **state)
+{
+    (void)state;
+    json_t *cb = json_loads(
+        "{\"entries\":[{\"keys\":[\"k\"],\"content\":\"c\",\"enabled\":true,\"insertion_order\":5,"
+        "\"extensions\":{\"position\":7,\"outlet_name\":\"sidebar\",\"match_persona_description\":"
+        "true,\"match_character_description\":true,\"match_character_personality\":true,"
+        "\"match_character_depth_prompt\":true,\"match_scenario\":true,\"match_creator_notes\":"
+        "true,\"triggers\":[\"continue\",\"swipe\"],\"ignore_budget\":true,\"x_custom\":1}}]}",
+        0, NULL);
+    cdsh_error err = {0};
+    json_t *wi = cdsh_tavern_lorebook_normalize_dup(cb, &err);
+    assert_non_null(wi);
+    json_t *e = NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(wi, "entries"), k, v) e = v;
+    assert_non_null(e);
+    assert_string_equal(json_string_value(json_object_get(e, "outletName")), "sidebar");
+    const char *flags[] = {"matchPersonaDescription", "matchCharacterDescription",
+                           "matchCharacterPersonality", "matchCharacterDepthPrompt",
+                           "matchScenario", "matchCreatorNotes", "ignoreBudget"};
+    for (size_t i = 0; i < 7; i++)
+        assert_true(json_is_true(json_object_get(e, flags[i])));
+    assert_int_equal(json_array_size(json_object_get(e, "triggers")), 2);
+    assert_int_equal(json_integer_value(json_object_get(e, "position")), 7);
+    json_t *back = cdsh_tavern_character_book_normalize_dup(wi, &err);
+    assert_non_null(back);
+    json_t *ext = json_object_get(json_array_get(json_object_get(back, "entries"), 0), "extensions");
+    json_t *want = json_object_get(json_array_get(json_object_get(cb, "entries"), 0), "extensions");
+    json_object_foreach(want, k, v) {
+        if (!json_equal(json_object_get(ext, k), v))
+            fail_msg("extension %s lost or changed on the way back", k);
+    }
+    json_decref(back);
+    json_decref(wi);
+    json_decref(cb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(character_book_extensions_map_both_ways),
         cmocka_unit_test(sample_gets_every_field_with_defaults),
         cmocka_unit_test(array_entries_become_a_uid_map),
         cmocka_unit_test(character_book_converts_like_sillytavern),

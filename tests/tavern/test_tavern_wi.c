@@ -224,8 +224,9 @@ static void positions_are_ordered_like_sillytavern(void **state)
     assert_int_equal(json_integer_value(json_object_get(g0, "depth")), 2);
     assert_int_equal(json_integer_value(json_object_get(g0, "role")), 0);
     assert_string_equal(json_string_value(json_object_get(g0, "content")), "D2a\nD2b");
+    /* Outlets are pushed in the order-descending walk (SillyTavern 1.19). */
     assert_string_equal(json_string_value(json_object_get(json_object_get(out, "outlets"), "o")),
-                        "O1\nO2");
+                        "O2\nO1");
     json_decref(out);
     fx_free(&f);
 }
@@ -605,6 +606,37 @@ static void bad_arguments_and_bad_regex_keys(void **state)
     fx_free(&f);
 }
 
+/* Generation-type triggers and SillyTavern's exact decorators. */
+static void triggers_and_strict_decorators(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f, book("b", "[{\"uid\":1,\"constant\":true,\"triggers\":[\"continue\"],"
+                          "\"content\":\"on continue\"},"
+                          "{\"uid\":2,\"constant\":true,\"triggers\":[],\"content\":\"always\"},"
+                          "{\"uid\":3,\"content\":\"@@activate \\nspaced\"},"
+                          "{\"uid\":4,\"content\":\"@@activate\\r\\ncrlf\"},"
+                          "{\"uid\":5,\"content\":\"@@activate\\nexact\"},"
+                          "{\"uid\":6,\"constant\":true,\"content\":\"@@dont_activate \\nstays\"},"
+                          "{\"uid\":7,\"constant\":true,\"content\":\"@@odd\"}]"));
+    say(&f, NULL, "hello");
+    json_t *out = run(&f);
+    assert_string_equal(fired(out), "2,5,6,7");
+    assert_non_null(strstr(log_reason(out, 1), "generation type"));
+    json_t *act = json_object_get(out, "activated");
+    size_t i;
+    json_t *a;
+    json_array_foreach(act, i, a) /* decorators only: the content is kept whole */
+        if (json_integer_value(json_object_get(a, "uid")) == 7)
+            assert_string_equal(json_string_value(json_object_get(a, "content")), "@@odd");
+    json_decref(out);
+    f.in.generation_type = "continue";
+    out = run(&f);
+    assert_string_equal(fired(out), "1,2,5,6,7");
+    json_decref(out);
+    fx_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -623,6 +655,7 @@ int main(void)
         cmocka_unit_test(decorators_depth_zero_inject_and_macros_in_keys),
         cmocka_unit_test(world_info_regex_placement_rewrites_contents),
         cmocka_unit_test(bad_arguments_and_bad_regex_keys),
+        cmocka_unit_test(triggers_and_strict_decorators),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

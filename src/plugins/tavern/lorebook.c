@@ -87,6 +87,15 @@ static const char *const EXT_MAP[][2] = {
     {"sticky", "sticky"},
     {"cooldown", "cooldown"},
     {"delay", "delay"},
+    {"outlet_name", "outletName"},
+    {"match_persona_description", "matchPersonaDescription"},
+    {"match_character_description", "matchCharacterDescription"},
+    {"match_character_personality", "matchCharacterPersonality"},
+    {"match_character_depth_prompt", "matchCharacterDepthPrompt"},
+    {"match_scenario", "matchScenario"},
+    {"match_creator_notes", "matchCreatorNotes"},
+    {"triggers", "triggers"},
+    {"ignore_budget", "ignoreBudget"},
 };
 #define N_EXT_MAP (sizeof EXT_MAP / sizeof EXT_MAP[0])
 

@@ -1621,12 +1621,17 @@ static json_t *build_output(run *r, int budget, bool overflow, int loops, size_t
             if ((g = group_for(&groups, &ngroups, e->depth, e->role, NULL)))
                 join_piece(&g->text, c);
             break;
-        case CDSH_TAVERN_WI_POS_OUTLET:
-            if (*e->outlet && (g = group_for(&groups, &ngroups, -1, -1, e->outlet)))
-                join_piece(&g->text, c);
-            break;
-        default: break;
+        default: break; /* outlets: below */
         }
+    }
+    /* Outlets are pushed in the descending walk (order high first), so they
+     * join in that order, unlike the unshifted lists above. */
+    for (size_t i = 0; i < n; i++) {
+        wi_entry *e = o[i].e;
+        outgroup *g;
+        if (e->position == CDSH_TAVERN_WI_POS_OUTLET && content[i] && *content[i] && *e->outlet &&
+            (g = group_for(&groups, &ngroups, -1, -1, e->outlet)))
+            join_piece(&g->text, content[i]);
     }
     for (size_t i = 0; i < ngroups; i++) {
         if (groups[i].outlet) {
