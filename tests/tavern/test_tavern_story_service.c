@@ -715,6 +715,75 @@ static void the_plugin_registers_tools_channel_and_service(void **state)
     json_decref(cfg);
 }
 
+/* World-info settings: SillyTavern's defaults, the profile (updateSettings
+ * worldInfo), the story's layer (saveStoryWorldInfoSettings), validation of
+ * both, and a preview that reports and replays them with its seed. */
+static void world_info_settings_layer_profile_and_story(void **state)
+{
+    fx *f = *state;
+    char *sid = new_session(f);
+    json_t *env = call(f, "getWorldInfoSettings", json_pack("{s:s}", "sessionId", sid));
+    json_t *eff = json_object_get(ok_value(env), "effective");
+    assert_true(json_is_true(json_object_get(eff, "matchWholeWords")));
+    assert_int_equal(json_integer_value(json_object_get(eff, "scanDepth")), 2);
+    assert_string_equal(json_string_value(json_object_get(ok_value(env), "revision")), "");
+    json_decref(env);
+    env = call(f, "updateSettings",
+               json_pack("{s:{s:{s:i,s:b}}}", "patch", "worldInfo", "scanDepth", 5, "recursive", 0));
+    ok_value(env);
+    json_decref(env);
+    env = call(f, "updateSettings",
+               json_pack("{s:{s:{s:i}}}", "patch", "worldInfo", "budgetPercent", 0));
+    assert_string_equal(err_code(env), "settings-rejected");
+    json_decref(env);
+    env = call(f, "saveStoryWorldInfoSettings",
+               json_pack("{s:s,s:{s:i,s:b}}", "sessionId", sid, "settings", "scanDepth", 7,
+                         "matchWholeWords", 0));
+    eff = json_object_get(ok_value(env), "effective");
+    assert_int_equal(json_integer_value(json_object_get(eff, "scanDepth")), 7);
+    assert_false(json_is_true(json_object_get(eff, "matchWholeWords")));
+    assert_false(json_is_true(json_object_get(eff, "recursive"))); /* from the profile */
+    json_decref(env);
+    env = call(f, "saveStoryWorldInfoSettings",
+               json_pack("{s:s,s:{s:i}}", "sessionId", sid, "settings", "world_info_depth", -1));
+    assert_string_equal(err_code(env), "wi-settings-rejected");
+    json_decref(env);
+    env = call(f, "saveStoryWorldInfoSettings",
+               json_pack("{s:s,s:{s:i},s:s}", "sessionId", sid, "settings", "scanDepth", 3,
+                         "expectedRevision", ""));
+    assert_string_not_equal(json_string_value(json_object_get(json_object_get(env, "error"), "code")),
+                            "");
+    assert_false(json_is_true(json_object_get(env, "ok"))); /* the layer is no longer absent */
+    json_decref(env);
+    /* the preview reports the settings and replays its seed */
+    env = call(f, "previewPrompt", json_pack("{s:s,s:i}", "sessionId", sid, "seed", 42));
+    json_t *v = ok_value(env);
+    assert_int_equal(json_integer_value(json_object_get(v, "seed")), 42);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(v, "worldInfoSettings"), "scanDepth")),
+        7);
+    char *first = json_dumps(v, JSON_SORT_KEYS);
+    json_decref(env);
+    env = call(f, "previewPrompt", json_pack("{s:s,s:i}", "sessionId", sid, "seed", 42));
+    char *second = json_dumps(ok_value(env), JSON_SORT_KEYS);
+    assert_string_equal(first, second);
+    free(first);
+    free(second);
+    json_decref(env);
+    env = call(f, "previewPrompt", json_pack("{s:s,s:i}", "sessionId", sid, "seed", -3));
+    assert_string_equal(err_code(env), "bad-request");
+    json_decref(env);
+    env = call(f, "previewPrompt",
+               json_pack("{s:s,s:{s:i}}", "sessionId", sid, "worldInfoSettings", "scanDepth", 9));
+    v = ok_value(env);
+    assert_true(json_is_integer(json_object_get(v, "seed")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(v, "worldInfoSettings"), "scanDepth")),
+        9);
+    json_decref(env);
+    free(sid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -726,6 +795,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(tools_find_the_turn_by_session_id, setup, teardown),
         cmocka_unit_test_setup_teardown(write_tools_check_floor_turn_and_binding, setup, teardown),
+        cmocka_unit_test_setup_teardown(world_info_settings_layer_profile_and_story, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(read_tools_respect_the_path_whitelist, setup, teardown),
         cmocka_unit_test_setup_teardown(branches_fork_host_sessions_and_keep_the_source, setup,
                                         teardown),
