@@ -428,6 +428,31 @@ export async function mount(root, host = standaloneHost()) {
     const anRole = options(t('anRole'), [[0, 'roleSystem'], [1, 'roleUser'], [2, 'roleAssistant']], an.role ?? 0);
     const anScan = el('input', { type: 'checkbox', 'aria-label': t('anScan') });
     anScan.checked = !!an.allowWIScan;
+    // World info: SillyTavern's settings by their cdsh keys (docs/tavern.md).
+    const wi = s.worldInfo || {};
+    const wiInputs = {};
+    const wiBox = el('fieldset', { class: 'tavern-wi', 'data-testid': 'wi-settings' }, el('legend', { text: t('worldInfoSettings') }));
+    for (const [k, v] of Object.entries(wi)) {
+      const input = typeof v === 'boolean'
+        ? el('input', { type: 'checkbox', 'aria-label': k })
+        : el('input', { type: 'number', step: '1', min: '0', value: String(v), 'aria-label': k });
+      if (typeof v === 'boolean') input.checked = v;
+      wiInputs[k] = input;
+      wiBox.append(el('label', { class: typeof v === 'boolean' ? 'check' : 'row', text: k }, input));
+    }
+    if (sid()) {
+      const cur = await rpc('getWorldInfoSettings', { sessionId: sid() }).catch(() => null);
+      if (cur) {
+        const storyWi = el('textarea', { rows: '2', 'aria-label': t('storyWorldInfo'), 'data-testid': 'story-wi' });
+        storyWi.value = JSON.stringify(cur.story);
+        wiBox.append(el('label', { class: 'row', text: t('storyWorldInfo') }, storyWi),
+          el('button', { text: t('saveStoryWorldInfo'), onclick: async () => {
+            const now = await rpc('getWorldInfoSettings', { sessionId: sid() });
+            await rpc('saveStoryWorldInfoSettings', { sessionId: sid(), settings: JSON.parse(storyWi.value || '{}'), expectedRevision: now.revision });
+            status.textContent = t('saved');
+          } }));
+      }
+    }
     view.append(row(t('locale'), locale), row(t('interactiveCards'), interactive),
       row(t('temperature'), temp), row(t('maxTokens'), maxTok),
       row(t('retrievalTopK'), topK), row(t('halfLifeDays'), half), row(t('dedupSimilarity'), dedup),
@@ -435,6 +460,7 @@ export async function mount(root, host = standaloneHost()) {
         row(t('anPosition'), anPos), row(t('depth'), anDepth), row(t('anInterval'), anInterval),
         row(t('anRole'), anRole),
         el('label', { class: 'check', text: t('anScan') }, anScan)),
+      wiBox,
       el('button', { text: t('save'), onclick: async () => {
         await rpc('updateSettings', { patch: {
           locale: locale.value,
@@ -444,6 +470,8 @@ export async function mount(root, host = standaloneHost()) {
           authorNote: { text: anText.value, position: Number(anPos.value),
             depth: Math.max(0, Math.trunc(Number(anDepth.value))),
             interval: Math.max(0, Math.trunc(Number(anInterval.value))), role: Number(anRole.value), allowWIScan: anScan.checked },
+          worldInfo: Object.fromEntries(Object.entries(wiInputs).map(([k, input]) =>
+            [k, input.type === 'checkbox' ? input.checked : Math.trunc(Number(input.value))])),
         } });
         status.textContent = t('saved');
       } }));
