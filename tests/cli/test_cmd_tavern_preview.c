@@ -183,6 +183,93 @@ static void preview_usage_and_unknown_card(void **state)
     cdsh_test_home_free(home);
 }
 
+/* World-info settings from a SillyTavern settings.json and flags, ST's
+ * default whole words, hidden (is_system) messages, the seed replay and
+ * the refusals of bad values. */
+static void preview_takes_world_info_settings_and_a_seed(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *id = import_card(home);
+    char chat[4096], st[4096];
+    snprintf(chat, sizeof chat, "%s/chat.jsonl", home);
+    snprintf(st, sizeof st, "%s/settings.json", home);
+    cdsh_test_write_file(chat, "{\"user_name\":\"Ann\"}\n"
+                               "{\"name\":\"Ann\",\"is_user\":true,\"mes\":\"a dragonfly\"}\n"
+                               "{\"name\":\"Ann\",\"is_user\":true,\"is_system\":true,"
+                               "\"mes\":\"wolf\"}\n");
+    char *out = NULL, *err = NULL;
+    /* whole words on by default: "dragon" is not in "dragonfly"; the hidden wolf is not scanned */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--seed", "7", "--json", NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    assert_null(strstr(json_string_value(json_object_get(j, "turn")), "Dragons."));
+    assert_null(strstr(json_string_value(json_object_get(j, "turn")), "Wolves"));
+    assert_int_equal(json_integer_value(json_object_get(j, "seed")), 7);
+    json_decref(j);
+    /* the same seed gives the same plan */
+    char *again = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &again, NULL, "tavern", "preview", id, "--chat",
+                                        chat, "--seed", "7", "--json", NULL),
+                     0);
+    assert_string_equal(out, again);
+    free(again);
+    free(out);
+    cdsh_test_write_file(st, "{\"world_info_settings\":{\"world_info_match_whole_words\":false,"
+                             "\"world_info_depth\":4}}");
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--wi-settings", st, "--wi", "maxRecursionSteps=1",
+                                        "--budget-cap", "500", "--json", NULL),
+                     0);
+    j = json_loads(out, 0, NULL);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "turn")), "Dragons."));
+    json_t *ws = json_object_get(j, "worldInfoSettings");
+    assert_int_equal(json_integer_value(json_object_get(ws, "scanDepth")), 4);
+    assert_int_equal(json_integer_value(json_object_get(ws, "maxRecursionSteps")), 1);
+    assert_int_equal(json_integer_value(json_object_get(ws, "budgetCap")), 500);
+    assert_false(json_is_true(json_object_get(ws, "matchWholeWords")));
+    assert_true(json_is_integer(json_object_get(j, "seed")));
+    json_decref(j);
+    free(out);
+    /* --whole-words after the file wins again */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--wi-settings", st, "--whole-words", "--json", NULL),
+                     0);
+    j = json_loads(out, 0, NULL);
+    assert_null(strstr(json_string_value(json_object_get(j, "turn")), "Dragons."));
+    json_decref(j);
+    free(out);
+    /* refusals */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--wi",
+                                        "scanDepth=5000", "--json", NULL),
+                     1);
+    j = json_loads(out, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(j, "code")), "wi-settings-rejected");
+    assert_non_null(strstr(json_string_value(json_object_get(j, "message")), "scanDepth"));
+    json_decref(j);
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--seed", "-1",
+                                        NULL),
+                     2);
+    assert_non_null(strstr(err, "--seed"));
+    free(out);
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id,
+                                        "--generation-type", "retry", NULL),
+                     2);
+    assert_non_null(strstr(err, "--generation-type"));
+    free(out);
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--wi",
+                                        "noequals", NULL),
+                     2);
+    free(out);
+    free(err);
+    free(id);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +277,7 @@ int main(void)
         cmocka_unit_test(preview_reads_sillytavern_jsonl_chats),
         cmocka_unit_test(preview_scans_the_note_when_asked_and_trims_to_the_context),
         cmocka_unit_test(preview_usage_and_unknown_card),
+        cmocka_unit_test(preview_takes_world_info_settings_and_a_seed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
