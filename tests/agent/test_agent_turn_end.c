@@ -9,6 +9,7 @@
 #include "support/model_env.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,6 +365,80 @@ static void a_session_deleted_under_the_turn_still_ends_it(void **state)
     cdsh_test_model_env_stop(&f);
 }
 
+#define RACERS 50
+
+static atomic_int finished;
+
+typedef struct racer {
+    env *e;
+    pthread_barrier_t *go;
+    int rc;
+    char code[64];
+} racer;
+
+static void *race_main(void *arg)
+{
+    racer *r = arg;
+    cdsh_error err = {0};
+    cdsh_agent_outcome out;
+    pthread_barrier_wait(r->go);
+    r->rc = cdsh_agent_run_turn(r->e->agent, r->e->sid, "race", NULL, NULL, NULL, &out, &err);
+    if (r->rc == 0)
+        cdsh_agent_outcome_deinit(&out);
+    snprintf(r->code, sizeof r->code, "%s", err.code);
+    atomic_fetch_add(&finished, 1);
+    return NULL;
+}
+
+/* 50 threads start a turn on one session at once (what RPC front ends and
+ * the CLI do through the agent): one runs, 49 get SESSION_BUSY. */
+static void concurrent_turns_on_one_session_have_one_winner(void **state)
+{
+    (void)state;
+    env e;
+    env_open(&e, 0);
+    char script[2048];
+    snprintf(script, sizeof script,
+             "[{\"match\":{\"last_user_contains\":\"again\"},\"text\":\"fine\",\"repeat\":true},"
+             "{\"chunks\":[{\"text\":\"a\"},{\"wait_file\":\"%s/gate\",\"text\":\"b\"}],"
+             "\"finish_reason\":\"stop\"}]",
+             e.home);
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, script);
+    atomic_store(&finished, 0);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, RACERS);
+    racer r[RACERS];
+    pthread_t th[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+        r[i] = (racer){.e = &e, .go = &go};
+        pthread_create(&th[i], NULL, race_main, &r[i]);
+    }
+    /* The losers return at once; the winner waits for the gate. */
+    while (atomic_load(&finished) < RACERS - 1) /* no time budget: CTest's timeout */
+        usleep(2000);
+    char gate[600];
+    snprintf(gate, sizeof gate, "%s/gate", e.home);
+    cdsh_test_write_file(gate, "go");
+    for (int i = 0; i < RACERS; i++)
+        pthread_join(th[i], NULL);
+    int busy = 0;
+    int won = 0;
+    for (int i = 0; i < RACERS; i++) {
+        if (r[i].rc == 0)
+            won++;
+        else if (r[i].rc == CDSH_EBUSY && strcmp(r[i].code, "SESSION_BUSY") == 0)
+            busy++;
+    }
+    pthread_barrier_destroy(&go);
+    assert_int_equal(won, 1);
+    assert_int_equal(busy, RACERS - 1);
+    assert_log_ends(&e, "done");
+    assert_next_turn_works(&e);
+    env_close(&e);
+    cdsh_test_model_env_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +451,7 @@ int main(void)
         cmocka_unit_test(malformed_arguments_and_a_crashing_tool_are_results),
         cmocka_unit_test(a_cancel_mid_stream_ends_the_turn),
         cmocka_unit_test(a_session_deleted_under_the_turn_still_ends_it),
+        cmocka_unit_test(concurrent_turns_on_one_session_have_one_winner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
