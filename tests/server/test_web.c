@@ -814,6 +814,51 @@ static void wait_idle(srv *s, const char *id)
 }
 
 
+
+/* "%00" would cut the path short after decoding ("/app.js%00.png" served
+ * app.js); it and malformed escapes are refused before routing. */
+static void nul_and_malformed_escapes_get_400(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    const char *bad[] = {"/app.js%00.png",      "/api/sessions%00/x", "/api/sessions?limit=1%00",
+                         "/api/sessions?x=%zz", "/api/sessions?x=%4", "/index.html%",
+                         "/api/status?%00=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *v = NULL;
+        assert_int_equal(http(&s, "GET", bad[i], H(s.auth), NULL, &v), 400);
+        assert_string_equal(err_code(v), "BAD_URL");
+        json_decref(v);
+    }
+    json_t *v = NULL; /* well-formed escapes still decode */
+    assert_int_equal(http(&s, "GET", "/api/sessions?limit=%31%30", H(s.auth), NULL, &v), 200);
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void the_bearer_scheme_is_case_insensitive(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    const char *ok[] = {"Authorization: bearer secret-token", "Authorization: BEARER secret-token",
+                        "Authorization: Bearer   secret-token"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = NULL;
+        assert_int_equal(http(&s, "GET", "/api/sessions", H(ok[i]), NULL, &v), 200);
+        json_decref(v);
+    }
+    const char *no[] = {"Authorization: Basic secret-token", "Authorization: Bearersecret-token",
+                        "Authorization: bearer wrong"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = NULL;
+        assert_int_equal(http(&s, "GET", "/api/sessions", H(no[i]), NULL, &v), 401);
+        json_decref(v);
+    }
+    srv_close(&s);
+}
+
 /* ---- turn/end and SESSION_BUSY --------------------------------------------------------- */
 
 #define ON_EVENT_POSTS 500
@@ -1451,6 +1496,8 @@ int main(void)
         cmocka_unit_test(requests_without_the_token_get_401),
         cmocka_unit_test(page_with_the_token_sets_an_httponly_strict_cookie),
         cmocka_unit_test(bad_host_or_origin_gets_403),
+        cmocka_unit_test(nul_and_malformed_escapes_get_400),
+        cmocka_unit_test(the_bearer_scheme_is_case_insensitive),
         cmocka_unit_test(oversize_bodies_get_413),
         cmocka_unit_test(rpc_gateway_follows_the_envelope_contract),
         cmocka_unit_test(frame_documents_get_the_sandbox_csp_and_only_frame_endpoints),
