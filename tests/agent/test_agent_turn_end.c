@@ -93,7 +93,7 @@ static void env_open(env *e, int max_reply_bytes)
     add_tool(e->host, "delete_session", delete_body);
     add_tool(e->host, "echo", echo_body);
     cdsh_error err;
-    assert_int_equal(cdsh_session_store_open(NULL, &e->store, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &e->store, &err), 0);
     cdsh_model_config model;
     cdsh_model_config_init(&model);
     model.max_retries = -1;

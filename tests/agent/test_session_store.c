@@ -1334,7 +1334,7 @@ static void stray_lock_files_are_swept_at_open(void **state)
     char *other = cdsh_fs_path_join_dup(home, "sessions.locks/README");
     cdsh_test_write_file(other, "not a lock file");
     cdsh_session_store *again = NULL;
-    assert_int_equal(cdsh_session_store_open(NULL, &again, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &again, &err), 0);
     for (int i = 0; i < 20; i++) {
         assert_int_equal(access(stray[i], F_OK), -1);
         free(stray[i]);
