@@ -16,11 +16,12 @@
   delete g.__sources;
   var frozen = new WeakSet();
 
-  function deepFreeze(root) {
+  function deepFreeze(root, skip) {
     var stack = [root];
     while (stack.length) {
       var o = stack.pop();
       if (o === null || (typeof o !== 'object' && typeof o !== 'function') || frozen.has(o)) continue;
+      if (skip && skip.has(o)) continue;
       frozen.add(o);
       var keys = Reflect.ownKeys(o);
       for (var i = 0; i < keys.length; i++) {
@@ -52,7 +53,25 @@
   var setup = {
     lodash: function (m) { return m; },
     jsonrepair: function (m) { return m; },
-    faker: function (m) { return m; },
+    /* Faker instances answer through Proxies (definitions), which freezing
+     * would break: every evaluation gets its own instances (make), while
+     * the classes and the shared locale data are frozen here, by way of two
+     * throwaway instances whose Proxies are left out. */
+    faker: function (m) {
+      var locales = { en: [m.en, m.base], zh_CN: [m.zh_CN, m.en, m.base] };
+      Object.keys(locales).forEach(function (k) {
+        var probe = new m.Faker({ locale: locales[k] });
+        deepFreeze(probe, new Set([probe.definitions]));
+      });
+      deepFreeze(m.Faker);
+      var Faker = m.Faker;
+      return {
+        make: function (seed) {
+          var en = new Faker({ locale: locales.en, seed: seed });
+          return { faker: en, fakerEN: en, fakerZH_CN: new Faker({ locale: locales.zh_CN, seed: seed }) };
+        }
+      };
+    },
     showdown: function (sd) {
       sd.setOption('metadata', false);
       sd.setOption('noHeaderId', true);

@@ -93,11 +93,10 @@
    * closure state — uniqueId's counter, its path cache — is the one thing
    * that carries over; it holds no template data a template can read). */
   var seed = (ctx.seed >>> 0) || 1;
-  var seeded = false;
+  var fakers = null;
   function fk() {
-    var m = lib.get('faker');
-    if (!seeded) { m.fakerEN.seed(seed); m.fakerZH_CN.seed(seed); seeded = true; }
-    return m;
+    if (!fakers) fakers = lib.get('faker').make(seed);
+    return fakers;
   }
   var getters = {
     _: function () { return lib.get('lodash'); },

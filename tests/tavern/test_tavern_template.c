@@ -228,6 +228,164 @@ static void javascript_errors_are_reported(void **state)
     assert_string_equal(render_err("<% var = ; %>", NULL, &err), "TEMPLATE_SYNTAX");
 }
 
+
+static void modern_javascript_syntax_works(void **state)
+{
+    (void)state;
+    expect("<% const xs = [3, 1, 2]; let o = {a: {b: 1}}; %>"
+           "<%= xs.toSorted().at(-1) %>|<%= o?.a?.b ?? 'x' %>|<%= o.z?.q ?? 'none' %>|"
+           "<%= `t${1 + 1}` %>|<%= [1, [2, [3]]].flat(Infinity).findLast(x => x < 3) %>|"
+           "<%= Object.hasOwn(o, 'a') %>|<%= [...'ab'].map((c, i) => c + i).join() %>|"
+           "<%= (({p, ...rest}) => Object.keys(rest).length)({p: 1, q: 2, r: 3}) %>|"
+           "<%= 2n ** 70n %>|<%= Object.groupBy([1, 2, 3], x => x % 2 ? 'odd' : 'even').odd %>"
+           "<% class A { #x = 4; get x() { return this.#x; } } %>|<%= new A().x %>",
+           "3|1|none|t2|2|true|a0,b1|2|1180591620717411303424|1,3|4");
+}
+
+static void the_libraries_are_there(void **state)
+{
+    (void)state;
+    expect("<%= _.chunk([1, 2, 3, 4, 5], 2).length %>|<%= _.capitalize('hERO') %>|"
+           "<%= _.sumBy([{n: 2}, {n: 3}], 'n') %>|<%= _.get({a: [{b: 'deep'}]}, 'a[0].b') %>",
+           "3|Hero|5|deep");
+    expect("<%- showdown.makeHtml('# Title\\n\\n*soft*') %>",
+           "<h1>Title</h1>\n<p><em>soft</em></p>");
+    expect("<%- new showdown.Converter().makeHtml('## Two') %>", "<h2>Two</h2>");
+    expect("<%- jsonrepair(\"{name: 'Ann', tags: ['a', 'b',], }\") %>",
+           "{\"name\": \"Ann\", \"tags\": [\"a\", \"b\"] }");
+    expect("<%- JSON.parse(jsonrepair('```json\\n{\"hp\": 3}\\n```')).hp %>", "3");
+    expect("<%- ejs.render('<' + '%= who %' + '>!', {who: '<ejs>'}) %>", "&lt;ejs&gt;!");
+    /* faker: seeded from ctx.seed, so the same turn gives the same names;
+     * the zh_CN locale gives Chinese names. */
+    char *a = render_ok("<%= faker.person.firstName() %>|<%= fakerZH_CN.person.fullName() %>",
+                        false, NULL);
+    char *b = render_ok("<%= faker.person.firstName() %>|<%= fakerZH_CN.person.fullName() %>",
+                        false, NULL);
+    assert_string_equal(a, b);
+    const char *bar = strchr(a, '|');
+    assert_non_null(bar);
+    assert_true(bar > a);
+    assert_true((unsigned char)bar[1] >= 0xE4); /* a CJK ideograph */
+    free(a);
+    free(b);
+}
+
+static void errors_name_the_template_line_column_and_expression(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    json_t *res = NULL, *detail = NULL;
+    const char *src = "Hello {{user}}.\nHP: <%= getvar('hp') %>, gold: <%= inventory.gold %>\nend";
+    assert_true(cdsh_tavern_template_render_ex(src, NULL, false, relaxed(), &res, &detail, &err) <
+                0);
+    assert_string_equal(err.code, "TEMPLATE_RUNTIME");
+    assert_int_equal(json_integer_value(json_object_get(detail, "line")), 2);
+    assert_int_equal(json_integer_value(json_object_get(detail, "column")), 36);
+    assert_string_equal(json_string_value(json_object_get(detail, "expression")),
+                        "inventory.gold");
+    assert_non_null(strstr(err.message, "line 2, column 36"));
+    assert_non_null(strstr(err.message, "inventory"));
+    assert_non_null(strstr(err.message, "(in `inventory.gold`)"));
+    json_decref(detail);
+    /* A syntax error inside a scriptlet: the template's line, not the
+     * generated code's. */
+    err = (cdsh_error){0};
+    assert_true(cdsh_tavern_template_render_ex("one\ntwo\n<% if (x { %>three<% } %>", NULL, false,
+                                               relaxed(), &res, &detail, &err) < 0);
+    assert_string_equal(err.code, "TEMPLATE_SYNTAX");
+    assert_int_equal(json_integer_value(json_object_get(detail, "line")), 3);
+    assert_string_equal(json_string_value(json_object_get(detail, "expression")), "if (x {");
+    json_decref(detail);
+    /* A throw in a multi-line scriptlet. */
+    err = (cdsh_error){0};
+    assert_true(cdsh_tavern_template_render_ex("a\n<%\n  const n = 1;\n  null.boom;\n%>", NULL,
+                                               false, relaxed(), &res, &detail, &err) < 0);
+    assert_string_equal(err.code, "TEMPLATE_RUNTIME");
+    assert_int_equal(json_integer_value(json_object_get(detail, "line")), 2);
+    json_decref(detail);
+}
+
+/* Each hostile template ends with its code, and the next evaluation is
+ * clean. */
+static void hostile_templates_end_with_their_codes(void **state)
+{
+    (void)state;
+    cdsh_tavern_template_limits lim;
+    cdsh_tavern_template_limits_default(&lim);
+    lim.wall_ms = 500;
+    static const struct {
+        const char *src, *code;
+    } cases[] = {
+        {"<% while (1) {} %>", "TEMPLATE_TIMEOUT"},
+        {"<% for (;;) { try { for (;;) {} } catch (e) {} } %>", "TEMPLATE_TIMEOUT"},
+        {"<% const s = 'x'.repeat(2 ** 30); %><%= s.length %>", "TEMPLATE_MEMORY"},
+        {"<% function f(n) { return f(n + 1) + 1; } f(0) %>", "TEMPLATE_RUNTIME"},
+        {"<% eval(fetch('http://127.0.0.1:9/x').text()) %>", "TEMPLATE_RUNTIME"},
+        {"<% await import('data:text/javascript,1') %>", "TEMPLATE_SYNTAX"},
+        {"<%= 'y'.repeat(4 << 20) %>", "TEMPLATE_OUTPUT_TOO_LARGE"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cdsh_error err = {0};
+        cdsh_tavern_template_limits l = lim;
+        if (strcmp(cases[i].code, "TEMPLATE_TIMEOUT"))
+            l.wall_ms = cdsh_test_scale_ms(20000);
+        const char *code = render_err(cases[i].src, &l, &err);
+        if (strcmp(code, cases[i].code))
+            fail_msg("%s: %s (%s), want %s", cases[i].src, code, err.message, cases[i].code);
+        expect("<%= [1, 2].map(x => x * 2).join() %>", "2,4");
+    }
+    /* import() has no loader to reach: the promise rejects, nothing loads. */
+    expect("<% let r = 'pending'; import('x').then(() => r = 'loaded', e => r = 'rejected'); %>"
+           "<%= typeof r %>",
+           "string");
+    /* Function('return this')() is this evaluation's own global: nothing of
+     * the host is on it, and what is put there is gone next time. */
+    expect("<% const g = Function('return this')(); g.leak = 1; %><%= typeof g.require %>|"
+           "<%= typeof g.process %>|<%= g.leak %>",
+           "undefined|undefined|1");
+    expect("<%= typeof leak %>", "undefined");
+}
+
+static void prototype_pollution_does_not_cross_evaluations(void **state)
+{
+    (void)state;
+    char *out = render_ok(
+        "<% Object.prototype.polluted = 'yes'; Array.prototype.push = null; "
+        "String.prototype.trim = () => 'hacked'; "
+        "try { Object.getPrototypeOf(_).evil = 1 } catch (e) {} "
+        "try { _.constructor('return this')().leaked = 1 } catch (e) {} "
+        "try { _.chunk = null } catch (e) {} "
+        "try { Object.getPrototypeOf(_.map([1], x => x)).evil = 1 } catch (e) {} "
+        "try { Object.getPrototypeOf(showdown).evil = 1 } catch (e) {} "
+        "try { faker.person.firstName = () => 'Mallory' } catch (e) {} "
+        "try { _.templateSettings.interpolate = /x/ } catch (e) {} %>"
+        "<%= ({}).polluted %>",
+        false, NULL);
+    assert_string_equal(out, "yes"); /* visible within its own evaluation */
+    free(out);
+    expect("<%= typeof ({}).polluted %>|<%= [1].push(2) %>|<%= ' a '.trim() %>|"
+           "<%= typeof _.evil %>|<%= typeof leaked %>|<%= typeof _.chunk %>|"
+           "<%= typeof [].evil %>|<%= typeof _.map([1], x => x).evil %>|"
+           "<%= faker.person.firstName() === 'Mallory' %>|"
+           "<%= String(_.templateSettings.interpolate) === '/x/' %>",
+           "undefined|2|a|undefined|undefined|function|undefined|undefined|false|false");
+}
+
+static void missing_runtime_names_the_file(void **state)
+{
+    (void)state;
+    cdsh_tavern_template_set_runtime_dir("/nonexistent/cdsh-runtime");
+    cdsh_tavern_template_worker_stop();
+    cdsh_error err = {0};
+    json_t *res = NULL;
+    assert_true(cdsh_tavern_template_render("<%= 1 %>", NULL, false, relaxed(), &res, &err) < 0);
+    assert_string_equal(err.code, "TEMPLATE_RUNTIME_MISSING");
+    assert_non_null(strstr(err.message, "/nonexistent/cdsh-runtime/node_modules/lodash/lodash.min.js"));
+    assert_non_null(strstr(err.message, "scripts/bootstrap.sh"));
+    cdsh_tavern_template_set_runtime_dir(NULL);
+    expect("<%= 1 %>", "1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +398,12 @@ int main(void)
         cmocka_unit_test(infinite_loop_times_out),
         cmocka_unit_test(huge_output_and_memory_bomb_fail_cleanly),
         cmocka_unit_test(javascript_errors_are_reported),
+        cmocka_unit_test(modern_javascript_syntax_works),
+        cmocka_unit_test(the_libraries_are_there),
+        cmocka_unit_test(errors_name_the_template_line_column_and_expression),
+        cmocka_unit_test(hostile_templates_end_with_their_codes),
+        cmocka_unit_test(prototype_pollution_does_not_cross_evaluations),
+        cmocka_unit_test(missing_runtime_names_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
