@@ -673,7 +673,12 @@ static char *current_opening_dup(cdsh_tavern_service *svc, const char *sid, json
 
 int cdsh__tavern_write_opening(cdsh_tavern_service *svc, const char *sid, cdsh_error *err)
 {
-    if (!svc->sessions || conversation_started(svc, sid))
+    json_t *info = svc->sessions ? cdsh_session_store_info_dup(svc->sessions, sid, NULL) : NULL;
+    bool known = info != NULL;
+    json_decref(info);
+    /* A binding may name a session of another store (or none yet): the
+     * opening is written when the session exists here. */
+    if (!known || conversation_started(svc, sid))
         return 0;
     render_ctx c;
     int rc = render_ctx_open(svc, sid, &c, err);
