@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # bootstrap.sh — idempotent set-up for a fresh Debian machine: installs the
 # Debian packages the build and tests need (only those missing; apt-get update
-# at most once), then the npm packages the end-to-end tests use, from the
-# committed lockfile. Works as root, through sudo, or prints what to run.
+# at most once), then the npm packages the end-to-end tests use and the card
+# templates' JavaScript runtime (runtime/js), each from its committed lockfile. Works as root, through sudo, or prints what to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake pkg-config clang git
   libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libpcre2-dev
-  libyaml-dev libssl-dev duktape-dev zlib1g-dev libpng-dev libzip-dev libedit-dev
+  libyaml-dev libssl-dev zlib1g-dev libpng-dev libzip-dev libedit-dev
+  libjavascriptcoregtk-4.1-dev
   libcmocka-dev
   libutf8proc-dev
   nodejs npm
@@ -75,3 +76,12 @@ for dir in tests/peers-npm/*/; do
     (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
   fi
 done
+
+# The card templates' libraries (lodash, ejs, showdown, jsonrepair, faker),
+# pinned in runtime/js/package-lock.json; `npm run build` bundles faker (ES
+# modules only) into runtime/js/dist/faker.js for the template worker.
+if [ ! -d runtime/js/node_modules ] || [ ! -f runtime/js/dist/faker.js ] ||
+   [ runtime/js/package-lock.json -nt runtime/js/node_modules/.package-lock.json ]; then
+  echo "bootstrap: installing the template runtime (runtime/js)"
+  (cd runtime/js && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+fi

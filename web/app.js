@@ -49,6 +49,20 @@ function addUser(text) {
   messages().append(el('div', 'msg user', text));
 }
 
+// The session's opening (a character's greeting): the first assistant
+// message; a later one (a greeting swapped before the talk began) replaces it.
+function showOpening(p) {
+  clearEmpty();
+  let b = messages().querySelector('[data-testid="opening"]');
+  if (!b) {
+    b = el('div', 'msg assistant opening');
+    b.dataset.testid = 'opening';
+    b.append(el('span', 'text'));
+    messages().prepend(b);
+  }
+  b.querySelector('.text').textContent = p.text || '';
+}
+
 function ensureStream() {
   if (!state.stream) {
     clearEmpty();
@@ -159,6 +173,7 @@ function render(type, p, live) {
     case 'reasoning/delta': appendReasoning(p.text || ''); break;
     case 'text/delta': appendText(p.text || ''); break;
     case 'assistant/message': finishAssistant(p); break;
+    case 'session/opening': showOpening(p); break;
     case 'tool/call': toolCard(p.callId, p.name, p.arguments); break;
     case 'tool/result': toolResult(p); break;
     case 'tool/update': {
@@ -264,7 +279,7 @@ async function openSession(id) {
   const types = ['turn/start', 'user/message', 'step/start', 'reasoning/delta', 'text/delta',
     'assistant/message', 'tool/call', 'tool/result', 'notice', 'turn/end', 'turn/error',
     'command/done', 'plugin/state', 'sessions/change', 'reset', 'tool/update',
-    'approval/request', 'approval/resolved'];
+    'approval/request', 'approval/resolved', 'session/opening'];
   for (const type of types) {
     es.addEventListener(type, (m) => {
       const p = JSON.parse(m.data);

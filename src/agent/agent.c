@@ -101,20 +101,33 @@ static cdsh_scope *session_scope_new(cdsh_agent *agent, const char *session_id)
                                      : cdsh_scope_ref(agent->scope);
 }
 
+/* Appends the segments with lo <= order < hi, blank lines between. */
+static void append_segments(cdsh_strbuf *sb, const json_t *segs, json_int_t lo, json_int_t hi)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(segs, i, s) {
+        json_int_t order = json_integer_value(json_object_get(s, "order"));
+        if (order < lo || order >= hi)
+            continue;
+        if (sb->len)
+            cdsh_strbuf_append_str(sb, "\n\n");
+        cdsh_strbuf_append_str(sb, json_string_value(json_object_get(s, "text")));
+    }
+}
+
+/* Base prompt, segments below CDSH_PROMPT_AFTER_TOOLS_ORDER, skills index,
+ * the tool list, then the later segments (context and state, seed 001 §5:
+ * a segment never replaces the tool prefix). */
 static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
 {
     cdsh_strbuf sb;
     cdsh_strbuf_init(&sb);
     cdsh_strbuf_append_str(&sb, agent->base_prompt);
     json_t *segs = cdsh_prompt_segments(cdsh_host_prompt(agent->host), scope);
+    append_segments(&sb, segs, INT64_MIN, CDSH_PROMPT_AFTER_TOOLS_ORDER);
     size_t i;
     json_t *s;
-    json_array_foreach(segs, i, s) {
-        if (sb.len)
-            cdsh_strbuf_append_str(&sb, "\n\n");
-        cdsh_strbuf_append_str(&sb, json_string_value(json_object_get(s, "text")));
-    }
-    json_decref(segs);
     char *skills = cdsh_skills_index_dup(cdsh_host_skills(agent->host), scope);
     if (skills) {
         if (sb.len)
@@ -136,6 +149,8 @@ static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
         cdsh_strbuf_append_str(&sb, "</available_tools>");
     }
     json_decref(tools);
+    append_segments(&sb, segs, CDSH_PROMPT_AFTER_TOOLS_ORDER, INT64_MAX);
+    json_decref(segs);
     char *out = cdsh_strbuf_take(&sb, NULL);
     return out ? out : strdup("");
 }

@@ -1077,10 +1077,24 @@ static json_t *assistant_message(const json_t *p)
     return m;
 }
 
+/* The session's opening (the last session/opening event before the first
+ * message) as the first assistant message, once. */
+static int flush_opening(const json_t **opening, json_t *out)
+{
+    if (!*opening)
+        return 0;
+    json_t *m = json_pack("{s:s, s:O}", "role", "assistant", "content",
+                          json_object_get(*opening, "text"));
+    *opening = NULL;
+    return m && json_array_append_new(out, m) == 0 ? 0 : CDSH_ENOMEM;
+}
+
 static int replay(const json_t *events, json_t *out)
 {
     pending_group g = {.results = json_object(), .deferred = json_array()};
     int rc = g.results && g.deferred ? 0 : CDSH_ENOMEM;
+    const json_t *opening = NULL;
+    bool opened = false;
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev) {
@@ -1088,6 +1102,16 @@ static int replay(const json_t *events, json_t *out)
             break;
         const char *type = json_string_value(json_object_get(ev, "type"));
         json_t *p = json_object_get(ev, "payload");
+        if (strcmp(type, "session/opening") == 0) {
+            if (!opened && json_is_string(json_object_get(p, "text")))
+                opening = p; /* a later one replaces it until the talk starts */
+            continue;
+        }
+        if (!opened && (strcmp(type, "user/message") == 0 || strcmp(type, "assistant/message") == 0)) {
+            opened = true;
+            if ((rc = flush_opening(&opening, out)) != 0)
+                break;
+        }
         if (strcmp(type, "user/message") == 0) {
             /* A message typed while tools ran goes after their results: providers
              * want the results right after the assistant message. */
@@ -1126,6 +1150,8 @@ static int replay(const json_t *events, json_t *out)
     }
     if (rc == 0)
         rc = flush_group(&g, out);
+    if (rc == 0)
+        rc = flush_opening(&opening, out);
     json_decref(g.assistant);
     json_decref(g.calls);
     json_decref(g.results);

@@ -186,6 +186,10 @@ int cdsh_session_store_fork_with(cdsh_session_store *s, const char *id, int64_t 
  *   notice             level("info"|"warning"|"error"), text, code?
  *   turn/start         (nothing required) — turn must be >= 1
  *   turn/end           reason: done|cancelled|step-limit|token-limit|error|interrupted
+ *   session/opening    text — the session's opening assistant message (a
+ *                      character's greeting), logged outside turns; replay
+ *                      puts the last one logged before the first message
+ *                      first, as an assistant message
  * Other types of the form "<word>/<word>" (lowercase, digits, '-') are stored
  * without checks and ignored by replay, so later layers can add their own. */
 
@@ -228,6 +232,8 @@ json_t *cdsh_session_store_events(cdsh_session_store *s, const char *id, int64_t
  * A user message logged while calls were still unanswered follows their
  * results. Result content is the text of its text blocks joined by "\n"
  * (other blocks as "[<type>]"). Reasoning is kept: the client's reasoning policy decides.
+ * The last session/opening logged before the first user or assistant message
+ * opens the array as {role:"assistant",content}; later ones are ignored.
  * Other event types do not produce messages; results whose call is unknown are
  * skipped. A corrupt payload fails with CORRUPT_EVENT. Owned array. */
 json_t *cdsh_session_store_messages(cdsh_session_store *s, const char *id, cdsh_error *err);

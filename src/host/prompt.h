@@ -21,6 +21,10 @@ typedef struct cdsh_plugin_ctx cdsh_plugin_ctx;
  * NULL = global): an owned string, or NULL to contribute nothing this time. */
 typedef char *(*cdsh_prompt_render_fn)(void *ud, const cdsh_scope *scope);
 
+/* Segments ordered at or above this come after the skills index and the
+ * tool list in the system prompt (context and state); below it, before. */
+#define CDSH_PROMPT_AFTER_TOOLS_ORDER 200
+
 typedef struct cdsh_prompt_segment_def {
     const char *id;   /* [A-Za-z0-9_.:/-]{1,64}, unique within its layer */
     int order;        /* smaller first; equal orders keep registration order.

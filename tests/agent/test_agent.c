@@ -693,7 +693,12 @@ static void prompt_segments_are_ordered_into_the_system_prompt(void **state)
     assert_int_equal(cdsh_prompt_register(p, NULL, &late, &d1, &err), 0);
     assert_int_equal(cdsh_prompt_register(p, NULL, &early, &d2, &err), 0);
     char *sys = cdsh_agent_system_prompt_dup(e.agent);
-    assert_non_null(strstr(sys, "BASE PROMPT\n\nEARLY\n\nLATE\n\n<available_tools>"));
+    /* Below CDSH_PROMPT_AFTER_TOOLS_ORDER before the tool list, the rest
+     * after it (seed 001 §5). */
+    assert_non_null(strstr(sys, "BASE PROMPT\n\nEARLY\n\n<available_tools>"));
+    const char *tools_end = strstr(sys, "</available_tools>");
+    assert_non_null(tools_end);
+    assert_string_equal(tools_end, "</available_tools>\n\nLATE");
     free(sys);
     cdsh_disposer_run(&d1);
     cdsh_disposer_run(&d2);

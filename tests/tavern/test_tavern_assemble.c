@@ -412,7 +412,7 @@ static void templates_render_in_the_worker_and_commit_only_on_success(void **sta
     plan = assemble(&f);
     assert_int_equal(json_integer_value(json_object_get(local, "n")), 1);
     assert_non_null(strstr(json_string_value(json_array_get(json_object_get(plan, "notes"), 0)),
-                           "template failed (TEMPLATE_ERROR)"));
+                           "template failed (TEMPLATE_RUNTIME)"));
     json_decref(plan);
     json_decref(local);
     json_decref(global);
@@ -584,10 +584,10 @@ static void a_failing_world_info_template_drops_only_that_entry(void **state)
     json_t *plan = assemble(&f);
     assert_non_null(strstr(S(plan, "turn"), "GATELORE 2"));
     assert_null(strstr(S(plan, "turn"), "bad gate"));
-    assert_true(has_note(plan, "world-info entry T.5 template failed (TEMPLATE_ERROR)"));
+    assert_true(has_note(plan, "world-info entry T.5 template failed (TEMPLATE_RUNTIME)"));
     const json_t *lg = log_of(plan, 5);
     assert_false(json_is_true(json_object_get(lg, "fired")));
-    assert_non_null(strstr(S(lg, "reason"), "template failed (TEMPLATE_ERROR)"));
+    assert_non_null(strstr(S(lg, "reason"), "template failed (TEMPLATE_RUNTIME)"));
     json_t *fails = json_object_get(json_object_get(plan, "worldInfo"), "templateFailures");
     assert_int_equal(json_array_size(fails), 1);
     assert_null(json_object_get(global, "broke")); /* a failing template commits nothing */

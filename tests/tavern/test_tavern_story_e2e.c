@@ -127,7 +127,10 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
                      3);
     json_decref(sib);
     json_t *msgs = cdsh_session_store_messages(w.store, edited, &err);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),
+    /* [the card's greeting (the session's opening), the user, the edit] */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 0), "role")),
+                        "assistant");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, 2), "content")),
                         "An edited scene.");
     json_decref(msgs);
     cdsh_test_tavern_world_close(&w);

@@ -641,8 +641,9 @@ static void impersonation_is_an_explicit_helper_call(void **state)
     assert_string_equal(json_string_value(json_object_get(ok_value(env), "text")),
                         "I draw my sword and step forward.");
     json_decref(env);
-    /* system + the two logged messages + the request: history went to the model */
-    assert_int_equal(r.seen, 4);
+    /* system + the greeting (the session's opening) + the two logged messages
+     * + the request: history went to the model */
+    assert_int_equal(r.seen, 5);
     json_t *after = cdsh_session_store_info_dup(f->sessions, sid, &err);
     /* out of band: nothing was logged in the session */
     assert_int_equal(json_integer_value(json_object_get(after, "eventCount")),

@@ -174,7 +174,15 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     fx_open(&f, "[" SAY("The woods are old.") "," SAY("Rest here.") "]");
     cdsh_test_tavern_world *w = &f.w;
     char *a = cdsh_test_tavern_bound_session(w, "import", "a", NULL);
-    char *b = cdsh_test_tavern_bound_session(w, "import", "b", NULL);
+    /* b's card greets without naming the forest: the greeting opens the
+     * chat and world info scans it (as SillyTavern does). */
+    json_t *quiet = json_load_file(CDSH_TEST_TAVERN_SAMPLE_V2, 0, NULL);
+    json_object_set_new(json_object_get(quiet, "data"), "first_mes",
+                        json_string("*{{char}} nods.* Welcome, traveller."));
+    char *qbytes = json_dumps(quiet, 0);
+    char *b = cdsh_test_tavern_bound_session_bytes(w, qbytes, strlen(qbytes), "import", "b", NULL);
+    free(qbytes);
+    json_decref(quiet);
     /* a's message names the forest (entry 0: eldoria/wood/forest), b's none */
     cdsh_test_tavern_turn(w, a, "Tell me about the forest of Eldoria.");
     cdsh_test_tavern_turn(w, b, "Hello there.");

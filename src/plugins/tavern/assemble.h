@@ -24,7 +24,7 @@
 #include "plugins/tavern/wi_activate.h"
 
 /* Bumped whenever the standing discipline text or its layout changes. */
-#define CDSH_TAVERN_STANDING_PIN_VERSION 1
+#define CDSH_TAVERN_STANDING_PIN_VERSION 2 /* 2: standing after the tool list */
 
 /* Turn budgets in (estimated) tokens. */
 #define CDSH_TAVERN_BUDGET_WORLD_INFO 8192

@@ -978,7 +978,13 @@ CDSH__TAVERN_OP(cdsh__tavern_op_setSessionBinding)
         return rc;
     if (!need_str(p, "cardId", err, &rc))
         return rc;
-    return kebab(cdsh_tavern_binding_set(svc->bindings, p, value, err), err);
+    rc = cdsh_tavern_binding_set(svc->bindings, p, value, err);
+    /* The greeting opens the session (seed 001: the story opens with it). */
+    if (rc == 0 && (rc = cdsh__tavern_write_opening(svc, s_get(p, "sessionId"), err)) < 0) {
+        json_decref(*value);
+        *value = NULL;
+    }
+    return kebab(rc, err);
 }
 
 CDSH__TAVERN_OP(cdsh__tavern_op_clearSessionBinding)
@@ -1089,6 +1095,8 @@ CDSH__TAVERN_OP(cdsh__tavern_op_swipeGreeting)
             json_t *nb = NULL;
             rc = kebab(cdsh_tavern_binding_set(svc->bindings, spec, &nb, err), err);
             v.idx = json_integer_value(ji);
+            if (rc == 0)
+                rc = kebab(cdsh__tavern_write_opening(svc, v.sid, err), err);
             json_decref(spec);
             json_decref(nb);
         }

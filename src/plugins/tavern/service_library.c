@@ -640,6 +640,78 @@ static bool conversation_started(cdsh_tavern_service *svc, const char *sid)
     return started;
 }
 
+/* The text of the opening already logged in the session (the last
+ * session/opening before any message), owned, or NULL. */
+static char *current_opening_dup(cdsh_tavern_service *svc, const char *sid, json_int_t *index)
+{
+    char *text = NULL;
+    bool more = true;
+    int64_t after = 0;
+    while (more) {
+        json_t *ev = cdsh_session_store_events(svc->sessions, sid, after, 10000, &more, NULL);
+        if (!ev)
+            break;
+        size_t i;
+        json_t *e;
+        json_array_foreach(ev, i, e) {
+            const char *type = str(e, "type");
+            after = json_integer_value(json_object_get(e, "seq"));
+            if (!strcmp(type, "user/message") || !strcmp(type, "assistant/message")) {
+                more = false;
+                break;
+            }
+            if (!strcmp(type, "session/opening") && str(json_object_get(e, "payload"), "text")) {
+                free(text);
+                text = strdup(str(json_object_get(e, "payload"), "text"));
+                *index = json_integer_value(json_object_get(json_object_get(e, "payload"), "index"));
+            }
+        }
+        json_decref(ev);
+    }
+    return text;
+}
+
+int cdsh__tavern_write_opening(cdsh_tavern_service *svc, const char *sid, cdsh_error *err)
+{
+    json_t *info = svc->sessions ? cdsh_session_store_info_dup(svc->sessions, sid, NULL) : NULL;
+    bool known = info != NULL;
+    json_decref(info);
+    /* A binding may name a session of another store (or none yet): the
+     * opening is written when the session exists here. */
+    if (!known || conversation_started(svc, sid))
+        return 0;
+    render_ctx c;
+    int rc = render_ctx_open(svc, sid, &c, err);
+    if (rc < 0) {
+        render_ctx_close(&c);
+        return rc == CDSH_ENOTFOUND ? 0 : rc; /* unbound: no opening */
+    }
+    json_t *data = json_object_get(c.card, "data");
+    json_int_t idx = json_integer_value(json_object_get(c.binding, "greetingIndex"));
+    size_t total = 1 + json_array_size(json_object_get(data, "alternate_greetings"));
+    const char *raw =
+        idx == 0 ? str(data, "first_mes")
+                 : json_string_value(json_array_get(json_object_get(data, "alternate_greetings"),
+                                                    (size_t)idx - 1));
+    char *text = cdsh_tavern_macros_expand_dup(raw ? raw : "", &c.env);
+    json_int_t cur_idx = -1;
+    char *cur = current_opening_dup(svc, sid, &cur_idx);
+    bool same = cur && text && !strcmp(cur, text) && cur_idx == idx;
+    if (text && *text && !same) {
+        json_t *payload = json_pack("{s:s, s:I, s:I, s:s, s:s?}", "text", text, "index", idx,
+                                    "total", (json_int_t)total, "source", "tavern", "character",
+                                    c.env.chr);
+        rc = payload ? cdsh_session_store_append(svc->sessions, sid, "session/opening", 0, 0,
+                                                 payload, NULL, err)
+                     : cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+        json_decref(payload);
+    }
+    free(cur);
+    free(text);
+    render_ctx_close(&c);
+    return rc;
+}
+
 /* The greeting the story opens with, pinned in the story (state/greeting.json)
  * so prompt assembly shows it as the chat's first reply. Before the first turn
  * it follows greeting swipes; once the conversation started it stays. */
@@ -675,6 +747,9 @@ static int ensure_greeting(cdsh_tavern_service *svc, const json_t *p, json_t **v
             goto cleanup;
         written = true;
     }
+    /* The session itself opens with it too (the model's history, the chat). */
+    if (!started && (rc = cdsh__tavern_write_opening(svc, sid, err)) < 0)
+        goto cleanup;
     json_t *shown = started && cur ? cur : want;
     *value = json_pack("{s:O,s:I,s:O,s:b,s:b}", "index", json_object_get(shown, "index"), "total",
                        (json_int_t)total, "text", json_object_get(shown, "text"), "written",

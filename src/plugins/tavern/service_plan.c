@@ -204,8 +204,13 @@ int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tave
         rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
         goto cleanup;
     }
-    /* The greeting ensureGreeting pinned opens the chat, as in SillyTavern. */
-    if ((greeting = cdsh__tavern_greeting_dup(story)))
+    /* The greeting opens the chat, as in SillyTavern: the session's own
+     * opening (session/opening, replayed as its first assistant message), or
+     * for sessions bound before openings were logged the one ensureGreeting
+     * pinned in the story. */
+    const json_t *first = json_array_get(msgs, 0);
+    bool opened = first && str(first, "role") && !strcmp(str(first, "role"), "assistant");
+    if (!opened && (greeting = cdsh__tavern_greeting_dup(story)))
         chat[n_chat++] = (cdsh_tavern_chat_msg){.role = "assistant", .text = greeting};
     size_t i;
     json_t *m;

@@ -210,4 +210,11 @@ void cdsh__tavern_globals_failed(cdsh_tavern_service *svc, const char *sid, cons
 /* The greeting ensureGreeting pinned in the story (owned), or NULL. */
 char *cdsh__tavern_greeting_dup(cdsh_tavern_story *story);
 
+/* Logs the bound card's chosen greeting (macros expanded) as the session's
+ * session/opening event — its first assistant message in the model's
+ * history and the chat — unless the conversation started or that opening is
+ * already the current one. Unbound sessions and a service without a session
+ * store: nothing, 0. */
+int cdsh__tavern_write_opening(cdsh_tavern_service *svc, const char *sid, cdsh_error *err);
+
 #endif

@@ -1,0 +1,132 @@
+/* lib-realm.js — cdsh's own code, run once per template worker in the
+ * library realm after ejs was evaluated there. It gathers what templates may
+ * use into one object, freezes everything reachable from this realm's
+ * global object, intrinsics included, so that no evaluation can leave state
+ * behind for the next one (each evaluation runs in its own fresh global
+ * context; only these frozen library objects and the evaluation's own data
+ * are shared with it). `__sources` (set by the worker) holds the text of
+ * lodash, showdown, jsonrepair and the faker bundle: each is evaluated on
+ * first use or when the worker is idle (lib.preload), as a CommonJS-style
+ * factory so that it touches no global, and frozen in turn. showdown gets
+ * its documented defaults (metadata and header ids off).
+ * Completion value: the library object handed to every evaluation. */
+(function (g) {
+  'use strict';
+  var sources = g.__sources;
+  delete g.__sources;
+  var frozen = new WeakSet();
+
+  function deepFreeze(root, skip) {
+    var stack = [root];
+    while (stack.length) {
+      var o = stack.pop();
+      if (o === null || (typeof o !== 'object' && typeof o !== 'function') || frozen.has(o)) continue;
+      if (skip && skip.has(o)) continue;
+      frozen.add(o);
+      var keys = Reflect.ownKeys(o);
+      for (var i = 0; i < keys.length; i++) {
+        var d = Reflect.getOwnPropertyDescriptor(o, keys[i]);
+        if (!d) continue;
+        if ('value' in d) stack.push(d.value);
+        else { stack.push(d.get); stack.push(d.set); }
+      }
+      stack.push(Object.getPrototypeOf(o));
+      Object.freeze(o);
+    }
+  }
+
+  /* Evaluates a UMD/CommonJS build with its own module object; returns
+   * module.exports. Indirect eval: this realm, no caller scope. */
+  function load(name) {
+    var text = sources[name];
+    if (typeof text !== 'string') throw new Error(name + ' is not installed in the template runtime');
+    sources[name] = null;
+    /* The faker bundle is an IIFE assigned to a var (build.mjs). */
+    var tail = name === 'faker' ? '\n;module.exports = __fakerModule;' : '';
+    var f = (0, eval)('(function (module, exports, define, require) {' + text + tail + '\n})');
+    var module = { exports: {} };
+    f.call(undefined, module, module.exports, undefined, undefined);
+    return module.exports;
+  }
+
+  var cache = {};
+  var setup = {
+    lodash: function (m) { return m; },
+    jsonrepair: function (m) { return m; },
+    /* Faker instances answer through Proxies (definitions), which freezing
+     * would break: every evaluation gets its own instances (make), while
+     * the classes and the shared locale data are frozen here, by way of two
+     * throwaway instances whose Proxies are left out. */
+    faker: function (m) {
+      var locales = { en: [m.en, m.base], zh_CN: [m.zh_CN, m.en, m.base] };
+      Object.keys(locales).forEach(function (k) {
+        var probe = new m.Faker({ locale: locales[k] });
+        deepFreeze(probe, new Set([probe.definitions]));
+      });
+      deepFreeze(m.Faker);
+      var Faker = m.Faker;
+      return {
+        make: function (seed) {
+          var en = new Faker({ locale: locales.en, seed: seed });
+          return { faker: en, fakerEN: en, fakerZH_CN: new Faker({ locale: locales.zh_CN, seed: seed }) };
+        }
+      };
+    },
+    showdown: function (sd) {
+      sd.setOption('metadata', false);
+      sd.setOption('noHeaderId', true);
+      /* The module-wide mutators (setOption, setFlavor, extension, ...)
+       * keep their state in showdown's closure, out of reach of freezing:
+       * templates get a facade without them. Converter options stay per
+       * converter. */
+      return {
+        Converter: sd.Converter,
+        helper: sd.helper,
+        getOptions: function () { return JSON.parse(JSON.stringify(sd.getOptions())); },
+        getDefaultOptions: sd.getDefaultOptions,
+        makeHtml: function (md, opts) {
+          var o = { metadata: false, noHeaderId: true };
+          for (var k in opts || {}) if (k !== 'metadata' && k !== 'noHeaderId') o[k] = opts[k];
+          return new sd.Converter(o).makeHtml(String(md == null ? '' : md));
+        }
+      };
+    }
+  };
+  var order = ['lodash', 'jsonrepair', 'showdown', 'faker'];
+  function get(name) {
+    if (!Object.prototype.hasOwnProperty.call(setup, name)) throw new Error('no library ' + name);
+    if (!cache[name]) {
+      var m = setup[name](load(name));
+      deepFreeze(m);
+      cache[name] = m;
+    }
+    return cache[name];
+  }
+  var ejs = g.ejs;
+  /* ejs's own compiler produces the template's function body; the worker
+   * wraps it as ejs's Template#compile does (compileDebug on), but with the
+   * Function constructor of the evaluation's realm, so the template's code
+   * runs there and not here. */
+  function ejsSource(text) {
+    var t = new ejs.Template(text, { compileDebug: true, strict: false, _with: true,
+                                     localsName: 'locals', legacyInclude: false });
+    t.generateSource();
+    return t.source;
+  }
+
+  var lib = {
+    ejs: ejs,
+    ejsSource: ejsSource,
+    escapeXML: ejs.escapeXML,
+    get: get,
+    /* Loads the next library not loaded yet; true while some remain. */
+    preload: function () {
+      for (var i = 0; i < order.length; i++)
+        if (!cache[order[i]]) { get(order[i]); return i + 1 < order.length; }
+      return false;
+    }
+  };
+  deepFreeze(g);
+  deepFreeze(lib);
+  return lib;
+})(this);

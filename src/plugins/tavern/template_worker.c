@@ -1,0 +1,445 @@
+/* template_worker.c — the template worker process (see template.h): one
+ * JavaScriptCore context group per worker. At start it evaluates the
+ * pinned libraries and lib-realm.js in a library context whose whole
+ * object graph is then frozen; every evaluation gets a fresh global
+ * context in the same group that receives only those frozen library
+ * objects and the request's data (as JSON text), runs template-realm.js
+ * and is released. No host function is bridged into JavaScript. Limits:
+ * JSC's execution time limit per evaluation, RLIMIT_DATA for memory, no
+ * files (RLIMIT_FSIZE 0), descriptors closed but the socket. The globals
+ * below are only ever touched inside the single-threaded worker loop. */
+#include <JavaScriptCore/JavaScript.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/strbuf.h"
+#include "plugins/tavern/template_priv.h"
+
+/* JSContextGroupSetExecutionTimeLimit is exported by
+ * libjavascriptcoregtk-4.1 (and stable since 2013) but declared only in
+ * JSC's private header JSContextRefPrivate.h, which Debian's -dev package
+ * does not install; its prototype, copied from that header: */
+typedef bool (*cdsh_jsc_should_terminate)(JSContextRef ctx, void *context);
+JS_EXPORT void JSContextGroupSetExecutionTimeLimit(JSContextGroupRef group, double limit,
+                                                   cdsh_jsc_should_terminate callback,
+                                                   void *context);
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CDSH_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CDSH_UNDER_ASAN 1
+#endif
+#endif
+
+const char *const cdsh_tavern_template_files[CDSH_TPL_NFILES] = {
+    [CDSH_TPL_LODASH] = "node_modules/lodash/lodash.min.js",
+    [CDSH_TPL_EJS] = "node_modules/ejs/ejs.min.js",
+    [CDSH_TPL_SHOWDOWN] = "node_modules/showdown/dist/showdown.js",
+    [CDSH_TPL_JSONREPAIR] = "node_modules/jsonrepair/lib/umd/jsonrepair.min.js",
+    [CDSH_TPL_FAKER] = "dist/faker.js",
+    [CDSH_TPL_LIB_REALM] = "lib-realm.js",
+    [CDSH_TPL_TEMPLATE_REALM] = "template-realm.js",
+};
+
+/* The current evaluation's watch (worker loop only): JSC calls on_watch
+ * every WATCH_SLICE of script time; it ends the script at the deadline or
+ * when the resident set outgrows the allowance. */
+#define WATCH_SLICE 0.01
+static bool g_timed_out, g_out_of_memory;
+static int64_t g_deadline_ms;
+static size_t g_rss_cap;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Resident set size in bytes (0 if unknown). */
+static size_t rss_bytes(void)
+{
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    unsigned long size = 0, res = 0;
+    if (sscanf(buf, "%lu %lu", &size, &res) != 2)
+        return 0;
+    return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static bool on_watch(JSContextRef ctx, void *ud)
+{
+    (void)ud;
+    if (mono_ms() >= g_deadline_ms) {
+        g_timed_out = true;
+        return true; /* terminate the script */
+    }
+    if (g_rss_cap && rss_bytes() > g_rss_cap) {
+        g_out_of_memory = true;
+        return true;
+    }
+    /* Go on. This JSC does not re-arm the watch by itself when the
+     * callback returns false: set it again for the next slice. */
+    JSContextGroupSetExecutionTimeLimit(JSContextGetGroup(ctx), WATCH_SLICE, on_watch, NULL);
+    return false;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int cdsh_tavern_template_frame_write(int fd, const char *payload, size_t len, uint32_t time_ms,
+                                     uint32_t max_output)
+{
+    unsigned char h[CDSH_TPL_HEADER];
+    put_u32(h, (uint32_t)len);
+    put_u32(h + 4, time_ms);
+    put_u32(h + 8, max_output);
+    if (write_all(fd, (const char *)h, sizeof h) < 0)
+        return -1;
+    return write_all(fd, payload, len);
+}
+
+static int read_all(int fd, char *buf, size_t n)
+{
+    while (n) {
+        ssize_t r = read(fd, buf, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        buf += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void reply_error(int fd, const char *code, const char *msg)
+{
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    cdsh_strbuf_append_str(&sb, "{\"ok\":false,\"code\":");
+    cdsh_strbuf_append_json_string(&sb, code, strlen(code));
+    cdsh_strbuf_append_str(&sb, ",\"message\":");
+    cdsh_strbuf_append_json_string(&sb, msg, strlen(msg));
+    cdsh_strbuf_append_char(&sb, '}');
+    cdsh_tavern_template_frame_write(fd, sb.data ? sb.data : "{}", sb.data ? sb.len : 2, 0, 0);
+    cdsh_strbuf_deinit(&sb);
+}
+
+static void close_other_fds(int keep)
+{
+#ifdef SYS_close_range
+    if (keep > 3) {
+        syscall(SYS_close_range, 3, (unsigned)keep - 1, 0);
+        if (syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0) == 0)
+            return;
+    }
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+        max = 65536;
+    for (int fd = 3; fd < max; fd++)
+        if (fd != keep)
+            close(fd);
+}
+
+static void limit(int res, rlim_t v)
+{
+    struct rlimit rl = {v, v};
+    setrlimit(res, &rl);
+}
+
+/* The data segment size the worker inherited (VmData, bytes), 0 if unknown. */
+static size_t vm_data(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    size_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmData: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+static char *slurp(const char *dir, const char *rel, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        return NULL;
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    char buf[65536];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0)
+        cdsh_strbuf_append(&sb, buf, r);
+    fclose(f);
+    return cdsh_strbuf_take(&sb, len);
+}
+
+/* A JS value as owned UTF-8 (exceptions are Error objects: name: message). */
+static char *js_to_utf8(JSContextRef ctx, JSValueRef v)
+{
+    JSStringRef s = JSValueToStringCopy(ctx, v, NULL);
+    if (!s)
+        return strdup("(unprintable value)");
+    size_t max = JSStringGetMaximumUTF8CStringSize(s);
+    char *out = malloc(max ? max : 1);
+    if (out)
+        JSStringGetUTF8CString(s, out, max ? max : 1);
+    JSStringRelease(s);
+    return out;
+}
+
+/* Evaluates src in ctx; NULL and *msg (owned) on an exception. */
+static JSValueRef eval_in(JSContextRef ctx, const char *src, const char *url, char **msg)
+{
+    JSStringRef s = JSStringCreateWithUTF8CString(src);
+    JSStringRef u = JSStringCreateWithUTF8CString(url);
+    JSValueRef exc = NULL;
+    JSValueRef v = JSEvaluateScript(ctx, s, NULL, u, 1, &exc);
+    JSStringRelease(s);
+    JSStringRelease(u);
+    if (exc || !v) {
+        *msg = exc ? js_to_utf8(ctx, exc) : strdup("evaluation failed");
+        return NULL;
+    }
+    return v;
+}
+
+static void set_global(JSContextRef ctx, const char *name, JSValueRef v)
+{
+    JSStringRef n = JSStringCreateWithUTF8CString(name);
+    JSObjectSetProperty(ctx, JSContextGetGlobalObject(ctx), n, v, kJSPropertyAttributeDontEnum,
+                        NULL);
+    JSStringRelease(n);
+}
+
+static JSValueRef utf8_value(JSContextRef ctx, const char *s)
+{
+    JSStringRef js = JSStringCreateWithUTF8CString(s);
+    JSValueRef v = JSValueMakeString(ctx, js);
+    JSStringRelease(js);
+    return v;
+}
+
+/* lib.preload() in the library realm: loads the next library; false when
+ * all are loaded (or loading failed: the templates then see the error). */
+static bool preload(JSContextRef lib_ctx, JSObjectRef lib)
+{
+    g_timed_out = g_out_of_memory = false;
+    g_deadline_ms = mono_ms() + 10000;
+    JSContextGroupSetExecutionTimeLimit(JSContextGetGroup(lib_ctx), WATCH_SLICE, on_watch, NULL);
+    JSStringRef n = JSStringCreateWithUTF8CString("preload");
+    JSValueRef f = JSObjectGetProperty(lib_ctx, lib, n, NULL);
+    JSStringRelease(n);
+    if (!f || !JSValueIsObject(lib_ctx, f))
+        return false;
+    JSValueRef exc = NULL;
+    JSValueRef r =
+        JSObjectCallAsFunction(lib_ctx, JSValueToObject(lib_ctx, f, NULL), lib, 0, NULL, &exc);
+    return !exc && r && JSValueToBoolean(lib_ctx, r);
+}
+
+/* One evaluation in a fresh global context; the reply (owned JSON text). */
+static char *evaluate(JSContextGroupRef group, JSObjectRef lib, const char *tpl_realm,
+                      const char *input, uint32_t time_ms)
+{
+    g_timed_out = g_out_of_memory = false;
+    g_deadline_ms = mono_ms() + time_ms;
+    JSContextGroupSetExecutionTimeLimit(group, WATCH_SLICE, on_watch, NULL);
+    JSGlobalContextRef ctx = JSGlobalContextCreateInGroup(group, NULL);
+    set_global(ctx, "__lib", lib);
+    set_global(ctx, "__input", utf8_value(ctx, input));
+    char *msg = NULL, *reply = NULL;
+    JSValueRef v = eval_in(ctx, tpl_realm, "cdsh:template-realm.js", &msg);
+    if (v && JSValueIsString(ctx, v)) {
+        reply = js_to_utf8(ctx, v);
+    } else {
+        cdsh_strbuf sb;
+        cdsh_strbuf_init(&sb);
+        const char *code = g_timed_out       ? "TEMPLATE_TIMEOUT"
+                           : g_out_of_memory ? "TEMPLATE_MEMORY"
+                                             : "TEMPLATE_CRASHED";
+        char text[256];
+        if (g_timed_out)
+            snprintf(text, sizeof text, "template ran longer than %u ms and was stopped", time_ms);
+        else if (g_out_of_memory)
+            snprintf(text, sizeof text, "template used more memory than its allowance and was "
+                                        "stopped");
+        else
+            snprintf(text, sizeof text, "template engine failed: %.200s",
+                     msg ? msg : "no reply");
+        if (!g_timed_out && !g_out_of_memory && msg && strstr(msg, "Out of memory"))
+            code = "TEMPLATE_MEMORY";
+        cdsh_strbuf_append_str(&sb, "{\"ok\":false,\"code\":");
+        cdsh_strbuf_append_json_string(&sb, code, strlen(code));
+        cdsh_strbuf_append_str(&sb, ",\"message\":");
+        cdsh_strbuf_append_json_string(&sb, text, strlen(text));
+        cdsh_strbuf_append_char(&sb, '}');
+        reply = cdsh_strbuf_take(&sb, NULL);
+    }
+    free(msg);
+    JSGlobalContextRelease(ctx);
+    return reply;
+}
+
+/* Long by design: the worker's whole life — start-up (files, limits, the
+ * library realm) and the request loop — in one frame, since it never
+ * returns and owns everything until _exit. */
+void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
+{
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+    }
+    close_other_fds(fd);
+    char *src[CDSH_TPL_NFILES] = {0};
+    for (int i = 0; i < CDSH_TPL_NFILES; i++) {
+        src[i] = slurp(dir, cdsh_tavern_template_files[i], NULL);
+        if (!src[i]) {
+            char m[4200];
+            snprintf(m, sizeof m, "%s/%s is missing: run scripts/bootstrap.sh", dir,
+                     cdsh_tavern_template_files[i]);
+            reply_error(fd, "TEMPLATE_RUNTIME_MISSING", m);
+            _exit(2);
+        }
+    }
+    limit(RLIMIT_FSIZE, 0);
+    limit(RLIMIT_CORE, 0);
+    JSContextGroupRef group = JSContextGroupCreate();
+    JSGlobalContextRef lib_ctx = JSGlobalContextCreateInGroup(group, NULL);
+    char *msg = NULL;
+    if (!eval_in(lib_ctx, src[CDSH_TPL_EJS], cdsh_tavern_template_files[CDSH_TPL_EJS], &msg))
+        goto failed;
+    /* The other libraries wait as text in lib-realm.js until first use or
+     * idle time: the worker is ready as soon as the compiler is. */
+    JSObjectRef sources = JSObjectMake(lib_ctx, NULL, NULL);
+    static const struct {
+        int file;
+        const char *name;
+    } lazy[] = {{CDSH_TPL_LODASH, "lodash"},
+                {CDSH_TPL_JSONREPAIR, "jsonrepair"},
+                {CDSH_TPL_SHOWDOWN, "showdown"},
+                {CDSH_TPL_FAKER, "faker"}};
+    for (size_t i = 0; i < sizeof lazy / sizeof lazy[0]; i++) {
+        JSStringRef n = JSStringCreateWithUTF8CString(lazy[i].name);
+        JSObjectSetProperty(lib_ctx, sources, n, utf8_value(lib_ctx, src[lazy[i].file]), 0, NULL);
+        JSStringRelease(n);
+    }
+    set_global(lib_ctx, "__sources", sources);
+    JSValueRef libv = eval_in(lib_ctx, src[CDSH_TPL_LIB_REALM], "cdsh:lib-realm.js", &msg);
+    if (!libv)
+        goto failed;
+    if (!JSValueIsObject(lib_ctx, libv)) {
+        msg = strdup("lib-realm.js did not return the library object");
+        goto failed;
+    }
+    JSObjectRef lib = JSValueToObject(lib_ctx, libv, NULL);
+    JSValueProtect(lib_ctx, lib);
+    for (int i = 0; i < CDSH_TPL_NFILES; i++)
+        if (i != CDSH_TPL_TEMPLATE_REALM) {
+            free(src[i]);
+            src[i] = NULL;
+        }
+    /* Memory: RLIMIT_DATA at what the worker holds once the libraries are
+     * in plus twice its allowance, a backstop behind the resident-set watches
+     * (on_watch here, and the host's). Set only now because JavaScriptCore reserves
+     * several GiB of writable address space when it starts (counted as data
+     * though never touched); what it allocates later for a template (string
+     * and heap growth) is new mappings and meets the limit. Sanitizer
+     * builds reserve huge shadow mappings of their own and skip it. */
+#ifndef CDSH_UNDER_ASAN
+    if (mem_bytes)
+        limit(RLIMIT_DATA, (rlim_t)(vm_data() + 2 * mem_bytes));
+#endif
+    /* The resident-set watch works in every build (the allowance counts
+     * from the ready worker, libraries still to load included). */
+    g_rss_cap = mem_bytes ? rss_bytes() + mem_bytes : 0;
+    /* The ready frame's second word: the start-up's CPU time (us), all threads. */
+    struct timespec cs;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cs);
+    cdsh_tavern_template_frame_write(fd, "{\"ok\":true}", 11,
+                                     (uint32_t)(cs.tv_sec * 1000000 + cs.tv_nsec / 1000), 0);
+    bool more = true;
+    for (;;) {
+        /* Idle time (50 ms without a request) loads the next library. */
+        while (more) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 50) != 0)
+                break;
+            more = preload(lib_ctx, lib);
+        }
+        unsigned char h[CDSH_TPL_HEADER];
+        if (read_all(fd, (char *)h, sizeof h) < 0)
+            _exit(0); /* the host closed the socket */
+        uint32_t len = get_u32(h), time_ms = get_u32(h + 4);
+        if (len > CDSH_TPL_MAX_FRAME)
+            _exit(2);
+        char *in = malloc((size_t)len + 1);
+        if (!in || read_all(fd, in, len) < 0)
+            _exit(2);
+        in[len] = 0;
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        char *reply = evaluate(group, lib, src[CDSH_TPL_TEMPLATE_REALM], in, time_ms);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        free(in);
+        int64_t cpu_us = (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000 + (c1.tv_nsec - c0.tv_nsec) / 1000;
+        /* The reply header's second word: the evaluation's CPU time (us). */
+        if (!reply ||
+            cdsh_tavern_template_frame_write(fd, reply, strlen(reply), (uint32_t)cpu_us, 0) < 0)
+            _exit(2);
+        free(reply);
+    }
+failed:
+    reply_error(fd, "TEMPLATE_WORKER_FAILED", msg ? msg : "the template runtime failed to load");
+    _exit(2);
+}
