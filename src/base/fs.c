@@ -33,7 +33,7 @@ static int sys_error(cdsh_error *err, int e, const char *what, const char *path)
                           what, path, strerror(e));
 }
 
-static char *dir_of_dup(const char *path)
+char *cdsh_fs_dirname_dup(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
@@ -123,7 +123,7 @@ int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mod
     else if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
         final_mode = st.st_mode & 07777;
 
-    dir = dir_of_dup(path);
+    dir = cdsh_fs_dirname_dup(path);
     if (!dir || cdsh_random_hex(hex, sizeof hex, 8) != 0) {
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot write %s: out of memory", path);
         goto cleanup;

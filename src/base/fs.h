@@ -78,6 +78,11 @@ char *cdsh_fs_path_normalize_dup(const char *path);
  * confining paths must use cdsh_fs_path_is_inside. Owned; NULL on ENOMEM or a NULL argument. */
 char *cdsh_fs_path_join_dup(const char *base, const char *rel);
 
+/* The directory part of path, lexically: "a/b" is "a", "/b" is "/", "b" is
+ * "." (no normalisation beyond dropping the last segment). Owned; NULL on
+ * ENOMEM. */
+char *cdsh_fs_dirname_dup(const char *path);
+
 /* True only if path stays inside root once ".." and symlinks are resolved.
  * A relative path is taken relative to root. Components that do not exist
  * yet are resolved lexically after the deepest existing ancestor (realpath),

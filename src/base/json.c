@@ -100,6 +100,17 @@ static int as_array(const json_t *v, const char *key, json_t **out, cdsh_error *
     return 0;
 }
 
+const char *cdsh_json_str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+const char *cdsh_json_str_or(const json_t *obj, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : dflt;
+}
+
 /* The getters differ only in type, so macros write them: cdsh_json_get_string,
  * _get_int, _get_number, _get_bool, _get_object, _get_array and cdsh_json_opt_string,
  * _opt_int, _opt_number, _opt_bool are defined by the lines below. */
@@ -506,19 +517,15 @@ static json_t *sanitize_string(const char *s, size_t n)
     return out;
 }
 
-static json_t *sanitize_value(const json_t *v, int depth)
+static json_t *map_value(const json_t *v, const cdsh__json_map_ops *ops, bool flag, int depth)
 {
-    if (depth >= LOSSLESS_MAX_DEPTH && (json_is_array(v) || json_is_object(v)))
-        return json_null();
-    switch (json_typeof(v)) {
-    case JSON_REAL:
-        return isfinite(json_real_value(v)) ? json_real(json_real_value(v)) : json_null();
-    case JSON_INTEGER: return json_integer(json_integer_value(v));
-    case JSON_STRING: return sanitize_string(json_string_value(v), json_string_length(v));
-    case JSON_ARRAY: {
+    bool container = json_is_array(v) || json_is_object(v);
+    if (depth >= ops->max_depth && (container || ops->deep_leaves))
+        return ops->too_deep(flag);
+    if (json_is_array(v)) {
         json_t *out = json_array();
         for (size_t i = 0; out && i < json_array_size(v); i++) {
-            json_t *item = sanitize_value(json_array_get(v, i), depth + 1);
+            json_t *item = map_value(json_array_get(v, i), ops, flag, depth + 1);
             if (json_array_append_new(out, item) != 0) {
                 json_decref(out);
                 out = NULL;
@@ -526,34 +533,68 @@ static json_t *sanitize_value(const json_t *v, int depth)
         }
         return out;
     }
-    case JSON_OBJECT: {
-        json_t *out = json_object();
-        for (void *it = json_object_iter((json_t *)v); out && it;
-             it = json_object_iter_next((json_t *)v, it)) {
-            json_t *key = sanitize_string(json_object_iter_key(it), json_object_iter_key_len(it));
-            json_t *item = sanitize_value(json_object_iter_value(it), depth + 1);
-            /* Two keys may sanitise to the same text; the later one wins. */
-            int rc = key && item ? json_object_setn_new_nocheck(out, json_string_value(key),
-                                                                json_string_length(key), item)
-                                 : -1;
-            if (rc != 0 && item && key)
-                item = NULL; /* _new consumed it even on failure */
-            json_decref(key);
-            if (rc != 0) {
-                json_decref(item);
-                json_decref(out);
-                out = NULL;
-            }
+    if (!json_is_object(v))
+        return ops->leaf(v, flag);
+    json_t *out = json_object();
+    for (void *it = json_object_iter((json_t *)v); out && it;
+         it = json_object_iter_next((json_t *)v, it)) {
+        bool child_flag = flag;
+        json_t *key =
+            ops->key(json_object_iter_key(it), json_object_iter_key_len(it), flag, &child_flag);
+        json_t *item =
+            key ? map_value(json_object_iter_value(it), ops, child_flag, depth + 1) : NULL;
+        /* Two keys may map to the same text; the later one wins. */
+        int rc = key && item ? json_object_setn_new_nocheck(out, json_string_value(key),
+                                                            json_string_length(key), item)
+                             : -1;
+        if (rc != 0 && item && key)
+            item = NULL; /* _new consumed it even on failure */
+        json_decref(key);
+        if (rc != 0) {
+            json_decref(item);
+            json_decref(out);
+            out = NULL;
         }
-        return out;
     }
+    return out;
+}
+
+json_t *cdsh__json_map_dup(const json_t *value, const cdsh__json_map_ops *ops, bool flag)
+{
+    return value ? map_value(value, ops, flag, 0) : NULL;
+}
+
+static json_t *sanitize_leaf(const json_t *v, bool flag)
+{
+    (void)flag;
+    switch (json_typeof(v)) {
+    case JSON_REAL:
+        return isfinite(json_real_value(v)) ? json_real(json_real_value(v)) : json_null();
+    case JSON_INTEGER: return json_integer(json_integer_value(v));
+    case JSON_STRING: return sanitize_string(json_string_value(v), json_string_length(v));
     default: return json_incref((json_t *)v); /* true/false/null are singletons */
     }
 }
 
+static json_t *sanitize_too_deep(bool flag)
+{
+    (void)flag;
+    return json_null();
+}
+
+static json_t *sanitize_key(const char *k, size_t n, bool flag, bool *child_flag)
+{
+    (void)flag, (void)child_flag;
+    return sanitize_string(k, n);
+}
+
 json_t *cdsh_json_sanitize_dup(const json_t *value)
 {
-    return value ? sanitize_value(value, 0) : NULL;
+    static const cdsh__json_map_ops ops = {.max_depth = LOSSLESS_MAX_DEPTH,
+                                           .leaf = sanitize_leaf,
+                                           .too_deep = sanitize_too_deep,
+                                           .key = sanitize_key};
+    return cdsh__json_map_dup(value, &ops, false);
 }
 
 json_t *cdsh_json_snapshot_dup(const json_t *value, const char *root, cdsh_error *err)

@@ -42,6 +42,13 @@ int cdsh_json_opt_number(const json_t *obj, const char *key, double dflt, double
                          cdsh_error *err);
 int cdsh_json_opt_bool(const json_t *obj, const char *key, bool dflt, bool *out, cdsh_error *err);
 
+/* Lenient reads for values already validated or only displayed: the string
+ * at key (borrowed, lives as long as obj), else NULL — also for a missing
+ * key, a non-string value or a NULL / non-object obj. _or returns dflt
+ * instead of NULL. */
+const char *cdsh_json_str(const json_t *obj, const char *key);
+const char *cdsh_json_str_or(const json_t *obj, const char *key, const char *dflt);
+
 /* ---- output --------------------------------------------------------------
  * Object keys keep insertion order; non-ASCII is emitted as UTF-8 (not \u
  * escapes); "/" is not escaped; controls are escaped (\n, \u001f, NUL as
@@ -95,6 +102,23 @@ int cdsh_json_check_lossless(const json_t *value, const char *root, cdsh_error *
  * the result always passes cdsh_json_check_lossless. If two keys sanitise to
  * the same text the later one wins. Owned; NULL on ENOMEM or NULL input. */
 json_t *cdsh_json_sanitize_dup(const json_t *value);
+
+/* Layer-internal (base): the one recursive copy behind sanitize_dup and
+ * redact.c's cdsh_redact_json_dup. Arrays and objects are rebuilt; every other
+ * value goes through leaf; object keys through key, which also gives the
+ * child's flag (a flag is inherited down the tree: redact's "under a secret
+ * key"). A value at depth >= max_depth (containers only, unless
+ * deep_leaves) becomes too_deep(flag). All callbacks return owned values or
+ * NULL for ENOMEM; the copy is then NULL. */
+typedef struct cdsh__json_map_ops {
+    int max_depth;
+    bool deep_leaves;
+    json_t *(*leaf)(const json_t *v, bool flag);
+    json_t *(*too_deep)(bool flag);
+    /* The key to store (owned JSON string) and *child_flag. */
+    json_t *(*key)(const char *k, size_t n, bool flag, bool *child_flag);
+} cdsh__json_map_ops;
+json_t *cdsh__json_map_dup(const json_t *value, const cdsh__json_map_ops *ops, bool flag);
 
 /* Deep copy that is guaranteed lossless, or NULL with the same error as
  * cdsh_json_check_lossless (for snapshotting tool arguments and results). */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
 
 /* Every pattern's group 1 is kept and the rest of the match replaced, so a
@@ -169,10 +170,8 @@ bool cdsh_redact_key_is_secret(const char *key, size_t len)
     return false;
 }
 
-static json_t *redact_value(const json_t *v, bool secret, int depth)
+static json_t *redact_leaf(const json_t *v, bool secret)
 {
-    if (depth > 2048)
-        return json_string(CDSH_REDACTED); /* deeper than any lossless value */
     switch (json_typeof(v)) {
     case JSON_STRING: {
         if (secret)
@@ -183,39 +182,31 @@ static json_t *redact_value(const json_t *v, bool secret, int depth)
         free(clean);
         return out;
     }
-    case JSON_ARRAY: {
-        json_t *out = json_array();
-        for (size_t i = 0; out && i < json_array_size(v); i++) {
-            if (json_array_append_new(out, redact_value(json_array_get(v, i), secret, depth + 1)) !=
-                0) {
-                json_decref(out);
-                out = NULL;
-            }
-        }
-        return out;
-    }
-    case JSON_OBJECT: {
-        json_t *out = json_object();
-        for (void *it = json_object_iter((json_t *)v); out && it;
-             it = json_object_iter_next((json_t *)v, it)) {
-            const char *k = json_object_iter_key(it);
-            size_t klen = json_object_iter_key_len(it);
-            bool child_secret = secret || cdsh_redact_key_is_secret(k, klen);
-            json_t *item = redact_value(json_object_iter_value(it), child_secret, depth + 1);
-            if (json_object_setn_new_nocheck(out, k, klen, item) != 0) {
-                json_decref(out);
-                out = NULL;
-            }
-        }
-        return out;
-    }
     case JSON_INTEGER: return json_integer(json_integer_value(v));
     case JSON_REAL: return json_real(json_real_value(v));
     default: return json_incref((json_t *)v);
     }
 }
 
+static json_t *redact_too_deep(bool secret)
+{
+    (void)secret;
+    return json_string(CDSH_REDACTED); /* deeper than any lossless value */
+}
+
+/* Keys are kept as they are; a secret-looking key makes everything below secret. */
+static json_t *redact_key(const char *k, size_t n, bool secret, bool *child_secret)
+{
+    *child_secret = secret || cdsh_redact_key_is_secret(k, n);
+    return json_stringn_nocheck(k, n);
+}
+
 json_t *cdsh_redact_json_dup(const json_t *value)
 {
-    return value ? redact_value(value, false, 0) : NULL;
+    static const cdsh__json_map_ops ops = {.max_depth = 2049,
+                                           .deep_leaves = true,
+                                           .leaf = redact_leaf,
+                                           .too_deep = redact_too_deep,
+                                           .key = redact_key};
+    return cdsh__json_map_dup(value, &ops, false);
 }

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "base/json.h"
 #include "host/approval.h"
 
 typedef struct item {
@@ -30,12 +31,6 @@ struct cdsh_cli_approver {
     char current[64];   /* id of the request being asked, "" when none */
     bool current_ended; /* it ended elsewhere (cancel, timeout) */
 };
-
-static const char *str(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
 
 static void emit(cdsh_cli_approver *a, const char *type, const json_t *body)
 {
@@ -57,15 +52,15 @@ static int present(void *ud, const json_t *request)
         char *id = cdsh_approvals_option_for_dup(request, strcmp(a->o.auto_answer, "allow") == 0
                                                                ? CDSH_APPROVAL_ALLOWED_ONCE
                                                                : CDSH_APPROVAL_REJECTED);
-        fprintf(a->o.out, "\n[approval] %s: answered %s by --approve %s\n", str(request, "title"),
-                id ? id : "cancelled", a->o.auto_answer);
+        fprintf(a->o.out, "\n[approval] %s: answered %s by --approve %s\n",
+                cdsh_json_str_or(request, "title", ""), id ? id : "cancelled", a->o.auto_answer);
         fflush(a->o.out);
-        cdsh_approvals_answer(a->ap, str(request, "id"), NULL, id, NULL);
+        cdsh_approvals_answer(a->ap, cdsh_json_str_or(request, "id", ""), NULL, id, NULL);
         free(id);
         return 0;
     }
     if (!isatty(STDIN_FILENO) && !a->o.lines) {
-        fprintf(a->o.out, "\n[approval] %s: %s\n", str(request, "title"),
+        fprintf(a->o.out, "\n[approval] %s: %s\n", cdsh_json_str_or(request, "title", ""),
                 a->o.hint ? a->o.hint : "no terminal to ask: cancelled");
         fflush(a->o.out);
         return -1;
@@ -88,12 +83,12 @@ static void resolved(void *ud, const json_t *res)
 {
     cdsh_cli_approver *a = ud;
     emit(a, "approval/resolved", res);
-    const char *id = str(res, "id");
+    const char *id = cdsh_json_str_or(res, "id", "");
     pthread_mutex_lock(&a->mu);
     if (strcmp(a->current, id) == 0)
         a->current_ended = true;
     for (item **pp = &a->queue; *pp; pp = &(*pp)->next)
-        if (strcmp(str((*pp)->request, "id"), id) == 0) {
+        if (strcmp(cdsh_json_str_or((*pp)->request, "id", ""), id) == 0) {
             item *gone = *pp;
             *pp = gone->next;
             json_decref(gone->request);
@@ -147,14 +142,15 @@ static const char *choice(const json_t *options, const char *answer, bool *cance
     if (end != answer && *end == '\0') {
         *cancel = k == 0;
         return k >= 1 && (size_t)k <= json_array_size(options)
-                   ? str(json_array_get(options, (size_t)k - 1), "optionId")
+                   ? cdsh_json_str_or(json_array_get(options, (size_t)k - 1), "optionId", "")
                    : NULL;
     }
     size_t i;
     json_t *o;
     json_array_foreach(options, i, o) {
-        if (strcasecmp(str(o, "name"), answer) == 0 || strcmp(str(o, "optionId"), answer) == 0)
-            return str(o, "optionId");
+        if (strcasecmp(cdsh_json_str_or(o, "name", ""), answer) == 0 ||
+            strcmp(cdsh_json_str_or(o, "optionId", ""), answer) == 0)
+            return cdsh_json_str_or(o, "optionId", "");
     }
     return NULL;
 }
@@ -187,7 +183,7 @@ static bool take_scripted(void *ud, const char *line)
     char *t = trim(buf);
     bool cancel;
     const char *id = choice(json_object_get(sc->req, "options"), t, &cancel);
-    if (cdsh_approvals_answer(sc->a->ap, str(sc->req, "id"), NULL, id, NULL) != 0)
+    if (cdsh_approvals_answer(sc->a->ap, cdsh_json_str_or(sc->req, "id", ""), NULL, id, NULL) != 0)
         return false; /* it ended a moment ago */
     fprintf(sc->a->o.out, "[approval] %s\n", id ? t : "cancelled");
     return true;
@@ -206,7 +202,7 @@ static void ask_script(cdsh_cli_approver *a, const json_t *req)
             break;
         if (r == 0 || (r == -1 && errno != EINTR)) {
             fprintf(a->o.out, "\n[approval] no answer: cancelled\n");
-            cdsh_approvals_answer(a->ap, str(req, "id"), NULL, NULL, NULL);
+            cdsh_approvals_answer(a->ap, cdsh_json_str_or(req, "id", ""), NULL, NULL, NULL);
             return;
         }
     }
@@ -219,13 +215,14 @@ static void ask(cdsh_cli_approver *a, const json_t *req)
     FILE *out = a->o.out;
     const json_t *options = json_object_get(req, "options");
     fprintf(out, "\n[approval] %s asks: %s\n",
-            strcmp(str(req, "source"), "acp") == 0 ? "the agent" : "a tool", str(req, "title"));
-    if (*str(req, "description"))
-        fprintf(out, "  %s\n", str(req, "description"));
+            strcmp(cdsh_json_str_or(req, "source", ""), "acp") == 0 ? "the agent" : "a tool",
+            cdsh_json_str_or(req, "title", ""));
+    if (*cdsh_json_str_or(req, "description", ""))
+        fprintf(out, "  %s\n", cdsh_json_str_or(req, "description", ""));
     size_t i;
     json_t *o;
     json_array_foreach(options, i, o)
-        fprintf(out, "  %zu) %s\n", i + 1, str(o, "name"));
+        fprintf(out, "  %zu) %s\n", i + 1, cdsh_json_str_or(o, "name", ""));
     fprintf(out, "  0) cancel\n");
     if (a->o.lines) {
         fprintf(out, "choice: ");
@@ -245,14 +242,14 @@ static void ask(cdsh_cli_approver *a, const json_t *req)
         }
         if (r == 0) {
             fprintf(out, "\n[approval] no answer: cancelled\n");
-            cdsh_approvals_answer(a->ap, str(req, "id"), NULL, NULL, NULL);
+            cdsh_approvals_answer(a->ap, cdsh_json_str_or(req, "id", ""), NULL, NULL, NULL);
             return;
         }
         char *t = trim(line);
         bool cancel;
         const char *id = choice(options, t, &cancel);
         if (id || cancel) {
-            if (cdsh_approvals_answer(a->ap, str(req, "id"), NULL, id, NULL) == 0)
+            if (cdsh_approvals_answer(a->ap, cdsh_json_str_or(req, "id", ""), NULL, id, NULL) == 0)
                 fprintf(out, "[approval] %s\n", id ? t : "cancelled");
             return;
         }
@@ -271,7 +268,7 @@ static void *reader_main(void *arg)
             break;
         item *it = a->queue;
         a->queue = it->next;
-        snprintf(a->current, sizeof a->current, "%s", str(it->request, "id"));
+        snprintf(a->current, sizeof a->current, "%s", cdsh_json_str_or(it->request, "id", ""));
         a->current_ended = false;
         pthread_mutex_unlock(&a->mu);
         ask(a, it->request);

@@ -577,14 +577,20 @@ done:
 
 int cdsh_ops_register(cdsh_plugin_ctx *ctx, cdsh_ops *ops, cdsh_error *err)
 {
+    return cdsh_ops_register_surfaces(ctx, ops, CDSH_OP_SURFACES, err);
+}
+
+int cdsh_ops_register_surfaces(cdsh_plugin_ctx *ctx, cdsh_ops *ops, unsigned surfaces,
+                               cdsh_error *err)
+{
     if (!ctx || !ops)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_OPS_TABLE", "ops: missing argument");
     const cdsh_ops_table *t = ops->table;
     unsigned all = 0;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < t->n_ops; i++) {
-        all |= t->ops[i].surfaces;
-        if (t->ops[i].surfaces & CDSH_OP_TOOL)
+        all |= t->ops[i].surfaces & surfaces;
+        if (t->ops[i].surfaces & surfaces & CDSH_OP_TOOL)
             rc = register_tool(ctx, ops, i, err);
     }
     if (rc == 0 && (all & CDSH_OP_RPC)) {

@@ -141,6 +141,12 @@ const cdsh_ops_table *cdsh_ops_table_get(const cdsh_ops *ops);
  * freeing a scoped context) removes it; on failure what was registered so
  * far stays recorded in ctx and goes away with the failed apply. */
 int cdsh_ops_register(cdsh_plugin_ctx *ctx, cdsh_ops *ops, cdsh_error *err);
+/* The same for the surfaces in `surfaces` only (a plugin whose RPC channel
+ * exists only beside a web connection registers the rest first). Calling it
+ * again for other surfaces adds them; a surface registered twice fails as
+ * the registry does for a duplicate name. */
+int cdsh_ops_register_surfaces(cdsh_plugin_ctx *ctx, cdsh_ops *ops, unsigned surfaces,
+                               cdsh_error *err);
 
 /* cdsh_ops_new + cdsh_ops_register + cdsh_ops_free in one call. */
 int cdsh_ops_register_table(cdsh_plugin_ctx *ctx, const cdsh_ops_table *table, void *ud,

@@ -844,6 +844,19 @@ static void list_dir_reports_missing_and_files(void **state)
     free(missing);
 }
 
+static void dirname_drops_the_last_segment(void **state)
+{
+    (void)state;
+    const char *cases[][2] = {{"a/b", "a"}, {"/a/b/c", "/a/b"}, {"/b", "/"},  {"b", "."},
+                              {"a/", "a"},  {"/", "/"},         {"./x", "."}, {"", "."}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *got = cdsh_fs_dirname_dup(cases[i][0]);
+        assert_non_null(got);
+        assert_string_equal(got, cases[i][1]);
+        free(got);
+    }
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 
@@ -906,6 +919,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(write_atomic_creates_file_with_given_mode),
+        T(dirname_drops_the_last_segment),
         T(write_atomic_new_file_defaults_to_private_mode),
         T(write_atomic_keeps_existing_mode_and_replaces_content),
         T(write_atomic_onto_directory_fails_and_leaves_no_temp),

@@ -504,6 +504,27 @@ static void equal_ignores_key_order_and_int_real_difference(void **state)
     json_decref(d);
 }
 
+static void str_reads_strings_and_nothing_else(void **state)
+{
+    (void)state;
+    json_t *o =
+        json_pack("{s:s, s:s, s:i, s:n, s:[s]}", "a", "x", "empty", "", "n", 3, "z", "arr", "y");
+    assert_string_equal(cdsh_json_str(o, "a"), "x");
+    assert_string_equal(cdsh_json_str(o, "empty"), "");
+    assert_null(cdsh_json_str(o, "n"));
+    assert_null(cdsh_json_str(o, "z"));
+    assert_null(cdsh_json_str(o, "arr"));
+    assert_null(cdsh_json_str(o, "missing"));
+    assert_null(cdsh_json_str(NULL, "a"));
+    assert_null(cdsh_json_str(json_object_get(o, "arr"), "a"));
+    assert_string_equal(cdsh_json_str_or(o, "a", "d"), "x");
+    assert_string_equal(cdsh_json_str_or(o, "empty", "d"), ""); /* present, so not the default */
+    assert_string_equal(cdsh_json_str_or(o, "n", "d"), "d");
+    assert_string_equal(cdsh_json_str_or(NULL, "a", ""), "");
+    assert_null(cdsh_json_str_or(o, "missing", NULL));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -533,6 +554,7 @@ int main(void)
         cmocka_unit_test(sanitize_replaces_bad_utf8_and_drops_nul),
         cmocka_unit_test(snapshot_copies_lossless_values_only),
         cmocka_unit_test(equal_ignores_key_order_and_int_real_difference),
+        cmocka_unit_test(str_reads_strings_and_nothing_else),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -530,6 +530,41 @@ static void in_process_calls_go_through_the_table(void **state)
     assert_int_equal(the_demo.released, 1);
 }
 
+/* Tools and command now, the channel later (xiangqi: only beside a web connection). */
+static int split_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config;
+    cdsh_ops *ops = NULL;
+    int rc = cdsh_ops_new(&demo_table, &the_demo, release_demo, &ops, err);
+    if (rc == 0)
+        rc = cdsh_ops_register_surfaces(ctx, ops, CDSH_OP_TOOL | CDSH_OP_COMMAND, err);
+    if (rc == 0) /* no channel yet */
+        assert_int_equal(cdsh_rpc_count(cdsh_host_rpc(cdsh_ctx_host(ctx))), 0);
+    if (rc == 0)
+        rc = cdsh_ops_register_surfaces(ctx, ops, CDSH_OP_RPC, err);
+    cdsh_ops_free(ops);
+    return rc;
+}
+
+static void surfaces_can_be_registered_in_steps(void **state)
+{
+    cdsh_host *h = *state;
+    const cdsh_plugin_def split = {.name = "demo", .enabled_by_default = true, .apply = split_apply};
+    cdsh_plugin *pl = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &split, NULL, &pl, NULL), 0);
+    assert_int_equal(cdsh_tools_count(cdsh_host_tools(h)), 2);
+    assert_int_equal(cdsh_commands_count(cdsh_host_commands(h)), 1);
+    assert_int_equal(cdsh_rpc_count(cdsh_host_rpc(h)), 1);
+    json_t *r = rpc(h, "add", json_pack("{s:i}", "n", 2));
+    assert_true(json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    assert_int_equal(the_demo.released, 0); /* every surface holds the table */
+    cdsh_plugin_unload(pl);
+    assert_int_equal(cdsh_rpc_count(cdsh_host_rpc(h)), 0);
+    assert_int_equal(cdsh_tools_count(cdsh_host_tools(h)), 0);
+    assert_int_equal(the_demo.released, 1);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -544,6 +579,7 @@ int main(void)
         T(malformed_tables_are_refused_with_a_message),
         T(a_malformed_table_fails_the_plugin_and_registers_nothing),
         T(in_process_calls_go_through_the_table),
+        T(surfaces_can_be_registered_in_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "host/rpc.h"
-#include "plugins/tavern/b64.h"
+#include "base/base64.h"
 #include "plugins/tavern/plugin.h"
 
 void cdsh_test_tavern_world_open(cdsh_test_tavern_world *w)
@@ -69,7 +69,7 @@ char *cdsh_test_tavern_bound_session(cdsh_test_tavern_world *w, const char *book
 char *cdsh_test_tavern_bound_session_bytes(cdsh_test_tavern_world *w, const char *bytes, size_t len,
                                            const char *book, const char *title, char **card)
 {
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
+    char *b64 = cdsh_base64_encode_dup((const uint8_t *)bytes, len);
     json_t *imp = cdsh_test_tavern_rpc(w, "importCharacter",
                                        json_pack("{s:s,s:s}", "fileBase64", b64, "book", book));
     cdsh_session_spec spec = {.title = title};

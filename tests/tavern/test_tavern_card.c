@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "base/json.h"
-#include "plugins/tavern/b64.h"
+#include "base/base64.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/png.h"
 
@@ -115,7 +115,7 @@ static void png_end(pngb *b)
 
 static char *b64_of(const char *json)
 {
-    return cdsh_tavern_b64_encode_dup((const uint8_t *)json, strlen(json));
+    return cdsh_base64_encode_dup((const uint8_t *)json, strlen(json));
 }
 
 static void add_text(pngb *b, const char *kw, const char *json)
@@ -501,7 +501,7 @@ static void bad_pngs_fail_with_clear_codes(void **state)
     free(x.d);
     /* base64 of non-UTF-8 JSON */
     pngb u = png_start();
-    char *t = cdsh_tavern_b64_encode_dup((const uint8_t *)"{\"name\":\"\xc3\x28\"}", 13);
+    char *t = cdsh_base64_encode_dup((const uint8_t *)"{\"name\":\"\xc3\x28\"}", 13);
     char body[128];
     snprintf(body, sizeof body, "chara%c%s", 0, t);
     pb_chunk(&u, "tEXt", (const uint8_t *)body, 6 + strlen(t));

@@ -13,7 +13,7 @@
 #include "host/events.h"
 #include "host/host.h"
 #include "host/rpc.h"
-#include "plugins/tavern/b64.h"
+#include "base/base64.h"
 #include "plugins/tavern/plugin.h"
 #include "support/model_env.h"
 #include "support/tavern_world.h"

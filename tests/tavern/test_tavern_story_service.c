@@ -17,7 +17,7 @@
 #include "host/rpc.h"
 #include "host/scope.h"
 #include "plugins/tavern/plugin.h"
-#include "plugins/tavern/b64.h"
+#include "base/base64.h"
 #include "plugins/tavern/rpc.h"
 #include "plugins/tavern/service.h"
 #include "plugins/tavern/service_priv.h"
@@ -74,7 +74,7 @@ static char *import_card(fx *f)
 {
     size_t len = 0;
     char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
+    char *b64 = cdsh_base64_encode_dup((const uint8_t *)bytes, len);
     json_t *env = call(f, "importCharacter", json_pack("{s:s}", "fileBase64", b64));
     assert_string_equal(err_code(env), "book-choice-required");
     json_decref(env);
@@ -294,7 +294,7 @@ static void write_tools_check_floor_turn_and_binding(void **state)
     /* rebinding to another card: binding-changed, nothing written anywhere */
     size_t len = 0;
     char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
-    char *b64 = cdsh_tavern_b64_encode_dup((const uint8_t *)bytes, len);
+    char *b64 = cdsh_base64_encode_dup((const uint8_t *)bytes, len);
     json_t *env =
         call(f, "importCharacter", json_pack("{s:s,s:s}", "fileBase64", b64, "book", "discard"));
     const char *card2 = json_string_value(json_object_get(ok_value(env), "cardId"));

@@ -143,6 +143,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return reply(c, 200, "text/html; charset=utf-8", harness, strlen(harness));
     if (strcmp(url, "/xiangqi/board.js") == 0)
         return serve_file(c, "xiangqi/board.js", "text/javascript; charset=utf-8");
+    if (strcmp(url, "/remote.js") == 0) /* board.js builds its remote from $ops with it */
+        return serve_file(c, "remote.js", "text/javascript; charset=utf-8");
     if (strcmp(url, "/xiangqi/board.css") == 0)
         return serve_file(c, "xiangqi/board.css", "text/css; charset=utf-8");
     if (strncmp(url, "/api/sessions/", 14) == 0 && strstr(url, "/events")) {

@@ -10,6 +10,7 @@ import { applyDisplayRegex, renderMarkdown, isCardHtml } from './render.js';
 import { mountCardFrame, cardFrameUrl } from './frame.js';
 import { dialog } from './dialog.js';
 import { viewBooks, viewAssets } from './library.js';
+import { lazyRemote } from '../remote.js';
 
 const TABS = ['Library', 'Chat', 'Lore', 'Books', 'Assets', 'Memory', 'World', 'Journal', 'Settings', 'Prompt'];
 const TAB_KEYS = { Library: 'tabLibrary', Chat: 'tabChat', Lore: 'tabLore', Books: 'tabBooks', Assets: 'tabAssets',
@@ -78,8 +79,10 @@ export async function mount(root, host = standaloneHost()) {
   const view = el('div', { class: 'tavern-view' });
   root.append(tabs, status, view);
 
+  // The method names are the tavern's own: the remote is built from its $ops.
+  const remote = lazyRemote(host, '/tavern');
   async function rpc(method, payload) {
-    const r = await host.rpc('/tavern', method, payload || {});
+    const r = await remote(method, payload || {});
     if (!r.ok) {
       const msg = r.error.code === 'revision-conflict' ? t('revisionConflict') : r.error.message;
       status.textContent = t('error', { msg });

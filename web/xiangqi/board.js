@@ -8,7 +8,10 @@
 // mount(el, host) — host is the page's panel API (docs/web.md): rpc(channel,
 // endpoint, payload), onState(fn), sessionId(), onSession(fn), lang(),
 // onLang(fn). Without a host, standaloneHost() talks to /rpc/xiangqi-mate
-// over fetch and to /api/sessions/<id>/events over EventSource.
+// over fetch and to /api/sessions/<id>/events over EventSource. The endpoint
+// names come from the channel's operations table ($ops, web/remote.js).
+
+import { lazyRemote } from '../remote.js';
 
 const CHANNEL = '/xiangqi-mate';
 const NS = 'http://www.w3.org/2000/svg';
@@ -125,11 +128,13 @@ export function mount(root, host = standaloneHost()) {
 
   const sid = () => host.sessionId && host.sessionId();
 
+  // The endpoints are the plugin's own: the remote is built from the channel's $ops.
+  const remote = lazyRemote(host, CHANNEL);
   async function call(endpoint, payload = {}) {
     if (!sid()) return null;
     let res;
     try {
-      res = await host.rpc(CHANNEL, endpoint, { sessionId: sid(), ...payload });
+      res = await remote(endpoint, { sessionId: sid(), ...payload });
     } catch (e) {
       status.textContent = t('unavailable');
       return null;

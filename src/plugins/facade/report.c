@@ -6,14 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "plugins/facade/analyze.h"
-
-static const char *str(const json_t *obj, const char *key)
-{
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : "";
-}
 
 /* `a`, `b` (backticked, comma-joined) or `none`. */
 static void names(cdsh_strbuf *sb, const json_t *arr, const char *none)
@@ -37,7 +32,8 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
     const json_t *tools = json_object_get(report, "tools");
     const json_t *cands = json_object_get(report, "candidates");
     const json_t *caps = json_object_get(report, "capabilities");
-    cdsh_strbuf_appendf(&sb, "# Tool-surface analysis: %s\n\n", str(report, "root"));
+    cdsh_strbuf_appendf(&sb, "# Tool-surface analysis: %s\n\n",
+                        cdsh_json_str_or(report, "root", ""));
     cdsh_strbuf_appendf(&sb,
                         "Scanned %lld source file(s); found %lld model-facing tool registration(s) "
                         "and %lld capability declaration(s).\n\n",
@@ -54,7 +50,7 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
         cdsh_strbuf_append_str(&sb, "| Tool | Shape | Parameters | Source |\n| --- | --- | --- | "
                                     "--- |\n");
         json_array_foreach(tools, i, t) {
-            const char *name = str(t, "name");
+            const char *name = cdsh_json_str_or(t, "name", "");
             const char *shape = json_is_true(json_object_get(t, "dynamic"))
                                     ? "dynamic name"
                                     : cdsh_facade_classify(name);
@@ -68,7 +64,7 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
             json_array_foreach(params, j, p) {
                 cdsh_strbuf_appendf(&sb, "%s%s", j ? ", " : "", json_string_value(p));
             }
-            cdsh_strbuf_appendf(&sb, " | `%s:%lld` |\n", str(t, "file"),
+            cdsh_strbuf_appendf(&sb, " | `%s:%lld` |\n", cdsh_json_str_or(t, "file", ""),
                                 (long long)json_integer_value(json_object_get(t, "line")));
         }
     }
@@ -76,25 +72,27 @@ char *cdsh_facade_report_markdown_dup(const json_t *report)
     if (json_array_size(cands) == 0)
         cdsh_strbuf_append_str(&sb, "_No prefix group holds two or more tools._\n");
     json_array_foreach(cands, i, t) {
-        cdsh_strbuf_appendf(&sb, "### `%s`\n\n- tools: ", str(t, "group"));
+        cdsh_strbuf_appendf(&sb, "### `%s`\n\n- tools: ", cdsh_json_str_or(t, "group", ""));
         json_t *m;
         json_array_foreach(json_object_get(t, "tools"), j, m) {
-            cdsh_strbuf_appendf(&sb, "%s`%s` (%s)", j ? ", " : "", str(m, "name"), str(m, "kind"));
+            cdsh_strbuf_appendf(&sb, "%s`%s` (%s)", j ? ", " : "", cdsh_json_str_or(m, "name", ""),
+                                cdsh_json_str_or(m, "kind", ""));
         }
         cdsh_strbuf_append_str(&sb, "\n- primitive-like: ");
         names(&sb, json_object_get(t, "primitiveLike"), "_none_");
         cdsh_strbuf_append_str(&sb, "\n- operation-like: ");
         names(&sb, json_object_get(t, "operationLike"), "_none_");
-        cdsh_strbuf_appendf(&sb, "\n- question for the model/human: %s\n\n", str(t, "question"));
+        cdsh_strbuf_appendf(&sb, "\n- question for the model/human: %s\n\n",
+                            cdsh_json_str_or(t, "question", ""));
     }
     if (json_array_size(cands) == 0)
         cdsh_strbuf_append_str(&sb, "\n");
     if (json_array_size(caps) > 0) {
         cdsh_strbuf_append_str(&sb, "## Existing capability declarations\n\n");
         json_array_foreach(caps, i, t) {
-            cdsh_strbuf_appendf(&sb, "- `%s` \u2192 ", str(t, "id"));
+            cdsh_strbuf_appendf(&sb, "- `%s` \u2192 ", cdsh_json_str_or(t, "id", ""));
             names(&sb, json_object_get(t, "operations"), "_(no static operation names)_");
-            cdsh_strbuf_appendf(&sb, " (`%s:%lld`)\n", str(t, "file"),
+            cdsh_strbuf_appendf(&sb, " (`%s:%lld`)\n", cdsh_json_str_or(t, "file", ""),
                                 (long long)json_integer_value(json_object_get(t, "line")));
         }
         cdsh_strbuf_append_str(&sb, "\n");
@@ -146,7 +144,7 @@ char *cdsh_facade_proposal_js_dup(const json_t *candidate)
                                 "names only; no semantics were inferred.\n"
                                 "ctx.capabilities.register({\n"
                                 "  id: ");
-    append_js_string(&sb, str(candidate, "group"));
+    append_js_string(&sb, cdsh_json_str_or(candidate, "group", ""));
     cdsh_strbuf_append_str(
         &sb, ",\n"
              "  description: \"TODO: one sentence describing what the model can do with this "
@@ -174,7 +172,7 @@ char *cdsh_facade_proposal_yaml_dup(const json_t *candidate)
 {
     cdsh_strbuf sb;
     cdsh_strbuf_init(&sb);
-    const char *group = str(candidate, "group");
+    const char *group = cdsh_json_str_or(candidate, "group", "");
     cdsh_strbuf_append_str(
         &sb, "# PROPOSAL \u2014 review before adopting. Generated from tool names only; no "
              "semantics were inferred.\n"
@@ -228,7 +226,7 @@ char *cdsh_facade_report_full_dup(const json_t *report, int propose)
         cdsh_strbuf_appendf(&sb,
                             "\n\n---\n\n## Starter declaration for `%s`\n\n```js\n%s\n```\n\n"
                             "```yaml\n%s```",
-                            str(c, "group"), js ? js : "", yaml ? yaml : "");
+                            cdsh_json_str_or(c, "group", ""), js ? js : "", yaml ? yaml : "");
         free(js);
         free(yaml);
     }

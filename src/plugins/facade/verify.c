@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/session_store.h"
 #include "base/fs.h"
+#include "base/json.h"
 #include "host/config.h"
 #include "host/host.h"
 #include "plugins/facade/service.h"
@@ -164,19 +165,13 @@ typedef struct smoke_seen {
     char text[1200];
 } smoke_seen;
 
-static const char *field(const json_t *event, const char *key)
-{
-    const char *v = json_string_value(json_object_get(event, key));
-    return v ? v : "";
-}
-
 static void smoke_event(void *arg, const json_t *event)
 {
     smoke_seen *seen = arg;
-    if (strcmp(field(event, "type"), "notice") != 0)
+    if (strcmp(cdsh_json_str_or(event, "type", ""), "notice") != 0)
         return;
-    snprintf(seen->code, sizeof seen->code, "%s", field(event, "code"));
-    snprintf(seen->text, sizeof seen->text, "%s", field(event, "text"));
+    snprintf(seen->code, sizeof seen->code, "%s", cdsh_json_str_or(event, "code", ""));
+    snprintf(seen->text, sizeof seen->text, "%s", cdsh_json_str_or(event, "text", ""));
 }
 
 /* One real agent turn in the temporary home: its own session store, a

@@ -11,7 +11,7 @@
 #include "base/json.h"
 #include "base/random.h"
 #include "base/utf8.h"
-#include "plugins/tavern/b64.h"
+#include "base/base64.h"
 #include "plugins/tavern/charx.h"
 #include "plugins/tavern/lorebook.h"
 #include "plugins/tavern/png.h"
@@ -459,10 +459,13 @@ int cdsh_tavern_card_parse(const uint8_t *bytes, size_t len, cdsh_tavern_card **
             return rc;
         uint8_t *json = NULL;
         size_t json_len = 0;
-        rc = cdsh_tavern_b64_decode(text, text_len, &json, &json_len, err);
+        cdsh_error berr = {0};
+        rc = cdsh_base64_decode(text, text_len, &json, &json_len, &berr);
         free(text);
+        if (rc == CDSH_EINVAL)
+            return cdsh_error_set(err, rc, "CARD_BAD_BASE64", "card payload is %s", berr.message);
         if (rc < 0)
-            return rc;
+            return cdsh_error_set(err, rc, berr.code, "%s", berr.message);
         rc = parse_json_text((const char *)json, json_len, ccv3, bytes, len, out, err);
         free(json);
         return rc;
@@ -568,7 +571,7 @@ static char *b64_json(const json_t *v)
     char *text = cdsh_json_dump_compact_dup(v);
     if (!text)
         return NULL;
-    char *b = cdsh_tavern_b64_encode_dup((const uint8_t *)text, strlen(text));
+    char *b = cdsh_base64_encode_dup((const uint8_t *)text, strlen(text));
     free(text);
     return b;
 }

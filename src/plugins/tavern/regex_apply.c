@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/json.h"
 #include "base/strbuf.h"
 #include "plugins/tavern/jsregex.h"
 
@@ -22,12 +23,6 @@ struct cdsh_tavern_rxset {
     size_t n;
     int time_ms;
 };
-
-static const char *str(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
 
 static bool list_has(const json_t *arr, const char *v)
 {
@@ -71,7 +66,8 @@ int cdsh_tavern_rxset_new(const json_t *rules, cdsh_tavern_rxset **out, cdsh_err
         r->sub = (int)json_integer_value(json_object_get(r->rule, "substituteRegex"));
         if (json_is_true(json_object_get(r->rule, "substituteRegex")))
             r->sub = 1;
-        if (r->sub == 0 && compile_find(str(r->rule, "find"), &r->re, &r->compile_err) < 0)
+        if (r->sub == 0 &&
+            compile_find(cdsh_json_str_or(r->rule, "find", ""), &r->re, &r->compile_err) < 0)
             r->failed = true;
     }
     *out = set;
@@ -245,8 +241,9 @@ static void note_failure(json_t *failures, const json_t *rule, const cdsh_error 
     if (!failures)
         return;
     json_array_append_new(failures,
-                          json_pack("{s:s, s:s, s:s, s:s}", "id", str(rule, "id"), "name",
-                                    str(rule, "name"), "code", e->code, "message", e->message));
+                          json_pack("{s:s, s:s, s:s, s:s}", "id", cdsh_json_str_or(rule, "id", ""),
+                                    "name", cdsh_json_str_or(rule, "name", ""), "code", e->code,
+                                    "message", e->message));
 }
 
 static bool depth_admits(const json_t *rule, int depth)
@@ -281,7 +278,7 @@ int cdsh_tavern_rxset_apply(const cdsh_tavern_rxset *set, const char *text, cons
         json_t *roles = json_object_get(rule, "roles");
         if (role && json_array_size(roles) && !list_has(roles, role))
             continue;
-        if (!depth_admits(rule, depth) || !*str(rule, "find"))
+        if (!depth_admits(rule, depth) || !*cdsh_json_str_or(rule, "find", ""))
             continue;
         if (r->failed) {
             note_failure(failures, rule, &r->compile_err);
@@ -290,7 +287,7 @@ int cdsh_tavern_rxset_apply(const cdsh_tavern_rxset *set, const char *text, cons
         cdsh_tavern_jsre *re = r->re, *own = NULL;
         cdsh_error e = {0};
         if (!re) {
-            char *find = substitute_find(str(rule, "find"), r->sub, env);
+            char *find = substitute_find(cdsh_json_str_or(rule, "find", ""), r->sub, env);
             if (!find || compile_find(find, &own, &e) < 0) {
                 free(find);
                 note_failure(failures, rule, &e);
@@ -299,7 +296,8 @@ int cdsh_tavern_rxset_apply(const cdsh_tavern_rxset *set, const char *text, cons
             free(find);
             re = own;
         }
-        repl_ctx c = {re, str(rule, "replace"), json_object_get(rule, "trimStrings"), env};
+        repl_ctx c = {re, cdsh_json_str_or(rule, "replace", ""),
+                      json_object_get(rule, "trimStrings"), env};
         char *next = NULL;
         if (cdsh_tavern_jsre_replace(re, cur, strlen(cur), replace_one, &c, set->time_ms, &next,
                                      NULL, &e) < 0) {

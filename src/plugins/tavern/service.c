@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/base64.h"
 #include "base/strbuf.h"
-#include "plugins/tavern/b64.h"
 #include "plugins/tavern/branch.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/card_frame.h"
@@ -425,7 +425,7 @@ static int decode_b64_field(const json_t *p, const char *k, uint8_t **bytes, siz
     const char *t = s_get(p, k);
     if (!t)
         return bad(err, "field \"%s\" (base64) is required", k);
-    int rc = cdsh_tavern_b64_decode(t, strlen(t), bytes, len, err);
+    int rc = cdsh_base64_decode(t, strlen(t), bytes, len, err);
     return rc < 0 ? bad(err, "field \"%s\" is not valid base64", k) : 0;
 }
 
@@ -886,7 +886,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_exportCharacter)
     if (rc == 0)
         rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, NULL, err), err);
     if (rc == 0) {
-        char *b64 = cdsh_tavern_b64_encode_dup(png, png_len);
+        char *b64 = cdsh_base64_encode_dup(png, png_len);
         *value = json_pack("{s:s#,s:s,s:O}", "json", (const char *)js, (int)js_len, "pngBase64",
                            b64 ? b64 : "", "name", json_object_get(rec, "name"));
         free(b64);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/strbuf.h"
-#include "plugins/tavern/b64.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/jsregex.h"
 #include "plugins/tavern/lorebook.h"
@@ -338,7 +338,7 @@ static int check_avatar(const char *url, cdsh_error *err)
     size_t len = 0;
     if (strlen(b64) / 4 * 3 > AVATAR_MAX_BYTES + 3)
         return BAD(err, "avatar is larger than %u bytes", AVATAR_MAX_BYTES);
-    if (cdsh_tavern_b64_decode(b64, strlen(b64), &bytes, &len, NULL) < 0 || len == 0) {
+    if (cdsh_base64_decode(b64, strlen(b64), &bytes, &len, NULL) < 0 || len == 0) {
         free(bytes);
         return BAD(err, "avatar is not valid base64");
     }

@@ -148,21 +148,6 @@ static int fsync_path(const char *path)
     return rc;
 }
 
-static char *dir_of_dup(const char *path)
-{
-    char *d = strdup(path);
-    if (!d)
-        return NULL;
-    char *slash = strrchr(d, '/');
-    if (slash && slash != d)
-        *slash = '\0';
-    else if (slash)
-        slash[1] = '\0';
-    else
-        strcpy(d, ".");
-    return d;
-}
-
 static int set_meta(sqlite3 *db, const char *k, const char *v, cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -241,7 +226,7 @@ int cdsh_tavern_story_create(const char *path, const char *story_id, const char 
     if (access(path, F_OK) == 0)
         return cdsh_error_set(err, CDSH_EEXIST, "STORY_EXISTS", "story %s already exists",
                               story_id);
-    char *dir = dir_of_dup(path);
+    char *dir = cdsh_fs_dirname_dup(path);
     char hex[17];
     char *tmp = NULL;
     sqlite3 *db = NULL;

@@ -10,14 +10,10 @@
 #include <strings.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/random.h"
 #include "base/strbuf.h"
 #include "plugins/tavern/memory.h"
-
-static const char *s_get(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 /* ISO date (YYYY-MM-DD) or date-time accepted by base/clock. */
 static int parse_expiry(const char *text, int64_t *ms)
@@ -118,9 +114,11 @@ static int cmp_ts(const void *a, const void *b)
                sy = json_integer_value(json_object_get(y, "seq"));
     if (sx != sy)
         return sx < sy ? -1 : 1;
-    int c = strcmp(s_get(x, "ts") ? s_get(x, "ts") : "", s_get(y, "ts") ? s_get(y, "ts") : "");
+    int c = strcmp(cdsh_json_str(x, "ts") ? cdsh_json_str(x, "ts") : "",
+                   cdsh_json_str(y, "ts") ? cdsh_json_str(y, "ts") : "");
     return c ? c
-             : strcmp(s_get(x, "id") ? s_get(x, "id") : "", s_get(y, "id") ? s_get(y, "id") : "");
+             : strcmp(cdsh_json_str(x, "id") ? cdsh_json_str(x, "id") : "",
+                      cdsh_json_str(y, "id") ? cdsh_json_str(y, "id") : "");
 }
 
 int cdsh_tavern_world_list(cdsh_tavern_story *story, bool all, int64_t now_ms, json_t **out,
@@ -141,8 +139,8 @@ int cdsh_tavern_world_list(cdsh_tavern_story *story, bool all, int64_t now_ms, j
         if (!json_is_object(d))
             continue;
         int64_t exp = 0;
-        bool expired =
-            s_get(d, "expires") && parse_expiry(s_get(d, "expires"), &exp) == 0 && exp < now_ms;
+        bool expired = cdsh_json_str(d, "expires") &&
+                       parse_expiry(cdsh_json_str(d, "expires"), &exp) == 0 && exp < now_ms;
         if (!all && (json_is_true(json_object_get(d, "revoked")) || expired))
             continue;
         v[k++] = d;
@@ -159,7 +157,7 @@ int cdsh_tavern_world_list(cdsh_tavern_story *story, bool all, int64_t now_ms, j
 
 static char *prefixed_dup(const json_t *d)
 {
-    const char *type = s_get(d, "type"), *content = s_get(d, "content");
+    const char *type = cdsh_json_str(d, "type"), *content = cdsh_json_str(d, "content");
     const char *pre = strcmp(type, "update") == 0       ? "【当前状态·更新】"
                       : strcmp(type, "invalidate") == 0 ? "【当前状态·已失效】"
                                                         : "";
@@ -181,7 +179,7 @@ int cdsh_tavern_world_entries(cdsh_tavern_story *story, int64_t now_ms, json_t *
     json_t *d;
     json_array_foreach(list, i, d) {
         char *uid = NULL, *content = prefixed_dup(d);
-        if (asprintf(&uid, "delta:world-delta:%s", s_get(d, "id")) < 0)
+        if (asprintf(&uid, "delta:world-delta:%s", cdsh_json_str(d, "id")) < 0)
             uid = NULL;
         json_array_append_new(arr, json_pack("{s:s?,s:s,s:s?,s:O,s:O,s:b}", "uid", uid, "source",
                                              "delta", "content", content, "key",

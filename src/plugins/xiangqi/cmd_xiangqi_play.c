@@ -3,13 +3,17 @@
  * panel use), with the board drawn in aligned CJK glyphs. */
 #include "plugins/xiangqi/cmd_xiangqi_play.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "host/cli.h"
 #include "host/host.h"
 #include "plugins/xiangqi/plugin.h"
@@ -131,24 +135,73 @@ static json_t *run(cdsh_host *host, cdsh_scope *scope, const char *line, int qui
     return v;
 }
 
-/* While the model thinks, poll until its move is in. */
+/* How long the terminal waits for the model's move (its own timeout, then
+ * the local engine's reply, normally answer well before). */
+#define OPPONENT_WAIT_MS 600000
+
+/* The service's change events (CDSH_XQ_EVENT): a counter the waiter sleeps
+ * on. Global state (documented): static, not on the waiter's stack, because
+ * a disposed listener may still receive an event already in flight
+ * (host/events.h); the play loop is this process's only waiter. */
+typedef struct state_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned changes;
+} state_watch;
+
+static state_watch watch = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void on_state(void *arg, const char *name, const cdsh_scope *scope, const json_t *payload)
+{
+    (void)name, (void)scope, (void)payload;
+    state_watch *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->changes++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static bool thinking(const json_t *v)
+{
+    const char *pending = json_string_value(json_object_get(v, "pending"));
+    return pending && strcmp(pending, "ai-thinking") == 0;
+}
+
+/* While the model thinks, wait for the game's change events (not a timer)
+ * and read the state after each, until its move is in. */
 static json_t *wait_opponent(cdsh_host *host, cdsh_scope *scope, json_t *v)
 {
-    int said = 0;
-    for (int i = 0; v && i < 3000; i++) {
-        const char *pending = json_string_value(json_object_get(v, "pending"));
-        if (!pending || strcmp(pending, "ai-thinking") != 0)
-            break;
-        if (!said++)
-            printf("对手思考中…\n");
-        fflush(stdout);
-        usleep(200000);
+    if (!v || !thinking(v))
+        return v;
+    printf("对手思考中…\n");
+    fflush(stdout);
+    state_watch *w = &watch;
+    cdsh_disposer_t sub = {0};
+    bool subscribed =
+        cdsh_events_on(cdsh_host_events(host), CDSH_XQ_EVENT, NULL, on_state, w, &sub, NULL) == 0;
+    struct timespec until; /* the cond uses the default clock */
+    cdsh_clock_deadline(CLOCK_REALTIME, OPPONENT_WAIT_MS, &until);
+    pthread_mutex_lock(&w->mu);
+    unsigned seen = w->changes;
+    pthread_mutex_unlock(&w->mu);
+    bool timed_out = false;
+    /* Read once after subscribing: a move made before it is not missed. */
+    while (v && thinking(v) && !timed_out) {
         json_t *n = run(host, scope, "/xiangqi state", 0);
         if (!n)
             break;
         json_decref(v);
         v = n;
+        if (!thinking(v) || !subscribed)
+            break;
+        pthread_mutex_lock(&w->mu);
+        while (w->changes == seen && !timed_out)
+            timed_out = pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT;
+        seen = w->changes;
+        pthread_mutex_unlock(&w->mu);
     }
+    if (subscribed)
+        cdsh_disposer_run(&sub);
     return v;
 }
 

@@ -120,7 +120,7 @@ static int resolve_model(cdsh__xq_plugin *p, const char *key, cdsh_model_config 
 {
     cdsh_model_config session;
     cdsh_model_config_init(&session);
-    json_t *rec = cdsh__xq_plugin_session_get(p, key);
+    json_t *rec = cdsh__xq_plugin_session_dup(p, key);
     const char *model = json_string_value(json_object_get(rec, "model"));
     const char *url = json_string_value(json_object_get(rec, "baseUrl"));
     if (model)

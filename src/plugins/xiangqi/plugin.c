@@ -92,7 +92,7 @@ void cdsh__xq_plugin_unref(void *ptr)
     free(p);
 }
 
-json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id)
+json_t *cdsh__xq_plugin_session_dup(cdsh__xq_plugin *p, const char *id)
 {
     cdsh_error e;
     json_t *s = NULL;
@@ -192,9 +192,16 @@ static int xq_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     /* state first: disposers run newest first, so it outlives every registration */
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){stop_plugin, p}, err)) != 0)
         return rc;
-    if ((rc = cdsh__xq_tools_register(ctx, p, err)) != 0 ||
-        (rc = cdsh__xq_command_register(ctx, p, err)) != 0)
+    /* The table's reference to p is released with its last surface. */
+    cdsh_ops *ops = NULL;
+    if ((rc = cdsh_ops_new(&cdsh__xq_ops_table, cdsh__xq_plugin_ref(p), cdsh__xq_plugin_unref,
+                           &ops, err)) != 0)
         return rc;
+    rc = cdsh_ops_register_surfaces(ctx, ops, CDSH_OP_TOOL | CDSH_OP_COMMAND, err);
+    if (rc != 0) {
+        cdsh_ops_free(ops);
+        return rc;
+    }
     cdsh_skill_def skill = {.name = CDSH_XQ_SKILL,
                             .description = "How to play xiangqi well through the xiangqi_* tools: "
                                            "notation, openings, piece values, when to ask for a "
@@ -204,7 +211,8 @@ static int xq_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     cdsh_error serr;
     (void)cdsh_ctx_register_skill(ctx, &skill, &serr); /* degrades silently (§5) */
     if (cdsh_ctx_get(ctx, "connection"))
-        rc = cdsh__xq_rpc_register(ctx, p, err);
+        rc = cdsh_ops_register_surfaces(ctx, ops, CDSH_OP_RPC, err);
+    cdsh_ops_free(ops);
     return rc;
 }
 

@@ -1,5 +1,5 @@
 /* plugin.h — the xiangqi plugin (`xiangqi`): its descriptor for the built-in
- * table, and the state its thin wrappers (tools.c, commands.c, rpc.c,
+ * table, and the state its wrappers (the operations table ops.c, render.c,
  * opponent.c) share. Tools act for the opponent, the command and the RPC
  * channel for the person; all of them call service.h. Guide: docs/xiangqi.md. */
 #ifndef CDSH_XQ_PLUGIN_H
@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "host/ops.h"
 #include "host/plugins.h"
 #include "plugins/xiangqi/game.h"
 #include "plugins/xiangqi/service.h"
@@ -51,14 +52,16 @@ void cdsh__xq_key_from_scope(cdsh__xq_plugin *p, const cdsh_scope *scope,
 /* Records the session a person just used (RPC admission). */
 void cdsh__xq_plugin_touch(cdsh__xq_plugin *p, const char *key);
 
-/* Registration helpers (each registers through ctx, so unloading undoes it). */
-int cdsh__xq_tools_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
-int cdsh__xq_command_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
-int cdsh__xq_rpc_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err);
+/* The operations table (ops.c): tools, the /xiangqi command and the
+ * /xiangqi-mate channel. Its handlers' ud is a cdsh__xq_plugin reference. */
+extern const cdsh_ops_table cdsh__xq_ops_table;
+
+/* The tools' text rendering of a value (a cdsh_tool_render_fn). */
+json_t *cdsh__xq_tool_render(void *ud, const json_t *args, const json_t *value, cdsh_error *err);
 
 /* The stored session `id` (owned JSON), or NULL when it does not exist or
- * the store cannot be opened (opened on first use, $CDSH_HOME/sessions.db). */
-json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id);
+ * the store cannot be opened (opened on first use, <home>/sessions.db). */
+json_t *cdsh__xq_plugin_session_dup(cdsh__xq_plugin *p, const char *id);
 
 /* Text of a refusal for people: errorZh, then the legal moves. Owned. */
 char *cdsh__xq_refusal_text_dup(const json_t *refusal);

@@ -5,6 +5,7 @@
 #include "proto/mcp/mcp_client.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,10 @@
 #include "proto/mcp/mcp.h"
 
 #define TAIL_MAX 2048
+/* How long a closed stdio server's exit is awaited, and then how long its
+ * stderr drain may take to read its last words, before the error is told. */
+#define EXIT_WAIT_MS 2000
+#define DRAIN_WAIT_MS 1000
 #define MAX_PAGES 1000
 
 typedef struct progress_slot {
@@ -45,7 +50,8 @@ typedef struct conn {
     char tail[TAIL_MAX + 1];
     size_t tail_len;
     char fatal[200]; /* why the connection was cut by us (oversize frame) */
-    bool drain_done; /* the stderr drain saw EOF (under tail_lock) */
+    bool drain_done;         /* the stderr drain saw EOF (under tail_lock) */
+    pthread_cond_t drain_cv; /* signalled (under tail_lock) when drain_done is set */
     /* http */
     pthread_mutex_t id_lock;
     int64_t next_id;
@@ -268,6 +274,7 @@ static void *stderr_drain(void *arg)
     }
     pthread_mutex_lock(&c->tail_lock);
     c->drain_done = true;
+    pthread_cond_broadcast(&c->drain_cv);
     pthread_mutex_unlock(&c->tail_lock);
     return NULL;
 }
@@ -324,18 +331,15 @@ static int stdio_closed_error(conn *c, const char *method, cdsh_error *err)
 {
     cdsh_process_status st;
     char desc[96] = "closed its output";
-    if (cdsh_process_wait(c->proc, 2000, NULL, &st, NULL) == 0)
+    if (cdsh_process_wait(c->proc, EXIT_WAIT_MS, NULL, &st, NULL) == 0)
         cdsh_process_status_describe(&st, desc, sizeof desc);
     /* Give the drain a moment to read the child's last words (joined later). */
-    for (int i = 0; i < 100; i++) {
-        pthread_mutex_lock(&c->tail_lock);
-        bool done = c->drain_done || !c->err_started;
-        pthread_mutex_unlock(&c->tail_lock);
-        if (done)
-            break;
-        usleep(10000);
-    }
+    struct timespec until;
+    cdsh_clock_deadline(CLOCK_MONOTONIC, DRAIN_WAIT_MS, &until);
     pthread_mutex_lock(&c->tail_lock);
+    while (c->err_started && !c->drain_done)
+        if (pthread_cond_timedwait(&c->drain_cv, &c->tail_lock, &until) == ETIMEDOUT)
+            break;
     char tail[400];
     size_t tl = c->tail_len > 300 ? 300 : c->tail_len;
     memcpy(tail, c->tail + c->tail_len - tl, tl);
@@ -789,6 +793,7 @@ static void conn_destroy(conn *c)
     if (c->http)
         pthread_mutex_destroy(&c->share_lock);
     cdsh_cancel_free(c->stop);
+    pthread_cond_destroy(&c->drain_cv);
     pthread_mutex_destroy(&c->tail_lock);
     pthread_mutex_destroy(&c->id_lock);
     free(c->session_id);
@@ -813,6 +818,11 @@ static int conn_open(cdsh_mcp_client *cl, conn **out, json_t **tools, cdsh_error
     c->client = cl;
     c->http = cl->url != NULL;
     pthread_mutex_init(&c->tail_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->drain_cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&c->id_lock, NULL);
     json_t *params = NULL, *res = NULL;
     cdsh_jsonrpc_remote_error rerr = {0};

@@ -1,13 +1,17 @@
-/* tools.c — the six model-facing xiangqi tools (seed §2): validate → call
- * the service as the opponent → return the value; output schemas declared
- * field by field, one text block of content, only xiangqi_board parallel. */
+/* ops.c — the xiangqi operations table (host/ops.h): one row per
+ * operation, from which the six model tools (xiangqi_*, acting for the
+ * opponent), the person's `/xiangqi <row> ...` command and the board panel's
+ * /xiangqi-mate RPC channel (both acting for the person) are built; `$ops`
+ * on the channel lists its rows. Handlers validate → call the service →
+ * return its value; the surfaces' hooks keep each surface's form (seed §2-§4).
+ * Text rendering lives in render.c. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strbuf.h"
-#include "host/dispatch.h"
-#include "host/toolresult.h"
+#include "base/json.h"
+#include "host/rpc.h"
 #include "plugins/xiangqi/plugin.h"
 
 /* ---- schemas ------------------------------------------------------------------ */
@@ -127,20 +131,12 @@
     "}},\"required\":[\"ok\",\"error\",\"errorZh\",\"message\",\"revision\","                      \
     "\"legalMoves\"],\"additionalProperties\":false}"
 
-/* {oneOf:[projection + extra props (extra_req required), refusal]} */
-static json_t *output_schema(const char *extra_props, const char *extra_req)
-{
-    char *text = NULL;
-    if (asprintf(&text,
-                 "{\"oneOf\":[{\"type\":\"object\",\"properties\":{" PROJECTION_PROPS "%s%s},"
-                 "\"required\":[" PROJECTION_REQUIRED
-                 "%s%s],\"additionalProperties\":false}," REFUSAL "]}",
-                 extra_props[0] ? "," : "", extra_props, extra_req[0] ? "," : "", extra_req) < 0)
-        return NULL;
-    json_t *s = json_loads(text, 0, NULL);
-    free(text);
-    return s;
-}
+/* A value of an operation that changes or reads the game: the projection
+ * plus `props` (",\"name\":schema..." or "") with `req` required (",\"name\""
+ * or ""), or a refusal. */
+#define OUTPUT(props, req)                                                                         \
+    "{\"oneOf\":[{\"type\":\"object\",\"properties\":{" PROJECTION_PROPS props "},"                 \
+    "\"required\":[" PROJECTION_REQUIRED req "],\"additionalProperties\":false}," REFUSAL "]}"
 
 #define CANDIDATE                                                                                  \
     "{\"type\":\"object\",\"properties\":{\"iccs\":" STR ",\"zh\":" STR ",\"from\":" INT           \
@@ -161,365 +157,486 @@ static json_t *output_schema(const char *extra_props, const char *extra_req)
     "\"required\":[\"ply\",\"side\",\"iccs\",\"zh\",\"score\",\"delta\",\"kindZh\"],"              \
     "\"additionalProperties\":false}"
 
-typedef struct xq_tool {
-    const char *name;
-    const char *description;
-    const char *params;
-    const char *extra_props, *extra_req;
-    cdsh_tool_body_fn body;
-    bool parallel;
-} xq_tool;
 
-/* ---- bodies ------------------------------------------------------------------- */
+/* RPC-only rows: the session the panel shows is the game. */
+#define SESSION_ARGS                                                                               \
+    "{\"type\":\"object\",\"properties\":{\"sessionId\":" STR "},\"required\":[\"sessionId\"]}"
 
-static int service_failed(const cdsh_tool_exec *exec, const cdsh_error *e)
+#define EXPORT_RESULT                                                                              \
+    "{\"type\":\"object\",\"properties\":{\"ok\":" BOOL ",\"fen\":" STR ",\"startFen\":" STR     \
+    ",\"pgn\":" STR "},\"required\":[\"ok\",\"fen\",\"startFen\",\"pgn\"]}"
+
+#define USAGE                                                                                              \
+    "用法：/xiangqi new [r|b] [local|model] | state | move <着法> | undo [步数] | hint [个数] | " \
+    "resign | review [turning|all] | export | fallback"
+
+/* ---- shared by the handlers ---------------------------------------------------- */
+
+/* The game: on the RPC surface the admitted payload.sessionId, else the
+ * caller's scope (cdsh__xq_key_from_scope). */
+static void game_key(cdsh__xq_plugin *p, const cdsh_op_call *call, char key[CDSH__XQ_KEY_MAX + 1])
 {
-    return cdsh_dispatch_fail(exec, "XiangqiError", e->code[0] ? e->code : "XIANGQI_FAILED", "%s",
-                              e->message[0] ? e->message : "xiangqi service failed");
+    if (call->surface == CDSH_OP_RPC)
+        snprintf(key, CDSH__XQ_KEY_MAX + 1, "%s",
+                 json_string_value(json_object_get(call->args, "sessionId")));
+    else
+        cdsh__xq_key_from_scope(p, call->agent, key);
 }
 
-#define KEY(exec)                                                                                  \
-    char key[CDSH__XQ_KEY_MAX + 1];                                                                \
-    cdsh__xq_key_from_scope(p, (exec)->agent, key)
+/* Tools act for the opponent (the model); the panel and the command for the person. */
+static cdsh_xq_actor actor_of(const cdsh_op_call *call)
+{
+    return call->surface == CDSH_OP_TOOL ? CDSH_XQ_ACTOR_OPPONENT : CDSH_XQ_ACTOR_HERO;
+}
 
-static int done(const cdsh_tool_exec *exec, json_t *v, const cdsh_error *e, json_t **value)
+static int done(json_t *v, json_t **value, cdsh_error *err)
 {
     if (!v)
-        return service_failed(exec, e);
+        return err->rc < 0 ? err->rc : CDSH_EIO;
     *value = v;
     return 0;
 }
 
-static int arg_int(const cdsh_tool_exec *exec, const char *name, int dflt)
+static int bad_request(cdsh_error *err, const char *msg)
 {
-    json_t *v = json_object_get(exec->args, name);
-    return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+    return cdsh_error_set(err, CDSH_EINVAL, CDSH_RPC_BAD_REQUEST, "%s", msg);
 }
 
-static const char *arg_str(const cdsh_tool_exec *exec, const char *name)
+/* args[name] as an int, dflt when absent or null; -1 for another type. */
+static int opt_int(const json_t *args, const char *name, int dflt, int *out)
 {
-    return json_string_value(json_object_get(exec->args, name));
+    json_t *v = json_object_get(args, name);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return -1;
+    *out = (int)json_integer_value(v);
+    return 0;
 }
 
-static bool arg_bool(const cdsh_tool_exec *exec, const char *name, bool dflt)
+static bool opt_bool(const json_t *args, const char *name, bool dflt)
 {
-    json_t *v = json_object_get(exec->args, name);
+    json_t *v = json_object_get(args, name);
     return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
 
-static int new_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+#define OP(name_)                                                                                  \
+    static int op_##name_(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
+
+#define SETUP                                                                                      \
+    cdsh__xq_plugin *p = ud;                                                                       \
+    char key[CDSH__XQ_KEY_MAX + 1];                                                                \
+    game_key(p, call, key)
+
+/* ---- handlers (the RPC surface checks its payload here; tools arrive
+ * validated against the row's schema, commands from the row's parse) ---- */
+
+OP(new)
 {
-    cdsh__xq_plugin *p = ud;
-    KEY(exec);
-    cdsh_error e = {0};
-    cdsh_xq_new_opts o = {.side = arg_str(exec, "side"),
-                          .opponent = arg_str(exec, "opponent"),
-                          .max_plies = arg_int(exec, "maxPlies", 0),
-                          .actor = CDSH_XQ_ACTOR_OPPONENT};
-    return done(exec, cdsh_xq_service_new_game(p->svc, key, &o, &e), &e, value);
+    SETUP;
+    const char *side = json_string_value(json_object_get(call->args, "side"));
+    const char *opp = json_string_value(json_object_get(call->args, "opponent"));
+    int n = 0;
+    if (opt_int(call->args, "maxPlies", 0, &n) != 0 ||
+        (call->surface == CDSH_OP_RPC &&
+         ((side && strcmp(side, "r") && strcmp(side, "b")) ||
+          (opp && strcmp(opp, "local") && strcmp(opp, "model")) || n < 0 || n > 4000)))
+        return bad_request(err, "side must be r|b, opponent local|model, maxPlies 2..4000");
+    cdsh_xq_new_opts o = {.side = side, .opponent = opp, .max_plies = n, .actor = actor_of(call)};
+    return done(cdsh_xq_service_new_game(p->svc, key, &o, err), value, err);
 }
 
-static int board_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+OP(board)
 {
-    cdsh__xq_plugin *p = ud;
-    KEY(exec);
-    cdsh_error e = {0};
-    return done(exec,
-                cdsh_xq_service_board(p->svc, key, arg_bool(exec, "includeMoves", true),
-                                      arg_bool(exec, "includeEval", false),
-                                      arg_bool(exec, "ascii", true), &e),
-                &e, value);
+    SETUP;
+    return done(cdsh_xq_service_board(p->svc, key, opt_bool(call->args, "includeMoves", true),
+                                      opt_bool(call->args, "includeEval", false),
+                                      opt_bool(call->args, "ascii", true), err),
+                value, err);
 }
 
-static int move_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+OP(state)
 {
-    cdsh__xq_plugin *p = ud;
-    KEY(exec);
-    cdsh_error e = {0};
-    json_t *mv = json_object_get(exec->args, "move");
-    const char *text = json_string_value(mv);
-    int from = -1, to = -1;
-    if (!text) {
-        from = (int)json_integer_value(json_object_get(mv, "from"));
-        to = (int)json_integer_value(json_object_get(mv, "to"));
+    SETUP;
+    return done(cdsh_xq_service_state(p->svc, key, err), value, err);
+}
+
+/* The move: `move` as text or {from, to} (tools, commands, the panel), or
+ * the panel's `iccs` or top-level from+to — in that order (seed §4.1). */
+OP(move)
+{
+    SETUP;
+    const json_t *a = call->args;
+    json_t *mv = json_object_get(a, "move");
+    json_t *iccs = json_object_get(a, "iccs");
+    json_t *from = json_object_get(a, "from"), *to = json_object_get(a, "to");
+    if (json_is_object(mv)) {
+        from = json_object_get(mv, "from");
+        to = json_object_get(mv, "to");
+        mv = NULL;
     }
-    return done(exec, cdsh_xq_service_move(p->svc, key, CDSH_XQ_ACTOR_OPPONENT, text, from, to, &e),
-                &e, value);
+    const char *text = json_is_string(mv) && json_string_length(mv) > 0     ? json_string_value(mv)
+                       : json_is_string(iccs) && json_string_length(iccs) > 0 ? json_string_value(iccs)
+                                                                              : NULL;
+    if (!text && !(json_is_integer(from) && json_is_integer(to)))
+        return bad_request(err, "move needs payload.move, payload.iccs or payload.from and "
+                                "payload.to");
+    int f = text ? -1 : (int)json_integer_value(from), t = text ? -1 : (int)json_integer_value(to);
+    return done(cdsh_xq_service_move(p->svc, key, actor_of(call), text, f, t, err), value, err);
 }
 
-static int undo_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+OP(undo)
 {
-    cdsh__xq_plugin *p = ud;
-    KEY(exec);
-    cdsh_error e = {0};
-    return done(
-        exec,
-        cdsh_xq_service_undo(p->svc, key, CDSH_XQ_ACTOR_OPPONENT, arg_int(exec, "plies", 2), &e),
-        &e, value);
+    SETUP;
+    int n = 0;
+    if (opt_int(call->args, "plies", 2, &n) != 0 || (call->surface == CDSH_OP_RPC && n < 1))
+        return bad_request(err, "plies must be a positive integer");
+    return done(cdsh_xq_service_undo(p->svc, key, actor_of(call), n, err), value, err);
 }
 
-static int hint_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+OP(hint)
 {
-    cdsh__xq_plugin *p = ud;
-    KEY(exec);
-    cdsh_error e = {0};
-    return done(
-        exec,
-        cdsh_xq_service_hint(p->svc, key, arg_int(exec, "count", 0), arg_int(exec, "depth", 0), &e),
-        &e, value);
+    SETUP;
+    int n = 0, m = 0;
+    if (opt_int(call->args, "count", 0, &n) != 0 || opt_int(call->args, "depth", 0, &m) != 0 ||
+        (call->surface == CDSH_OP_RPC && (n < 0 || n > 16 || m < 0 || m > 30)))
+        return bad_request(err, "count must be 1..16 and depth 1..30");
+    return done(cdsh_xq_service_hint(p->svc, key, n, m, err), value, err);
 }
 
-static int review_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+OP(review)
 {
-    cdsh__xq_plugin *p = ud;
-    KEY(exec);
-    cdsh_error e = {0};
-    return done(exec, cdsh_xq_service_review(p->svc, key, arg_str(exec, "highlight"), &e), &e,
-                value);
+    SETUP;
+    const char *hl = json_string_value(json_object_get(call->args, "highlight"));
+    if (call->surface == CDSH_OP_RPC && hl && strcmp(hl, "turning") && strcmp(hl, "all"))
+        return cdsh_error_set(err, CDSH_EINVAL, CDSH_RPC_BAD_REQUEST,
+                              "highlight must be turning or all, not \"%.40s\"", hl);
+    return done(cdsh_xq_service_review(p->svc, key, hl, err), value, err);
 }
 
-/* ---- render ------------------------------------------------------------------- */
-
-/* "a3a4 兵九进一, ..." */
-static void append_moves(cdsh_strbuf *sb, const json_t *moves)
+OP(resign)
 {
-    size_t i;
-    json_t *m;
-    json_array_foreach(moves, i, m) {
-        cdsh_strbuf_appendf(sb, "%s%s %s", i ? ", " : "",
-                            json_string_value(json_object_get(m, "iccs")),
-                            json_string_value(json_object_get(m, "zh")));
-    }
-    cdsh_strbuf_append_char(sb, '\n');
+    SETUP;
+    return done(cdsh_xq_service_resign(p->svc, key, err), value, err);
 }
 
-char *cdsh__xq_refusal_text_dup(const json_t *v)
+OP(fallback)
 {
-    cdsh_strbuf sb;
-    cdsh_strbuf_init(&sb);
-    json_t *legal = json_object_get(v, "legalMoves");
-    cdsh_strbuf_appendf(&sb, "错误 %s：%s\n(%s)\n", json_string_value(json_object_get(v, "error")),
-                        json_string_value(json_object_get(v, "errorZh")),
-                        json_string_value(json_object_get(v, "message")));
-    cdsh_strbuf_appendf(&sb, "当前可走的合法着法（%zu）：", json_array_size(legal));
-    append_moves(&sb, legal);
-    return cdsh_strbuf_take(&sb, NULL);
+    SETUP;
+    return done(cdsh_xq_service_fallback(p->svc, key, err), value, err);
 }
 
-static const char *side_name(const char *s)
+OP(export)
 {
-    return s && strcmp(s, "b") == 0 ? "黑方" : "红方";
+    SETUP;
+    json_t *v = cdsh_xq_service_export(p->svc, key, err);
+    if (v)
+        json_object_set_new(v, "ok", json_true());
+    return done(v, value, err);
 }
 
-static void render_projection(cdsh_strbuf *sb, const json_t *v)
-{
-    const char *turn = json_string_value(json_object_get(v, "turn"));
-    const char *hero = json_string_value(json_object_get(v, "hero"));
-    json_t *status = json_object_get(v, "status");
-    json_t *last = json_object_get(v, "lastMove");
-    json_t *played = json_object_get(v, "played");
-    if (played)
-        cdsh_strbuf_appendf(sb, "已走：%s\n", json_string_value(played));
-    cdsh_strbuf_appendf(sb, "revision %lld · %s · 轮到%s（%s）\n",
-                        (long long)json_integer_value(json_object_get(v, "revision")),
-                        json_string_value(json_object_get(status, "reasonZh")), side_name(turn),
-                        turn && hero && strcmp(turn, hero) == 0 ? "人类方" : "对手");
-    if (json_is_object(last))
-        cdsh_strbuf_appendf(sb, "上一步：%s (%s)\n", json_string_value(json_object_get(last, "zh")),
-                            json_string_value(json_object_get(last, "iccs")));
-    cdsh_strbuf_appendf(sb, "FEN: %s\n", json_string_value(json_object_get(v, "fen")));
-    json_t *msg = json_object_get(v, "message");
-    if (json_is_object(msg))
-        cdsh_strbuf_appendf(sb, "提示：%s\n", json_string_value(json_object_get(msg, "code")));
-    const char *ascii = json_string_value(json_object_get(v, "ascii"));
-    if (ascii)
-        cdsh_strbuf_appendf(sb, "%s", ascii);
-    json_t *hist = json_object_get(v, "history");
-    if (json_array_size(hist)) {
-        cdsh_strbuf_append_str(sb, "棋谱：");
-        size_t i;
-        json_t *h;
-        json_array_foreach(hist, i, h) {
-            cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "",
-                                json_string_value(json_object_get(h, "zh")));
-        }
-        cdsh_strbuf_append_char(sb, '\n');
-    }
-    json_t *legal = json_object_get(v, "legalMoves");
-    if (legal) {
-        cdsh_strbuf_appendf(sb, "合法着法（%zu）：", json_array_size(legal));
-        append_moves(sb, legal);
-    }
-    json_t *ev = json_object_get(v, "evaluation");
-    if (json_is_object(ev))
-        cdsh_strbuf_appendf(sb, "评估：%lld（红方视角为正）\n",
-                            (long long)json_integer_value(json_object_get(ev, "score")));
-    json_t *cands = json_object_get(v, "candidates");
-    if (cands) {
-        cdsh_strbuf_append_str(sb, "候选着法（本地引擎）：\n");
-        size_t i;
-        json_t *c;
-        json_array_foreach(cands, i, c) {
-            cdsh_strbuf_appendf(sb, "%zu. %s %s 评分 %lld 变例：", i + 1,
-                                json_string_value(json_object_get(c, "iccs")),
-                                json_string_value(json_object_get(c, "zh")),
-                                (long long)json_integer_value(json_object_get(c, "score")));
-            size_t j;
-            json_t *z;
-            json_array_foreach(json_object_get(c, "pvZh"), j, z) {
-                cdsh_strbuf_appendf(sb, "%s%s", j ? " " : "", json_string_value(z));
-            }
-            cdsh_strbuf_append_char(sb, '\n');
-        }
-    }
-    json_t *tp = json_object_get(v, "turningPoints");
-    if (tp) {
-        const char *hl = json_string_value(json_object_get(v, "highlight"));
-        json_t *list = hl && strcmp(hl, "all") == 0 ? json_object_get(v, "moves") : tp;
-        cdsh_strbuf_appendf(sb, "复盘（%s）：转折点 %zu 个\n", hl ? hl : "turning",
-                            json_array_size(tp));
-        size_t i;
-        json_t *m;
-        json_array_foreach(list, i, m) {
-            const char *kind = json_string_value(json_object_get(m, "kindZh"));
-            cdsh_strbuf_appendf(sb, "第%lld手 %s %s 评估 %lld（变化 %+lld）%s\n",
-                                (long long)json_integer_value(json_object_get(m, "ply")),
-                                json_string_value(json_object_get(m, "zh")),
-                                json_string_value(json_object_get(m, "iccs")),
-                                (long long)json_integer_value(json_object_get(m, "score")),
-                                (long long)json_integer_value(json_object_get(m, "delta")),
-                                kind                                          ? kind
-                                : json_is_true(json_object_get(m, "turning")) ? "★"
-                                                                              : "");
-        }
-    }
-    json_t *undone = json_object_get(v, "undone");
-    if (undone) {
-        cdsh_strbuf_append_str(sb, "已悔：");
-        size_t i;
-        json_t *u;
-        json_array_foreach(undone, i, u) {
-            cdsh_strbuf_appendf(sb, "%s%s", i ? " " : "",
-                                json_string_value(json_object_get(u, "zh")));
-        }
-        cdsh_strbuf_append_char(sb, '\n');
-    }
-}
+/* ---- the command's parses: `/xiangqi <row> <rest>` → the row's args ------------ */
 
-static json_t *render(void *ud, const json_t *args, const json_t *value, cdsh_error *err)
+static int parse_new(void *ud, const char *rest, json_t **args, cdsh_error *err)
 {
     (void)ud;
-    (void)args;
-    char *text;
-    if (!json_is_true(json_object_get(value, "ok"))) {
-        text = cdsh__xq_refusal_text_dup(value);
-    } else {
-        cdsh_strbuf sb;
-        cdsh_strbuf_init(&sb);
-        render_projection(&sb, value);
-        text = cdsh_strbuf_take(&sb, NULL);
-    }
-    json_t *content = text ? cdsh_toolresult_text_content(text) : NULL;
-    free(text);
-    if (!content)
-        cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    return content;
-}
-
-/* ---- registration ---------------------------------------------------------------- */
-
-static const xq_tool tools[] = {
-    {"xiangqi_new",
-     "Start a new xiangqi game in this session. side is the person's side ('r' moves first); "
-     "opponent 'model' (you) or 'local' (the built-in engine). Returns the full projection.",
-     "{\"type\":\"object\",\"properties\":{\"side\":{\"type\":\"string\",\"enum\":[\"r\",\"b\"]},"
-     "\"opponent\":{\"type\":\"string\",\"enum\":[\"model\",\"local\"]},"
-     "\"maxPlies\":{\"type\":\"integer\",\"minimum\":2,\"maximum\":4000}},"
-     "\"additionalProperties\":false}",
-     "", "", new_body, false},
-    {"xiangqi_board",
-     "Read the current xiangqi game: FEN, an ASCII board, the legal moves (ICCS and Chinese), "
-     "the evaluation and the move list. Changes nothing.",
-     "{\"type\":\"object\",\"properties\":{\"includeMoves\":{\"type\":\"boolean\",\"default\":true}"
-     ","
-     "\"includeEval\":{\"type\":\"boolean\",\"default\":false},"
-     "\"ascii\":{\"type\":\"boolean\",\"default\":true}},\"additionalProperties\":false}",
-     "\"ascii\":" STR ",\"legalMoves\":{\"type\":\"array\",\"items\":" MOVE_ITEM "},"
-     "\"evaluation\":{\"type\":\"object\",\"properties\":{\"score\":" INT ",\"sideScore\":" INT
-     ",\"depth\":" INT "},\"required\":[\"score\",\"sideScore\",\"depth\"],"
-     "\"additionalProperties\":false}",
-     "", board_body, true},
-    {"xiangqi_move",
-     "Play your move as the opponent. move is ICCS (\"h2e2\"), Chinese notation (\"炮二平五\") or "
-     "{from,to} board indexes 0..89 (index = (9-rank)*9+file). Refusals list the legal moves.",
-     "{\"type\":\"object\",\"properties\":{\"move\":{\"oneOf\":[{\"type\":\"string\",\"minLength\":"
-     "1,\"maxLength\":64},{\"type\":\"object\",\"properties\":{\"from\":{\"type\":\"integer\","
-     "\"minimum\":0,\"maximum\":89},\"to\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":89}},"
-     "\"required\":[\"from\",\"to\"],\"additionalProperties\":false}]},"
-     "\"reason\":{\"type\":\"string\",\"maxLength\":2000}},\"required\":[\"move\"],"
-     "\"additionalProperties\":false}",
-     "\"played\":" STR ",\"captured\":" STR, "\"played\",\"captured\"", move_body, false},
-    {"xiangqi_undo", "Take back plies (default 2: one move of each side). Returns undone[].",
-     "{\"type\":\"object\",\"properties\":{\"plies\":{\"type\":\"integer\",\"minimum\":1,"
-     "\"maximum\":400,\"default\":2}},\"additionalProperties\":false}",
-     "\"undone\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"iccs\":" STR
-     ",\"zh\":" STR ",\"captured\":" STR "},\"required\":[\"iccs\",\"zh\",\"captured\"],"
-     "\"additionalProperties\":false}}",
-     "\"undone\"", undo_body, false},
-    {"xiangqi_hint",
-     "Ask the local engine for candidate moves (ICCS, Chinese, score in centipawns from Red's "
-     "view: positive favours Red, principal variation). Costs no model budget.",
-     "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\",\"minimum\":1,"
-     "\"maximum\":16,\"default\":3},\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":30}},"
-     "\"additionalProperties\":false}",
-     "\"candidates\":{\"type\":\"array\",\"items\":" CANDIDATE "},\"evaluation\":" NULLABLE(
-         "{\"type\":\"object\",\"properties\":{\"score\":" INT ",\"mate\":" INT ",\"depth\":" INT
-         ",\"bestIccs\":" STR "},\"required\":[\"score\",\"mate\",\"depth\",\"bestIccs\"],"
-         "\"additionalProperties\":false}"),
-     "\"candidates\",\"evaluation\"", hint_body, false},
-    {"xiangqi_review",
-     "Review the game: the move list, the turning points and an evaluation per ply (Red's view). "
-     "highlight 'turning' lists the turning points, 'all' every move.",
-     "{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"string\",\"enum\":["
-     "\"turning\","
-     "\"all\"],\"default\":\"turning\"}},\"additionalProperties\":false}",
-     "\"highlight\":{\"type\":\"string\",\"enum\":[\"turning\",\"all\"]},\"moves\":{\"type\":"
-     "\"array\",\"items\":" REVIEW_MOVE
-     "},\"turningPoints\":{\"type\":\"array\",\"items\":" TURNING_POINT
-     "},\"curve\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
-     "{\"ply\":" INT ",\"score\":" INT "},\"required\":[\"ply\",\"score\"],"
-     "\"additionalProperties\":false}}",
-     "\"highlight\",\"moves\",\"turningPoints\",\"curve\"", review_body, false},
-};
-
-int cdsh__xq_tools_register(cdsh_plugin_ctx *ctx, cdsh__xq_plugin *p, cdsh_error *err)
-{
-    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
-        const xq_tool *t = &tools[i];
-        json_t *params = json_loads(t->params, 0, NULL);
-        json_t *out = output_schema(t->extra_props, t->extra_req);
-        if (!params || !out) {
-            json_decref(params);
-            json_decref(out);
-            return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOOL_DEF", "schema of %s does not parse",
-                                  t->name);
-        }
-        cdsh_tool_def def = {
-            .name = t->name,
-            .description = t->description,
-            .parameters = params,
-            .output_schema = out,
-            .execute = t->body,
-            .render = render,
-            .is_concurrency_safe = t->parallel ? cdsh_tools_always_safe : NULL,
-            .ud = cdsh__xq_plugin_ref(p),
-            .free_ud = cdsh__xq_plugin_unref,
-        };
-        int rc = cdsh_ctx_register_tool(ctx, &def, err);
-        json_decref(params);
-        json_decref(out);
-        if (rc != 0)
-            return rc;
+    char line[512], *save = NULL;
+    snprintf(line, sizeof line, "%s", rest ? rest : "");
+    *args = json_object();
+    for (char *t = strtok_r(line, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+        const char *side = !strcmp(t, "r") || !strcmp(t, "red") || !strcmp(t, "红")     ? "r"
+                           : !strcmp(t, "b") || !strcmp(t, "black") || !strcmp(t, "黑") ? "b"
+                                                                                        : NULL;
+        if (side)
+            json_object_set_new(*args, "side", json_string(side));
+        else if (!strcmp(t, "local") || !strcmp(t, "model"))
+            json_object_set_new(*args, "opponent", json_string(t));
+        else
+            return cdsh_error_set(err, CDSH_EINVAL, "usage", "%s", USAGE);
     }
     return 0;
 }
+
+static int parse_move(void *ud, const char *rest, json_t **args, cdsh_error *err)
+{
+    (void)ud;
+    if (!rest || !*rest)
+        return cdsh_error_set(err, CDSH_EINVAL, "usage", "%s",
+                              "请给出着法，例如 /xiangqi move 炮二平五 或 h2e2");
+    *args = json_pack("{s:s}", "move", rest);
+    return 0;
+}
+
+/* A number or its default (atoi: "abc" reads as 0, as it always has). */
+static int parse_count(const char *rest, const char *name, int dflt, json_t **args)
+{
+    *args = json_pack("{s:i}", name, rest && *rest ? atoi(rest) : dflt);
+    return 0;
+}
+
+static int parse_undo(void *ud, const char *rest, json_t **args, cdsh_error *err)
+{
+    (void)ud, (void)err;
+    return parse_count(rest, "plies", 2, args);
+}
+
+static int parse_hint(void *ud, const char *rest, json_t **args, cdsh_error *err)
+{
+    (void)ud, (void)err;
+    return parse_count(rest, "count", 0, args);
+}
+
+static int parse_review(void *ud, const char *rest, json_t **args, cdsh_error *err)
+{
+    (void)ud, (void)err;
+    *args = rest && *rest ? json_pack("{s:s}", "highlight", rest) : json_object();
+    return 0;
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
+#define ALL (CDSH_OP_TOOL | CDSH_OP_RPC | CDSH_OP_COMMAND)
+#define PERSON (CDSH_OP_RPC | CDSH_OP_COMMAND)
+
+static const cdsh_op ROWS[] = {
+    {.name = "new",
+     .description =
+         "Start a new xiangqi game in this session. side is the person's side ('r' moves first); "
+         "opponent 'model' (you) or 'local' (the built-in engine). Returns the full projection.",
+     .args_schema =
+         "{\"type\":\"object\",\"properties\":{\"side\":{\"type\":\"string\",\"enum\":[\"r\",\"b\"]},"
+         "\"opponent\":{\"type\":\"string\",\"enum\":[\"model\",\"local\"]},"
+         "\"maxPlies\":{\"type\":\"integer\",\"minimum\":2,\"maximum\":4000}},"
+         "\"additionalProperties\":false}",
+     .result_schema = OUTPUT("", ""),
+     .handler = op_new,
+     .surfaces = ALL,
+     .parse = parse_new},
+    {.name = "board",
+     .description =
+         "Read the current xiangqi game: FEN, an ASCII board, the legal moves (ICCS and Chinese), "
+         "the evaluation and the move list. Changes nothing.",
+     .args_schema =
+         "{\"type\":\"object\",\"properties\":{\"includeMoves\":{\"type\":\"boolean\",\"default\":"
+         "true},"
+         "\"includeEval\":{\"type\":\"boolean\",\"default\":false},"
+         "\"ascii\":{\"type\":\"boolean\",\"default\":true}},\"additionalProperties\":false}",
+     .result_schema = OUTPUT(",\"ascii\":" STR ",\"legalMoves\":{\"type\":\"array\",\"items\":" MOVE_ITEM
+                             "},\"evaluation\":{\"type\":\"object\",\"properties\":{\"score\":" INT
+                             ",\"sideScore\":" INT ",\"depth\":" INT
+                             "},\"required\":[\"score\",\"sideScore\",\"depth\"],"
+                             "\"additionalProperties\":false}",
+                             ""),
+     .handler = op_board,
+     .surfaces = CDSH_OP_TOOL,
+     .flags = CDSH_OP_READ},
+    {.name = "move",
+     .description =
+         "Play your move as the opponent. move is ICCS (\"h2e2\"), Chinese notation (\"炮二平五\") "
+         "or {from,to} board indexes 0..89 (index = (9-rank)*9+file). Refusals list the legal "
+         "moves.",
+     .args_schema =
+         "{\"type\":\"object\",\"properties\":{\"move\":{\"oneOf\":[{\"type\":\"string\","
+         "\"minLength\":1,\"maxLength\":64},{\"type\":\"object\",\"properties\":{\"from\":{"
+         "\"type\":\"integer\",\"minimum\":0,\"maximum\":89},\"to\":{\"type\":\"integer\","
+         "\"minimum\":0,\"maximum\":89}},\"required\":[\"from\",\"to\"],"
+         "\"additionalProperties\":false}]},"
+         "\"reason\":{\"type\":\"string\",\"maxLength\":2000}},\"required\":[\"move\"],"
+         "\"additionalProperties\":false}",
+     .result_schema = OUTPUT(",\"played\":" STR ",\"captured\":" STR, ",\"played\",\"captured\""),
+     .handler = op_move,
+     .surfaces = ALL,
+     .parse = parse_move},
+    {.name = "undo",
+     .description = "Take back plies (default 2: one move of each side). Returns undone[].",
+     .args_schema = "{\"type\":\"object\",\"properties\":{\"plies\":{\"type\":\"integer\","
+                    "\"minimum\":1,\"maximum\":400,\"default\":2}},\"additionalProperties\":false}",
+     .result_schema = OUTPUT(",\"undone\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+                             "\"properties\":{\"iccs\":" STR ",\"zh\":" STR ",\"captured\":" STR
+                             "},\"required\":[\"iccs\",\"zh\",\"captured\"],"
+                             "\"additionalProperties\":false}}",
+                             ",\"undone\""),
+     .handler = op_undo,
+     .surfaces = ALL,
+     .parse = parse_undo},
+    {.name = "hint",
+     .description =
+         "Ask the local engine for candidate moves (ICCS, Chinese, score in centipawns from Red's "
+         "view: positive favours Red, principal variation). Costs no model budget.",
+     .args_schema =
+         "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\",\"minimum\":1,"
+         "\"maximum\":16,\"default\":3},\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":"
+         "30}},\"additionalProperties\":false}",
+     .result_schema = OUTPUT(",\"candidates\":{\"type\":\"array\",\"items\":" CANDIDATE
+                             "},\"evaluation\":" NULLABLE(
+                                 "{\"type\":\"object\",\"properties\":{\"score\":" INT
+                                 ",\"mate\":" INT ",\"depth\":" INT ",\"bestIccs\":" STR
+                                 "},\"required\":[\"score\",\"mate\",\"depth\",\"bestIccs\"],"
+                                 "\"additionalProperties\":false}"),
+                             ",\"candidates\",\"evaluation\""),
+     .handler = op_hint,
+     .surfaces = ALL,
+     .parse = parse_hint},
+    {.name = "review",
+     .description =
+         "Review the game: the move list, the turning points and an evaluation per ply (Red's "
+         "view). highlight 'turning' lists the turning points, 'all' every move.",
+     .args_schema = "{\"type\":\"object\",\"properties\":{\"highlight\":{\"type\":\"string\","
+                    "\"enum\":[\"turning\",\"all\"],\"default\":\"turning\"}},"
+                    "\"additionalProperties\":false}",
+     .result_schema =
+         OUTPUT(",\"highlight\":{\"type\":\"string\",\"enum\":[\"turning\",\"all\"]},\"moves\":{"
+                "\"type\":\"array\",\"items\":" REVIEW_MOVE
+                "},\"turningPoints\":{\"type\":\"array\",\"items\":" TURNING_POINT
+                "},\"curve\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":"
+                "{\"ply\":" INT ",\"score\":" INT "},\"required\":[\"ply\",\"score\"],"
+                "\"additionalProperties\":false}}",
+                ",\"highlight\",\"moves\",\"turningPoints\",\"curve\""),
+     .handler = op_review,
+     .surfaces = ALL,
+     .parse = parse_review},
+    {.name = "state",
+     .args_schema = SESSION_ARGS,
+     .result_schema = OUTPUT("", ""),
+     .handler = op_state,
+     .surfaces = PERSON,
+     .flags = CDSH_OP_READ},
+    {.name = "resign",
+     .args_schema = SESSION_ARGS,
+     .result_schema = OUTPUT("", ""),
+     .handler = op_resign,
+     .surfaces = PERSON},
+    {.name = "fallback",
+     .args_schema = SESSION_ARGS,
+     .result_schema = OUTPUT("", ""),
+     .handler = op_fallback,
+     .surfaces = PERSON},
+    {.name = "export",
+     .args_schema = SESSION_ARGS,
+     .result_schema = EXPORT_RESULT,
+     .handler = op_export,
+     .surfaces = PERSON,
+     .flags = CDSH_OP_READ},
+};
+
+/* ---- the surfaces' hooks --------------------------------------------------------- */
+
+/* Failures keep the forms they always had: a tool fails as XiangqiError
+ * XIANGQI_FAILED, the panel's channel says "xiangqi failed". */
+static int invoke(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
+{
+    int rc = call->op->handler(ud, call, value, err);
+    if (rc < 0 && call->surface == CDSH_OP_TOOL) {
+        if (!err->code[0])
+            snprintf(err->code, sizeof err->code, "%s", "XIANGQI_FAILED");
+        if (!err->message[0])
+            snprintf(err->message, sizeof err->message, "%s", "xiangqi service failed");
+    }
+    return rc;
+}
+
+/* The panel reaches only stored sessions: payload.sessionId is admitted
+ * (bad-request / session-not-found) before any row runs. */
+static int rpc_admit(void *ud, const char *endpoint, const json_t *payload, json_t **result)
+{
+    (void)endpoint;
+    cdsh__xq_plugin *p = ud;
+    const char *sid = json_string_value(json_object_get(payload, "sessionId"));
+    if (!json_is_object(payload) || !sid) {
+        *result = cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "payload.sessionId is required", NULL);
+        return -1;
+    }
+    json_t *s = cdsh__xq_plugin_session_dup(p, sid);
+    if (!s) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "no session \"%.100s\"", sid);
+        *result = cdsh_rpc_error_new(CDSH_RPC_SESSION_NOT_FOUND, msg,
+                                     json_pack("{s:s}", "sessionId", sid));
+        return -1;
+    }
+    json_decref(s);
+    cdsh__xq_plugin_touch(p, sid);
+    return 0;
+}
+
+/* Projections answer ok; a refusal becomes {ok:false, error:{code: kebab-case
+ * of its code, message: errorZh, details: the refusal}}. */
+static json_t *rpc_result(void *ud, const cdsh_op_call *call, int rc, json_t *value,
+                          const cdsh_error *err)
+{
+    (void)ud, (void)call;
+    if (rc < 0)
+        return strcmp(err->code, CDSH_RPC_BAD_REQUEST) == 0
+                   ? cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, err->message, NULL)
+                   : cdsh_rpc_error_new(CDSH_RPC_INTERNAL,
+                                        err->message[0] ? err->message : "xiangqi failed", NULL);
+    if (json_is_true(json_object_get(value, "ok")))
+        return cdsh_rpc_ok_new(value);
+    char code[64];
+    const char *c = json_string_value(json_object_get(value, "error"));
+    size_t i = 0;
+    for (; c && c[i] && i < sizeof code - 1; i++)
+        code[i] = c[i] == '_' ? '-' : (char)tolower((unsigned char)c[i]);
+    code[i] = 0;
+    return cdsh_rpc_error_new(code, json_string_value(json_object_get(value, "errorZh")), value);
+}
+
+static int set_text(cdsh_command_result *out, cdsh_command_kind kind, const char *text,
+                    cdsh_error *err)
+{
+    if (!text || cdsh_command_result_set(out, kind, text) != 0)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    return 0;
+}
+
+/* Projections as JSON, export as FEN and PGN text, refusals as Chinese text. */
+static int command_result(void *ud, const cdsh_op_call *call, int rc, json_t *value,
+                          const cdsh_error *call_err, cdsh_command_result *out, cdsh_error *err)
+{
+    (void)ud;
+    char *text = NULL;
+    cdsh_command_kind kind = CDSH_COMMAND_SUCCESS;
+    if (rc < 0) {
+        kind = CDSH_COMMAND_ERROR;
+        if (asprintf(&text, "象棋服务出错：%s",
+                     call_err->message[0] ? call_err->message : call_err->code) < 0)
+            text = NULL;
+    } else if (strcmp(call->op->name, "export") == 0) {
+        if (asprintf(&text, "FEN: %s\n\n%s", json_string_value(json_object_get(value, "fen")),
+                     json_string_value(json_object_get(value, "pgn"))) < 0)
+            text = NULL;
+    } else if (json_is_true(json_object_get(value, "ok"))) {
+        text = cdsh_json_dump_compact_dup(value);
+    } else {
+        kind = CDSH_COMMAND_ERROR;
+        text = cdsh__xq_refusal_text_dup(value);
+    }
+    json_decref(value);
+    rc = set_text(out, kind, text, err);
+    free(text);
+    return rc;
+}
+
+const cdsh_ops_table cdsh__xq_ops_table = {
+    .plugin = "xiangqi",
+    .ops = ROWS,
+    .n_ops = sizeof ROWS / sizeof *ROWS,
+    .invoke = invoke,
+    .tool_prefix = "xiangqi_",
+    .tool_error = "XiangqiError",
+    .render = cdsh__xq_tool_render,
+    .rpc_channel = CDSH_XQ_RPC_CHANNEL,
+    .rpc_admit = rpc_admit,
+    .rpc_result = rpc_result,
+    .unknown_code = CDSH_RPC_NOT_FOUND,
+    .unknown_format = "no endpoint \"%s\" on " CDSH_XQ_RPC_CHANNEL,
+    .command = "xiangqi",
+    .command_description = "play xiangqi (Chinese chess): new, state, move, undo, hint, resign, "
+                           "review, export",
+    .command_hint = "new | state | move <着法> | undo | hint | resign | review | export",
+    .command_default = "state",
+    .command_usage = USAGE,
+    .command_result = command_result,
+};
