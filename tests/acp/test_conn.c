@@ -266,8 +266,40 @@ static void fs_calls_are_confined_to_the_session_directory(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     cdsh_acp_prompt_result_deinit(&res);
     f->r.text[0] = '\0';
+    /* A missing file reads as empty (as in Zed, where it opens as a new
+     * buffer): Gemini CLI reads before it creates a file and cannot tell an
+     * error apart. Writing it then creates it, directories included. */
     assert_int_equal(prompt(f, "read missing.txt", NULL, NULL, &res, NULL), 0);
-    assert_non_null(strstr(f->r.text, "read-error: -32002"));
+    assert_string_equal(f->r.text, "read: ");
+    cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "write new-dir/made.txt created", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "write: ok");
+    cdsh_acp_prompt_result_deinit(&res);
+    snprintf(path, sizeof path, "%s/new-dir/made.txt", f->home);
+    got = cdsh_test_read_file(path, NULL);
+    assert_string_equal(got, "created");
+    free(got);
+    /* Bytes that are not UTF-8 are answered as U+FFFD (the reply used to
+     * fail to serialise and the agent waited forever). */
+    snprintf(path, sizeof path, "%s/latin1.txt", f->home);
+    cdsh_test_write_file(path, "caf\xe9 ok");
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "read latin1.txt", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "read: caf\xef\xbf\xbd ok");
+    cdsh_acp_prompt_result_deinit(&res);
+    /* A FIFO is answered at once (it used to block open() forever). */
+    snprintf(path, sizeof path, "%s/pipe", f->home);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "read pipe", NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "read-error: -32602 Invalid params: pipe is not a regular file"));
+    cdsh_acp_prompt_result_deinit(&res);
+    /* The session directory itself cannot be written over. */
+    f->r.text[0] = '\0';
+    snprintf(cmd, sizeof cmd, "write %s x", f->home);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "write-error: -32602"));
     cdsh_acp_prompt_result_deinit(&res);
 }
 

@@ -17,9 +17,11 @@
 
 #include "base/clock.h"
 #include "base/fs.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/process.h"
 #include "base/strbuf.h"
+#include "proto/acp/fsconfine.h"
 #include "proto/acp/terminal.h"
 
 #define RAW_LINES_MAX 5000
@@ -492,26 +494,70 @@ static char *confine_dup(const acp_session *s, cdsh_jsonrpc_request *req, const 
     return full;
 }
 
-/* The absolute, confined path of a fs request, or NULL after answering. */
-static char *fs_path(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **out)
+/* path relative to root when the normalised path lies lexically inside it
+ * (borrowed from full), or NULL. */
+static const char *rel_inside(const char *root, const char *full)
+{
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    if (strcmp(root, "/") == 0)
+        return full + 1;
+    if (strncmp(full, root, n) != 0 || (full[n] != '\0' && full[n] != '/'))
+        return NULL;
+    return full[n] ? full + n + 1 : full + n;
+}
+
+/* The path of a fs request relative to the session directory (owned, "" for
+ * the directory itself), or NULL after answering. Only lexical here: the
+ * file calls then resolve it beneath the directory's fd without following
+ * any symlink (fsconfine.c), so a swapped path can never lead outside. */
+static char *fs_rel(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **out)
 {
     const char *path = json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "path"));
     acp_session *s = callback_session(c, req);
     if (!s)
         return NULL;
-    if (!path || !*path) {
+    if (!path || !*path || strlen(path) != json_string_length(json_object_get(
+                                                 cdsh_jsonrpc_request_params(req), "path"))) {
         session_put(c, s);
         cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS,
-                                   "Invalid params: path required", NULL, NULL);
+                                   "Invalid params: path required (a string without NUL)", NULL,
+                                   NULL);
         return NULL;
     }
-    char *full = confine_dup(s, req, path);
-    if (!full) {
+    char *full = cdsh_fs_path_join_dup(s->cwd, path);
+    char *root = cdsh_fs_path_normalize_dup(s->cwd);
+    const char *rel = full && root ? rel_inside(root, full) : NULL;
+    char *real = NULL;
+    if (full && root && !rel && (real = realpath(s->cwd, NULL)) != NULL)
+        rel = rel_inside(real, full); /* the agent may name the directory's real path */
+    char *dup = rel ? strdup(rel) : NULL;
+    free(full);
+    free(root);
+    free(real);
+    if (!dup) {
+        char msg[600];
+        snprintf(msg, sizeof msg,
+                 "Permission denied: %.256s is outside the session directory %.256s", path, s->cwd);
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS, msg, NULL, NULL);
         session_put(c, s);
         return NULL;
     }
     *out = s;
-    return full;
+    return dup;
+}
+
+/* JSON-RPC code for a failed confined file call. */
+static int64_t fs_code(int rc)
+{
+    switch (rc) {
+    case CDSH_ENOTFOUND: return -32002;
+    case CDSH_EPERM:
+    case CDSH_EINVAL:
+    case CDSH_ETOOBIG: return CDSH_JSONRPC_INVALID_PARAMS;
+    default: return CDSH_JSONRPC_INTERNAL_ERROR;
+    }
 }
 
 static void on_fs_read(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
@@ -525,17 +571,26 @@ static void on_fs_read(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         return;
     }
     acp_session *s = NULL;
-    char *full = fs_path(c, req, &s);
-    if (!full)
+    char *rel = fs_rel(c, req, &s);
+    if (!rel)
         return;
     json_t *params = cdsh_jsonrpc_request_params(req);
     char *data = NULL;
     size_t len = 0;
     cdsh_error e = {0};
-    int rc = cdsh_fs_read_file(full, CDSH_ACP_FS_MAX_BYTES, &data, &len, &e);
+    int rc = cdsh_acp_fs_read_beneath(s->cwd, rel, CDSH_ACP_FS_MAX_BYTES, &data, &len, &e);
+    if (rc == CDSH_ENOTFOUND && *rel) {
+        /* A file that does not exist reads as empty, as in Zed (the file
+         * opens as a new, empty buffer): agents read before they write, and
+         * Gemini CLI cannot recognise an error (its SDK rejects with a plain
+         * object), so only this lets it create files. */
+        rc = 0;
+        data = strdup("");
+        if (!data)
+            rc = cdsh_error_set(&e, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    }
     if (rc < 0) {
-        cdsh_jsonrpc_respond_error(req, rc == CDSH_ENOTFOUND ? -32002 : CDSH_JSONRPC_INTERNAL_ERROR,
-                                   e.message, NULL, NULL);
+        cdsh_jsonrpc_respond_error(req, fs_code(rc), e.message, NULL, NULL);
         goto done;
     }
     /* line (1-based) and limit select whole lines. */
@@ -556,13 +611,20 @@ static void on_fs_read(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         }
         end = p;
     }
-    json_t *r = json_object();
-    json_object_set_new(r, "content", json_stringn_nocheck(start, (size_t)(end - start)));
-    cdsh_jsonrpc_respond(req, r, NULL);
+    /* Bytes that are not UTF-8 (and NULs) cannot travel in a JSON string:
+     * they are answered as U+FFFD, as editors show such a file. */
+    json_t *raw = json_stringn_nocheck(start, (size_t)(end - start));
+    json_t *content = raw ? cdsh_json_sanitize_dup(raw) : NULL;
+    json_decref(raw);
+    json_t *r = content ? json_object() : NULL;
+    if (!r || json_object_set_new(r, "content", content) < 0 ||
+        cdsh_jsonrpc_respond(req, r, NULL) < 0)
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INTERNAL_ERROR,
+                                   "Internal error: the file's content cannot be sent", NULL, NULL);
     json_decref(r);
 done:
     free(data);
-    free(full);
+    free(rel);
     session_put(c, s);
 }
 
@@ -588,19 +650,20 @@ static void on_fs_write(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req
         return;
     }
     acp_session *s = NULL;
-    char *full = fs_path(c, req, &s);
-    if (!full)
+    char *rel = fs_rel(c, req, &s);
+    if (!rel)
         return;
     cdsh_error e = {0};
-    if (cdsh_fs_write_atomic(full, json_string_value(content), json_string_length(content),
-                             CDSH_FS_MODE_KEEP, &e) < 0) {
-        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INTERNAL_ERROR, e.message, NULL, NULL);
+    int rc = cdsh_acp_fs_write_beneath(s->cwd, rel, json_string_value(content),
+                                       json_string_length(content), &e);
+    if (rc < 0) {
+        cdsh_jsonrpc_respond_error(req, fs_code(rc), e.message, NULL, NULL);
     } else {
         json_t *r = json_object();
         cdsh_jsonrpc_respond(req, r, NULL);
         json_decref(r);
     }
-    free(full);
+    free(rel);
     session_put(c, s);
 }
 
