@@ -303,6 +303,29 @@ static void fs_calls_are_confined_to_the_session_directory(void **state)
     cdsh_acp_prompt_result_deinit(&res);
 }
 
+/* An agent that fails session/new and says why only on stderr (Claude Code
+ * ACP as root): the error carries that cause, redacted, on one line. */
+static void a_failed_session_new_carries_the_agents_stderr_cause(void **state)
+{
+    fx *f = *state;
+    const char *extra[] = {"--fail-new",
+                           "Error: --dangerously-skip-permissions cannot be used with root/sudo "
+                           "privileges for security reasons\nAuthorization: Bearer "
+                           "sk-fixtureSECRET1234567890abcdef",
+                           NULL};
+    assert_int_equal(open_fixture(f, extra, false, NULL), 0);
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    cdsh_error err = {0};
+    assert_true(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h,
+                                           &f->sid, &err) < 0);
+    assert_non_null(strstr(err.message, "session/new failed: Internal error: Query closed before "
+                                        "response received (-32603); agent stderr: Error: "
+                                        "--dangerously-skip-permissions cannot be used with "
+                                        "root/sudo privileges for security reasons | "));
+    assert_null(strstr(err.message, "fixtureSECRET"));
+    assert_null(strchr(err.message, '\n'));
+}
+
 static void fs_calls_are_refused_when_not_advertised(void **state)
 {
     fx *f = *state;
@@ -687,6 +710,7 @@ int main(void)
         T(idle_gate_ends_a_stalled_turn_and_the_session_stays_usable),
         T(cancel_ends_the_turn_with_cancelled),
         T(a_crash_mid_prompt_is_a_protocol_failure_with_stderr),
+        T(a_failed_session_new_carries_the_agents_stderr_cause),
         T(rejected_lines_are_kept_verbatim_and_do_not_break_the_turn),
         T(agent_errors_keep_the_agents_own_words),
         T(authenticate_unlocks_session_new),

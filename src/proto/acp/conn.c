@@ -20,6 +20,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/process.h"
+#include "base/redact.h"
 #include "base/strbuf.h"
 #include "proto/acp/fsconfine.h"
 #include "proto/acp/terminal.h"
@@ -72,6 +73,7 @@ struct cdsh_acp_conn {
     char stderr_tail[STDERR_TAIL];
     size_t stderr_len;
     bool stderr_done; /* the agent's stderr reached EOF (set by the reader) */
+    uint64_t stderr_total; /* bytes of stderr seen so far */
     /* Responses are routed by the reader but notifications by the
      * dispatcher, so a prompt's answer can overtake the updates sent before
      * it. The tee counts notifications in wire order; handlers count them
@@ -246,6 +248,7 @@ static void *tee_main(void *arg)
                 errfd = -1;
                 pthread_mutex_lock(&c->mu);
                 c->stderr_done = true;
+                pthread_cond_broadcast(&c->cv);
                 pthread_mutex_unlock(&c->mu);
             } else if (n > 0) {
                 pthread_mutex_lock(&c->mu);
@@ -256,6 +259,8 @@ static void *tee_main(void *arg)
                     }
                     c->stderr_tail[c->stderr_len++] = buf[i];
                 }
+                c->stderr_total += (uint64_t)n;
+                pthread_cond_broadcast(&c->cv);
                 pthread_mutex_unlock(&c->mu);
             }
         }
@@ -317,6 +322,86 @@ static int remote_fail(int rc, const char *method, const cdsh_jsonrpc_remote_err
                               rerr->message, (long long)rerr->code, details);
     return cdsh_error_set(err, rc, "RPC_ERROR", "%s failed: %s (%lld)", method, rerr->message,
                           (long long)rerr->code);
+}
+
+/* The last lines of the agent's stderr, redacted, on one line (owned; NULL
+ * when there is none): the cause an agent gives only there (Claude Code as
+ * root: "--dangerously-skip-permissions cannot be used with root/sudo
+ * privileges"). Waits up to wait_ms for stderr written just before the
+ * failure to arrive (it travels on another pipe than the reply). */
+static char *stderr_cause_dup(cdsh_acp_conn *c, uint64_t since, bool until_eof, int64_t wait_ms)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + wait_ms;
+    pthread_mutex_lock(&c->mu);
+    while ((until_eof || c->stderr_total == since) && !c->stderr_done) {
+        int64_t left = deadline - cdsh_clock_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    /* only what the agent wrote since the failed step began */
+    uint64_t fresh = c->stderr_total - since;
+    size_t len = c->stderr_len, keep = len < 400 ? len : 400;
+    if (fresh < keep)
+        keep = (size_t)fresh;
+    size_t from = len - keep;
+    char *raw = strndup(c->stderr_tail + from, len - from);
+    pthread_mutex_unlock(&c->mu);
+    if (!raw)
+        return NULL;
+    /* one line: newlines become " | ", other controls spaces, and a cut
+     * UTF-8 sequence at the front is dropped by the sanitiser below */
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
+    const char *p = raw;
+    while (*p == '\n' || *p == '\r' || *p == ' ')
+        p++;
+    for (; *p; p++) {
+        if (*p == '\n' || *p == '\r') {
+            while (p[1] == '\n' || p[1] == '\r')
+                p++;
+            if (p[1])
+                cdsh_strbuf_append(&b, " | ", 3);
+        } else {
+            cdsh_strbuf_append_char(&b, (unsigned char)*p < 0x20 ? ' ' : *p);
+        }
+    }
+    free(raw);
+    char *red = b.len ? cdsh_redact_dupn(b.data, b.len, NULL) : NULL;
+    cdsh_strbuf_deinit(&b);
+    if (!red)
+        return NULL;
+    json_t *js = json_string_nocheck(red);
+    json_t *clean = js ? cdsh_json_sanitize_dup(js) : NULL;
+    char *out = clean ? strdup(json_string_value(clean)) : NULL;
+    json_decref(js);
+    json_decref(clean);
+    free(red);
+    return out;
+}
+
+/* Adds the agent's stderr cause to a failed handshake step's message. */
+static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_error *err)
+{
+    if (!err || rc == CDSH_ENOMEM || rc == CDSH_EINVAL || rc == CDSH_EUNSUPPORTED ||
+        strstr(err->message, "; agent stderr: "))
+        return;
+    bool died = rc == CDSH_ECLOSED;
+    char *cause = stderr_cause_dup(c, since, died, died ? STDERR_GRACE_MS : 300);
+    if (cause && *cause) {
+        char msg[CDSH_ERROR_MESSAGE_MAX + 64];
+        snprintf(msg, sizeof msg, "%.560s; agent stderr: %.440s", err->message, cause);
+        cdsh_error_set(err, rc, err->code, "%s", msg);
+    }
+    free(cause);
 }
 
 int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *params,
@@ -889,27 +974,9 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     *out = c;
     return 0;
 fail:
-    if (err && rc == CDSH_ECLOSED && c->proc) {
-        /* The agent died during the handshake: its stderr says why. The
-         * failure may be seen (EOF, or EPIPE on our write) before the reader
-         * has drained stderr, so give it a moment to reach stderr's EOF. */
-        for (int i = 0; i < STDERR_GRACE_MS / 10; i++) {
-            pthread_mutex_lock(&c->mu);
-            bool done = c->stderr_done;
-            pthread_mutex_unlock(&c->mu);
-            if (done)
-                break;
-            struct timespec pause = {0, 10 * 1000 * 1000};
-            nanosleep(&pause, NULL);
-        }
-        char *tail = cdsh_acp_conn_stderr_tail_dup(c);
-        if (tail && *tail) {
-            char msg[CDSH_ERROR_MESSAGE_MAX + 700];
-            snprintf(msg, sizeof msg, "%s; stderr: %.600s", err->message, tail);
-            cdsh_error_set(err, rc, err->code, "%s", msg);
-        }
-        free(tail);
-    }
+    /* The agent's stderr says why (it may die, refuse or time out). */
+    if (c->proc && c->tee_started)
+        add_stderr_cause(c, 0, rc, err);
     conn_destroy(c);
     return rc;
 }
@@ -1046,8 +1113,13 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
         }
     }
     json_t *res = NULL;
+    pthread_mutex_lock(&conn->mu);
+    uint64_t seen = conn->stderr_total;
+    pthread_mutex_unlock(&conn->mu);
     int rc = cdsh_acp_conn_request(conn, method, params, 0, NULL, &res, NULL, err);
     json_decref(params);
+    if (rc < 0)
+        add_stderr_cause(conn, seen, rc, err);
     const char *sid = fresh ? json_string_value(json_object_get(res, "sessionId")) : session_id;
     if (rc == 0 && (!json_is_object(res) || !sid || !*sid))
         rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE", "%s: %s answered without a sessionId",
