@@ -429,7 +429,7 @@ static void cdsh_mcp_servers_are_offered_when_the_agent_supports_them(void **sta
     acp_write_fixture_engine(f->home, "[\"--no-mcp\"]", "");
     mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[],\"env\":[]}]", 0, NULL);
     o.mcp_servers = mcp;
-    f->svc = cdsh_acp_service_new(&o, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), &o, NULL);
     json_decref(mcp);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "e", "fixture", f->home, NULL), 0);
     json_t *res = send(f, "e", "mcp");
