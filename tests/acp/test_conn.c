@@ -499,6 +499,8 @@ static void agent_errors_keep_the_agents_own_words(void **state)
     cdsh_acp_prompt_result_deinit(&res);
     assert_int_equal(prompt(f, "auth", NULL, NULL, &res, &err), CDSH_EPROTO);
     assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "UNAUTHORIZED");
+    assert_string_equal(err.code, "UNAUTHORIZED");
+    assert_non_null(strstr(err.message, "; the agent's login methods: fixture-login (Fixture login)"));
     cdsh_acp_prompt_result_deinit(&res);
 }
 
@@ -512,7 +514,10 @@ static void authenticate_unlocks_session_new(void **state)
     assert_int_equal(
         cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h, &f->sid, &err),
         CDSH_EPROTO);
-    assert_string_equal(err.message, "session/new failed: Authentication required (-32000)");
+    /* UNAUTHORIZED, naming the login methods of initialize's authMethods. */
+    assert_string_equal(err.code, "UNAUTHORIZED");
+    assert_string_equal(err.message, "session/new failed: Authentication required (-32000); the "
+                                     "agent's login methods: fixture-login (Fixture login)");
     assert_int_equal(cdsh_acp_conn_authenticate(f->c, "nope", &err), CDSH_EPROTO);
     assert_int_equal(cdsh_acp_conn_authenticate(f->c, "fixture-login", &err), 0);
     open_session(f);

@@ -404,6 +404,38 @@ static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_erro
     free(cause);
 }
 
+/* An auth failure (-32000) is UNAUTHORIZED and names the login methods the
+ * agent advertised in initialize (its authMethods: id and name). */
+static void unauthorized(cdsh_acp_conn *c, cdsh_error *err)
+{
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(c->init_result, "authMethods"), i, m) {
+        const char *id = json_string_value(json_object_get(m, "id"));
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!id)
+            continue;
+        if (b.len)
+            cdsh_strbuf_append(&b, ", ", 2);
+        cdsh_strbuf_append(&b, id, strlen(id));
+        if (name && strcmp(name, id) != 0) {
+            cdsh_strbuf_append(&b, " (", 2);
+            cdsh_strbuf_append(&b, name, strlen(name));
+            cdsh_strbuf_append_char(&b, ')');
+        }
+    }
+    char msg[CDSH_ERROR_MESSAGE_MAX + 64];
+    if (b.len)
+        snprintf(msg, sizeof msg, "%.500s; the agent's login methods: %.400s", err->message,
+                 b.data);
+    else
+        snprintf(msg, sizeof msg, "%.500s; the agent advertises no login method", err->message);
+    cdsh_error_set(err, err->rc, "UNAUTHORIZED", "%s", msg);
+    cdsh_strbuf_deinit(&b);
+}
+
 int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *params,
                           int64_t timeout_ms, cdsh_cancel *cancel, json_t **result,
                           cdsh_jsonrpc_remote_error *rerr, cdsh_error *err)
@@ -418,6 +450,9 @@ int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *param
                                re, err);
     if (rc < 0)
         rc = remote_fail(rc, method, re, err);
+    if (rc == CDSH_EPROTO && re->message && err && strcmp(err->code, "RPC_ERROR") == 0 &&
+        (re->code == -32000 || strcasestr(re->message, "authentication required")))
+        unauthorized(conn, err);
     cdsh_jsonrpc_remote_error_clear(&local);
     if (rc == 0 && result)
         *result = res;
@@ -1366,6 +1401,9 @@ static void prompt_done(void *arg, int rc, json_t *result, const cdsh_jsonrpc_re
     cdsh_error e = err ? *err : (cdsh_error){0};
     if (rc < 0 && rerr)
         remote_fail(rc, "session/prompt", rerr, &e);
+    if (rc == CDSH_EPROTO && rerr && rerr->message && strcmp(e.code, "RPC_ERROR") == 0 &&
+        (rerr->code == -32000 || strcasestr(rerr->message, "authentication required")))
+        unauthorized(w->c, &e); /* init_result is written once, before any prompt */
     pthread_mutex_lock(&w->c->mu);
     w->rc = rc;
     w->notif_target = w->c->notif_seen;
