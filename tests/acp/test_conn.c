@@ -266,9 +266,64 @@ static void fs_calls_are_confined_to_the_session_directory(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     cdsh_acp_prompt_result_deinit(&res);
     f->r.text[0] = '\0';
+    /* A missing file reads as empty (as in Zed, where it opens as a new
+     * buffer): Gemini CLI reads before it creates a file and cannot tell an
+     * error apart. Writing it then creates it, directories included. */
     assert_int_equal(prompt(f, "read missing.txt", NULL, NULL, &res, NULL), 0);
-    assert_non_null(strstr(f->r.text, "read-error: -32002"));
+    assert_string_equal(f->r.text, "read: ");
     cdsh_acp_prompt_result_deinit(&res);
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "write new-dir/made.txt created", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "write: ok");
+    cdsh_acp_prompt_result_deinit(&res);
+    snprintf(path, sizeof path, "%s/new-dir/made.txt", f->home);
+    got = cdsh_test_read_file(path, NULL);
+    assert_string_equal(got, "created");
+    free(got);
+    /* Bytes that are not UTF-8 are answered as U+FFFD (the reply used to
+     * fail to serialise and the agent waited forever). */
+    snprintf(path, sizeof path, "%s/latin1.txt", f->home);
+    cdsh_test_write_file(path, "caf\xe9 ok");
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "read latin1.txt", NULL, NULL, &res, NULL), 0);
+    assert_string_equal(f->r.text, "read: caf\xef\xbf\xbd ok");
+    cdsh_acp_prompt_result_deinit(&res);
+    /* A FIFO is answered at once (it used to block open() forever). */
+    snprintf(path, sizeof path, "%s/pipe", f->home);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    f->r.text[0] = '\0';
+    assert_int_equal(prompt(f, "read pipe", NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "read-error: -32602 Invalid params: pipe is not a regular file"));
+    cdsh_acp_prompt_result_deinit(&res);
+    /* The session directory itself cannot be written over. */
+    f->r.text[0] = '\0';
+    snprintf(cmd, sizeof cmd, "write %s x", f->home);
+    assert_int_equal(prompt(f, cmd, NULL, NULL, &res, NULL), 0);
+    assert_non_null(strstr(f->r.text, "write-error: -32602"));
+    cdsh_acp_prompt_result_deinit(&res);
+}
+
+/* An agent that fails session/new and says why only on stderr (Claude Code
+ * ACP as root): the error carries that cause, redacted, on one line. */
+static void a_failed_session_new_carries_the_agents_stderr_cause(void **state)
+{
+    fx *f = *state;
+    const char *extra[] = {"--fail-new",
+                           "Error: --dangerously-skip-permissions cannot be used with root/sudo "
+                           "privileges for security reasons\nAuthorization: Bearer "
+                           "sk-fixtureSECRET1234567890abcdef",
+                           NULL};
+    assert_int_equal(open_fixture(f, extra, false, NULL), 0);
+    cdsh_acp_session_handlers h = {on_upd, on_perm, &f->r};
+    cdsh_error err = {0};
+    assert_true(cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h,
+                                           &f->sid, &err) < 0);
+    assert_non_null(strstr(err.message, "session/new failed: Internal error: Query closed before "
+                                        "response received (-32603); agent stderr: Error: "
+                                        "--dangerously-skip-permissions cannot be used with "
+                                        "root/sudo privileges for security reasons | "));
+    assert_null(strstr(err.message, "fixtureSECRET"));
+    assert_null(strchr(err.message, '\n'));
 }
 
 static void fs_calls_are_refused_when_not_advertised(void **state)
@@ -444,6 +499,8 @@ static void agent_errors_keep_the_agents_own_words(void **state)
     cdsh_acp_prompt_result_deinit(&res);
     assert_int_equal(prompt(f, "auth", NULL, NULL, &res, &err), CDSH_EPROTO);
     assert_string_equal(cdsh_acp_classify_error(err.rc, err.code, err.message), "UNAUTHORIZED");
+    assert_string_equal(err.code, "UNAUTHORIZED");
+    assert_non_null(strstr(err.message, "; the agent's login methods: fixture-login (Fixture login)"));
     cdsh_acp_prompt_result_deinit(&res);
 }
 
@@ -457,7 +514,10 @@ static void authenticate_unlocks_session_new(void **state)
     assert_int_equal(
         cdsh_acp_conn_session_open(f->c, CDSH_ACP_OPEN_NEW, NULL, f->home, NULL, &h, &f->sid, &err),
         CDSH_EPROTO);
-    assert_string_equal(err.message, "session/new failed: Authentication required (-32000)");
+    /* UNAUTHORIZED, naming the login methods of initialize's authMethods. */
+    assert_string_equal(err.code, "UNAUTHORIZED");
+    assert_string_equal(err.message, "session/new failed: Authentication required (-32000); the "
+                                     "agent's login methods: fixture-login (Fixture login)");
     assert_int_equal(cdsh_acp_conn_authenticate(f->c, "nope", &err), CDSH_EPROTO);
     assert_int_equal(cdsh_acp_conn_authenticate(f->c, "fixture-login", &err), 0);
     open_session(f);
@@ -655,6 +715,7 @@ int main(void)
         T(idle_gate_ends_a_stalled_turn_and_the_session_stays_usable),
         T(cancel_ends_the_turn_with_cancelled),
         T(a_crash_mid_prompt_is_a_protocol_failure_with_stderr),
+        T(a_failed_session_new_carries_the_agents_stderr_cause),
         T(rejected_lines_are_kept_verbatim_and_do_not_break_the_turn),
         T(agent_errors_keep_the_agents_own_words),
         T(authenticate_unlocks_session_new),

@@ -423,6 +423,19 @@ static void cdsh_mcp_servers_are_offered_when_the_agent_supports_them(void **sta
     assert_int_equal(cdsh_acp_service_bind(f->svc, "d", "fixture", f->home, NULL), 0);
     json_decref(send(f, "d", "mcp"));
     assert_string_equal(f->r.text, "mcp: -");
+    cdsh_acp_service_free(f->svc);
+    /* An agent without mcpCapabilities (DSH) is offered none: it refuses any
+     * server with -32602 and the first message would fail. */
+    acp_write_fixture_engine(f->home, "[\"--no-mcp\"]", "");
+    mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[],\"env\":[]}]", 0, NULL);
+    o.mcp_servers = mcp;
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), &o, NULL);
+    json_decref(mcp);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "e", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "e", "mcp");
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    json_decref(res);
+    assert_string_equal(f->r.text, "mcp: -");
 }
 
 static void permission_option_mapping_follows_the_digest(void **state)

@@ -184,8 +184,24 @@ static void terminal_env_is_scrubbed_plus_requested_and_cwd_defaults_to_the_sess
     out = run_terminal(f, json_pack("{s:s,s:s}", "command", "pwd", "cwd", "sub"));
     snprintf(want, sizeof want, "\"output\":\"%s\\n\"", sub);
     assert_non_null(strstr(out, want));
-    /* argv, never a shell: the command is looked up as a program. */
-    out = run_terminal(f, json_pack("{s:s}", "command", "echo hi; true"));
+    /* Without args the command is a shell command line (Claude Code ACP
+     * sends them so): redirection, ';' and variables work, in the session
+     * directory. */
+    out = run_terminal(f, json_pack("{s:s}", "command",
+                                    "echo hi > made.txt; echo \"$((6*7))\"; cat made.txt; exit 4"));
+    assert_non_null(strstr(out, "\"output\":\"42\\nhi\\n\""));
+    assert_non_null(strstr(out, "\"exitCode\":4"));
+    char made[4300];
+    snprintf(made, sizeof made, "%s/made.txt", f->home);
+    char *text = cdsh_test_read_file(made, NULL);
+    assert_non_null(text);
+    assert_string_equal(text, "hi\n");
+    free(text);
+    /* With args it is a program and its argv: no shell re-parses them, and
+     * a program that does not exist is "not found". */
+    out = run_terminal(f, json_pack("{s:s,s:[s]}", "command", "echo", "args", "$HOME; x"));
+    assert_non_null(strstr(out, "\"output\":\"$HOME; x\\n\""));
+    out = run_terminal(f, json_pack("{s:s,s:[s]}", "command", "echo hi; true", "args", "x"));
     assert_non_null(strstr(out, "create: error -32002"));
     assert_non_null(strstr(out, "echo hi; true"));
 }

@@ -6,6 +6,8 @@
  * which session/fork carries over). Sessions are listed by session/list in
  * pages of --page-size and kept in --state-dir DIR/sessions.json when given
  * (so another process can fork them, as real agents' stores allow).
+ * --no-mcp advertises no mcpCapabilities and refuses mcpServers (as DSH);
+ * --fail-new TEXT fails session/new with the cause only on stderr.
  * Not a real agent: it never calls a model. */
 #include <jansson.h>
 #include <pthread.h>
@@ -18,7 +20,10 @@
 #include "proto/jsonrpc.h"
 
 static const char *config_style = "both"; /* options | modes | both | none */
-static int no_load, need_auth, authed, leak, garbage_first, no_fork, no_list;
+static int no_load, need_auth, authed, leak, garbage_first, no_fork, no_list, no_mcp;
+/* --fail-new TEXT: session/new writes TEXT to stderr and fails as Claude
+ * Code ACP does as root (the cause only on stderr). */
+static const char *fail_new;
 static int page_size = 2;
 static const char *state_dir; /* NULL: sessions only in memory */
 static json_t *memory_db;     /* sessionId → {sessionId, cwd, title, updatedAt, last} */
@@ -175,6 +180,8 @@ static void on_initialize(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
         json_object_set_new(caps, "list", json_object());
     if (!no_fork)
         json_object_set_new(caps, "fork", json_object());
+    if (no_mcp) /* like DSH: no mcpCapabilities, and session/new refuses any server */
+        json_object_del(json_object_get(r, "agentCapabilities"), "mcpCapabilities");
     if (leak) {
         json_object_set_new(r, "_meta",
                             json_pack("{s:s,s:s,s:s}", "apiKey", "sk-fixtureSECRET1234567890",
@@ -206,6 +213,18 @@ static void on_session_new(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *
     (void)arg;
     if (need_auth && !authed) {
         cdsh_jsonrpc_respond_error(req, -32000, "Authentication required", NULL, NULL);
+        return;
+    }
+    if (fail_new) {
+        fprintf(stderr, "%s\n", fail_new);
+        fflush(stderr);
+        cdsh_jsonrpc_respond_error(req, -32603,
+                                   "Internal error: Query closed before response received", NULL,
+                                   NULL);
+        return;
+    }
+    if (no_mcp && json_array_size(json_object_get(cdsh_jsonrpc_request_params(req), "mcpServers"))) {
+        cdsh_jsonrpc_respond_error(req, -32602, "mcpServers is not supported", NULL, NULL);
         return;
     }
     char sid[64];
@@ -584,6 +603,10 @@ int main(int argc, char **argv)
             no_fork = 1;
         else if (strcmp(argv[i], "--no-list") == 0)
             no_list = 1;
+        else if (strcmp(argv[i], "--no-mcp") == 0)
+            no_mcp = 1;
+        else if (strcmp(argv[i], "--fail-new") == 0 && i + 1 < argc)
+            fail_new = argv[++i];
         else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
             state_dir = argv[++i];
         else if (strcmp(argv[i], "--page-size") == 0 && i + 1 < argc)

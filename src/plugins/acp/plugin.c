@@ -336,7 +336,7 @@ const cdsh_plugin_def cdsh_acp_plugin = {
         "\"default\":true,\"description\":\"serve fs/read_text_file and "
         "fs/write_text_file inside the session directory\"},\"terminal\":{\"type\":"
         "\"boolean\",\"default\":true,\"description\":\"run terminal/create "
-        "commands (argv, scrubbed env) inside the session directory\"},\"mcpServers\":{\"type\":"
+        "commands (argv, or /bin/sh -c without args; scrubbed env) inside the session directory\"},\"mcpServers\":{\"type\":"
         "\"array\",\"default\":[],\"description\":\"ACP McpServer objects offered to "
         "engines whose mcp is inherit\",\"items\":{\"type\":\"object\","
         "\"additionalProperties\":true}},\"cdshTools\":{\"type\":\"string\","

@@ -464,10 +464,15 @@ static json_t *mcp_for(cdsh_acp_service *svc, const json_t *row, cdsh_acp_conn *
                         "mcpCapabilities");
     size_t i;
     json_t *s;
+    /* Only what the agent's mcpCapabilities allow: none without them (DSH
+     * refuses any server with -32602), stdio unless "stdio":false, http /
+     * sse only when advertised true. */
+    if (!json_is_object(caps))
+        return out;
     json_array_foreach(src, i, s) {
         const char *type = json_string_value(json_object_get(s, "type"));
-        /* stdio is always allowed; http / sse only when the agent says so. */
-        if (!type || json_is_true(json_object_get(caps, type)))
+        json_t *flag = json_object_get(caps, type ? type : "stdio");
+        if (type ? json_is_true(flag) : !json_is_false(flag))
             json_array_append(out, s);
     }
     return out;

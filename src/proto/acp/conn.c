@@ -17,9 +17,12 @@
 
 #include "base/clock.h"
 #include "base/fs.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/process.h"
+#include "base/redact.h"
 #include "base/strbuf.h"
+#include "proto/acp/fsconfine.h"
 #include "proto/acp/terminal.h"
 
 #define RAW_LINES_MAX 5000
@@ -70,6 +73,7 @@ struct cdsh_acp_conn {
     char stderr_tail[STDERR_TAIL];
     size_t stderr_len;
     bool stderr_done; /* the agent's stderr reached EOF (set by the reader) */
+    uint64_t stderr_total; /* bytes of stderr seen so far */
     /* Responses are routed by the reader but notifications by the
      * dispatcher, so a prompt's answer can overtake the updates sent before
      * it. The tee counts notifications in wire order; handlers count them
@@ -244,6 +248,7 @@ static void *tee_main(void *arg)
                 errfd = -1;
                 pthread_mutex_lock(&c->mu);
                 c->stderr_done = true;
+                pthread_cond_broadcast(&c->cv);
                 pthread_mutex_unlock(&c->mu);
             } else if (n > 0) {
                 pthread_mutex_lock(&c->mu);
@@ -254,6 +259,8 @@ static void *tee_main(void *arg)
                     }
                     c->stderr_tail[c->stderr_len++] = buf[i];
                 }
+                c->stderr_total += (uint64_t)n;
+                pthread_cond_broadcast(&c->cv);
                 pthread_mutex_unlock(&c->mu);
             }
         }
@@ -317,6 +324,118 @@ static int remote_fail(int rc, const char *method, const cdsh_jsonrpc_remote_err
                           (long long)rerr->code);
 }
 
+/* The last lines of the agent's stderr, redacted, on one line (owned; NULL
+ * when there is none): the cause an agent gives only there (Claude Code as
+ * root: "--dangerously-skip-permissions cannot be used with root/sudo
+ * privileges"). Waits up to wait_ms for stderr written just before the
+ * failure to arrive (it travels on another pipe than the reply). */
+static char *stderr_cause_dup(cdsh_acp_conn *c, uint64_t since, bool until_eof, int64_t wait_ms)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + wait_ms;
+    pthread_mutex_lock(&c->mu);
+    while ((until_eof || c->stderr_total == since) && !c->stderr_done) {
+        int64_t left = deadline - cdsh_clock_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    /* only what the agent wrote since the failed step began */
+    uint64_t fresh = c->stderr_total - since;
+    size_t len = c->stderr_len, keep = len < 400 ? len : 400;
+    if (fresh < keep)
+        keep = (size_t)fresh;
+    size_t from = len - keep;
+    char *raw = strndup(c->stderr_tail + from, len - from);
+    pthread_mutex_unlock(&c->mu);
+    if (!raw)
+        return NULL;
+    /* one line: newlines become " | ", other controls spaces, and a cut
+     * UTF-8 sequence at the front is dropped by the sanitiser below */
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
+    const char *p = raw;
+    while (*p == '\n' || *p == '\r' || *p == ' ')
+        p++;
+    for (; *p; p++) {
+        if (*p == '\n' || *p == '\r') {
+            while (p[1] == '\n' || p[1] == '\r')
+                p++;
+            if (p[1])
+                cdsh_strbuf_append(&b, " | ", 3);
+        } else {
+            cdsh_strbuf_append_char(&b, (unsigned char)*p < 0x20 ? ' ' : *p);
+        }
+    }
+    free(raw);
+    char *red = b.len ? cdsh_redact_dupn(b.data, b.len, NULL) : NULL;
+    cdsh_strbuf_deinit(&b);
+    if (!red)
+        return NULL;
+    json_t *js = json_string_nocheck(red);
+    json_t *clean = js ? cdsh_json_sanitize_dup(js) : NULL;
+    char *out = clean ? strdup(json_string_value(clean)) : NULL;
+    json_decref(js);
+    json_decref(clean);
+    free(red);
+    return out;
+}
+
+/* Adds the agent's stderr cause to a failed handshake step's message. */
+static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_error *err)
+{
+    if (!err || rc == CDSH_ENOMEM || rc == CDSH_EINVAL || rc == CDSH_EUNSUPPORTED ||
+        strstr(err->message, "; agent stderr: "))
+        return;
+    bool died = rc == CDSH_ECLOSED;
+    char *cause = stderr_cause_dup(c, since, died, died ? STDERR_GRACE_MS : 300);
+    if (cause && *cause) {
+        char msg[CDSH_ERROR_MESSAGE_MAX + 64];
+        snprintf(msg, sizeof msg, "%.560s; agent stderr: %.440s", err->message, cause);
+        cdsh_error_set(err, rc, err->code, "%s", msg);
+    }
+    free(cause);
+}
+
+/* An auth failure (-32000) is UNAUTHORIZED and names the login methods the
+ * agent advertised in initialize (its authMethods: id and name). */
+static void unauthorized(cdsh_acp_conn *c, cdsh_error *err)
+{
+    cdsh_strbuf b;
+    cdsh_strbuf_init(&b);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(c->init_result, "authMethods"), i, m) {
+        const char *id = json_string_value(json_object_get(m, "id"));
+        const char *name = json_string_value(json_object_get(m, "name"));
+        if (!id)
+            continue;
+        if (b.len)
+            cdsh_strbuf_append(&b, ", ", 2);
+        cdsh_strbuf_append(&b, id, strlen(id));
+        if (name && strcmp(name, id) != 0) {
+            cdsh_strbuf_append(&b, " (", 2);
+            cdsh_strbuf_append(&b, name, strlen(name));
+            cdsh_strbuf_append_char(&b, ')');
+        }
+    }
+    char msg[CDSH_ERROR_MESSAGE_MAX + 64];
+    if (b.len)
+        snprintf(msg, sizeof msg, "%.500s; the agent's login methods: %.400s", err->message,
+                 b.data);
+    else
+        snprintf(msg, sizeof msg, "%.500s; the agent advertises no login method", err->message);
+    cdsh_error_set(err, err->rc, "UNAUTHORIZED", "%s", msg);
+    cdsh_strbuf_deinit(&b);
+}
+
 int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *params,
                           int64_t timeout_ms, cdsh_cancel *cancel, json_t **result,
                           cdsh_jsonrpc_remote_error *rerr, cdsh_error *err)
@@ -331,6 +450,9 @@ int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *param
                                re, err);
     if (rc < 0)
         rc = remote_fail(rc, method, re, err);
+    if (rc == CDSH_EPROTO && re->message && err && strcmp(err->code, "RPC_ERROR") == 0 &&
+        (re->code == -32000 || strcasestr(re->message, "authentication required")))
+        unauthorized(conn, err);
     cdsh_jsonrpc_remote_error_clear(&local);
     if (rc == 0 && result)
         *result = res;
@@ -492,26 +614,70 @@ static char *confine_dup(const acp_session *s, cdsh_jsonrpc_request *req, const 
     return full;
 }
 
-/* The absolute, confined path of a fs request, or NULL after answering. */
-static char *fs_path(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **out)
+/* path relative to root when the normalised path lies lexically inside it
+ * (borrowed from full), or NULL. */
+static const char *rel_inside(const char *root, const char *full)
+{
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    if (strcmp(root, "/") == 0)
+        return full + 1;
+    if (strncmp(full, root, n) != 0 || (full[n] != '\0' && full[n] != '/'))
+        return NULL;
+    return full[n] ? full + n + 1 : full + n;
+}
+
+/* The path of a fs request relative to the session directory (owned, "" for
+ * the directory itself), or NULL after answering. Only lexical here: the
+ * file calls then resolve it beneath the directory's fd without following
+ * any symlink (fsconfine.c), so a swapped path can never lead outside. */
+static char *fs_rel(cdsh_acp_conn *c, cdsh_jsonrpc_request *req, acp_session **out)
 {
     const char *path = json_string_value(json_object_get(cdsh_jsonrpc_request_params(req), "path"));
     acp_session *s = callback_session(c, req);
     if (!s)
         return NULL;
-    if (!path || !*path) {
+    if (!path || !*path || strlen(path) != json_string_length(json_object_get(
+                                                 cdsh_jsonrpc_request_params(req), "path"))) {
         session_put(c, s);
         cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS,
-                                   "Invalid params: path required", NULL, NULL);
+                                   "Invalid params: path required (a string without NUL)", NULL,
+                                   NULL);
         return NULL;
     }
-    char *full = confine_dup(s, req, path);
-    if (!full) {
+    char *full = cdsh_fs_path_join_dup(s->cwd, path);
+    char *root = cdsh_fs_path_normalize_dup(s->cwd);
+    const char *rel = full && root ? rel_inside(root, full) : NULL;
+    char *real = NULL;
+    if (full && root && !rel && (real = realpath(s->cwd, NULL)) != NULL)
+        rel = rel_inside(real, full); /* the agent may name the directory's real path */
+    char *dup = rel ? strdup(rel) : NULL;
+    free(full);
+    free(root);
+    free(real);
+    if (!dup) {
+        char msg[600];
+        snprintf(msg, sizeof msg,
+                 "Permission denied: %.256s is outside the session directory %.256s", path, s->cwd);
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INVALID_PARAMS, msg, NULL, NULL);
         session_put(c, s);
         return NULL;
     }
     *out = s;
-    return full;
+    return dup;
+}
+
+/* JSON-RPC code for a failed confined file call. */
+static int64_t fs_code(int rc)
+{
+    switch (rc) {
+    case CDSH_ENOTFOUND: return -32002;
+    case CDSH_EPERM:
+    case CDSH_EINVAL:
+    case CDSH_ETOOBIG: return CDSH_JSONRPC_INVALID_PARAMS;
+    default: return CDSH_JSONRPC_INTERNAL_ERROR;
+    }
 }
 
 static void on_fs_read(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
@@ -525,17 +691,26 @@ static void on_fs_read(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         return;
     }
     acp_session *s = NULL;
-    char *full = fs_path(c, req, &s);
-    if (!full)
+    char *rel = fs_rel(c, req, &s);
+    if (!rel)
         return;
     json_t *params = cdsh_jsonrpc_request_params(req);
     char *data = NULL;
     size_t len = 0;
     cdsh_error e = {0};
-    int rc = cdsh_fs_read_file(full, CDSH_ACP_FS_MAX_BYTES, &data, &len, &e);
+    int rc = cdsh_acp_fs_read_beneath(s->cwd, rel, CDSH_ACP_FS_MAX_BYTES, &data, &len, &e);
+    if (rc == CDSH_ENOTFOUND && *rel) {
+        /* A file that does not exist reads as empty, as in Zed (the file
+         * opens as a new, empty buffer): agents read before they write, and
+         * Gemini CLI cannot recognise an error (its SDK rejects with a plain
+         * object), so only this lets it create files. */
+        rc = 0;
+        data = strdup("");
+        if (!data)
+            rc = cdsh_error_set(&e, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    }
     if (rc < 0) {
-        cdsh_jsonrpc_respond_error(req, rc == CDSH_ENOTFOUND ? -32002 : CDSH_JSONRPC_INTERNAL_ERROR,
-                                   e.message, NULL, NULL);
+        cdsh_jsonrpc_respond_error(req, fs_code(rc), e.message, NULL, NULL);
         goto done;
     }
     /* line (1-based) and limit select whole lines. */
@@ -556,13 +731,20 @@ static void on_fs_read(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         }
         end = p;
     }
-    json_t *r = json_object();
-    json_object_set_new(r, "content", json_stringn_nocheck(start, (size_t)(end - start)));
-    cdsh_jsonrpc_respond(req, r, NULL);
+    /* Bytes that are not UTF-8 (and NULs) cannot travel in a JSON string:
+     * they are answered as U+FFFD, as editors show such a file. */
+    json_t *raw = json_stringn_nocheck(start, (size_t)(end - start));
+    json_t *content = raw ? cdsh_json_sanitize_dup(raw) : NULL;
+    json_decref(raw);
+    json_t *r = content ? json_object() : NULL;
+    if (!r || json_object_set_new(r, "content", content) < 0 ||
+        cdsh_jsonrpc_respond(req, r, NULL) < 0)
+        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INTERNAL_ERROR,
+                                   "Internal error: the file's content cannot be sent", NULL, NULL);
     json_decref(r);
 done:
     free(data);
-    free(full);
+    free(rel);
     session_put(c, s);
 }
 
@@ -588,19 +770,20 @@ static void on_fs_write(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req
         return;
     }
     acp_session *s = NULL;
-    char *full = fs_path(c, req, &s);
-    if (!full)
+    char *rel = fs_rel(c, req, &s);
+    if (!rel)
         return;
     cdsh_error e = {0};
-    if (cdsh_fs_write_atomic(full, json_string_value(content), json_string_length(content),
-                             CDSH_FS_MODE_KEEP, &e) < 0) {
-        cdsh_jsonrpc_respond_error(req, CDSH_JSONRPC_INTERNAL_ERROR, e.message, NULL, NULL);
+    int rc = cdsh_acp_fs_write_beneath(s->cwd, rel, json_string_value(content),
+                                       json_string_length(content), &e);
+    if (rc < 0) {
+        cdsh_jsonrpc_respond_error(req, fs_code(rc), e.message, NULL, NULL);
     } else {
         json_t *r = json_object();
         cdsh_jsonrpc_respond(req, r, NULL);
         json_decref(r);
     }
-    free(full);
+    free(rel);
     session_put(c, s);
 }
 
@@ -826,27 +1009,9 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     *out = c;
     return 0;
 fail:
-    if (err && rc == CDSH_ECLOSED && c->proc) {
-        /* The agent died during the handshake: its stderr says why. The
-         * failure may be seen (EOF, or EPIPE on our write) before the reader
-         * has drained stderr, so give it a moment to reach stderr's EOF. */
-        for (int i = 0; i < STDERR_GRACE_MS / 10; i++) {
-            pthread_mutex_lock(&c->mu);
-            bool done = c->stderr_done;
-            pthread_mutex_unlock(&c->mu);
-            if (done)
-                break;
-            struct timespec pause = {0, 10 * 1000 * 1000};
-            nanosleep(&pause, NULL);
-        }
-        char *tail = cdsh_acp_conn_stderr_tail_dup(c);
-        if (tail && *tail) {
-            char msg[CDSH_ERROR_MESSAGE_MAX + 700];
-            snprintf(msg, sizeof msg, "%s; stderr: %.600s", err->message, tail);
-            cdsh_error_set(err, rc, err->code, "%s", msg);
-        }
-        free(tail);
-    }
+    /* The agent's stderr says why (it may die, refuse or time out). */
+    if (c->proc && c->tee_started)
+        add_stderr_cause(c, 0, rc, err);
     conn_destroy(c);
     return rc;
 }
@@ -983,8 +1148,13 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
         }
     }
     json_t *res = NULL;
+    pthread_mutex_lock(&conn->mu);
+    uint64_t seen = conn->stderr_total;
+    pthread_mutex_unlock(&conn->mu);
     int rc = cdsh_acp_conn_request(conn, method, params, 0, NULL, &res, NULL, err);
     json_decref(params);
+    if (rc < 0)
+        add_stderr_cause(conn, seen, rc, err);
     const char *sid = fresh ? json_string_value(json_object_get(res, "sessionId")) : session_id;
     if (rc == 0 && (!json_is_object(res) || !sid || !*sid))
         rc = cdsh_error_set(err, CDSH_EPROTO, "BAD_RESPONSE", "%s: %s answered without a sessionId",
@@ -1231,6 +1401,9 @@ static void prompt_done(void *arg, int rc, json_t *result, const cdsh_jsonrpc_re
     cdsh_error e = err ? *err : (cdsh_error){0};
     if (rc < 0 && rerr)
         remote_fail(rc, "session/prompt", rerr, &e);
+    if (rc == CDSH_EPROTO && rerr && rerr->message && strcmp(e.code, "RPC_ERROR") == 0 &&
+        (rerr->code == -32000 || strcasestr(rerr->message, "authentication required")))
+        unauthorized(w->c, &e); /* init_result is written once, before any prompt */
     pthread_mutex_lock(&w->c->mu);
     w->rc = rc;
     w->notif_target = w->c->notif_seen;

@@ -390,8 +390,17 @@ static bool create_params(cdsh_jsonrpc_request *req, const json_t *params, char 
                      ? CDSH_ACP_TERMINAL_OUTPUT_MAX
                      : (size_t)json_integer_value(lim);
     size_t na = json_array_size(args), ne = json_array_size(env);
-    char **argv = calloc(na + 2, sizeof *argv), **envv = calloc(ne + 1, sizeof *envv);
-    bool ok = argv && envv && (argv[0] = strdup(command)) != NULL;
+    /* Without args the command is a shell command line, as editors run it
+     * (Claude Code sends "echo a > f; cat f" that way): /bin/sh -c command.
+     * With args it is a program and its argv, never re-parsed by a shell. */
+    bool shell = na == 0;
+    char **argv = calloc(shell ? 4 : na + 2, sizeof *argv), **envv = calloc(ne + 1, sizeof *envv);
+    bool ok = argv && envv;
+    if (ok && shell)
+        ok = (argv[0] = strdup("/bin/sh")) && (argv[1] = strdup("-c")) &&
+             (argv[2] = strdup(command));
+    else if (ok)
+        ok = (argv[0] = strdup(command)) != NULL;
     const char *bad = ok ? NULL : "out of memory";
     for (size_t i = 0; ok && i < na; i++) {
         const char *a = json_string_value(json_array_get(args, i));

@@ -1,6 +1,6 @@
 /* terminal.h — the client side of the ACP terminal calls (terminal/create,
- * output, wait_for_exit, kill, release): commands an agent runs through cdsh (argv, never a shell;
- * scrubbed environment plus the requested variables; own process group), their retained output,
+ * output, wait_for_exit, kill, release): commands an agent runs through cdsh (argv when args
+ * are given, else /bin/sh -c command; scrubbed environment plus the requested variables; own process group), their retained output,
  * exit status, kill and release. Path confinement and capability checks are the connection's job
  * (conn.c); this module trusts the cwd it is handed.
  *
