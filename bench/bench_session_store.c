@@ -38,7 +38,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/sessions.db", dir);
     cdsh_session_store *s = NULL;
     cdsh_error e = {0};
-    if (cdsh_session_store_open(path, &s, &e)) {
+    if (cdsh_session_store_open(NULL, path, &s, &e)) {
         fprintf(stderr, "open: %s\n", e.message);
         return 1;
     }

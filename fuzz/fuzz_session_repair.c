@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         atexit(cleanup);
         char path[128];
         snprintf(path, sizeof path, "%s/sessions.db", dir);
-        if (cdsh_session_store_open(path, &store, NULL))
+        if (cdsh_session_store_open(NULL, path, &store, NULL))
             abort();
     }
     if (size > 64)

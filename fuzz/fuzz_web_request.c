@@ -58,7 +58,7 @@ static void start(void)
     cdsh_disposer_t d;
     cdsh_web_options o = {.token = "TOKEN", .max_body = 4096};
     if (!host || cdsh_rpc_handle(cdsh_host_rpc(host), "/echo", echo, NULL, &d, NULL) ||
-        cdsh_session_store_open(NULL, &store, NULL) ||
+        cdsh_session_store_open(cdsh_host_home(host), NULL, &store, NULL) ||
         cdsh_agent_new(&(cdsh_agent_options){.host = host, .store = store}, &agent, NULL) ||
         cdsh_web_start(&o, &web, NULL) || cdsh_api_start(web, agent, &api, NULL) ||
         cdsh_rpc_gateway_mount(web, cdsh_host_rpc(host), NULL, NULL) ||

@@ -63,3 +63,14 @@ if [ -f tests/package-lock.json ]; then
     (cd tests && npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi
+# Peers whose dependency graphs need their own folder (see each package.json).
+# `npm install` rather than `npm ci`: DSH's node-addon-require-builtin lists its
+# platform packages with empty versions, which npm ci reports as a lockfile
+# mismatch; install still follows the committed lockfile.
+for dir in tests/peers-npm/*/; do
+  [ -f "$dir/package-lock.json" ] || continue
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "bootstrap: installing npm packages in $dir"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
+  fi
+done

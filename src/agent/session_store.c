@@ -133,7 +133,8 @@ static const char *const migrations[CDSH_SESSION_SCHEMA_VERSION] = {
 
 /* ---- open / close -------------------------------------------------------- */
 
-int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_error *err)
+int cdsh_session_store_open(const cdsh_home *home_h, const char *path, cdsh_session_store **out,
+                            cdsh_error *err)
 {
     if (!out)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "session_store_open needs out");
@@ -147,7 +148,7 @@ int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_err
     if (path) {
         s->path = strdup(path);
     } else {
-        rc = cdsh_home_ensure(&home, err);
+        rc = cdsh_home_ensure(home_h, &home, err);
         if (rc)
             goto cleanup;
         s->path = cdsh_fs_path_join_dup(home, "sessions.db");
@@ -1581,6 +1582,11 @@ unlock:
     json_decref(parent);
     free(new_id);
     return rc;
+}
+
+const cdsh_home *cdsh_session_fork_home(const cdsh_session_fork_info *info)
+{
+    return info && info->env ? info->env->home : NULL;
 }
 
 void *cdsh_session_fork_service(const cdsh_session_fork_info *info, const char *name)

@@ -23,6 +23,7 @@
 #include "agent/model_client.h"
 #include "base/cancel.h"
 #include "base/err.h"
+#include "base/home.h"
 
 typedef struct cdsh_session_store cdsh_session_store;
 typedef struct cdsh_session_lease cdsh_session_lease;
@@ -47,9 +48,10 @@ typedef struct cdsh_session_lease cdsh_session_lease;
 /* ---- open / close ------------------------------------------------------- */
 
 /* Opens (creating if needed) the database at path, or at
- * $CDSH_HOME/sessions.db when path is NULL (creating the home, mode 0700).
+ * <home>/sessions.db when path is NULL (creating the home, mode 0700).
  * Sets WAL, foreign keys and the busy timeout, and migrates the schema. */
-int cdsh_session_store_open(const char *path, cdsh_session_store **out, cdsh_error *err);
+int cdsh_session_store_open(const cdsh_home *home, const char *path, cdsh_session_store **out,
+                            cdsh_error *err);
 
 /* Closes the connection and frees the store. NULL-safe. Leases taken from it
  * must be released first. */
@@ -132,6 +134,7 @@ int cdsh_session_store_fork(cdsh_session_store *s, const char *id, int64_t upto_
 typedef struct cdsh_session_fork_env {
     void *(*service)(void *arg, const char *name);
     void *arg;
+    const cdsh_home *home; /* the front end's home, where participants keep state (may be NULL) */
 } cdsh_session_fork_env;
 
 typedef struct cdsh_session_fork_info {
@@ -142,6 +145,8 @@ typedef struct cdsh_session_fork_info {
     const cdsh_session_fork_env *env; /* borrowed; may be NULL */
 } cdsh_session_fork_info;
 
+/* info->env's home, or NULL (no env, or none given). */
+const cdsh_home *cdsh_session_fork_home(const cdsh_session_fork_info *info);
 /* info->env's service named `name`, or NULL (no env, no lookup, none). */
 void *cdsh_session_fork_service(const cdsh_session_fork_info *info, const char *name);
 

@@ -23,7 +23,7 @@ int cdsh_cli_agent_open(const char *sub, const char *profile, cdsh_cli_agent *ou
     if (cdsh_cli_host_open(sub, profile, &out->host, &out->profile))
         return 1;
     cdsh_error err = {0};
-    if (cdsh_session_store_open(NULL, &out->store, &err) != 0)
+    if (cdsh_session_store_open(cdsh_cli_home(), NULL, &out->store, &err) != 0)
         goto fail;
     cdsh_agent_options o = {.host = out->host, .store = out->store};
     if (cdsh_agent_new(&o, &out->agent, &err) != 0)

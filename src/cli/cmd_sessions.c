@@ -428,7 +428,7 @@ int cdsh_cmd_sessions(int argc, char **argv)
 
     cdsh_error e = {0};
     cdsh_session_store *st = NULL;
-    if (cdsh_session_store_open(NULL, &st, &e) != 0)
+    if (cdsh_session_store_open(cdsh_cli_home(), NULL, &st, &e) != 0)
         return fail(&e);
     int status = 0;
     if (strcmp(action, "list") == 0) {
@@ -444,12 +444,14 @@ int cdsh_cmd_sessions(int argc, char **argv)
         cdsh_host *host = NULL;
         cdsh_profile *profile = NULL;
         const void **hooks = NULL;
-        if (cdsh_cli_host_open("sessions", o.profile, &host, &profile) != 0)
+        int opened = cdsh_cli_host_open("sessions", o.profile, &host, &profile);
+        cdsh_session_fork_env env = {.home = host ? cdsh_host_home(host) : NULL};
+        if (opened != 0)
             status = 1;
         else if (!(hooks = cdsh_host_hooks_dup(host, CDSH_SESSION_FORK_HOOKS)))
             status = fail((cdsh_error_set(&e, CDSH_ENOMEM, "NO_MEMORY", "out of memory"), &e));
         else if (cdsh_session_store_fork_with(st, args[0], o.at, o.title,
-                                              (const cdsh_session_fork_hook *const *)hooks, NULL,
+                                              (const cdsh_session_fork_hook *const *)hooks, &env,
                                               &new_id, &notes, &e) != 0)
             status = fail(&e);
         else

@@ -1,14 +1,48 @@
 /* cli.c — profile and host set-up shared by the command-line subcommands.
  * Global state (documented): the plugin tables (main's built-in one and an
- * embedder's extra one), set once before any subcommand runs. */
+ * embedder's extra one) and the process's home, each set once before any
+ * subcommand runs (the home is otherwise resolved once, on first use, under a
+ * pthread_once). */
 #include "host/cli.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/home.h"
+
+static cdsh_home *cli_home;
+static pthread_once_t cli_home_once = PTHREAD_ONCE_INIT;
+
+static void cli_home_resolve(void)
+{
+    if (!cli_home)
+        cli_home = cdsh_home_from_env();
+    if (!cli_home) {
+        fprintf(stderr, "cdsh: out of memory\n");
+        exit(1);
+    }
+}
+
+const cdsh_home *cdsh_cli_home(void)
+{
+    pthread_once(&cli_home_once, cli_home_resolve);
+    return cli_home;
+}
+
+void cdsh_cli_set_home(cdsh_home *home)
+{
+    cdsh_home_free(cli_home);
+    cli_home = home;
+}
+
+cdsh_host *cdsh_cli_host_new(void)
+{
+    cdsh_home *copy = cdsh_home_dup(cdsh_cli_home());
+    return copy ? cdsh_host_new_at(copy) : NULL;
+}
 
 int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock,
                           cdsh_profile **out)
@@ -18,7 +52,7 @@ int cdsh_cli_profile_open(const char *sub, const char *name, cdsh_fs_lock **lock
     *out = NULL;
     if (lock)
         *lock = NULL;
-    int rc = cdsh_home_dir(&home, &err);
+    int rc = cdsh_home_dir_dup(cdsh_cli_home(), &home, &err);
     if (rc == 0 && lock)
         rc = cdsh_profile_lock(home, name, 10000, lock, &err);
     if (rc == 0)
@@ -68,7 +102,7 @@ int cdsh_cli_host_open(const char *sub, const char *profile_name, cdsh_host **ho
     *host = NULL;
     if (cdsh_cli_profile_open(sub, profile_name, NULL, profile))
         return 1;
-    *host = cdsh_host_new();
+    *host = cdsh_cli_host_new();
     if (!*host) {
         fprintf(stderr, "cdsh %s: out of memory\n", sub);
         cdsh_profile_free(*profile);

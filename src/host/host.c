@@ -13,13 +13,24 @@ struct cdsh_host {
     cdsh_rpc *rpc;
     cdsh_prompt *prompt;
     cdsh__plugins *plugins;
+    cdsh_home *home; /* owned; where plugins and services keep state */
 };
 
 cdsh_host *cdsh_host_new(void)
 {
-    cdsh_host *h = calloc(1, sizeof *h);
-    if (!h)
+    return cdsh_host_new_at(cdsh_home_from_env());
+}
+
+cdsh_host *cdsh_host_new_at(cdsh_home *home)
+{
+    if (!home)
         return NULL;
+    cdsh_host *h = calloc(1, sizeof *h);
+    if (!h) {
+        cdsh_home_free(home);
+        return NULL;
+    }
+    h->home = home;
     h->events = cdsh_events_new();
     if (!h->events)
         goto fail;
@@ -50,7 +61,13 @@ void cdsh_host_free(cdsh_host *host)
     cdsh_commands_free(host->commands);
     cdsh_tools_free(host->tools);
     cdsh_events_free(host->events);
+    cdsh_home_free(host->home);
     free(host);
+}
+
+const cdsh_home *cdsh_host_home(const cdsh_host *host)
+{
+    return host->home;
 }
 
 cdsh_events *cdsh_host_events(cdsh_host *host)

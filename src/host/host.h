@@ -7,6 +7,7 @@
 #define CDSH_HOST_HOST_H
 
 #include "base/err.h"
+#include "base/home.h"
 #include "host/commands.h"
 #include "host/events.h"
 #include "host/plugins.h"
@@ -16,13 +17,19 @@
 #include "host/skills.h"
 #include "host/tools.h"
 
-/* NULL on ENOMEM. */
+/* A host whose home is the environment's (cdsh_home_from_env, resolved
+ * once, now). NULL on ENOMEM. */
 cdsh_host *cdsh_host_new(void);
+/* A host with its own home (taken: freed with the host, also when this
+ * fails). NULL on ENOMEM or a NULL home. */
+cdsh_host *cdsh_host_new_at(cdsh_home *home);
 
 /* Unloads every plugin (reverse load order, dependents first), then frees the
  * registries and the bus. NULL-safe. */
 void cdsh_host_free(cdsh_host *host);
 
+/* Where plugins and services keep state (borrowed, lives as long as the host). */
+const cdsh_home *cdsh_host_home(const cdsh_host *host);
 cdsh_events *cdsh_host_events(cdsh_host *host);
 cdsh_tools *cdsh_host_tools(cdsh_host *host);
 cdsh_commands *cdsh_host_commands(cdsh_host *host);

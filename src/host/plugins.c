@@ -550,6 +550,11 @@ cdsh_host *cdsh_ctx_host(const cdsh_plugin_ctx *ctx)
     return ctx->plugin->mgr->host;
 }
 
+const cdsh_home *cdsh_ctx_home(const cdsh_plugin_ctx *ctx)
+{
+    return cdsh_host_home(ctx->plugin->mgr->host);
+}
+
 const char *cdsh_ctx_name(const cdsh_plugin_ctx *ctx)
 {
     return ctx->plugin->def->name;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "base/home.h"
 #include "host/commands.h"
 #include "host/disposer.h"
 #include "host/events.h"
@@ -118,6 +119,8 @@ json_t *cdsh_host_plugins_list(cdsh_host *host);
  * freed); nothing stays registered then. Other errors are the registry's. */
 
 cdsh_host *cdsh_ctx_host(const cdsh_plugin_ctx *ctx);
+/* The host's home (cdsh_host_home): where a plugin keeps its state. */
+const cdsh_home *cdsh_ctx_home(const cdsh_plugin_ctx *ctx);
 const char *cdsh_ctx_name(const cdsh_plugin_ctx *ctx);  /* the plugin's name */
 cdsh_scope *cdsh_ctx_scope(const cdsh_plugin_ctx *ctx); /* NULL for the plugin's own context */
 const json_t *cdsh_ctx_config(const cdsh_plugin_ctx *ctx);

@@ -302,7 +302,7 @@ static void fork_session(cdsh_api *api, const char *sid, const cdsh_web_request 
     cdsh_error err = {0};
     char *child = NULL;
     json_t *notes = NULL, *s = NULL;
-    cdsh_session_fork_env env = {fork_service, api};
+    cdsh_session_fork_env env = {fork_service, api, cdsh_host_home(cdsh_agent_host(api->agent))};
     /* The participants: the fork hooks the host's plugins registered. */
     const void **hooks = cdsh_host_hooks_dup(cdsh_agent_host(api->agent), CDSH_SESSION_FORK_HOOKS);
     if (at && !json_is_null(at) && (!json_is_integer(at) || json_integer_value(at) < 1))

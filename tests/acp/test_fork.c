@@ -76,7 +76,7 @@ static json_t *send(fx *f, const char *sid, const char *text)
 static void bound_with_one_turn(fx *f, const char *extra_args, const char *sid, const char *text)
 {
     write_engine(f, extra_args);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, sid, "fixture", f->home, NULL), 0);
     json_decref(send(f, sid, text));
 }
@@ -84,7 +84,7 @@ static void bound_with_one_turn(fx *f, const char *extra_args, const char *sid, 
 static json_t *entry_of(const char *sid)
 {
     json_t *e = NULL;
-    assert_int_equal(cdsh_acp_state_session_get(sid, &e, NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), sid, &e, NULL), 0);
     return e;
 }
 
@@ -127,7 +127,8 @@ static void a_fork_carries_the_agents_context_into_a_live_locked_child(void **st
     json_decref(after);
     /* Locked like the parent: the child cannot move to another engine. */
     acp_write_engines(f->home, "[{\"id\":\"other\",\"command\":\"/bin/true\"}]");
-    assert_int_equal(cdsh_acp_state_session_bind("s-child", "other", NULL, &err), CDSH_EPERM);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s-child", "other", NULL, &err),
+                     CDSH_EPERM);
     assert_string_equal(err.code, "ENGINE_LOCKED");
     json_decref(child);
     json_decref(before);
@@ -138,14 +139,14 @@ static void a_fork_after_a_restart_forks_from_the_agents_store(void **state)
     fx *f = *state;
     bound_with_one_turn(f, "", "s-p", "said before the restart");
     cdsh_acp_service_free(f->svc);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     json_t *w = json_array();
     assert_int_equal(cdsh_acp_service_fork(f->svc, "s-p", "s-c", true, w, NULL), 0);
     assert_int_equal(json_array_size(w), 0);
     json_decref(w);
     cdsh_acp_service_free(f->svc);
     /* Yet another process: the child is reopened with session/load. */
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     json_t *res = send(f, "s-c", "recall");
     assert_string_equal(str(res, "opened"), "load");
     assert_non_null(strstr(f->text, "recall: said before the restart"));
@@ -180,7 +181,7 @@ static void a_partial_fork_and_an_unopened_parent_do_not_fork_the_agent(void **s
 {
     fx *f = *state;
     write_engine(f, "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "s-p", "fixture", f->home, NULL), 0);
     /* Bound, never prompted: nothing to carry, nothing to warn about, no process. */
     json_t *w = json_array();
@@ -212,7 +213,7 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
 {
     fx *f = *state;
     write_engine(f, "\"--page-size\",\"1\"");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     const char *ids[] = {"s-a", "s-b", "s-c"};
     for (int i = 0; i < 3; i++) {
         assert_int_equal(cdsh_acp_service_bind(f->svc, ids[i], "fixture", f->home, NULL), 0);
@@ -221,10 +222,11 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
     json_t *c_entry = entry_of("s-c");
     char *c_acp = strdup(str(c_entry, "acpSessionId"));
     json_decref(c_entry);
-    cdsh_acp_state_session_remove("s-c", NULL); /* the agent still has it; cdsh forgot it */
+    cdsh_acp_state_session_remove(cdsh_test_home(), "s-c",
+                                  NULL); /* the agent still has it; cdsh forgot it */
     /* A hand-edited entry naming that ACP session but no engine binds nothing. */
     char *dir = NULL, path[4300];
-    assert_int_equal(cdsh_acp_state_dir_dup(&dir, NULL), 0);
+    assert_int_equal(cdsh_acp_state_dir_dup(cdsh_test_home(), &dir, NULL), 0);
     snprintf(path, sizeof path, "%s/sessions.json", dir);
     free(dir);
     json_t *doc = json_load_file(path, 0, NULL);
@@ -264,7 +266,7 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
     assert_string_equal(err.code, "UNKNOWN_ENGINE");
     cdsh_acp_service_free(f->svc);
     write_engine(f, "\"--no-list\"");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_list_remote(f->svc, "fixture", NULL, &out, &err),
                      CDSH_EUNSUPPORTED);
     assert_string_equal(err.code, "METHOD_NOT_ADVERTISED");
@@ -275,8 +277,8 @@ static void the_remote_list_names_the_cdsh_session_bound_to_each(void **state)
 static char *stored_bound_session(fx *f, cdsh_session_store **out)
 {
     write_engine(f, "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
-    assert_int_equal(cdsh_session_store_open(NULL, out, NULL), 0);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, out, NULL), 0);
     cdsh_session_store *st = *out;
     char *id = NULL;
     assert_int_equal(cdsh_session_store_create(st, NULL, &id, NULL), 0);
@@ -328,7 +330,8 @@ static void store_forks_run_the_registered_participants(void **state)
                      0);
     assert_int_equal(json_array_size(notes), 0);
     json_decref(notes);
-    assert_int_equal(cdsh_acp_state_session_get(plain_child, &e, &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), plain_child, &e, &err),
+                     CDSH_ENOTFOUND);
     /* A participant that cannot record the binding undoes the fork. */
     char path[4200];
     snprintf(path, sizeof path, "%s/multi-acp/sessions.json", f->home);

@@ -27,7 +27,7 @@ static void probe_writes_the_seed_record(void **state)
     char *path = NULL;
     cdsh_error err = {0};
     cdsh_acp_probe_opts o = {.prompt = "hello", .cwd = home};
-    assert_int_equal(cdsh_acp_probe_run("fixture", &o, &rec, &path, &err), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, &err), 0);
     assert_non_null(strstr(path, "/multi-acp/evidence/probe-fixture-"));
     assert_true(json_is_true(json_object_get(rec, "ok")));
     json_t *init = json_object_get(rec, "initialize");
@@ -51,7 +51,7 @@ static void probe_writes_the_seed_record(void **state)
     assert_true(json_array_size(json_object_get(rec, "rawLines")) > 3);
     /* Health and capabilities are recorded for `cdsh acp engines`. */
     json_t *row = NULL;
-    assert_int_equal(cdsh_acp_state_engine_find("fixture", &row, NULL), 0);
+    assert_int_equal(cdsh_acp_state_engine_find(cdsh_test_home(), "fixture", &row, NULL), 0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(row, "health"), "status")), "ok");
     assert_true(json_is_true(json_object_get(json_object_get(row, "capabilities"), "modes")));
@@ -69,7 +69,7 @@ static void probe_evidence_has_no_credentials(void **state)
     json_t *rec = NULL;
     char *path = NULL;
     cdsh_acp_probe_opts o = {.cwd = home};
-    assert_int_equal(cdsh_acp_probe_run("fixture", &o, &rec, &path, NULL), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, NULL), 0);
     char *text = evidence_text(path);
     assert_null(strstr(text, "fixtureSECRET"));
     assert_null(strstr(text, "fixtureTOKEN"));
@@ -94,7 +94,7 @@ static void probe_keeps_rejected_lines_and_records_failures(void **state)
     json_t *rec = NULL;
     char *path = NULL;
     cdsh_acp_probe_opts o = {.prompt = "funds", .cwd = home};
-    assert_int_equal(cdsh_acp_probe_run("fixture", &o, &rec, &path, NULL), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, NULL), 0);
     assert_string_equal(
         json_string_value(json_array_get(json_object_get(rec, "dialectRejects"), 0)),
         "fixture agent starting (not json)");
@@ -109,14 +109,15 @@ static void probe_keeps_rejected_lines_and_records_failures(void **state)
     free(path);
     /* A missing command is a failed probe with a record, not an error. */
     acp_write_engines(home, "[{\"id\":\"ghost\",\"command\":\"/nonexistent/ghost-agent\"}]");
-    assert_int_equal(cdsh_acp_probe_run("ghost", &o, &rec, &path, NULL), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "ghost", &o, &rec, &path, NULL), 0);
     assert_false(json_is_true(json_object_get(json_object_get(rec, "spawn"), "ok")));
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(rec, "health"), "status")), "failed");
     json_decref(rec);
     free(path);
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_probe_run("nope", &o, &rec, &path, &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "nope", &o, &rec, &path, &err),
+                     CDSH_ENOTFOUND);
     assert_string_equal(err.code, "UNKNOWN_ENGINE");
     cdsh_test_home_free(home);
 }
@@ -217,7 +218,7 @@ static void probe_records_cold_start_from_the_npx_cache(void **state)
     acp_write_engines(home, rows);
     cdsh_acp_probe_opts o = {.cwd = home};
     json_t *rec = NULL;
-    assert_int_equal(cdsh_acp_probe_run("viax", &o, &rec, NULL, NULL), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "viax", &o, &rec, NULL, NULL), 0);
     json_t *init = json_object_get(rec, "initialize");
     assert_true(json_is_true(json_object_get(init, "ok")));
     assert_true(json_is_true(json_object_get(init, "coldStart")));
@@ -232,7 +233,7 @@ static void probe_records_cold_start_from_the_npx_cache(void **state)
     snprintf(dir, sizeof dir, "%s/_npx/%s/node_modules/fixture-acp", cache, key);
     snprintf(cmd, sizeof cmd, "mkdir -p %s && echo '{}' > %s/package.json", dir, dir);
     assert_int_equal(system(cmd), 0);
-    assert_int_equal(cdsh_acp_probe_run("viax", &o, &rec, NULL, NULL), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "viax", &o, &rec, NULL, NULL), 0);
     init = json_object_get(rec, "initialize");
     assert_true(json_is_false(json_object_get(init, "coldStart")));
     assert_non_null(

@@ -109,7 +109,7 @@ static void a_bound_session_talks_to_its_engine_and_resumes_after_restart(void *
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     cdsh_error err = {0};
     assert_int_equal(cdsh_acp_service_bind(f->svc, "chat-1", "fixture", f->home, &err), 0);
     json_t *res = send(f, "chat-1", "hello");
@@ -125,7 +125,7 @@ static void a_bound_session_talks_to_its_engine_and_resumes_after_restart(void *
     assert_int_equal(cdsh_acp_service_process_count(f->svc), 1);
     /* "Restart": a new service resumes through session/load. */
     cdsh_acp_service_free(f->svc);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     res = send(f, "chat-1", "hello");
     assert_true(json_is_true(json_object_get(res, "ok")));
     assert_string_equal(str(res, "opened"), "load");
@@ -142,18 +142,19 @@ static void without_load_the_session_is_resumed(void **state)
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[\"--no-load\"]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     json_decref(send(f, "c", "hello"));
     cdsh_acp_service_free(f->svc);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     json_t *res = send(f, "c", "hello");
     assert_string_equal(str(res, "opened"), "resume");
     json_decref(res);
     /* A mapping the agent no longer knows: a fresh session and a warning. */
     cdsh_acp_service_free(f->svc);
-    assert_int_equal(cdsh_acp_state_session_set_acp("c", "gone-session", NULL), 0);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    assert_int_equal(cdsh_acp_state_session_set_acp(cdsh_test_home(), "c", "gone-session", NULL),
+                     0);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     res = send(f, "c", "hello");
     assert_true(json_is_true(json_object_get(res, "ok")));
     assert_string_equal(str(res, "opened"), "new");
@@ -168,7 +169,7 @@ static void the_engine_is_locked_after_the_first_message(void **state)
     fx *f = *state;
     acp_write_engines(f->home, "[]");
     acp_write_fixture_engine(f->home, "[]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     cdsh_error err = {0};
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, &err), 0);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "gemini", NULL, &err), 0);
@@ -176,7 +177,7 @@ static void the_engine_is_locked_after_the_first_message(void **state)
     json_decref(send(f, "c", "hello"));
     /* A successful spawn records the engine's runtime health. */
     json_t *row = NULL;
-    assert_int_equal(cdsh_acp_state_engine_find("fixture", &row, NULL), 0);
+    assert_int_equal(cdsh_acp_state_engine_find(cdsh_test_home(), "fixture", &row, NULL), 0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(row, "health"), "status")), "ok");
     json_decref(row);
@@ -194,7 +195,7 @@ static void a_disabled_engine_is_an_explicit_error(void **state)
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "\"enabled\":false");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     json_t *res = send(f, "c", "hello");
     assert_string_equal(str(res, "code"), "ENGINE_DISABLED");
@@ -206,7 +207,7 @@ static void failed_turns_are_classified_with_the_agents_words(void **state)
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     json_t *res = send(f, "c", "funds");
     assert_false(json_is_true(json_object_get(res, "ok")));
@@ -230,7 +231,7 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "");
     cdsh_acp_service_opts o = {.approvals = f->ap};
-    f->svc = cdsh_acp_service_new(&o, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), &o, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     f->r.outcome = CDSH_APPROVAL_ALLOWED_ONCE;
     json_t *res = send(f, "c", "permission");
@@ -249,7 +250,7 @@ static void permissions_reach_the_sink_with_the_agents_labels(void **state)
     assert_string_equal(f->r.text, "permission: cancelled/-");
     /* A service without a broker: fail closed too. */
     cdsh_acp_service_free(f->svc);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     json_decref(send(f, "c", "permission"));
     assert_non_null(strstr(f->r.text, "permission: cancelled/-")); /* after session/load's replay */
 }
@@ -289,7 +290,7 @@ static void a_person_deciding_does_not_trip_the_idle_gate(void **state)
     cdsh_approval_channel ch = {present_late, NULL, &l};
     cdsh_approvals_set_channel(f->ap, &ch);
     cdsh_acp_service_opts o = {.approvals = f->ap};
-    f->svc = cdsh_acp_service_new(&o, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), &o, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     json_t *res = send(f, "c", "permission");
     pthread_join(late_thread, NULL);
@@ -323,7 +324,7 @@ static void cancel_from_another_thread_ends_the_turn(void **state)
 {
     fx *f = *state;
     acp_write_fixture_engine(f->home, "[]", "");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     assert_int_equal(cdsh_acp_service_cancel(f->svc, "c"), CDSH_ENOTFOUND);
     cancel_arg a = {f->svc, false};
@@ -343,7 +344,7 @@ static void initial_config_options_are_applied_and_shown_verbatim(void **state)
     acp_write_fixture_engine(f->home, "[]",
                              "\"initialConfigOptions\":[{\"configId\":\"model\",\"value\":"
                              "\"fake/two\"},{\"configId\":\"nope\",\"value\":\"x\"}]");
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     json_t *warnings = NULL;
     cdsh_error err = {0};
@@ -371,7 +372,7 @@ static void idle_engines_are_disposed_and_leave_no_process(void **state)
     char args[4400];
     snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
     acp_write_fixture_engine(f->home, args, extra);
-    f->svc = cdsh_acp_service_new(NULL, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "a", "fixture", f->home, NULL), 0);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "b", "fixture", f->home, NULL), 0);
     json_decref(send(f, "a", "hello"));
@@ -407,7 +408,7 @@ static void cdsh_mcp_servers_are_offered_when_the_agent_supports_them(void **sta
                              "\"name\":\"old\",\"url\":\"http://127.0.0.1:1/sse\",\"headers\":[]}]",
                              0, NULL);
     cdsh_acp_service_opts o = {.mcp_servers = mcp};
-    f->svc = cdsh_acp_service_new(&o, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), &o, NULL);
     json_decref(mcp);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
     json_decref(send(f, "c", "mcp"));
@@ -417,7 +418,7 @@ static void cdsh_mcp_servers_are_offered_when_the_agent_supports_them(void **sta
     acp_write_fixture_engine(f->home, "[]", "\"mcp\":\"none\"");
     mcp = json_loads("[{\"name\":\"cdsh\",\"command\":\"cdsh\",\"args\":[],\"env\":[]}]", 0, NULL);
     o.mcp_servers = mcp;
-    f->svc = cdsh_acp_service_new(&o, NULL);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), &o, NULL);
     json_decref(mcp);
     assert_int_equal(cdsh_acp_service_bind(f->svc, "d", "fixture", f->home, NULL), 0);
     json_decref(send(f, "d", "mcp"));

@@ -37,7 +37,7 @@ static void user_rows_override_builtins_by_whole_row(void **state)
                             "{\"id\":\"mine\",\"command\":\"mine\",\"sortOrder\":5}]");
     json_t *engines = NULL, *diags = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_state_engines_load(&engines, &diags, &err), 0);
+    assert_int_equal(cdsh_acp_state_engines_load(cdsh_test_home(), &engines, &diags, &err), 0);
     assert_int_equal(json_array_size(diags), 0);
     assert_int_equal(json_array_size(engines), 8);
     json_t *oc = json_array_get(engines, 0);
@@ -60,7 +60,7 @@ static void bad_user_rows_become_diagnostics(void **state)
                             "{\"id\":\"sneaky\",\"command\":\"x\",\"health\":{\"status\":\"ok\"}},"
                             "{\"id\":\"fine\",\"command\":\"x\"}]");
     json_t *engines = NULL, *diags = NULL;
-    assert_int_equal(cdsh_acp_state_engines_load(&engines, &diags, NULL), 0);
+    assert_int_equal(cdsh_acp_state_engines_load(cdsh_test_home(), &engines, &diags, NULL), 0);
     assert_int_equal(json_array_size(diags), 2);
     assert_null(find(engines, "sneaky"));
     assert_non_null(find(engines, "fine"));
@@ -79,12 +79,12 @@ static void corrupt_engines_file_is_reported_and_never_overwritten(void **state)
     char *p = path_in(home, "engines.json");
     cdsh_test_write_file(p, "{ this is not json");
     json_t *engines = NULL, *diags = NULL;
-    assert_int_equal(cdsh_acp_state_engines_load(&engines, &diags, NULL), 0);
+    assert_int_equal(cdsh_acp_state_engines_load(cdsh_test_home(), &engines, &diags, NULL), 0);
     assert_int_equal(json_array_size(engines), 7); /* builtins still there */
     assert_int_equal(json_array_size(diags), 1);
     json_t *row = json_pack("{s:s,s:s}", "id", "new", "command", "x");
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_state_engine_save(row, &err), CDSH_EPROTO);
+    assert_int_equal(cdsh_acp_state_engine_save(cdsh_test_home(), row, &err), CDSH_EPROTO);
     assert_string_equal(err.code, "STATE_CORRUPT");
     assert_non_null(strstr(err.message, "engines.json"));
     char *after = cdsh_test_read_file(p, NULL);
@@ -104,7 +104,8 @@ static void update_persists_the_merged_row_and_refuses_read_only_fields(void **s
     json_t *patch = json_pack("{s:b,s:{s:s}}", "enabled", 0, "env", "OPENCODE_X", "1");
     json_t *merged = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_state_engine_update("opencode", patch, &merged, &err), 0);
+    assert_int_equal(
+        cdsh_acp_state_engine_update(cdsh_test_home(), "opencode", patch, &merged, &err), 0);
     json_decref(patch);
     char *p = path_in(home, "engines.json");
     char *text = cdsh_test_read_file(p, NULL);
@@ -119,17 +120,19 @@ static void update_persists_the_merged_row_and_refuses_read_only_fields(void **s
     json_decref(doc);
     json_decref(merged);
     patch = json_pack("{s:{s:b}}", "capabilities", "fs", 1);
-    assert_int_equal(cdsh_acp_state_engine_update("opencode", patch, NULL, &err), CDSH_EPERM);
+    assert_int_equal(cdsh_acp_state_engine_update(cdsh_test_home(), "opencode", patch, NULL, &err),
+                     CDSH_EPERM);
     assert_string_equal(err.code, "READ_ONLY_FIELD");
     char *after = cdsh_test_read_file(p, NULL);
     assert_string_equal(after, text);
     json_decref(patch);
     /* A full row with health is refused too. */
     row = json_pack("{s:s,s:s,s:{s:s}}", "id", "x", "command", "x", "health", "status", "ok");
-    assert_int_equal(cdsh_acp_state_engine_save(row, &err), CDSH_EPERM);
+    assert_int_equal(cdsh_acp_state_engine_save(cdsh_test_home(), row, &err), CDSH_EPERM);
     json_decref(row);
     json_t *empty = json_object();
-    assert_int_equal(cdsh_acp_state_engine_update("nope", empty, NULL, &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_acp_state_engine_update(cdsh_test_home(), "nope", empty, NULL, &err),
+                     CDSH_ENOTFOUND);
     json_decref(empty);
     assert_string_equal(err.code, "UNKNOWN_ENGINE");
     free(after);
@@ -144,9 +147,9 @@ static void runtime_health_shows_in_the_effective_rows(void **state)
     char *home = cdsh_test_home_new();
     json_t *h = json_pack("{s:s,s:s,s:i,s:n}", "lastCheckAt", "2026-11-29T00:00:00.000Z", "status",
                           "ok", "latencyMs", 12, "error");
-    assert_int_equal(cdsh_acp_state_runtime_record("gemini", NULL, h, NULL), 0);
+    assert_int_equal(cdsh_acp_state_runtime_record(cdsh_test_home(), "gemini", NULL, h, NULL), 0);
     json_t *row = NULL;
-    assert_int_equal(cdsh_acp_state_engine_find("gemini", &row, NULL), 0);
+    assert_int_equal(cdsh_acp_state_engine_find(cdsh_test_home(), "gemini", &row, NULL), 0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(row, "health"), "status")), "ok");
     json_decref(row);
@@ -159,8 +162,9 @@ static void sessions_bind_with_the_spec_shape(void **state)
     (void)state;
     char *home = cdsh_test_home_new();
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "opencode", "/tmp", &err), 0);
-    assert_int_equal(cdsh_acp_state_session_set_acp("s1", "acp-1", &err), 0);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", "/tmp", &err),
+                     0);
+    assert_int_equal(cdsh_acp_state_session_set_acp(cdsh_test_home(), "s1", "acp-1", &err), 0);
     char *p = path_in(home, "sessions.json");
     char *text = cdsh_test_read_file(p, NULL);
     json_t *doc = json_loads(text, 0, NULL);
@@ -173,7 +177,8 @@ static void sessions_bind_with_the_spec_shape(void **state)
     assert_true(json_is_string(json_object_get(e, "lastUsedAt")));
     json_decref(doc);
     free(text);
-    assert_int_equal(cdsh_acp_state_session_get("nope", &doc, &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "nope", &doc, &err),
+                     CDSH_ENOTFOUND);
     assert_string_equal(err.code, "UNBOUND_SESSION");
     free(p);
     cdsh_test_home_free(home);
@@ -184,25 +189,28 @@ static void engine_is_immutable_after_the_first_message_on_write(void **state)
     (void)state;
     char *home = cdsh_test_home_new();
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "opencode", "/tmp", NULL), 0);
-    assert_int_equal(cdsh_acp_state_session_set_acp("s1", "acp-1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", "/tmp", NULL),
+                     0);
+    assert_int_equal(cdsh_acp_state_session_set_acp(cdsh_test_home(), "s1", "acp-1", NULL), 0);
     /* Before the first message a rebind is fine and drops the old ACP id. */
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "gemini", NULL, &err), 0);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "gemini", NULL, &err), 0);
     json_t *e = NULL;
-    assert_int_equal(cdsh_acp_state_session_get("s1", &e, NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, NULL), 0);
     assert_true(json_is_null(json_object_get(e, "acpSessionId")));
     json_decref(e);
-    assert_int_equal(cdsh_acp_state_session_mark_message("s1", NULL), 0);
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "opencode", NULL, &err), CDSH_EPERM);
+    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", NULL, &err),
+                     CDSH_EPERM);
     assert_string_equal(err.code, "ENGINE_LOCKED");
-    assert_int_equal(cdsh_acp_state_session_get("s1", &e, NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, NULL), 0);
     assert_string_equal(json_string_value(json_object_get(e, "engineId")), "gemini");
     assert_string_equal(json_string_value(json_object_get(e, "lockedEngineId")), "gemini");
     json_decref(e);
     /* Same engine again is fine; unbinding is always allowed. */
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "gemini", "/var", &err), 0);
-    assert_int_equal(cdsh_acp_state_session_remove("s1", &err), 0);
-    assert_int_equal(cdsh_acp_state_session_remove("s1", &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "gemini", "/var", &err),
+                     0);
+    assert_int_equal(cdsh_acp_state_session_remove(cdsh_test_home(), "s1", &err), 0);
+    assert_int_equal(cdsh_acp_state_session_remove(cdsh_test_home(), "s1", &err), CDSH_ENOTFOUND);
     cdsh_test_home_free(home);
 }
 
@@ -210,8 +218,9 @@ static void engine_lock_is_checked_on_read(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "opencode", "/tmp", NULL), 0);
-    assert_int_equal(cdsh_acp_state_session_mark_message("s1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", "/tmp", NULL),
+                     0);
+    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL), 0);
     char *p = path_in(home, "sessions.json");
     char *text = cdsh_test_read_file(p, NULL);
     json_t *doc = json_loads(text, 0, NULL);
@@ -221,11 +230,11 @@ static void engine_lock_is_checked_on_read(void **state)
     cdsh_test_write_file(p, edited);
     json_t *e = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_acp_state_session_get("s1", &e, &err), CDSH_EPERM);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, &err), CDSH_EPERM);
     assert_string_equal(err.code, "ENGINE_LOCKED");
     assert_non_null(strstr(err.message, "\"opencode\""));
     /* Writes touching that entry are refused and leave the file as it is. */
-    assert_int_equal(cdsh_acp_state_session_set_acp("s1", "x", &err), CDSH_EPERM);
+    assert_int_equal(cdsh_acp_state_session_set_acp(cdsh_test_home(), "s1", "x", &err), CDSH_EPERM);
     char *after = cdsh_test_read_file(p, NULL);
     assert_string_equal(after, edited);
     free(after);
@@ -240,16 +249,19 @@ static void corrupt_sessions_file_is_reported_and_not_overwritten(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    assert_int_equal(cdsh_acp_state_session_bind("s1", "opencode", "/tmp", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", "/tmp", NULL),
+                     0);
     char *p = path_in(home, "sessions.json");
     const char *bad[] = {"[1,2]", "{\"version\":2,\"sessions\":{}}", "{\"sessions\":[]}", "nope"};
     for (size_t i = 0; i < 4; i++) {
         cdsh_test_write_file(p, bad[i]);
         cdsh_error err = {0};
         json_t *e = NULL;
-        assert_int_equal(cdsh_acp_state_session_get("s1", &e, &err), CDSH_EPROTO);
+        assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, &err), CDSH_EPROTO);
         assert_string_equal(err.code, "STATE_CORRUPT");
-        assert_int_equal(cdsh_acp_state_session_bind("s2", "opencode", "/tmp", &err), CDSH_EPROTO);
+        assert_int_equal(
+            cdsh_acp_state_session_bind(cdsh_test_home(), "s2", "opencode", "/tmp", &err),
+            CDSH_EPROTO);
         char *after = cdsh_test_read_file(p, NULL);
         assert_string_equal(after, bad[i]);
         free(after);
@@ -272,8 +284,9 @@ static void concurrent_writers_lose_no_binding(void **state)
             for (int i = 0; i < EACH; i++) {
                 char id[32];
                 snprintf(id, sizeof id, "p%d-s%d", k, i);
-                bad |= cdsh_acp_state_session_bind(id, "opencode", "/tmp", NULL) != 0;
-                bad |= cdsh_acp_state_session_mark_message(id, NULL) != 0;
+                bad |= cdsh_acp_state_session_bind(cdsh_test_home(), id, "opencode", "/tmp",
+                                                   NULL) != 0;
+                bad |= cdsh_acp_state_session_mark_message(cdsh_test_home(), id, NULL) != 0;
             }
             _exit(bad);
         }
@@ -284,7 +297,7 @@ static void concurrent_writers_lose_no_binding(void **state)
         assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
     json_t *all = NULL;
-    assert_int_equal(cdsh_acp_state_sessions_dup(&all, NULL), 0);
+    assert_int_equal(cdsh_acp_state_sessions_dup(cdsh_test_home(), &all, NULL), 0);
     assert_int_equal(json_object_size(all), PROCS * EACH);
     const char *k;
     json_t *v;

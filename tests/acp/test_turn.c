@@ -59,10 +59,10 @@ static void overlapping_engine_tool_calls_replay_as_a_valid_sequence(void **stat
     char *home = cdsh_test_home_new();
     acp_write_fixture_engine(home, "[]", "");
     cdsh_error err = {0};
-    cdsh_acp_service *svc = cdsh_acp_service_new(NULL, &err);
+    cdsh_acp_service *svc = cdsh_acp_service_new(cdsh_test_home(), NULL, &err);
     assert_non_null(svc);
     cdsh_session_store *st = NULL;
-    assert_int_equal(cdsh_session_store_open(NULL, &st, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, &err), 0);
     char *sid = NULL;
     cdsh_session_spec spec = {.title = "tools"};
     assert_int_equal(cdsh_session_store_create(st, &spec, &sid, &err), 0);

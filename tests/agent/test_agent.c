@@ -121,7 +121,7 @@ static void env_open(env *e, int max_steps, int64_t max_tokens)
     add_tool(e->host, "remember", ctx_body, false);
     add_tool(e->host, "whoami", whoami_body, false);
     cdsh_error err;
-    assert_int_equal(cdsh_session_store_open(NULL, &e->store, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &e->store, &err), 0);
     cdsh_agent_options o = {.host = e->host,
                             .store = e->store,
                             .max_steps = max_steps,

@@ -76,7 +76,7 @@ static void env_open(env *e)
     assert_int_equal(cdsh_tools_register(cdsh_host_tools(e->host), NULL, &def, &d, &err), 0);
     json_decref(params);
     json_decref(out);
-    assert_int_equal(cdsh_session_store_open(NULL, &e->store, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &e->store, &err), 0);
     cdsh_agent_options o = {.host = e->host, .store = e->store, .base_prompt = "BASE PROMPT"};
     assert_int_equal(cdsh_agent_new(&o, &e->agent, &err), 0);
     cdsh_session_spec spec = {.title = "t"};

@@ -24,7 +24,7 @@ static int setup(void **state)
     (void)state;
     home = cdsh_test_home_new();
     cdsh_error e = {0};
-    if (cdsh_session_store_open(NULL, &store, &e) != 0) {
+    if (cdsh_session_store_open(cdsh_test_home(), NULL, &store, &e) != 0) {
         fprintf(stderr, "open: %s\n", e.message);
         return -1;
     }
@@ -194,7 +194,7 @@ static void sessions_survive_reopening_the_store(void **state)
     add(store, id, "user/message", 1, 0, "{\"text\":\"hello\"}");
     cdsh_session_store_close(store);
     cdsh_error e = {0};
-    assert_int_equal(cdsh_session_store_open(NULL, &store, &e), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &store, &e), 0);
     json_t *s = cdsh_session_store_info_dup(store, id, &e);
     assert_non_null(s);
     assert_string_equal(jstr(s, "title"), "keep me");
@@ -222,7 +222,7 @@ static void migrates_a_version_1_file(void **state)
              "PRAGMA user_version = 1;");
     cdsh_session_store *old = NULL;
     cdsh_error e = {0};
-    assert_int_equal(cdsh_session_store_open(path, &old, &e), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), path, &old, &e), 0);
     json_t *s = cdsh_session_store_info_dup(old, "s-old", &e);
     assert_non_null(s);
     assert_string_equal(jstr(s, "title"), "from v1");
@@ -259,7 +259,7 @@ static void refuses_a_file_from_a_newer_cdsh(void **state)
     sql_exec(path, "CREATE TABLE x(a); PRAGMA user_version = 99;");
     cdsh_session_store *s = NULL;
     cdsh_error e = {0};
-    assert_int_equal(cdsh_session_store_open(path, &s, &e), CDSH_EUNSUPPORTED);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), path, &s, &e), CDSH_EUNSUPPORTED);
     assert_null(s);
     assert_string_equal(e.code, "SCHEMA_TOO_NEW");
     assert_non_null(strstr(e.message, "schema version 99"));
@@ -777,7 +777,7 @@ static void crash_child_mid_turn(const char *id)
     assert_true(pid >= 0);
     if (pid == 0) {
         cdsh_session_store *s = NULL;
-        if (cdsh_session_store_open(NULL, &s, NULL) != 0)
+        if (cdsh_session_store_open(cdsh_test_home(), NULL, &s, NULL) != 0)
             _exit(3);
         cdsh_session_lease *lease = NULL;
         if (cdsh_session_store_lease(s, id, 0, NULL, &lease, NULL) != 0)
@@ -1193,7 +1193,7 @@ static void two_processes_append_to_the_same_session(void **state)
         assert_true(kids[k] >= 0);
         if (kids[k] == 0) {
             cdsh_session_store *s = NULL;
-            if (cdsh_session_store_open(NULL, &s, NULL))
+            if (cdsh_session_store_open(cdsh_test_home(), NULL, &s, NULL))
                 _exit(3);
             json_t *p = json_pack("{s:s, s:i}", "level", "info", "writer", k);
             json_object_set_new(p, "text", json_string(k ? "B" : "A"));
@@ -1241,7 +1241,7 @@ static void processes_opening_a_fresh_file_at_once_migrate_it_once(void **state)
                 cdsh_session_store *s = NULL;
                 char *id = NULL;
                 cdsh_error e = {0};
-                if (cdsh_session_store_open(path, &s, &e)) {
+                if (cdsh_session_store_open(cdsh_test_home(), path, &s, &e)) {
                     fprintf(stderr, "child open: %s\n", e.message);
                     _exit(3);
                 }
@@ -1258,7 +1258,7 @@ static void processes_opening_a_fresh_file_at_once_migrate_it_once(void **state)
             assert_int_equal(WEXITSTATUS(status), 0);
         }
         cdsh_session_store *s = NULL;
-        assert_int_equal(cdsh_session_store_open(path, &s, NULL), 0);
+        assert_int_equal(cdsh_session_store_open(cdsh_test_home(), path, &s, NULL), 0);
         int64_t total = 0;
         json_decref(cdsh_session_store_list(s, 0, 10, &total, NULL));
         assert_int_equal(total, 3);

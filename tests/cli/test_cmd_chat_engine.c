@@ -61,7 +61,7 @@ static void assert_no_agent_left(const fx *f)
 static json_t *events_of(const char *sid, const char *type)
 {
     cdsh_session_store *st = NULL;
-    assert_int_equal(cdsh_session_store_open(NULL, &st, NULL), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, NULL), 0);
     json_t *evs = cdsh_session_store_events(st, sid, 0, 10000, NULL, NULL);
     cdsh_session_store_close(st);
     json_t *out = json_array();
@@ -144,7 +144,7 @@ static void chat_with_an_engine_prints_asks_records_and_resumes(void **state)
     assert_string_equal(text_at(ends, 0, "reason"), "done");
     json_decref(ends);
     json_t *entry = NULL;
-    assert_int_equal(cdsh_acp_state_session_get(sid, &entry, NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), sid, &entry, NULL), 0);
     char *acp = strdup(json_string_value(json_object_get(entry, "acpSessionId")));
     json_decref(entry);
     assert_no_agent_left(f);
@@ -162,7 +162,7 @@ static void chat_with_an_engine_prints_asks_records_and_resumes(void **state)
     assert_int_equal(json_array_size(replies), 8); /* PONG, the advertisement, permission */
     assert_string_equal(text_at(replies, 5, "text"), "PONG");
     json_decref(replies);
-    assert_int_equal(cdsh_acp_state_session_get(sid, &entry, NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), sid, &entry, NULL), 0);
     assert_string_equal(json_string_value(json_object_get(entry, "acpSessionId")), acp);
     json_decref(entry);
     assert_no_agent_left(f);

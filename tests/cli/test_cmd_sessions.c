@@ -26,7 +26,7 @@ static int setup(void **state)
     (void)state;
     home = cdsh_test_home_new();
     cdsh_session_store *s = NULL;
-    if (cdsh_session_store_open(NULL, &s, NULL))
+    if (cdsh_session_store_open(cdsh_test_home(), NULL, &s, NULL))
         return -1;
     cdsh_session_spec spec = {.title = "Fix the parser\nplease",
                               .provider = "deepseek",

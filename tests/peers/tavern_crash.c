@@ -98,7 +98,8 @@ int main(int argc, char **argv)
         return 2;
     cdsh_tavern_store *store = NULL;
     cdsh_tavern_bindings *b = NULL;
-    if (cdsh_tavern_store_open(NULL, &store, NULL) < 0 ||
+    cdsh_home *home = cdsh_home_from_env(); /* the parent test's home */
+    if (cdsh_tavern_store_open(home, NULL, &store, NULL) < 0 ||
         cdsh_tavern_bindings_open(store, &b, NULL) < 0)
         return 2;
     cdsh_tavern_branch_host host = {create_child, NULL, NULL};

@@ -92,7 +92,7 @@ static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engine
     cdsh_disposer_t d;
     assert_int_equal(cdsh_rpc_handle(cdsh_host_rpc(s->host), "/echo", echo_rpc, NULL, &d, &err), 0);
     assert_int_equal(cdsh_rpc_handle(cdsh_host_rpc(s->host), "/doc", doc_rpc, NULL, &d, &err), 0);
-    assert_int_equal(cdsh_session_store_open(NULL, &s->store, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &s->store, &err), 0);
     cdsh_agent_options o = {.host = s->host, .store = s->store};
     assert_int_equal(cdsh_agent_new(&o, &s->agent, &err), 0);
     cdsh_web_options wo = {.token = "secret-token", .max_body = max_body};

@@ -17,7 +17,7 @@ void cdsh_test_tavern_world_open(cdsh_test_tavern_world *w)
     json_t *cfg = json_pack("{s:b}", "branches", 1);
     assert_int_equal(cdsh_plugin_load(w->host, &cdsh_tavern_plugin, cfg, NULL, &err), 0);
     json_decref(cfg);
-    assert_int_equal(cdsh_session_store_open(NULL, &w->store, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &w->store, &err), 0);
     w->scope = cdsh_scope_new("role-play", NULL);
     cdsh_agent_options o = {.host = w->host,
                             .store = w->store,

@@ -16,13 +16,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/home.h"
+
+/* The handle on the current test home (tests are single-threaded here). */
+static cdsh_home *test_home;
+
 char *cdsh_test_home_new(void)
 {
     char tmpl[] = "/tmp/cdsh-test-XXXXXX";
     char *dir = mkdtemp(tmpl);
     assert_non_null(dir);
     setenv("CDSH_HOME", dir, 1);
+    cdsh_home_free(test_home);
+    test_home = NULL;
+    assert_int_equal(cdsh_home_new(dir, &test_home, NULL), 0);
     return strdup(dir);
+}
+
+const cdsh_home *cdsh_test_home(void)
+{
+    return test_home;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -37,6 +50,10 @@ void cdsh_test_home_free(char *path)
 {
     if (!path)
         return;
+    if (test_home && strcmp(cdsh_home_dir_get(test_home), path) == 0) {
+        cdsh_home_free(test_home);
+        test_home = NULL;
+    }
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(path);
 }

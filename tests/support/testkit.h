@@ -14,9 +14,14 @@
 #include "support/seed.h"
 #include "support/timing.h"
 
-/* Creates a fresh temporary directory, points CDSH_HOME at it and returns
- * its path (owned). */
+/* Creates a fresh temporary directory, points CDSH_HOME at it (for child
+ * processes and cdsh_host_new) and returns its path (owned). */
 char *cdsh_test_home_new(void);
+
+/* A home handle (base/home.h) on the directory the last cdsh_test_home_new
+ * made: what tests pass to the services that keep state. Valid until the
+ * next cdsh_test_home_new or cdsh_test_home_free. */
+const struct cdsh_home *cdsh_test_home(void);
 
 /* Removes the directory tree and frees the path. NULL-safe. */
 void cdsh_test_home_free(char *path);

@@ -30,7 +30,7 @@ static int setup(void **state)
     fixture *f = calloc(1, sizeof *f);
     f->home = cdsh_test_home_new();
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_store_open(NULL, &f->store, &err), 0);
+    assert_int_equal(cdsh_tavern_store_open(cdsh_test_home(), NULL, &f->store, &err), 0);
     *state = f;
     return 0;
 }

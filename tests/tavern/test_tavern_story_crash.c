@@ -275,7 +275,7 @@ static void killed_operations_leave_every_story_before_or_after(void **state)
     cdsh_tavern_store *store = NULL;
     cdsh_tavern_bindings *b = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_store_open(NULL, &store, &err), 0);
+    assert_int_equal(cdsh_tavern_store_open(cdsh_test_home(), NULL, &store, &err), 0);
     char *card = cdsh_test_tavern_import_sample(store);
     assert_int_equal(cdsh_tavern_bindings_open(store, &b, &err), 0);
     bind(b, card, "s-p");

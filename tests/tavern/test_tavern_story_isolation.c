@@ -31,7 +31,7 @@ static int setup(void **state)
     fx *f = calloc(1, sizeof *f);
     f->home = cdsh_test_home_new();
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_store_open(NULL, &f->store, &err), 0);
+    assert_int_equal(cdsh_tavern_store_open(cdsh_test_home(), NULL, &f->store, &err), 0);
     size_t len = 0;
     char *bytes = cdsh_test_read_file(SAMPLE_V2, &len);
     assert_non_null(bytes);

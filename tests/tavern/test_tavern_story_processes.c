@@ -41,7 +41,8 @@ static int child_main(const char *card, bool model, int start_fd)
     cdsh_tavern_story *s = NULL;
     cdsh_error err = {0};
     int failures = 0;
-    if (cdsh_tavern_store_open(NULL, &store, &err) || cdsh_tavern_bindings_open(store, &b, &err) ||
+    if (cdsh_tavern_store_open(cdsh_test_home(), NULL, &store, &err) ||
+        cdsh_tavern_bindings_open(store, &b, &err) ||
         cdsh_tavern_binding_open_story(b, "s-shared", &s, &err)) {
         fprintf(stderr, "child open: %s %s\n", err.code, err.message);
         return 10;
@@ -84,7 +85,7 @@ static void two_processes_share_one_story_without_losing_writes(void **state)
     cdsh_tavern_store *store = NULL;
     cdsh_tavern_bindings *b = NULL;
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_store_open(NULL, &store, &err), 0);
+    assert_int_equal(cdsh_tavern_store_open(cdsh_test_home(), NULL, &store, &err), 0);
     char *card = cdsh_test_tavern_import_sample(store);
     assert_int_equal(cdsh_tavern_bindings_open(store, &b, &err), 0);
     assert_int_equal(bind(b, card, "s-shared"), 0);
@@ -113,7 +114,7 @@ static void two_processes_share_one_story_without_losing_writes(void **state)
         assert_int_equal(WEXITSTATUS(status), 0);
     }
 
-    assert_int_equal(cdsh_tavern_store_open(NULL, &store, &err), 0);
+    assert_int_equal(cdsh_tavern_store_open(cdsh_test_home(), NULL, &store, &err), 0);
     assert_int_equal(cdsh_tavern_bindings_open(store, &b, &err), 0);
     json_t *list = NULL;
     assert_int_equal(cdsh_tavern_binding_list(b, card, &list, &err), 0);

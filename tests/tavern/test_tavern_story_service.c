@@ -91,8 +91,9 @@ static int setup(void **state)
     fx *f = calloc(1, sizeof *f);
     f->home = cdsh_test_home_new();
     cdsh_error err = {0};
-    assert_int_equal(cdsh_session_store_open(NULL, &f->sessions, &err), 0);
-    assert_int_equal(cdsh_tavern_service_new(NULL, f->sessions, &f->svc, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &f->sessions, &err), 0);
+    assert_int_equal(cdsh_tavern_service_new(cdsh_test_home(), NULL, f->sessions, &f->svc, &err),
+                     0);
     f->card = import_card(f);
     f->scope_a = cdsh_scope_new("agent-a", NULL);
     f->scope_b = cdsh_scope_new("agent-b", NULL);
@@ -431,7 +432,8 @@ static void branches_fork_host_sessions_and_keep_the_source(void **state)
     assert_int_equal(memory_count(f, sid), 2);
     /* restart: everything is where it was */
     cdsh_tavern_service_free(f->svc);
-    assert_int_equal(cdsh_tavern_service_new(NULL, f->sessions, &f->svc, &err), 0);
+    assert_int_equal(cdsh_tavern_service_new(cdsh_test_home(), NULL, f->sessions, &f->svc, &err),
+                     0);
     assert_int_equal(memory_count(f, sid), 2);
     json_t *floors = call(f, "listFloors", json_pack("{s:s}", "sessionId", sid));
     assert_int_equal(json_array_size(ok_value(floors)), 2);

@@ -189,7 +189,7 @@ static void panel_plays_hints_undoes_and_reviews_in_chromium(void **state)
     cdsh_strbuf_init(&s.events);
     cdsh_session_store *store = NULL;
     cdsh_error err;
-    assert_int_equal(cdsh_session_store_open(NULL, &store, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &store, &err), 0);
     cdsh_session_spec spec = {.title = "panel"};
     char *sid = NULL;
     assert_int_equal(cdsh_session_store_create(store, &spec, &sid, &err), 0);

@@ -56,7 +56,7 @@ static int setup(void **state)
                   "movetimeMs", 100, "hashMb", 1, "hint", "depth", 2, "review", "depth", 1);
     cdsh_session_store *s = NULL;
     cdsh_error err;
-    assert_int_equal(cdsh_session_store_open(NULL, &s, &err), 0);
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &s, &err), 0);
     cdsh_session_spec spec = {.title = "xiangqi"};
     assert_int_equal(cdsh_session_store_create(s, &spec, &f->sid, &err), 0);
     cdsh_session_store_close(s);

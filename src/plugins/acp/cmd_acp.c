@@ -56,7 +56,7 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
     }
     json_t *engines = NULL, *diags = NULL;
     cdsh_error err = {0};
-    if (cdsh_acp_state_engines_listing(&engines, &diags, &err) < 0) {
+    if (cdsh_acp_state_engines_listing(cdsh_cli_home(), &engines, &diags, &err) < 0) {
         fprintf(stderr, "cdsh acp engines: %s\n", err.message);
         return 1;
     }
@@ -119,7 +119,7 @@ static int list_remote(const char *engine, const char *cwd, bool as_json)
         return 1;
     }
     cdsh_error err = {0};
-    cdsh_acp_service *svc = cdsh_acp_service_new(NULL, &err);
+    cdsh_acp_service *svc = cdsh_acp_service_new(cdsh_cli_home(), NULL, &err);
     json_t *out = NULL;
     int rc = svc ? cdsh_acp_service_list_remote(svc, engine, cwd ? abs : NULL, &out, &err) : err.rc;
     cdsh_acp_service_free(svc); /* disposes the engine process */
@@ -181,7 +181,7 @@ int cdsh_cmd_acp_sessions(int argc, char **argv)
         return list_remote(remote, cwd, as_json);
     json_t *sessions = NULL;
     cdsh_error err = {0};
-    if (cdsh_acp_state_sessions_dup(&sessions, &err) < 0) {
+    if (cdsh_acp_state_sessions_dup(cdsh_cli_home(), &sessions, &err) < 0) {
         fprintf(stderr, "cdsh acp sessions: %s\n", err.message);
         return 1;
     }

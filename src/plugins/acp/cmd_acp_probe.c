@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "host/cli.h"
 #include "plugins/acp/probe.h"
 
 static void usage(FILE *out)
@@ -53,7 +54,7 @@ int cdsh_cmd_acp_probe(int argc, char **argv)
     json_t *rec = NULL;
     char *path = NULL;
     cdsh_error err = {0};
-    if (cdsh_acp_probe_run(engine, &opts, &rec, &path, &err) < 0) {
+    if (cdsh_acp_probe_run(cdsh_cli_home(), engine, &opts, &rec, &path, &err) < 0) {
         fprintf(stderr, "cdsh acp probe: %s\n", err.message);
         return err.rc == CDSH_ENOTFOUND ? 2 : 1;
     }

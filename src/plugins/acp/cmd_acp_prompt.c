@@ -15,6 +15,7 @@
 
 #include "base/json.h"
 #include "base/random.h"
+#include "host/cli.h"
 #include "host/cli_approval.h"
 #include "plugins/acp/service.h"
 
@@ -206,7 +207,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     };
     cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
     cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals};
-    cdsh_acp_service *svc = approver ? cdsh_acp_service_new(&so, &err) : NULL;
+    cdsh_acp_service *svc = approver ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
     json_decref(mcp);
     if (!svc || !sid) {
         fprintf(stderr, "cdsh acp prompt: %s\n", err.message[0] ? err.message : "out of memory");

@@ -50,7 +50,7 @@ static json_t *fail(const cdsh_error *e)
 static json_t *engine_state(cdsh_acp_service *svc, const char *sid)
 {
     json_t *entry = NULL;
-    if (cdsh_acp_state_session_get(sid, &entry, NULL) < 0)
+    if (cdsh_acp_state_session_get(cdsh_acp_service_home(svc), sid, &entry, NULL) < 0)
         entry = NULL;
     json_t *cfg = entry ? cdsh_acp_service_config_dup(svc, sid) : NULL;
     bool locked = entry && json_is_string(json_object_get(entry, "lockedEngineId"));
@@ -70,14 +70,15 @@ static void announce(acp_plugin *p, const char *sid)
 static int unbind(cdsh_acp_service *svc, const char *sid, cdsh_error *err)
 {
     json_t *entry = NULL;
-    int rc = cdsh_acp_state_session_get(sid, &entry, err);
+    const cdsh_home *home = cdsh_acp_service_home(svc);
+    int rc = cdsh_acp_state_session_get(home, sid, &entry, err);
     if (rc == 0 && json_is_string(json_object_get(entry, "lockedEngineId")))
         rc = cdsh_error_set(err, CDSH_EPERM, "ENGINE_LOCKED",
                             "the session's engine is locked after its first message");
     json_decref(entry);
     if (rc == 0)
         cdsh_acp_service_release(svc, sid, NULL);
-    return rc == 0 ? cdsh_acp_state_session_remove(sid, err) : rc;
+    return rc == 0 ? cdsh_acp_state_session_remove(home, sid, err) : rc;
 }
 
 static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
@@ -86,6 +87,7 @@ static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_c
     (void)cancel, (void)err;
     acp_plugin *p = arg;
     cdsh_acp_service *svc = p->svc;
+    const cdsh_home *home = cdsh_acp_service_home(svc);
     cdsh_error e = {0};
     const char *session = json_string_value(json_object_get(payload, "session"));
     const char *engine = json_string_value(json_object_get(payload, "engine"));
@@ -102,7 +104,7 @@ static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_c
     const char *via = NULL;
     if (strcmp(endpoint, "engines") == 0) {
         json_t *engines = NULL, *diags = NULL;
-        *result = cdsh_acp_state_engines_listing(&engines, &diags, &e) < 0
+        *result = cdsh_acp_state_engines_listing(home, &engines, &diags, &e) < 0
                       ? fail(&e)
                       : cdsh_rpc_ok_new(json_pack("{s:o,s:o}", "engines", engines, "diagnostics",
                                                   diags ? diags : json_array()));
@@ -112,18 +114,18 @@ static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_c
                                  .cwd = cwd};
         json_t *rec = NULL;
         *result = !engine ? cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "engine is required", NULL)
-                  : cdsh_acp_probe_run(engine, &o, &rec, NULL, &e) < 0 ? fail(&e)
-                                                                       : cdsh_rpc_ok_new(rec);
+                  : cdsh_acp_probe_run(home, engine, &o, &rec, NULL, &e) < 0 ? fail(&e)
+                                                                             : cdsh_rpc_ok_new(rec);
         return 0;
     } else if (strcmp(endpoint, "sessions") == 0) {
         json_t *map = NULL;
-        *result = cdsh_acp_state_sessions_dup(&map, &e) < 0 ? fail(&e) : cdsh_rpc_ok_new(map);
+        *result = cdsh_acp_state_sessions_dup(home, &map, &e) < 0 ? fail(&e) : cdsh_rpc_ok_new(map);
         return 0;
     } else if (strcmp(endpoint, "session") == 0) {
         rc = 0;
     } else if (strcmp(endpoint, "bind") == 0) {
         char here[4096];
-        if (!cwd && !cdsh_acp_turn_is_bound(session))
+        if (!cwd && !cdsh_acp_turn_is_bound(home, session))
             cwd = getcwd(here, sizeof here) ? here : "/";
         rc = engine ? cdsh_acp_service_bind(svc, session, engine, cwd, &e)
                     : cdsh_error_set(&e, CDSH_EINVAL, "BAD_REQUEST", "\"engine\" is required");
@@ -174,8 +176,8 @@ static char *fmt_dup(const char *fmt, ...)
 
 static bool runner_owns(void *arg, const char *sid)
 {
-    (void)arg;
-    return cdsh_acp_turn_is_bound(sid);
+    acp_plugin *p = arg;
+    return cdsh_acp_turn_is_bound(cdsh_acp_service_home(p->svc), sid);
 }
 
 static int runner_run(void *arg, const cdsh_session_turn *t, char **note, cdsh_error *err)
@@ -206,10 +208,10 @@ static int runner_bind(void *arg, const char *sid, const char *engine, const cha
 
 static char *runner_describe(void *arg, const char *sid)
 {
-    (void)arg;
+    acp_plugin *p = arg;
     json_t *entry = NULL;
     char *line = NULL;
-    if (cdsh_acp_state_session_get(sid, &entry, NULL) == 0) {
+    if (cdsh_acp_state_session_get(cdsh_acp_service_home(p->svc), sid, &entry, NULL) == 0) {
         const char *cwd = json_string_value(json_object_get(entry, "cwd"));
         line = fmt_dup(
             "Engine %s in %s%s.", json_string_value(json_object_get(entry, "engineId")),
@@ -225,36 +227,38 @@ static void runner_forget(void *arg, const char *sid)
 {
     acp_plugin *p = arg;
     cdsh_acp_service_release(p->svc, sid, NULL);
-    cdsh_acp_state_session_remove(sid, NULL);
+    cdsh_acp_state_session_remove(cdsh_acp_service_home(p->svc), sid, NULL);
 }
 
 static int on_fork(void *arg, const cdsh_session_fork_info *info, json_t *notes, cdsh_error *err)
 {
+    /* The row's own service, else the front end's live one (its engine
+     * process already runs), else one made for this call; the state lives
+     * in the service's home, else the front end's. */
+    cdsh_acp_service *svc = arg, *own = NULL;
+    if (!svc)
+        svc = cdsh_session_fork_service(info, CDSH_ACP_SERVICE);
+    const cdsh_home *home = svc ? cdsh_acp_service_home(svc) : cdsh_session_fork_home(info);
     json_t *entry = NULL;
     cdsh_error ge = {0};
-    int rc = cdsh_acp_state_session_get(info->parent_id, &entry, &ge);
+    int rc = cdsh_acp_state_session_get(home, info->parent_id, &entry, &ge);
     json_decref(entry);
     if (rc == CDSH_ENOTFOUND)
         return 0; /* not bound: nothing to carry over */
     if (rc < 0)
         return cdsh_error_set(err, rc, ge.code, "%s", ge.message);
-    /* The row's own service, else the front end's live one (its engine
-     * process already runs), else one made for this call. */
-    cdsh_acp_service *svc = arg, *own = NULL;
-    if (!svc)
-        svc = cdsh_session_fork_service(info, CDSH_ACP_SERVICE);
     if (!svc) {
         json_t *self = cdsh_acp_cdsh_mcp_server_dup(NULL, NULL);
         json_t *mcp = self ? json_pack("[o]", self) : json_array();
         cdsh_acp_service_opts so = {.mcp_servers = mcp};
-        svc = own = cdsh_acp_service_new(&so, err);
+        svc = own = cdsh_acp_service_new(home, &so, err);
         json_decref(mcp);
         if (!svc)
             return err ? err->rc : CDSH_ENOMEM;
     }
     json_t *warnings = json_array();
     rc = cdsh_acp_service_fork(svc, info->parent_id, info->child_id, info->whole, warnings, err);
-    if (rc == 0 && cdsh_acp_state_session_get(info->child_id, &entry, NULL) == 0) {
+    if (rc == 0 && cdsh_acp_state_session_get(home, info->child_id, &entry, NULL) == 0) {
         const char *acp = json_string_value(json_object_get(entry, "acpSessionId"));
         json_array_append_new(
             notes, json_sprintf("bound to engine %s%s%s",
@@ -292,7 +296,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     };
     acp_plugin *p = calloc(1, sizeof *p);
     if (p)
-        p->svc = cdsh_acp_service_new(&o, err);
+        p->svc = cdsh_acp_service_new(cdsh_ctx_home(ctx), &o, err);
     json_decref(mcp);
     if (!p || !p->svc) {
         free(p);

@@ -94,17 +94,18 @@ static json_t *capability_summary(const json_t *init, const json_t *session, con
                      "agentCapabilities", caps ? (json_t *)caps : json_null());
 }
 
-int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, json_t **record,
-                       char **evidence_path, cdsh_error *err)
+int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
+                       const cdsh_acp_probe_opts *opts, json_t **record, char **evidence_path,
+                       cdsh_error *err)
 {
     if (!engine_id || !record)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "probe needs an engine id");
     json_t *row = NULL;
-    int rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    int rc = cdsh_acp_state_engine_find(home, engine_id, &row, err);
     if (rc < 0)
         return rc;
     char *dir = NULL;
-    rc = cdsh_acp_state_dir_dup(&dir, err);
+    rc = cdsh_acp_state_dir_dup(home, &dir, err);
     if (rc < 0) {
         json_decref(row);
         return rc;
@@ -293,7 +294,7 @@ finish:
     json_object_set_new(rec, "totalMs", json_integer(cdsh_clock_mono_ms() - t0));
     json_t *red = cdsh_redact_json_dup(rec);
     json_t *red_health = cdsh_redact_json_dup(health);
-    cdsh_acp_state_runtime_record(engine_id, caps, red_health, NULL);
+    cdsh_acp_state_runtime_record(home, engine_id, caps, red_health, NULL);
     /* evidence/probe-<id>-<time with ':' and '.' as '-'>.json */
     char stamp[CDSH_ISO8601_MAX];
     snprintf(stamp, sizeof stamp, "%s", iso);

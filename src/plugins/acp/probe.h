@@ -1,7 +1,7 @@
 /* probe.h — try-connect / probe of one engine (seed §6): spawn, initialize,
  * open sessions, try the optional methods, optionally run one prompt, and
  * write the evidence record (credentials redacted, raw lines verbatim
- * otherwise) under $CDSH_HOME/multi-acp/evidence/. Also records the
+ * otherwise) under <home>/multi-acp/evidence/. Also records the
  * engine's health and probed capabilities in runtime.json. Thread-safe. */
 #ifndef CDSH_PLUGINS_ACP_PROBE_H
 #define CDSH_PLUGINS_ACP_PROBE_H
@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/home.h"
 
 typedef struct cdsh_acp_probe_opts {
     const char *prompt; /* NULL: no prompt */
@@ -26,7 +27,8 @@ typedef struct cdsh_acp_probe_opts {
  * methods{"<method>": "ok"|"method_not_found"|"error: <message>"|
  * "not_advertised"}, sessions[], prompt?, dialectRejects[], rawLines[],
  * callbacks{}, health{}, notes, totalMs}. */
-int cdsh_acp_probe_run(const char *engine_id, const cdsh_acp_probe_opts *opts, json_t **record,
-                       char **evidence_path, cdsh_error *err);
+int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
+                       const cdsh_acp_probe_opts *opts, json_t **record, char **evidence_path,
+                       cdsh_error *err);
 
 #endif

@@ -58,6 +58,7 @@ struct cdsh_acp_service {
     json_t *mcp_servers;
     cdsh_approvals *approvals;
     cdsh_tools *approvals_of; /* else the broker installed on these tools */
+    const cdsh_home *home;    /* borrowed: where the engine and session state lives */
 };
 
 /* ---- sink trampolines (dispatcher thread) ---------------------------------- */
@@ -233,7 +234,8 @@ static void *reaper_main(void *arg)
     return NULL;
 }
 
-cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_error *err)
+cdsh_acp_service *cdsh_acp_service_new(const cdsh_home *home, const cdsh_acp_service_opts *opts,
+                                       cdsh_error *err)
 {
     cdsh_acp_service *svc = calloc(1, sizeof *svc);
     if (!svc) {
@@ -243,6 +245,7 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_e
     pthread_mutex_init(&svc->mu, NULL);
     pthread_mutex_init(&svc->spawn_mu, NULL);
     pthread_cond_init(&svc->cv, NULL);
+    svc->home = home;
     if (opts) {
         svc->no_fs = opts->no_fs;
         svc->no_terminal = opts->no_terminal;
@@ -262,6 +265,11 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_e
         return NULL;
     }
     return svc;
+}
+
+const cdsh_home *cdsh_acp_service_home(const cdsh_acp_service *svc)
+{
+    return svc ? svc->home : NULL;
 }
 
 void cdsh_acp_service_free(cdsh_acp_service *svc)
@@ -315,7 +323,8 @@ static void engine_put(cdsh_acp_service *svc, pool_engine *e)
 
 /* Runtime health of an engine after a spawn + initialize (runtime.json;
  * never the user's engines.json). Failing to record it is not an error. */
-static void record_health(const char *id, int rc, cdsh_acp_conn *conn, const cdsh_error *err)
+static void record_health(cdsh_acp_service *svc, const char *id, int rc, cdsh_acp_conn *conn,
+                          const cdsh_error *err)
 {
     char iso[CDSH_ISO8601_MAX];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), iso, sizeof iso);
@@ -323,7 +332,7 @@ static void record_health(const char *id, int rc, cdsh_acp_conn *conn, const cds
                           rc == 0 ? "ok" : "failed", "latencyMs",
                           rc == 0 ? json_integer(cdsh_acp_conn_init_latency_ms(conn)) : json_null(),
                           "error", rc == 0 || !err ? json_null() : json_string(err->message));
-    cdsh_acp_state_runtime_record(id, NULL, h, NULL);
+    cdsh_acp_state_runtime_record(svc->home, id, NULL, h, NULL);
     json_decref(h);
 }
 
@@ -377,7 +386,7 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .record = svc->record,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);
-    record_health(id, rc, e->conn, err);
+    record_health(svc, id, rc, e->conn, err);
     if (rc < 0)
         goto done;
     e->id = strdup(id);
@@ -426,11 +435,11 @@ int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id, co
     if (cwd && cwd[0] != '/')
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "cwd must be absolute: %s", cwd);
     json_t *row = NULL;
-    int rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    int rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
     json_decref(row);
     if (rc < 0)
         return rc;
-    return cdsh_acp_state_session_bind(cdsh_session_id, engine_id, cwd, err);
+    return cdsh_acp_state_session_bind(svc->home, cdsh_session_id, engine_id, cwd, err);
 }
 
 static live_session *live_find(cdsh_acp_service *svc, const char *cdsh_id)
@@ -472,11 +481,11 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
                                   cdsh_error *err)
 {
     json_t *entry = NULL, *row = NULL;
-    int rc = cdsh_acp_state_session_get(cdsh_id, &entry, err);
+    int rc = cdsh_acp_state_session_get(svc->home, cdsh_id, &entry, err);
     if (rc < 0)
         return rc;
     const char *engine_id = json_string_value(json_object_get(entry, "engineId"));
-    rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
     if (rc < 0)
         goto done;
     if (!json_is_true(json_object_get(row, "enabled"))) {
@@ -569,7 +578,7 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
     svc->sessions = ls;
     pthread_mutex_unlock(&svc->mu);
     cdsh_error se = {0};
-    if (cdsh_acp_state_session_set_acp(cdsh_id, sid, &se) < 0)
+    if (cdsh_acp_state_session_set_acp(svc->home, cdsh_id, sid, &se) < 0)
         json_array_append_new(warnings, json_sprintf("sessions.json not updated: %s", se.message));
     size_t i;
     json_t *o;
@@ -709,7 +718,7 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
                              warnings);
         goto out;
     }
-    if (cdsh_acp_state_session_mark_message(cdsh_session_id, &err) < 0) {
+    if (cdsh_acp_state_session_mark_message(svc->home, cdsh_session_id, &err) < 0) {
         pthread_mutex_lock(&svc->mu);
         ls->prompting = false;
         pthread_mutex_unlock(&svc->mu);
@@ -845,7 +854,7 @@ int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
                                   const char *method_id, cdsh_error *err)
 {
     json_t *row = NULL;
-    int rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    int rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
     if (rc < 0)
         return rc;
     char here[4096];
@@ -890,7 +899,7 @@ int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, c
     json_t *row = NULL, *list = NULL, *bindings = NULL;
     pool_engine *e = NULL;
     bool more = false;
-    int rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    int rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
     if (rc == 0)
         rc = engine_for(svc, row, NULL, cwd, &e, err);
     if (rc == 0) {
@@ -898,7 +907,7 @@ int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, c
         engine_put(svc, e);
     }
     if (rc == 0)
-        rc = cdsh_acp_state_sessions_dup(&bindings, err);
+        rc = cdsh_acp_state_sessions_dup(svc->home, &bindings, err);
     if (rc < 0)
         goto done;
     size_t i;
@@ -991,13 +1000,13 @@ int cdsh_acp_service_fork(cdsh_acp_service *svc, const char *parent_id, const ch
                               "fork needs a parent, a child and a warnings array");
     json_t *entry = NULL, *row = NULL;
     char *acp = NULL;
-    int rc = cdsh_acp_state_session_get(parent_id, &entry, err);
+    int rc = cdsh_acp_state_session_get(svc->home, parent_id, &entry, err);
     if (rc < 0)
         return rc;
     const char *engine_id = json_string_value(json_object_get(entry, "engineId"));
     const char *prev = json_string_value(json_object_get(entry, "acpSessionId"));
     const char *cwd = json_string_value(json_object_get(entry, "cwd"));
-    rc = cdsh_acp_state_engine_find(engine_id, &row, err);
+    rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
     if (rc < 0)
         goto done;
     if (prev && !whole)
@@ -1009,7 +1018,7 @@ int cdsh_acp_service_fork(cdsh_acp_service *svc, const char *parent_id, const ch
                                            engine_id));
     else if (prev)
         fork_remote(svc, row, parent_id, child_id, prev, cwd, warnings, &acp);
-    rc = cdsh_acp_state_session_fork(parent_id, child_id, acp, err);
+    rc = cdsh_acp_state_session_fork(svc->home, parent_id, child_id, acp, err);
     if (rc < 0 && acp) {
         cdsh_error ignored = {0};
         cdsh_acp_service_release(svc, child_id, &ignored);

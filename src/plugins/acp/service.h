@@ -20,6 +20,7 @@
 
 #include "base/cancel.h"
 #include "base/err.h"
+#include "base/home.h"
 #include "host/approval.h"
 #include "host/tools.h"
 #include "proto/acp/conn.h"
@@ -55,8 +56,12 @@ typedef struct cdsh_acp_service_opts {
     cdsh_tools *approvals_of;
 } cdsh_acp_service_opts;
 
-/* opts may be NULL. NULL with err filled on failure. */
-cdsh_acp_service *cdsh_acp_service_new(const cdsh_acp_service_opts *opts, cdsh_error *err);
+/* home (borrowed, must outlive the service) holds the engine and session
+ * state (state.h). opts may be NULL. NULL with err filled on failure. */
+cdsh_acp_service *cdsh_acp_service_new(const cdsh_home *home, const cdsh_acp_service_opts *opts,
+                                       cdsh_error *err);
+/* The home the service was made with (borrowed). */
+const cdsh_home *cdsh_acp_service_home(const cdsh_acp_service *svc);
 
 /* Disposes every agent process (SIGTERM, SIGKILL after its grace) and frees.
  * Bindings in sessions.json stay. NULL-safe. */

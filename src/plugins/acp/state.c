@@ -28,14 +28,14 @@ static const char *doc_member(doc_kind k)
     return k == DOC_ENGINES ? "engines" : k == DOC_RUNTIME ? "engines" : "sessions";
 }
 
-int cdsh_acp_state_dir_dup(char **out, cdsh_error *err)
+int cdsh_acp_state_dir_dup(const cdsh_home *home, char **out, cdsh_error *err)
 {
-    char *home = NULL;
-    int rc = cdsh_home_ensure(&home, err);
+    char *home_dir = NULL;
+    int rc = cdsh_home_ensure(home, &home_dir, err);
     if (rc < 0)
         return rc;
-    char *dir = cdsh_fs_path_join_dup(home, "multi-acp");
-    free(home);
+    char *dir = cdsh_fs_path_join_dup(home_dir, "multi-acp");
+    free(home_dir);
     if (!dir)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     rc = cdsh_fs_mkdir_p(dir, 0700, err);
@@ -102,12 +102,12 @@ typedef int (*doc_edit_fn)(json_t *doc, void *arg, cdsh_error *err);
 
 /* Opens a document's lock (kind of lock as given) and returns its path
  * (owned) in *path. */
-static int doc_lock(doc_kind kind, cdsh_fs_lock_kind lk, char **path, cdsh_fs_lock **lock,
-                    cdsh_error *err)
+static int doc_lock(const cdsh_home *home, doc_kind kind, cdsh_fs_lock_kind lk, char **path,
+                    cdsh_fs_lock **lock, cdsh_error *err)
 {
     char *dir = NULL, *lockpath = NULL;
     *path = NULL;
-    int rc = cdsh_acp_state_dir_dup(&dir, err);
+    int rc = cdsh_acp_state_dir_dup(home, &dir, err);
     if (rc < 0)
         return rc;
     char *p = cdsh_fs_path_join_dup(dir, doc_file(kind));
@@ -130,12 +130,13 @@ done:
 }
 
 /* Locked read-modify-write. edit returns 1 to write, 0 to leave the file. */
-static int doc_update(doc_kind kind, doc_edit_fn edit, void *arg, cdsh_error *err)
+static int doc_update(const cdsh_home *home, doc_kind kind, doc_edit_fn edit, void *arg,
+                      cdsh_error *err)
 {
     char *path = NULL, *text = NULL;
     cdsh_fs_lock *lock = NULL;
     json_t *doc = NULL;
-    int rc = doc_lock(kind, CDSH_FS_LOCK_EXCLUSIVE, &path, &lock, err);
+    int rc = doc_lock(home, kind, CDSH_FS_LOCK_EXCLUSIVE, &path, &lock, err);
     if (rc < 0)
         return rc;
     rc = doc_read(path, kind, &doc, err);
@@ -159,11 +160,11 @@ done:
 }
 
 /* Reads a document under a shared lock. */
-static int doc_load(doc_kind kind, json_t **out, cdsh_error *err)
+static int doc_load(const cdsh_home *home, doc_kind kind, json_t **out, cdsh_error *err)
 {
     char *path = NULL;
     cdsh_fs_lock *lock = NULL;
-    int rc = doc_lock(kind, CDSH_FS_LOCK_SHARED, &path, &lock, err);
+    int rc = doc_lock(home, kind, CDSH_FS_LOCK_SHARED, &path, &lock, err);
     if (rc == 0)
         rc = doc_read(path, kind, out, err);
     cdsh_fs_lock_close(lock);
@@ -190,7 +191,8 @@ static void diag(json_t *diags, const char *source, const char *message)
         diags, json_pack("{s:s,s:s,s:s}", "level", "error", "source", source, "message", message));
 }
 
-int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_error *err)
+int cdsh_acp_state_engines_load(const cdsh_home *home, json_t **engines, json_t **diagnostics,
+                                cdsh_error *err)
 {
     if (!engines)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engines output required");
@@ -205,7 +207,7 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     json_decref(builtins);
     cdsh_error e = {0};
     json_t *user = NULL;
-    if (doc_load(DOC_ENGINES, &user, &e) < 0) {
+    if (doc_load(home, DOC_ENGINES, &user, &e) < 0) {
         diag(diags, "engines.json", e.message);
     } else {
         json_array_foreach(json_object_get(user, "engines"), i, row) {
@@ -221,7 +223,7 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     }
     json_decref(user);
     json_t *runtime = NULL;
-    if (doc_load(DOC_RUNTIME, &runtime, &e) < 0)
+    if (doc_load(home, DOC_RUNTIME, &runtime, &e) < 0)
         diag(diags, "runtime.json", e.message);
     size_t n = json_object_size(byid), k = 0;
     json_t **rows = calloc(n ? n : 1, sizeof *rows);
@@ -251,10 +253,10 @@ int cdsh_acp_state_engines_load(json_t **engines, json_t **diagnostics, cdsh_err
     return 0;
 }
 
-int cdsh_acp_state_engine_find(const char *id, json_t **row, cdsh_error *err)
+int cdsh_acp_state_engine_find(const cdsh_home *home, const char *id, json_t **row, cdsh_error *err)
 {
     json_t *all = NULL;
-    int rc = cdsh_acp_state_engines_load(&all, NULL, err);
+    int rc = cdsh_acp_state_engines_load(home, &all, NULL, err);
     if (rc < 0)
         return rc;
     size_t i;
@@ -290,7 +292,7 @@ static int edit_save_engine(json_t *doc, void *arg, cdsh_error *err)
     return 1;
 }
 
-int cdsh_acp_state_engine_save(const json_t *row, cdsh_error *err)
+int cdsh_acp_state_engine_save(const cdsh_home *home, const json_t *row, cdsh_error *err)
 {
     json_t *n = NULL;
     int rc = cdsh_acp_engine_normalize(row, "user-file", true, &n, err);
@@ -300,16 +302,16 @@ int cdsh_acp_state_engine_save(const json_t *row, cdsh_error *err)
     json_object_del(n, "capabilities");
     json_object_del(n, "health");
     json_object_del(n, "source");
-    rc = doc_update(DOC_ENGINES, edit_save_engine, n, err);
+    rc = doc_update(home, DOC_ENGINES, edit_save_engine, n, err);
     json_decref(n);
     return rc;
 }
 
-int cdsh_acp_state_engine_update(const char *id, const json_t *patch, json_t **merged,
-                                 cdsh_error *err)
+int cdsh_acp_state_engine_update(const cdsh_home *home, const char *id, const json_t *patch,
+                                 json_t **merged, cdsh_error *err)
 {
     json_t *cur = NULL, *m = NULL;
-    int rc = cdsh_acp_state_engine_find(id, &cur, err);
+    int rc = cdsh_acp_state_engine_find(home, id, &cur, err);
     if (rc < 0)
         return rc;
     rc = cdsh_acp_engine_patch(cur, patch, &m, err);
@@ -318,7 +320,7 @@ int cdsh_acp_state_engine_update(const char *id, const json_t *patch, json_t **m
         /* normalize() filled in the unprobed defaults; they are not the user's. */
         json_object_del(m, "capabilities");
         json_object_del(m, "health");
-        rc = cdsh_acp_state_engine_save(m, err);
+        rc = cdsh_acp_state_engine_save(home, m, err);
     }
     if (rc == 0 && merged)
         *merged = json_incref(m);
@@ -348,13 +350,13 @@ static int edit_runtime(json_t *doc, void *arg, cdsh_error *err)
     return 1;
 }
 
-int cdsh_acp_state_runtime_record(const char *id, const json_t *capabilities, const json_t *health,
-                                  cdsh_error *err)
+int cdsh_acp_state_runtime_record(const cdsh_home *home, const char *id, const json_t *capabilities,
+                                  const json_t *health, cdsh_error *err)
 {
     if (!id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
     runtime_arg a = {id, capabilities, health};
-    return doc_update(DOC_RUNTIME, edit_runtime, &a, err);
+    return doc_update(home, DOC_RUNTIME, edit_runtime, &a, err);
 }
 
 /* ---- sessions ---------------------------------------------------------------- */
@@ -376,12 +378,13 @@ static int check_entry(const char *sid, const json_t *e, cdsh_error *err)
     return 0;
 }
 
-int cdsh_acp_state_session_get(const char *cdsh_session_id, json_t **entry, cdsh_error *err)
+int cdsh_acp_state_session_get(const cdsh_home *home, const char *cdsh_session_id, json_t **entry,
+                               cdsh_error *err)
 {
     if (!cdsh_session_id || !entry)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "session id required");
     json_t *doc = NULL;
-    int rc = doc_load(DOC_SESSIONS, &doc, err);
+    int rc = doc_load(home, DOC_SESSIONS, &doc, err);
     if (rc < 0)
         return rc;
     json_t *e = json_object_get(json_object_get(doc, "sessions"), cdsh_session_id);
@@ -394,10 +397,10 @@ int cdsh_acp_state_session_get(const char *cdsh_session_id, json_t **entry, cdsh
     return rc;
 }
 
-int cdsh_acp_state_sessions_dup(json_t **sessions, cdsh_error *err)
+int cdsh_acp_state_sessions_dup(const cdsh_home *home, json_t **sessions, cdsh_error *err)
 {
     json_t *doc = NULL;
-    int rc = doc_load(DOC_SESSIONS, &doc, err);
+    int rc = doc_load(home, DOC_SESSIONS, &doc, err);
     if (rc < 0)
         return rc;
     *sessions = json_incref(json_object_get(doc, "sessions"));
@@ -502,53 +505,56 @@ done:
     return rc;
 }
 
-static int session_op(session_arg *a, cdsh_error *err)
+static int session_op(const cdsh_home *home, session_arg *a, cdsh_error *err)
 {
     if (!a->sid || !*a->sid)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "session id required");
-    return doc_update(DOC_SESSIONS, edit_session, a, err);
+    return doc_update(home, DOC_SESSIONS, edit_session, a, err);
 }
 
-int cdsh_acp_state_session_bind(const char *cdsh_session_id, const char *engine_id, const char *cwd,
-                                cdsh_error *err)
+int cdsh_acp_state_session_bind(const cdsh_home *home, const char *cdsh_session_id,
+                                const char *engine_id, const char *cwd, cdsh_error *err)
 {
     if (!engine_id || !*engine_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
     session_arg a = {.sid = cdsh_session_id, .engine = engine_id, .cwd = cwd, .op = OP_BIND};
-    return session_op(&a, err);
+    return session_op(home, &a, err);
 }
 
-int cdsh_acp_state_session_set_acp(const char *cdsh_session_id, const char *acp_session_id,
-                                   cdsh_error *err)
+int cdsh_acp_state_session_set_acp(const cdsh_home *home, const char *cdsh_session_id,
+                                   const char *acp_session_id, cdsh_error *err)
 {
     session_arg a = {.sid = cdsh_session_id, .acp = acp_session_id, .op = OP_SET_ACP};
-    return session_op(&a, err);
+    return session_op(home, &a, err);
 }
 
-int cdsh_acp_state_session_mark_message(const char *cdsh_session_id, cdsh_error *err)
+int cdsh_acp_state_session_mark_message(const cdsh_home *home, const char *cdsh_session_id,
+                                        cdsh_error *err)
 {
     session_arg a = {.sid = cdsh_session_id, .op = OP_MESSAGE};
-    return session_op(&a, err);
+    return session_op(home, &a, err);
 }
 
-int cdsh_acp_state_session_fork(const char *parent_id, const char *child_id,
+int cdsh_acp_state_session_fork(const cdsh_home *home, const char *parent_id, const char *child_id,
                                 const char *acp_session_id, cdsh_error *err)
 {
     if (!parent_id || !*parent_id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "parent session id required");
     session_arg a = {.sid = child_id, .parent = parent_id, .acp = acp_session_id, .op = OP_FORK};
-    return session_op(&a, err);
+    return session_op(home, &a, err);
 }
 
-int cdsh_acp_state_session_remove(const char *cdsh_session_id, cdsh_error *err)
+int cdsh_acp_state_session_remove(const cdsh_home *home, const char *cdsh_session_id,
+                                  cdsh_error *err)
 {
     session_arg a = {.sid = cdsh_session_id, .op = OP_REMOVE};
-    return session_op(&a, err);
+    return session_op(home, &a, err);
 }
 
-int cdsh_acp_state_engines_listing(json_t **engines, json_t **diagnostics, cdsh_error *err)
+int cdsh_acp_state_engines_listing(const cdsh_home *home, json_t **engines, json_t **diagnostics,
+                                   cdsh_error *err)
 {
-    int rc = cdsh_acp_state_engines_load(engines, diagnostics, err);
+    int rc = cdsh_acp_state_engines_load(home, engines, diagnostics, err);
     if (rc < 0)
         return rc;
     size_t i;

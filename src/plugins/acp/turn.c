@@ -408,10 +408,10 @@ static void finish(writer *w, const json_t *res)
     json_decref(end);
 }
 
-bool cdsh_acp_turn_is_bound(const char *session_id)
+bool cdsh_acp_turn_is_bound(const cdsh_home *home, const char *session_id)
 {
     json_t *entry = NULL;
-    int rc = session_id ? cdsh_acp_state_session_get(session_id, &entry, NULL) : -1;
+    int rc = session_id ? cdsh_acp_state_session_get(home, session_id, &entry, NULL) : -1;
     json_decref(entry);
     return rc == 0;
 }
@@ -429,7 +429,7 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_SESSION_ID", "invalid session id \"%s\"",
                               session_id);
     json_t *entry = NULL;
-    int rc = cdsh_acp_state_session_get(session_id, &entry, err);
+    int rc = cdsh_acp_state_session_get(cdsh_acp_service_home(o->svc), session_id, &entry, err);
     json_decref(entry);
     if (rc < 0)
         return rc;

@@ -56,6 +56,6 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *opts, const char *session_id, co
                       cdsh_cancel *cancel, json_t **result, cdsh_error *err);
 
 /* True when the cdsh session is bound to an engine in sessions.json. */
-bool cdsh_acp_turn_is_bound(const char *session_id);
+bool cdsh_acp_turn_is_bound(const cdsh_home *home, const char *session_id);
 
 #endif

@@ -68,7 +68,7 @@ int cdsh_cmd_profile(int argc, char **argv)
     }
     char *home = NULL;
     cdsh_error err = {0};
-    if (cdsh_home_dir(&home, &err) != 0) {
+    if (cdsh_home_dir_dup(cdsh_cli_home(), &home, &err) != 0) {
         fprintf(stderr, "cdsh profile: %s\n", err.message);
         return 1;
     }

@@ -105,10 +105,16 @@ static void check_rows(run *r, const cdsh_profile *prof, const cdsh_plugin_def *
 
 /* Loads the host and reports plugins that failed or wait, and capability
  * declarations the facade refused. */
-static cdsh_host *compose(run *r, const cdsh_profile *prof, const cdsh_plugin_def *const *defs,
-                          json_t *report)
+static cdsh_host *compose(run *r, const char *tmp, const cdsh_profile *prof,
+                          const cdsh_plugin_def *const *defs, json_t *report)
 {
-    cdsh_host *host = cdsh_host_new();
+    cdsh_home *home = NULL;
+    cdsh_error herr = {0};
+    if (cdsh_home_new(tmp, &home, &herr) != 0) {
+        problem(r, "compose: %s", herr.message);
+        return NULL;
+    }
+    cdsh_host *host = cdsh_host_new_at(home);
     if (!host)
         return NULL;
     cdsh_host_load_plugins(host, defs, prof, NULL);
@@ -191,7 +197,7 @@ static void smoke(run *r, cdsh_host *host, const char *tmp, json_t *report)
         rc = cdsh_error_set(&err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto report;
     }
-    rc = cdsh_session_store_open(db, &store, &err);
+    rc = cdsh_session_store_open(cdsh_host_home(host), db, &store, &err);
     if (rc == 0) {
         cdsh_session_spec spec = {.title = "cdsh profile verify --smoke"};
         rc = cdsh_session_store_create(store, &spec, &sid, &err);
@@ -241,7 +247,7 @@ int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_
 {
     *report = NULL;
     char name[80];
-    char *src = NULL, *text = NULL, *old_home = NULL, *dst = NULL;
+    char *src = NULL, *text = NULL, *dst = NULL;
     const char *tmpdir = getenv("TMPDIR");
     char *tmp = NULL;
     if (asprintf(&tmp, "%s/cdsh-verify-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") < 0)
@@ -289,25 +295,18 @@ int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_
         check(&r, "parse", false, "cannot stage");
         goto finish;
     }
-    old_home = getenv("CDSH_HOME") ? strdup(getenv("CDSH_HOME")) : NULL;
-    setenv("CDSH_HOME", tmp, 1);
     if (cdsh_profile_load(tmp, name, &prof, &ferr) != 0) {
         problem(&r, "profile \"%s\": %s", name, ferr.message);
         check(&r, "parse", false, "not a profile");
-        goto restore;
+        goto finish;
     }
     check(&r, "parse", true, src);
     check_rows(&r, prof, defs);
-    host = compose(&r, prof, defs, rep);
+    host = compose(&r, tmp, prof, defs, rep);
     if (do_smoke && host && json_array_size(r.problems) == 0)
         smoke(&r, host, tmp, rep);
     else if (do_smoke)
         check(&r, "smoke", false, "skipped: fix the problems above first");
-restore:
-    if (old_home)
-        setenv("CDSH_HOME", old_home, 1);
-    else
-        unsetenv("CDSH_HOME");
 finish:
     json_object_set(rep, "checks", r.checks);
     json_object_set(rep, "problems", r.problems);
@@ -322,7 +321,6 @@ done:
     free(src);
     free(text);
     free(dst);
-    free(old_home);
     json_decref(r.checks);
     json_decref(r.problems);
     json_decref(rep);

@@ -1,8 +1,7 @@
 /* verify.h — profile verification (the verify step of the original's refactor
  * protocol: analyze → propose → build → verify → promote): compose a profile
- * in a temporary CDSH_HOME, check rows, configs and collisions, optionally one
- * model call. Not thread-safe: it points CDSH_HOME at the temporary home while
- * it runs (a CLI process calls it once). */
+ * in a temporary home (a host of its own; the caller's home is only read),
+ * check rows, configs and collisions, optionally one model call. */
 #ifndef CDSH_PLUGINS_FACADE_VERIFY_H
 #define CDSH_PLUGINS_FACADE_VERIFY_H
 

@@ -11,6 +11,7 @@
 
 #include "base/fs.h"
 #include "base/json.h"
+#include "host/cli.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/cmd_tavern_preview.h"
 #include "plugins/tavern/png.h"
@@ -173,7 +174,7 @@ static int write_output(const char *path, const void *data, size_t len, cdsh_err
 
 static int open_store(cdsh_tavern_store **s, cdsh_error *err)
 {
-    return cdsh_tavern_store_open(NULL, s, err);
+    return cdsh_tavern_store_open(cdsh_cli_home(), NULL, s, err);
 }
 
 /* ---- cards ------------------------------------------------------------------------ */
@@ -375,7 +376,7 @@ static int write_json_file(const char *path, const json_t *v, cdsh_error *err)
 static int call_service_take(const char *method, json_t *payload, json_t **value, cdsh_error *err)
 {
     cdsh_tavern_service *svc = NULL;
-    int rc = cdsh_tavern_service_new(NULL, NULL, &svc, err);
+    int rc = cdsh_tavern_service_new(cdsh_cli_home(), NULL, NULL, &svc, err);
     if (rc == 0)
         rc = cdsh_tavern_service_call(svc, method, payload, value, err);
     cdsh_tavern_service_free(svc);

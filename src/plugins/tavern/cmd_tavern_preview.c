@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/fs.h"
 #include "base/json.h"
+#include "host/cli.h"
 #include "plugins/tavern/assemble.h"
 #include "plugins/tavern/card.h"
 #include "plugins/tavern/globals.h"
@@ -271,7 +272,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
     char *tag = NULL, *state_dir = NULL;
     chat ch = {0};
     cdsh_tavern_state_store *ss = NULL;
-    int rc = cdsh_tavern_store_open(NULL, &st, &err);
+    int rc = cdsh_tavern_store_open(cdsh_cli_home(), NULL, &st, &err);
     if (rc == 0)
         rc = cdsh_tavern_store_card_get(st, card_id, &card, &tag, &err);
     if (rc == 0 && preset_id)

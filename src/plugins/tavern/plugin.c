@@ -119,9 +119,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     int rc = 0;
     if (json_is_true(json_object_get(config, "branches")))
-        rc = cdsh_session_store_open(NULL, &st->sessions, err);
+        rc = cdsh_session_store_open(cdsh_ctx_home(ctx), NULL, &st->sessions, err);
     if (rc == 0)
-        rc = cdsh_tavern_service_new(root && *root ? root : NULL, st->sessions, &st->svc, err);
+        rc = cdsh_tavern_service_new(cdsh_ctx_home(ctx), root && *root ? root : NULL, st->sessions,
+                                     &st->svc, err);
     if (rc < 0) {
         state_free(st);
         return rc;

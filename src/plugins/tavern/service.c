@@ -32,7 +32,7 @@ static const char *str_or_empty(const json_t *o, const char *k)
     return v ? v : "";
 }
 
-int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
+int cdsh_tavern_service_new(const cdsh_home *home, const char *root, cdsh_session_store *sessions,
                             cdsh_tavern_service **out, cdsh_error *err)
 {
     if (!out)
@@ -47,7 +47,7 @@ int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
     svc->log = json_array();
     svc->maint = json_object();
     cdsh_tavern_memory_attach();
-    int rc = cdsh_tavern_store_open(root, &svc->store, err);
+    int rc = cdsh_tavern_store_open(home, root, &svc->store, err);
     if (rc == 0)
         rc = cdsh_tavern_bindings_open(svc->store, &svc->bindings, err);
     if (rc == 0) /* the table's handlers borrow svc: no release */

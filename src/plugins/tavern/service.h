@@ -25,10 +25,10 @@
 
 typedef struct cdsh_tavern_service cdsh_tavern_service;
 
-/* Opens the service on the asset store at root (NULL: $CDSH_HOME/tavern).
+/* Opens the service on the asset store at root (NULL: <home>/tavern).
  * sessions (borrowed, may be NULL) is the host session store used for
  * branches; without it branch methods fail with sessions-unavailable. */
-int cdsh_tavern_service_new(const char *root, cdsh_session_store *sessions,
+int cdsh_tavern_service_new(const cdsh_home *home, const char *root, cdsh_session_store *sessions,
                             cdsh_tavern_service **out, cdsh_error *err);
 void cdsh_tavern_service_free(cdsh_tavern_service *svc);
 cdsh_tavern_store *cdsh_tavern_service_store_get(cdsh_tavern_service *svc);

@@ -33,7 +33,8 @@ struct cdsh_tavern_store {
 static const char *const KIND_DIRS[] = {"library/lorebooks", "library/presets", "personas"};
 static const char *const KIND_NAMES[] = {"lorebook", "preset", "persona"};
 
-int cdsh_tavern_store_open(const char *root, cdsh_tavern_store **out, cdsh_error *err)
+int cdsh_tavern_store_open(const cdsh_home *home, const char *root, cdsh_tavern_store **out,
+                           cdsh_error *err)
 {
     if (!out)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "store_open: no output");
@@ -42,10 +43,10 @@ int cdsh_tavern_store_open(const char *root, cdsh_tavern_store **out, cdsh_error
     if (root) {
         path = cdsh_fs_path_normalize_dup(root);
     } else {
-        int rc = cdsh_home_ensure(NULL, err);
+        int rc = cdsh_home_ensure(home, NULL, err);
         if (rc < 0)
             return rc;
-        path = cdsh_home_path_dup("tavern", (char *)NULL);
+        path = cdsh_home_path_dup(home, "tavern", (char *)NULL);
     }
     if (!path)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot build the tavern path");

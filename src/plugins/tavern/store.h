@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/home.h"
 
 typedef struct cdsh_tavern_store cdsh_tavern_store;
 
@@ -33,8 +34,9 @@ typedef enum cdsh_tavern_book_choice {
     CDSH_TAVERN_BOOK_DISCARD = 2, /* --without-book: card and assets both without it */
 } cdsh_tavern_book_choice;
 
-/* Opens the store at root (NULL: $CDSH_HOME/tavern), creating it (0700). */
-int cdsh_tavern_store_open(const char *root, cdsh_tavern_store **out, cdsh_error *err);
+/* Opens the store at root (NULL: <home>/tavern), creating it (0700). */
+int cdsh_tavern_store_open(const cdsh_home *home, const char *root, cdsh_tavern_store **out,
+                           cdsh_error *err);
 void cdsh_tavern_store_free(cdsh_tavern_store *store);
 const char *cdsh_tavern_store_root_get(const cdsh_tavern_store *store);
 

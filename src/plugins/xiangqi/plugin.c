@@ -99,7 +99,7 @@ json_t *cdsh__xq_plugin_session_get(cdsh__xq_plugin *p, const char *id)
     pthread_mutex_lock(&p->mu);
     if (!p->sessions) {
         cdsh_session_store *store = NULL;
-        if (cdsh_session_store_open(NULL, &store, &e) == 0)
+        if (cdsh_session_store_open(cdsh_host_home(p->host), NULL, &store, &e) == 0)
             p->sessions = store;
     }
     if (p->sessions && cdsh_xq_service_key_valid(id))
@@ -167,6 +167,7 @@ static int xq_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     const char *side = json_string_value(json_object_get(config, "defaultSide"));
     cdsh_xq_service_opts o = {
         .dir = dir && *dir ? dir : NULL,
+        .home = cdsh_ctx_home(ctx),
         .default_hero = side && side[0] == 'b' ? 'b' : 'r',
         .default_opponent = json_string_value(json_object_get(config, "defaultOpponent")),
         .max_plies = cfg_int(config, NULL, "maxPlies"),

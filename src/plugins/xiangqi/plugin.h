@@ -33,7 +33,7 @@ typedef struct cdsh__xq_plugin {
     cdsh_xq_service *svc;
     json_t *config;     /* the complete config (own copy) */
     pthread_mutex_t mu; /* session store handle */
-    void *sessions;     /* cdsh_session_store * ($CDSH_HOME/sessions.db), opened on first use */
+    void *sessions;     /* cdsh_session_store * (<home>/sessions.db), opened on first use */
     char last_key[CDSH__XQ_KEY_MAX + 1]; /* under mu; "" = none */
     cdsh__xq_opponent *opponent;
 } cdsh__xq_plugin;

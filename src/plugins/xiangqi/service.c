@@ -90,12 +90,13 @@ int cdsh_xq_service_new(const cdsh_xq_service_opts *opts, cdsh_xq_service **out,
         s->dir = strdup(opts->dir);
         if (!s->dir)
             rc = nomem(err);
-    } else if ((rc = cdsh_home_ensure(NULL, err)) == 0) {
-        s->dir = cdsh_home_path_dup("xiangqi", (const char *)NULL);
+    } else if ((rc = cdsh_home_ensure(opts ? opts->home : NULL, NULL, err)) == 0) {
+        s->dir = cdsh_home_path_dup(opts->home, "xiangqi", (const char *)NULL);
         if (!s->dir)
             rc = cdsh_error_set(err, CDSH_ENOTFOUND, "NO_HOME", "the cdsh home is unknown");
     }
     s->o.dir = NULL;
+    s->o.home = NULL;
     if (rc == 0)
         rc = cdsh_fs_mkdir_p(s->dir, 0700, err);
     cdsh_xq_engine_opts eo = {.hash_mb = s->o.engine_hash_mb > 0 ? s->o.engine_hash_mb : 16};

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/home.h"
 
 /* Projection contract (seed §2.2), returned by every operation on success:
  *   {ok:true, revision, fen, turn:"r"|"b", hero:"r"|"b", phase:"playing"|"over",
@@ -43,7 +44,8 @@ typedef enum cdsh_xq_actor { CDSH_XQ_ACTOR_HERO = 0, CDSH_XQ_ACTOR_OPPONENT = 1 
 typedef int (*cdsh_xq_model_runner_fn)(void *ud, const char *key);
 
 typedef struct cdsh_xq_service_opts {
-    const char *dir;                         /* storage directory; NULL: $CDSH_HOME/xiangqi */
+    const char *dir;                         /* storage directory; NULL: <home>/xiangqi */
+    const cdsh_home *home;                   /* borrowed, only read by cdsh_xq_service_new */
     char default_hero;                       /* 'r' or 'b'; 0 = 'r' */
     const char *default_opponent;            /* "local" | "model"; NULL = "local" */
     int max_plies;                           /* default game length limit; 0 = 300 */
