@@ -40,7 +40,7 @@ typedef struct server {
     cdsh_mcp_client *client;
     char *name;
     char **enabled, **disabled;
-    char *cache_path; /* NULL when the cdsh home is unknown */
+    char *cache_dir, *cache_path; /* NULL when the cdsh home is unknown */
     char fingerprint[CDSH_SHA256_HEX_LEN + 1];
     json_t *listed;       /* the list the registered generation comes from (NULL: none yet) */
     bool listed_is_live;  /* listed came from a connection, not the cache */
@@ -90,6 +90,7 @@ static void server_unref(server *s)
     free(s->undo);
     free(s->name);
     free(s->cache_path);
+    free(s->cache_dir);
     strv_free(s->enabled, false);
     strv_free(s->disabled, false);
     pthread_mutex_destroy(&s->conn_mu);
@@ -171,20 +172,19 @@ static json_t *cache_read(const server *s)
 
 static void cache_write(const server *s, const json_t *list)
 {
-    if (!s->cache_path || !s->fingerprint[0])
+    if (!s->cache_path || !s->cache_dir || !s->fingerprint[0])
         return;
-    char *dir = cdsh_home_path_dup("cache", "import", NULL);
+    const char *dir = s->cache_dir;
     json_t *doc = json_pack("{s:i, s:s, s:s, s:O}", "version", CACHE_VERSION, "server", s->name,
                             "fingerprint", s->fingerprint, "tools", list);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     cdsh_error e = {0};
-    if (!dir || !text || cdsh_fs_mkdir_p(dir, 0700, &e) != 0 ||
+    if (!text || cdsh_fs_mkdir_p(dir, 0700, &e) != 0 ||
         cdsh_fs_write_atomic(s->cache_path, text, strlen(text), 0600, &e) != 0)
         cdsh_log_warn("import", "could not cache the tool list of \"%s\": %s", s->name,
                       e.message[0] ? e.message : "out of memory");
     free(text);
     json_decref(doc);
-    free(dir);
 }
 
 /* ---- the registered generation ------------------------------------------------ */
@@ -553,7 +553,8 @@ int cdsh_mcpimport_register_server(cdsh_plugin_ctx *ctx, const json_t *ir,
     s->disabled = strv_from(json_object_get(ir, "disabledTools"));
     char file[64];
     snprintf(file, sizeof file, "%s.json", name); /* server names are [A-Za-z0-9_-]{1,32} */
-    s->cache_path = cdsh_home_path_dup("cache", "import", file, NULL);
+    s->cache_path = cdsh_home_path_dup(cdsh_ctx_home(ctx), "cache", "import", file, NULL);
+    s->cache_dir = cdsh_home_path_dup(cdsh_ctx_home(ctx), "cache", "import", NULL);
     fingerprint(ir, s->fingerprint);
     if (!s->ir || !s->name) {
         server_unref(s);
