@@ -190,6 +190,8 @@ typedef struct turn {
     cdsh_model_usage usage;
     json_t *context_msg; /* frozen runtime-context message for every step, or NULL */
     json_t *sampling;    /* frozen applied sampling fields (see turn_context_freeze) */
+    const cdsh_model_tool_call *calls; /* the step's calls while they run, or NULL */
+    bool *answered;                    /* per call: its tool/result is in the log */
 } turn;
 
 /* Sends an event: type plus the common fields, then `fields` (stolen). */
@@ -315,6 +317,8 @@ static int log_result(turn *t, const cdsh_model_tool_call *c, const cdsh_toolres
     }
     int64_t seq = 0;
     int rc = log_event(t, "tool/result", p, &seq, err);
+    if (rc == 0 && t->calls && t->answered)
+        t->answered[c - t->calls] = true;
     cdsh_log_info(MODULE, "session %s turn %lld step %d: tool %s (%s) -> %s%s", t->sid,
                   (long long)t->turn, t->step, c->name, c->id, r->is_error ? "error " : "ok",
                   r->is_error && r->error_code ? r->error_code : "");
@@ -549,6 +553,303 @@ static const char *missing_key_text =
     "CDSH_BASE_URL (and CDSH_MODEL) at an OpenAI-compatible server such as a local llama.cpp or "
     "Ollama. Plugins that need no model keep working.";
 
+/* ---- the turn runner ---------------------------------------------------------- */
+
+/* Everything one run of cdsh_agent_run_turn holds; its steps below share it.
+ * Once turn/start is recorded (`opened`), every way out goes through
+ * turn_close, so the log and the event stream always end with turn/end. */
+typedef struct turn_run {
+    turn t;
+    const char *text;
+    bool opened; /* turn/start is in the log */
+    cdsh_session_lease *lease;
+    cdsh_session_loaded loaded;
+    cdsh_model_client *client;
+    json_t *tools;
+    json_t *history; /* borrowed: loaded.messages */
+    cdsh_model_reply reply;
+    char *last_text;
+    const char *reason;
+    cdsh_error failure; /* why the turn ended with reason "error" */
+} turn_run;
+
+/* Ends the turn as an error: a notice with the code, then (by the caller)
+ * turn/end {reason:"error"}. A cancellation that caused the failure ends it
+ * as "cancelled" instead. */
+static void turn_fail(turn_run *r, const cdsh_error *e, const char *text)
+{
+    if (e->rc == CDSH_ECANCELED || cdsh_cancel_is_fired(r->t.cancel)) {
+        r->reason = "cancelled";
+        return;
+    }
+    r->reason = "error";
+    r->failure = *e;
+    notice(&r->t, "error", e->code[0] ? e->code : "INTERNAL", text ? text : e->message);
+}
+
+/* Takes the lease, loads (repairing a crashed turn), records turn/start and
+ * the user message, freezes the runtime context. Negative before the turn
+ * started (nothing recorded); after turn/start, failures end the turn. */
+static int turn_open(turn_run *r, cdsh_error *err)
+{
+    turn *t = &r->t;
+    cdsh_agent *agent = t->agent;
+    json_t *exists = cdsh_session_store_info_dup(agent->store, t->sid, err);
+    if (!exists)
+        return err ? err->rc : CDSH_ENOTFOUND;
+    json_decref(exists);
+    t->scope = session_scope_new(agent, t->sid);
+    if (!t->scope)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    int rc = cdsh_session_store_lease(agent->store, t->sid, agent->lease_timeout_ms, t->cancel,
+                                      &r->lease, err);
+    if (rc == CDSH_ETIMEDOUT)
+        rc = cdsh_error_set(err, CDSH_EBUSY, "SESSION_BUSY",
+                            "session %s is running a turn; wait for it or cancel it", t->sid);
+    if (rc)
+        return rc;
+    rc = cdsh_session_store_load(agent->store, t->sid, r->lease, &r->loaded, err);
+    if (rc)
+        return rc;
+    if (r->loaded.repaired)
+        cdsh_log_warn(MODULE, "session %s: repaired an interrupted turn (%d events)", t->sid,
+                      r->loaded.repaired);
+    t->turn = json_integer_value(json_object_get(r->loaded.session, "lastTurn")) + 1;
+    json_t *start = json_object();
+    rc = log_event(t, "turn/start", start, NULL, err);
+    json_decref(start);
+    if (rc)
+        return rc;
+    r->opened = true;
+    emit(t, "turn/start", NULL);
+    bus_turn(t, "start");
+    json_t *um = json_pack("{s:s}", "text", r->text);
+    int64_t seq = 0;
+    cdsh_error uerr = {0};
+    if (log_event(t, "user/message", um, &seq, &uerr) != 0) {
+        json_decref(um);
+        turn_fail(r, &uerr, NULL);
+        return 0;
+    }
+    json_object_set_new(um, "seq", json_integer(seq));
+    emit(t, "user/message", um);
+    turn_context_freeze(t); /* after the message is logged: providers may read it */
+    return 0;
+}
+
+/* The model client and the request's tools; the history gets the message.
+ * False (the turn failed with a notice) when no model is configured. */
+static bool turn_prepare_model(turn_run *r)
+{
+    cdsh_error merr = {0};
+    r->client = client_for(&r->t, r->loaded.session, &merr);
+    if (!r->client) {
+        turn_fail(r, &merr,
+                  strcmp(merr.code, "MISSING_CREDENTIAL") == 0 ? missing_key_text : NULL);
+        return false;
+    }
+    r->tools = request_tools(r->t.agent, r->t.scope, &merr);
+    if (!r->tools) { /* a toolOrder that does not fit the registry */
+        turn_fail(r, &merr, NULL);
+        return false;
+    }
+    r->history = r->loaded.messages;
+    json_array_append_new(r->history,
+                          json_pack("{s:s, s:s}", "role", "user", "content", r->text));
+    return true;
+}
+
+/* Records the step's reply and reports it; the history gets it too. */
+static int record_reply(turn_run *r, cdsh_error *err)
+{
+    turn *t = &r->t;
+    const cdsh_model_reply *reply = &r->reply;
+    int64_t seq = 0;
+    int rc = cdsh_session_store_append_reply(t->agent->store, t->sid, t->turn, t->step, reply,
+                                             &seq, err);
+    if (rc)
+        return rc;
+    json_t *msg = cdsh_model_reply_to_message(reply);
+    json_array_append(r->history, msg);
+    json_decref(msg);
+    json_t *calls = json_array();
+    for (size_t i = 0; i < reply->n_tool_calls; i++)
+        json_array_append_new(
+            calls, json_pack("{s:s, s:s, s:s}", "id", reply->tool_calls[i].id, "name",
+                             reply->tool_calls[i].name, "arguments",
+                             reply->tool_calls[i].arguments ? reply->tool_calls[i].arguments : ""));
+    emit(t, "assistant/message",
+         json_pack("{s:I, s:s, s:s?, s:o, s:o, s:s?}", "seq", (json_int_t)seq, "text",
+                   reply->text ? reply->text : "", "reasoning", reply->reasoning, "toolCalls",
+                   calls, "usage", usage_json(&reply->usage), "finishReason",
+                   reply->finish_reason));
+    free(r->last_text);
+    r->last_text = strdup(reply->text ? reply->text : "");
+    return 0;
+}
+
+/* Runs the reply's calls and rebuilds the history from the log (results in
+ * model order, deferred contexts after them). */
+static int run_reply_calls(turn_run *r, bool *concludes, cdsh_error *err)
+{
+    turn *t = &r->t;
+    free(t->answered);
+    t->answered = calloc(r->reply.n_tool_calls, sizeof *t->answered);
+    if (!t->answered)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    t->calls = r->reply.tool_calls;
+    int rc = run_calls(t, r->reply.tool_calls, r->reply.n_tool_calls, concludes, err);
+    if (rc)
+        return rc; /* t->calls stays set: turn_close answers the calls left open */
+    t->calls = NULL;
+    json_t *fresh = cdsh_session_store_messages(t->agent->store, t->sid, err);
+    if (!fresh)
+        return err && err->rc ? err->rc : CDSH_EIO;
+    json_array_clear(r->history);
+    json_array_extend(r->history, fresh);
+    json_decref(fresh);
+    return 0;
+}
+
+/* After a step that ran tools: whether a limit stops the turn (with a notice). */
+static bool limit_reached(turn_run *r)
+{
+    turn *t = &r->t;
+    char buf[200];
+    if (t->step >= t->agent->max_steps) {
+        r->reason = "step-limit";
+        snprintf(buf, sizeof buf,
+                 "The turn stopped after %d model steps (the limit per turn); send another "
+                 "message to let it continue.",
+                 t->step);
+        notice(t, "warning", "STEP_LIMIT", buf);
+        return true;
+    }
+    if (t->agent->max_tokens > 0 && t->usage.total_tokens >= t->agent->max_tokens) {
+        r->reason = "token-limit";
+        snprintf(buf, sizeof buf,
+                 "The turn stopped after using %lld tokens (the limit per turn is %lld); send "
+                 "another message to let it continue.",
+                 (long long)t->usage.total_tokens, (long long)t->agent->max_tokens);
+        notice(t, "warning", "TOKEN_LIMIT", buf);
+        return true;
+    }
+    return false;
+}
+
+/* One step: a model call, its reply recorded, its tool calls run. True when
+ * another step follows; false with r->reason set when the turn ends. */
+static bool turn_step(turn_run *r)
+{
+    turn *t = &r->t;
+    cdsh_error e = {0};
+    if (cdsh_cancel_is_fired(t->cancel)) {
+        r->reason = "cancelled";
+        return false;
+    }
+    t->step++;
+    emit(t, "step/start", NULL);
+    cdsh_model_reply_deinit(&r->reply);
+    if (step_complete(t, r->client, r->history, r->tools, &r->reply, &e) != 0) {
+        turn_fail(r, &e, NULL);
+        return false;
+    }
+    cdsh_model_usage_add(&t->usage, &r->reply.usage);
+    if (record_reply(r, &e) != 0) {
+        turn_fail(r, &e, NULL);
+        return false;
+    }
+    if (r->reply.n_tool_calls == 0)
+        return false;
+    bool concludes = false;
+    if (run_reply_calls(r, &concludes, &e) != 0) {
+        turn_fail(r, &e, NULL);
+        return false;
+    }
+    if (cdsh_cancel_is_fired(t->cancel)) {
+        r->reason = "cancelled";
+        return false;
+    }
+    return !concludes && !limit_reached(r);
+}
+
+/* After a failure in the middle of a step's calls: an error result for every
+ * call the reply listed that has none yet, so the log can close the turn. */
+static void answer_open_calls(turn_run *r)
+{
+    turn *t = &r->t;
+    if (!t->calls || !t->answered)
+        return;
+    for (size_t i = 0; i < r->reply.n_tool_calls; i++) {
+        if (t->answered[i])
+            continue;
+        cdsh_toolresult *res = cdsh_toolresult_new_error(
+            "ToolResultLostError", "TOOL_RESULT_LOST",
+            "the turn failed before this call's result could be recorded");
+        cdsh_error e = {0};
+        if (res && log_result(t, &t->calls[i], res, &e) != 0)
+            cdsh_log_warn(MODULE, "session %s: cannot close call %s: %s", t->sid,
+                          t->calls[i].id, e.message);
+        cdsh_toolresult_free(res);
+    }
+    t->calls = NULL;
+}
+
+/* Records turn/end and reports it (the event goes out even when the store
+ * refuses it, so a front end never waits for a turn that is over; the next
+ * turn's repair then closes the log). Returns the store's failure, if any. */
+static int turn_close(turn_run *r, cdsh_error *err)
+{
+    turn *t = &r->t;
+    answer_open_calls(r);
+    if (strcmp(r->reason, "cancelled") == 0)
+        notice(t, "info", "TURN_CANCELLED", "The turn was cancelled.");
+    json_t *end = json_pack("{s:s, s:i, s:o}", "reason", r->reason, "steps", t->step, "usage",
+                            usage_json(&t->usage));
+    if (strcmp(r->reason, "error") == 0 && r->failure.code[0])
+        json_object_set_new(end, "code", json_string(r->failure.code));
+    int64_t seq = 0;
+    int rc = log_event(t, "turn/end", end, &seq, err);
+    if (rc == 0)
+        json_object_set_new(end, "seq", json_integer(seq));
+    int step = t->step;
+    t->step = 0;
+    emit(t, "turn/end", end);
+    bus_turn(t, "end");
+    t->step = step;
+    cdsh_log_info(MODULE, "session %s turn %lld ended: %s after %d step(s)", t->sid,
+                  (long long)t->turn, r->reason, t->step);
+    return rc;
+}
+
+static void turn_report(turn_run *r, cdsh_agent_outcome *out)
+{
+    if (!out)
+        return;
+    out->turn = r->t.turn;
+    out->steps = r->t.step;
+    snprintf(out->reason, sizeof out->reason, "%s", r->reason);
+    if (strcmp(r->reason, "error") == 0)
+        snprintf(out->code, sizeof out->code, "%s", r->failure.code);
+    out->usage = r->t.usage;
+    out->text = r->last_text;
+    r->last_text = NULL;
+}
+
+static void turn_run_deinit(turn_run *r)
+{
+    free(r->last_text);
+    cdsh_model_reply_deinit(&r->reply);
+    json_decref(r->tools);
+    cdsh_model_client_free(r->client);
+    cdsh_session_loaded_deinit(&r->loaded);
+    cdsh_session_lease_release(r->lease);
+    cdsh_scope_unref(r->t.scope);
+    json_decref(r->t.context_msg);
+    json_decref(r->t.sampling);
+    free(r->t.answered);
+}
+
 int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *text,
                         cdsh_cancel *cancel, cdsh_agent_event_fn on_event, void *event_arg,
                         cdsh_agent_outcome *out, cdsh_error *err)
@@ -562,199 +863,25 @@ int cdsh_agent_run_turn(cdsh_agent *agent, const char *session_id, const char *t
     if (!cdsh_session_id_valid(session_id))
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_SESSION_ID", "invalid session id \"%s\"",
                               session_id);
-
-    cdsh_session_lease *lease = NULL;
-    cdsh_session_loaded loaded = {0};
-    cdsh_model_client *client = NULL;
-    json_t *tools = NULL;
-    cdsh_model_reply reply = {0};
-    char *last_text = NULL;
-    cdsh_error merr = {0};
-    const char *reason = "done";
-    turn t = {
-        .agent = agent, .sid = session_id, .cancel = cancel, .fn = on_event, .arg = event_arg};
-
-    json_t *exists = cdsh_session_store_info_dup(agent->store, session_id, err);
-    if (!exists)
-        return err ? err->rc : CDSH_ENOTFOUND;
-    json_decref(exists);
-    t.scope = session_scope_new(agent, session_id);
-    if (!t.scope)
-        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    int rc = cdsh_session_store_lease(agent->store, session_id, agent->lease_timeout_ms, cancel,
-                                      &lease, err);
-    if (rc == CDSH_ETIMEDOUT)
-        rc = cdsh_error_set(err, CDSH_EBUSY, "SESSION_BUSY",
-                            "session %s is running a turn; wait for it or cancel it", session_id);
-    if (rc)
-        goto cleanup;
-    rc = cdsh_session_store_load(agent->store, session_id, lease, &loaded, err);
-    if (rc)
-        goto cleanup;
-    if (loaded.repaired)
-        cdsh_log_warn(MODULE, "session %s: repaired an interrupted turn (%d events)", session_id,
-                      loaded.repaired);
-
-    t.turn = json_integer_value(json_object_get(loaded.session, "lastTurn")) + 1;
-    json_t *start = json_object();
-    rc = log_event(&t, "turn/start", start, NULL, err);
-    json_decref(start);
-    if (rc)
-        goto cleanup;
-    emit(&t, "turn/start", NULL);
-    bus_turn(&t, "start");
-    json_t *um = json_pack("{s:s}", "text", text);
-    int64_t seq = 0;
-    rc = log_event(&t, "user/message", um, &seq, err);
-    if (rc) {
-        json_decref(um);
-        goto cleanup;
+    turn_run r = {.t = {.agent = agent,
+                        .sid = session_id,
+                        .cancel = cancel,
+                        .fn = on_event,
+                        .arg = event_arg},
+                  .text = text,
+                  .reason = "done"};
+    int rc = turn_open(&r, err);
+    if (rc == 0 && strcmp(r.reason, "done") == 0 && turn_prepare_model(&r))
+        while (turn_step(&r))
+            ;
+    if (r.opened) {
+        int crc = turn_close(&r, err);
+        if (rc == 0)
+            rc = crc;
+        if (rc == 0)
+            turn_report(&r, out);
     }
-    json_object_set_new(um, "seq", json_integer(seq));
-    emit(&t, "user/message", um);
-    turn_context_freeze(&t); /* after the message is logged: providers may read it */
-
-    client = client_for(&t, loaded.session, &merr);
-    if (!client) {
-        reason = "error";
-        notice(&t, "error", merr.code,
-               strcmp(merr.code, "MISSING_CREDENTIAL") == 0 ? missing_key_text : merr.message);
-        goto end_turn;
-    }
-    tools = request_tools(agent, t.scope, &merr);
-    if (!tools) {
-        reason = "error";
-        notice(&t, "error", merr.code, merr.message);
-        goto end_turn;
-    }
-    json_t *history = loaded.messages;
-    json_array_append_new(history, json_pack("{s:s, s:s}", "role", "user", "content", text));
-
-    for (;;) {
-        if (cdsh_cancel_is_fired(cancel)) {
-            reason = "cancelled";
-            break;
-        }
-        t.step++;
-        emit(&t, "step/start", NULL);
-        cdsh_model_reply_deinit(&reply);
-        cdsh_error_clear(&merr);
-        rc = step_complete(&t, client, history, tools, &reply, &merr);
-        if (rc) {
-            rc = 0;
-            if (merr.rc == CDSH_ECANCELED || cdsh_cancel_is_fired(cancel)) {
-                reason = "cancelled";
-            } else {
-                reason = "error";
-                notice(&t, "error", merr.code, merr.message);
-            }
-            break;
-        }
-        cdsh_model_usage_add(&t.usage, &reply.usage);
-        rc = cdsh_session_store_append_reply(agent->store, session_id, t.turn, t.step, &reply, &seq,
-                                             err);
-        if (rc)
-            goto cleanup;
-        json_t *msg = cdsh_model_reply_to_message(&reply);
-        json_array_append(history, msg);
-        json_t *calls = json_array();
-        for (size_t i = 0; i < reply.n_tool_calls; i++)
-            json_array_append_new(
-                calls,
-                json_pack("{s:s, s:s, s:s}", "id", reply.tool_calls[i].id, "name",
-                          reply.tool_calls[i].name, "arguments",
-                          reply.tool_calls[i].arguments ? reply.tool_calls[i].arguments : ""));
-        emit(&t, "assistant/message",
-             json_pack("{s:I, s:s, s:s?, s:o, s:o, s:s?}", "seq", (json_int_t)seq, "text",
-                       reply.text ? reply.text : "", "reasoning", reply.reasoning, "toolCalls",
-                       calls, "usage", usage_json(&reply.usage), "finishReason",
-                       reply.finish_reason));
-        json_decref(msg);
-        free(last_text);
-        last_text = strdup(reply.text ? reply.text : "");
-        if (reply.n_tool_calls == 0)
-            break;
-
-        bool concludes = false;
-        rc = run_calls(&t, reply.tool_calls, reply.n_tool_calls, &concludes, err);
-        if (rc)
-            goto cleanup;
-        /* Rebuild the history from the log: results in model order, contexts after. */
-        json_t *fresh = cdsh_session_store_messages(agent->store, session_id, err);
-        if (!fresh) {
-            rc = err ? err->rc : CDSH_EIO;
-            goto cleanup;
-        }
-        json_array_clear(history);
-        json_array_extend(history, fresh);
-        json_decref(fresh);
-
-        if (cdsh_cancel_is_fired(cancel)) {
-            reason = "cancelled";
-            break;
-        }
-        if (concludes)
-            break;
-        if (t.step >= agent->max_steps) {
-            reason = "step-limit";
-            char buf[200];
-            snprintf(buf, sizeof buf,
-                     "The turn stopped after %d model steps (the limit per turn); send another "
-                     "message to let it continue.",
-                     t.step);
-            notice(&t, "warning", "STEP_LIMIT", buf);
-            break;
-        }
-        if (agent->max_tokens > 0 && t.usage.total_tokens >= agent->max_tokens) {
-            reason = "token-limit";
-            char buf[200];
-            snprintf(buf, sizeof buf,
-                     "The turn stopped after using %lld tokens (the limit per turn is %lld); send "
-                     "another message to let it continue.",
-                     (long long)t.usage.total_tokens, (long long)agent->max_tokens);
-            notice(&t, "warning", "TOKEN_LIMIT", buf);
-            break;
-        }
-    }
-
-end_turn:
-    if (strcmp(reason, "cancelled") == 0)
-        notice(&t, "info", "TURN_CANCELLED", "The turn was cancelled.");
-    {
-        json_t *end = json_pack("{s:s, s:i, s:o}", "reason", reason, "steps", t.step, "usage",
-                                usage_json(&t.usage));
-        rc = log_event(&t, "turn/end", end, &seq, err);
-        json_object_set_new(end, "seq", json_integer(seq));
-        int step = t.step;
-        t.step = 0;
-        emit(&t, "turn/end", end);
-        bus_turn(&t, "end");
-        t.step = step;
-    }
-    if (rc)
-        goto cleanup;
-    cdsh_log_info(MODULE, "session %s turn %lld ended: %s after %d step(s)", session_id,
-                  (long long)t.turn, reason, t.step);
-    if (out) {
-        out->turn = t.turn;
-        out->steps = t.step;
-        snprintf(out->reason, sizeof out->reason, "%s", reason);
-        if (strcmp(reason, "error") == 0)
-            snprintf(out->code, sizeof out->code, "%s", merr.code);
-        out->usage = t.usage;
-        out->text = last_text;
-        last_text = NULL;
-    }
-cleanup:
-    free(last_text);
-    cdsh_model_reply_deinit(&reply);
-    json_decref(tools);
-    cdsh_model_client_free(client);
-    cdsh_session_loaded_deinit(&loaded);
-    cdsh_session_lease_release(lease);
-    cdsh_scope_unref(t.scope);
-    json_decref(t.context_msg);
-    json_decref(t.sampling);
+    turn_run_deinit(&r);
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/db.h"
@@ -28,9 +29,13 @@ struct cdsh_session_store {
 };
 
 struct cdsh_session_lease {
+    cdsh_session_store *store;
     cdsh_fs_lock *lock;
     char id[72];
 };
+
+static void remove_lock_file(cdsh_session_store *s, const char *id);
+static void sweep_lock_files(cdsh_session_store *s);
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -168,6 +173,7 @@ int cdsh_session_store_open(const cdsh_home *home_h, const char *path, cdsh_sess
     if ((rc = cdsh_db_open(s->path, &opts, &s->db, err)) < 0 ||
         (rc = cdsh_db_migrate(s->db, migrations, CDSH_SESSION_SCHEMA_VERSION, err)) < 0)
         goto cleanup;
+    sweep_lock_files(s); /* what crashes and older versions left behind */
     *out = s;
     s = NULL;
 cleanup:
@@ -436,7 +442,10 @@ static int change_session(cdsh_session_store *s, const char *id, const char *sql
 
 int cdsh_session_store_delete(cdsh_session_store *s, const char *id, cdsh_error *err)
 {
-    return change_session(s, id, "DELETE FROM sessions WHERE id = ?", NULL, NULL, NULL, err);
+    int rc = change_session(s, id, "DELETE FROM sessions WHERE id = ?", NULL, NULL, NULL, err);
+    if (rc == 0)
+        remove_lock_file(s, id);
+    return rc;
 }
 
 int cdsh_session_store_rename(cdsh_session_store *s, const char *id, const char *title,
@@ -1184,6 +1193,7 @@ int cdsh_session_store_lease(cdsh_session_store *s, const char *id, int64_t time
     if (!l)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     snprintf(l->id, sizeof l->id, "%s", id);
+    l->store = s;
     rc = lease_open(s, id, timeout_ms, cancel, &l->lock, err);
     if (rc) {
         free(l);
@@ -1197,8 +1207,61 @@ void cdsh_session_lease_release(cdsh_session_lease *lease)
 {
     if (!lease)
         return;
-    cdsh_fs_lock_close(lease->lock);
+    /* Deleted while we held it (by another process, say): its lock file goes too. */
+    cdsh_session_store *s = lease->store;
+    pthread_mutex_lock(&s->mu);
+    bool gone = exists_locked(s, lease->id, NULL) == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (gone)
+        cdsh_fs_lock_remove(lease->lock, NULL);
+    else
+        cdsh_fs_lock_close(lease->lock);
     free(lease);
+}
+
+/* Removes a deleted session's lock file, unless someone holds it (then that
+ * holder's lease release removes it). Failures only leave a stray file. */
+static void remove_lock_file(cdsh_session_store *s, const char *id)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s.lock", id);
+    char *path = cdsh_fs_path_join_dup(s->lock_dir, name);
+    cdsh_fs_lock *l = NULL;
+    if (path && access(path, F_OK) == 0 &&
+        cdsh_fs_lock_open(path, CDSH_FS_LOCK_EXCLUSIVE, 0, NULL, &l, NULL) == 0) {
+        pthread_mutex_lock(&s->mu);
+        bool gone = exists_locked(s, id, NULL) == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (gone)
+            cdsh_fs_lock_remove(l, NULL);
+        else
+            cdsh_fs_lock_close(l); /* a session with this id exists (again) */
+    }
+    free(path);
+}
+
+/* Lock files of sessions that no longer exist (a crash between the delete
+ * and the removal, or versions that never removed them). */
+static void sweep_lock_files(cdsh_session_store *s)
+{
+    char **names = NULL;
+    if (cdsh_fs_list_dir(s->lock_dir, &names, NULL, NULL) != 0)
+        return;
+    for (size_t i = 0; names[i]; i++) {
+        size_t n = strlen(names[i]);
+        if (n <= 5 || strcmp(names[i] + n - 5, ".lock") != 0)
+            continue;
+        char id[96];
+        snprintf(id, sizeof id, "%.*s", (int)(n - 5), names[i]);
+        if (!cdsh_session_id_valid(id))
+            continue;
+        pthread_mutex_lock(&s->mu);
+        bool gone = exists_locked(s, id, NULL) == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (gone)
+            remove_lock_file(s, id);
+    }
+    cdsh_fs_list_free(names);
 }
 
 /* ---- repair ------------------------------------------------------------------ */

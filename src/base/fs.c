@@ -59,6 +59,47 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+static const char *kind_of(mode_t m)
+{
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISLNK(m))
+        return "a symbolic link";
+    if (S_ISFIFO(m))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* The target must be missing or a regular file: renaming over anything else
+ * would replace a device, a FIFO, a link or a directory entry. */
+static int check_target(const char *path, cdsh_error *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : sys_error(err, errno, "cannot write", path);
+    if (S_ISREG(st.st_mode))
+        return 0;
+    if (S_ISLNK(st.st_mode)) {
+        char to[PATH_MAX];
+        ssize_t n = readlink(path, to, sizeof to - 1);
+        to[n > 0 ? n : 0] = '\0';
+        return cdsh_error_set(err, CDSH_EINVAL, "NOT_REGULAR_FILE",
+                              "cannot write %s: it is a symbolic link (to %s); cdsh replaces only "
+                              "regular files — write to the real path instead",
+                              path, n > 0 ? to : "?");
+    }
+    return cdsh_error_set(err, CDSH_EINVAL, "NOT_REGULAR_FILE",
+                          "cannot write %s: it is %s, not a regular file; cdsh replaces only "
+                          "regular files",
+                          path, kind_of(st.st_mode));
+}
+
 int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mode, cdsh_error *err)
 {
     if (!path || !*path || (!data && len > 0))
@@ -74,10 +115,12 @@ int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mod
     char hex[17];
     struct stat st;
 
+    if ((rc = check_target(path, err)) != 0)
+        return rc;
     mode_t final_mode = 0600;
     if (mode >= 0)
         final_mode = (mode_t)mode & 07777;
-    else if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+    else if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
         final_mode = st.st_mode & 07777;
 
     dir = dir_of_dup(path);
@@ -118,6 +161,9 @@ int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mod
         goto cleanup;
     }
     fd = -1;
+    /* Checked again: the target may have changed while the data was written. */
+    if ((rc = check_target(path, err)) != 0)
+        goto cleanup;
     if (rename(tmp, path) != 0) {
         int e = errno;
         rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot write %s: rename from %s failed: %s",
@@ -224,7 +270,18 @@ cleanup:
 
 struct cdsh_fs_lock {
     int fd;
+    char *path;
 };
+
+/* After flock: does path still name the file we locked? A remover unlinks
+ * the file while holding it exclusively, so a locker that opened it before
+ * the unlink holds a lock on a file nobody else can reach, and must retry. */
+static bool still_linked(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && a.st_nlink > 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
 
 static int64_t now_ms(void)
 {
@@ -246,13 +303,14 @@ int cdsh_fs_lock_open(const char *path, cdsh_fs_lock_kind kind, int64_t timeout_
     int rc = 0;
     cdsh_fs_lock *lock = NULL;
 
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+    int64_t start = now_ms();
+reopen:;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
     if (fd < 0) {
         int e = errno;
         return cdsh_error_set(err, errno_rc(e), e == ENOENT ? "NOT_FOUND" : "IO_ERROR",
                               "cannot open lock file %s: %s", path, strerror(e));
     }
-    int64_t start = now_ms();
     int64_t sleep_ms = 1;
     for (;;) {
         if (cdsh_cancel_is_fired(cancel)) {
@@ -261,8 +319,12 @@ int cdsh_fs_lock_open(const char *path, cdsh_fs_lock_kind kind, int64_t timeout_
                                 cdsh_cancel_reason(cancel));
             goto cleanup;
         }
-        if (flock(fd, op) == 0)
-            break;
+        if (flock(fd, op) == 0) {
+            if (still_linked(fd, path))
+                break;
+            close(fd); /* removed while we waited: lock the file that is there now */
+            goto reopen;
+        }
         if (errno == EINTR)
             continue;
         if (errno != EWOULDBLOCK) {
@@ -291,6 +353,12 @@ int cdsh_fs_lock_open(const char *path, cdsh_fs_lock_kind kind, int64_t timeout_
         goto cleanup;
     }
     lock->fd = fd;
+    lock->path = strdup(path);
+    if (!lock->path) {
+        free(lock);
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot lock %s: out of memory", path);
+        goto cleanup;
+    }
     *out = lock;
     return 0;
 
@@ -305,7 +373,20 @@ void cdsh_fs_lock_close(cdsh_fs_lock *lock)
         return;
     flock(lock->fd, LOCK_UN);
     close(lock->fd);
+    free(lock->path);
     free(lock);
+}
+
+int cdsh_fs_lock_remove(cdsh_fs_lock *lock, cdsh_error *err)
+{
+    if (!lock)
+        return 0;
+    int rc = 0;
+    /* Unlink before unlocking: a waiter wakes on a file that is gone and retries. */
+    if (unlink(lock->path) != 0 && errno != ENOENT)
+        rc = sys_error(err, errno, "cannot remove lock file", lock->path);
+    cdsh_fs_lock_close(lock);
+    return rc;
 }
 
 int cdsh_fs_mkdir_p(const char *path, int mode, cdsh_error *err)

@@ -20,9 +20,12 @@
  * is created next to it (O_EXCL), written, fsynced, renamed over path, and the
  * directory is fsynced. mode >= 0 sets the permission bits exactly (umask is
  * not applied); CDSH_FS_MODE_KEEP preserves them. On any failure the old file
- * is untouched and the temporary file is removed. Symlinks at path are
- * replaced, not followed. Errors: CDSH_EINVAL, CDSH_ENOTFOUND (directory
- * missing), CDSH_EIO (anything else, including path being a directory). */
+ * is untouched and the temporary file is removed. The target must be a
+ * regular file or missing: a symlink, directory, FIFO, device or socket at
+ * path is refused with CDSH_EINVAL "NOT_REGULAR_FILE" (the message names
+ * what is there) and left alone — checked before writing and again just
+ * before the rename. Errors: CDSH_EINVAL, CDSH_ENOTFOUND (directory
+ * missing), CDSH_EIO (anything else). */
 int cdsh_fs_write_atomic(const char *path, const void *data, size_t len, int mode, cdsh_error *err);
 
 /* Reads the whole file into *out (owned, NUL-terminated; the NUL is not
@@ -33,7 +36,10 @@ int cdsh_fs_read_file(const char *path, size_t max_bytes, char **out, size_t *le
 
 /* Advisory lock on a lock file (flock(2) on its own open file description, so
  * it excludes other processes and other threads alike). The file is created
- * 0600 if missing and never deleted (deleting lock files races with lockers). */
+ * 0600 if missing (a symlink there is refused). It may be removed, but only
+ * by cdsh_fs_lock_remove while held exclusively: a locker that acquires a
+ * file that was unlinked meanwhile notices (the path no longer names it) and
+ * locks the new file instead, so removal never lets two holders in. */
 typedef struct cdsh_fs_lock cdsh_fs_lock;
 
 typedef enum cdsh_fs_lock_kind {
@@ -50,6 +56,10 @@ int cdsh_fs_lock_open(const char *path, cdsh_fs_lock_kind kind, int64_t timeout_
 
 /* Releases the lock and frees the handle. NULL-safe. */
 void cdsh_fs_lock_close(cdsh_fs_lock *lock);
+
+/* Removes the lock file (hold the lock exclusively), then releases and
+ * frees as cdsh_fs_lock_close. A file already gone is fine. NULL-safe. */
+int cdsh_fs_lock_remove(cdsh_fs_lock *lock, cdsh_error *err);
 
 /* Creates path and any missing parents with mode (filtered by the umask, as
  * mkdir(2) does). Existing directories (or symlinks to them) are fine; an

@@ -19,12 +19,13 @@
 #include "proto/mcp/mcp_client.h"
 #include "proto/mcp/mcp_server.h"
 #include "server/mcp_http.h"
+#include "cli/cli_token.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage:\n"
-            "  cdsh mcp [--tools GLOB] [--profile P] [--http PORT [--token T]] [--fixture]\n"
+            "  cdsh mcp [--tools GLOB] [--profile P] [--http PORT [--token-file F]] [--fixture]\n"
             "      serve cdsh's model-facing tools over MCP: stdio by default (one session per\n"
             "      process), or Streamable HTTP at http://127.0.0.1:PORT/mcp\n"
             "  cdsh mcp tools (--server 'CMD ARGS' | --url URL) [client options] [--json]\n"
@@ -38,7 +39,9 @@ static void usage(FILE *out)
             "  --tools GLOB   serve only tools whose names match GLOB (fnmatch)\n"
             "  --profile P    profile whose plugins provide the tools\n"
             "  --http PORT    Streamable HTTP on 127.0.0.1:PORT (0 picks one; URL printed)\n"
-            "  --token T      require Authorization: Bearer T over HTTP\n"
+            "  --token-file F require Authorization: Bearer <the first line of F> over HTTP\n"
+            "                 (F '-' reads stdin; or set CDSH_MCP_TOKEN; --token T still\n"
+            "                 works but puts the token in the command line until cdsh hides it)\n"
             "  --fixture      add the fixture tools echo, add, fail, sleep (for tests)\n"
             "\n"
             "Client options:\n"
@@ -48,7 +51,8 @@ static void usage(FILE *out)
             "  --env K=V      extra environment for a stdio server (repeatable); the rest of\n"
             "                 the environment is scrubbed of KEY/PASSWORD/SECRET/TOKEN names\n"
             "  --header 'K: V' extra HTTP header (repeatable)\n"
-            "  --bearer T     HTTP bearer token\n"
+            "  --bearer-file F HTTP bearer token from the first line of F ('-': stdin), or\n"
+            "                 set CDSH_MCP_BEARER (--bearer T works, hidden from ps once read)\n"
             "  --timeout MS   per-call timeout (default 60000)\n"
             "  --progress     print progress notifications to stderr\n"
             "  --json         print JSON instead of text\n");
@@ -158,10 +162,12 @@ static int serve(int argc, char **argv)
     static const struct option longopts[] = {
         {"tools", required_argument, NULL, 'g'}, {"profile", required_argument, NULL, 'P'},
         {"http", required_argument, NULL, 'H'},  {"token", required_argument, NULL, 't'},
+        {"token-file", required_argument, NULL, 'F'},
         {"fixture", no_argument, NULL, 'f'},     {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
-    const char *glob = NULL, *token = NULL, *profile_name = NULL;
+    const char *glob = NULL, *profile_name = NULL, *token_file = NULL;
+    char *token_arg = NULL, *token = NULL;
     bool http = false, fixture = false, json = false;
     uint16_t port = 0;
     int c;
@@ -174,22 +180,33 @@ static int serve(int argc, char **argv)
             if (!parse_port(optarg, &port)) {
                 fprintf(stderr, "cdsh mcp: --http wants a port from 0 to 65535, got '%s'\n",
                         optarg);
+                free(token_arg);
                 return 2;
             }
             http = true;
             break;
-        case 't': token = optarg; break;
+        case 't':
+            free(token_arg);
+            token_arg = cdsh_cli_token_take_arg(optarg);
+            break;
+        case 'F': token_file = optarg; break;
         case 'f': fixture = true; break;
         case 'j': json = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); free(token_arg); return 0;
+        default: usage(stderr); free(token_arg); return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "cdsh mcp: unknown subcommand or argument '%s' (try cdsh mcp --help)\n",
                 argv[optind]);
+        free(token_arg);
         return 2;
     }
+    int token_failed = 0;
+    token = cdsh_cli_token_resolve("cdsh mcp", token_arg, token_file, "CDSH_MCP_TOKEN",
+                                   &token_failed);
+    if (token_failed)
+        return 2;
     stop_ctx sc;
     sigemptyset(&sc.set);
     sigaddset(&sc.set, SIGINT);
@@ -273,6 +290,7 @@ out:
         pthread_join(sig_thr, NULL);
     }
     cdsh_cancel_free(sc.stop);
+    free(token);
     return status;
 }
 
@@ -308,13 +326,15 @@ static int client_cmd(int argc, char **argv, bool is_call)
         {"env", required_argument, NULL, 'e'},
         {"header", required_argument, NULL, 'H'},
         {"bearer", required_argument, NULL, 'b'},
+        {"bearer-file", required_argument, NULL, 'B'},
         {"timeout", required_argument, NULL, 'T'},
         {"progress", no_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *server_cmd = NULL, *url = NULL, *name = "server", *bearer = NULL;
+    const char *server_cmd = NULL, *url = NULL, *name = "server", *bearer_file = NULL;
+    char *bearer_arg = NULL, *bearer = NULL;
     bool json = false, progress = false;
     long timeout = 0;
     json_t *env = json_object(), *headers = json_object();
@@ -328,7 +348,11 @@ static int client_cmd(int argc, char **argv, bool is_call)
         case 's': server_cmd = optarg; break;
         case 'u': url = optarg; break;
         case 'n': name = optarg; break;
-        case 'b': bearer = optarg; break;
+        case 'b':
+            free(bearer_arg);
+            bearer_arg = cdsh_cli_token_take_arg(optarg);
+            break;
+        case 'B': bearer_file = optarg; break;
         case 'p': progress = true; break;
         case 'j': json = true; break;
         case 'T': {
@@ -372,6 +396,12 @@ static int client_cmd(int argc, char **argv, bool is_call)
         default: usage(stderr); goto out;
         }
     }
+    int bearer_failed = 0;
+    bearer = cdsh_cli_token_resolve("cdsh mcp", bearer_arg, bearer_file, "CDSH_MCP_BEARER",
+                                    &bearer_failed);
+    bearer_arg = NULL; /* resolve took it */
+    if (bearer_failed)
+        goto out;
     if ((server_cmd == NULL) == (url == NULL)) {
         fprintf(stderr, "cdsh mcp: give exactly one of --server 'CMD ARGS' and --url URL\n");
         goto out;
@@ -451,6 +481,8 @@ static int client_cmd(int argc, char **argv, bool is_call)
     status = is_error ? 3 : 0; /* a tool failure is reported through the exit status */
 out:
     cdsh_mcp_client_free(cl);
+    free(bearer_arg);
+    free(bearer);
     free_words(words);
     json_decref(env);
     json_decref(headers);

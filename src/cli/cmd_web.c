@@ -20,11 +20,12 @@
 #include "server/connection.h"
 #include "server/rpc_gateway.h"
 #include "server/web.h"
+#include "cli/cli_token.h"
 
 static void usage(FILE *out)
 {
     fprintf(out, "Usage: cdsh web [--host 127.0.0.1] [--port 0] [--no-open] [--allow-remote]\n"
-                 "                [--token T] [--profile NAME] [--json]\n"
+                 "                [--token-file FILE] [--profile NAME] [--json]\n"
                  "\n"
                  "Starts the local web UI, its HTTP API, server-sent events and the RPC gateway,\n"
                  "and prints the URL to open. The URL carries a one-time access token that the\n"
@@ -36,7 +37,10 @@ static void usage(FILE *out)
                  "  --no-open       do not try to open a browser\n"
                  "  --allow-remote  allow a non-loopback --host (anyone with the token can run\n"
                  "                  tools, so only on networks you trust)\n"
-                 "  --token T       use this access token instead of a random one\n"
+                 "  --token-file F  use the first line of F ('-': stdin) as the access token\n"
+                 "                  instead of a random one (or set CDSH_WEB_TOKEN; --token T\n"
+                 "                  still works, but the command line shows it until cdsh\n"
+                 "                  hides it: prefer the file or the variable)\n"
                  "  --profile NAME  plugin profile (default \"default\")\n"
                  "  --json          print {\"url\",\"port\",\"token\"} as one JSON line\n"
                  "  -h, --help      show this help\n");
@@ -70,13 +74,15 @@ int cdsh_cmd_web(int argc, char **argv)
         {"no-open", no_argument, NULL, 'n'},
         {"allow-remote", no_argument, NULL, 'r'},
         {"token", required_argument, NULL, 't'},
+        {"token-file", required_argument, NULL, 'F'},
         {"profile", required_argument, NULL, 'P'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     cdsh_web_options opts = {0};
-    const char *profile = NULL;
+    const char *profile = NULL, *token_file = NULL;
+    char *token_arg = NULL;
     int json = 0, no_open = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -88,6 +94,7 @@ int cdsh_cmd_web(int argc, char **argv)
             if (*optarg == '\0' || *end != '\0' || v < 0 || v > 65535) {
                 fprintf(stderr, "cdsh web: --port wants a number from 0 to 65535, got '%s'\n",
                         optarg);
+                free(token_arg);
                 return 2;
             }
             opts.port = (uint16_t)v;
@@ -95,17 +102,28 @@ int cdsh_cmd_web(int argc, char **argv)
         }
         case 'n': no_open = 1; break;
         case 'r': opts.allow_remote = true; break;
-        case 't': opts.token = optarg; break;
+        case 't':
+            free(token_arg);
+            token_arg = cdsh_cli_token_take_arg(optarg);
+            break;
+        case 'F': token_file = optarg; break;
         case 'P': profile = optarg; break;
         case 'j': json = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); free(token_arg); return 0;
+        default: usage(stderr); free(token_arg); return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "cdsh web: unexpected argument '%s'\n", argv[optind]);
+        free(token_arg);
         return 2;
     }
+    int token_failed = 0;
+    char *token = cdsh_cli_token_resolve("cdsh web", token_arg, token_file, "CDSH_WEB_TOKEN",
+                                         &token_failed);
+    if (token_failed)
+        return 2;
+    opts.token = token;
 
     /* Block the stop signals before any thread starts so only sigwait sees them. */
     sigset_t stop;
@@ -115,8 +133,10 @@ int cdsh_cmd_web(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
     cdsh_cli_agent a;
-    if (cdsh_cli_agent_open("web", profile, &a))
+    if (cdsh_cli_agent_open("web", profile, &a)) {
+        free(token);
         return 1;
+    }
     /* Browsers reach the RPC channels from here on: plugins that register
      * panel channels only with a live connection (xiangqi §4.2) reload now. */
     cdsh_error cerr = {0};
@@ -183,5 +203,6 @@ done:
     cdsh_mcp_server_free(mcp_server);
     cdsh_mcp_export_free(ex);
     cdsh_cli_agent_close(&a);
+    free(token);
     return status;
 }

@@ -1,4 +1,4 @@
-/* api.c — the /api routes: sessions, turns on background threads with
+/* api.c — the /api routes: sessions, turns on a bounded worker pool with
  * their cancel tokens (model turns, or the turns of a plugin's session
  * runner for sessions bound to it — agent/session_runner.h), commands,
  * status, panels, approvals, and the SSE streams fed by the agent's events
@@ -11,10 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/session_runner.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/workpool.h"
 #include "server/web_assets.h"
 
 typedef struct running {
@@ -23,9 +26,8 @@ typedef struct running {
     char sid[96];
     char *text;
     cdsh_cancel *tok;
-    pthread_t th;
-    bool started; /* a thread exists (to join) */
     bool done;
+    bool ending; /* turn/end went out; the job is finishing (releasing the lease) */
     const cdsh_session_runner *runner; /* a plugin runs the turn; NULL: the model */
 } running;
 
@@ -34,7 +36,9 @@ struct cdsh_api {
     cdsh_agent *agent;
     cdsh_hub *hub;
     pthread_mutex_t mu; /* guards turns, shutting_down */
+    pthread_cond_t settled; /* a turn's job finished (done became true) */
     running *turns;
+    cdsh_workpool *pool; /* turns run here: one pool thread per running turn */
     bool shutting_down;
     cdsh_disposer_t bus_state, bus_plugins, bus_sessions;
     int route_ids[4];
@@ -46,6 +50,11 @@ struct cdsh_api {
 cdsh_hub *cdsh_api_hub(cdsh_api *api)
 {
     return api->hub;
+}
+
+size_t cdsh_api_turn_threads(cdsh_api *api)
+{
+    return cdsh_workpool_threads(api->pool);
 }
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -82,11 +91,34 @@ static running *find_turn(cdsh_api *api, const char *sid)
     return NULL;
 }
 
+/* A turn that already sent turn/end is over for everyone who saw the event;
+ * its job only releases the session's lease. Waits (api->mu held) for that
+ * short tail, so a request sent on the turn/end event never meets
+ * SESSION_BUSY. True if r is still running after the wait. */
+static bool busy_locked(cdsh_api *api, running *r)
+{
+    int64_t deadline = cdsh_clock_mono_ms() + CDSH_API_SETTLE_MS;
+    while (r && !r->done && r->ending) {
+        int64_t left = deadline - cdsh_clock_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&api->settled, &api->mu, &ts);
+    }
+    return r && !r->done;
+}
+
 static bool is_running(cdsh_api *api, const char *sid)
 {
     pthread_mutex_lock(&api->mu);
-    running *r = find_turn(api, sid);
-    bool busy = r && !r->done;
+    bool busy = busy_locked(api, find_turn(api, sid));
     pthread_mutex_unlock(&api->mu);
     return busy;
 }
@@ -96,10 +128,17 @@ static bool is_running(cdsh_api *api, const char *sid)
 static void publish_event(void *arg, const json_t *ev)
 {
     running *r = arg;
-    cdsh_hub_publish(r->api->hub, r->sid, json_string_value(json_object_get(ev, "type")), ev);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (type && strcmp(type, "turn/end") == 0 && r->tok) {
+        /* Before the event goes out: whoever reacts to it finds the turn ending. */
+        pthread_mutex_lock(&r->api->mu);
+        r->ending = true;
+        pthread_mutex_unlock(&r->api->mu);
+    }
+    cdsh_hub_publish(r->api->hub, r->sid, type, ev);
 }
 
-static void *turn_main(void *arg)
+static void turn_main(void *arg)
 {
     running *r = arg;
     cdsh_error err = {0};
@@ -130,12 +169,12 @@ static void *turn_main(void *arg)
     json_decref(ch);
     pthread_mutex_lock(&r->api->mu);
     r->done = true;
+    pthread_cond_broadcast(&r->api->settled);
     pthread_mutex_unlock(&r->api->mu);
-    return NULL;
 }
 
-/* Starts a turn thread (the runner's turn when `runner` is set, else the
- * model's); CDSH_EBUSY when one runs for sid. */
+/* Queues a turn on the pool (the runner's turn when `runner` is set, else
+ * the model's); CDSH_EBUSY when one runs (or waits for a thread) for sid. */
 static int start_turn(cdsh_api *api, const char *sid, const char *text,
                       const cdsh_session_runner *runner, cdsh_error *err)
 {
@@ -145,14 +184,16 @@ static int start_turn(cdsh_api *api, const char *sid, const char *text,
         return cdsh_error_set(err, CDSH_ECLOSED, "SHUTTING_DOWN", "the server is stopping");
     }
     running *r = find_turn(api, sid);
-    if (r && !r->done) {
+    if (busy_locked(api, r)) {
         pthread_mutex_unlock(&api->mu);
         return cdsh_error_set(err, CDSH_EBUSY, "SESSION_BUSY",
                               "session %s is running a turn; wait for it or cancel it", sid);
     }
-    if (r) { /* the previous turn's thread has finished: reuse its slot */
-        pthread_join(r->th, NULL);
-        r->started = false;
+    if (api->shutting_down) { /* checked again: the wait above let go of the lock */
+        pthread_mutex_unlock(&api->mu);
+        return cdsh_error_set(err, CDSH_ECLOSED, "SHUTTING_DOWN", "the server is stopping");
+    }
+    if (r) { /* the previous turn's job has finished: reuse its slot */
         free(r->text);
         cdsh_cancel_free(r->tok);
     } else {
@@ -169,14 +210,22 @@ static int start_turn(cdsh_api *api, const char *sid, const char *text,
     r->text = strdup(text);
     r->tok = cdsh_cancel_new(NULL);
     r->done = false;
+    r->ending = false;
     r->runner = runner;
-    if (!r->text || !r->tok || pthread_create(&r->th, NULL, turn_main, r) != 0) {
+    if (!r->text || !r->tok) {
         r->done = true;
         pthread_mutex_unlock(&api->mu);
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot start the turn");
     }
-    r->started = true;
     pthread_mutex_unlock(&api->mu);
+    /* Outside the lock: with no thread to be had the job runs right here. */
+    if (cdsh_workpool_submit(api->pool, turn_main, r) != 0) {
+        pthread_mutex_lock(&api->mu);
+        r->done = true;
+        pthread_cond_broadcast(&api->settled);
+        pthread_mutex_unlock(&api->mu);
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot start the turn");
+    }
     return 0;
 }
 
@@ -596,13 +645,16 @@ int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *
     api->web = web;
     api->agent = agent;
     pthread_mutex_init(&api->mu, NULL);
+    pthread_cond_init(&api->settled, NULL);
+    api->pool = cdsh_workpool_new(opts && opts->turn_workers ? opts->turn_workers
+                                                             : CDSH_API_TURN_WORKERS);
     api->hub = cdsh_hub_new(0);
     api->approvals = opts ? opts->approvals : NULL;
     if (!api->approvals) {
         api->approvals = cdsh_approvals_new(opts ? opts->approval_timeout_ms : 0);
         api->own_approvals = true;
     }
-    int rc = api->hub && api->approvals
+    int rc = api->hub && api->approvals && api->pool
                  ? 0
                  : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     if (rc == 0) {
@@ -660,11 +712,10 @@ void cdsh_api_free(cdsh_api *api)
 {
     if (!api)
         return;
+    cdsh_workpool_free(api->pool); /* every turn job has run and returned */
     running *r = api->turns;
     while (r) {
         running *next = r->next;
-        if (r->started)
-            pthread_join(r->th, NULL);
         free(r->text);
         cdsh_cancel_free(r->tok);
         free(r);
@@ -674,6 +725,7 @@ void cdsh_api_free(cdsh_api *api)
     if (api->own_approvals)
         cdsh_approvals_free(api->approvals);
     cdsh_hub_free(api->hub);
+    pthread_cond_destroy(&api->settled);
     pthread_mutex_destroy(&api->mu);
     free(api);
 }

@@ -1,5 +1,5 @@
-/* api.h — the web UI's HTTP API on top of web.h: sessions, turns started
- * on background threads, cancel, commands, status, panels, and server-sent
+/* api.h — the web UI's HTTP API on top of web.h: sessions, turns run on a
+ * bounded worker pool, cancel, commands, status, panels, and server-sent
  * events per session and global (turn progress, streamed text, tool calls
  * and results, plugin state). Sessions a plugin's runner owns (engine-bound
  * ones) run their turns there; plugins' own surfaces are their RPC
@@ -20,7 +20,20 @@ typedef struct cdsh_api_options {
      * channel on it and the broker as the host tools' approval service. */
     cdsh_approvals *approvals;
     int64_t approval_timeout_ms; /* own broker only; <= 0: the default */
+    size_t turn_workers;         /* turn threads; 0: CDSH_API_TURN_WORKERS */
 } cdsh_api_options;
+
+/* Turns of every session run on one pool of at most this many threads (a
+ * turn holds one pool thread; the HTTP request that started it returns at
+ * once with 202; turns beyond the pool wait for a thread and their session
+ * counts as busy meanwhile). */
+#define CDSH_API_TURN_WORKERS 8
+
+/* A turn whose turn/end event went out still holds its session for the
+ * moment it takes to release the lease; a request for that session (a new
+ * message, delete, fork) waits up to this long for it instead of getting
+ * SESSION_BUSY. */
+#define CDSH_API_SETTLE_MS 5000
 
 /* Registers the /api routes on web and listens on the agent's host bus for
  * "plugin/state", "plugins/change" and "sessions/change". agent and web (and the options'
@@ -35,10 +48,14 @@ int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error 
  * every SSE stream, so the web server can stop. Call before cdsh_web_stop. */
 void cdsh_api_shutdown(cdsh_api *api);
 
-/* After cdsh_web_stop: waits for the turn threads and frees. NULL-safe. */
+/* After cdsh_web_stop: waits for every turn (queued ones run, cancelled)
+ * and frees. NULL-safe. */
 void cdsh_api_free(cdsh_api *api);
 
 /* The SSE hub (borrowed), e.g. for other modules' events. */
 cdsh_hub *cdsh_api_hub(cdsh_api *api);
+
+/* Turn threads started so far (never more than the pool's size). */
+size_t cdsh_api_turn_threads(cdsh_api *api);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -416,6 +417,41 @@ bool cdsh__server_token_equal(const char *a, const char *b)
     for (size_t i = 0; i < la && i < lb; i++)
         diff |= (unsigned char)(a[i] ^ b[i]);
     return diff == 0;
+}
+
+const char *cdsh__server_bearer(const char *auth)
+{
+    if (!auth || strncasecmp(auth, "Bearer", 6) != 0 || (auth[6] != ' ' && auth[6] != '\t'))
+        return NULL;
+    auth += 6;
+    while (*auth == ' ' || *auth == '\t')
+        auth++;
+    return auth;
+}
+
+static bool hex_digit(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+bool cdsh__server_uri_ok(const char *uri)
+{
+    for (const char *p = uri; p && *p; p++) {
+        if (*p != '%')
+            continue;
+        if (!hex_digit(p[1]) || !hex_digit(p[2]) || (p[1] == '0' && p[2] == '0'))
+            return false;
+        p += 2;
+    }
+    return true;
+}
+
+char cdsh__server_bad_uri_mark;
+
+void *cdsh__server_uri_log(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls, (void)conn;
+    return cdsh__server_uri_ok(uri) ? NULL : CDSH__SERVER_BAD_URI;
 }
 
 static bool host_ok(const cdsh_mcp_http *h, const char *host)
@@ -901,8 +937,7 @@ enum MHD_Result cdsh_mcp_http_handle(cdsh_mcp_http *h, struct MHD_Connection *co
     if (!origin_ok(h, header(conn, "Origin")))
         return reply(conn, 403, "text/plain", "Forbidden: invalid Origin\n", NULL);
     if (h->token) {
-        const char *auth = header(conn, "Authorization");
-        const char *bearer = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
+        const char *bearer = cdsh__server_bearer(header(conn, "Authorization"));
         const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
         if (!cdsh__server_token_equal(bearer, h->token) && !cdsh__server_token_equal(q, h->token))
             return reply(conn, 401, "text/plain",
@@ -1058,6 +1093,11 @@ static enum MHD_Result standalone(void *cls, struct MHD_Connection *conn, const 
 {
     (void)version;
     cdsh_mcp_http *h = cls;
+    if (*req_state == CDSH__SERVER_BAD_URI) {
+        *req_state = NULL;
+        return reply(conn, 400, "text/plain",
+                     "bad request: the URL has a %00 or a malformed percent-escape\n", NULL);
+    }
     if (strcmp(url, "/mcp") != 0)
         return reply(conn, 404, "text/plain", "not found: the MCP endpoint is /mcp\n", NULL);
     return cdsh_mcp_http_handle(h, conn, method, upload, upload_size, req_state);
@@ -1067,7 +1107,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **req_state,
                       enum MHD_RequestTerminationCode code)
 {
     (void)cls, (void)conn, (void)code;
-    cdsh_mcp_http_completed(req_state);
+    if (*req_state != CDSH__SERVER_BAD_URI)
+        cdsh_mcp_http_completed(req_state);
 }
 
 int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
@@ -1085,6 +1126,7 @@ int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL, standalone,
         h, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_URI_LOG_CALLBACK, cdsh__server_uri_log, NULL,
         MHD_OPTION_CONNECTION_TIMEOUT, h->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         h->max_connections, MHD_OPTION_END);
     if (!h->daemon)

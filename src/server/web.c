@@ -256,6 +256,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     (void)version;
     cdsh_web *web = cls;
     req_state *st = *state_ptr;
+    if (st == CDSH__SERVER_BAD_URI) {
+        *state_ptr = NULL;
+        return send_error(conn, 400, "BAD_URL",
+                          "the URL has a %00 or a malformed percent-escape");
+    }
     if (!st) {
         /* First call: headers only. Refuse early what needs no body. */
         const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
@@ -286,7 +291,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         /* MCP clients authenticate with the bearer token (or ?token=). */
         const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
         const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-        if (!token_equal(a && strncmp(a, "Bearer ", 7) == 0 ? a + 7 : NULL, web->token) &&
+        if (!token_equal(cdsh__server_bearer(a), web->token) &&
             !token_equal(q, web->token))
             return send_error(conn, 401, "UNAUTHORIZED",
                               "missing or wrong access token: send Authorization: Bearer <token>");
@@ -310,7 +315,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     const char *query_token = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
     const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, TOKEN_COOKIE);
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    const char *bearer = auth && strncmp(auth, "Bearer ", 7) == 0 ? auth + 7 : NULL;
+    const char *bearer = cdsh__server_bearer(auth);
     bool authed = token_equal(cookie, web->token) || token_equal(bearer, web->token);
 
     pthread_rwlock_rdlock(&web->lock);
@@ -355,7 +360,7 @@ static void request_done(void *cls, struct MHD_Connection *conn, void **state_pt
     (void)conn;
     (void)toe;
     req_state *st = *state_ptr;
-    if (st) {
+    if (st && st != CDSH__SERVER_BAD_URI) {
         if (st->mcp)
             cdsh_mcp_http_completed(&st->mcp_state);
         cdsh_strbuf_deinit(&st->body);
@@ -428,7 +433,8 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, handle, web, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, (unsigned)WEB_MAX_CONNECTIONS,
-        MHD_OPTION_NOTIFY_COMPLETED, request_done, web, MHD_OPTION_EXTERNAL_LOGGER,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, web, MHD_OPTION_URI_LOG_CALLBACK,
+        cdsh__server_uri_log, NULL, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, NULL, MHD_OPTION_END);
     if (!web->daemon) {
         cdsh_web_stop(web);

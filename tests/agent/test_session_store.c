@@ -1269,6 +1269,107 @@ static void processes_opening_a_fresh_file_at_once_migrate_it_once(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+
+/* ---- lock files ----------------------------------------------------------------- */
+
+static char *lock_path(const char *id)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "sessions.locks/%s.lock", id);
+    return cdsh_fs_path_join_dup(home, rel);
+}
+
+static void delete_removes_the_lock_file(void **state)
+{
+    (void)state;
+    char *id = new_session("t");
+    cdsh_session_lease *l = NULL;
+    cdsh_error err;
+    assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &l, &err), 0);
+    cdsh_session_lease_release(l);
+    char *p = lock_path(id);
+    assert_int_equal(access(p, F_OK), 0);
+    assert_int_equal(cdsh_session_store_delete(store, id, &err), 0);
+    assert_int_equal(access(p, F_OK), -1);
+    free(p);
+    free(id);
+}
+
+/* Deleted while a turn holds the lease (another process's delete, say):
+ * the lock file stays while held and goes with the lease. */
+static void a_lease_on_a_deleted_session_removes_its_lock_file(void **state)
+{
+    (void)state;
+    char *id = new_session("t");
+    cdsh_session_lease *l = NULL;
+    cdsh_error err;
+    assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &l, &err), 0);
+    assert_int_equal(cdsh_session_store_delete(store, id, &err), 0);
+    char *p = lock_path(id);
+    assert_int_equal(access(p, F_OK), 0);
+    cdsh_session_lease_release(l);
+    assert_int_equal(access(p, F_OK), -1);
+    free(p);
+    free(id);
+}
+
+/* Lock files of sessions that are gone (a crash, an older cdsh) are swept
+ * when a store opens; a live session's lock file stays. */
+static void stray_lock_files_are_swept_at_open(void **state)
+{
+    (void)state;
+    char *id = new_session("t");
+    cdsh_session_lease *l = NULL;
+    cdsh_error err;
+    assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &l, &err), 0);
+    cdsh_session_lease_release(l);
+    char *keep = lock_path(id);
+    char *stray[20];
+    for (int i = 0; i < 20; i++) {
+        char sid[32];
+        snprintf(sid, sizeof sid, "s-gone%02d", i);
+        stray[i] = lock_path(sid);
+        cdsh_test_write_file(stray[i], "");
+    }
+    char *other = cdsh_fs_path_join_dup(home, "sessions.locks/README");
+    cdsh_test_write_file(other, "not a lock file");
+    cdsh_session_store *again = NULL;
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &again, &err), 0);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(access(stray[i], F_OK), -1);
+        free(stray[i]);
+    }
+    assert_int_equal(access(keep, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+    cdsh_session_store_close(again);
+    free(keep);
+    free(other);
+    free(id);
+}
+
+/* A thousand sessions created, leased and deleted leave no lock file behind
+ * (issue 23 counted 1 659 left over). */
+static void many_deleted_sessions_leave_no_lock_files(void **state)
+{
+    (void)state;
+    cdsh_error err;
+    for (int i = 0; i < 1000; i++) {
+        char *id = new_session("t");
+        cdsh_session_lease *l = NULL;
+        assert_int_equal(cdsh_session_store_lease(store, id, 0, NULL, &l, &err), 0);
+        cdsh_session_lease_release(l);
+        assert_int_equal(cdsh_session_store_delete(store, id, &err), 0);
+        free(id);
+    }
+    char *dir = cdsh_fs_path_join_dup(home, "sessions.locks");
+    char **names = NULL;
+    size_t n = 99;
+    assert_int_equal(cdsh_fs_list_dir(dir, &names, &n, &err), 0);
+    assert_int_equal(n, 0);
+    cdsh_fs_list_free(names);
+    free(dir);
+}
+
 int main(void)
 {
     umask(022); /* what lets SQLite alone create 0644 files */
@@ -1310,6 +1411,10 @@ int main(void)
         T(threads_append_to_different_sessions),
         T(two_processes_append_to_the_same_session),
         T(processes_opening_a_fresh_file_at_once_migrate_it_once),
+        T(delete_removes_the_lock_file),
+        T(a_lease_on_a_deleted_session_removes_its_lock_file),
+        T(stray_lock_files_are_swept_at_open),
+        T(many_deleted_sessions_leave_no_lock_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,8 +114,8 @@ static void write_atomic_onto_directory_fails_and_leaves_no_temp(void **state)
     char *inner = tpath("dir/keep");
     cdsh_test_write_file(inner, "inside");
     cdsh_error err = {0};
-    assert_int_equal(cdsh_fs_write_atomic(p, "x", 1, 0600, &err), CDSH_EIO);
-    assert_int_equal(err.rc, CDSH_EIO);
+    assert_int_equal(cdsh_fs_write_atomic(p, "x", 1, 0600, &err), CDSH_EINVAL);
+    assert_string_equal(err.code, "NOT_REGULAR_FILE");
     assert_non_null(strstr(err.message, p));
     struct stat st;
     assert_int_equal(stat(p, &st), 0);
@@ -192,22 +192,56 @@ static void write_atomic_keeps_old_content_when_the_write_fails(void **state)
     free(p);
 }
 
-static void write_atomic_replaces_a_symlink_instead_of_its_target(void **state)
+static void write_atomic_refuses_a_symlink_and_leaves_both_alone(void **state)
 {
     (void)state;
     char *target = tpath("target.txt");
     char *link = tpath("link.txt");
     cdsh_test_write_file(target, "target");
     assert_int_equal(symlink(target, link), 0);
-    assert_int_equal(cdsh_fs_write_atomic(link, "replaced", 8, 0600, NULL), 0);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_fs_write_atomic(link, "replaced", 8, 0600, &err), CDSH_EINVAL);
+    assert_string_equal(err.code, "NOT_REGULAR_FILE");
+    assert_non_null(strstr(err.message, "symbolic link"));
+    assert_non_null(strstr(err.message, target));
     struct stat st;
     assert_int_equal(lstat(link, &st), 0);
-    assert_true(S_ISREG(st.st_mode));
+    assert_true(S_ISLNK(st.st_mode));
     char *got = cdsh_test_read_file(target, NULL);
     assert_string_equal(got, "target");
     free(got);
     free(link);
     free(target);
+}
+
+/* A FIFO, a device node and a directory at the target are refused and left
+ * in place; nothing is left behind in the directory. */
+static void write_atomic_refuses_fifos_devices_and_directories(void **state)
+{
+    (void)state;
+    char *fifo = tpath("pipe");
+    char *dir = tpath("adir");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    struct {
+        const char *path, *what;
+    } cases[] = {{fifo, "a FIFO"}, {dir, "a directory"}, {"/dev/null", "a character device"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cdsh_error err = {0};
+        assert_int_equal(cdsh_fs_write_atomic(cases[i].path, "x", 1, 0600, &err), CDSH_EINVAL);
+        assert_string_equal(err.code, "NOT_REGULAR_FILE");
+        assert_non_null(strstr(err.message, cases[i].what));
+    }
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(lstat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    assert_int_equal(lstat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(count_entries(tmpdir), 2); /* the FIFO and the directory: no temp file */
+    free(fifo);
+    free(dir);
 }
 
 static void write_atomic_rejects_bad_arguments(void **state)
@@ -812,6 +846,62 @@ static void list_dir_reports_missing_and_files(void **state)
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
+
+typedef struct waiter {
+    const char *path;
+    cdsh_fs_lock *lock;
+    int rc;
+} waiter;
+
+static void *wait_for_lock(void *arg)
+{
+    waiter *w = arg;
+    w->rc = cdsh_fs_lock_open(w->path, CDSH_FS_LOCK_EXCLUSIVE, -1, NULL, &w->lock, NULL);
+    return NULL;
+}
+
+/* Removing a held lock file never lets two holders in: a waiter that wakes
+ * on the unlinked file locks the new one, which then excludes everyone. */
+static void a_removed_lock_file_is_recreated_for_the_waiter(void **state)
+{
+    (void)state;
+    char *p = tpath("x.lock");
+    cdsh_fs_lock *held = NULL;
+    assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 0, NULL, &held, NULL), 0);
+    waiter w = {.path = p};
+    pthread_t th;
+    pthread_create(&th, NULL, wait_for_lock, &w);
+    usleep(50000); /* let it block on the old file (if it is slower, it opens the new one) */
+    assert_int_equal(cdsh_fs_lock_remove(held, NULL), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(access(p, F_OK), 0); /* the waiter's file */
+    cdsh_fs_lock *third = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 0, NULL, &third, &err),
+                     CDSH_ETIMEDOUT);
+    assert_string_equal(err.code, "LOCK_TIMEOUT");
+    assert_int_equal(cdsh_fs_lock_remove(w.lock, NULL), 0);
+    assert_int_equal(access(p, F_OK), -1);
+    assert_int_equal(cdsh_fs_lock_remove(NULL, NULL), 0);
+    free(p);
+}
+
+static void a_symlink_is_not_a_lock_file(void **state)
+{
+    (void)state;
+    char *target = tpath("elsewhere");
+    char *p = tpath("y.lock");
+    assert_int_equal(symlink(target, p), 0);
+    cdsh_fs_lock *l = NULL;
+    cdsh_error err = {0};
+    assert_true(cdsh_fs_lock_open(p, CDSH_FS_LOCK_EXCLUSIVE, 0, NULL, &l, &err) < 0);
+    assert_null(l);
+    assert_int_equal(access(target, F_OK), -1); /* nothing created through the link */
+    free(p);
+    free(target);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -822,8 +912,11 @@ int main(void)
         T(write_atomic_through_a_file_component_fails_naming_path),
         T(write_atomic_into_missing_directory_is_not_found),
         T(write_atomic_keeps_old_content_when_the_write_fails),
-        T(write_atomic_replaces_a_symlink_instead_of_its_target),
+        T(write_atomic_refuses_a_symlink_and_leaves_both_alone),
+        T(write_atomic_refuses_fifos_devices_and_directories),
         T(write_atomic_rejects_bad_arguments),
+        T(a_removed_lock_file_is_recreated_for_the_waiter),
+        T(a_symlink_is_not_a_lock_file),
         T(read_file_returns_content_and_length),
         T(read_file_enforces_the_size_limit),
         T(read_file_handles_files_without_a_size),

@@ -73,6 +73,8 @@ static int doc_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_
     return 0;
 }
 
+static size_t g_turn_workers; /* the next server's turn pool (0: the default) */
+
 /* engines: the acp plugin loaded into the host (its "/acp" channel is the
  * engines surface) and an approval broker waiting approval_ms. */
 static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engines,
@@ -97,7 +99,7 @@ static void srv_open_ex(srv *s, size_t max_body, const char *script, bool engine
     assert_int_equal(cdsh_agent_new(&o, &s->agent, &err), 0);
     cdsh_web_options wo = {.token = "secret-token", .max_body = max_body};
     assert_int_equal(cdsh_web_start(&wo, &s->web, &err), 0);
-    cdsh_api_options ao = {.approval_timeout_ms = approval_ms};
+    cdsh_api_options ao = {.approval_timeout_ms = approval_ms, .turn_workers = g_turn_workers};
     if (engines) {
         s->approvals = cdsh_approvals_new(approval_ms);
         assert_int_equal(cdsh_plugin_load(s->host, &cdsh_acp_plugin, NULL, NULL, &err), 0);
@@ -811,6 +813,282 @@ static void wait_idle(srv *s, const char *id)
     fail_msg("the turn did not end");
 }
 
+
+
+/* "%00" would cut the path short after decoding ("/app.js%00.png" served
+ * app.js); it and malformed escapes are refused before routing. */
+static void nul_and_malformed_escapes_get_400(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    const char *bad[] = {"/app.js%00.png",      "/api/sessions%00/x", "/api/sessions?limit=1%00",
+                         "/api/sessions?x=%zz", "/api/sessions?x=%4", "/index.html%",
+                         "/api/status?%00=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *v = NULL;
+        assert_int_equal(http(&s, "GET", bad[i], H(s.auth), NULL, &v), 400);
+        assert_string_equal(err_code(v), "BAD_URL");
+        json_decref(v);
+    }
+    json_t *v = NULL; /* well-formed escapes still decode */
+    assert_int_equal(http(&s, "GET", "/api/sessions?limit=%31%30", H(s.auth), NULL, &v), 200);
+    json_decref(v);
+    srv_close(&s);
+}
+
+static void the_bearer_scheme_is_case_insensitive(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, NULL);
+    const char *ok[] = {"Authorization: bearer secret-token", "Authorization: BEARER secret-token",
+                        "Authorization: Bearer   secret-token"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = NULL;
+        assert_int_equal(http(&s, "GET", "/api/sessions", H(ok[i]), NULL, &v), 200);
+        json_decref(v);
+    }
+    const char *no[] = {"Authorization: Basic secret-token", "Authorization: Bearersecret-token",
+                        "Authorization: bearer wrong"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *v = NULL;
+        assert_int_equal(http(&s, "GET", "/api/sessions", H(no[i]), NULL, &v), 401);
+        json_decref(v);
+    }
+    srv_close(&s);
+}
+
+/* ---- turn/end and SESSION_BUSY --------------------------------------------------------- */
+
+#define ON_EVENT_POSTS 500
+
+/* Posts the next message from inside the SSE callback, the moment the
+ * turn/end event arrives (what a page does), ON_EVENT_POSTS times. */
+typedef struct chain {
+    const srv *s;
+    char path[160];
+    cdsh_strbuf data;
+    size_t seen; /* turn/end events read so far */
+    int accepted, busy, other;
+} chain;
+
+static size_t chain_write(char *ptr, size_t size, size_t n, void *ud)
+{
+    chain *c = ud;
+    cdsh_strbuf_append(&c->data, ptr, size * n);
+    size_t ends = 0;
+    for (const char *p = c->data.data; (p = strstr(p, "event: turn/end\n")); p++)
+        ends++;
+    for (; c->seen < ends; c->seen++) {
+        if (c->accepted + c->busy + c->other >= ON_EVENT_POSTS)
+            return 0; /* done: end the stream */
+        json_t *v = NULL;
+        long st = http(c->s, "POST", c->path, H(c->s->auth, JSON_CT), "{\"text\":\"next\"}", &v);
+        if (st == 202)
+            c->accepted++;
+        else if (st == 409 && strcmp(err_code(v), "SESSION_BUSY") == 0)
+            c->busy++;
+        else
+            c->other++;
+        json_decref(v);
+        if (st != 202)
+            return 0; /* refused: no turn follows, so no further turn/end */
+    }
+    if (c->data.len > (1u << 20)) { /* keep the tail: events never span 64 KiB */
+        size_t keep = 65536;
+        char *tail = strdup(c->data.data + c->data.len - keep);
+        size_t tail_ends = 0;
+        for (const char *p = tail; (p = strstr(p, "event: turn/end\n")); p++)
+            tail_ends++;
+        cdsh_strbuf_deinit(&c->data);
+        cdsh_strbuf_init(&c->data);
+        cdsh_strbuf_append_str(&c->data, tail);
+        free(tail);
+        c->seen = tail_ends;
+    }
+    return size * n;
+}
+
+static void a_message_posted_on_turn_end_is_never_busy(void **state)
+{
+    (void)state;
+    srv s;
+    srv_open(&s, 0, "[{\"text\":\"ok\",\"finish_reason\":\"stop\",\"repeat\":true}]");
+    char *id = create_session(&s);
+    chain c = {.s = &s};
+    cdsh_strbuf_init(&c.data);
+    snprintf(c.path, sizeof c.path, "/api/sessions/%s/messages", id);
+    char url[256];
+    snprintf(url, sizeof url, "%s/api/sessions/%s/events?after=0", s.base, id);
+    CURL *h = curl_easy_init();
+    struct curl_slist *hd = curl_slist_append(NULL, s.auth);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, chain_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
+    /* The stream replays from the first event (after=0), so it may open late. */
+    json_t *v;
+    assert_int_equal(http(&s, "POST", c.path, H(s.auth, JSON_CT), "{\"text\":\"first\"}", &v), 202);
+    json_decref(v);
+    curl_easy_perform(h);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    cdsh_strbuf_deinit(&c.data);
+    print_message("posted on turn/end %d times: %d accepted, %d busy, %d other\n", ON_EVENT_POSTS,
+                  c.accepted, c.busy, c.other);
+    assert_int_equal(c.busy, 0);
+    assert_int_equal(c.other, 0);
+    assert_int_equal(c.accepted, ON_EVENT_POSTS);
+    wait_idle(&s, id);
+    cdsh_error err;
+    json_t *info = cdsh_session_store_info_dup(s.store, id, &err);
+    assert_int_equal(json_integer_value(json_object_get(info, "lastTurn")), ON_EVENT_POSTS + 1);
+    json_decref(info);
+    free(id);
+    srv_close(&s);
+}
+
+#define RACERS 25
+#define POSTS_PER_RACER 20
+
+typedef struct racer {
+    const srv *s;
+    const char *path;
+    pthread_barrier_t *go;
+    int accepted, busy, other;
+} racer;
+
+static void *race_main(void *arg)
+{
+    racer *r = arg;
+    pthread_barrier_wait(r->go);
+    for (int i = 0; i < POSTS_PER_RACER; i++) {
+        json_t *v = NULL;
+        long st = http(r->s, "POST", r->path, H(r->s->auth, JSON_CT), "{\"text\":\"mine\"}", &v);
+        if (st == 202)
+            r->accepted++;
+        else if (st == 409 && strcmp(err_code(v), "SESSION_BUSY") == 0)
+            r->busy++;
+        else
+            r->other++;
+        json_decref(v);
+    }
+    return NULL;
+}
+
+/* 500 posts at once on one session, three times over: one turn starts each
+ * time, every other post gets SESSION_BUSY, and nothing is lost or hangs. */
+static void concurrent_posts_start_exactly_one_turn(void **state)
+{
+    (void)state;
+    char *gdir = cdsh_test_home_new();
+    char script[2048];
+    snprintf(script, sizeof script,
+             "[{\"chunks\":[{\"text\":\"a\"},{\"wait_file\":\"%s/gate1\",\"text\":\"b\"}]},"
+             "{\"chunks\":[{\"text\":\"a\"},{\"wait_file\":\"%s/gate2\",\"text\":\"b\"}]},"
+             "{\"chunks\":[{\"text\":\"a\"},{\"wait_file\":\"%s/gate3\",\"text\":\"b\"}]}]",
+             gdir, gdir, gdir);
+    srv s;
+    srv_open(&s, 0, script);
+    char *id = create_session(&s);
+    char path[160];
+    snprintf(path, sizeof path, "/api/sessions/%s/messages", id);
+    for (int round = 1; round <= 3; round++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, RACERS);
+        racer r[RACERS];
+        pthread_t th[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            r[i] = (racer){.s = &s, .path = path, .go = &go};
+            pthread_create(&th[i], NULL, race_main, &r[i]);
+        }
+        int accepted = 0, busy = 0, other = 0;
+        for (int i = 0; i < RACERS; i++) {
+            pthread_join(th[i], NULL);
+            accepted += r[i].accepted;
+            busy += r[i].busy;
+            other += r[i].other;
+        }
+        pthread_barrier_destroy(&go);
+        print_message("round %d: %d accepted, %d busy, %d other\n", round, accepted, busy, other);
+        assert_int_equal(accepted, 1);
+        assert_int_equal(busy, RACERS * POSTS_PER_RACER - 1);
+        assert_int_equal(other, 0);
+        char gate[600];
+        snprintf(gate, sizeof gate, "%s/gate%d", gdir, round);
+        cdsh_test_write_file(gate, "go");
+        wait_idle(&s, id);
+    }
+    cdsh_error err;
+    json_t *info = cdsh_session_store_info_dup(s.store, id, &err);
+    assert_int_equal(json_integer_value(json_object_get(info, "lastTurn")), 3);
+    json_decref(info);
+    free(id);
+    srv_close(&s);
+    cdsh_test_home_free(gdir);
+}
+
+/* Five sessions' turns on a pool of two threads: all are accepted, two run
+ * (the model sees two requests), three wait and count as running, and every
+ * one ends once the model answers; the pool never grows past two. */
+static void web_turns_run_on_a_bounded_pool(void **state)
+{
+    (void)state;
+    char *gdir = cdsh_test_home_new();
+    char script[1024];
+    snprintf(script, sizeof script,
+             "[{\"chunks\":[{\"wait_file\":\"%s/gate\",\"text\":\"done\"}],"
+             "\"finish_reason\":\"stop\",\"repeat\":true}]",
+             gdir);
+    g_turn_workers = 2;
+    srv s;
+    srv_open(&s, 0, script);
+    g_turn_workers = 0;
+    char *ids[5];
+    for (int i = 0; i < 5; i++) {
+        ids[i] = create_session(&s);
+        char path[160];
+        snprintf(path, sizeof path, "/api/sessions/%s/messages", ids[i]);
+        json_t *v;
+        assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"hold\"}", &v),
+                         202);
+        json_decref(v);
+    }
+    json_t *bodies = NULL;
+    while (!bodies || json_array_size(bodies) < 2) { /* no time budget: CTest's timeout */
+        json_decref(bodies);
+        usleep(10000);
+        bodies = cdsh_test_model_env_bodies(&s.fake);
+    }
+    json_decref(bodies);
+    assert_int_equal(cdsh_api_turn_threads(s.api), 2);
+    for (int i = 0; i < 5; i++) { /* queued turns hold their sessions too */
+        char path[160];
+        snprintf(path, sizeof path, "/api/sessions/%s/messages", ids[i]);
+        json_t *v;
+        assert_int_equal(http(&s, "POST", path, H(s.auth, JSON_CT), "{\"text\":\"x\"}", &v), 409);
+        json_decref(v);
+    }
+    bodies = cdsh_test_model_env_bodies(&s.fake);
+    assert_int_equal(json_array_size(bodies), 2);
+    json_decref(bodies);
+    char gate[600];
+    snprintf(gate, sizeof gate, "%s/gate", gdir);
+    cdsh_test_write_file(gate, "go");
+    for (int i = 0; i < 5; i++) {
+        wait_idle(&s, ids[i]);
+        cdsh_error err;
+        json_t *info = cdsh_session_store_info_dup(s.store, ids[i], &err);
+        assert_int_equal(json_integer_value(json_object_get(info, "lastTurn")), 1);
+        json_decref(info);
+        free(ids[i]);
+    }
+    assert_int_equal(cdsh_api_turn_threads(s.api), 2);
+    srv_close(&s);
+    cdsh_test_home_free(gdir);
+}
+
 static void engine_sessions_bind_stream_ask_and_cancel_over_http(void **state)
 {
     (void)state;
@@ -1218,11 +1496,16 @@ int main(void)
         cmocka_unit_test(requests_without_the_token_get_401),
         cmocka_unit_test(page_with_the_token_sets_an_httponly_strict_cookie),
         cmocka_unit_test(bad_host_or_origin_gets_403),
+        cmocka_unit_test(nul_and_malformed_escapes_get_400),
+        cmocka_unit_test(the_bearer_scheme_is_case_insensitive),
         cmocka_unit_test(oversize_bodies_get_413),
         cmocka_unit_test(rpc_gateway_follows_the_envelope_contract),
         cmocka_unit_test(frame_documents_get_the_sandbox_csp_and_only_frame_endpoints),
         cmocka_unit_test(sessions_can_be_created_listed_shown_and_deleted),
         cmocka_unit_test(a_turn_streams_its_events_in_order),
+        cmocka_unit_test(a_message_posted_on_turn_end_is_never_busy),
+        cmocka_unit_test(concurrent_posts_start_exactly_one_turn),
+        cmocka_unit_test(web_turns_run_on_a_bounded_pool),
         cmocka_unit_test(cancel_stops_a_running_turn),
         cmocka_unit_test(plugin_state_events_reach_the_streams),
         cmocka_unit_test(without_a_model_the_status_says_how_to_set_one),
