@@ -135,7 +135,9 @@ static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
         cdsh_strbuf_append_str(&sb, skills);
         free(skills);
     }
-    json_t *tools = cdsh_tools_schemas(cdsh_host_tools(agent->host), scope);
+    /* The same list in the same order as the request's tools (toolOrder). */
+    json_t *tools = cdsh_prompt_tools_dup(cdsh_host_prompt(agent->host),
+                                          cdsh_host_tools(agent->host), scope, NULL, NULL);
     if (json_array_size(tools)) {
         if (sb.len)
             cdsh_strbuf_append_str(&sb, "\n\n");
@@ -155,9 +157,14 @@ static char *system_prompt_dup(cdsh_agent *agent, cdsh_scope *scope)
     return out ? out : strdup("");
 }
 
-static json_t *request_tools(cdsh_agent *agent, cdsh_scope *scope)
+/* The model's tools in prompt order (host/prompt.h); NULL with err when the
+ * configured toolOrder does not fit the registry. */
+static json_t *request_tools(cdsh_agent *agent, cdsh_scope *scope, cdsh_error *err)
 {
-    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(agent->host), scope);
+    json_t *schemas = cdsh_prompt_tools_dup(cdsh_host_prompt(agent->host),
+                                            cdsh_host_tools(agent->host), scope, NULL, err);
+    if (!schemas)
+        return NULL;
     json_t *out = json_array();
     size_t i;
     json_t *s;
@@ -180,7 +187,8 @@ char *cdsh_agent_system_prompt_dup(cdsh_agent *agent)
 
 json_t *cdsh_agent_request_tools(cdsh_agent *agent)
 {
-    return request_tools(agent, agent->scope);
+    json_t *tools = request_tools(agent, agent->scope, NULL);
+    return tools ? tools : json_array();
 }
 
 /* ---- one turn ----------------------------------------------------------------- */
@@ -655,7 +663,11 @@ static bool turn_prepare_model(turn_run *r)
                   strcmp(merr.code, "MISSING_CREDENTIAL") == 0 ? missing_key_text : NULL);
         return false;
     }
-    r->tools = request_tools(r->t.agent, r->t.scope);
+    r->tools = request_tools(r->t.agent, r->t.scope, &merr);
+    if (!r->tools) { /* a toolOrder that does not fit the registry */
+        turn_fail(r, &merr, NULL);
+        return false;
+    }
     r->history = r->loaded.messages;
     json_array_append_new(r->history,
                           json_pack("{s:s, s:s}", "role", "user", "content", r->text));

@@ -1,5 +1,6 @@
 /* cmd_tools.c — `cdsh tools list`: loads the profile's plugins and prints the
- * tools the model would see (global view or one agent's), with the size of
+ * tools the model would see (global view or one agent's) in the order the
+ * model sees them (systemPrompt.toolOrder, else by name), with the size of
  * each schema sent to the model and the total. */
 #include "cli/cmd_tools.h"
 
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "host/cli.h"
+#include "host/prompt.h"
 
 static void usage(FILE *out)
 {
@@ -15,8 +17,10 @@ static void usage(FILE *out)
             "Usage: cdsh tools list [--agent A] [--profile NAME] [--json]\n"
             "\n"
             "Prints the model-visible tool surface of a host with the plugins the profile\n"
-            "enables: each tool's name, the bytes of its schema ({name, description,\n"
-            "parameters} as compact JSON) and its description, then the totals.\n"
+            "enables, in the order the model sees it (the systemPrompt plugin's toolOrder,\n"
+            "else sorted by name): each tool's name, the bytes of its schema ({name,\n"
+            "description, parameters} as compact JSON) and its description, then the\n"
+            "totals. Imported MCP servers without a cached tool list connect first.\n"
             "\n"
             "Options:\n"
             "  --agent A       the view of agent scope A instead of the global view\n"
@@ -42,7 +46,16 @@ int cdsh_cmd_tools(int argc, char **argv)
     if (cdsh_cli_host_open("tools", profile_name, &host, &profile))
         return 1;
     cdsh_scope *scope = agent ? cdsh_scope_new(agent, NULL) : NULL;
-    json_t *schemas = cdsh_tools_schemas(cdsh_host_tools(host), scope);
+    cdsh_error err = {0};
+    json_t *schemas = cdsh_prompt_tools_dup(cdsh_host_prompt(host), cdsh_host_tools(host), scope,
+                                            NULL, &err);
+    if (!schemas) {
+        fprintf(stderr, "cdsh tools: %s\n", err.message);
+        cdsh_scope_unref(scope);
+        cdsh_host_free(host);
+        cdsh_profile_free(profile);
+        return 1;
+    }
     json_t *rows = json_array();
     size_t total = 0, i;
     json_t *s;

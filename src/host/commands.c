@@ -314,12 +314,14 @@ char *cdsh_commands_unknown_message_dup(cdsh_commands *cmds, const cdsh_scope *a
 }
 
 static void emit_done(cdsh_commands *c, const cdsh_scope *agent, const char *id,
-                      cdsh_command_kind kind, const char *text)
+                      cdsh_command_kind kind, const char *text, long long source_event_seq)
 {
     json_t *p = json_pack("{s:s, s:s}", "commandId", id, "kind",
                           kind == CDSH_COMMAND_SUCCESS ? "success" : "error");
     if (p && text)
         json_object_set_new(p, "text", json_string(text));
+    if (p && kind == CDSH_COMMAND_SUCCESS && source_event_seq > 0)
+        json_object_set_new(p, "sourceEventSeq", json_integer(source_event_seq));
     cdsh_events_emit(c->bus, "command/done", agent, true, p);
     json_decref(p);
 }
@@ -359,13 +361,13 @@ int cdsh_commands_execute(cdsh_commands *cmds, const cdsh_scope *agent, const ch
 
     int rc = 1;
     size_t nimages = json_is_array(images) ? json_array_size(images) : 0;
-    cdsh_command_result res = {CDSH_COMMAND_SUCCESS, NULL};
+    cdsh_command_result res = {CDSH_COMMAND_SUCCESS, NULL, 0};
     if (nimages > 0 && !e->images) {
         char msg[200];
         snprintf(msg, sizeof msg, "/%s does not accept image attachments", name);
         out->kind = CDSH_COMMAND_ERROR;
         out->text = strdup(msg);
-        emit_done(cmds, agent, out->command_id, out->kind, msg);
+        emit_done(cmds, agent, out->command_id, out->kind, msg, 0);
         entry_unref(e);
         return 1;
     }
@@ -395,16 +397,22 @@ int cdsh_commands_execute(cdsh_commands *cmds, const cdsh_scope *agent, const ch
         rc = cdsh_error_set(err, CDSH_ECANCELED, "cancelled", "/%s was cancelled", name);
         goto failed;
     }
+    if (res.kind == CDSH_COMMAND_SUCCESS && res.source_event_seq < 0) {
+        rc = cdsh_error_set(err, CDSH_EINVAL, "INVALID_COMMAND_RESULT",
+                            "/%s returned a negative sourceEventSeq", name);
+        goto failed;
+    }
     out->kind = res.kind;
     out->text = res.text;
-    emit_done(cmds, agent, out->command_id, out->kind, out->text);
+    out->source_event_seq = res.kind == CDSH_COMMAND_SUCCESS ? res.source_event_seq : 0;
+    emit_done(cmds, agent, out->command_id, out->kind, out->text, out->source_event_seq);
     entry_unref(e);
     return 1;
 
 failed:
     free(res.text);
     emit_done(cmds, agent, out->command_id, CDSH_COMMAND_ERROR,
-              err->message[0] ? err->message : "command failed");
+              err->message[0] ? err->message : "command failed", 0);
     entry_unref(e);
     return rc;
 }

@@ -38,6 +38,10 @@ typedef struct cdsh_command_invocation {
 typedef struct cdsh_command_result {
     cdsh_command_kind kind;
     char *text;
+    /* DSH's sourceEventSeq: the session event (its seq, > 0) the command's
+     * success stands for, e.g. the event it appended; 0 = none. Ignored on
+     * an error. Passed on in the outcome and in `command/done`. */
+    long long source_event_seq;
 } cdsh_command_result;
 
 /* Returns 0 with *out filled, or a negative CDSH_E* (a thrown handler: the
@@ -61,6 +65,7 @@ typedef struct cdsh_command_outcome {
     char command_id[32];
     cdsh_command_kind kind;
     char *text;
+    long long source_event_seq; /* the handler's, on success; else 0 */
 } cdsh_command_outcome;
 
 /* bus is borrowed and must outlive the registry (events go there). */

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "base/cancel.h"
 #include "base/err.h"
 #include "host/disposer.h"
 #include "host/events.h"
@@ -16,6 +17,8 @@
 
 typedef struct cdsh_prompt cdsh_prompt;
 typedef struct cdsh_plugin_ctx cdsh_plugin_ctx;
+typedef struct cdsh_tools cdsh_tools;
+typedef struct cdsh_plugin_def cdsh_plugin_def;
 
 /* Renders a dynamic segment for `scope` (the agent the prompt is built for,
  * NULL = global): an owned string, or NULL to contribute nothing this time. */
@@ -79,10 +82,17 @@ typedef char *(*cdsh_prompt_context_fn)(void *ud, const cdsh_scope *scope, const
 typedef json_t *(*cdsh_prompt_sampling_fn)(void *ud, const cdsh_scope *scope,
                                            const char *session_id, long long turn);
 
+/* Tools that exist only after some work: registers them before the model's
+ * tool list is read (an imported MCP server that never connected, so has no
+ * cached tool list, connects here). Runs with no lock held; returns 0 or a
+ * negative code (logged; the other sources still run). */
+typedef int (*cdsh_prompt_tools_fn)(void *ud, cdsh_cancel *cancel);
+
 typedef struct cdsh_prompt_provider_def {
     const char *name;               /* same charset as segment ids, unique among providers */
-    cdsh_prompt_context_fn context; /* at least one of context / sampling */
+    cdsh_prompt_context_fn context; /* at least one of context / sampling / tools */
     cdsh_prompt_sampling_fn sampling;
+    cdsh_prompt_tools_fn tools;     /* see cdsh_prompt_tools_dup */
     void *ud;
     void (*free_ud)(void *ud); /* runs once the provider is disposed and not running */
 } cdsh_prompt_provider_def;
@@ -104,5 +114,66 @@ json_t *cdsh_prompt_turn_context(cdsh_prompt *p, const cdsh_scope *scope, const 
                                  long long turn, json_t **sampling);
 
 size_t cdsh_prompt_provider_count(cdsh_prompt *p);
+
+/* ---- the tool list the model sees (DSH systemPrompt §2) ---------------------
+ * Without an order the tools are sorted by name in UTF-16 code units
+ * (locale-independent; cdsh_tools_schemas itself keeps registration order).
+ * With a `toolOrder` (the "systemPrompt" plugin's setting, per profile) the
+ * listed names come first in that order and the reserved entry
+ * "<unlisted-tools>" (exactly once) stands for every other tool, sorted by
+ * name. A listed name the scope knows but cannot see (restricted away) is
+ * simply absent. */
+#define CDSH_PROMPT_TOOL_ORDER_REST "<unlisted-tools>"
+
+/* -1, 0, 1 comparing two UTF-8 strings by their UTF-16 code units
+ * (JavaScript's `<`): a supplementary character sorts after U+D7FF and
+ * before U+E000. */
+int cdsh_prompt_utf16_cmp(const char *a, const char *b);
+
+/* Checks an order (array of strings; NULL = none is fine). Errors
+ * (CDSH_EINVAL, code "INVALID_TOOL_ORDER", DSH's messages):
+ * `toolOrder lists "x" more than once`, `toolOrder must contain the
+ * "<unlisted-tools>" rest entry (where unlisted tools are inserted)`,
+ * `toolOrder entries must be strings`. */
+int cdsh_prompt_tool_order_check(const json_t *order, cdsh_error *err);
+
+/* Sets the order (a copy; NULL = the default sort) after checking it; the
+ * disposer puts back the order that was set before. Emits "prompt/change"
+ * {reason:"tool-order"}. */
+int cdsh_prompt_set_tool_order(cdsh_prompt *p, const json_t *order, cdsh_disposer_t *out,
+                               cdsh_error *err);
+
+/* Owned copy of the current order, or NULL when none is set. */
+json_t *cdsh_prompt_tool_order_dup(cdsh_prompt *p);
+
+/* Orders `schemas` (borrowed array of {name, ...}) by `order` (NULL =
+ * sort by name): an owned new array of the same (referenced) objects.
+ * `known` (borrowed array of names, may be NULL = the schemas' names) are
+ * the names an order may list. Errors: an unknown entry is CDSH_ENOTFOUND,
+ * "UNKNOWN_TOOL_ORDER_ENTRY": `toolOrder lists unregistered tool "x"; known
+ * tools: a, b` (tools "x", "y" for several; "(none)"); a tool named
+ * "<unlisted-tools>" is CDSH_EINVAL "RESERVED_TOOL_NAME" `tool provider
+ * returned reserved tool name "<unlisted-tools>" (reserved for toolOrder's
+ * rest entry)`. NULL then. */
+json_t *cdsh_prompt_order_tools(const json_t *schemas, const json_t *order, const json_t *known,
+                                cdsh_error *err);
+
+/* The model's tool list for `scope` in prompt order: first every provider's
+ * `tools` function runs (in registration order), then the registry's view
+ * (cdsh_tools_schemas) is ordered with the current order, the scope's
+ * visible and restrictable names being the known ones. Owned; NULL with
+ * err on an order error (see cdsh_prompt_order_tools). */
+json_t *cdsh_prompt_tools_dup(cdsh_prompt *p, cdsh_tools *tools, const cdsh_scope *scope,
+                              cdsh_cancel *cancel, cdsh_error *err);
+
+/* Runs every provider's `tools` function once (what cdsh_prompt_tools_dup
+ * does first), for front ends that list tools some other way. */
+void cdsh_prompt_tools_materialize(cdsh_prompt *p, cdsh_cancel *cancel);
+
+/* The built-in "systemPrompt" plugin: its setting `toolOrder` (array of
+ * tool names with "<unlisted-tools>" exactly once; absent = sort by name)
+ * is checked when the plugin loads and set on the host's prompt while it
+ * is active. */
+extern const cdsh_plugin_def cdsh_prompt_plugin;
 
 #endif

@@ -15,7 +15,7 @@ typedef struct entry {
     cdsh_skills *owner;
     cdsh_scope *scope;
     char *name, *description, *content, *when, *source;
-    bool user_only;
+    bool user_only, model_only;
 } entry;
 
 struct cdsh_skills {
@@ -145,6 +145,7 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
     e->when = dup_opt(def->when_to_use, &fail);
     e->source = dup_opt(def->source ? def->source : "runtime", &fail);
     e->user_only = def->user_only;
+    e->model_only = def->model_only;
     if (fail) {
         entry_free(e);
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
@@ -185,8 +186,12 @@ static json_t *summary(const entry *e, bool full)
     if (e->when)
         json_object_set_new(o, "whenToUse", json_string(e->when));
     json_object_set_new(o, "source", json_string(e->source));
+    json_object_set_new(o, "invocation", json_pack("{s:b, s:b}", "modelInvocable", !e->user_only,
+                                                   "userInvocable", !e->model_only));
     if (e->user_only)
         json_object_set_new(o, "userOnly", json_true());
+    if (e->model_only)
+        json_object_set_new(o, "modelOnly", json_true());
     return o;
 }
 

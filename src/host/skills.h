@@ -22,8 +22,11 @@ typedef struct cdsh_skill_def {
     const char *content;     /* the body the model loads; non-NULL */
     const char *when_to_use; /* optional */
     const char *source;      /* optional: who registered it (plugin name); default "runtime" */
-    bool user_only;          /* not offered to the model: left out of the skills index (an
-                                imported skill with disable-model-invocation: true) */
+    /* Invocation policy (DSH's {modelInvocable, userInvocable}; both by default): */
+    bool user_only;  /* not model-invocable: left out of the skills index, and the `skill`
+                        tool refuses it (Claude's disable-model-invocation: true) */
+    bool model_only; /* not user-invocable: marked in `cdsh skills list` (Claude's
+                        user-invocable: false); cdsh has no user-facing skill runner */
 } cdsh_skill_def;
 
 /* bus is borrowed and must outlive the registry. */
@@ -43,8 +46,9 @@ int cdsh_skills_register(cdsh_skills *skills, cdsh_scope *scope, const cdsh_skil
                          cdsh_disposer_t *out, cdsh_error *err);
 
 /* Summaries visible to scope (nearest layer shadows), sorted by name:
- * [{name, description, whenToUse?, source, userOnly?}] (userOnly: true only
- * for a user-only skill). Owned. */
+ * [{name, description, whenToUse?, source, invocation:{modelInvocable,
+ * userInvocable}, userOnly?, modelOnly?}] (userOnly / modelOnly: true only when
+ * set). Owned. */
 json_t *cdsh_skills_list(cdsh_skills *skills, const cdsh_scope *scope);
 
 /* Full definition {name, description, content, whenToUse?, source} or NULL

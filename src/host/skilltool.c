@@ -1,6 +1,7 @@
 /* skilltool.c — the `skill` tool: validate the name → look the skill up in
  * the caller's view → return its rendered body. Unknown names fail with
- * UNKNOWN_SKILL and the list of available skills. Nothing else. */
+ * UNKNOWN_SKILL and the list of skills the model may load; a user-only skill
+ * is refused (SKILL_NOT_MODEL_INVOCABLE). Nothing else. */
 #include "host/skilltool.h"
 
 #include <stdio.h>
@@ -32,6 +33,14 @@ static int skill_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
 {
     skilltool *st = ud;
     const char *name = json_string_value(json_object_get(exec->args, "name"));
+    json_t *info = cdsh_skills_info_dup(st->skills, exec->agent, name);
+    bool user_only = json_is_true(json_object_get(info, "userOnly"));
+    json_decref(info);
+    if (user_only)
+        return cdsh_dispatch_fail(exec, "SkillNotModelInvocableError", "SKILL_NOT_MODEL_INVOCABLE",
+                                  "skill \"%s\" can only be run by the user (its invocation "
+                                  "policy keeps it from the model); do not load it",
+                                  name);
     char *body = cdsh_skills_render_dup(st->skills, exec->agent, name);
     if (!body) {
         json_t *list = cdsh_skills_list(st->skills, exec->agent);
@@ -39,8 +48,11 @@ static int skill_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
         size_t used = 0, i;
         json_t *it;
         json_array_foreach(list, i, it) {
+            if (json_is_true(json_object_get(it, "userOnly")))
+                continue;
             if (used < sizeof names)
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "",
                                          json_string_value(json_object_get(it, "name")));
         }
         json_decref(list);

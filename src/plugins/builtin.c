@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "host/prompt.h"
 #include "host/skilltool.h"
 #include "plugins/acp/plugin.h"
 #include "plugins/facade/plugin.h"
@@ -12,6 +13,7 @@
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
+    &cdsh_prompt_plugin, /* systemPrompt: the order of the model's tools */
     &cdsh_acp_plugin,
     &cdsh_xq_plugin,
     &cdsh_mcpimport_plugin,

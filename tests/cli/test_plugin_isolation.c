@@ -29,6 +29,7 @@ typedef struct probe {
 
 static const probe PROBES[] = {
     {"skills", "skill", NULL, NULL, NULL, NULL, NULL},
+    {"systemPrompt", NULL, NULL, NULL, NULL, NULL, NULL}, /* no toolOrder by default */
     {"acp", NULL, "/acp", "engines", NULL, CDSH_SESSION_RUNNERS, NULL},
     /* The plugin itself answers (the router's "not-found" would mean no channel). */
     {"xiangqi", "xiangqi_new", "/xiangqi-mate", "state", "{\"sessionId\":\"s-iso\"}", NULL,

@@ -60,6 +60,14 @@ static int echo(void *arg, const cdsh_command_invocation *inv, cdsh_command_resu
     }
     if (mode && strcmp(mode, "silent") == 0)
         return 0;
+    if (mode && strcmp(mode, "seq") == 0) {
+        out->source_event_seq = 41;
+        return cdsh_command_result_set(out, CDSH_COMMAND_SUCCESS, "appended");
+    }
+    if (mode && strcmp(mode, "neg-seq") == 0) {
+        out->source_event_seq = -2;
+        return cdsh_command_result_set(out, CDSH_COMMAND_SUCCESS, "x");
+    }
     char buf[256];
     snprintf(buf, sizeof buf, "%s|%s|%s|%zu", inv->name, inv->raw_input, cdsh_scope_id(inv->agent),
              json_array_size(inv->attachments));
@@ -262,6 +270,45 @@ static void run_and_done_events_carry_id_args_and_kind(void **state)
     assert_string_equal(json_string_value(json_object_get(dp, "text")), "nothing to undo");
     cdsh_commands_outcome_clear(&out);
     cdsh_disposer_run(&d);
+}
+
+/* DSH's sourceEventSeq: a success may name the session event it stands for;
+ * it is in the outcome and in command/done; absent when 0; negative is invalid. */
+static void source_event_seq_reaches_outcome_and_done(void **state)
+{
+    fixture *f = *state;
+    cdsh_disposer_t d1, d2, d3;
+    cdsh_command_def a = def_of("note", "seq"), b = def_of("plain", NULL),
+                     c = def_of("bad", "neg-seq");
+    cdsh_commands_register(f->cmds, NULL, &a, &d1, NULL);
+    cdsh_commands_register(f->cmds, NULL, &b, &d2, NULL);
+    cdsh_commands_register(f->cmds, NULL, &c, &d3, NULL);
+    json_array_clear(f->events);
+    cdsh_command_outcome out;
+    assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/note", NULL, NULL, &out, NULL), 1);
+    assert_int_equal(out.source_event_seq, 41);
+    json_t *dp = json_object_get(json_array_get(f->events, 1), "payload");
+    assert_int_equal(json_integer_value(json_object_get(dp, "sourceEventSeq")), 41);
+    cdsh_commands_outcome_clear(&out);
+    json_array_clear(f->events);
+    assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/plain", NULL, NULL, &out, NULL), 1);
+    assert_int_equal(out.source_event_seq, 0);
+    dp = json_object_get(json_array_get(f->events, 1), "payload");
+    assert_null(json_object_get(dp, "sourceEventSeq"));
+    cdsh_commands_outcome_clear(&out);
+    json_array_clear(f->events);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_commands_execute(f->cmds, NULL, "/bad", NULL, NULL, &out, &err),
+                     CDSH_EINVAL);
+    assert_string_equal(err.code, "INVALID_COMMAND_RESULT");
+    assert_string_equal(err.message, "/bad returned a negative sourceEventSeq");
+    dp = json_object_get(json_array_get(f->events, 1), "payload");
+    assert_string_equal(json_string_value(json_object_get(dp, "kind")), "error");
+    assert_null(json_object_get(dp, "sourceEventSeq"));
+    cdsh_commands_outcome_clear(&out);
+    cdsh_disposer_run(&d1);
+    cdsh_disposer_run(&d2);
+    cdsh_disposer_run(&d3);
 }
 
 static void hidden_input_is_not_recorded(void **state)
@@ -506,6 +553,7 @@ int main(void)
         T(unknown_or_plain_text_is_not_handled_and_emits_nothing),
         T(unknown_message_names_the_available_commands),
         T(run_and_done_events_carry_id_args_and_kind),
+        T(source_event_seq_reaches_outcome_and_done),
         T(hidden_input_is_not_recorded),
         T(handler_failure_reports_done_error_and_returns_its_code),
         T(error_result_without_text_is_invalid),

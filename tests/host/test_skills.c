@@ -148,8 +148,8 @@ static void list_is_sorted_summaries_without_content(void **state)
     json_t *l = cdsh_skills_list(f->skills, NULL);
     char *s = json_dumps(l, JSON_COMPACT);
     assert_string_equal(s, "[{\"name\":\"aa\",\"description\":\"how to do \",\"whenToUse\":"
-                           "\"when asked\",\"source\":\"xiangqi\"},{\"name\":\"zz-top\","
-                           "\"description\":\"how to do \",\"source\":\"runtime\"}]");
+                           "\"when asked\",\"source\":\"xiangqi\",\"invocation\":{\"modelInvocable\":true,\"userInvocable\":true}},{\"name\":\"zz-top\","
+                           "\"description\":\"how to do \",\"source\":\"runtime\",\"invocation\":{\"modelInvocable\":true,\"userInvocable\":true}}]");
     free(s);
     json_decref(l);
     cdsh_disposer_run(&d1);

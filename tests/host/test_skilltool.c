@@ -90,6 +90,49 @@ static void unknown_skill_fails_with_the_available_names(void **state)
     cdsh_disposer_run(&d2);
 }
 
+/* A user-only skill (DSH modelInvocable:false; Claude's
+ * disable-model-invocation) is refused by name, left out of the names the
+ * model is offered and of the prompt index; a model-only one loads. */
+static void user_only_skills_are_refused_to_the_model(void **state)
+{
+    cdsh_host *h = *state;
+    cdsh_plugin_load(h, &cdsh_skilltool_plugin, NULL, NULL, NULL);
+    cdsh_disposer_t d1, d2;
+    cdsh_skill_def u = {.name = "deploy", .description = "d", .content = "ship it",
+                        .user_only = true};
+    cdsh_skill_def m = {.name = "lint", .description = "d", .content = "lint it",
+                        .model_only = true};
+    assert_int_equal(cdsh_skills_register(cdsh_host_skills(h), NULL, &u, &d1, NULL), 0);
+    assert_int_equal(cdsh_skills_register(cdsh_host_skills(h), NULL, &m, &d2, NULL), 0);
+    cdsh_toolresult *r = call_skill(h, NULL, "deploy");
+    assert_true(r->is_error);
+    assert_string_equal(r->error_code, "SKILL_NOT_MODEL_INVOCABLE");
+    assert_string_equal(r->error_message,
+                        "skill \"deploy\" can only be run by the user (its invocation policy keeps "
+                        "it from the model); do not load it");
+    cdsh_toolresult_free(r);
+    r = call_skill(h, NULL, "nope");
+    assert_string_equal(r->error_message, "unknown skill \"nope\"; available skills: lint");
+    cdsh_toolresult_free(r);
+    r = call_skill(h, NULL, "lint");
+    assert_false(r->is_error);
+    cdsh_toolresult_free(r);
+    char *index = cdsh_skills_index_dup(cdsh_host_skills(h), NULL);
+    assert_null(strstr(index, "deploy"));
+    assert_non_null(strstr(index, "- lint: d"));
+    free(index);
+    json_t *list = cdsh_skills_list(cdsh_host_skills(h), NULL);
+    json_t *inv = json_object_get(json_array_get(list, 0), "invocation"); /* deploy */
+    assert_true(json_is_false(json_object_get(inv, "modelInvocable")));
+    assert_true(json_is_true(json_object_get(inv, "userInvocable")));
+    inv = json_object_get(json_array_get(list, 1), "invocation"); /* lint */
+    assert_true(json_is_true(json_object_get(inv, "modelInvocable")));
+    assert_true(json_is_false(json_object_get(inv, "userInvocable")));
+    json_decref(list);
+    cdsh_disposer_run(&d1);
+    cdsh_disposer_run(&d2);
+}
+
 static void missing_name_argument_is_invalid_args(void **state)
 {
     cdsh_host *h = *state;
@@ -311,6 +354,7 @@ int main(void)
         T(plugin_registers_the_skill_tool_with_its_schema),
         T(skill_tool_returns_the_rendered_body),
         T(unknown_skill_fails_with_the_available_names),
+        T(user_only_skills_are_refused_to_the_model),
         T(missing_name_argument_is_invalid_args),
         T(agent_skills_are_loaded_only_by_that_agent),
         T(max_body_bytes_truncates_on_a_character_boundary),

@@ -301,9 +301,92 @@ static void cli_enable_records_choice_and_refuses_blocked(void **state)
     teardown_fx(&f);
 }
 
+
+static const json_t *reason_code(const json_t *ir, const char *level)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(ir, "reasons"), i, r) {
+        if (strcmp(json_string_value(json_object_get(r, "level")), level) == 0 &&
+            strncmp(json_string_value(json_object_get(r, "code")), "DUPLICATE", 9) != 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* Claude Code starts a project .mcp.json server only once it is approved:
+ * enabledMcpjsonServers (settings files and ~/.claude.json's project entry)
+ * or enableAllProjectMcpServers; disabledMcpjsonServers refuses and wins. */
+static void project_servers_need_approval_as_in_claude_code(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    put(&f, "proj/.mcp.json",
+        "{\"mcpServers\":{\"a\":{\"command\":\"node\"},\"b\":{\"command\":\"node\"},"
+        "\"c\":{\"command\":\"node\"},\"d\":{\"command\":\"node\"}}}");
+    put(&f, "proj/.claude/settings.local.json",
+        "{\"enabledMcpjsonServers\":[\"a\"],\"disabledMcpjsonServers\":[\"b\"]}");
+    put(&f, "claude/settings.json", "{\"enabledMcpjsonServers\":[\"b\"]}");
+    char cj[1024];
+    snprintf(cj, sizeof cj, "{\"projects\":{\"%s/proj\":{\"enabledMcpjsonServers\":[\"c\"]}}}",
+             f.t.home);
+    put(&f, "claude/.claude.json", cj);
+    cdsh_mcpimport_scan sc;
+    run_scan(&f, &sc);
+    char local[1200], user[1200], cjp[1200];
+    snprintf(local, sizeof local, "%s/proj/.claude/settings.local.json", f.t.home);
+    snprintf(user, sizeof user, "%s/claude/settings.json", f.t.home);
+    snprintf(cjp, sizeof cjp, "%s/claude/.claude.json", f.t.home);
+    json_t *a = cdsh_mcpimport_scan_server(&sc, "a");
+    assert_string_equal(cdsh_mcpimport_verdict(a), "ok");
+    const json_t *r = reason_code(a, "info");
+    assert_string_equal(json_string_value(json_object_get(r, "code")), "APPROVED");
+    char want[2048];
+    snprintf(want, sizeof want, "approved for this project (enabledMcpjsonServers in %s)", local);
+    assert_string_equal(json_string_value(json_object_get(r, "message")), want);
+    json_t *b = cdsh_mcpimport_scan_server(&sc, "b");
+    assert_string_equal(cdsh_mcpimport_verdict(b), "warn");
+    r = reason_code(b, "warn");
+    assert_string_equal(json_string_value(json_object_get(r, "code")), "DISABLED_IN_SOURCE");
+    snprintf(want, sizeof want,
+             "disabled in Claude Code (disabledMcpjsonServers in %s): it does not start this "
+             "project server",
+             local);
+    assert_string_equal(json_string_value(json_object_get(r, "message")), want);
+    json_t *c = cdsh_mcpimport_scan_server(&sc, "c");
+    snprintf(want, sizeof want, "approved for this project (enabledMcpjsonServers in %s)", cjp);
+    assert_string_equal(json_string_value(json_object_get(reason_code(c, "info"), "message")),
+                        want);
+    json_t *d = cdsh_mcpimport_scan_server(&sc, "d");
+    assert_string_equal(cdsh_mcpimport_verdict(d), "warn");
+    assert_string_equal(json_string_value(json_object_get(reason_code(d, "warn"), "code")),
+                        "NOT_APPROVED");
+    /* servers of ~/.claude.json need no approval */
+    assert_null(json_object_get(cdsh_mcpimport_scan_server(&sc, "kr"), "approval"));
+    cdsh_mcpimport_scan_deinit(&sc);
+    /* enableAllProjectMcpServers approves the rest; the first file that sets it decides */
+    put(&f, "proj/.claude/settings.json", "{\"enableAllProjectMcpServers\":true}");
+    put(&f, "claude/settings.json", "{\"enableAllProjectMcpServers\":false}");
+    run_scan(&f, &sc);
+    d = cdsh_mcpimport_scan_server(&sc, "d");
+    assert_string_equal(cdsh_mcpimport_verdict(d), "ok");
+    snprintf(want, sizeof want,
+             "approved for this project (enableAllProjectMcpServers in %s/proj/.claude/"
+             "settings.json)",
+             f.t.home);
+    assert_string_equal(json_string_value(json_object_get(reason_code(d, "info"), "message")),
+                        want);
+    assert_string_equal(cdsh_mcpimport_verdict(cdsh_mcpimport_scan_server(&sc, "b")), "warn");
+    cdsh_mcpimport_scan_deinit(&sc);
+    (void)user;
+    teardown_fx(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(project_servers_need_approval_as_in_claude_code),
         cmocka_unit_test(fixture_tree_gives_expected_verdicts_in_precedence_order),
         cmocka_unit_test(secrets_resolve_from_env_and_keyring_but_never_reach_the_report),
         cmocka_unit_test(notes_name_what_is_not_imported),

@@ -266,6 +266,8 @@ static void add_mcp_file(walk *w, const tree *t, const char *path, const char *s
  * file includes). */
 static json_t *file_refs(const tree *t, const char *text)
 {
+    if (!strchr(text, '@')) /* most files: no mention to look at */
+        return json_array();
     json_t *refs = json_array(), *found = json_array(), *warn = json_array();
     cdsh__mcpimport_scan_unsupported(text, found, warn, NULL);
     size_t i;
@@ -802,6 +804,65 @@ static json_t *enabled_plugins(walk *w, const tree *home)
     return merged;
 }
 
+/* ---- project .mcp.json approval ------------------------------------------------
+ * Claude Code starts a server of a project's .mcp.json only once it is
+ * approved: `enableAllProjectMcpServers: true` or the name in
+ * `enabledMcpjsonServers`; a name in `disabledMcpjsonServers` is refused
+ * (and wins). They are read from the project's .claude/settings.local.json,
+ * .claude/settings.json, the user's settings.json and the project's entry in
+ * ~/.claude.json (where the approval dialog records choices); the name lists
+ * are merged, the first file that sets enableAllProjectMcpServers decides. */
+
+static void approval_from(json_t *ap, const json_t *doc, const char *file)
+{
+    static const char *const lists[] = {"enabledMcpjsonServers", "disabledMcpjsonServers"};
+    static const char *const keys[] = {"enabled", "disabled"};
+    for (int l = 0; l < 2; l++) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(doc, lists[l]), i, v) {
+            json_t *m = json_object_get(ap, keys[l]);
+            if (json_is_string(v) && !json_object_get(m, json_string_value(v)))
+                json_object_set_new(m, json_string_value(v), json_string(file));
+        }
+    }
+    const json_t *all = json_object_get(doc, "enableAllProjectMcpServers");
+    if (json_is_boolean(all) && !json_object_get(ap, "enableAll"))
+        json_object_set_new(ap, "enableAll", json_pack("{s:b, s:s}", "value", json_is_true(all),
+                                                       "file", file));
+}
+
+static json_t *mcpjson_approval(walk *w, const char *project, const tree *pt, const tree *home,
+                                const json_t *cj_project, const char *cj_file)
+{
+    json_t *ap = json_pack("{s:{}, s:{}}", "enabled", "disabled");
+    static const char *const files[] = {".claude/settings.local.json", ".claude/settings.json",
+                                        NULL};
+    for (const char *const *f = files; *f; f++) {
+        char *path = join(project, *f);
+        struct stat st;
+        if (path && lstat(path, &st) == 0) {
+            json_t *doc = read_json(w, pt, path, "claude", "project", NULL);
+            approval_from(ap, doc, path);
+            json_decref(doc);
+        }
+        free(path);
+    }
+    if (home->real) {
+        char *user = join(w->roots->claude_dir, "settings.json");
+        struct stat st;
+        if (user && lstat(user, &st) == 0) {
+            json_t *doc = read_json(w, home, user, "claude", "user", NULL);
+            approval_from(ap, doc, user);
+            json_decref(doc);
+        }
+        free(user);
+    }
+    if (cj_project)
+        approval_from(ap, cj_project, cj_file);
+    return ap;
+}
+
 /* Marketplace name -> parsed marketplace.json (from known_marketplaces.json's
  * installLocation, else plugins/marketplaces/<name>). */
 static json_t *marketplaces(walk *w, const tree *home)
@@ -1200,8 +1261,15 @@ int cdsh_mcpimport_discover_ex(const cdsh_mcpimport_roots *roots, json_t **out,
         char *f = join(roots->projects[i], ".mcp.json");
         char *pr = realpath(roots->projects[i], NULL);
         tree pt = {pr};
+        size_t before = json_array_size(w.out);
         if (pr)
             add_mcp_file(&w, &pt, f, "claude", "project", NULL, NULL);
+        json_t *added = json_array_get(w.out, json_array_size(w.out) - 1);
+        if (json_array_size(w.out) > before &&
+            strcmp(json_string_value(json_object_get(added, "kind")), "servers") == 0)
+            json_object_set_new(added, "approval",
+                                mcpjson_approval(&w, roots->projects[i], &pt, &home, proj,
+                                                 roots->claude_json));
         free(pr);
         free(f);
     }

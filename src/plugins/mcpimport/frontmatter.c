@@ -1,11 +1,15 @@
 /* frontmatter.c — `---` YAML front matter of Markdown files: split, parse
  * strictly with libyaml, fall back to `key: value` lines with a warning.
+ * Front matter made only of `key: plain text` lines (the common case) is
+ * read without libyaml, whose parser set-up costs more than the whole
+ * rest of a small file's scan; the result is the same.
  * Interpreting the keys is commands.c's job. */
 #include "plugins/mcpimport/frontmatter.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/err.h"
 #include "host/profile.h"
@@ -61,6 +65,84 @@ static json_t *loose_parse(const char *p, const char *end)
     return o;
 }
 
+static bool simple_key(const char *p, size_t n)
+{
+    if (!n || !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* A value YAML reads as exactly this string: starts with a letter (or a
+ * non-ASCII byte, `/`, `(`, `$`), holds no comment, no `: `, no tab or
+ * control byte, does not end in `:`, and is not a word YAML gives another
+ * type (true, no, null...). Anything else goes to libyaml. */
+static bool simple_value(const char *v, size_t n)
+{
+    static const char *const words[] = {"true", "false", "yes", "no", "on", "off",
+                                        "null", "y", "n", NULL};
+    if (!n)
+        return false;
+    unsigned char c0 = (unsigned char)v[0];
+    if (!((c0 >= 'a' && c0 <= 'z') || (c0 >= 'A' && c0 <= 'Z') || c0 >= 0x80 || c0 == '/' ||
+          c0 == '(' || c0 == '$'))
+        return false;
+    if (v[n - 1] == ':')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x20 || c == 0x7f || c == '#' || (c == ':' && i + 1 < n && v[i + 1] == ' '))
+            return false;
+    }
+    for (const char *const *w = words; *w; w++)
+        if (strlen(*w) == n && strncasecmp(*w, v, n) == 0)
+            return false;
+    return true;
+}
+
+/* The mapping of front matter made only of blank lines and `key: value`
+ * lines with simple keys and values (distinct keys), else NULL. */
+static json_t *simple_parse(const char *p, const char *end)
+{
+    json_t *o = json_object();
+    while (o && p < end) {
+        const char *next;
+        size_t n = line_at(p, end, &next);
+        while (n && p[n - 1] == ' ')
+            n--;
+        if (n == 0) {
+            p = next;
+            continue;
+        }
+        const char *colon = memchr(p, ':', n);
+        if (!colon || colon + 1 >= p + n || colon[1] != ' ' || !simple_key(p, (size_t)(colon - p)))
+            goto no;
+        const char *v = colon + 1;
+        while (v < p + n && *v == ' ')
+            v++;
+        size_t vl = (size_t)(p + n - v);
+        char key[128];
+        size_t kl = (size_t)(colon - p);
+        if (kl >= sizeof key || !simple_value(v, vl))
+            goto no;
+        memcpy(key, p, kl);
+        key[kl] = '\0';
+        if (json_object_get(o, key))
+            goto no;
+        json_object_set_new(o, key, json_stringn(v, vl));
+        p = next;
+    }
+    return o;
+no:
+    json_decref(o);
+    return NULL;
+}
+
 int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta, size_t *body_off,
                                      json_t *warnings)
 {
@@ -99,8 +181,10 @@ int cdsh_mcpimport_frontmatter_parse(const char *text, size_t len, json_t **meta
         return *meta ? 0 : CDSH_ENOMEM;
     }
     cdsh_error e = {0};
-    json_t *v = yaml_end > yaml ? cdsh_profile_yaml_parse(yaml, (size_t)(yaml_end - yaml), &e)
-                                : json_object();
+    json_t *v = simple_parse(yaml, yaml_end);
+    if (!v)
+        v = yaml_end > yaml ? cdsh_profile_yaml_parse(yaml, (size_t)(yaml_end - yaml), &e)
+                            : json_object();
     if (!v) {
         char msg[CDSH_ERROR_MESSAGE_MAX + 128];
         snprintf(msg, sizeof msg, "front matter is not valid YAML (%s); read as key: value lines",

@@ -455,6 +455,22 @@ static int add_server(const json_t *cand, bool codex, const char *raw, const jso
     else
         claude_server(&n, obj);
     resolve_command(&n);
+    const json_t *ap = json_object_get(cand, "approval");
+    if (ap) { /* a project .mcp.json server: Claude Code's approval state (discover.c) */
+        const json_t *all = json_object_get(ap, "enableAll");
+        const json_t *dis = json_object_get(json_object_get(ap, "disabled"), raw);
+        const json_t *en = json_object_get(json_object_get(ap, "enabled"), raw);
+        json_t *st = dis ? json_pack("{s:s, s:s, s:O}", "state", "rejected", "by",
+                                     "disabledMcpjsonServers", "file", dis)
+                     : en ? json_pack("{s:s, s:s, s:O}", "state", "approved", "by",
+                                      "enabledMcpjsonServers", "file", en)
+                     : json_is_true(json_object_get(all, "value"))
+                         ? json_pack("{s:s, s:s, s:O}", "state", "approved", "by",
+                                     "enableAllProjectMcpServers", "file",
+                                     json_object_get(all, "file"))
+                         : json_pack("{s:s}", "state", "pending");
+        json_object_set_new(n.ir, "approval", st);
+    }
     const char *tr = json_string_value(json_object_get(n.ir, "transport"));
     if (tr && strcmp(tr, "stdio") == 0 && json_object_size(json_object_get(n.ir, "headers")))
         cdsh__mcpimport_warnf(n.warnings, "headers are ignored for a stdio server");

@@ -144,7 +144,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
             continue;
         }
         if (cdsh_mcpimport_register_server(ctx, ir, scan->secrets, &e) != 0)
-            cdsh_log_warn("import", "server \"%s\" could not be connected: %s", name, e.message);
+            cdsh_log_warn("import", "server \"%s\" could not be registered: %s", name, e.message);
     }
     return 0;
 }

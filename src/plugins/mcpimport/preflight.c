@@ -220,6 +220,20 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
                        u ? u : "");
         }
         check_secrets(ir);
+        const json_t *ap = json_object_get(ir, "approval");
+        const char *state = str(ap, "state");
+        if (state && strcmp(state, "rejected") == 0)
+            reason(ir, "warn", "DISABLED_IN_SOURCE",
+                   "disabled in Claude Code (%s in %s): it does not start this project server",
+                   str(ap, "by"), str(ap, "file"));
+        else if (state && strcmp(state, "pending") == 0)
+            reason(ir, "warn", "NOT_APPROVED",
+                   "Claude Code asks before starting a server of a project's .mcp.json, and this "
+                   "one is not approved (enabledMcpjsonServers / enableAllProjectMcpServers); "
+                   "`cdsh import enable` is the approval here");
+        else if (state)
+            reason(ir, "info", "APPROVED", "approved for this project (%s in %s)", str(ap, "by"),
+                   str(ap, "file"));
     }
     check_names(servers, "originalName", "DUPLICATE_SERVER", "server");
     json_array_foreach(servers, i, ir) {

@@ -46,6 +46,7 @@ int cdsh_mcpimport_register_skill(cdsh_plugin_ctx *ctx, const json_t *skill, cds
         .content = json_string_value(json_object_get(skill, "content")),
         .when_to_use = json_string_value(json_object_get(skill, "whenToUse")),
         .user_only = json_is_true(json_object_get(skill, "disableModelInvocation")),
+        .model_only = json_is_false(json_object_get(skill, "userInvocable")),
     };
     return cdsh_ctx_register_skill(ctx, &def, err);
 }

@@ -260,6 +260,9 @@ json_t *cdsh_mcpimport_skill_from_candidate(const json_t *cand)
         json_string_value(json_object_get(prov, "file")), "provenance", prov, "warnings", warnings,
         "unsupported", unsupported, "hasBody", body[strspn(body, " \t\r\n")] != '\0', "info", info,
         "disableModelInvocation", json_is_true(json_object_get(meta, "disable-model-invocation")));
+    if (ir)
+        json_object_set_new(ir, "userInvocable",
+                            json_boolean(!json_is_false(json_object_get(meta, "user-invocable"))));
     free(content);
     free(shown);
 done:
