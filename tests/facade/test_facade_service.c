@@ -633,7 +633,8 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
     assert_non_null(doc);
     assert_int_equal(json_integer_value(json_object_get(before, "count")), 1);
     assert_int_equal(json_integer_value(json_object_get(doc, "count")), 2);
-    const json_t *op = json_array_get(json_object_get(doc, "tools"), 1);
+    /* tools are listed in the order the model sees: by name (host contracts §2) */
+    const json_t *op = json_array_get(json_object_get(doc, "tools"), 0);
     assert_string_equal(json_string_value(json_object_get(op, "name")), "docs_open");
     /* the declaration adds exactly its operation's schema bytes */
     assert_int_equal(json_integer_value(json_object_get(doc, "totalBytes")),

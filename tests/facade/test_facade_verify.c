@@ -91,8 +91,8 @@ static void good_profile_verifies_without_touching_the_home(void **state)
              "ok   parse: %s/profiles/good.yaml\n"
              "ok   plugins resolve: 2 row(s)\n" /* xiangqi, facade */
              "ok   configs validate: 2 row(s)\n"
-             /* skills, acp (on by default, no tools), facade */
-             "ok   compose: 3 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
+             /* skills, systemPrompt, acp (on by default, no tools), facade */
+             "ok   compose: 4 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
              "VERIFY-OK\n",
              HOME_DIR);
     assert_string_equal(out, want);
@@ -214,8 +214,9 @@ static void smoke_runs_one_turn_with_the_composed_tools(void **state)
     assert_non_null(line);
     const json_t *tools = json_object_get(json_object_get(line, "body"), "tools");
     assert_int_equal(json_array_size(tools), 2);
+    /* in the model's order: by name (host contracts §2) */
     assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_array_get(tools, 1), "function"), "name")),
+                            json_object_get(json_array_get(tools, 0), "function"), "name")),
                         "docs_open");
     json_decref(line);
     free(rec);
