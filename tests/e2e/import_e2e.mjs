@@ -29,6 +29,12 @@ writeFileSync(join(proj, '.mcp.json'), JSON.stringify({
   },
 }, null, 2));
 
+// The user approved the project's servers, as Claude Code asks before starting a
+// server of a project's .mcp.json (unapproved ones are a warning: tests/mcpimport).
+mkdirSync(join(proj, '.claude'), { recursive: true });
+writeFileSync(join(proj, '.claude/settings.local.json'),
+  JSON.stringify({ enabledMcpjsonServers: ['everything', 'ghost'] }, null, 2));
+
 mkdirSync(join(proj, '.claude/skills/release'), { recursive: true });
 writeFileSync(join(proj, '.claude/skills/release/SKILL.md'),
   '---\nname: release\ndescription: Cut a release\n---\nTag, then read ${CLAUDE_SKILL_DIR}/checklist.md.\n');
@@ -63,7 +69,9 @@ await runTests({
     const ghost = claude.servers.find((s) => s.name === 'ghost');
     assert.equal(ghost.verdict, 'blocked');
     assert.deepEqual(ghost.reasons, [{ level: 'blocked', code: 'COMMAND_NOT_FOUND',
-      message: 'command "cdsh-import-e2e-no-such-command" is not on PATH' }]);
+      message: 'command "cdsh-import-e2e-no-such-command" is not on PATH' },
+    { level: 'info', code: 'APPROVED',
+      message: `approved for this project (enabledMcpjsonServers in ${join(proj, '.claude/settings.local.json')})` }]);
     assert.equal(report.registered, false);
     const text = run(['import', 'scan', '--root', proj]).stdout;
     assert.match(text, /ok {7}everything/);

@@ -159,7 +159,7 @@ async function main() {
     // ---- interactive cards off: inert text ---------------------------------------
     await tab('Settings');
     await tv.locator('[data-testid=interactive-cards]').uncheck();
-    await tv.locator('button', { hasText: 'Save' }).click();
+    await tv.getByRole('button', { name: 'Save', exact: true }).click();
     await tv.locator('.tavern-status', { hasText: 'Saved.' }).waitFor();
     await tab('Chat');
     await tv.locator('[data-testid=card-inert]').waitFor();
@@ -169,7 +169,7 @@ async function main() {
     check(off[0] === 422 && off[1] === 'interactive-cards-off', 'cards off: the frame route refuses');
     await tab('Settings');
     await tv.locator('[data-testid=interactive-cards]').check();
-    await tv.locator('button', { hasText: 'Save' }).click();
+    await tv.getByRole('button', { name: 'Save', exact: true }).click();
     await tv.locator('.tavern-status', { hasText: 'Saved.' }).waitFor();
 
     // ---- interactive cards on: the sandboxed frame --------------------------------

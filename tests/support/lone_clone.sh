@@ -2,7 +2,7 @@
 # lone_clone.sh <source-dir> — the repository stands alone: clones the
 # committed HEAD of <source-dir> into an empty temporary folder (nothing
 # beside it: no sibling data folder, no other checkout), configures, builds and runs
-# the unit tier there. Fails naming the step that failed; the folder is
+# the unit tier there (after installing the template runtime, as bootstrap does). Fails naming the step that failed; the folder is
 # removed whatever happens. Uncommitted changes are not part of the clone.
 set -u
 src=${1:?usage: lone_clone.sh <source-dir>}
@@ -19,6 +19,13 @@ step() { echo "lone clone: $1"; }
 step "git clone $src (HEAD $(git -C "$src" rev-parse --short HEAD))"
 git clone --quiet --no-hardlinks "$src" "$tmp/cdsh" || fail "git clone"
 ls -A "$tmp" | grep -qvx cdsh && fail "the temporary folder holds more than the clone"
+
+# What `make test` gets from scripts/bootstrap.sh and the tests need: the card
+# templates' JavaScript runtime, from its committed lockfile (npm's cache
+# makes this quick after the first time).
+step "template runtime (runtime/js)"
+(cd "$tmp/cdsh/runtime/js" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
+    npm run --silent build) || fail "runtime/js: npm ci && npm run build"
 
 # With ccache, paths are hashed relative to the clone, so a clone compiles
 # from the same cache entries as any other checkout's build/ folder.
