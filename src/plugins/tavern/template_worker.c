@@ -190,6 +190,7 @@ static void limit(int res, rlim_t v)
     setrlimit(res, &rl);
 }
 
+#ifndef CDSH_UNDER_ASAN
 /* The data segment size the worker inherited (VmData, bytes), 0 if unknown. */
 static size_t vm_data(void)
 {
@@ -204,6 +205,7 @@ static size_t vm_data(void)
     fclose(f);
     return kb * 1024;
 }
+#endif
 
 static char *slurp(const char *dir, const char *rel, size_t *len)
 {
