@@ -154,6 +154,7 @@ static void preview_scans_the_note_when_asked_and_trims_to_the_context(void **st
     free(err);
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--context", "x", NULL), 2);
+    assert_non_null(strstr(err, "bad number 'x' for --context"));
     free(out);
     free(err);
     free(id);

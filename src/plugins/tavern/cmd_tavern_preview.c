@@ -287,7 +287,10 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                                     : 10000000,
                          dst)) {
                 fprintf(stderr, "cdsh tavern preview: bad number '%s' for %s\n", optarg,
-                        argv[optind - 1]);
+                        c == 'O'   ? "--note-position"
+                        : c == 'D' ? "--note-depth"
+                                   : "--context");
+                json_decref(wi_flags);
                 return 2;
             }
             break;
@@ -299,6 +302,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                                                        : -1;
             if (note_role < 0) {
                 fprintf(stderr, "cdsh tavern preview: --note-role is system, user or assistant\n");
+                json_decref(wi_flags);
                 return 2;
             }
             break;
@@ -325,7 +329,9 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             int n;
             if (!int_arg(optarg, 0, 1 << 30, &n)) {
                 fprintf(stderr, "cdsh tavern preview: bad number '%s' for %s\n", optarg,
-                        argv[optind - 1]);
+                        c == 1001   ? "--scan-depth"
+                        : c == 1002 ? "--budget"
+                                    : "--budget-cap");
                 json_decref(wi_flags);
                 return 2;
             }
@@ -374,7 +380,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
     if (argc - optind != 1) {
         usage(stderr);
         json_decref(wi_flags);
-            return 2;
+        return 2;
     }
     const char *card_id = argv[optind];
     cdsh_error err = {0};
