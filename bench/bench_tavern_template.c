@@ -36,9 +36,15 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    enum { N = 60, STARTS = 10 };
+    /* Optional counts (renders, starts), e.g. small ones under callgrind. */
+    enum { NMAX = 60, SMAX = 10 };
+    int N = argc > 1 ? atoi(argv[1]) : NMAX, STARTS = argc > 2 ? atoi(argv[2]) : SMAX;
+    if (N < 1 || N > NMAX)
+        N = NMAX;
+    if (STARTS < 1 || STARTS > SMAX)
+        STARTS = SMAX;
     json_t *ctx = json_loads("{\"vars\":{\"global\":{},\"local\":{\"hp\":42},\"message\":{}},"
                              "\"macros\":{\"char\":\"Seraphina\",\"user\":\"Ann\"},\"now\":0,"
                              "\"seed\":7}",
@@ -46,7 +52,7 @@ int main(void)
     cdsh_tavern_template_limits lim;
     cdsh_tavern_template_limits_default(&lim);
     lim.wall_ms = 20000;
-    double t[N], s[STARTS], c[N], sc[STARTS];
+    double t[NMAX], s[SMAX], c[NMAX], sc[SMAX];
     cdsh_error err = {0};
     for (int k = 0; k < STARTS; k++) {
         cdsh_tavern_template_worker_stop();

@@ -4,11 +4,16 @@
  * global object, intrinsics included, so that no evaluation can leave state
  * behind for the next one (each evaluation runs in its own fresh global
  * context; only these frozen library objects and the evaluation's own data
- * are shared with it). `__sources` (set by the worker) holds the text of
- * lodash, showdown, jsonrepair and the faker bundle: each is evaluated on
- * first use or when the worker is idle (lib.preload), as a CommonJS-style
- * factory so that it touches no global, and frozen in turn. showdown gets
- * its documented defaults (metadata and header ids off).
+ * are shared with it). `__sources` (set by the worker) is an object that
+ * the worker fills with the text of lodash, showdown, jsonrepair or the
+ * faker bundle only when it loads that library — when the worker is idle,
+ * or when an evaluation asked for it (lib.ready false: the evaluation is
+ * run again once it is loaded) — so that start-up converts none of that
+ * text. lib.get evaluates one as a CommonJS-style factory touching no
+ * global, and freezes it in turn. showdown gets its documented defaults
+ * (metadata and header ids off). ejsSource keeps ejs's generated code per
+ * template text (a bounded cache of strings: nothing an evaluation can
+ * reach or change).
  * Completion value: the library object handed to every evaluation. */
 (function (g) {
   'use strict';
@@ -40,7 +45,7 @@
   function load(name) {
     var text = sources[name];
     if (typeof text !== 'string') throw new Error(name + ' is not installed in the template runtime');
-    sources[name] = null;
+    delete sources[name];
     /* The faker bundle is an IIFE assigned to a var (build.mjs). */
     var tail = name === 'faker' ? '\n;module.exports = __fakerModule;' : '';
     var f = (0, eval)('(function (module, exports, define, require) {' + text + tail + '\n})');
@@ -92,7 +97,6 @@
       };
     }
   };
-  var order = ['lodash', 'jsonrepair', 'showdown', 'faker'];
   function get(name) {
     if (!Object.prototype.hasOwnProperty.call(setup, name)) throw new Error('no library ' + name);
     if (!cache[name]) {
@@ -106,12 +110,36 @@
   /* ejs's own compiler produces the template's function body; the worker
    * wraps it as ejs's Template#compile does (compileDebug on), but with the
    * Function constructor of the evaluation's realm, so the template's code
-   * runs there and not here. */
+   * runs there and not here. The body depends on the text alone (the
+   * options are fixed), so it is kept per text: a Map of strings in this
+   * closure (this realm's Map, frozen like the rest), the least recently
+   * used dropped past CACHE_ENTRIES or CACHE_CHARS. */
+  var CACHE_ENTRIES = 256, CACHE_CHARS = 4 << 20;
+  var compiled = new Map(), cachedChars = 0;
   function ejsSource(text) {
+    text = String(text);
+    var hit = compiled.get(text);
+    if (typeof hit === 'string') {
+      /* the most recent use goes last */
+      compiled.delete(text);
+      compiled.set(text, hit);
+      return hit;
+    }
     var t = new ejs.Template(text, { compileDebug: true, strict: false, _with: true,
                                      localsName: 'locals', legacyInclude: false });
     t.generateSource();
-    return t.source;
+    var body = String(t.source);
+    var size = text.length + body.length;
+    if (size <= CACHE_CHARS / 4) {
+      compiled.set(text, body);
+      cachedChars += size;
+      while (compiled.size > CACHE_ENTRIES || cachedChars > CACHE_CHARS) {
+        var oldest = compiled.keys().next().value;
+        cachedChars -= oldest.length + compiled.get(oldest).length;
+        compiled.delete(oldest);
+      }
+    }
+    return body;
   }
 
   var lib = {
@@ -119,12 +147,8 @@
     ejsSource: ejsSource,
     escapeXML: ejs.escapeXML,
     get: get,
-    /* Loads the next library not loaded yet; true while some remain. */
-    preload: function () {
-      for (var i = 0; i < order.length; i++)
-        if (!cache[order[i]]) { get(order[i]); return i + 1 < order.length; }
-      return false;
-    }
+    /* Whether a library is loaded (an evaluation may use it now). */
+    ready: function (name) { return Object.prototype.hasOwnProperty.call(cache, name); }
   };
   deepFreeze(g);
   deepFreeze(lib);

@@ -8,9 +8,14 @@
  * showdown, jsonrepair, faker), a frozen clock and seeded Math.random,
  * compiles the template with ejs's compiler, runs it, and completes with
  * the reply as JSON text: {ok:true, output, changed, vars} or
- * {ok:false, code, message, line, column, expression}. */
+ * {ok:false, code, message, line, column, expression}, or {ok:false, need}
+ * when the template touched a library the worker has not loaded yet: the
+ * worker loads it and runs the evaluation again in a new context (nothing of
+ * this one is kept, so the second run is the same evaluation). */
 (function (g) {
   'use strict';
+  var need = null, NEED = {};
+  var reply = (function () {
   var lib = g.__lib, req = JSON.parse(g.__input);
   delete g.__lib;
   delete g.__input;
@@ -93,16 +98,25 @@
    * closure state — uniqueId's counter, its path cache — is the one thing
    * that carries over; it holds no template data a template can read). */
   var seed = (ctx.seed >>> 0) || 1;
+  /* A library not loaded yet ends this run (need; a catch in the template
+   * cannot hide it: the reply says need whatever the run did after). */
+  function use(name) {
+    if (!lib.ready(name)) {
+      need = need || name;
+      throw NEED;
+    }
+    return lib.get(name);
+  }
   var fakers = null;
   function fk() {
-    if (!fakers) fakers = lib.get('faker').make(seed);
+    if (!fakers) fakers = use('faker').make(seed);
     return fakers;
   }
   var getters = {
-    _: function () { return lib.get('lodash'); },
-    showdown: function () { return lib.get('showdown'); },
-    jsonrepair: function () { return lib.get('jsonrepair').jsonrepair; },
-    JSONRepairError: function () { return lib.get('jsonrepair').JSONRepairError; },
+    _: function () { return use('lodash'); },
+    showdown: function () { return use('showdown'); },
+    jsonrepair: function () { return use('jsonrepair').jsonrepair; },
+    JSONRepairError: function () { return use('jsonrepair').JSONRepairError; },
     faker: function () { return fk().faker; },
     fakerEN: function () { return fk().fakerEN; },
     fakerZH_CN: function () { return fk().fakerZH_CN; }
@@ -224,4 +238,6 @@
   var varsJson = req.write ? JSON.stringify(vars) : '{}';
   if (varsJson.length > MAX) return fail('TEMPLATE_OUTPUT_TOO_LARGE', 'template variables are larger than ' + MAX + ' bytes', 0, 0, '');
   return JSON.stringify({ ok: true, output: out, changed: changed, vars: JSON.parse(varsJson) });
+  })();
+  return need ? '{"ok":false,"need":"' + need + '"}' : reply;
 })(this);

@@ -270,41 +270,99 @@ static JSValueRef utf8_value(JSContextRef ctx, const char *s)
     return v;
 }
 
-/* lib.preload() in the library realm: loads the next library; false when
- * all are loaded (or loading failed: the templates then see the error). */
-static bool preload(JSContextRef lib_ctx, JSObjectRef lib)
+/* The libraries the worker loads into the library realm on demand: their
+ * text stays in C memory (src[file]) until then, so start-up converts none
+ * of it to JavaScript strings. Worker loop only. */
+static struct {
+    int file;
+    const char *name;
+    bool loaded;
+} g_lazy[] = {{CDSH_TPL_LODASH, "lodash", false},
+              {CDSH_TPL_JSONREPAIR, "jsonrepair", false},
+              {CDSH_TPL_SHOWDOWN, "showdown", false},
+              {CDSH_TPL_FAKER, "faker", false}};
+#define NLAZY (sizeof g_lazy / sizeof g_lazy[0])
+
+/* The library realm as the worker holds it. */
+typedef struct {
+    JSGlobalContextRef ctx;
+    JSObjectRef lib;     /* lib-realm.js's library object (protected) */
+    JSObjectRef sources; /* where a library's text is put to load it (protected) */
+    JSObjectRef get;     /* lib.get (protected) */
+    char **src;          /* the runtime files' text; a library's is freed once given */
+} lib_realm;
+
+/* Loads library i into the library realm (lib.get after handing it its
+ * text) under a watch ending at deadline_ms; 0, or -1 with *msg (owned). */
+static int load_library(lib_realm *lr, size_t i, int64_t deadline_ms, char **msg)
 {
+    if (g_lazy[i].loaded)
+        return 0;
+    JSContextRef ctx = lr->ctx;
+    JSStringRef n = JSStringCreateWithUTF8CString(g_lazy[i].name);
+    char **text = &lr->src[g_lazy[i].file];
+    if (*text) {
+        JSObjectSetProperty(ctx, lr->sources, n, utf8_value(ctx, *text), 0, NULL);
+        free(*text);
+        *text = NULL;
+    }
     g_timed_out = g_out_of_memory = false;
-    g_deadline_ms = mono_ms() + 10000;
-    JSContextGroupSetExecutionTimeLimit(JSContextGetGroup(lib_ctx), WATCH_SLICE, on_watch, NULL);
-    JSStringRef n = JSStringCreateWithUTF8CString("preload");
-    JSValueRef f = JSObjectGetProperty(lib_ctx, lib, n, NULL);
+    g_deadline_ms = deadline_ms;
+    JSContextGroupSetExecutionTimeLimit(JSContextGetGroup(ctx), WATCH_SLICE, on_watch, NULL);
+    JSValueRef arg = JSValueMakeString(ctx, n);
     JSStringRelease(n);
-    if (!f || !JSValueIsObject(lib_ctx, f))
-        return false;
     JSValueRef exc = NULL;
-    JSValueRef r =
-        JSObjectCallAsFunction(lib_ctx, JSValueToObject(lib_ctx, f, NULL), lib, 0, NULL, &exc);
-    return !exc && r && JSValueToBoolean(lib_ctx, r);
+    JSObjectCallAsFunction(ctx, lr->get, lr->lib, 1, &arg, &exc);
+    if (exc) {
+        *msg = js_to_utf8(ctx, exc);
+        return -1;
+    }
+    g_lazy[i].loaded = true;
+    return 0;
 }
 
-/* One evaluation in a fresh global context; the reply (owned JSON text). */
-static char *evaluate(JSContextGroupRef group, JSObjectRef lib, const char *tpl_realm,
-                      const char *input, uint32_t time_ms)
+/* Idle time: loads the next library not loaded; false when none is left
+ * (or loading failed: the templates that use it then see the error). */
+static bool preload(lib_realm *lr)
 {
-    g_timed_out = g_out_of_memory = false;
-    g_deadline_ms = mono_ms() + time_ms;
-    JSContextGroupSetExecutionTimeLimit(group, WATCH_SLICE, on_watch, NULL);
+    for (size_t i = 0; i < NLAZY; i++)
+        if (!g_lazy[i].loaded) {
+            char *msg = NULL;
+            int rc = load_library(lr, i, mono_ms() + 10000, &msg);
+            free(msg);
+            return rc == 0 && i + 1 < NLAZY;
+        }
+    return false;
+}
+
+/* An error reply (owned JSON text). */
+static char *error_reply(const char *code, const char *text)
+{
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    cdsh_strbuf_append_str(&sb, "{\"ok\":false,\"code\":");
+    cdsh_strbuf_append_json_string(&sb, code, strlen(code));
+    cdsh_strbuf_append_str(&sb, ",\"message\":");
+    cdsh_strbuf_append_json_string(&sb, text, strlen(text));
+    cdsh_strbuf_append_char(&sb, '}');
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+/* One run of template-realm.js in a fresh global context; the reply
+ * (owned JSON text). */
+static char *run_once(JSContextGroupRef group, JSObjectRef lib, JSStringRef tpl_realm,
+                      JSStringRef tpl_url, const char *input, uint32_t time_ms)
+{
     JSGlobalContextRef ctx = JSGlobalContextCreateInGroup(group, NULL);
     set_global(ctx, "__lib", lib);
     set_global(ctx, "__input", utf8_value(ctx, input));
-    char *msg = NULL, *reply = NULL;
-    JSValueRef v = eval_in(ctx, tpl_realm, "cdsh:template-realm.js", &msg);
-    if (v && JSValueIsString(ctx, v)) {
+    char *reply = NULL;
+    JSValueRef exc = NULL;
+    JSValueRef v = JSEvaluateScript(ctx, tpl_realm, NULL, tpl_url, 1, &exc);
+    if (!exc && v && JSValueIsString(ctx, v)) {
         reply = js_to_utf8(ctx, v);
     } else {
-        cdsh_strbuf sb;
-        cdsh_strbuf_init(&sb);
+        char *msg = exc ? js_to_utf8(ctx, exc) : NULL;
         const char *code = g_timed_out       ? "TEMPLATE_TIMEOUT"
                            : g_out_of_memory ? "TEMPLATE_MEMORY"
                                              : "TEMPLATE_CRASHED";
@@ -319,16 +377,65 @@ static char *evaluate(JSContextGroupRef group, JSObjectRef lib, const char *tpl_
                      msg ? msg : "no reply");
         if (!g_timed_out && !g_out_of_memory && msg && strstr(msg, "Out of memory"))
             code = "TEMPLATE_MEMORY";
-        cdsh_strbuf_append_str(&sb, "{\"ok\":false,\"code\":");
-        cdsh_strbuf_append_json_string(&sb, code, strlen(code));
-        cdsh_strbuf_append_str(&sb, ",\"message\":");
-        cdsh_strbuf_append_json_string(&sb, text, strlen(text));
-        cdsh_strbuf_append_char(&sb, '}');
-        reply = cdsh_strbuf_take(&sb, NULL);
+        reply = error_reply(code, text);
+        free(msg);
     }
-    free(msg);
     JSGlobalContextRelease(ctx);
     return reply;
+}
+
+/* The library a run's reply asks for ({"ok":false,"need":"name"}), or -1. */
+static int needed_library(const char *reply)
+{
+    static const char pre[] = "{\"ok\":false,\"need\":\"";
+    if (!reply || strncmp(reply, pre, sizeof pre - 1))
+        return -1;
+    const char *name = reply + sizeof pre - 1;
+    for (size_t i = 0; i < NLAZY; i++) {
+        size_t n = strlen(g_lazy[i].name);
+        if (!strncmp(name, g_lazy[i].name, n) && !strcmp(name + n, "\"}"))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* One evaluation: runs it, and again after loading each library it asks
+ * for (each run in a fresh context; a run that stopped for a library left
+ * nothing behind). One deadline for the whole. The reply (owned JSON). */
+static char *evaluate(lib_realm *lr, JSStringRef tpl_realm, JSStringRef tpl_url, const char *input,
+                      uint32_t time_ms)
+{
+    JSContextGroupRef group = JSContextGetGroup(lr->ctx);
+    int64_t deadline = mono_ms() + time_ms;
+    for (size_t attempt = 0;; attempt++) {
+        g_timed_out = g_out_of_memory = false;
+        g_deadline_ms = deadline;
+        JSContextGroupSetExecutionTimeLimit(group, WATCH_SLICE, on_watch, NULL);
+        char *reply = run_once(group, lr->lib, tpl_realm, tpl_url, input, time_ms);
+        int want = needed_library(reply);
+        if (want < 0)
+            return reply;
+        free(reply);
+        char *msg = NULL;
+        if (g_lazy[want].loaded || attempt >= NLAZY) {
+            /* only a forged reply asks twice */
+            return error_reply("TEMPLATE_RUNTIME", "the template asked for a library again");
+        }
+        if (load_library(lr, (size_t)want, deadline, &msg) < 0) {
+            char text[300];
+            snprintf(text, sizeof text, "%s failed to load: %.200s", g_lazy[want].name,
+                     msg ? msg : "?");
+            free(msg);
+            if (g_timed_out)
+                snprintf(text, sizeof text, "template ran longer than %u ms and was stopped "
+                                            "(while %s loaded)",
+                         time_ms, g_lazy[want].name);
+            return error_reply(g_timed_out       ? "TEMPLATE_TIMEOUT"
+                               : g_out_of_memory ? "TEMPLATE_MEMORY"
+                                                 : "TEMPLATE_RUNTIME",
+                               text);
+        }
+    }
 }
 
 /* Long by design: the worker's whole life — start-up (files, limits, the
@@ -361,21 +468,11 @@ void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
     char *msg = NULL;
     if (!eval_in(lib_ctx, src[CDSH_TPL_EJS], cdsh_tavern_template_files[CDSH_TPL_EJS], &msg))
         goto failed;
-    /* The other libraries wait as text in lib-realm.js until first use or
-     * idle time: the worker is ready as soon as the compiler is. */
+    /* The other libraries wait as text in C memory until an evaluation
+     * asks for one or the worker is idle (g_lazy): the worker is ready as
+     * soon as the compiler is. */
     JSObjectRef sources = JSObjectMake(lib_ctx, NULL, NULL);
-    static const struct {
-        int file;
-        const char *name;
-    } lazy[] = {{CDSH_TPL_LODASH, "lodash"},
-                {CDSH_TPL_JSONREPAIR, "jsonrepair"},
-                {CDSH_TPL_SHOWDOWN, "showdown"},
-                {CDSH_TPL_FAKER, "faker"}};
-    for (size_t i = 0; i < sizeof lazy / sizeof lazy[0]; i++) {
-        JSStringRef n = JSStringCreateWithUTF8CString(lazy[i].name);
-        JSObjectSetProperty(lib_ctx, sources, n, utf8_value(lib_ctx, src[lazy[i].file]), 0, NULL);
-        JSStringRelease(n);
-    }
+    JSValueProtect(lib_ctx, sources);
     set_global(lib_ctx, "__sources", sources);
     JSValueRef libv = eval_in(lib_ctx, src[CDSH_TPL_LIB_REALM], "cdsh:lib-realm.js", &msg);
     if (!libv)
@@ -384,10 +481,23 @@ void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
         msg = strdup("lib-realm.js did not return the library object");
         goto failed;
     }
-    JSObjectRef lib = JSValueToObject(lib_ctx, libv, NULL);
-    JSValueProtect(lib_ctx, lib);
+    lib_realm lr = {.ctx = lib_ctx, .lib = JSValueToObject(lib_ctx, libv, NULL),
+                    .sources = sources, .src = src};
+    JSValueProtect(lib_ctx, lr.lib);
+    JSStringRef get_name = JSStringCreateWithUTF8CString("get");
+    JSValueRef getv = JSObjectGetProperty(lib_ctx, lr.lib, get_name, NULL);
+    JSStringRelease(get_name);
+    if (!getv || !JSValueIsObject(lib_ctx, getv)) {
+        msg = strdup("lib-realm.js's library object has no get");
+        goto failed;
+    }
+    lr.get = JSValueToObject(lib_ctx, getv, NULL);
+    JSValueProtect(lib_ctx, lr.get);
+    /* template-realm.js runs for every evaluation: converted once. */
+    JSStringRef tpl_realm = JSStringCreateWithUTF8CString(src[CDSH_TPL_TEMPLATE_REALM]);
+    JSStringRef tpl_url = JSStringCreateWithUTF8CString("cdsh:template-realm.js");
     for (int i = 0; i < CDSH_TPL_NFILES; i++)
-        if (i != CDSH_TPL_TEMPLATE_REALM) {
+        if (i == CDSH_TPL_EJS || i == CDSH_TPL_LIB_REALM || i == CDSH_TPL_TEMPLATE_REALM) {
             free(src[i]);
             src[i] = NULL;
         }
@@ -417,7 +527,7 @@ void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
             struct pollfd p = {fd, POLLIN, 0};
             if (poll(&p, 1, 50) != 0)
                 break;
-            more = preload(lib_ctx, lib);
+            more = preload(&lr);
         }
         unsigned char h[CDSH_TPL_HEADER];
         if (read_all(fd, (char *)h, sizeof h) < 0)
@@ -431,7 +541,7 @@ void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
         in[len] = 0;
         struct timespec c0, c1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-        char *reply = evaluate(group, lib, src[CDSH_TPL_TEMPLATE_REALM], in, time_ms);
+        char *reply = evaluate(&lr, tpl_realm, tpl_url, in, time_ms);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         free(in);
         int64_t cpu_us = (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000 + (c1.tv_nsec - c0.tv_nsec) / 1000;
