@@ -1,10 +1,16 @@
 /* lib-realm.js — cdsh's own code, run once per template worker in the
  * library realm after ejs was evaluated there. It gathers what templates may
- * use into one object, freezes everything reachable from this realm's
- * global object, intrinsics included, so that no evaluation can leave state
- * behind for the next one (each evaluation runs in its own fresh global
- * context; only these frozen library objects and the evaluation's own data
- * are shared with it). `__sources` (set by the worker) is an object that
+ * use into one object (lib). Isolation: each evaluation runs in its own
+ * fresh global context; the only objects of this realm it can ever hold are
+ * the libraries that lib.get hands out, and before the first of them is
+ * handed out lib.get seals this realm — freezes everything reachable from
+ * its global object, intrinsics included, and the intrinsics only a call
+ * reaches (iterator and generator prototypes...) — so that no evaluation
+ * can leave state behind for the next one. Until then no object of this
+ * realm reaches an evaluation (template-realm.js wraps escapeXML and asks
+ * for ejs like for the other libraries), which lets the worker be ready
+ * before the seal: it is done when the worker is idle or when a template
+ * first uses a library. `__sources` (set by the worker) is an object that
  * the worker fills with the text of lodash, showdown, jsonrepair or the
  * faker bundle only when it loads that library — when the worker is idle,
  * or when an evaluation asked for it (lib.ready false: the evaluation is
@@ -54,8 +60,45 @@
     return module.exports;
   }
 
+  /* The intrinsics no property path reaches, only a call: each made once
+   * here so the seal freezes it (where this engine has it). */
+  function reachedByCalls() {
+    var found = [];
+    var makers = [
+      function () { return [][Symbol.iterator](); },
+      function () { return ''[Symbol.iterator](); },
+      function () { return new Map().entries(); },
+      function () { return new Set().values(); },
+      function () { return /a/[Symbol.matchAll](''); },
+      function () { return function* () {}; },
+      function () { return (function* () {})(); },
+      function () { return async function () {}; },
+      function () { return async function* () {}; },
+      function () { return (async function* () {})(); },
+      function () { return [].values().map(function (x) { return x; }); },
+      function () { return Iterator.from({ next: function () { return { done: true }; } }); },
+      function () { return new Intl.Segmenter().segment('a'); },
+      function () { return new Intl.Segmenter().segment('a')[Symbol.iterator](); },
+      function () { return Object.getOwnPropertyDescriptor((function () { 'use strict'; return arguments; })(), 'callee').get; }
+    ];
+    for (var i = 0; i < makers.length; i++) {
+      try { found.push(Object.getPrototypeOf(makers[i]())); } catch (e) { /* not in this engine */ }
+    }
+    return found;
+  }
+  var sealed = false;
+  function seal() {
+    if (sealed) return;
+    var extra = reachedByCalls();
+    deepFreeze(g);
+    for (var i = 0; i < extra.length; i++) deepFreeze(extra[i]);
+    deepFreeze(lib);
+    sealed = true;
+  }
+
   var cache = {};
   var setup = {
+    ejs: function () { return ejs; },
     lodash: function (m) { return m; },
     jsonrepair: function (m) { return m; },
     /* Faker instances answer through Proxies (definitions), which freezing
@@ -97,10 +140,13 @@
       };
     }
   };
+  /* A library, loaded and frozen on first use; this realm is sealed
+   * before any is handed out. */
   function get(name) {
     if (!Object.prototype.hasOwnProperty.call(setup, name)) throw new Error('no library ' + name);
-    if (!cache[name]) {
-      var m = setup[name](load(name));
+    if (!Object.prototype.hasOwnProperty.call(cache, name)) {
+      seal();
+      var m = setup[name](name === 'ejs' ? null : load(name));
       deepFreeze(m);
       cache[name] = m;
     }
@@ -142,15 +188,15 @@
     return body;
   }
 
+  /* What template-realm.js uses: ejsSource and escapeXML take and return
+   * strings; get and ready as above (ejs is a library like the others). */
   var lib = {
-    ejs: ejs,
     ejsSource: ejsSource,
     escapeXML: ejs.escapeXML,
     get: get,
     /* Whether a library is loaded (an evaluation may use it now). */
     ready: function (name) { return Object.prototype.hasOwnProperty.call(cache, name); }
   };
-  deepFreeze(g);
-  deepFreeze(lib);
+  Object.freeze(lib);
   return lib;
 })(this);

@@ -117,6 +117,7 @@
     showdown: function () { return use('showdown'); },
     jsonrepair: function () { return use('jsonrepair').jsonrepair; },
     JSONRepairError: function () { return use('jsonrepair').JSONRepairError; },
+    ejs: function () { return use('ejs'); },
     faker: function () { return fk().faker; },
     fakerEN: function () { return fk().fakerEN; },
     fakerZH_CN: function () { return fk().fakerZH_CN; }
@@ -124,7 +125,6 @@
   Object.keys(getters).forEach(function (k) {
     Object.defineProperty(g, k, { get: getters[k], enumerable: false, configurable: false });
   });
-  api.ejs = lib.ejs;
 
   /* ---- frozen clock and randomness ---- */
   var rs = seed;
@@ -223,9 +223,20 @@
   }
   var failedAt = 0;
   function rethrow(e, line) { failedAt = line; throw e; }
+  /* ejs's escapeXML on a string of this realm; what it throws (a string too
+   * large) is rethrown as this realm's error: no object of the library
+   * realm reaches the template through it. */
+  function escapeFn(v) {
+    var s = v === undefined || v === null ? '' : String(v);
+    try {
+      return lib.escapeXML(s);
+    } catch (e) {
+      throw new RangeError(String(e && e.message));
+    }
+  }
   function include() { throw new Error('include is not available in card templates'); }
   try {
-    fn.call(undefined, Object.create(null), lib.escapeXML, include, rethrow, append);
+    fn.call(undefined, Object.create(null), escapeFn, include, rethrow, append);
   } catch (e) {
     if (e === OVER) return fail('TEMPLATE_OUTPUT_TOO_LARGE', 'template output is larger than ' + MAX + ' bytes', failedAt, 0, '');
     var gl2 = (e && typeof e.line === 'number') ? e.line - HEAD : 0;

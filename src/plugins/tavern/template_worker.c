@@ -272,12 +272,16 @@ static JSValueRef utf8_value(JSContextRef ctx, const char *s)
 
 /* The libraries the worker loads into the library realm on demand: their
  * text stays in C memory (src[file]) until then, so start-up converts none
- * of it to JavaScript strings. Worker loop only. */
+ * of it to JavaScript strings. The first, ejs (evaluated at start for its
+ * compiler; file -1), is "loaded" when lib-realm.js has sealed the library
+ * realm, which happens before any library reaches a template. Worker loop
+ * only. */
 static struct {
     int file;
     const char *name;
     bool loaded;
-} g_lazy[] = {{CDSH_TPL_LODASH, "lodash", false},
+} g_lazy[] = {{-1, "ejs", false},
+              {CDSH_TPL_LODASH, "lodash", false},
               {CDSH_TPL_JSONREPAIR, "jsonrepair", false},
               {CDSH_TPL_SHOWDOWN, "showdown", false},
               {CDSH_TPL_FAKER, "faker", false}};
@@ -298,10 +302,12 @@ static int load_library(lib_realm *lr, size_t i, int64_t deadline_ms, char **msg
 {
     if (g_lazy[i].loaded)
         return 0;
+    if (i > 0 && load_library(lr, 0, deadline_ms, msg) < 0)
+        return -1; /* the seal first */
     JSContextRef ctx = lr->ctx;
     JSStringRef n = JSStringCreateWithUTF8CString(g_lazy[i].name);
-    char **text = &lr->src[g_lazy[i].file];
-    if (*text) {
+    char **text = g_lazy[i].file >= 0 ? &lr->src[g_lazy[i].file] : NULL;
+    if (text && *text) {
         JSObjectSetProperty(ctx, lr->sources, n, utf8_value(ctx, *text), 0, NULL);
         free(*text);
         *text = NULL;
