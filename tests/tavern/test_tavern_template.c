@@ -2,8 +2,9 @@
  * semantics and whitespace control, ES2023 syntax, the variable and
  * world-info API, frozen clock and randomness, preview never writing, the
  * sandbox limits (infinite loop, huge output, memory bomb, file-system and
- * module access) with their codes, and errors that name the template's
- * line, column and expression. */
+ * module access) with their codes, errors that name the template's
+ * line, column and expression, libraries loaded on first use, the sealed
+ * library realm, and the compiled-template cache. */
 #include "support/testkit.h"
 
 #include <stdlib.h>
@@ -386,6 +387,89 @@ static void missing_runtime_names_the_file(void **state)
     expect("<%= 1 %>", "1");
 }
 
+
+/* A new worker has loaded no library: the first template that uses one is
+ * run again once it is loaded, even when it caught the access, and its
+ * result is the one a warm worker gives. Before any library is used,
+ * nothing of the library realm reaches a template (escapeFn, the one
+ * function ejs's code gets, is the evaluation's own). */
+static void libraries_load_on_first_use(void **state)
+{
+    (void)state;
+    cdsh_tavern_template_worker_stop();
+    expect("<%= escapeFn.constructor === Function %>|<%- escapeFn('<a>') %>", "true|&lt;a&gt;");
+    const char *caught = "<% let got = 'none'; try { got = typeof _.chunk } catch (e) { got = 'caught' } "
+                         "%><%= got %>|<%= [showdown, faker, jsonrepair, ejs].map(x => typeof x) %>";
+    cdsh_tavern_template_worker_stop();
+    expect(caught, "function|object,object,function,object");
+    expect(caught, "function|object,object,function,object");
+    /* every library at once, in a new worker */
+    cdsh_tavern_template_worker_stop();
+    char *a = render_ok("<%= _.kebabCase('Ann Lee') %>|<%- showdown.makeHtml('*x*') %>|"
+                        "<%= JSON.parse(jsonrepair('{a: 1}')).a %>|<%= faker.person.firstName() %>",
+                        false, NULL);
+    char *b = render_ok("<%= _.kebabCase('Ann Lee') %>|<%- showdown.makeHtml('*x*') %>|"
+                        "<%= JSON.parse(jsonrepair('{a: 1}')).a %>|<%= faker.person.firstName() %>",
+                        false, NULL);
+    assert_string_equal(a, b);
+    assert_true(!strncmp(a, "ann-lee|<p><em>x</em></p>|1|", 28));
+    free(a);
+    free(b);
+    /* A template that forges the worker's "load a library" reply ends
+     * with an error, not a loop. */
+    cdsh_error err = {0};
+    assert_string_equal(
+        render_err("<% JSON.stringify = () => '{\"ok\":false,\"need\":\"lodash\"}' %>", NULL, &err),
+        "TEMPLATE_RUNTIME");
+    expect("<%= 'after' %>", "after");
+}
+
+/* The library realm's intrinsics that only a call reaches (the iterator
+ * of an array lodash returns, a generator made with lodash's Function)
+ * are frozen too: what a template does to them is gone next time. */
+static void library_iterators_and_generators_are_frozen(void **state)
+{
+    (void)state;
+    cdsh_tavern_template_worker_stop();
+    expect("<% try { Object.getPrototypeOf(_.map([1], x => x).values()).next = () => ({done: true}) } catch (e) {} "
+           "try { Object.getPrototypeOf(Object.getPrototypeOf(_.map([1], x => x).values())).evil = 1 } catch (e) {} "
+           "try { const G = _.constructor('return function* () {}')(); "
+           "Object.getPrototypeOf(G.prototype).next = () => ({done: true, value: 'x'}) } catch (e) {} "
+           "try { Object.getPrototypeOf(_.constructor('return new Map().entries()')()).next = null } catch (e) {} %>"
+           "<%= Array.from(_.map([1, 2], x => x)).length %>",
+           "2");
+    expect("<%= Array.from(_.map([1, 2], x => x)).length %>|"
+           "<%= typeof Object.getPrototypeOf(_.map([1], x => x).values()).evil %>|"
+           "<%= [..._.constructor('return (function* () { yield 1; yield 2; })()')()].length %>|"
+           "<%= _.toArray(new Map([[1, 2]])).length %>|"
+           "<%= Array.from(_.constructor('return new Map([[1, 2]]).entries()')()).length %>",
+           "2|undefined|2|1|1");
+}
+
+/* ejs's generated code is kept per template text in the library realm:
+ * the same text after a template polluted its own realm's Map and String,
+ * distinct texts, and more texts than the cache holds all render as if
+ * compiled afresh. */
+static void compiled_templates_cache_is_per_text_and_bounded(void **state)
+{
+    (void)state;
+    const char *polluter = "<% Map.prototype.get = () => 'x'; Map.prototype.has = () => true; "
+                           "String.prototype.replace = () => 'y'; String.prototype.split = () => []; "
+                           "%>ok <%= 1 + 1 %>";
+    expect(polluter, "ok 2");
+    expect(polluter, "ok 2");
+    expect("ok <%= 1 + 2 %>", "ok 3");
+    expect("ok <%= 1 + 1 %>", "ok 2");
+    char src[64], want[16];
+    for (int i = 0; i < 300; i++) {
+        snprintf(src, sizeof src, "<%%= %d * 2 %%>-<%%- '<%d>' %%>", i, i);
+        snprintf(want, sizeof want, "%d-<%d>", i * 2, i);
+        expect(src, want);
+    }
+    expect("<%= 0 * 2 %>-<%- '<0>' %>", "0-<0>");
+    expect(polluter, "ok 2");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +488,9 @@ int main(void)
         cmocka_unit_test(hostile_templates_end_with_their_codes),
         cmocka_unit_test(prototype_pollution_does_not_cross_evaluations),
         cmocka_unit_test(missing_runtime_names_the_file),
+        cmocka_unit_test(libraries_load_on_first_use),
+        cmocka_unit_test(library_iterators_and_generators_are_frozen),
+        cmocka_unit_test(compiled_templates_cache_is_per_text_and_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
