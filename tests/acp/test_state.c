@@ -198,7 +198,7 @@ static void engine_is_immutable_after_the_first_message_on_write(void **state)
     assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, NULL), 0);
     assert_true(json_is_null(json_object_get(e, "acpSessionId")));
     json_decref(e);
-    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL, NULL), 0);
     assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", NULL, &err),
                      CDSH_EPERM);
     assert_string_equal(err.code, "ENGINE_LOCKED");
@@ -220,7 +220,7 @@ static void engine_lock_is_checked_on_read(void **state)
     char *home = cdsh_test_home_new();
     assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", "/tmp", NULL),
                      0);
-    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL, NULL), 0);
     char *p = path_in(home, "sessions.json");
     char *text = cdsh_test_read_file(p, NULL);
     json_t *doc = json_loads(text, 0, NULL);
@@ -286,7 +286,7 @@ static void concurrent_writers_lose_no_binding(void **state)
                 snprintf(id, sizeof id, "p%d-s%d", k, i);
                 bad |= cdsh_acp_state_session_bind(cdsh_test_home(), id, "opencode", "/tmp",
                                                    NULL) != 0;
-                bad |= cdsh_acp_state_session_mark_message(cdsh_test_home(), id, NULL) != 0;
+                bad |= cdsh_acp_state_session_mark_message(cdsh_test_home(), id, NULL, NULL) != 0;
             }
             _exit(bad);
         }

@@ -18,6 +18,7 @@
 #include "host/cli.h"
 #include "host/cli_approval.h"
 #include "plugins/acp/service.h"
+#include "plugins/acp/state.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -131,6 +132,25 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, co
     }
 }
 
+/* Handshake progress on stderr: a slow (cold) agent start is visible. */
+static void print_wait(void *ud, const char *name, const char *step, int64_t elapsed_ms,
+                       int64_t budget_ms)
+{
+    (void)ud;
+    fprintf(stderr, "waiting for %s to %s… %lld s (gives up after %lld s)\n", name,
+            strcmp(step, "initialize") == 0 ? "initialize" : step,
+            (long long)(elapsed_ms / 1000), (long long)(budget_ms / 1000));
+}
+
+static void print_warnings(const json_t *warnings)
+{
+    size_t i;
+    json_t *wv;
+    json_array_foreach(warnings, i, wv) {
+        fprintf(stderr, "warning: %s\n", json_string_value(wv));
+    }
+}
+
 static void usage(FILE *out)
 {
     fprintf(
@@ -143,8 +163,10 @@ static void usage(FILE *out)
         "stderr. A session's engine cannot change after its first message; sending to\n"
         "the same --session later resumes it (session/load or session/resume).\n"
         "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
-        "engine as an MCP server in session/new. Ctrl-C cancels the turn. Exit 0 on a\n"
-        "finished turn, 1 on a failed one.\n");
+        "engine as an MCP server in session/new. Ctrl-C cancels the turn. Without\n"
+        "--session the binding is removed afterwards. Only the new turn's reply is\n"
+        "printed, never history a resumed session replays. Exit 0 on a finished turn,\n"
+        "1 on a failed, cancelled or refused one.\n");
 }
 
 int cdsh_cmd_acp_prompt(int argc, char **argv)
@@ -206,7 +228,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         .hint = "no terminal to ask: cancelled (use --approve allow|reject)",
     };
     cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals};
+    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals, .on_wait = print_wait};
     cdsh_acp_service *svc = approver ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
     json_decref(mcp);
     if (!svc || !sid) {
@@ -219,6 +241,18 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     int code = 1;
     if (cdsh_acp_service_bind(svc, sid, engine, cwd, &err) < 0) {
         fprintf(stderr, "cdsh acp prompt: error [%s]: %s\n", err.code, err.message);
+        goto done;
+    }
+    /* Opened before the turn with no sink: what a session/load replays is
+     * history, not this turn's reply (the chat front end does the same), and
+     * the open's warnings (an unapplied initial config option) print before
+     * the turn's own lines. */
+    json_t *open_warnings = NULL;
+    int orc = cdsh_acp_service_open(svc, sid, NULL, &open_warnings, &err);
+    print_warnings(open_warnings);
+    json_decref(open_warnings);
+    if (orc < 0) {
+        fprintf(stderr, "error [%s]: %s\n", err.code[0] ? err.code : "UNKNOWN", err.message);
         goto done;
     }
     cdsh_cancel *cancel = cdsh_cancel_new(NULL);
@@ -244,11 +278,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         goto done;
     }
     json_object_set_new(res, "session", json_string(sid));
-    size_t i;
-    json_t *wv;
-    json_array_foreach(json_object_get(res, "warnings"), i, wv) {
-        fprintf(stderr, "warning: %s\n", json_string_value(wv));
-    }
+    print_warnings(json_object_get(res, "warnings"));
     if (as_json) {
         char *t = cdsh_json_dump_compact_dup(res);
         printf("\n%s\n", t ? t : "{}");
@@ -256,16 +286,32 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     } else {
         fputc('\n', stdout);
     }
-    if (json_is_true(json_object_get(res, "ok"))) {
+    const char *stop = json_string_value(json_object_get(res, "stopReason"));
+    if (json_is_true(json_object_get(res, "ok")) && stop &&
+        (strcmp(stop, "cancelled") == 0 || strcmp(stop, "refusal") == 0)) {
+        /* The agent ended the turn without doing it (Codex's "abort" on a
+         * rejected permission answers cancelled): not a success. */
+        fprintf(stderr, "error [%s]: %s\n", strcmp(stop, "cancelled") == 0 ? "CANCELLED" : "REFUSED",
+                interrupted                     ? "the turn was interrupted (Ctrl-C)"
+                : strcmp(stop, "cancelled") == 0 ? "the engine ended the turn as cancelled "
+                                                   "(stopReason \"cancelled\"; a rejected "
+                                                   "permission aborts the turn in some agents)"
+                                                 : "the engine refused to continue (stopReason "
+                                                   "\"refusal\")");
+    } else if (json_is_true(json_object_get(res, "ok"))) {
         code = 0;
-        fprintf(stderr, "[%s] session %s (engine %s)\n",
-                json_string_value(json_object_get(res, "stopReason")), sid, engine);
+        fprintf(stderr, "[%s] session %s (engine %s)%s\n", stop ? stop : "end_turn", sid, engine,
+                session ? "" : " — not kept; pass --session ID to continue a conversation");
     } else {
         fprintf(stderr, "error [%s]: %s\n", json_string_value(json_object_get(res, "code")),
                 json_string_value(json_object_get(res, "message")));
     }
     json_decref(res);
 done:
+    /* Without --session the conversation cannot be continued: its binding
+     * is not left behind in sessions.json. */
+    if (svc && sid && !session)
+        cdsh_acp_state_session_remove(cdsh_cli_home(), sid, NULL);
     cdsh_acp_service_free(svc);
     cdsh_cli_approver_free(approver);
     cdsh_approvals_free(approvals);

@@ -94,6 +94,34 @@ static json_t *capability_summary(const json_t *init, const json_t *session, con
                      "agentCapabilities", caps ? (json_t *)caps : json_null());
 }
 
+/* The record as it may be stored and shown: the pattern redactor over
+ * everything (a secret-looking key hides its whole value) except
+ * initialize.authMethods, which seed 003 §6 wants verbatim (its key merely
+ * contains "auth"), so only its strings are scrubbed; then every literal
+ * secret cdsh handed the engine (env values, secret args) wherever the
+ * agent echoed it. Owned; NULL on ENOMEM. */
+static json_t *redact_record(const json_t *row, const json_t *rec)
+{
+    json_t *red = cdsh_redact_json_dup(rec);
+    const json_t *methods = json_object_get(json_object_get(rec, "initialize"), "authMethods");
+    json_t *init = json_object_get(red, "initialize");
+    if (red && methods && json_is_object(init)) {
+        /* Scrubbed as a value under a neutral key, so "authMethods" itself
+         * does not make every string in it secret. */
+        json_t *wrap = json_pack("{s:O}", "value", methods);
+        json_t *clean = wrap ? cdsh_redact_json_dup(wrap) : NULL;
+        json_object_set(init, "authMethods", json_object_get(clean, "value"));
+        json_decref(clean);
+        json_decref(wrap);
+    }
+    char **secrets = cdsh_acp_engine_secrets_dup(row);
+    json_t *out = red && secrets ? cdsh_redact_json_literals_dup(red, (const char *const *)secrets)
+                                 : NULL;
+    cdsh_acp_engine_strv_free(secrets);
+    json_decref(red);
+    return out;
+}
+
 int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
                        const cdsh_acp_probe_opts *opts, json_t **record, char **evidence_path,
                        cdsh_error *err)
@@ -115,10 +143,10 @@ int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), iso, sizeof iso);
     char here[4096];
     const char *cwd = opts && opts->cwd ? opts->cwd : (getcwd(here, sizeof here) ? here : "/");
-    json_t *rec = json_pack("{s:s,s:s,s:O,s:O,s:b,s:{},s:[],s:[],s:s}", "engineId", engine_id,
+    json_t *rec = json_pack("{s:s,s:s,s:O,s:o,s:b,s:{},s:[],s:[],s:s}", "engineId", engine_id,
                             "probedAt", iso, "command", json_object_get(row, "command"), "args",
-                            json_object_get(row, "args"), "ok", 0, "methods", "sessions",
-                            "dialectRejects", "notes", "");
+                            cdsh_acp_engine_args_public_dup(json_object_get(row, "args")), "ok",
+                            0, "methods", "sessions", "dialectRejects", "notes", "");
     json_t *methods = json_object_get(rec, "methods");
     json_t *health = json_pack("{s:s,s:s,s:n,s:n}", "lastCheckAt", iso, "status", "failed",
                                "latencyMs", "error");
@@ -152,7 +180,9 @@ int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
                                  json_integer_value(json_object_get(row, "disposeGraceMs")),
                              .fs_read = true,
                              .fs_write = false,
-                             .record = true};
+                             .record = true,
+                             .on_wait = opts ? opts->on_wait : NULL,
+                             .wait_ud = opts ? opts->wait_ud : NULL};
     rc = cdsh_acp_conn_open(&co, &c, &e);
     json_object_set_new(rec, "initBudgetMs", json_integer(budget));
     if (rc < 0) {
@@ -166,6 +196,7 @@ int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
         json_object_set_new(health, "error", json_string(e.message));
         goto finish;
     }
+    cdsh_acp_state_runtime_warm(home, engine_id, resolved, NULL); /* no longer a first start */
     const json_t *init = cdsh_acp_conn_init_result_get(c);
     int64_t lat = cdsh_acp_conn_init_latency_ms(c);
     char *tail = cdsh_acp_conn_stderr_tail_dup(c);
@@ -292,8 +323,8 @@ finish:
         json_boolean(strcmp(json_string_value(json_object_get(health, "status")), "ok") == 0));
     json_object_set(rec, "health", health);
     json_object_set_new(rec, "totalMs", json_integer(cdsh_clock_mono_ms() - t0));
-    json_t *red = cdsh_redact_json_dup(rec);
-    json_t *red_health = cdsh_redact_json_dup(health);
+    json_t *red = redact_record(row, rec);
+    json_t *red_health = redact_record(row, health);
     cdsh_acp_state_runtime_record(home, engine_id, caps, red_health, NULL);
     /* evidence/probe-<id>-<time with ':' and '.' as '-'>.json */
     char stamp[CDSH_ISO8601_MAX];

@@ -33,6 +33,10 @@ struct live_session {
     pool_engine *engine;
     bool dead; /* released: kept until the engine's process goes */
     bool prompting;
+    /* Opened fresh although the binding had an ACP session (load/resume
+     * failed) or is a fork that got none: the agent lacks the context until
+     * a prompt carries it. Cleared by the first finished prompt. */
+    bool context_lost;
     const cdsh_acp_turn_sink *sink; /* set for the duration of a prompt / open */
     int callbacks;                  /* sink calls in flight (session_done waits for 0) */
     cdsh_cancel *turn_cancel;       /* the running turn's token (service_cancel fires it) */
@@ -58,6 +62,9 @@ struct cdsh_acp_service {
     json_t *mcp_servers;
     cdsh_approvals *approvals;
     cdsh_tools *approvals_of; /* else the broker installed on these tools */
+    cdsh_acp_wait_fn on_wait;
+    void *wait_ud;
+    int64_t wait_notice_ms;
     const cdsh_home *home;    /* borrowed: where the engine and session state lives */
 };
 
@@ -252,6 +259,9 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_home *home, const cdsh_acp_ser
         svc->record = opts->record;
         svc->approvals = opts->approvals;
         svc->approvals_of = opts->approvals_of;
+        svc->on_wait = opts->on_wait;
+        svc->wait_ud = opts->wait_ud;
+        svc->wait_notice_ms = opts->wait_notice_ms;
         svc->mcp_servers =
             json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
     }
@@ -384,11 +394,15 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .fs_write = !svc->no_fs,
         .terminal = !svc->no_terminal,
         .record = svc->record,
+        .on_wait = svc->on_wait,
+        .wait_ud = svc->wait_ud,
+        .wait_notice_ms = svc->wait_notice_ms,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);
     record_health(svc, id, rc, e->conn, err);
     if (rc < 0)
         goto done;
+    cdsh_acp_state_runtime_warm(svc->home, id, resolved, NULL); /* no longer a first start */
     e->id = strdup(id);
     e->row = json_deep_copy(row);
     e->busy = 1;
@@ -569,6 +583,7 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
                                                forked));
         rc = cdsh_acp_conn_session_open(e->conn, CDSH_ACP_OPEN_NEW, NULL, cwd, mcp, &h, &sid, err);
         *opened = "new";
+        ls->context_lost = prev || forked;
     }
     json_decref(mcp);
     if (rc < 0) {
@@ -692,16 +707,37 @@ static json_t *fail_result(const char *code, const char *message, const char *en
                      "engineId", engine, "warnings", warnings);
 }
 
+bool cdsh_acp_service_context_lost(cdsh_acp_service *svc, const char *cdsh_session_id)
+{
+    if (!svc || !cdsh_session_id)
+        return false;
+    pthread_mutex_lock(&svc->mu);
+    live_session *ls = live_find(svc, cdsh_session_id);
+    bool lost = ls && ls->context_lost;
+    pthread_mutex_unlock(&svc->mu);
+    return lost;
+}
+
 json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_id,
                                 const char *text, const cdsh_acp_turn_sink *sink,
                                 cdsh_cancel *cancel)
+{
+    json_t *blocks = text ? json_pack("[{s:s,s:s}]", "type", "text", "text", text) : NULL;
+    json_t *res = cdsh_acp_service_prompt_blocks(svc, cdsh_session_id, blocks, sink, cancel);
+    json_decref(blocks);
+    return res;
+}
+
+json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_session_id,
+                                       const json_t *blocks, const cdsh_acp_turn_sink *sink,
+                                       cdsh_cancel *cancel)
 {
     json_t *warnings = json_array();
     json_t *row = NULL, *result = NULL;
     cdsh_error err = {0};
     live_session *ls = NULL;
     const char *opened = NULL;
-    if (!svc || !cdsh_session_id || !text) {
+    if (!svc || !cdsh_session_id || !json_array_size(blocks)) {
         result = fail_result("INVALID_ARGS", "prompt needs a session id and text", NULL, warnings);
         goto out;
     }
@@ -723,7 +759,8 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
                              warnings);
         goto out;
     }
-    if (cdsh_acp_state_session_mark_message(svc->home, cdsh_session_id, &err) < 0) {
+    bool locked_now = false;
+    if (cdsh_acp_state_session_mark_message(svc->home, cdsh_session_id, &locked_now, &err) < 0) {
         pthread_mutex_lock(&svc->mu);
         ls->prompting = false;
         pthread_mutex_unlock(&svc->mu);
@@ -731,7 +768,7 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
         result = fail_result(err.code, err.message, engine_id, warnings);
         goto out;
     }
-    json_t *prompt = json_pack("[{s:s,s:s}]", "type", "text", "text", text);
+    json_t *prompt = json_deep_copy(blocks);
     cdsh_acp_prompt_opts po = {
         .idle_timeout_ms = cdsh_acp_engine_idle_timeout_ms(row),
         .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(row),
@@ -752,6 +789,9 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
     cdsh_cancel_free(turn);
     json_decref(prompt);
     if (rc == 0) {
+        pthread_mutex_lock(&svc->mu);
+        ls->context_lost = false; /* the agent has this turn now */
+        pthread_mutex_unlock(&svc->mu);
         result = json_pack("{s:b,s:s,s:s,s:s,s:s,s:I,s:I,s:O}", "ok", 1, "stopReason",
                            pr.stop_reason, "engineId", engine_id, "acpSessionId", ls->acp_id,
                            "opened", opened, "latencyMs", (json_int_t)pr.latency_ms, "updates",
@@ -763,6 +803,11 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
         if (rc == CDSH_ECANCELED)
             cls = "CANCELLED";
         result = fail_result(cls, err.message, engine_id, warnings);
+        /* A first message the engine failed does not tie the session to it:
+         * the person may pick another engine (a cancelled one may have
+         * done work, so it stays locked). */
+        if (locked_now && rc != CDSH_ECANCELED)
+            cdsh_acp_state_session_unlock(svc->home, cdsh_session_id, NULL);
         if (result && cdsh_acp_conn_is_closed(ls->engine->conn)) {
             char *tail = cdsh_acp_conn_stderr_tail_dup(ls->engine->conn);
             json_object_set_new(result, "stderrTail", json_string(tail ? tail : ""));
@@ -948,8 +993,9 @@ static void fork_remote(cdsh_acp_service *svc, const json_t *row, const char *pa
                         const char *child, const char *prev, const char *cwd, json_t *warnings,
                         char **acp_out)
 {
-    static const char fresh[] = "the fork's first message starts a fresh ACP session without the "
-                                "parent's context";
+    static const char fresh[] = "the fork's first message starts a fresh ACP session, and the "
+                                "conversation's transcript is sent with it (cdsh chat and the web "
+                                "page; not `cdsh acp prompt`)";
     const char *engine_id = json_string_value(json_object_get(row, "id"));
     pool_engine *e = NULL;
     cdsh_error le = {0};

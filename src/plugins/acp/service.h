@@ -54,6 +54,11 @@ typedef struct cdsh_acp_service_opts {
      * plugin's own service asks wherever the person is (web page,
      * terminal). Borrowed; must outlive the service. */
     cdsh_tools *approvals_of;
+    /* Progress while an engine's handshake waits (cdsh_acp_conn_opts):
+     * e.g. "waiting for opencode to initialize… 12 s". NULL: none. */
+    cdsh_acp_wait_fn on_wait;
+    void *wait_ud;
+    int64_t wait_notice_ms; /* <= 0: CDSH_ACP_WAIT_NOTICE_MS */
 } cdsh_acp_service_opts;
 
 /* home (borrowed, must outlive the service) holds the engine and session
@@ -85,6 +90,21 @@ int cdsh_acp_service_bind(cdsh_acp_service *svc, const char *cdsh_session_id, co
 json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_id,
                                 const char *text, const cdsh_acp_turn_sink *sink,
                                 cdsh_cancel *cancel);
+
+/* As cdsh_acp_service_prompt with the message given as ACP content blocks
+ * (borrowed array, at least one; e.g. the replayed transcript first, then
+ * the person's text). */
+json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_session_id,
+                                       const json_t *blocks, const cdsh_acp_turn_sink *sink,
+                                       cdsh_cancel *cancel);
+
+/* True when the live ACP session of a bound cdsh session was opened fresh
+ * although the binding had one (session/load and session/resume failed, as
+ * with a Claude fork after a restart) or is a fork that got none, and no
+ * prompt has finished on it since: the agent does not have the
+ * conversation, so a front end that has the transcript should send it with
+ * the next message (turn.c does). */
+bool cdsh_acp_service_context_lost(cdsh_acp_service *svc, const char *cdsh_session_id);
 
 /* Cancels the running turn of a session (session/cancel; pending
  * permission requests answered "cancelled"). CDSH_ENOTFOUND if none. */

@@ -234,6 +234,8 @@ int cdsh_acp_state_engines_load(const cdsh_home *home, json_t **engines, json_t 
             json_object_set(row, "capabilities", json_object_get(rt, "capabilities"));
         if (json_is_object(json_object_get(rt, "health")))
             json_object_set(row, "health", json_object_get(rt, "health"));
+        if (json_is_object(json_object_get(rt, "warm")))
+            json_object_set(row, "warm", json_object_get(rt, "warm"));
         if (rows)
             rows[k++] = row;
     }
@@ -330,7 +332,7 @@ int cdsh_acp_state_engine_update(const cdsh_home *home, const char *id, const js
 
 typedef struct runtime_arg {
     const char *id;
-    const json_t *caps, *health;
+    const json_t *caps, *health, *warm;
 } runtime_arg;
 
 static int edit_runtime(json_t *doc, void *arg, cdsh_error *err)
@@ -347,7 +349,24 @@ static int edit_runtime(json_t *doc, void *arg, cdsh_error *err)
         json_object_set_new(e, "capabilities", json_deep_copy(a->caps));
     if (a->health)
         json_object_set_new(e, "health", json_deep_copy(a->health));
+    if (a->warm)
+        json_object_set_new(e, "warm", json_deep_copy(a->warm));
     return 1;
+}
+
+int cdsh_acp_state_runtime_warm(const cdsh_home *home, const char *id, const char *resolved,
+                                cdsh_error *err)
+{
+    if (!id)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
+    json_t *marker = cdsh_acp_engine_warm_marker_dup(resolved);
+    if (!marker)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "COMMAND_NOT_FOUND", "cannot stat %s",
+                              resolved ? resolved : "(null)");
+    runtime_arg a = {.id = id, .warm = marker};
+    int rc = doc_update(home, DOC_RUNTIME, edit_runtime, &a, err);
+    json_decref(marker);
+    return rc;
 }
 
 int cdsh_acp_state_runtime_record(const cdsh_home *home, const char *id, const json_t *capabilities,
@@ -355,7 +374,7 @@ int cdsh_acp_state_runtime_record(const cdsh_home *home, const char *id, const j
 {
     if (!id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
-    runtime_arg a = {id, capabilities, health};
+    runtime_arg a = {id, capabilities, health, NULL};
     return doc_update(home, DOC_RUNTIME, edit_runtime, &a, err);
 }
 
@@ -410,7 +429,8 @@ int cdsh_acp_state_sessions_dup(const cdsh_home *home, json_t **sessions, cdsh_e
 
 typedef struct session_arg {
     const char *sid, *engine, *cwd, *acp, *parent;
-    enum { OP_BIND, OP_SET_ACP, OP_MESSAGE, OP_REMOVE, OP_FORK } op;
+    bool *locked_now; /* OP_MESSAGE: set when this message locked the engine */
+    enum { OP_BIND, OP_SET_ACP, OP_MESSAGE, OP_UNLOCK, OP_REMOVE, OP_FORK } op;
 } session_arg;
 
 static int edit_session(json_t *doc, void *arg, cdsh_error *err)
@@ -461,8 +481,19 @@ static int edit_session(json_t *doc, void *arg, cdsh_error *err)
         if (a->op == OP_MESSAGE && !json_is_string(json_object_get(e, "lockedEngineId"))) {
             json_object_set_new(e, "firstMessageAt", json_string(now));
             json_object_set(e, "lockedEngineId", json_object_get(e, "engineId"));
+            if (a->locked_now)
+                *a->locked_now = true;
         }
         json_object_set_new(e, "lastUsedAt", json_string(now));
+        break;
+    case OP_UNLOCK:
+        if (!e) {
+            rc = cdsh_error_set(err, CDSH_ENOTFOUND, "UNBOUND_SESSION",
+                                "session \"%s\" is not bound to an engine", a->sid);
+            goto done;
+        }
+        json_object_set_new(e, "firstMessageAt", json_null());
+        json_object_set_new(e, "lockedEngineId", json_null());
         break;
     case OP_FORK: {
         json_t *p = json_object_get(map, a->parent);
@@ -529,9 +560,18 @@ int cdsh_acp_state_session_set_acp(const cdsh_home *home, const char *cdsh_sessi
 }
 
 int cdsh_acp_state_session_mark_message(const cdsh_home *home, const char *cdsh_session_id,
-                                        cdsh_error *err)
+                                        bool *locked_now, cdsh_error *err)
 {
-    session_arg a = {.sid = cdsh_session_id, .op = OP_MESSAGE};
+    if (locked_now)
+        *locked_now = false;
+    session_arg a = {.sid = cdsh_session_id, .locked_now = locked_now, .op = OP_MESSAGE};
+    return session_op(home, &a, err);
+}
+
+int cdsh_acp_state_session_unlock(const cdsh_home *home, const char *cdsh_session_id,
+                                  cdsh_error *err)
+{
+    session_arg a = {.sid = cdsh_session_id, .op = OP_UNLOCK};
     return session_op(home, &a, err);
 }
 
@@ -571,6 +611,13 @@ int cdsh_acp_state_engines_listing(const cdsh_home *home, json_t **engines, json
             json_object_set_new(row, "resolved",
                                 json_pack("{s:b,s:s}", "found", 0, "error", re.message));
         free(resolved);
+        /* A listing is for showing: no env values, no secret arguments. */
+        json_t *pub = cdsh_acp_engine_public_dup(row);
+        if (pub) {
+            json_object_set(row, "env", json_object_get(pub, "env"));
+            json_object_set(row, "args", json_object_get(pub, "args"));
+            json_decref(pub);
+        }
     }
     return 0;
 }
