@@ -457,6 +457,27 @@ static void permission_option_mapping_follows_the_digest(void **state)
     json_decref(p);
 }
 
+/* digest §4.5: a process started with a permission mode's arguments is
+ * never shared with sessions of the asking (default) mode: the pool is
+ * keyed by poolKey. */
+static void processes_of_other_permission_modes_are_not_shared(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "ask", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "ask", "hello"));
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 1);
+    acp_write_fixture_engine(f->home, "[]",
+                             "\"permissionMode\":\"dont_ask\",\"permissionTemplates\":"
+                             "{\"dont_ask\":[\"--page-size\",\"3\"]}");
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "unattended", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "unattended", "hello"));
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 2);
+    json_decref(send(f, "ask", "hello")); /* still live on its own process */
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 2);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -472,6 +493,7 @@ int main(void)
         T(initial_config_options_are_applied_and_shown_verbatim),
         T(idle_engines_are_disposed_and_leave_no_process),
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
+        T(processes_of_other_permission_modes_are_not_shared),
         cmocka_unit_test(permission_option_mapping_follows_the_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,7 @@ typedef struct live_session live_session;
 
 typedef struct pool_engine {
     char *id;
+    char *pool_key; /* the row's poolKey: processes started differently are not shared */
     json_t *row;
     cdsh_acp_conn *conn;
     int busy;           /* operations in flight using conn */
@@ -168,6 +169,7 @@ static void engine_free(pool_engine *e)
     cdsh_acp_conn_free(e->conn);
     json_decref(e->row);
     free(e->id);
+    free(e->pool_key);
     free(e);
 }
 
@@ -352,10 +354,13 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
                       cdsh_error *err)
 {
     const char *id = json_string_value(json_object_get(row, "id"));
+    const char *key = json_string_value(json_object_get(row, "poolKey"));
+    if (!key)
+        key = id;
     pthread_mutex_lock(&svc->spawn_mu);
     pthread_mutex_lock(&svc->mu);
     for (pool_engine *e = svc->engines; e; e = e->next)
-        if (strcmp(e->id, id) == 0 && !cdsh_acp_conn_is_closed(e->conn)) {
+        if (strcmp(e->pool_key, key) == 0 && !cdsh_acp_conn_is_closed(e->conn)) {
             e->busy++;
             e->idle_since = 0;
             pthread_mutex_unlock(&svc->mu);
@@ -404,6 +409,13 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         goto done;
     cdsh_acp_state_runtime_warm(svc->home, id, resolved, NULL); /* no longer a first start */
     e->id = strdup(id);
+    e->pool_key = strdup(key);
+    if (!e->id || !e->pool_key) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        cdsh_acp_conn_free(e->conn);
+        e->conn = NULL;
+        goto done;
+    }
     e->row = json_deep_copy(row);
     e->busy = 1;
     pool_engine *stale = NULL;
@@ -411,7 +423,7 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
     /* Unlink a crashed predecessor (its process is gone); disposed below,
      * outside the lock, because its dispatcher may be waiting for it. */
     for (pool_engine **pp = &svc->engines; *pp;)
-        if (strcmp((*pp)->id, id) == 0 && (*pp)->busy == 0) {
+        if (strcmp((*pp)->pool_key, key) == 0 && (*pp)->busy == 0) {
             pool_engine *old = *pp;
             *pp = old->next;
             old->next = stale;
