@@ -169,53 +169,70 @@ static void usage(FILE *out)
         "1 on a failed, cancelled or refused one.\n");
 }
 
-int cdsh_cmd_acp_prompt(int argc, char **argv)
+/* The command line. */
+typedef struct prompt_args {
+    const char *engine, *text, *session, *cwd, *tools_glob;
+    const char *approve; /* NULL: ask on a terminal; "allow" / "reject" */
+    bool as_json, quiet;
+} prompt_args;
+
+/* -1 when the arguments are good, else the exit status (0 for --help, 2). */
+static int parse_args(int argc, char **argv, prompt_args *a, char *here, size_t here_size)
 {
-    const char *engine = NULL, *text = NULL, *session = NULL, *cwd = NULL, *tools_glob = NULL;
-    cli_sink sink = {0};
-    const char *approve = NULL; /* NULL: ask on a terminal; "allow" / "reject" */
-    bool as_json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            as_json = true;
+            a->as_json = true;
         else if (strcmp(argv[i], "--quiet") == 0)
-            sink.quiet = true;
+            a->quiet = true;
         else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc)
-            session = argv[++i];
+            a->session = argv[++i];
         else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
-            cwd = argv[++i];
+            a->cwd = argv[++i];
         else if (strcmp(argv[i], "--approve") == 0 && i + 1 < argc)
-            approve = argv[++i];
+            a->approve = argv[++i];
         else if (strcmp(argv[i], "--cdsh-tools") == 0 && i + 1 < argc)
-            tools_glob = argv[++i];
+            a->tools_glob = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
-        } else if (argv[i][0] != '-' && !engine)
-            engine = argv[i];
-        else if (argv[i][0] != '-' && !text)
-            text = argv[i];
+        } else if (argv[i][0] != '-' && !a->engine)
+            a->engine = argv[i];
+        else if (argv[i][0] != '-' && !a->text)
+            a->text = argv[i];
         else {
             fprintf(stderr, "cdsh acp prompt: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }
     }
-    if (!engine || !text) {
+    if (!a->engine || !a->text) {
         usage(stderr);
         return 2;
     }
-    if (approve && strcmp(approve, "allow") != 0 && strcmp(approve, "reject") != 0) {
+    if (a->approve && strcmp(a->approve, "allow") != 0 && strcmp(a->approve, "reject") != 0) {
         fprintf(stderr, "cdsh acp prompt: --approve takes allow or reject\n");
         return 2;
     }
-    char here[4096];
-    if (!cwd)
-        cwd = getcwd(here, sizeof here) ? here : "/";
-    if (cwd[0] != '/') {
+    if (!a->cwd)
+        a->cwd = getcwd(here, here_size) ? here : "/";
+    if (a->cwd[0] != '/') {
         fprintf(stderr, "cdsh acp prompt: --cwd must be an absolute path\n");
         return 2;
     }
+    return -1;
+}
+
+int cdsh_cmd_acp_prompt(int argc, char **argv)
+{
+    prompt_args a = {0};
+    char here[4096];
+    int parsed = parse_args(argc, argv, &a, here, sizeof here);
+    if (parsed >= 0)
+        return parsed;
+    const char *engine = a.engine, *text = a.text, *session = a.session, *cwd = a.cwd;
+    const char *tools_glob = a.tools_glob, *approve = a.approve;
+    bool as_json = a.as_json;
+    cli_sink sink = {.quiet = a.quiet};
     char *sid = session ? strdup(session) : cdsh_random_id_dup("cli-");
     cdsh_error err = {0};
     /* --cdsh-tools GLOB offers cdsh's own tools (cdsh mcp) to engines that take MCP servers. */

@@ -246,6 +246,73 @@ static int skills_and_permissions(const json_t *row, const char *id, json_t *r, 
     return 0;
 }
 
+/* resolvedCommand, commandOverrides, fallbackPaths, args and env of a
+ * normalised row (coerced, never refused). */
+static void launch_fields(const json_t *row, json_t *r)
+{
+    const char *resolved = json_string_value(json_object_get(row, "resolvedCommand"));
+    json_object_set_new(r, "resolvedCommand",
+                        resolved && *resolved ? json_string(resolved) : json_null());
+    json_t *ov = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(row, "commandOverrides"), k, v) {
+        if ((strcmp(k, "windows") == 0 || strcmp(k, "darwin") == 0 || strcmp(k, "linux") == 0) &&
+            json_is_string(v))
+            json_object_set(ov, k, v);
+    }
+    json_object_set_new(r, "commandOverrides", ov);
+    json_object_set_new(r, "fallbackPaths", string_array(json_object_get(row, "fallbackPaths")));
+    json_object_set_new(r, "args", string_array(json_object_get(row, "args")));
+    json_t *env = json_object();
+    json_object_foreach(json_object_get(row, "env"), k, v) {
+        json_t *s = coerce_string(v);
+        if (s && *k && !strchr(k, '='))
+            json_object_set_new(env, k, s);
+        else
+            json_decref(s);
+    }
+    json_object_set_new(r, "env", env);
+}
+
+/* Timeouts, disposal, enabled, sortOrder and the probed / runtime fields
+ * (capabilities, health, warm: carried through only for trusted rows). */
+static void lifecycle_fields(const json_t *row, bool from_user, json_t *r)
+{
+    json_t *pt = json_object_get(row, "promptTimeoutMs"),
+           *it = json_object_get(row, "idleTimeoutMs");
+    json_object_set_new(r, "promptTimeoutMs",
+                        json_integer(coerce_int(pt, CDSH_ACP_PROMPT_TIMEOUT_MS)));
+    json_object_set_new(r, "idleTimeoutMs", json_integer(coerce_int(it, CDSH_ACP_IDLE_TIMEOUT_MS)));
+    json_object_set_new(r, "disposeGraceMs",
+                        json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
+                                                CDSH_ACP_DISPOSE_GRACE_MS)));
+    json_object_set_new(
+        r, "idleDisposeMs",
+        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
+    json_object_set_new(r, "enabled",
+                        json_boolean(!json_is_false(json_object_get(row, "enabled"))));
+    json_object_set_new(
+        r, "sortOrder",
+        json_integer(coerce_int(json_object_get(row, "sortOrder"), CDSH_ACP_SORT_ORDER)));
+    /* Probed / runtime fields: carried through only for trusted rows. */
+    json_t *caps = from_user ? NULL : json_object_get(row, "capabilities");
+    json_object_set_new(r, "capabilities",
+                        json_is_object(caps)
+                            ? json_deep_copy(caps)
+                            : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs", "terminal",
+                                        "permissionRequests", "configOptions", "models", "modes"));
+    json_t *health = from_user ? NULL : json_object_get(row, "health");
+    json_object_set_new(r, "health",
+                        json_is_object(health)
+                            ? json_deep_copy(health)
+                            : json_pack("{s:n,s:s,s:n,s:n}", "lastCheckAt", "status", "unknown",
+                                        "latencyMs", "error"));
+    json_t *warm = from_user ? NULL : json_object_get(row, "warm");
+    if (json_is_object(warm))
+        json_object_set_new(r, "warm", json_deep_copy(warm));
+}
+
 int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_user, json_t **out,
                               cdsh_error *err)
 {
@@ -294,29 +361,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     const char *icon = json_string_value(json_object_get(row, "icon"));
     json_object_set_new(r, "icon", json_string(icon ? icon : id));
     json_object_set_new(r, "command", json_string(command));
-    const char *resolved = json_string_value(json_object_get(row, "resolvedCommand"));
-    json_object_set_new(r, "resolvedCommand",
-                        resolved && *resolved ? json_string(resolved) : json_null());
-    json_t *ov = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(row, "commandOverrides"), k, v) {
-        if ((strcmp(k, "windows") == 0 || strcmp(k, "darwin") == 0 || strcmp(k, "linux") == 0) &&
-            json_is_string(v))
-            json_object_set(ov, k, v);
-    }
-    json_object_set_new(r, "commandOverrides", ov);
-    json_object_set_new(r, "fallbackPaths", string_array(json_object_get(row, "fallbackPaths")));
-    json_object_set_new(r, "args", string_array(json_object_get(row, "args")));
-    json_t *env = json_object();
-    json_object_foreach(json_object_get(row, "env"), k, v) {
-        json_t *s = coerce_string(v);
-        if (s && *k && !strchr(k, '='))
-            json_object_set_new(env, k, s);
-        else
-            json_decref(s);
-    }
-    json_object_set_new(r, "env", env);
+    launch_fields(row, r);
     json_t *polv = json_object_get(row, "cwdPolicy");
     const char *pol = json_string_value(polv);
     if ((polv && !json_is_null(polv) && !pol) ||
@@ -354,6 +399,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     json_object_set_new(r, "dialect", json_string("canonical"));
     json_t *ico = json_array();
     size_t i;
+    json_t *v;
     json_array_foreach(json_object_get(row, "initialConfigOptions"), i, v) {
         json_t *cid = coerce_string(json_object_get(v, "configId"));
         json_t *val = coerce_string(json_object_get(v, "value"));
@@ -373,38 +419,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
         json_object_set_new(r, "mcp", json_string("inherit"));
     else
         json_object_set_new(r, "mcp", json_string("none"));
-    json_t *pt = json_object_get(row, "promptTimeoutMs"),
-           *it = json_object_get(row, "idleTimeoutMs");
-    json_object_set_new(r, "promptTimeoutMs",
-                        json_integer(coerce_int(pt, CDSH_ACP_PROMPT_TIMEOUT_MS)));
-    json_object_set_new(r, "idleTimeoutMs", json_integer(coerce_int(it, CDSH_ACP_IDLE_TIMEOUT_MS)));
-    json_object_set_new(r, "disposeGraceMs",
-                        json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
-                                                CDSH_ACP_DISPOSE_GRACE_MS)));
-    json_object_set_new(
-        r, "idleDisposeMs",
-        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
-    json_object_set_new(r, "enabled",
-                        json_boolean(!json_is_false(json_object_get(row, "enabled"))));
-    json_object_set_new(
-        r, "sortOrder",
-        json_integer(coerce_int(json_object_get(row, "sortOrder"), CDSH_ACP_SORT_ORDER)));
-    /* Probed / runtime fields: carried through only for trusted rows. */
-    json_t *caps = from_user ? NULL : json_object_get(row, "capabilities");
-    json_object_set_new(r, "capabilities",
-                        json_is_object(caps)
-                            ? json_deep_copy(caps)
-                            : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs", "terminal",
-                                        "permissionRequests", "configOptions", "models", "modes"));
-    json_t *health = from_user ? NULL : json_object_get(row, "health");
-    json_object_set_new(r, "health",
-                        json_is_object(health)
-                            ? json_deep_copy(health)
-                            : json_pack("{s:n,s:s,s:n,s:n}", "lastCheckAt", "status", "unknown",
-                                        "latencyMs", "error"));
-    json_t *warm = from_user ? NULL : json_object_get(row, "warm");
-    if (json_is_object(warm))
-        json_object_set_new(r, "warm", json_deep_copy(warm));
+    lifecycle_fields(row, from_user, r);
     json_object_set_new(r, "source", json_string(source ? source : "user-file"));
     *out = r;
     return 0;
