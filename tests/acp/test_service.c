@@ -3,6 +3,7 @@
  * the engine lock, classified failures and idle disposal of processes. */
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -478,6 +479,49 @@ static void processes_of_other_permission_modes_are_not_shared(void **state)
     assert_int_equal(cdsh_acp_service_process_count(f->svc), 2);
 }
 
+static void *interrupt_soon(void *arg)
+{
+    cdsh_acp_service *svc = arg;
+    /* Once the turn runs (a second one is refused), Ctrl-C's second press. */
+    for (int i = 0; i < 200; i++) {
+        usleep(50 * 1000);
+        json_t *second = cdsh_acp_service_prompt(svc, "i", "hello", NULL, NULL);
+        const char *code = json_string_value(json_object_get(second, "code"));
+        bool running = code && strcmp(code, "TURN_RUNNING") == 0;
+        json_decref(second);
+        if (running && cdsh_acp_service_interrupt(svc, "i", SIGINT, NULL) == 0)
+            break;
+    }
+    return NULL;
+}
+
+/* Issue 21 item 12: a terminal's Ctrl-C reaches the agent's process group
+ * (it runs in one of its own) through cdsh_acp_service_interrupt. */
+static void an_interrupt_reaches_the_agents_process_group(void **state)
+{
+    fx *f = *state;
+    char pidfile[4300], args[4400];
+    snprintf(pidfile, sizeof pidfile, "%s/pids", f->home);
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
+    acp_write_fixture_engine(f->home, args, "");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "i", "fixture", f->home, NULL), 0);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_service_interrupt(f->svc, "i", SIGINT, &err), CDSH_ENOTFOUND);
+    pthread_t t;
+    pthread_create(&t, NULL, interrupt_soon, f->svc);
+    json_t *res = send(f, "i", "stall-hard"); /* ignores session/cancel */
+    pthread_join(t, NULL);
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    json_decref(res);
+    char *pids = cdsh_test_read_file(pidfile, NULL);
+    int pid = atoi(pids);
+    free(pids);
+    for (int i = 0; i < 100 && acp_pid_alive(pid); i++)
+        usleep(50 * 1000);
+    assert_false(acp_pid_alive(pid)); /* SIGINT's default action ended it */
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -494,6 +538,7 @@ int main(void)
         T(idle_engines_are_disposed_and_leave_no_process),
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
         T(processes_of_other_permission_modes_are_not_shared),
+        T(an_interrupt_reaches_the_agents_process_group),
         cmocka_unit_test(permission_option_mapping_follows_the_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,24 +22,41 @@
 
 static volatile sig_atomic_t interrupted;
 
+static volatile sig_atomic_t sigints; /* Ctrl-C presses (SIGTERM sets interrupted only) */
+
 static void on_sigint(int sig)
 {
-    (void)sig;
     interrupted = 1;
+    if (sig == SIGINT && sigints < 1000)
+        sigints++;
 }
 
 typedef struct watch {
     cdsh_cancel *cancel;
+    cdsh_acp_service *svc;
+    const char *sid;
     volatile int stop;
 } watch;
 
+/* The first Ctrl-C cancels the turn (session/cancel); a second one goes to
+ * the agent's process group (it runs in a group of its own, so the
+ * terminal's signal reaches only cdsh), as if the agent ran in the
+ * terminal. */
 static void *watch_main(void *arg)
 {
     watch *w = arg;
+    bool cancelled = false, forwarded = false;
     while (!w->stop) {
-        if (interrupted) {
+        if (interrupted && !cancelled) {
+            cancelled = true;
             cdsh_cancel_fire(w->cancel, "interrupted");
-            break;
+            fprintf(stderr, "\ncancelling the turn… (Ctrl-C again interrupts the agent's "
+                            "processes)\n");
+        }
+        if (sigints >= 2 && !forwarded) {
+            forwarded = true;
+            if (cdsh_acp_service_interrupt(w->svc, w->sid, SIGINT, NULL) == 0)
+                fprintf(stderr, "\ninterrupt sent to the agent's process group\n");
         }
         usleep(50 * 1000);
     }
@@ -163,7 +180,8 @@ static void usage(FILE *out)
         "stderr. A session's engine cannot change after its first message; sending to\n"
         "the same --session later resumes it (session/load or session/resume).\n"
         "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
-        "engine as an MCP server in session/new. Ctrl-C cancels the turn. Without\n"
+        "engine as an MCP server in session/new. Ctrl-C cancels the turn; a second\n"
+        "Ctrl-C interrupts the agent's process group. Without\n"
         "--session the binding is removed afterwards. Only the new turn's reply is\n"
         "printed, never history a resumed session replays. Exit 0 on a finished turn,\n"
         "1 on a failed, cancelled or refused one.\n");
@@ -278,7 +296,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
     sigaction(SIGTERM, &sa, &old_term);
-    watch w = {cancel, 0};
+    watch w = {cancel, svc, sid, 0};
     pthread_t wt;
     bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
     cdsh_acp_turn_sink ts = {sink_update, &sink};

@@ -837,6 +837,21 @@ out:
     return result;
 }
 
+int cdsh_acp_service_interrupt(cdsh_acp_service *svc, const char *cdsh_session_id, int sig,
+                               cdsh_error *err)
+{
+    if (!svc || !cdsh_session_id)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "interrupt needs a session");
+    pthread_mutex_lock(&svc->mu);
+    live_session *ls = live_find(svc, cdsh_session_id);
+    /* Under mu: the engine (and its process) cannot be disposed meanwhile. */
+    int rc = ls ? cdsh_acp_conn_signal(ls->engine->conn, sig, err)
+                : cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_LIVE",
+                                 "session \"%s\" has no live engine process", cdsh_session_id);
+    pthread_mutex_unlock(&svc->mu);
+    return rc;
+}
+
 int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id)
 {
     if (!svc || !cdsh_session_id)

@@ -110,6 +110,13 @@ bool cdsh_acp_service_context_lost(cdsh_acp_service *svc, const char *cdsh_sessi
  * permission requests answered "cancelled"). CDSH_ENOTFOUND if none. */
 int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id);
 
+/* Sends sig (SIGINT for a terminal's second Ctrl-C) to the process group of
+ * the agent serving a live cdsh session: the agent and what it started get
+ * it as if they ran in the terminal. CDSH_ENOTFOUND when the session is not
+ * live. */
+int cdsh_acp_service_interrupt(cdsh_acp_service *svc, const char *cdsh_session_id, int sig,
+                               cdsh_error *err);
+
 /* Opens the ACP side of a bound session now (normally done lazily by the
  * first prompt) so config options can be read before any message. */
 int cdsh_acp_service_open(cdsh_acp_service *svc, const char *cdsh_session_id,

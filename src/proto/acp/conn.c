@@ -1088,6 +1088,13 @@ fail:
     return rc;
 }
 
+int cdsh_acp_conn_signal(cdsh_acp_conn *conn, int sig, cdsh_error *err)
+{
+    if (!conn || !conn->proc)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "no agent process");
+    return cdsh_process_signal(conn->proc, sig, err);
+}
+
 bool cdsh_acp_conn_is_closed(cdsh_acp_conn *conn)
 {
     return !conn || cdsh_jsonrpc_is_closed(conn->rpc);

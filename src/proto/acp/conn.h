@@ -100,6 +100,11 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
  * and frees. Pending calls fail with CDSH_ECLOSED. NULL-safe. */
 void cdsh_acp_conn_free(cdsh_acp_conn *conn);
 
+/* Sends sig to the agent's process group (the agent runs in a group of its
+ * own, so a terminal's Ctrl-C reaches only cdsh; a front end forwards it
+ * with this). 0, or the signal error. */
+int cdsh_acp_conn_signal(cdsh_acp_conn *conn, int sig, cdsh_error *err);
+
 /* True once the agent's stdout ended (it exited or crashed). */
 bool cdsh_acp_conn_is_closed(cdsh_acp_conn *conn);
 int cdsh_acp_conn_pid(cdsh_acp_conn *conn);
