@@ -522,6 +522,31 @@ static void an_interrupt_reaches_the_agents_process_group(void **state)
     assert_false(acp_pid_alive(pid)); /* SIGINT's default action ended it */
 }
 
+/* Issue 21 item 9: a failure that quotes the agent's stderr does not carry
+ * a value cdsh handed the engine (the result is stored in the session), nor
+ * does the engine's recorded health. */
+static void failures_do_not_echo_what_cdsh_handed_the_engine(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[\"--echo-env\",\"FIXTURE_UPSTREAM\"]",
+                             "\"env\":{\"FIXTURE_UPSTREAM\":\"upstreamVALUEecho42\"}");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "e", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "e", "die");
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    char *dump = json_dumps(res, 0);
+    assert_non_null(strstr(dump, "stderrTail"));
+    assert_null(strstr(dump, "upstreamVALUEecho42"));
+    assert_non_null(strstr(dump, "using FIXTURE_UPSTREAM=[REDACTED]"));
+    free(dump);
+    json_decref(res);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/multi-acp/runtime.json", f->home);
+    char *rt = cdsh_test_read_file(path, NULL);
+    assert_null(strstr(rt, "upstreamVALUEecho42"));
+    free(rt);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -539,6 +564,7 @@ int main(void)
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
         T(processes_of_other_permission_modes_are_not_shared),
         T(an_interrupt_reaches_the_agents_process_group),
+        T(failures_do_not_echo_what_cdsh_handed_the_engine),
         cmocka_unit_test(permission_option_mapping_follows_the_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

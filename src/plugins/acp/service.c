@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "plugins/acp/engine.h"
 #include "plugins/acp/state.h"
 #include "proto/acp/classify.h"
@@ -335,16 +336,23 @@ static void engine_put(cdsh_acp_service *svc, pool_engine *e)
 
 /* Runtime health of an engine after a spawn + initialize (runtime.json;
  * never the user's engines.json). Failing to record it is not an error. */
-static void record_health(cdsh_acp_service *svc, const char *id, int rc, cdsh_acp_conn *conn,
+static void record_health(cdsh_acp_service *svc, const json_t *row, int rc, cdsh_acp_conn *conn,
                           const cdsh_error *err)
 {
+    const char *id = json_string_value(json_object_get(row, "id"));
     char iso[CDSH_ISO8601_MAX];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), iso, sizeof iso);
     json_t *h = json_pack("{s:s,s:s,s:o,s:o}", "lastCheckAt", iso, "status",
                           rc == 0 ? "ok" : "failed", "latencyMs",
                           rc == 0 ? json_integer(cdsh_acp_conn_init_latency_ms(conn)) : json_null(),
                           "error", rc == 0 || !err ? json_null() : json_string(err->message));
-    cdsh_acp_state_runtime_record(svc->home, id, NULL, h, NULL);
+    /* The error may quote the agent's stderr echoing what cdsh handed it. */
+    char **secrets = cdsh_acp_engine_secrets_dup(row);
+    json_t *clean = secrets ? cdsh_redact_json_literals_dup(h, (const char *const *)secrets) : NULL;
+    cdsh_acp_engine_strv_free(secrets);
+    if (clean)
+        cdsh_acp_state_runtime_record(svc->home, id, NULL, clean, NULL);
+    json_decref(clean);
     json_decref(h);
 }
 
@@ -404,7 +412,7 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .wait_notice_ms = svc->wait_notice_ms,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);
-    record_health(svc, id, rc, e->conn, err);
+    record_health(svc, row, rc, e->conn, err);
     if (rc < 0)
         goto done;
     cdsh_acp_state_runtime_warm(svc->home, id, resolved, NULL); /* no longer a first start */
@@ -831,6 +839,18 @@ json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_s
     ls->prompting = false;
     pthread_mutex_unlock(&svc->mu);
     session_done(svc, ls);
+    if (result && row && !json_is_true(json_object_get(result, "ok"))) {
+        /* A failure quotes the agent (its stderr tail too), which may echo
+         * what cdsh handed it; the result is stored in the session. */
+        char **secrets = cdsh_acp_engine_secrets_dup(row);
+        json_t *clean =
+            secrets ? cdsh_redact_json_literals_dup(result, (const char *const *)secrets) : NULL;
+        cdsh_acp_engine_strv_free(secrets);
+        if (clean) {
+            json_decref(result);
+            result = clean;
+        }
+    }
 out:
     json_decref(row);
     json_decref(warnings);
