@@ -28,12 +28,24 @@ static const char *const patterns[] = {
     "(?i)(\\b(?:bearer|basic)\\s+)(?!\\[REDACTED\\])[A-Za-z0-9._~+/=-]{8,}",
     /* Cookie headers: the whole value up to the end of the line. */
     "(?im)(\\b(?:set-)?cookie\\s*:(?>[ \\t]*))(?!\\[REDACTED\\])[^\\r\\n]+",
-    /* key=value / "key": "value" for secret-looking keys. */
+    /* key=value / "key": "value" for secret-looking keys, Chinese labels
+     * (密码 password, 口令 passphrase, 密钥/秘钥 key, 令牌 token) too, with an
+     * ASCII or fullwidth colon (U+FF1A, bytes EF BC 9A). An unquoted value
+     * ends at whitespace, ASCII punctuation or a fullwidth comma / semicolon
+     * / ideographic full stop or comma. */
     "(?i)((?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
-    "|credentials?|cookie|auth)[\"']?\\s*[:=]\\s*(?:([\"'])|))(?!\\[REDACTED\\])"
-    "(?(2)(?:\\\\.|(?!\\2)[^\\\\\\n])+|[^\\s\\x00-\\x1f\"'&,;})\\]]+)",
+    "|credentials?|cookie|auth|\xE5\xAF\x86\xE7\xA0\x81|\xE5\x8F\xA3\xE4\xBB\xA4"
+    "|\xE5\xAF\x86\xE9\x92\xA5|\xE7\xA7\x98\xE9\x92\xA5|\xE4\xBB\xA4\xE7\x89\x8C)"
+    "[\"']?\\s*(?:[:=]|\xEF\xBC\x9A)\\s*(?:([\"'])|))(?!\\[REDACTED\\])"
+    "(?(2)(?:\\\\.|(?!\\2)[^\\\\\\n])+"
+    "|(?:(?!\xEF\xBC[\x8C\x9B]|\xE3\x80[\x81\x82])[^\\s\\x00-\\x1f\"'&,;})\\]])+)",
     /* user:password@ in URLs. */
     "(\\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\\s:@]*:)(?!\\[REDACTED\\]@)[^/\\s@]+(?=@)",
+    /* E-mail addresses (personal data). A local part right after '/' is a
+     * URL's user name (kept, as above); the top-level domain is letters, so
+     * npm specs such as pkg@1.2.3 are not addresses. */
+    "()(?<![A-Za-z0-9._%+/-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*"
+    "\\.[A-Za-z]{2,}(?![A-Za-z0-9-])",
     /* Provider key formats. */
     "()(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{16,}",
     "()\\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
@@ -209,4 +221,92 @@ json_t *cdsh_redact_json_dup(const json_t *value)
                                            .too_deep = redact_too_deep,
                                            .key = redact_key};
     return cdsh__json_map_dup(value, &ops, false);
+}
+
+/* ---- literal secrets (values the caller itself handed out) ---------------- */
+
+#define LITERAL_MIN 4
+#define LITERAL_MAX_DEPTH 2048
+
+char *cdsh_redact_literals_dupn(const char *text, size_t len, const char *const *secrets,
+                                size_t *out_len)
+{
+    if (!text)
+        return NULL;
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    size_t i = 0;
+    while (i < len) {
+        size_t hit = 0;
+        for (const char *const *s = secrets; s && *s; s++) {
+            size_t n = strlen(*s);
+            if (n >= LITERAL_MIN && n <= len - i && n > hit && memcmp(text + i, *s, n) == 0)
+                hit = n; /* the longest secret starting here */
+        }
+        if (hit) {
+            cdsh_strbuf_append_str(&sb, CDSH_REDACTED);
+            i += hit;
+        } else {
+            cdsh_strbuf_append_char(&sb, text[i++]);
+        }
+    }
+    if (sb.failed) {
+        cdsh_strbuf_deinit(&sb);
+        return NULL;
+    }
+    size_t n = 0;
+    char *out = cdsh_strbuf_take(&sb, &n);
+    if (!out)
+        out = strdup("");
+    if (out_len)
+        *out_len = out ? n : 0;
+    return out;
+}
+
+static json_t *literals_walk(const json_t *v, const char *const *secrets, int depth)
+{
+    if (depth > LITERAL_MAX_DEPTH)
+        return json_string(CDSH_REDACTED);
+    switch (json_typeof(v)) {
+    case JSON_STRING: {
+        size_t n = 0;
+        char *r = cdsh_redact_literals_dupn(json_string_value(v), json_string_length(v), secrets,
+                                            &n);
+        json_t *out = r ? json_stringn_nocheck(r, n) : NULL;
+        free(r);
+        return out;
+    }
+    case JSON_ARRAY: {
+        json_t *out = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            json_t *c = literals_walk(e, secrets, depth + 1);
+            if (!out || !c || json_array_append_new(out, c) < 0) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+        return out;
+    }
+    case JSON_OBJECT: {
+        json_t *out = json_object();
+        const char *k;
+        json_t *e;
+        json_object_foreach((json_t *)v, k, e) {
+            json_t *c = literals_walk(e, secrets, depth + 1);
+            if (!out || !c || json_object_set_new_nocheck(out, k, c) < 0) {
+                json_decref(out);
+                return NULL;
+            }
+        }
+        return out;
+    }
+    default: return json_deep_copy(v);
+    }
+}
+
+json_t *cdsh_redact_json_literals_dup(const json_t *value, const char *const *secrets)
+{
+    return value ? literals_walk(value, secrets, 0) : NULL;
 }

@@ -25,7 +25,11 @@
  *    cookie or auth
  *    followed by `=` or `:` (optionally quoted, as in `"token": "…"`; a quoted
  *    value is redacted up to its closing quote, JSON escapes respected);
- *  - the password in URLs `scheme://user:password@host` (user kept).
+ *    — and the Chinese labels 密码, 口令, 密钥, 秘钥, 令牌 — followed by `=`,
+ *    `:` or a fullwidth `：` (an unquoted value ends at whitespace, ASCII
+ *    punctuation or a fullwidth comma, semicolon or ideographic stop);
+ *  - the password in URLs `scheme://user:password@host` (user kept);
+ *  - e-mail addresses (name@domain.tld; not a URL's user name after '/').
  * Already redacted text is left as it is (redacting twice changes nothing).
  * Works on bytes: invalid UTF-8 is copied through. NULL on ENOMEM or NULL
  * text. If the pattern engine fails (match limit on pathological input) the
@@ -47,5 +51,19 @@ bool cdsh_redact_key_is_secret(const char *key, size_t len);
  * "max_tokens": 1024 stays readable. Every other string value goes through
  * cdsh_redact_dupn. Keys are copied unchanged. NULL on ENOMEM or NULL value. */
 json_t *cdsh_redact_json_dup(const json_t *value);
+
+/* Owned copy of text[0..len) with every occurrence of each literal secret
+ * (a NULL-terminated list, may be NULL; entries shorter than 4 bytes are
+ * ignored as too likely to be ordinary text) replaced by "[REDACTED]"; at
+ * each position the longest secret wins. For values the caller itself
+ * handed out (an engine's env and secret arguments) and may see echoed
+ * back. No patterns are applied. NULL on ENOMEM or NULL text. */
+char *cdsh_redact_literals_dupn(const char *text, size_t len, const char *const *secrets,
+                                size_t *out_len);
+
+/* Owned deep copy of value with cdsh_redact_literals_dupn applied to every
+ * string at any depth (keys kept; nesting deeper than 2048 becomes
+ * "[REDACTED]"). NULL on ENOMEM or NULL value. */
+json_t *cdsh_redact_json_literals_dup(const json_t *value, const char *const *secrets);
 
 #endif

@@ -582,6 +582,54 @@ static void init_failures_leave_no_process(void **state)
     assert_null(f->c);
 }
 
+typedef struct waits {
+    int n;
+    char step[32];
+    int64_t budget;
+} waits;
+
+static void count_wait(void *ud, const char *name, const char *step, int64_t elapsed_ms,
+                       int64_t budget_ms)
+{
+    waits *w = ud;
+    (void)elapsed_ms;
+    assert_string_equal(name, "fixture");
+    snprintf(w->step, sizeof w->step, "%s", step);
+    w->budget = budget_ms;
+    w->n++;
+}
+
+/* Issue 21 item 5: a slow handshake shows progress, and its timeout names
+ * the step, how long it waited and what the agent wrote on stderr. */
+static void a_slow_initialize_shows_progress_and_times_out_with_stderr(void **state)
+{
+    fx *f = *state;
+    const char *argv[] = {f->peer, "--init-delay", "60000", NULL};
+    waits w = {0};
+    cdsh_acp_conn_opts o = {.name = "fixture",
+                            .argv = argv,
+                            .init_timeout_ms = 1500,
+                            .dispose_grace_ms = 500,
+                            .on_wait = count_wait,
+                            .wait_ud = &w,
+                            .wait_notice_ms = 100};
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_conn_open(&o, &f->c, &err), CDSH_ETIMEDOUT);
+    assert_true(w.n >= 2);
+    assert_string_equal(w.step, "initialize");
+    assert_int_equal(w.budget, 1500);
+    assert_non_null(strstr(err.message, "did not answer initialize within 1500 ms"));
+    assert_non_null(strstr(err.message, "agent stderr: fixture agent ready"));
+    /* A quick start gets no notice at all. */
+    const char *quick[] = {f->peer, NULL};
+    o.argv = quick;
+    o.init_timeout_ms = cdsh_test_scale_ms(30000);
+    o.wait_notice_ms = 60000;
+    w.n = 0;
+    assert_int_equal(cdsh_acp_conn_open(&o, &f->c, &err), 0);
+    assert_int_equal(w.n, 0);
+}
+
 /* The text of one prompt on a session (f->r.text reset first). */
 static void say_on(fx *f, const char *sid, const char *text)
 {
@@ -726,6 +774,7 @@ int main(void)
         T(authenticate_unlocks_session_new),
         T(load_replays_history_through_the_handlers),
         T(init_failures_leave_no_process),
+        T(a_slow_initialize_shows_progress_and_times_out_with_stderr),
         T(fork_carries_the_context_and_leaves_the_source_alone),
         T(fork_and_list_are_never_sent_when_not_advertised),
         T(list_follows_every_page_filtered_by_cwd),

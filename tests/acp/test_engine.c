@@ -28,7 +28,18 @@ static void normalize_fills_the_seed_defaults(void **state)
     json_t *ib = json_object_get(r, "initBudget");
     assert_int_equal(json_integer_value(json_object_get(ib, "steadySecs")), 30);
     assert_int_equal(json_integer_value(json_object_get(ib, "coldSecs")), 300);
-    assert_string_equal(json_string_value(json_object_get(ib, "coldProbe")), "none");
+    /* Cold until a start of this executable succeeded (issue 21 item 5). */
+    assert_string_equal(json_string_value(json_object_get(ib, "coldProbe")), "first-start");
+    assert_string_equal(json_string_value(json_object_get(r, "skillDelivery")), "auto");
+    char *dirs = json_dumps(json_object_get(r, "skillsDirs"), JSON_COMPACT);
+    assert_string_equal(dirs, "[\"~/.agents/skills\"]");
+    free(dirs);
+    char *tmpl = json_dumps(json_object_get(r, "skillArgsTemplate"), JSON_COMPACT);
+    assert_string_equal(tmpl, "[\"--skill\",\"{dir}\"]");
+    free(tmpl);
+    assert_string_equal(json_string_value(json_object_get(r, "permissionMode")), "default");
+    assert_int_equal(json_object_size(json_object_get(r, "permissionTemplates")), 0);
+    assert_string_equal(json_string_value(json_object_get(r, "poolKey")), "x");
     assert_int_equal(json_integer_value(json_object_get(r, "disposeGraceMs")), 6000);
     assert_int_equal(json_integer_value(json_object_get(r, "idleDisposeMs")), 30000);
     assert_true(json_is_true(json_object_get(r, "enabled")));
@@ -103,7 +114,7 @@ static void normalize_coerces_values(void **state)
     cdsh_error err = {0};
     json_t *r = norm("{\"id\":\"x\",\"command\":\"a\",\"args\":[1,\"two\",true,null],"
                      "\"env\":{\"N\":5,\"S\":\"s\",\"BAD=\":\"x\"},\"sortOrder\":\"7\","
-                     "\"enabled\":false,\"cwdPolicy\":\"weird\",\"initBudget\":{\"coldProbe\":"
+                     "\"enabled\":false,\"cwdPolicy\":\"fixed\",\"initBudget\":{\"coldProbe\":"
                      "\"npx-cache\"},\"initialConfigOptions\":[{\"configId\":\"model\",\"value\":"
                      "\"m\"},{\"configId\":\"x\"}],\"promptTimeoutMs\":\"0\"}",
                      true, &err);
@@ -116,7 +127,7 @@ static void normalize_coerces_values(void **state)
     free(env);
     assert_int_equal(json_integer_value(json_object_get(r, "sortOrder")), 7);
     assert_true(json_is_false(json_object_get(r, "enabled")));
-    assert_string_equal(json_string_value(json_object_get(r, "cwdPolicy")), "session");
+    assert_string_equal(json_string_value(json_object_get(r, "cwdPolicy")), "fixed");
     assert_int_equal(json_array_size(json_object_get(r, "initialConfigOptions")), 1);
     /* npx-cache on a command that is not npx: nothing is installed, never cold. */
     cdsh_acp_cold_check cold;
@@ -132,7 +143,7 @@ static void builtins_carry_the_digest_launch_details(void **state)
 {
     (void)state;
     json_t *b = cdsh_acp_engine_builtins_dup();
-    const char *ids[] = {"omp",       "opencode",        "commandcode", "qoder-cn",
+    const char *ids[] = {"omp",       "opencode",        "commandcode", "qodercn",
                          "codex-acp", "claude-code-acp", "gemini"};
     const char *args[] = {"[\"acp\"]", "[\"acp\"]", "[\"acp\"]",  "[\"--acp\"]",
                           "[]",        "[]",        "[\"--acp\"]"};
@@ -149,7 +160,100 @@ static void builtins_carry_the_digest_launch_details(void **state)
                         "commandcode");
     assert_non_null(
         json_object_get(json_object_get(json_array_get(b, 1), "commandOverrides"), "windows"));
+    /* The original's details (digest §2): OpenCode's free model first and a
+     * longer budget, Command Code's skills as args, Qoder's templates. */
+    json_t *oc = json_array_get(b, 1);
+    json_t *ico = json_array_get(json_object_get(oc, "initialConfigOptions"), 0);
+    assert_string_equal(json_string_value(json_object_get(ico, "configId")), "model");
+    assert_non_null(strstr(json_string_value(json_object_get(ico, "value")), "-free"));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(oc, "initBudget"), "steadySecs")), 90);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(oc, "initBudget"), "coldSecs")), 900);
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(b, 2), "skillDelivery")), "args");
+    json_t *q = json_array_get(b, 3);
+    assert_string_equal(json_string_value(json_object_get(q, "command")), "qoder-cn");
+    char *t = json_dumps(json_object_get(q, "permissionTemplates"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(t, "{\"bypass\":[\"--dangerously-skip-permissions\"],"
+                           "\"dont_ask\":[\"--permission-mode\",\"dont_ask\"]}");
+    free(t);
     json_decref(b);
+}
+
+/* Issue 21 item 11: the seed fields validated by name, and used for argv. */
+static void skill_and_permission_fields_are_validated_and_shape_argv(void **state)
+{
+    (void)state;
+    cdsh_error err = {0};
+    static const struct {
+        const char *row, *code, *needle;
+    } bad[] = {
+        {"\"cwdPolicy\":\"bogus\"", "UNKNOWN_VALUE", "cwdPolicy"},
+        {"\"cwdPolicy\":3", "UNKNOWN_VALUE", "cwdPolicy"},
+        {"\"initBudget\":{\"coldProbe\":\"sometimes\"}", "UNKNOWN_VALUE", "coldProbe"},
+        {"\"skillDelivery\":\"carrier-pigeon\"", "UNKNOWN_VALUE", "skillDelivery"},
+        {"\"permissionMode\":\"yolo\"", "UNKNOWN_VALUE", "permissionMode"},
+        {"\"permissionMode\":\"bypass\"", "UNSUPPORTED_MODE", "permissionTemplates.bypass"},
+        {"\"permissionTemplates\":{\"plan\":[\"--plan\"]}", "UNKNOWN_VALUE", "plan"},
+        {"\"permissionTemplates\":{\"bypass\":\"--yolo\"}", "INVALID_ENGINE",
+         "permissionTemplates.bypass"},
+        {"\"skillsDirs\":[\"a\",7]", "INVALID_ENGINE", "skillsDirs[1]"},
+        {"\"skillArgsTemplate\":[\"--skill\"]", "INVALID_ENGINE", "{dir}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"id\":\"x\",\"command\":\"a\",%s}", bad[i].row);
+        json_t *row = json_loads(text, 0, NULL);
+        json_t *out = NULL;
+        err = (cdsh_error){0};
+        assert_int_equal(cdsh_acp_engine_normalize(row, "user-file", true, &out, &err), CDSH_EINVAL);
+        assert_null(out);
+        if (strcmp(err.code, bad[i].code) != 0 || !strstr(err.message, bad[i].needle))
+            fail_msg("%s: got %s: %s", bad[i].row, err.code, err.message);
+        json_decref(row);
+    }
+    char *home = cdsh_test_home_new();
+    char skills[4200], text[9000];
+    snprintf(skills, sizeof skills, "%s/skills", home);
+    assert_int_equal(mkdir(skills, 0700), 0);
+    snprintf(text, sizeof text,
+             "{\"id\":\"q\",\"command\":\"a\",\"args\":[\"--acp\"],\"skillDelivery\":\"args\","
+             "\"skillsDirs\":[\" %s \",\"\",\"%s/missing\"],\"skillArgsTemplate\":[\"--skill={dir}\"],"
+             "\"permissionMode\":\"dont_ask\",\"permissionTemplates\":{\"dont_ask\":"
+             "[\"--permission-mode\",\"dont_ask\"]}}",
+             skills, home);
+    json_t *r = norm(text, false, &err);
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "poolKey")), "q#dont_ask");
+    assert_int_equal(json_array_size(json_object_get(r, "skillsDirs")), 2);
+    char **argv = cdsh_acp_engine_argv_dup(r, "/bin/a");
+    char want[4400];
+    snprintf(want, sizeof want, "--skill=%s", skills);
+    assert_string_equal(argv[0], "/bin/a");
+    assert_string_equal(argv[1], "--acp");
+    assert_string_equal(argv[2], want); /* the missing directory is skipped */
+    assert_string_equal(argv[3], "--permission-mode");
+    assert_string_equal(argv[4], "dont_ask");
+    assert_null(argv[5]);
+    cdsh_acp_engine_strv_free(argv);
+    /* A patch may change the preference, not the declaration or the derived key. */
+    json_t *patch = json_loads("{\"permissionMode\":\"default\"}", 0, NULL);
+    json_t *m = NULL;
+    assert_int_equal(cdsh_acp_engine_patch(r, patch, &m, &err), 0);
+    assert_string_equal(json_string_value(json_object_get(m, "poolKey")), "q");
+    json_decref(m);
+    json_decref(patch);
+    const char *refused[] = {"{\"skillDelivery\":\"none\"}", "{\"poolKey\":\"q#x\"}"};
+    for (int i = 0; i < 2; i++) {
+        patch = json_loads(refused[i], 0, NULL);
+        m = NULL;
+        assert_int_equal(cdsh_acp_engine_patch(r, patch, &m, &err), CDSH_EPERM);
+        assert_string_equal(err.code, "READ_ONLY_FIELD");
+        json_decref(patch);
+    }
+    json_decref(r);
+    cdsh_test_home_free(home);
 }
 
 static void patch_merges_env_keeps_timeouts_and_refuses_read_only(void **state)
@@ -333,6 +437,7 @@ int main(void)
         cmocka_unit_test(user_rows_cannot_set_probed_capabilities_or_health),
         cmocka_unit_test(normalize_coerces_values),
         cmocka_unit_test(builtins_carry_the_digest_launch_details),
+        cmocka_unit_test(skill_and_permission_fields_are_validated_and_shape_argv),
         cmocka_unit_test(patch_merges_env_keeps_timeouts_and_refuses_read_only),
         cmocka_unit_test(resolve_follows_the_candidate_order),
         cmocka_unit_test(npx_cache_key_matches_npx_for_one_and_many_packages),

@@ -13,6 +13,7 @@
 #include "plugins/acp/plugin.h"
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
+#include "plugins/acp/turn.h"
 #include "plugins/builtin.h"
 
 typedef struct fx {
@@ -162,7 +163,8 @@ static void without_session_fork_the_child_starts_fresh_and_says_so(void **state
     assert_int_equal(json_array_size(w), 1);
     assert_string_equal(json_string_value(json_array_get(w, 0)),
                         "engine fixture does not advertise session/fork: the fork's first "
-                        "message starts a fresh ACP session without the parent's context");
+                        "message starts a fresh ACP session, and the conversation's transcript "
+                        "is sent with it (cdsh chat and the web page; not `cdsh acp prompt`)");
     json_decref(w);
     json_t *child = entry_of("s-c");
     assert_true(json_is_null(json_object_get(child, "acpSessionId")));
@@ -421,6 +423,75 @@ static void the_cli_forks_bound_sessions_and_lists_the_agents_own(void **state)
     free(parent);
 }
 
+/* Issue 21 item 7: a fork the agent cannot restore after a restart (Claude
+ * Code ACP: "Session not found") still gets the conversation — the turn
+ * sends the transcript with the first message — and says so. */
+static void a_fork_the_agent_lost_gets_the_transcript(void **state)
+{
+    fx *f = *state;
+    write_engine(f, "\"--fork-volatile\"");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    cdsh_session_store *st = NULL;
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, NULL), 0);
+    char *parent = NULL;
+    assert_int_equal(cdsh_session_store_create(st, NULL, &parent, NULL), 0);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, parent, "fixture", f->home, NULL), 0);
+    cdsh_acp_turn_opts o = {.svc = f->svc, .store = st};
+    json_t *res = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_turn_run(&o, parent, "the parent's secret word is tangerine", NULL,
+                                       &res, &err),
+                     0);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    json_decref(res);
+    char *child = NULL;
+    assert_int_equal(cdsh_session_store_fork(st, parent, 0, NULL, &child, NULL), 0);
+    json_t *w = json_array();
+    assert_int_equal(cdsh_acp_service_fork(f->svc, parent, child, true, w, &err), 0);
+    json_decref(w);
+    json_t *e = entry_of(child);
+    assert_non_null(strstr(str(e, "acpSessionId"), "fv-"));
+    json_decref(e);
+    /* A restart: the agent no longer knows the forked session. */
+    cdsh_acp_service_free(f->svc);
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    o.svc = f->svc;
+    assert_int_equal(cdsh_acp_turn_run(&o, child, "recall", NULL, &res, &err), 0);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "opened"), "live");
+    json_decref(res);
+    json_t *msgs = cdsh_session_store_messages(st, child, &err);
+    const char *reply = str(json_array_get(msgs, json_array_size(msgs) - 1), "content");
+    assert_non_null(strstr(reply, "recall from context: [The conversation so far"));
+    assert_non_null(strstr(reply, "User: the parent's secret word is tangerine"));
+    assert_non_null(strstr(reply, "Assistant: PONG"));
+    json_decref(msgs);
+    json_t *evs = cdsh_session_store_events(st, child, 0, 1000, NULL, &err);
+    bool replayed = false, load_failed = false;
+    size_t i;
+    json_t *ev;
+    json_array_foreach(evs, i, ev) {
+        json_t *p = json_object_get(ev, "payload");
+        if (strcmp(str(ev, "type"), "notice") != 0)
+            continue;
+        replayed |= strcmp(str(p, "code"), "ACP_CONTEXT_REPLAYED") == 0;
+        load_failed |= strstr(str(p, "text"), "session/load failed") != NULL;
+    }
+    assert_true(replayed);
+    assert_true(load_failed);
+    json_decref(evs);
+    /* Once the agent has it, later turns do not send it again. */
+    assert_int_equal(cdsh_acp_turn_run(&o, child, "recall", NULL, &res, &err), 0);
+    json_decref(res);
+    msgs = cdsh_session_store_messages(st, child, &err);
+    reply = str(json_array_get(msgs, json_array_size(msgs) - 1), "content");
+    assert_null(strstr(reply, "from context"));
+    json_decref(msgs);
+    free(child);
+    free(parent);
+    cdsh_session_store_close(st);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -432,6 +503,7 @@ int main(void)
         T(the_remote_list_names_the_cdsh_session_bound_to_each),
         T(store_forks_run_the_registered_participants),
         T(the_cli_forks_bound_sessions_and_lists_the_agents_own),
+        T(a_fork_the_agent_lost_gets_the_transcript),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,29 @@ static void plugin_serves_rpc_and_the_service(void **state)
     json_decref(r);
     r = call(h, "nope", NULL);
     assert_false(json_is_true(json_object_get(r, "ok")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+                        "not-found");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+        "unknown /acp endpoint \"nope\"");
+    json_decref(r);
+    /* The channel is the plugin's operations table (issue 24): "$ops" lists
+     * its rows with their shapes. */
+    r = call(h, "$ops", NULL);
+    json_t *rows = json_object_get(r, "value");
+    const char *names[] = {"engines", "probe", "sessions", "session",
+                           "bind",    "unbind", "open",    "config"};
+    assert_int_equal(json_array_size(rows), 8);
+    for (size_t i = 0; i < 8; i++) {
+        json_t *row = json_array_get(rows, i);
+        assert_string_equal(json_string_value(json_object_get(row, "name")), names[i]);
+        assert_true(json_is_object(json_object_get(row, "args")));
+        assert_true(json_is_object(json_object_get(row, "result")));
+    }
+    json_decref(r);
+    r = call(h, "open", "{}");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+                        "a \"session\" id is required");
     json_decref(r);
     char *pids = cdsh_test_read_file(pidfile, NULL);
     int pid = atoi(pids);

@@ -35,9 +35,11 @@ static void probe_writes_the_seed_record(void **state)
         json_string_value(json_object_get(json_object_get(init, "agentInfo"), "name")),
         "fixture-agent");
     assert_true(json_is_array(json_object_get(init, "authMethods")));
-    assert_true(json_is_false(json_object_get(init, "coldStart")));
-    assert_string_equal(json_string_value(json_object_get(init, "coldReason")),
-                        "coldProbe is none");
+    /* The first start of an executable is a cold one (issue 21 item 5). */
+    assert_true(json_is_true(json_object_get(init, "coldStart")));
+    assert_non_null(strstr(json_string_value(json_object_get(init, "coldReason")),
+                           "first start: no initialize of "));
+    assert_int_equal(json_integer_value(json_object_get(rec, "initBudgetMs")), 300000);
     json_t *m = json_object_get(rec, "methods");
     const char *oks[] = {"initialize",       "session/new",  "session/set_config_option",
                          "session/set_mode", "session/list", "session/prompt",
@@ -58,6 +60,37 @@ static void probe_writes_the_seed_record(void **state)
     json_decref(row);
     json_decref(rec);
     free(path);
+    /* Started once: the next start is warm, with the steady budget. */
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, &err), 0);
+    init = json_object_get(rec, "initialize");
+    assert_true(json_is_false(json_object_get(init, "coldStart")));
+    assert_non_null(strstr(json_string_value(json_object_get(init, "coldReason")), "warm: "));
+    assert_int_equal(json_integer_value(json_object_get(rec, "initBudgetMs")), 30000);
+    json_decref(rec);
+    free(path);
+    /* A reinstalled executable (a new inode) starts cold again. */
+    char copy[4200];
+    snprintf(copy, sizeof copy, "%s/agent-copy", home);
+    char *peer = cdsh_test_peer_path_dup("acp_agent");
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "cp %s %s", peer, copy);
+    assert_int_equal(system(cmd), 0);
+    char extra[4400];
+    snprintf(extra, sizeof extra, "\"resolvedCommand\":\"%s\"", copy);
+    acp_write_fixture_engine(home, "[]", extra);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, &err), 0);
+    assert_true(json_is_true(json_object_get(json_object_get(rec, "initialize"), "coldStart")));
+    json_decref(rec);
+    free(path);
+    snprintf(cmd, sizeof cmd, "rm %s && cp %s %s", copy, peer, copy);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, &err), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(json_object_get(rec, "initialize"),
+                                                             "coldReason")),
+                           "was installed or changed"));
+    json_decref(rec);
+    free(path);
+    free(peer);
     cdsh_test_home_free(home);
 }
 
@@ -122,6 +155,21 @@ static void probe_keeps_rejected_lines_and_records_failures(void **state)
     cdsh_test_home_free(home);
 }
 
+/* Column of the first occurrence of needle in the line of text that
+ * starts with prefix. */
+static long column_of(const char *text, const char *prefix, const char *needle)
+{
+    const char *line = text;
+    while (line && strncmp(line, prefix, strlen(prefix)) != 0) {
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    }
+    assert_non_null(line);
+    const char *hit = strstr(line, needle);
+    assert_non_null(hit);
+    return (long)(hit - line);
+}
+
 static void cli_lists_probes_and_prompts(void **state)
 {
     (void)state;
@@ -142,7 +190,7 @@ static void cli_lists_probes_and_prompts(void **state)
     free(out);
     free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "engines", NULL), 0);
-    assert_non_null(strstr(out, "fixture          yes      ok"));
+    assert_int_equal(column_of(out, "fixture ", "ok "), column_of(out, "ENGINE", "HEALTH"));
     free(out);
     free(err);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "all-updates",
@@ -244,6 +292,162 @@ static void probe_records_cold_start_from_the_npx_cache(void **state)
     cdsh_test_home_free(home);
 }
 
+/* Seed 003 §6: authMethods verbatim; issue 21 item 9: nothing cdsh handed
+ * the engine (env values, --api-key) and nothing personal (e-mail, 密码)
+ * survives in the evidence, the listing or `engines --json`. */
+static void evidence_keeps_auth_methods_and_hides_what_cdsh_passed(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    acp_write_fixture_engine(home,
+                             "[\"--echo-env\",\"FIXTURE_UPSTREAM\",\"--api-key\","
+                             "\"plainVALUEabc123\",\"--token=tokVALUE789xyz\",\"--page-size\",\"2\"]",
+                             "\"env\":{\"FIXTURE_UPSTREAM\":\"upstreamVALUE0123456789\","
+                             "\"FIXTURE_MODE\":\"quiet-mode\"}");
+    json_t *rec = NULL;
+    char *path = NULL;
+    cdsh_acp_probe_opts o = {.cwd = home};
+    assert_int_equal(cdsh_acp_probe_run(cdsh_test_home(), "fixture", &o, &rec, &path, NULL), 0);
+    json_t *am = json_object_get(json_object_get(rec, "initialize"), "authMethods");
+    assert_true(json_is_array(am));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "id")),
+                        "fixture-login");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "description")),
+                        "Log in to the fixture");
+    char *text = evidence_text(path);
+    assert_null(strstr(text, "upstreamVALUE"));
+    assert_null(strstr(text, "plainVALUE"));
+    assert_null(strstr(text, "tokVALUE"));
+    assert_null(strstr(text, "ops@example.com"));
+    assert_null(strstr(text, "hunter2x"));
+    assert_non_null(strstr(text, "\"--api-key\""));
+    assert_non_null(strstr(text, "\"--token=[REDACTED]\""));
+    assert_non_null(strstr(text, "\"--page-size\""));
+    assert_non_null(strstr(text, "fixture-login"));
+    free(text);
+    json_decref(rec);
+    free(path);
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "engines", "--json", NULL), 0);
+    assert_null(strstr(out, "upstreamVALUE"));
+    assert_null(strstr(out, "quiet-mode"));
+    assert_null(strstr(out, "plainVALUE"));
+    assert_null(strstr(out, "tokVALUE"));
+    assert_non_null(strstr(out, "\"FIXTURE_UPSTREAM\": \"[REDACTED]\""));
+    free(out);
+    free(err);
+    /* The stored health and runtime files neither. */
+    char rt[4200];
+    snprintf(rt, sizeof rt, "%s/multi-acp/runtime.json", home);
+    char *runtime = cdsh_test_read_file(rt, NULL);
+    assert_non_null(runtime);
+    assert_null(strstr(runtime, "upstreamVALUE"));
+    free(runtime);
+    cdsh_test_home_free(home);
+}
+
+static json_t *sessions_json(void)
+{
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "sessions", "--json", NULL), 0);
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_non_null(doc);
+    free(out);
+    free(err);
+    return doc;
+}
+
+/* Issue 21 items 6 and 12 on the command line. */
+static void cli_prompt_prints_only_the_new_turn_and_reports_its_end(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    acp_write_fixture_engine(home, "[]",
+                             "\"initialConfigOptions\":[{\"configId\":\"bogus\",\"value\":\"x\"}]");
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "first",
+                                        "--session", "s-replay", "--cwd", home, NULL),
+                     0);
+    assert_string_equal(out, "PONG\n");
+    free(out);
+    free(err);
+    /* A new process: session/load replays "restored …" before the turn. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "again",
+                                        "--session", "s-replay", "--cwd", home, NULL),
+                     0);
+    assert_string_equal(out, "PONG\n");
+    assert_null(strstr(err, "restored"));
+    free(out);
+    free(err);
+    /* The unapplied option's warning comes before the turn's approval lines. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "permission",
+                                        "--approve", "allow", "--cwd", home, NULL),
+                     0);
+    const char *warn = strstr(err, "warning: initial config option bogus=x not applied");
+    const char *ask = strstr(err, "[approval]");
+    assert_non_null(warn);
+    assert_non_null(ask);
+    assert_true(warn < ask);
+    free(out);
+    free(err);
+    /* Codex's "abort": the turn ends cancelled, which is not a success. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "abort",
+                                        "--approve", "reject", "--cwd", home, NULL),
+                     1);
+    assert_non_null(strstr(err, "error [CANCELLED]: the engine ended the turn as cancelled"));
+    free(out);
+    free(err);
+    /* No --session: nothing is left bound. */
+    json_t *doc = sessions_json();
+    const char *k;
+    json_t *v;
+    json_object_foreach(doc, k, v) {
+        assert_true(strncmp(k, "cli-", 4) != 0);
+    }
+    assert_non_null(json_object_get(doc, "s-replay"));
+    json_decref(doc);
+    /* A failed first message does not lock the session to its engine. */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "prompt", "fixture", "funds",
+                                        "--session", "s-failed", "--cwd", home, NULL),
+                     1);
+    free(out);
+    free(err);
+    doc = sessions_json();
+    json_t *e = json_object_get(doc, "s-failed");
+    assert_non_null(e);
+    assert_true(json_is_null(json_object_get(e, "lockedEngineId")));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "s-replay"),
+                                                          "lockedEngineId")),
+                        "fixture");
+    json_decref(doc);
+    cdsh_test_home_free(home);
+}
+
+static void engines_table_aligns_long_ids(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *peer = cdsh_test_peer_path_dup("acp_agent");
+    char rows[8192];
+    snprintf(rows, sizeof rows,
+             "[{\"id\":\"a-very-long-engine-identifier-for-columns\",\"command\":\"%s\","
+             "\"enabled\":false},{\"id\":\"fixture\",\"command\":\"%s\"}]",
+             peer, peer);
+    acp_write_engines(home, rows);
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "acp", "engines", NULL), 0);
+    long head = column_of(out, "ENGINE", "ENABLED");
+    assert_int_equal(column_of(out, "a-very-long-engine-identifier-for-columns ", "no "), head);
+    assert_int_equal(column_of(out, "fixture ", "yes "), head);
+    assert_int_equal(column_of(out, "gemini ", "yes "), head);
+    long cmd = column_of(out, "ENGINE", "COMMAND");
+    assert_int_equal(column_of(out, "fixture ", peer), cmd);
+    free(out);
+    free(err);
+    free(peer);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +456,9 @@ int main(void)
         cmocka_unit_test(probe_evidence_has_no_credentials),
         cmocka_unit_test(probe_keeps_rejected_lines_and_records_failures),
         cmocka_unit_test(cli_lists_probes_and_prompts),
+        cmocka_unit_test(evidence_keeps_auth_methods_and_hides_what_cdsh_passed),
+        cmocka_unit_test(cli_prompt_prints_only_the_new_turn_and_reports_its_end),
+        cmocka_unit_test(engines_table_aligns_long_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

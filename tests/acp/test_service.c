@@ -3,6 +3,7 @@
  * the engine lock, classified failures and idle disposal of processes. */
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -457,6 +458,95 @@ static void permission_option_mapping_follows_the_digest(void **state)
     json_decref(p);
 }
 
+/* digest §4.5: a process started with a permission mode's arguments is
+ * never shared with sessions of the asking (default) mode: the pool is
+ * keyed by poolKey. */
+static void processes_of_other_permission_modes_are_not_shared(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "ask", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "ask", "hello"));
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 1);
+    acp_write_fixture_engine(f->home, "[]",
+                             "\"permissionMode\":\"dont_ask\",\"permissionTemplates\":"
+                             "{\"dont_ask\":[\"--page-size\",\"3\"]}");
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "unattended", "fixture", f->home, NULL), 0);
+    json_decref(send(f, "unattended", "hello"));
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 2);
+    json_decref(send(f, "ask", "hello")); /* still live on its own process */
+    assert_int_equal(cdsh_acp_service_process_count(f->svc), 2);
+}
+
+static void *interrupt_soon(void *arg)
+{
+    cdsh_acp_service *svc = arg;
+    /* Once the turn runs (a second one is refused), Ctrl-C's second press. */
+    for (int i = 0; i < 200; i++) {
+        usleep(50 * 1000);
+        json_t *second = cdsh_acp_service_prompt(svc, "i", "hello", NULL, NULL);
+        const char *code = json_string_value(json_object_get(second, "code"));
+        bool running = code && strcmp(code, "TURN_RUNNING") == 0;
+        json_decref(second);
+        if (running && cdsh_acp_service_interrupt(svc, "i", SIGINT, NULL) == 0)
+            break;
+    }
+    return NULL;
+}
+
+/* Issue 21 item 12: a terminal's Ctrl-C reaches the agent's process group
+ * (it runs in one of its own) through cdsh_acp_service_interrupt. */
+static void an_interrupt_reaches_the_agents_process_group(void **state)
+{
+    fx *f = *state;
+    char pidfile[4300], args[4400];
+    snprintf(pidfile, sizeof pidfile, "%s/pids", f->home);
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\"]", pidfile);
+    acp_write_fixture_engine(f->home, args, "");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "i", "fixture", f->home, NULL), 0);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_acp_service_interrupt(f->svc, "i", SIGINT, &err), CDSH_ENOTFOUND);
+    pthread_t t;
+    pthread_create(&t, NULL, interrupt_soon, f->svc);
+    json_t *res = send(f, "i", "stall-hard"); /* ignores session/cancel */
+    pthread_join(t, NULL);
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    json_decref(res);
+    char *pids = cdsh_test_read_file(pidfile, NULL);
+    int pid = atoi(pids);
+    free(pids);
+    for (int i = 0; i < 100 && acp_pid_alive(pid); i++)
+        usleep(50 * 1000);
+    assert_false(acp_pid_alive(pid)); /* SIGINT's default action ended it */
+}
+
+/* Issue 21 item 9: a failure that quotes the agent's stderr does not carry
+ * a value cdsh handed the engine (the result is stored in the session), nor
+ * does the engine's recorded health. */
+static void failures_do_not_echo_what_cdsh_handed_the_engine(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[\"--echo-env\",\"FIXTURE_UPSTREAM\"]",
+                             "\"env\":{\"FIXTURE_UPSTREAM\":\"upstreamVALUEecho42\"}");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "e", "fixture", f->home, NULL), 0);
+    json_t *res = send(f, "e", "die");
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    char *dump = json_dumps(res, 0);
+    assert_non_null(strstr(dump, "stderrTail"));
+    assert_null(strstr(dump, "upstreamVALUEecho42"));
+    assert_non_null(strstr(dump, "using FIXTURE_UPSTREAM=[REDACTED]"));
+    free(dump);
+    json_decref(res);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/multi-acp/runtime.json", f->home);
+    char *rt = cdsh_test_read_file(path, NULL);
+    assert_null(strstr(rt, "upstreamVALUEecho42"));
+    free(rt);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -472,6 +562,9 @@ int main(void)
         T(initial_config_options_are_applied_and_shown_verbatim),
         T(idle_engines_are_disposed_and_leave_no_process),
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
+        T(processes_of_other_permission_modes_are_not_shared),
+        T(an_interrupt_reaches_the_agents_process_group),
+        T(failures_do_not_echo_what_cdsh_handed_the_engine),
         cmocka_unit_test(permission_option_mapping_follows_the_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

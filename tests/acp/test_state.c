@@ -198,7 +198,7 @@ static void engine_is_immutable_after_the_first_message_on_write(void **state)
     assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, NULL), 0);
     assert_true(json_is_null(json_object_get(e, "acpSessionId")));
     json_decref(e);
-    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL, NULL), 0);
     assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", NULL, &err),
                      CDSH_EPERM);
     assert_string_equal(err.code, "ENGINE_LOCKED");
@@ -220,7 +220,7 @@ static void engine_lock_is_checked_on_read(void **state)
     char *home = cdsh_test_home_new();
     assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "opencode", "/tmp", NULL),
                      0);
-    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL), 0);
+    assert_int_equal(cdsh_acp_state_session_mark_message(cdsh_test_home(), "s1", NULL, NULL), 0);
     char *p = path_in(home, "sessions.json");
     char *text = cdsh_test_read_file(p, NULL);
     json_t *doc = json_loads(text, 0, NULL);
@@ -238,6 +238,32 @@ static void engine_lock_is_checked_on_read(void **state)
     char *after = cdsh_test_read_file(p, NULL);
     assert_string_equal(after, edited);
     free(after);
+    free(edited);
+    /* Issue 21 item 11: editing both engineId and lockedEngineId is seen too
+     * (the lock's seal no longer matches), on read and on write. */
+    json_t *s1 = json_object_get(json_object_get(doc, "sessions"), "s1");
+    assert_true(json_is_string(json_object_get(s1, "lockSeal")));
+    json_object_set_new(s1, "lockedEngineId", json_string("gemini"));
+    edited = json_dumps(doc, 0);
+    cdsh_test_write_file(p, edited);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, &err), CDSH_EPERM);
+    assert_string_equal(err.code, "ENGINE_LOCKED");
+    assert_non_null(strstr(err.message, "was edited"));
+    assert_int_equal(cdsh_acp_state_session_bind(cdsh_test_home(), "s1", "gemini", NULL, &err),
+                     CDSH_EPERM);
+    free(edited);
+    /* Restored by hand, it is accepted again; a fork is sealed for itself. */
+    json_object_set_new(s1, "engineId", json_string("opencode"));
+    json_object_set_new(s1, "lockedEngineId", json_string("opencode"));
+    edited = json_dumps(doc, 0);
+    cdsh_test_write_file(p, edited);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s1", &e, &err), 0);
+    json_decref(e);
+    assert_int_equal(cdsh_acp_state_session_fork(cdsh_test_home(), "s1", "s2", NULL, &err), 0);
+    assert_int_equal(cdsh_acp_state_session_get(cdsh_test_home(), "s2", &e, &err), 0);
+    assert_string_not_equal(json_string_value(json_object_get(e, "lockSeal")),
+                            json_string_value(json_object_get(s1, "lockSeal")));
+    json_decref(e);
     free(edited);
     free(text);
     json_decref(doc);
@@ -286,7 +312,7 @@ static void concurrent_writers_lose_no_binding(void **state)
                 snprintf(id, sizeof id, "p%d-s%d", k, i);
                 bad |= cdsh_acp_state_session_bind(cdsh_test_home(), id, "opencode", "/tmp",
                                                    NULL) != 0;
-                bad |= cdsh_acp_state_session_mark_message(cdsh_test_home(), id, NULL) != 0;
+                bad |= cdsh_acp_state_session_mark_message(cdsh_test_home(), id, NULL, NULL) != 0;
             }
             _exit(bad);
         }

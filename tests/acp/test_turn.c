@@ -130,10 +130,53 @@ static void overlapping_engine_tool_calls_replay_as_a_valid_sequence(void **stat
     cdsh_test_home_free(home);
 }
 
+/* Claude Code ACP sends rawInput {} first and the input in a second pending
+ * tool_call: the stored call carries the real arguments and title. */
+static void late_tool_arguments_are_stored(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    acp_write_fixture_engine(home, "[]", "");
+    cdsh_error err = {0};
+    cdsh_acp_service *svc = cdsh_acp_service_new(cdsh_test_home(), NULL, &err);
+    assert_non_null(svc);
+    cdsh_session_store *st = NULL;
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, &err), 0);
+    char *sid = NULL;
+    cdsh_session_spec spec = {.title = "late"};
+    assert_int_equal(cdsh_session_store_create(st, &spec, &sid, &err), 0);
+    assert_int_equal(cdsh_acp_service_bind(svc, sid, "fixture", home, &err), 0);
+    cdsh_acp_turn_opts o = {.svc = svc, .store = st};
+    json_t *res = NULL;
+    assert_int_equal(cdsh_acp_turn_run(&o, sid, "late-args", NULL, &res, &err), 0);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    json_decref(res);
+    json_t *evs = cdsh_session_store_events(st, sid, 0, 1000, NULL, &err);
+    int calls = 0;
+    size_t i;
+    json_t *ev;
+    json_array_foreach(evs, i, ev) {
+        if (strcmp(str(ev, "type"), "tool/call") != 0)
+            continue;
+        json_t *p = json_object_get(ev, "payload");
+        assert_string_equal(str(p, "callId"), "call-late");
+        assert_string_equal(str(p, "arguments"), "{\"command\":\"echo hi\"}");
+        assert_string_equal(str(p, "title"), "`echo hi`");
+        calls++;
+    }
+    assert_int_equal(calls, 1);
+    json_decref(evs);
+    free(sid);
+    cdsh_session_store_close(st);
+    cdsh_acp_service_free(svc);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(overlapping_engine_tool_calls_replay_as_a_valid_sequence),
+        cmocka_unit_test(late_tool_arguments_are_stored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,6 +179,46 @@ static void concurrent_redaction_is_consistent(void **state)
     }
 }
 
+static void emails_and_chinese_labels_are_redacted(void **state)
+{
+    (void)state;
+    expect_redacted("mail ops@example.com now", "mail [REDACTED] now");
+    expect_redacted("<first.last+tag@mail.example.co.uk>", "<[REDACTED]>");
+    expect_redacted("密码：hunter2，下一步", "密码：[REDACTED]，下一步");
+    expect_redacted("数据库密码: s3cret 结束", "数据库密码: [REDACTED] 结束");
+    expect_redacted("令牌=abc123。", "令牌=[REDACTED]。");
+    expect_redacted("Password：hunter2", "Password：[REDACTED]");
+    expect_redacted("password: hunter2", "password: [REDACTED]");
+    /* Not addresses: npm specs, a URL's user name, a bare @mention. */
+    expect_redacted("npx -y @scope/pkg@1.2.3 and pkg@latest", "npx -y @scope/pkg@1.2.3 and pkg@latest");
+    expect_redacted("https://bob@github.com/x.git", "https://bob@github.com/x.git");
+    expect_redacted("ask @alice", "ask @alice");
+    expect_redacted("密码学很有趣", "密码学很有趣");
+}
+
+static void literal_secrets_are_redacted_everywhere(void **state)
+{
+    (void)state;
+    const char *const secrets[] = {"abc", "VALUE-1234", "VALUE-1234-longer", NULL};
+    size_t n = 0;
+    char *r = cdsh_redact_literals_dupn("x=VALUE-1234-longer;y=VALUE-1234 abc", 36, secrets, &n);
+    assert_string_equal(r, "x=[REDACTED];y=[REDACTED] abc");
+    assert_int_equal(n, strlen(r));
+    free(r);
+    r = cdsh_redact_literals_dupn("", 0, secrets, &n);
+    assert_string_equal(r, "");
+    free(r);
+    json_t *v = json_pack("{s:[s,{s:s}],s:i}", "a", "said VALUE-1234", "VALUE-1234", "deep VALUE-1234!",
+                          "n", 7);
+    json_t *c = cdsh_redact_json_literals_dup(v, secrets);
+    char *dump = json_dumps(c, JSON_SORT_KEYS | JSON_COMPACT);
+    assert_string_equal(dump, "{\"a\":[\"said [REDACTED]\",{\"VALUE-1234\":\"deep [REDACTED]!\"}],"
+                              "\"n\":7}");
+    free(dump);
+    json_decref(c);
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +232,8 @@ int main(void)
         cmocka_unit_test(secret_key_names_are_recognised),
         cmocka_unit_test(json_redacts_secret_keys_and_scrubs_other_strings),
         cmocka_unit_test(concurrent_redaction_is_consistent),
+        cmocka_unit_test(emails_and_chinese_labels_are_redacted),
+        cmocka_unit_test(literal_secrets_are_redacted_everywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,16 +1,22 @@
 /* acp_agent.c — a scripted ACP agent for the client tests (runs under ASan
  * with the rest). Behaviour on start-up comes from flags; each prompt's
- * first text block is a command: hello, all-updates, permission, read P,
- * write P TEXT, stall, stall-hard, slow N, die, garbage, funds, auth,
- * ratelimit, sessions, mcp, recall (quotes the session's previous message,
- * which session/fork carries over). Sessions are listed by session/list in
- * pages of --page-size and kept in --state-dir DIR/sessions.json when given
- * (so another process can fork them, as real agents' stores allow).
- * --no-mcp advertises no mcpCapabilities and refuses mcpServers (as DSH);
- * --fail-new TEXT fails session/new with the cause only on stderr.
- * Not a real agent: it never calls a model. */
+ * last text block is a command (earlier blocks are context): hello,
+ * all-updates, permission, read P, write P TEXT, stall, stall-hard, slow N,
+ * die, garbage, funds, auth, ratelimit, sessions, mcp, late-args (Claude's
+ * late rawInput), abort (Codex: a rejected permission ends the turn
+ * cancelled), recall (quotes the context block when one came, else the
+ * session's previous message, which session/fork carries over). Sessions
+ * are listed by session/list in pages of --page-size and kept in
+ * --state-dir DIR/sessions.json when given (so another process can fork
+ * them, as real agents' stores allow). --fork-volatile makes forked
+ * sessions unknown to session/load and session/resume in another process
+ * (as Claude Code ACP's). --no-mcp advertises no mcpCapabilities and
+ * refuses mcpServers (as DSH); --fail-new TEXT fails session/new with the
+ * cause only on stderr. --echo-env NAME echoes a variable. Not a real
+ * agent: it never calls a model. */
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 
 static const char *config_style = "both"; /* options | modes | both | none */
 static int no_load, need_auth, authed, leak, garbage_first, no_fork, no_list, no_mcp;
+static int fork_volatile;
 /* --fail-new TEXT: session/new writes TEXT to stderr and fails as Claude
  * Code ACP does as root (the cause only on stderr). */
 static const char *fail_new;
@@ -28,6 +35,9 @@ static int page_size = 2;
 static const char *state_dir; /* NULL: sessions only in memory */
 static json_t *memory_db;     /* sessionId → {sessionId, cwd, title, updatedAt, last} */
 static int init_delay_ms;
+/* --echo-env NAME: the variable's value is echoed on stderr and in
+ * initialize's agentInfo._meta (a careless agent). */
+static const char *echo_env;
 static int session_counter;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static cdsh_jsonrpc_request *held; /* a stalled prompt */
@@ -180,6 +190,10 @@ static void on_initialize(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *r
         json_object_set_new(caps, "list", json_object());
     if (!no_fork)
         json_object_set_new(caps, "fork", json_object());
+    if (echo_env)
+        json_object_set_new(json_object_get(r, "agentInfo"), "_meta",
+                            json_pack("{s:s}", "startedWith",
+                                      getenv(echo_env) ? getenv(echo_env) : ""));
     if (no_mcp) /* like DSH: no mcpCapabilities, and session/new refuses any server */
         json_object_del(json_object_get(r, "agentCapabilities"), "mcpCapabilities");
     if (leak) {
@@ -256,7 +270,10 @@ static void on_session_load(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request 
     const char *method = arg;
     json_t *params = cdsh_jsonrpc_request_params(req);
     const char *sid = json_string_value(json_object_get(params, "sessionId"));
-    if (!sid || strncmp(sid, "fx-", 3) != 0) {
+    /* A volatile fork ("fv-<pid>-<n>") exists only in the process that made it. */
+    char mine[32];
+    snprintf(mine, sizeof mine, "fv-%d-", (int)getpid());
+    if (!sid || (strncmp(sid, "fx-", 3) != 0 && strncmp(sid, mine, strlen(mine)) != 0)) {
         cdsh_jsonrpc_respond_error(req, -32002, "Resource not found: session", NULL, NULL);
         return;
     }
@@ -341,7 +358,8 @@ static void on_fork(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         return;
     }
     char sid[64], title[256];
-    snprintf(sid, sizeof sid, "fx-%d-%d", (int)getpid(), ++session_counter);
+    snprintf(sid, sizeof sid, "%s-%d-%d", fork_volatile ? "fv" : "fx", (int)getpid(),
+             ++session_counter);
     snprintf(title, sizeof title, "fork of %s",
              json_string_value(json_object_get(src, "title"))
                  ? json_string_value(json_object_get(src, "title"))
@@ -469,8 +487,14 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
     (void)arg;
     json_t *params = cdsh_jsonrpc_request_params(req);
     const char *sid = json_string_value(json_object_get(params, "sessionId"));
+    /* The last block is the command; earlier ones are context (cdsh's
+     * replayed transcript), which recall quotes. */
+    json_t *blocks = json_object_get(params, "prompt");
+    size_t nblocks = json_array_size(blocks);
     const char *text = json_string_value(
-        json_object_get(json_array_get(json_object_get(params, "prompt"), 0), "text"));
+        json_object_get(json_array_get(blocks, nblocks ? nblocks - 1 : 0), "text"));
+    const char *context =
+        nblocks > 1 ? json_string_value(json_object_get(json_array_get(blocks, 0), "text")) : NULL;
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s", text ? text : "");
     if (!sid) {
@@ -481,6 +505,39 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         all_updates(peer, sid);
     } else if (strcmp(cmd, "overlapping-tools") == 0) {
         overlapping_tools(peer, sid);
+    } else if (strcmp(cmd, "late-args") == 0) {
+        /* As Claude Code ACP: rawInput {} first, the input in a second
+         * pending tool_call, then the end without rawInput. */
+        update(peer, sid,
+               json_pack("{s:s,s:s,s:s,s:s,s:s,s:{}}", "sessionUpdate", "tool_call", "toolCallId",
+                         "call-late", "title", "Terminal", "kind", "execute", "status", "pending",
+                         "rawInput"));
+        update(peer, sid,
+               json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s}}", "sessionUpdate", "tool_call",
+                         "toolCallId", "call-late", "title", "`echo hi`", "kind", "execute",
+                         "status", "pending", "rawInput", "command", "echo hi"));
+        tool_done(peer, sid, "call-late", "hi");
+        say(peer, sid, "ran it");
+    } else if (strcmp(cmd, "abort") == 0) {
+        /* As Codex ACP: a rejected permission ("abort") ends the turn cancelled. */
+        json_t *p = json_pack("{s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s},{s:s,s:s,s:s}]}", "sessionId",
+                              sid, "toolCall", "toolCallId", "call-x", "title", "touch x",
+                              "options", "optionId", "approved", "name", "Yes", "kind",
+                              "allow_once", "optionId", "abort", "name",
+                              "No, and tell Codex what to do differently", "kind", "reject_once");
+        json_t *res = NULL;
+        int rc =
+            cdsh_jsonrpc_call(peer, "session/request_permission", p, 30000, NULL, &res, NULL, NULL);
+        json_decref(p);
+        const char *opt = json_string_value(
+            json_object_get(json_object_get(res, "outcome"), "optionId"));
+        bool go = rc == 0 && opt && strcmp(opt, "approved") == 0;
+        json_decref(res);
+        if (!go) {
+            reply_stop(req, "cancelled");
+            return;
+        }
+        say(peer, sid, "touched");
     } else if (strcmp(cmd, "permission") == 0) {
         update(peer, sid,
                json_pack("{s:s,s:s,s:s,s:s,s:s}", "sessionUpdate", "tool_call", "toolCallId",
@@ -572,7 +629,10 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         json_t *e = db_get(sid);
         const char *last = json_string_value(json_object_get(e, "last"));
         char msg[4200];
-        snprintf(msg, sizeof msg, "recall: %s", last ? last : "-");
+        if (context)
+            snprintf(msg, sizeof msg, "recall from context: %s", context);
+        else
+            snprintf(msg, sizeof msg, "recall: %s", last ? last : "-");
         json_decref(e);
         say(peer, sid, msg);
     } else if (strcmp(cmd, "sessions") == 0) {
@@ -613,6 +673,10 @@ int main(int argc, char **argv)
             page_size = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 2;
         else if (strcmp(argv[i], "--garbage-first") == 0)
             garbage_first = 1;
+        else if (strcmp(argv[i], "--fork-volatile") == 0)
+            fork_volatile = 1;
+        else if (strcmp(argv[i], "--echo-env") == 0 && i + 1 < argc)
+            echo_env = argv[++i];
         else if (strcmp(argv[i], "--init-delay") == 0 && i + 1 < argc)
             init_delay_ms = atoi(argv[++i]);
         else if (strcmp(argv[i], "--pid-file") == 0 && i + 1 < argc)
@@ -632,6 +696,9 @@ int main(int argc, char **argv)
     if (garbage_first)
         raw_line("fixture agent starting (not json)\n");
     memory_db = json_object();
+    if (echo_env) /* echoes what cdsh passed, as careless agents log it */
+        fprintf(stderr, "using %s=%s; contact ops@example.com, 密码：hunter2x\n", echo_env,
+                getenv(echo_env) ? getenv(echo_env) : "");
     fprintf(stderr, "fixture agent ready\n");
     cdsh_jsonrpc_config cfg = {.name = "client"};
     cdsh_jsonrpc *peer = cdsh_jsonrpc_new(0, 1, &cfg, NULL);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "base/json.h"
 #include "host/cli.h"
@@ -37,6 +38,97 @@ static const cdsh_cli_group group = {
 int cdsh_cmd_acp(int argc, char **argv)
 {
     return cdsh_cli_group_run(&group, argc, argv);
+}
+
+/* Display width of UTF-8 text in terminal columns (wide characters count
+ * two, combining marks zero); invalid bytes count one each. */
+static size_t display_width(const char *s)
+{
+    size_t w = 0;
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)(s ? s : "");
+    while (*p) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate(p, -1, &cp);
+        if (n <= 0) {
+            w++;
+            p++;
+            continue;
+        }
+        int cw = utf8proc_charwidth(cp);
+        w += cw > 0 ? (size_t)cw : 0;
+        p += n;
+    }
+    return w;
+}
+
+/* Prints s then pads it with spaces to width columns (plus one separator). */
+static void print_cell(const char *s, size_t width)
+{
+    size_t w = display_width(s);
+    fputs(s, stdout);
+    for (; w < width + 1; w++)
+        fputc(' ', stdout);
+}
+
+enum { COL_ID, COL_ENABLED, COL_HEALTH, COL_LAST, COL_LATENCY, COL_COMMAND, NCOLS };
+
+/* One row's cells (borrowed strings, lat written into latbuf). */
+static void engine_cells(const json_t *row, const char *cells[NCOLS], char *latbuf, size_t size)
+{
+    json_t *h = json_object_get(row, "health");
+    json_t *r = json_object_get(row, "resolved");
+    snprintf(latbuf, size, "-");
+    if (json_is_integer(json_object_get(h, "latencyMs")))
+        snprintf(latbuf, size, "%lldms",
+                 (long long)json_integer_value(json_object_get(h, "latencyMs")));
+    const char *status = json_string_value(json_object_get(h, "status"));
+    const char *last = json_string_value(json_object_get(h, "lastCheckAt"));
+    cells[COL_ID] = json_string_value(json_object_get(row, "id"));
+    cells[COL_ENABLED] = json_is_true(json_object_get(row, "enabled")) ? "yes" : "no";
+    cells[COL_HEALTH] = status ? status : "unknown";
+    cells[COL_LAST] = last ? last : "-";
+    cells[COL_LATENCY] = latbuf;
+    cells[COL_COMMAND] = json_is_true(json_object_get(r, "found"))
+                             ? json_string_value(json_object_get(r, "path"))
+                             : "(not found)";
+    for (int c = 0; c < NCOLS; c++)
+        if (!cells[c])
+            cells[c] = "-";
+}
+
+/* The engines table: every column as wide as its widest cell (measured in
+ * display columns, so long ids and wide characters keep it aligned). */
+static void print_table(const json_t *engines)
+{
+    static const char *const heads[NCOLS] = {"ENGINE",     "ENABLED", "HEALTH",
+                                             "LAST CHECK", "LATENCY", "COMMAND"};
+    size_t width[NCOLS];
+    for (int c = 0; c < NCOLS; c++)
+        width[c] = display_width(heads[c]);
+    size_t i;
+    json_t *row;
+    const char *cells[NCOLS];
+    char lat[32];
+    json_array_foreach(engines, i, row) {
+        engine_cells(row, cells, lat, sizeof lat);
+        for (int c = 0; c < NCOLS; c++)
+            if (display_width(cells[c]) > width[c])
+                width[c] = display_width(cells[c]);
+    }
+    for (int c = 0; c < NCOLS - 1; c++)
+        print_cell(heads[c], width[c]);
+    printf("%s\n", heads[NCOLS - 1]);
+    json_array_foreach(engines, i, row) {
+        engine_cells(row, cells, lat, sizeof lat);
+        for (int c = 0; c < NCOLS - 1; c++)
+            print_cell(cells[c], width[c]);
+        printf("%s\n", cells[NCOLS - 1]);
+        const char *herr = json_string_value(json_object_get(json_object_get(row, "health"), "error"));
+        if (herr) {
+            print_cell("", width[COL_ID]);
+            printf("last error: %s\n", herr);
+        }
+    }
 }
 
 int cdsh_cmd_acp_engines(int argc, char **argv)
@@ -69,29 +161,7 @@ int cdsh_cmd_acp_engines(int argc, char **argv)
         free(text);
         json_decref(out);
     } else {
-        printf("%-16s %-8s %-9s %-26s %-8s %s\n", "ENGINE", "ENABLED", "HEALTH", "LAST CHECK",
-               "LATENCY", "COMMAND");
-        json_array_foreach(engines, i, row) {
-            json_t *h = json_object_get(row, "health");
-            json_t *r = json_object_get(row, "resolved");
-            char lat[32] = "-";
-            if (json_is_integer(json_object_get(h, "latencyMs")))
-                snprintf(lat, sizeof lat, "%lldms",
-                         (long long)json_integer_value(json_object_get(h, "latencyMs")));
-            const char *last = json_string_value(json_object_get(h, "lastCheckAt"));
-            printf("%-16s %-8s %-9s %-26s %-8s %s\n", json_string_value(json_object_get(row, "id")),
-                   json_is_true(json_object_get(row, "enabled")) ? "yes" : "no",
-                   json_string_value(json_object_get(h, "status"))
-                       ? json_string_value(json_object_get(h, "status"))
-                       : "unknown",
-                   last ? last : "-", lat,
-                   json_is_true(json_object_get(r, "found"))
-                       ? json_string_value(json_object_get(r, "path"))
-                       : "(not found)");
-            const char *herr = json_string_value(json_object_get(h, "error"));
-            if (herr)
-                printf("%-16s last error: %s\n", "", herr);
-        }
+        print_table(engines);
     }
     json_array_foreach(diags, i, row) {
         fprintf(stderr, "cdsh acp engines: %s: %s\n",

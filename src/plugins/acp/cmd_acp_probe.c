@@ -10,6 +10,16 @@
 #include "host/cli.h"
 #include "plugins/acp/probe.h"
 
+/* Handshake progress on stderr: a slow (cold) agent start is visible. */
+static void print_wait(void *ud, const char *name, const char *step, int64_t elapsed_ms,
+                       int64_t budget_ms)
+{
+    (void)ud;
+    fprintf(stderr, "waiting for %s to %s… %lld s (gives up after %lld s)\n", name,
+            strcmp(step, "initialize") == 0 ? "initialize" : step,
+            (long long)(elapsed_ms / 1000), (long long)(budget_ms / 1000));
+}
+
 static void usage(FILE *out)
 {
     fprintf(out, "Usage: cdsh acp probe <engine> [--prompt TEXT] [--cwd DIR] [--json]\n"
@@ -23,7 +33,7 @@ static void usage(FILE *out)
 int cdsh_cmd_acp_probe(int argc, char **argv)
 {
     const char *engine = NULL;
-    cdsh_acp_probe_opts opts = {0};
+    cdsh_acp_probe_opts opts = {.on_wait = print_wait};
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {

@@ -18,27 +18,45 @@
 #include "host/cli.h"
 #include "host/cli_approval.h"
 #include "plugins/acp/service.h"
+#include "plugins/acp/state.h"
 
 static volatile sig_atomic_t interrupted;
 
+static volatile sig_atomic_t sigints; /* Ctrl-C presses (SIGTERM sets interrupted only) */
+
 static void on_sigint(int sig)
 {
-    (void)sig;
     interrupted = 1;
+    if (sig == SIGINT && sigints < 1000)
+        sigints++;
 }
 
 typedef struct watch {
     cdsh_cancel *cancel;
+    cdsh_acp_service *svc;
+    const char *sid;
     volatile int stop;
 } watch;
 
+/* The first Ctrl-C cancels the turn (session/cancel); a second one goes to
+ * the agent's process group (it runs in a group of its own, so the
+ * terminal's signal reaches only cdsh), as if the agent ran in the
+ * terminal. */
 static void *watch_main(void *arg)
 {
     watch *w = arg;
+    bool cancelled = false, forwarded = false;
     while (!w->stop) {
-        if (interrupted) {
+        if (interrupted && !cancelled) {
+            cancelled = true;
             cdsh_cancel_fire(w->cancel, "interrupted");
-            break;
+            fprintf(stderr, "\ncancelling the turn… (Ctrl-C again interrupts the agent's "
+                            "processes)\n");
+        }
+        if (sigints >= 2 && !forwarded) {
+            forwarded = true;
+            if (cdsh_acp_service_interrupt(w->svc, w->sid, SIGINT, NULL) == 0)
+                fprintf(stderr, "\ninterrupt sent to the agent's process group\n");
         }
         usleep(50 * 1000);
     }
@@ -131,6 +149,25 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, co
     }
 }
 
+/* Handshake progress on stderr: a slow (cold) agent start is visible. */
+static void print_wait(void *ud, const char *name, const char *step, int64_t elapsed_ms,
+                       int64_t budget_ms)
+{
+    (void)ud;
+    fprintf(stderr, "waiting for %s to %s… %lld s (gives up after %lld s)\n", name,
+            strcmp(step, "initialize") == 0 ? "initialize" : step,
+            (long long)(elapsed_ms / 1000), (long long)(budget_ms / 1000));
+}
+
+static void print_warnings(const json_t *warnings)
+{
+    size_t i;
+    json_t *wv;
+    json_array_foreach(warnings, i, wv) {
+        fprintf(stderr, "warning: %s\n", json_string_value(wv));
+    }
+}
+
 static void usage(FILE *out)
 {
     fprintf(
@@ -143,57 +180,77 @@ static void usage(FILE *out)
         "stderr. A session's engine cannot change after its first message; sending to\n"
         "the same --session later resumes it (session/load or session/resume).\n"
         "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
-        "engine as an MCP server in session/new. Ctrl-C cancels the turn. Exit 0 on a\n"
-        "finished turn, 1 on a failed one.\n");
+        "engine as an MCP server in session/new. Ctrl-C cancels the turn; a second\n"
+        "Ctrl-C interrupts the agent's process group. Without\n"
+        "--session the binding is removed afterwards. Only the new turn's reply is\n"
+        "printed, never history a resumed session replays. Exit 0 on a finished turn,\n"
+        "1 on a failed, cancelled or refused one.\n");
 }
 
-int cdsh_cmd_acp_prompt(int argc, char **argv)
+/* The command line. */
+typedef struct prompt_args {
+    const char *engine, *text, *session, *cwd, *tools_glob;
+    const char *approve; /* NULL: ask on a terminal; "allow" / "reject" */
+    bool as_json, quiet;
+} prompt_args;
+
+/* -1 when the arguments are good, else the exit status (0 for --help, 2). */
+static int parse_args(int argc, char **argv, prompt_args *a, char *here, size_t here_size)
 {
-    const char *engine = NULL, *text = NULL, *session = NULL, *cwd = NULL, *tools_glob = NULL;
-    cli_sink sink = {0};
-    const char *approve = NULL; /* NULL: ask on a terminal; "allow" / "reject" */
-    bool as_json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
-            as_json = true;
+            a->as_json = true;
         else if (strcmp(argv[i], "--quiet") == 0)
-            sink.quiet = true;
+            a->quiet = true;
         else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc)
-            session = argv[++i];
+            a->session = argv[++i];
         else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc)
-            cwd = argv[++i];
+            a->cwd = argv[++i];
         else if (strcmp(argv[i], "--approve") == 0 && i + 1 < argc)
-            approve = argv[++i];
+            a->approve = argv[++i];
         else if (strcmp(argv[i], "--cdsh-tools") == 0 && i + 1 < argc)
-            tools_glob = argv[++i];
+            a->tools_glob = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
-        } else if (argv[i][0] != '-' && !engine)
-            engine = argv[i];
-        else if (argv[i][0] != '-' && !text)
-            text = argv[i];
+        } else if (argv[i][0] != '-' && !a->engine)
+            a->engine = argv[i];
+        else if (argv[i][0] != '-' && !a->text)
+            a->text = argv[i];
         else {
             fprintf(stderr, "cdsh acp prompt: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;
         }
     }
-    if (!engine || !text) {
+    if (!a->engine || !a->text) {
         usage(stderr);
         return 2;
     }
-    if (approve && strcmp(approve, "allow") != 0 && strcmp(approve, "reject") != 0) {
+    if (a->approve && strcmp(a->approve, "allow") != 0 && strcmp(a->approve, "reject") != 0) {
         fprintf(stderr, "cdsh acp prompt: --approve takes allow or reject\n");
         return 2;
     }
-    char here[4096];
-    if (!cwd)
-        cwd = getcwd(here, sizeof here) ? here : "/";
-    if (cwd[0] != '/') {
+    if (!a->cwd)
+        a->cwd = getcwd(here, here_size) ? here : "/";
+    if (a->cwd[0] != '/') {
         fprintf(stderr, "cdsh acp prompt: --cwd must be an absolute path\n");
         return 2;
     }
+    return -1;
+}
+
+int cdsh_cmd_acp_prompt(int argc, char **argv)
+{
+    prompt_args a = {0};
+    char here[4096];
+    int parsed = parse_args(argc, argv, &a, here, sizeof here);
+    if (parsed >= 0)
+        return parsed;
+    const char *engine = a.engine, *text = a.text, *session = a.session, *cwd = a.cwd;
+    const char *tools_glob = a.tools_glob, *approve = a.approve;
+    bool as_json = a.as_json;
+    cli_sink sink = {.quiet = a.quiet};
     char *sid = session ? strdup(session) : cdsh_random_id_dup("cli-");
     cdsh_error err = {0};
     /* --cdsh-tools GLOB offers cdsh's own tools (cdsh mcp) to engines that take MCP servers. */
@@ -206,7 +263,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         .hint = "no terminal to ask: cancelled (use --approve allow|reject)",
     };
     cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals};
+    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals, .on_wait = print_wait};
     cdsh_acp_service *svc = approver ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
     json_decref(mcp);
     if (!svc || !sid) {
@@ -221,13 +278,25 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         fprintf(stderr, "cdsh acp prompt: error [%s]: %s\n", err.code, err.message);
         goto done;
     }
+    /* Opened before the turn with no sink: what a session/load replays is
+     * history, not this turn's reply (the chat front end does the same), and
+     * the open's warnings (an unapplied initial config option) print before
+     * the turn's own lines. */
+    json_t *open_warnings = NULL;
+    int orc = cdsh_acp_service_open(svc, sid, NULL, &open_warnings, &err);
+    print_warnings(open_warnings);
+    json_decref(open_warnings);
+    if (orc < 0) {
+        fprintf(stderr, "error [%s]: %s\n", err.code[0] ? err.code : "UNKNOWN", err.message);
+        goto done;
+    }
     cdsh_cancel *cancel = cdsh_cancel_new(NULL);
     /* Ctrl-C and SIGTERM cancel the turn; the agent is then disposed, never orphaned. */
     struct sigaction sa = {0}, old, old_term;
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, &old);
     sigaction(SIGTERM, &sa, &old_term);
-    watch w = {cancel, 0};
+    watch w = {cancel, svc, sid, 0};
     pthread_t wt;
     bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
     cdsh_acp_turn_sink ts = {sink_update, &sink};
@@ -244,11 +313,7 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         goto done;
     }
     json_object_set_new(res, "session", json_string(sid));
-    size_t i;
-    json_t *wv;
-    json_array_foreach(json_object_get(res, "warnings"), i, wv) {
-        fprintf(stderr, "warning: %s\n", json_string_value(wv));
-    }
+    print_warnings(json_object_get(res, "warnings"));
     if (as_json) {
         char *t = cdsh_json_dump_compact_dup(res);
         printf("\n%s\n", t ? t : "{}");
@@ -256,16 +321,32 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     } else {
         fputc('\n', stdout);
     }
-    if (json_is_true(json_object_get(res, "ok"))) {
+    const char *stop = json_string_value(json_object_get(res, "stopReason"));
+    if (json_is_true(json_object_get(res, "ok")) && stop &&
+        (strcmp(stop, "cancelled") == 0 || strcmp(stop, "refusal") == 0)) {
+        /* The agent ended the turn without doing it (Codex's "abort" on a
+         * rejected permission answers cancelled): not a success. */
+        fprintf(stderr, "error [%s]: %s\n", strcmp(stop, "cancelled") == 0 ? "CANCELLED" : "REFUSED",
+                interrupted                     ? "the turn was interrupted (Ctrl-C)"
+                : strcmp(stop, "cancelled") == 0 ? "the engine ended the turn as cancelled "
+                                                   "(stopReason \"cancelled\"; a rejected "
+                                                   "permission aborts the turn in some agents)"
+                                                 : "the engine refused to continue (stopReason "
+                                                   "\"refusal\")");
+    } else if (json_is_true(json_object_get(res, "ok"))) {
         code = 0;
-        fprintf(stderr, "[%s] session %s (engine %s)\n",
-                json_string_value(json_object_get(res, "stopReason")), sid, engine);
+        fprintf(stderr, "[%s] session %s (engine %s)%s\n", stop ? stop : "end_turn", sid, engine,
+                session ? "" : " — not kept; pass --session ID to continue a conversation");
     } else {
         fprintf(stderr, "error [%s]: %s\n", json_string_value(json_object_get(res, "code")),
                 json_string_value(json_object_get(res, "message")));
     }
     json_decref(res);
 done:
+    /* Without --session the conversation cannot be continued: its binding
+     * is not left behind in sessions.json. */
+    if (svc && sid && !session)
+        cdsh_acp_state_session_remove(cdsh_cli_home(), sid, NULL);
     cdsh_acp_service_free(svc);
     cdsh_cli_approver_free(approver);
     cdsh_approvals_free(approvals);

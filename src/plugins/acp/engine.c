@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/process.h"
+#include "base/redact.h"
 #include "base/strbuf.h"
 
 #ifdef __APPLE__
@@ -29,14 +32,23 @@ static const char builtins_json[] =
     "\"fallbackPaths\":[\"~/.local/bin/omp\",\"${HOME}/.omp/bin/omp\"]},"
     "{\"id\":\"opencode\",\"label\":{\"zh\":\"OpenCode\",\"en\":\"OpenCode\"},"
     "\"command\":\"opencode\",\"args\":[\"acp\"],\"sortOrder\":20,"
+    /* Its default model is paid ("Insufficient account funds"); a free one
+     * first (digest §2). Its initialize took 19-31 s on a busy machine. */
+    "\"initialConfigOptions\":[{\"configId\":\"model\","
+    "\"value\":\"opencode/nemotron-3.5-lightning-free\"}],"
+    "\"initBudget\":{\"steadySecs\":90},"
     "\"commandOverrides\":{\"windows\":\"%USERPROFILE%\\\\.opencode\\\\bin\\\\opencode.exe\"},"
     "\"fallbackPaths\":[\"~/.opencode/bin/opencode\"],"
     "\"env\":{\"OPENCODE_DISABLE_AUTOUPDATE\":\"1\"}},"
     "{\"id\":\"commandcode\",\"label\":{\"zh\":\"Command Code\",\"en\":\"Command Code\"},"
     "\"command\":\"commandcode\",\"args\":[\"acp\"],\"sortOrder\":30,"
+    "\"skillDelivery\":\"args\","
     "\"commandOverrides\":{\"windows\":\"%APPDATA%\\\\npm\\\\commandcode.ps1\"}},"
-    "{\"id\":\"qoder-cn\",\"label\":{\"zh\":\"Qoder CLI（中国版）\",\"en\":\"Qoder CLI CN\"},"
-    "\"command\":\"qoder-cn\",\"args\":[\"--acp\"],\"sortOrder\":35},"
+    "{\"id\":\"qodercn\",\"label\":{\"zh\":\"Qoder CLI（中国版）\",\"en\":\"Qoder CLI CN\"},"
+    "\"command\":\"qoder-cn\",\"args\":[\"--acp\"],\"sortOrder\":35,"
+    "\"skillDelivery\":\"auto\",\"permissionMode\":\"default\","
+    "\"permissionTemplates\":{\"dont_ask\":[\"--permission-mode\",\"dont_ask\"],"
+    "\"bypass\":[\"--dangerously-skip-permissions\"]}},"
     "{\"id\":\"codex-acp\",\"label\":{\"zh\":\"Codex（ACP 适配）\",\"en\":\"Codex ACP\"},"
     "\"command\":\"codex-acp\",\"args\":[],\"sortOrder\":40},"
     "{\"id\":\"claude-code-acp\",\"label\":{\"zh\":\"Claude Code（ACP 适配）\","
@@ -123,6 +135,184 @@ static json_t *i18n(const json_t *v, const char *dflt)
     return dflt ? json_pack("{s:s,s:s}", "zh", dflt, "en", dflt) : json_null();
 }
 
+/* A string array field: each entry trimmed, empty ones dropped. NULL
+ * (with err) when v is present but not an array of strings. */
+static json_t *trimmed_strings(const json_t *v, const char *id, const char *field, cdsh_error *err)
+{
+    if (!json_is_array(v)) {
+        cdsh_error_set(err, CDSH_EINVAL, "INVALID_ENGINE",
+                       "engine \"%s\": %s must be an array of strings", id, field);
+        return NULL;
+    }
+    json_t *out = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        const char *s = json_string_value(e);
+        if (!s) {
+            json_decref(out);
+            cdsh_error_set(err, CDSH_EINVAL, "INVALID_ENGINE",
+                           "engine \"%s\": %s[%zu] is not a string", id, field, i);
+            return NULL;
+        }
+        while (isspace((unsigned char)*s))
+            s++;
+        size_t n = strlen(s);
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+            n--;
+        if (n)
+            json_array_append_new(out, json_stringn(s, n));
+    }
+    return out;
+}
+
+static bool one_of(const char *v, const char *const *allowed)
+{
+    for (const char *const *a = allowed; *a; a++)
+        if (strcmp(v, *a) == 0)
+            return true;
+    return false;
+}
+
+/* skillDelivery, skillsDirs, skillArgsTemplate, permissionMode,
+ * permissionTemplates and the derived poolKey (digest §1.1, §4.5). */
+static int skills_and_permissions(const json_t *row, const char *id, json_t *r, cdsh_error *err)
+{
+    static const char *const deliveries[] = {"auto", "args", "none", NULL};
+    static const char *const modes[] = {"default", "dont_ask", "bypass", NULL};
+    const json_t *v = json_object_get(row, "skillDelivery");
+    const char *d = json_string_value(v);
+    if (v && !json_is_null(v) && (!d || !one_of(d, deliveries)))
+        return cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_VALUE",
+                              "engine \"%s\": skillDelivery must be \"auto\", \"args\" or "
+                              "\"none\", not %s",
+                              id, d ? d : "a non-string");
+    json_object_set_new(r, "skillDelivery", json_string(d ? d : "auto"));
+    v = json_object_get(row, "skillsDirs");
+    json_t *dirs = v && !json_is_null(v) ? trimmed_strings(v, id, "skillsDirs", err)
+                                         : json_pack("[s]", "~/.agents/skills");
+    if (!dirs)
+        return CDSH_EINVAL;
+    json_object_set_new(r, "skillsDirs", dirs);
+    v = json_object_get(row, "skillArgsTemplate");
+    json_t *tmpl = v && !json_is_null(v) ? trimmed_strings(v, id, "skillArgsTemplate", err)
+                                         : json_pack("[s,s]", "--skill", "{dir}");
+    if (!tmpl)
+        return CDSH_EINVAL;
+    bool has_dir = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(tmpl, i, e)
+        has_dir |= strstr(json_string_value(e), "{dir}") != NULL;
+    json_object_set_new(r, "skillArgsTemplate", tmpl);
+    if (!has_dir)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ENGINE",
+                              "engine \"%s\": skillArgsTemplate must contain \"{dir}\"", id);
+    json_t *templates = json_object();
+    json_object_set_new(r, "permissionTemplates", templates);
+    const char *k;
+    json_object_foreach(json_object_get(row, "permissionTemplates"), k, v) {
+        if (strcmp(k, "dont_ask") != 0 && strcmp(k, "bypass") != 0)
+            return cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_VALUE",
+                                  "engine \"%s\": permissionTemplates has no mode \"%s\" (only "
+                                  "dont_ask and bypass)",
+                                  id, k);
+        char field[64];
+        snprintf(field, sizeof field, "permissionTemplates.%s", k);
+        json_t *args = trimmed_strings(v, id, field, err);
+        if (!args)
+            return CDSH_EINVAL;
+        json_object_set_new(templates, k, args);
+    }
+    v = json_object_get(row, "permissionMode");
+    const char *mode = json_string_value(v);
+    if (v && !json_is_null(v) && (!mode || !one_of(mode, modes)))
+        return cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_VALUE",
+                              "engine \"%s\": permissionMode must be \"default\", "
+                              "\"dont_ask\" or \"bypass\", not %s",
+                              id, mode ? mode : "a non-string");
+    if (!mode)
+        mode = "default";
+    if (strcmp(mode, "default") != 0 && !json_array_size(json_object_get(templates, mode)))
+        return cdsh_error_set(err, CDSH_EINVAL, "UNSUPPORTED_MODE",
+                              "engine \"%s\": permissionMode \"%s\" needs a non-empty "
+                              "permissionTemplates.%s (the arguments that start it so)",
+                              id, mode, mode);
+    json_object_set_new(r, "permissionMode", json_string(mode));
+    /* Asking and non-asking processes of one engine are never shared. */
+    json_object_set_new(r, "poolKey", strcmp(mode, "default") == 0
+                                          ? json_string(id)
+                                          : json_sprintf("%s#%s", id, mode));
+    return 0;
+}
+
+/* resolvedCommand, commandOverrides, fallbackPaths, args and env of a
+ * normalised row (coerced, never refused). */
+static void launch_fields(const json_t *row, json_t *r)
+{
+    const char *resolved = json_string_value(json_object_get(row, "resolvedCommand"));
+    json_object_set_new(r, "resolvedCommand",
+                        resolved && *resolved ? json_string(resolved) : json_null());
+    json_t *ov = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(row, "commandOverrides"), k, v) {
+        if ((strcmp(k, "windows") == 0 || strcmp(k, "darwin") == 0 || strcmp(k, "linux") == 0) &&
+            json_is_string(v))
+            json_object_set(ov, k, v);
+    }
+    json_object_set_new(r, "commandOverrides", ov);
+    json_object_set_new(r, "fallbackPaths", string_array(json_object_get(row, "fallbackPaths")));
+    json_object_set_new(r, "args", string_array(json_object_get(row, "args")));
+    json_t *env = json_object();
+    json_object_foreach(json_object_get(row, "env"), k, v) {
+        json_t *s = coerce_string(v);
+        if (s && *k && !strchr(k, '='))
+            json_object_set_new(env, k, s);
+        else
+            json_decref(s);
+    }
+    json_object_set_new(r, "env", env);
+}
+
+/* Timeouts, disposal, enabled, sortOrder and the probed / runtime fields
+ * (capabilities, health, warm: carried through only for trusted rows). */
+static void lifecycle_fields(const json_t *row, bool from_user, json_t *r)
+{
+    json_t *pt = json_object_get(row, "promptTimeoutMs"),
+           *it = json_object_get(row, "idleTimeoutMs");
+    json_object_set_new(r, "promptTimeoutMs",
+                        json_integer(coerce_int(pt, CDSH_ACP_PROMPT_TIMEOUT_MS)));
+    json_object_set_new(r, "idleTimeoutMs", json_integer(coerce_int(it, CDSH_ACP_IDLE_TIMEOUT_MS)));
+    json_object_set_new(r, "disposeGraceMs",
+                        json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
+                                                CDSH_ACP_DISPOSE_GRACE_MS)));
+    json_object_set_new(
+        r, "idleDisposeMs",
+        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
+    json_object_set_new(r, "enabled",
+                        json_boolean(!json_is_false(json_object_get(row, "enabled"))));
+    json_object_set_new(
+        r, "sortOrder",
+        json_integer(coerce_int(json_object_get(row, "sortOrder"), CDSH_ACP_SORT_ORDER)));
+    /* Probed / runtime fields: carried through only for trusted rows. */
+    json_t *caps = from_user ? NULL : json_object_get(row, "capabilities");
+    json_object_set_new(r, "capabilities",
+                        json_is_object(caps)
+                            ? json_deep_copy(caps)
+                            : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs", "terminal",
+                                        "permissionRequests", "configOptions", "models", "modes"));
+    json_t *health = from_user ? NULL : json_object_get(row, "health");
+    json_object_set_new(r, "health",
+                        json_is_object(health)
+                            ? json_deep_copy(health)
+                            : json_pack("{s:n,s:s,s:n,s:n}", "lastCheckAt", "status", "unknown",
+                                        "latencyMs", "error"));
+    json_t *warm = from_user ? NULL : json_object_get(row, "warm");
+    if (json_is_object(warm))
+        json_object_set_new(r, "warm", json_deep_copy(warm));
+}
+
 int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_user, json_t **out,
                               cdsh_error *err)
 {
@@ -132,7 +322,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     if (!json_is_object(row))
         return invalid(err, "INVALID_ENGINE", "an engine must be a JSON object%s", "");
     if (from_user) {
-        static const char *const ro[] = {"capabilities", "health", NULL};
+        static const char *const ro[] = {"capabilities", "health", "warm", NULL};
         for (const char *const *k = ro; *k; k++)
             if (json_object_get(row, *k))
                 return cdsh_error_set(err, CDSH_EPERM, "READ_ONLY_FIELD",
@@ -171,47 +361,45 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
     const char *icon = json_string_value(json_object_get(row, "icon"));
     json_object_set_new(r, "icon", json_string(icon ? icon : id));
     json_object_set_new(r, "command", json_string(command));
-    const char *resolved = json_string_value(json_object_get(row, "resolvedCommand"));
-    json_object_set_new(r, "resolvedCommand",
-                        resolved && *resolved ? json_string(resolved) : json_null());
-    json_t *ov = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(row, "commandOverrides"), k, v) {
-        if ((strcmp(k, "windows") == 0 || strcmp(k, "darwin") == 0 || strcmp(k, "linux") == 0) &&
-            json_is_string(v))
-            json_object_set(ov, k, v);
+    launch_fields(row, r);
+    json_t *polv = json_object_get(row, "cwdPolicy");
+    const char *pol = json_string_value(polv);
+    if ((polv && !json_is_null(polv) && !pol) ||
+        (pol && strcmp(pol, "fixed") != 0 && strcmp(pol, "session") != 0)) {
+        json_decref(r);
+        return cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_VALUE",
+                              "engine \"%s\": cwdPolicy must be \"session\" or \"fixed\", not %s",
+                              id, pol ? pol : "a non-string");
     }
-    json_object_set_new(r, "commandOverrides", ov);
-    json_object_set_new(r, "fallbackPaths", string_array(json_object_get(row, "fallbackPaths")));
-    json_object_set_new(r, "args", string_array(json_object_get(row, "args")));
-    json_t *env = json_object();
-    json_object_foreach(json_object_get(row, "env"), k, v) {
-        json_t *s = coerce_string(v);
-        if (s && *k && !strchr(k, '='))
-            json_object_set_new(env, k, s);
-        else
-            json_decref(s);
-    }
-    json_object_set_new(r, "env", env);
-    const char *pol = json_string_value(json_object_get(row, "cwdPolicy"));
     json_object_set_new(r, "cwdPolicy",
                         json_string(pol && strcmp(pol, "fixed") == 0 ? "fixed" : "session"));
+    if (skills_and_permissions(row, id, r, err) < 0) {
+        json_decref(r);
+        return err ? err->rc : CDSH_EINVAL;
+    }
     const char *cwd = json_string_value(json_object_get(row, "cwd"));
     json_object_set_new(r, "cwd", cwd && *cwd ? json_string(cwd) : json_null());
     json_t *ib = json_object_get(row, "initBudget");
     const char *probe = json_string_value(json_object_get(ib, "coldProbe"));
+    if (probe && strcmp(probe, "npx-cache") != 0 && strcmp(probe, "first-start") != 0 &&
+        strcmp(probe, "none") != 0) {
+        json_decref(r);
+        return cdsh_error_set(err, CDSH_EINVAL, "UNKNOWN_VALUE",
+                              "engine \"%s\": initBudget.coldProbe must be \"first-start\", "
+                              "\"npx-cache\" or \"none\", not \"%s\"",
+                              id, probe);
+    }
+    int64_t steady = coerce_int(json_object_get(ib, "steadySecs"), CDSH_ACP_INIT_STEADY_SECS);
     json_object_set_new(
         r, "initBudget",
-        json_pack(
-            "{s:I,s:I,s:s}", "steadySecs",
-            (json_int_t)coerce_int(json_object_get(ib, "steadySecs"), CDSH_ACP_INIT_STEADY_SECS),
-            "coldSecs",
-            (json_int_t)coerce_int(json_object_get(ib, "coldSecs"), CDSH_ACP_INIT_COLD_SECS),
-            "coldProbe", probe && strcmp(probe, "npx-cache") == 0 ? "npx-cache" : "none"));
+        json_pack("{s:I,s:I,s:s}", "steadySecs", (json_int_t)steady, "coldSecs",
+                  (json_int_t)coerce_int(json_object_get(ib, "coldSecs"),
+                                         steady * CDSH_ACP_INIT_COLD_FACTOR),
+                  "coldProbe", probe ? probe : "first-start"));
     json_object_set_new(r, "dialect", json_string("canonical"));
     json_t *ico = json_array();
     size_t i;
+    json_t *v;
     json_array_foreach(json_object_get(row, "initialConfigOptions"), i, v) {
         json_t *cid = coerce_string(json_object_get(v, "configId"));
         json_t *val = coerce_string(json_object_get(v, "value"));
@@ -231,35 +419,7 @@ int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_u
         json_object_set_new(r, "mcp", json_string("inherit"));
     else
         json_object_set_new(r, "mcp", json_string("none"));
-    json_t *pt = json_object_get(row, "promptTimeoutMs"),
-           *it = json_object_get(row, "idleTimeoutMs");
-    json_object_set_new(r, "promptTimeoutMs",
-                        json_integer(coerce_int(pt, CDSH_ACP_PROMPT_TIMEOUT_MS)));
-    json_object_set_new(r, "idleTimeoutMs", json_integer(coerce_int(it, CDSH_ACP_IDLE_TIMEOUT_MS)));
-    json_object_set_new(r, "disposeGraceMs",
-                        json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
-                                                CDSH_ACP_DISPOSE_GRACE_MS)));
-    json_object_set_new(
-        r, "idleDisposeMs",
-        json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
-    json_object_set_new(r, "enabled",
-                        json_boolean(!json_is_false(json_object_get(row, "enabled"))));
-    json_object_set_new(
-        r, "sortOrder",
-        json_integer(coerce_int(json_object_get(row, "sortOrder"), CDSH_ACP_SORT_ORDER)));
-    /* Probed / runtime fields: carried through only for trusted rows. */
-    json_t *caps = from_user ? NULL : json_object_get(row, "capabilities");
-    json_object_set_new(r, "capabilities",
-                        json_is_object(caps)
-                            ? json_deep_copy(caps)
-                            : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "fs", "terminal",
-                                        "permissionRequests", "configOptions", "models", "modes"));
-    json_t *health = from_user ? NULL : json_object_get(row, "health");
-    json_object_set_new(r, "health",
-                        json_is_object(health)
-                            ? json_deep_copy(health)
-                            : json_pack("{s:n,s:s,s:n,s:n}", "lastCheckAt", "status", "unknown",
-                                        "latencyMs", "error"));
+    lifecycle_fields(row, from_user, r);
     json_object_set_new(r, "source", json_string(source ? source : "user-file"));
     *out = r;
     return 0;
@@ -301,6 +461,10 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
                                         "command",
                                         "dialect",
                                         "mcp",
+                                        "skillsDirs",
+                                        "skillArgsTemplate",
+                                        "permissionMode",
+                                        "permissionTemplates",
                                         NULL};
     if (!json_is_object(current) || !json_is_object(patch) || !merged)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "a patch must be a JSON object");
@@ -308,12 +472,22 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
     json_t *row = json_deep_copy(current);
     json_object_del(row, "capabilities");
     json_object_del(row, "health");
+    json_object_del(row, "warm");
+    json_object_del(row, "poolKey");
     const char *k;
     json_t *v;
     int rc = 0;
     json_object_foreach((json_t *)patch, k, v) {
         bool known = false;
-        if (strcmp(k, "capabilities") == 0 || strcmp(k, "health") == 0) {
+        if (strcmp(k, "skillDelivery") == 0) {
+            /* A vendor declaration (seed 003 §1), not a preference. */
+            rc = cdsh_error_set(err, CDSH_EPERM, "READ_ONLY_FIELD",
+                                "field \"skillDelivery\" is the engine's declaration (its row), "
+                                "not a preference a patch can change");
+            goto done;
+        }
+        if (strcmp(k, "capabilities") == 0 || strcmp(k, "health") == 0 ||
+            strcmp(k, "poolKey") == 0 || strcmp(k, "warm") == 0) {
             rc = cdsh_error_set(err, CDSH_EPERM, "READ_ONLY_FIELD",
                                 "field \"%s\" is measured by cdsh (probe / runtime) and cannot be "
                                 "set by the user",
@@ -574,13 +748,63 @@ static const char *row_npm_cache(const json_t *row)
     return NULL;
 }
 
+json_t *cdsh_acp_engine_warm_marker_dup(const char *resolved)
+{
+    struct stat st;
+    if (!resolved || stat(resolved, &st) != 0)
+        return NULL;
+    char iso[CDSH_ISO8601_MAX];
+    cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), iso, sizeof iso);
+    char change[64];
+    snprintf(change, sizeof change, "%lld.%09ld", (long long)st.st_ctim.tv_sec,
+             (long)st.st_ctim.tv_nsec);
+    return json_pack("{s:s,s:I,s:s,s:s}", "path", resolved, "inode", (json_int_t)st.st_ino,
+                     "changed", change, "at", iso);
+}
+
+/* coldProbe "first-start": cold until an initialize of this very
+ * executable succeeded (the marker names its path, inode and change time,
+ * so an install or update makes the next start cold again). */
+static void first_start_check(const json_t *row, cdsh_acp_cold_check *out)
+{
+    char *resolved = NULL;
+    if (cdsh_acp_engine_resolve(row, &resolved, NULL, NULL) < 0) {
+        snprintf(out->reason, sizeof out->reason, "command not found: nothing to start");
+        return;
+    }
+    const json_t *warm = json_object_get(row, "warm");
+    json_t *now = cdsh_acp_engine_warm_marker_dup(resolved);
+    const char *path = json_string_value(json_object_get(warm, "path"));
+    if (!warm || !path) {
+        out->cold = true;
+        snprintf(out->reason, sizeof out->reason,
+                 "first start: no initialize of %.500s has succeeded yet", resolved);
+    } else if (!now || strcmp(path, resolved) != 0 ||
+               json_integer_value(json_object_get(warm, "inode")) !=
+                   json_integer_value(json_object_get(now, "inode")) ||
+               !json_equal(json_object_get(warm, "changed"), json_object_get(now, "changed"))) {
+        out->cold = true;
+        snprintf(out->reason, sizeof out->reason,
+                 "first start since %.500s was installed or changed", resolved);
+    } else {
+        snprintf(out->reason, sizeof out->reason, "warm: %.500s started before (%.40s)",
+                 resolved, json_string_value(json_object_get(warm, "at")));
+    }
+    json_decref(now);
+    free(resolved);
+}
+
 void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out)
 {
     out->cold = false;
     const char *probe =
         json_string_value(json_object_get(json_object_get(row, "initBudget"), "coldProbe"));
-    if (!probe || strcmp(probe, "npx-cache") != 0) {
+    if (!probe || strcmp(probe, "none") == 0) {
         snprintf(out->reason, sizeof out->reason, "coldProbe is none");
+        return;
+    }
+    if (strcmp(probe, "first-start") == 0) {
+        first_start_check(row, out);
         return;
     }
     const char *cmd = json_string_value(json_object_get(row, "command"));
@@ -736,7 +960,55 @@ char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
         if (json_is_string(a))
             v[n++] = strdup(json_string_value(a));
     }
+    json_t *extra = cdsh_acp_engine_extra_args_dup(row);
+    char **grown = realloc(v, (n + json_array_size(extra) + 1) * sizeof *v);
+    if (grown) {
+        v = grown;
+        json_array_foreach(extra, i, a)
+            v[n++] = strdup(json_string_value(a));
+        v[n] = NULL;
+    }
+    json_decref(extra);
     return v;
+}
+
+json_t *cdsh_acp_engine_extra_args_dup(const json_t *row)
+{
+    json_t *out = json_array();
+    size_t i, j;
+    json_t *d, *t;
+    const char *delivery = json_string_value(json_object_get(row, "skillDelivery"));
+    if (delivery && strcmp(delivery, "args") == 0) {
+        json_array_foreach(json_object_get(row, "skillsDirs"), i, d) {
+            char *dir = cdsh_acp_engine_expand_path_dup(json_string_value(d));
+            struct stat st;
+            if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+                json_array_foreach(json_object_get(row, "skillArgsTemplate"), j, t) {
+                    const char *tm = json_string_value(t);
+                    const char *at = tm ? strstr(tm, "{dir}") : NULL;
+                    if (!at) {
+                        json_array_append(out, t);
+                        continue;
+                    }
+                    cdsh_strbuf sb;
+                    cdsh_strbuf_init(&sb);
+                    cdsh_strbuf_append(&sb, tm, (size_t)(at - tm));
+                    cdsh_strbuf_append_str(&sb, dir);
+                    cdsh_strbuf_append_str(&sb, at + 5);
+                    char *arg = cdsh_strbuf_take(&sb, NULL);
+                    if (arg)
+                        json_array_append_new(out, json_string(arg));
+                    free(arg);
+                }
+            }
+            free(dir);
+        }
+    }
+    const char *mode = json_string_value(json_object_get(row, "permissionMode"));
+    if (mode && strcmp(mode, "default") != 0)
+        json_array_extend(out,
+                          json_object_get(json_object_get(row, "permissionTemplates"), mode));
+    return out;
 }
 
 void cdsh_acp_engine_strv_free(char **v)
@@ -746,4 +1018,148 @@ void cdsh_acp_engine_strv_free(char **v)
     for (char **p = v; *p; p++)
         free(*p);
     free(v);
+}
+
+/* ---- what may be shown of a row (issue: secrets in listings and evidence) ---------- */
+
+/* The option name of an argument ("--api-key=x" → "api-key", "-t" → "t"),
+ * its length; 0 for a non-option. */
+static size_t option_name(const char *a, const char **name)
+{
+    if (!a || a[0] != '-' || !a[1])
+        return 0;
+    const char *p = a + (a[1] == '-' ? 2 : 1);
+    size_t n = strcspn(p, "=");
+    *name = p;
+    return n;
+}
+
+/* Calls fn for each argument value that a secret-looking option carries:
+ * "--api-key V", "--token=V" (the option name matched as a JSON key is). */
+static void each_secret_arg(const json_t *args, void (*fn)(void *ud, size_t index, const char *value),
+                            void *ud)
+{
+    size_t n = json_array_size(args);
+    for (size_t i = 0; i < n; i++) {
+        const char *a = json_string_value(json_array_get(args, i));
+        const char *name = NULL;
+        size_t len = option_name(a, &name);
+        if (!len || !cdsh_redact_key_is_secret(name, len))
+            continue;
+        if (name[len] == '=') {
+            fn(ud, i, name + len + 1);
+        } else if (i + 1 < n) {
+            const char *next = json_string_value(json_array_get(args, i + 1));
+            if (next && next[0] != '-') {
+                fn(ud, i + 1, next);
+                i++;
+            }
+        }
+    }
+}
+
+static void redact_arg(void *ud, size_t index, const char *value)
+{
+    json_t *out = ud;
+    const char *cur = json_string_value(json_array_get(out, index));
+    if (!cur)
+        return;
+    size_t keep = strlen(cur) - strlen(value); /* "--token=" of "--token=V", "" of "V" */
+    char *r = malloc(keep + sizeof CDSH_REDACTED);
+    if (!r)
+        return;
+    memcpy(r, cur, keep);
+    memcpy(r + keep, CDSH_REDACTED, sizeof CDSH_REDACTED);
+    json_array_set_new(out, index, json_string(r));
+    free(r);
+}
+
+json_t *cdsh_acp_engine_args_public_dup(const json_t *args)
+{
+    json_t *out = json_deep_copy(args);
+    if (!json_is_array(out)) {
+        json_decref(out);
+        return json_array();
+    }
+    each_secret_arg(args, redact_arg, out); /* option values first, then patterns */
+    size_t i;
+    json_t *a;
+    json_array_foreach(out, i, a) {
+        char *r = json_is_string(a) ? cdsh_redact_dup(json_string_value(a)) : NULL;
+        if (r)
+            json_array_set_new(out, i, json_string(r));
+        free(r);
+    }
+    return out;
+}
+
+json_t *cdsh_acp_engine_public_dup(const json_t *row)
+{
+    json_t *out = json_deep_copy(row);
+    if (!out)
+        return NULL;
+    json_t *env = json_object_get(out, "env");
+    const char *k;
+    json_t *v;
+    json_object_foreach(env, k, v) {
+        json_object_set_new(env, k, json_string(CDSH_REDACTED));
+    }
+    if (json_is_array(json_object_get(out, "args")))
+        json_object_set_new(out, "args", cdsh_acp_engine_args_public_dup(json_object_get(row, "args")));
+    return out;
+}
+
+typedef struct strv {
+    char **v;
+    size_t n, cap;
+} strv;
+
+static void strv_add(void *ud, size_t index, const char *value)
+{
+    (void)index;
+    strv *s = ud;
+    if (!value || strlen(value) < 4)
+        return;
+    if (s->n + 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        char **nv = realloc(s->v, cap * sizeof *nv);
+        if (!nv)
+            return;
+        s->v = nv;
+        s->cap = cap;
+    }
+    char *d = strdup(value);
+    if (!d)
+        return;
+    s->v[s->n++] = d;
+    s->v[s->n] = NULL;
+}
+
+/* A value that looks like a credential although its name does not say so:
+ * long, one word, not a path or URL. */
+static bool token_like(const char *v)
+{
+    size_t n = strlen(v);
+    if (n < 16 || strchr(v, '/'))
+        return false;
+    for (const char *p = v; *p; p++)
+        if (isspace((unsigned char)*p))
+            return false;
+    return true;
+}
+
+char **cdsh_acp_engine_secrets_dup(const json_t *row)
+{
+    strv s = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(row, "env"), k, v) {
+        const char *val = json_string_value(v);
+        if (val && (cdsh_redact_key_is_secret(k, strlen(k)) || token_like(val)))
+            strv_add(&s, 0, val);
+    }
+    each_secret_arg(json_object_get(row, "args"), strv_add, &s);
+    if (!s.v)
+        s.v = calloc(1, sizeof *s.v);
+    return s.v;
 }

@@ -16,6 +16,7 @@
 /* Defaults (seed §2, digest §1.1). */
 #define CDSH_ACP_INIT_STEADY_SECS 30
 #define CDSH_ACP_INIT_COLD_SECS 300
+#define CDSH_ACP_INIT_COLD_FACTOR 10 /* coldSecs defaults to steadySecs × this */
 #define CDSH_ACP_DISPOSE_GRACE_MS 6000
 #define CDSH_ACP_IDLE_DISPOSE_MS 30000
 #define CDSH_ACP_SORT_ORDER 100
@@ -26,14 +27,25 @@
  * every default filled in. Errors (CDSH_EINVAL, code "INVALID_ENGINE"):
  * not an object, empty id, id not matching ^[a-z0-9][a-z0-9-]*$ (after
  * trimming), missing or empty command, a dialect other than "canonical"
- * (code "UNKNOWN_DIALECT"). With from_user, the probed and runtime fields
- * "capabilities" and "health" are refused: CDSH_EPERM, code
+ * (code "UNKNOWN_DIALECT"); an enumerated field with another value, naming
+ * the field (code "UNKNOWN_VALUE"): cwdPolicy (session|fixed),
+ * initBudget.coldProbe (first-start|npx-cache|none), skillDelivery
+ * (auto|args|none; default auto), permissionMode (default|dont_ask|bypass),
+ * a permissionTemplates key other than dont_ask / bypass; skillsDirs,
+ * skillArgsTemplate and permissionTemplates.* not string arrays (trimmed,
+ * empty entries dropped; defaults ["~/.agents/skills"] and
+ * ["--skill","{dir}"], which must contain "{dir}"); a permissionMode whose
+ * template is missing or empty ("UNSUPPORTED_MODE"). poolKey is derived:
+ * the id, or "<id>#<mode>" for another permissionMode, so asking and
+ * non-asking processes are never shared. With from_user, the probed and
+ * runtime fields "capabilities", "health" and "warm" are refused (a given
+ * poolKey is ignored: it is always derived): CDSH_EPERM, code
  * "READ_ONLY_FIELD". source ("builtin", "user-file") is stored in the row. */
 int cdsh_acp_engine_normalize(const json_t *row, const char *source, bool from_user, json_t **out,
                               cdsh_error *err);
 
 /* Owned array of the normalised builtin rows, in sortOrder: omp, opencode,
- * commandcode, qoder-cn, codex-acp, claude-code-acp, gemini. */
+ * commandcode, qodercn, codex-acp, claude-code-acp, gemini. */
 json_t *cdsh_acp_engine_builtins_dup(void);
 
 /* Applies a user patch (digest §3.1) to current (borrowed, normalised):
@@ -41,8 +53,10 @@ json_t *cdsh_acp_engine_builtins_dup(void);
  * commandOverrides, fallbackPaths, cwdPolicy, cwd, enabled, sortOrder,
  * initialConfigOptions, initBudget, promptTimeoutMs / idleTimeoutMs (null
  * or "" keep the current value), disposeGraceMs, idleDisposeMs, label,
- * description, icon, command, dialect, mcp changed only when present. "id"
- * must equal the current id; "capabilities" / "health" are refused
+ * description, icon, command, dialect, mcp, skillsDirs, skillArgsTemplate,
+ * permissionMode, permissionTemplates changed only when present. "id"
+ * must equal the current id; "capabilities", "health", "warm", "poolKey"
+ * and "skillDelivery" (the engine's declaration, seed 003 §1) are refused
  * (CDSH_EPERM, "READ_ONLY_FIELD"); unknown keys are CDSH_EINVAL
  * ("UNKNOWN_FIELD"). *merged is the owned, re-validated full row. */
 int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **merged,
@@ -61,7 +75,11 @@ int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via
 char *cdsh_acp_engine_expand_path_dup(const char *tmpl);
 
 /* Whether the engine's next start is a cold one (initBudget.coldProbe).
- * "none": never cold. "npx-cache": the command is npx (or `npm exec` /
+ * "none": never cold. "first-start" (the default): cold until an
+ * initialize of the resolved executable succeeded — the row's "warm"
+ * marker (runtime.json, cdsh_acp_engine_warm_marker_dup) must name the same
+ * path, inode and change time, so the first start after an install or
+ * update is cold again. "npx-cache": the command is npx (or `npm exec` /
  * `npm x`) and one of its packages is missing from npx's cache,
  * <cache>/_npx/<key>/node_modules/<name> (cache: `--cache` in args, else
  * the row's or the process's npm_config_cache, else ~/.npm; key: see
@@ -75,6 +93,10 @@ typedef struct cdsh_acp_cold_check {
 
 void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out);
 
+/* The warm marker of an executable (owned): {path, inode, changed (ctime
+ * "sec.nsec"), at (now)}; NULL when it cannot be stat'ed. */
+json_t *cdsh_acp_engine_warm_marker_dup(const char *resolved);
+
 /* npx's cache directory name for a list of package specs as given on its
  * command line (libnpmexec): the specs sorted as JavaScript's
  * localeCompare(…, "en") orders them, joined with "\n", SHA-512, first 16
@@ -83,7 +105,9 @@ void cdsh_acp_engine_cold_check(const json_t *row, cdsh_acp_cold_check *out);
 int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17]);
 
 /* The initialize budget in ms: coldSecs when the cold check says cold,
- * else steadySecs. check (may be NULL) receives the check's outcome. */
+ * else steadySecs (coldSecs defaults to steadySecs × CDSH_ACP_INIT_COLD_FACTOR,
+ * so one named setting per engine scales both). check (may be NULL)
+ * receives the check's outcome. */
 int64_t cdsh_acp_engine_init_budget_ms(const json_t *row, cdsh_acp_cold_check *check);
 
 /* Prompt gates in ms (<= 0 means none): promptTimeoutMs (default
@@ -92,10 +116,36 @@ int64_t cdsh_acp_engine_init_budget_ms(const json_t *row, cdsh_acp_cold_check *c
 int64_t cdsh_acp_engine_prompt_timeout_ms(const json_t *row);
 int64_t cdsh_acp_engine_idle_timeout_ms(const json_t *row);
 
+/* The arguments cdsh adds after the row's args (owned array), as the
+ * original builds argv (digest §1.3): with skillDelivery "args", the
+ * skillArgsTemplate once per skillsDirs entry that is an existing
+ * directory ({dir} replaced by its expanded path); then, for a
+ * permissionMode other than default, permissionTemplates[mode]. */
+json_t *cdsh_acp_engine_extra_args_dup(const json_t *row);
+
 /* Owned NULL-terminated "NAME=value" array from the row's env (free with
- * cdsh_acp_engine_strv_free) and owned argv {resolved, args...}. */
+ * cdsh_acp_engine_strv_free) and owned argv {resolved, args...,
+ * cdsh_acp_engine_extra_args_dup...}. */
 char **cdsh_acp_engine_env_dup(const json_t *row);
 char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved);
 void cdsh_acp_engine_strv_free(char **v);
+
+/* What may be shown of a row (listings, evidence): an owned copy with every
+ * env value "[REDACTED]" and the args as cdsh_acp_engine_args_public_dup
+ * gives them. */
+json_t *cdsh_acp_engine_public_dup(const json_t *row);
+
+/* Owned copy of an args array with each element through the text redactor
+ * and the value of a secret-looking option ("--api-key V", "--token=V":
+ * the option name judged as cdsh_redact_key_is_secret judges a key)
+ * replaced by "[REDACTED]". */
+json_t *cdsh_acp_engine_args_public_dup(const json_t *args);
+
+/* The literal secrets cdsh hands the engine (owned NULL-terminated list,
+ * free with cdsh_acp_engine_strv_free): env values under a secret-looking
+ * name or that look like a token (16+ characters, one word, no '/'), and
+ * the values of secret-looking options in args; values under 4 bytes are
+ * left out. For redacting what the agent echoes back. */
+char **cdsh_acp_engine_secrets_dup(const json_t *row);
 
 #endif

@@ -1,9 +1,8 @@
 /* plugin.c — the "acp" plugin: creates the ACP service, provides it,
- * answers the "/acp" RPC channel (the one engines surface: the web page's
- * picker and any panel use it) by calling state.c, probe.c and service.c,
- * and registers its session-fork participant and its session runner (the
- * turns of engine-bound sessions, turn.c) through its context. Thin
- * wrappers only: validate → call → shape. */
+ * registers its operations table (ops.c: the "/acp" RPC channel, the one
+ * engines surface the web page's picker and any panel use), its
+ * session-fork participant and its session runner (the turns of
+ * engine-bound sessions, turn.c) through its context. Thin wrappers only. */
 #include "plugins/acp/plugin.h"
 
 #include <stdarg.h>
@@ -16,6 +15,7 @@
 #include "host/host.h"
 #include "host/rpc.h"
 #include "plugins/acp/cmd_acp.h"
+#include "plugins/acp/ops.h"
 #include "plugins/acp/probe.h"
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
@@ -25,6 +25,7 @@
 typedef struct acp_plugin {
     cdsh_acp_service *svc;
     cdsh_host *host;
+    cdsh__acp_ops_ud ops; /* what the operations table's handlers work on */
     cdsh_session_fork_hook fork;
     cdsh_session_runner runner;
 } acp_plugin;
@@ -34,130 +35,6 @@ static void plugin_free(void *arg)
     acp_plugin *p = arg;
     cdsh_acp_service_free(p->svc); /* disposes the engine processes */
     free(p);
-}
-
-static json_t *fail(const cdsh_error *e)
-{
-    const char *code = e->rc == CDSH_ENOTFOUND                     ? CDSH_RPC_NOT_FOUND
-                       : e->rc == CDSH_EINVAL                      ? CDSH_RPC_BAD_REQUEST
-                       : e->rc == CDSH_EPERM || e->rc == CDSH_EBUSY ? "conflict"
-                                                                   : CDSH_RPC_INTERNAL;
-    return cdsh_rpc_error_new(code, e->message, json_pack("{s:s}", "code", e->code));
-}
-
-/* {binding: entry|null, locked, config: {configOptions, modes}|null}: what
- * session, bind, unbind, open and config answer. */
-static json_t *engine_state(cdsh_acp_service *svc, const char *sid)
-{
-    json_t *entry = NULL;
-    if (cdsh_acp_state_session_get(cdsh_acp_service_home(svc), sid, &entry, NULL) < 0)
-        entry = NULL;
-    json_t *cfg = entry ? cdsh_acp_service_config_dup(svc, sid) : NULL;
-    bool locked = entry && json_is_string(json_object_get(entry, "lockedEngineId"));
-    return json_pack("{s:o, s:b, s:o}", "binding", entry ? entry : json_null(), "locked", locked,
-                     "config", cfg ? cfg : json_null());
-}
-
-/* The page's session list shows bindings: say that one changed. */
-static void announce(acp_plugin *p, const char *sid)
-{
-    json_t *ch = json_pack("{s:s, s:s}", "reason", "engine", "id", sid);
-    cdsh_events_emit(cdsh_host_events(p->host), "sessions/change", NULL, false, ch);
-    json_decref(ch);
-}
-
-/* unbind: refused once the engine is locked (the first message went). */
-static int unbind(cdsh_acp_service *svc, const char *sid, cdsh_error *err)
-{
-    json_t *entry = NULL;
-    const cdsh_home *home = cdsh_acp_service_home(svc);
-    int rc = cdsh_acp_state_session_get(home, sid, &entry, err);
-    if (rc == 0 && json_is_string(json_object_get(entry, "lockedEngineId")))
-        rc = cdsh_error_set(err, CDSH_EPERM, "ENGINE_LOCKED",
-                            "the session's engine is locked after its first message");
-    json_decref(entry);
-    if (rc == 0)
-        cdsh_acp_service_release(svc, sid, NULL);
-    return rc == 0 ? cdsh_acp_state_session_remove(home, sid, err) : rc;
-}
-
-static int on_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh_cancel *cancel,
-                  json_t **result, cdsh_error *err)
-{
-    (void)cancel, (void)err;
-    acp_plugin *p = arg;
-    cdsh_acp_service *svc = p->svc;
-    const cdsh_home *home = cdsh_acp_service_home(svc);
-    cdsh_error e = {0};
-    const char *session = json_string_value(json_object_get(payload, "session"));
-    const char *engine = json_string_value(json_object_get(payload, "engine"));
-    const char *cwd = json_string_value(json_object_get(payload, "cwd"));
-    bool per_session = strcmp(endpoint, "session") == 0 || strcmp(endpoint, "bind") == 0 ||
-                       strcmp(endpoint, "unbind") == 0 || strcmp(endpoint, "open") == 0 ||
-                       strcmp(endpoint, "config") == 0;
-    if (per_session && (!session || !*session || strlen(session) > 128)) {
-        *result = cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "a \"session\" id is required",
-                                     NULL);
-        return 0;
-    }
-    int rc = 0;
-    const char *via = NULL;
-    if (strcmp(endpoint, "engines") == 0) {
-        json_t *engines = NULL, *diags = NULL;
-        *result = cdsh_acp_state_engines_listing(home, &engines, &diags, &e) < 0
-                      ? fail(&e)
-                      : cdsh_rpc_ok_new(json_pack("{s:o,s:o}", "engines", engines, "diagnostics",
-                                                  diags ? diags : json_array()));
-        return 0;
-    } else if (strcmp(endpoint, "probe") == 0) {
-        cdsh_acp_probe_opts o = {.prompt = json_string_value(json_object_get(payload, "prompt")),
-                                 .cwd = cwd};
-        json_t *rec = NULL;
-        *result = !engine ? cdsh_rpc_error_new(CDSH_RPC_BAD_REQUEST, "engine is required", NULL)
-                  : cdsh_acp_probe_run(home, engine, &o, &rec, NULL, &e) < 0 ? fail(&e)
-                                                                             : cdsh_rpc_ok_new(rec);
-        return 0;
-    } else if (strcmp(endpoint, "sessions") == 0) {
-        json_t *map = NULL;
-        *result = cdsh_acp_state_sessions_dup(home, &map, &e) < 0 ? fail(&e) : cdsh_rpc_ok_new(map);
-        return 0;
-    } else if (strcmp(endpoint, "session") == 0) {
-        rc = 0;
-    } else if (strcmp(endpoint, "bind") == 0) {
-        char here[4096];
-        if (!cwd && !cdsh_acp_turn_is_bound(home, session))
-            cwd = getcwd(here, sizeof here) ? here : "/";
-        rc = engine ? cdsh_acp_service_bind(svc, session, engine, cwd, &e)
-                    : cdsh_error_set(&e, CDSH_EINVAL, "BAD_REQUEST", "\"engine\" is required");
-    } else if (strcmp(endpoint, "unbind") == 0) {
-        rc = unbind(svc, session, &e);
-    } else if (strcmp(endpoint, "open") == 0) {
-        json_t *warnings = NULL;
-        rc = cdsh_acp_service_open(svc, session, NULL, &warnings, &e);
-        json_decref(warnings);
-    } else if (strcmp(endpoint, "config") == 0) {
-        const char *id = json_string_value(json_object_get(payload, "configId"));
-        const char *value = json_string_value(json_object_get(payload, "value"));
-        rc = id && value ? cdsh_acp_service_set_config(svc, session, id, value, &via, &e)
-             : id || value
-                 ? cdsh_error_set(&e, CDSH_EINVAL, "BAD_REQUEST",
-                                  "\"configId\" and \"value\" go together")
-                 : 0;
-    } else {
-        *result = cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, "unknown /acp endpoint", NULL);
-        return 0;
-    }
-    if (rc < 0) {
-        *result = fail(&e);
-        return 0;
-    }
-    json_t *out = engine_state(svc, session);
-    if (via)
-        json_object_set_new(out, "via", json_string(via));
-    if (strcmp(endpoint, "bind") == 0 || strcmp(endpoint, "unbind") == 0)
-        announce(p, session);
-    *result = cdsh_rpc_ok_new(out);
-    return 0;
 }
 
 /* ---- the session runner (engine-bound sessions' turns) ---------------------------------- */
@@ -304,6 +181,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
                  : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     }
     p->host = host;
+    p->ops = (cdsh__acp_ops_ud){.svc = p->svc, .host = host};
     p->fork = (cdsh_session_fork_hook){.name = "acp", .fn = on_fork, .arg = p->svc};
     p->runner = (cdsh_session_runner){.name = "engine",
                                       .owns = runner_owns,
@@ -317,7 +195,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     if (rc == 0)
         rc = cdsh_ctx_provide(ctx, CDSH_ACP_SERVICE, p->svc, err);
     if (rc == 0)
-        rc = cdsh_ctx_rpc_handle(ctx, "/acp", on_rpc, p, err);
+        rc = cdsh_ops_register_table(ctx, &cdsh__acp_ops_table, &p->ops, NULL, err);
     if (rc == 0)
         rc = cdsh_ctx_hook(ctx, CDSH_SESSION_FORK_HOOKS, &p->fork, err);
     if (rc == 0)

@@ -20,7 +20,9 @@
  * installed on the host's tools (cdsh_approvals_installed).
  *
  * The "/acp" RPC channel is the one engines surface (the web page's picker
- * uses it; docs/acp.md):
+ * uses it; docs/acp.md), built from the plugin's operations table (ops.c,
+ * host/ops.h: a row per operation with its argument and result shapes;
+ * "$ops" lists them):
  *   engines → {engines: [rows with resolved], diagnostics}
  *   probe {engine, prompt?, cwd?} → the evidence record
  *   sessions → the sessions map

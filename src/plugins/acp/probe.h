@@ -10,10 +10,13 @@
 
 #include "base/err.h"
 #include "base/home.h"
+#include "proto/acp/conn.h"
 
 typedef struct cdsh_acp_probe_opts {
     const char *prompt; /* NULL: no prompt */
     const char *cwd;    /* absolute; NULL: the current directory */
+    cdsh_acp_wait_fn on_wait; /* handshake progress (conn.h); NULL: none */
+    void *wait_ud;
 } cdsh_acp_probe_opts;
 
 /* Probes engine_id. A probe that reached the engine but failed is still a

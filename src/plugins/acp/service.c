@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "plugins/acp/engine.h"
 #include "plugins/acp/state.h"
 #include "proto/acp/classify.h"
@@ -20,6 +21,7 @@ typedef struct live_session live_session;
 
 typedef struct pool_engine {
     char *id;
+    char *pool_key; /* the row's poolKey: processes started differently are not shared */
     json_t *row;
     cdsh_acp_conn *conn;
     int busy;           /* operations in flight using conn */
@@ -33,6 +35,10 @@ struct live_session {
     pool_engine *engine;
     bool dead; /* released: kept until the engine's process goes */
     bool prompting;
+    /* Opened fresh although the binding had an ACP session (load/resume
+     * failed) or is a fork that got none: the agent lacks the context until
+     * a prompt carries it. Cleared by the first finished prompt. */
+    bool context_lost;
     const cdsh_acp_turn_sink *sink; /* set for the duration of a prompt / open */
     int callbacks;                  /* sink calls in flight (session_done waits for 0) */
     cdsh_cancel *turn_cancel;       /* the running turn's token (service_cancel fires it) */
@@ -58,6 +64,9 @@ struct cdsh_acp_service {
     json_t *mcp_servers;
     cdsh_approvals *approvals;
     cdsh_tools *approvals_of; /* else the broker installed on these tools */
+    cdsh_acp_wait_fn on_wait;
+    void *wait_ud;
+    int64_t wait_notice_ms;
     const cdsh_home *home;    /* borrowed: where the engine and session state lives */
 };
 
@@ -161,6 +170,7 @@ static void engine_free(pool_engine *e)
     cdsh_acp_conn_free(e->conn);
     json_decref(e->row);
     free(e->id);
+    free(e->pool_key);
     free(e);
 }
 
@@ -252,6 +262,9 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_home *home, const cdsh_acp_ser
         svc->record = opts->record;
         svc->approvals = opts->approvals;
         svc->approvals_of = opts->approvals_of;
+        svc->on_wait = opts->on_wait;
+        svc->wait_ud = opts->wait_ud;
+        svc->wait_notice_ms = opts->wait_notice_ms;
         svc->mcp_servers =
             json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
     }
@@ -323,16 +336,23 @@ static void engine_put(cdsh_acp_service *svc, pool_engine *e)
 
 /* Runtime health of an engine after a spawn + initialize (runtime.json;
  * never the user's engines.json). Failing to record it is not an error. */
-static void record_health(cdsh_acp_service *svc, const char *id, int rc, cdsh_acp_conn *conn,
+static void record_health(cdsh_acp_service *svc, const json_t *row, int rc, cdsh_acp_conn *conn,
                           const cdsh_error *err)
 {
+    const char *id = json_string_value(json_object_get(row, "id"));
     char iso[CDSH_ISO8601_MAX];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), iso, sizeof iso);
     json_t *h = json_pack("{s:s,s:s,s:o,s:o}", "lastCheckAt", iso, "status",
                           rc == 0 ? "ok" : "failed", "latencyMs",
                           rc == 0 ? json_integer(cdsh_acp_conn_init_latency_ms(conn)) : json_null(),
                           "error", rc == 0 || !err ? json_null() : json_string(err->message));
-    cdsh_acp_state_runtime_record(svc->home, id, NULL, h, NULL);
+    /* The error may quote the agent's stderr echoing what cdsh handed it. */
+    char **secrets = cdsh_acp_engine_secrets_dup(row);
+    json_t *clean = secrets ? cdsh_redact_json_literals_dup(h, (const char *const *)secrets) : NULL;
+    cdsh_acp_engine_strv_free(secrets);
+    if (clean)
+        cdsh_acp_state_runtime_record(svc->home, id, NULL, clean, NULL);
+    json_decref(clean);
     json_decref(h);
 }
 
@@ -342,10 +362,13 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
                       cdsh_error *err)
 {
     const char *id = json_string_value(json_object_get(row, "id"));
+    const char *key = json_string_value(json_object_get(row, "poolKey"));
+    if (!key)
+        key = id;
     pthread_mutex_lock(&svc->spawn_mu);
     pthread_mutex_lock(&svc->mu);
     for (pool_engine *e = svc->engines; e; e = e->next)
-        if (strcmp(e->id, id) == 0 && !cdsh_acp_conn_is_closed(e->conn)) {
+        if (strcmp(e->pool_key, key) == 0 && !cdsh_acp_conn_is_closed(e->conn)) {
             e->busy++;
             e->idle_since = 0;
             pthread_mutex_unlock(&svc->mu);
@@ -384,12 +407,23 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .fs_write = !svc->no_fs,
         .terminal = !svc->no_terminal,
         .record = svc->record,
+        .on_wait = svc->on_wait,
+        .wait_ud = svc->wait_ud,
+        .wait_notice_ms = svc->wait_notice_ms,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);
-    record_health(svc, id, rc, e->conn, err);
+    record_health(svc, row, rc, e->conn, err);
     if (rc < 0)
         goto done;
+    cdsh_acp_state_runtime_warm(svc->home, id, resolved, NULL); /* no longer a first start */
     e->id = strdup(id);
+    e->pool_key = strdup(key);
+    if (!e->id || !e->pool_key) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        cdsh_acp_conn_free(e->conn);
+        e->conn = NULL;
+        goto done;
+    }
     e->row = json_deep_copy(row);
     e->busy = 1;
     pool_engine *stale = NULL;
@@ -397,7 +431,7 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
     /* Unlink a crashed predecessor (its process is gone); disposed below,
      * outside the lock, because its dispatcher may be waiting for it. */
     for (pool_engine **pp = &svc->engines; *pp;)
-        if (strcmp((*pp)->id, id) == 0 && (*pp)->busy == 0) {
+        if (strcmp((*pp)->pool_key, key) == 0 && (*pp)->busy == 0) {
             pool_engine *old = *pp;
             *pp = old->next;
             old->next = stale;
@@ -569,6 +603,7 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
                                                forked));
         rc = cdsh_acp_conn_session_open(e->conn, CDSH_ACP_OPEN_NEW, NULL, cwd, mcp, &h, &sid, err);
         *opened = "new";
+        ls->context_lost = prev || forked;
     }
     json_decref(mcp);
     if (rc < 0) {
@@ -692,16 +727,37 @@ static json_t *fail_result(const char *code, const char *message, const char *en
                      "engineId", engine, "warnings", warnings);
 }
 
+bool cdsh_acp_service_context_lost(cdsh_acp_service *svc, const char *cdsh_session_id)
+{
+    if (!svc || !cdsh_session_id)
+        return false;
+    pthread_mutex_lock(&svc->mu);
+    live_session *ls = live_find(svc, cdsh_session_id);
+    bool lost = ls && ls->context_lost;
+    pthread_mutex_unlock(&svc->mu);
+    return lost;
+}
+
 json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_id,
                                 const char *text, const cdsh_acp_turn_sink *sink,
                                 cdsh_cancel *cancel)
+{
+    json_t *blocks = text ? json_pack("[{s:s,s:s}]", "type", "text", "text", text) : NULL;
+    json_t *res = cdsh_acp_service_prompt_blocks(svc, cdsh_session_id, blocks, sink, cancel);
+    json_decref(blocks);
+    return res;
+}
+
+json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_session_id,
+                                       const json_t *blocks, const cdsh_acp_turn_sink *sink,
+                                       cdsh_cancel *cancel)
 {
     json_t *warnings = json_array();
     json_t *row = NULL, *result = NULL;
     cdsh_error err = {0};
     live_session *ls = NULL;
     const char *opened = NULL;
-    if (!svc || !cdsh_session_id || !text) {
+    if (!svc || !cdsh_session_id || !json_array_size(blocks)) {
         result = fail_result("INVALID_ARGS", "prompt needs a session id and text", NULL, warnings);
         goto out;
     }
@@ -723,7 +779,8 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
                              warnings);
         goto out;
     }
-    if (cdsh_acp_state_session_mark_message(svc->home, cdsh_session_id, &err) < 0) {
+    bool locked_now = false;
+    if (cdsh_acp_state_session_mark_message(svc->home, cdsh_session_id, &locked_now, &err) < 0) {
         pthread_mutex_lock(&svc->mu);
         ls->prompting = false;
         pthread_mutex_unlock(&svc->mu);
@@ -731,7 +788,7 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
         result = fail_result(err.code, err.message, engine_id, warnings);
         goto out;
     }
-    json_t *prompt = json_pack("[{s:s,s:s}]", "type", "text", "text", text);
+    json_t *prompt = json_deep_copy(blocks);
     cdsh_acp_prompt_opts po = {
         .idle_timeout_ms = cdsh_acp_engine_idle_timeout_ms(row),
         .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(row),
@@ -752,6 +809,9 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
     cdsh_cancel_free(turn);
     json_decref(prompt);
     if (rc == 0) {
+        pthread_mutex_lock(&svc->mu);
+        ls->context_lost = false; /* the agent has this turn now */
+        pthread_mutex_unlock(&svc->mu);
         result = json_pack("{s:b,s:s,s:s,s:s,s:s,s:I,s:I,s:O}", "ok", 1, "stopReason",
                            pr.stop_reason, "engineId", engine_id, "acpSessionId", ls->acp_id,
                            "opened", opened, "latencyMs", (json_int_t)pr.latency_ms, "updates",
@@ -763,6 +823,11 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
         if (rc == CDSH_ECANCELED)
             cls = "CANCELLED";
         result = fail_result(cls, err.message, engine_id, warnings);
+        /* A first message the engine failed does not tie the session to it:
+         * the person may pick another engine (a cancelled one may have
+         * done work, so it stays locked). */
+        if (locked_now && rc != CDSH_ECANCELED)
+            cdsh_acp_state_session_unlock(svc->home, cdsh_session_id, NULL);
         if (result && cdsh_acp_conn_is_closed(ls->engine->conn)) {
             char *tail = cdsh_acp_conn_stderr_tail_dup(ls->engine->conn);
             json_object_set_new(result, "stderrTail", json_string(tail ? tail : ""));
@@ -774,10 +839,37 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
     ls->prompting = false;
     pthread_mutex_unlock(&svc->mu);
     session_done(svc, ls);
+    if (result && row && !json_is_true(json_object_get(result, "ok"))) {
+        /* A failure quotes the agent (its stderr tail too), which may echo
+         * what cdsh handed it; the result is stored in the session. */
+        char **secrets = cdsh_acp_engine_secrets_dup(row);
+        json_t *clean =
+            secrets ? cdsh_redact_json_literals_dup(result, (const char *const *)secrets) : NULL;
+        cdsh_acp_engine_strv_free(secrets);
+        if (clean) {
+            json_decref(result);
+            result = clean;
+        }
+    }
 out:
     json_decref(row);
     json_decref(warnings);
     return result;
+}
+
+int cdsh_acp_service_interrupt(cdsh_acp_service *svc, const char *cdsh_session_id, int sig,
+                               cdsh_error *err)
+{
+    if (!svc || !cdsh_session_id)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "interrupt needs a session");
+    pthread_mutex_lock(&svc->mu);
+    live_session *ls = live_find(svc, cdsh_session_id);
+    /* Under mu: the engine (and its process) cannot be disposed meanwhile. */
+    int rc = ls ? cdsh_acp_conn_signal(ls->engine->conn, sig, err)
+                : cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_LIVE",
+                                 "session \"%s\" has no live engine process", cdsh_session_id);
+    pthread_mutex_unlock(&svc->mu);
+    return rc;
 }
 
 int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id)
@@ -948,8 +1040,9 @@ static void fork_remote(cdsh_acp_service *svc, const json_t *row, const char *pa
                         const char *child, const char *prev, const char *cwd, json_t *warnings,
                         char **acp_out)
 {
-    static const char fresh[] = "the fork's first message starts a fresh ACP session without the "
-                                "parent's context";
+    static const char fresh[] = "the fork's first message starts a fresh ACP session, and the "
+                                "conversation's transcript is sent with it (cdsh chat and the web "
+                                "page; not `cdsh acp prompt`)";
     const char *engine_id = json_string_value(json_object_get(row, "id"));
     pool_engine *e = NULL;
     cdsh_error le = {0};

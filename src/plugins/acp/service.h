@@ -54,6 +54,11 @@ typedef struct cdsh_acp_service_opts {
      * plugin's own service asks wherever the person is (web page,
      * terminal). Borrowed; must outlive the service. */
     cdsh_tools *approvals_of;
+    /* Progress while an engine's handshake waits (cdsh_acp_conn_opts):
+     * e.g. "waiting for opencode to initialize… 12 s". NULL: none. */
+    cdsh_acp_wait_fn on_wait;
+    void *wait_ud;
+    int64_t wait_notice_ms; /* <= 0: CDSH_ACP_WAIT_NOTICE_MS */
 } cdsh_acp_service_opts;
 
 /* home (borrowed, must outlive the service) holds the engine and session
@@ -86,9 +91,31 @@ json_t *cdsh_acp_service_prompt(cdsh_acp_service *svc, const char *cdsh_session_
                                 const char *text, const cdsh_acp_turn_sink *sink,
                                 cdsh_cancel *cancel);
 
+/* As cdsh_acp_service_prompt with the message given as ACP content blocks
+ * (borrowed array, at least one; e.g. the replayed transcript first, then
+ * the person's text). */
+json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_session_id,
+                                       const json_t *blocks, const cdsh_acp_turn_sink *sink,
+                                       cdsh_cancel *cancel);
+
+/* True when the live ACP session of a bound cdsh session was opened fresh
+ * although the binding had one (session/load and session/resume failed, as
+ * with a Claude fork after a restart) or is a fork that got none, and no
+ * prompt has finished on it since: the agent does not have the
+ * conversation, so a front end that has the transcript should send it with
+ * the next message (turn.c does). */
+bool cdsh_acp_service_context_lost(cdsh_acp_service *svc, const char *cdsh_session_id);
+
 /* Cancels the running turn of a session (session/cancel; pending
  * permission requests answered "cancelled"). CDSH_ENOTFOUND if none. */
 int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id);
+
+/* Sends sig (SIGINT for a terminal's second Ctrl-C) to the process group of
+ * the agent serving a live cdsh session: the agent and what it started get
+ * it as if they ran in the terminal. CDSH_ENOTFOUND when the session is not
+ * live. */
+int cdsh_acp_service_interrupt(cdsh_acp_service *svc, const char *cdsh_session_id, int sig,
+                               cdsh_error *err);
 
 /* Opens the ACP side of a bound session now (normally done lazily by the
  * first prompt) so config options can be read before any message. */

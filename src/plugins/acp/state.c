@@ -6,11 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/fs.h"
+#include "base/hash.h"
 #include "base/home.h"
 #include "base/json.h"
+#include "base/random.h"
+#include "base/strbuf.h"
 #include "plugins/acp/engine.h"
 
 #define STATE_MAX_BYTES ((size_t)16 * 1024 * 1024)
@@ -234,6 +238,8 @@ int cdsh_acp_state_engines_load(const cdsh_home *home, json_t **engines, json_t 
             json_object_set(row, "capabilities", json_object_get(rt, "capabilities"));
         if (json_is_object(json_object_get(rt, "health")))
             json_object_set(row, "health", json_object_get(rt, "health"));
+        if (json_is_object(json_object_get(rt, "warm")))
+            json_object_set(row, "warm", json_object_get(rt, "warm"));
         if (rows)
             rows[k++] = row;
     }
@@ -330,7 +336,7 @@ int cdsh_acp_state_engine_update(const cdsh_home *home, const char *id, const js
 
 typedef struct runtime_arg {
     const char *id;
-    const json_t *caps, *health;
+    const json_t *caps, *health, *warm;
 } runtime_arg;
 
 static int edit_runtime(json_t *doc, void *arg, cdsh_error *err)
@@ -347,7 +353,24 @@ static int edit_runtime(json_t *doc, void *arg, cdsh_error *err)
         json_object_set_new(e, "capabilities", json_deep_copy(a->caps));
     if (a->health)
         json_object_set_new(e, "health", json_deep_copy(a->health));
+    if (a->warm)
+        json_object_set_new(e, "warm", json_deep_copy(a->warm));
     return 1;
+}
+
+int cdsh_acp_state_runtime_warm(const cdsh_home *home, const char *id, const char *resolved,
+                                cdsh_error *err)
+{
+    if (!id)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
+    json_t *marker = cdsh_acp_engine_warm_marker_dup(resolved);
+    if (!marker)
+        return cdsh_error_set(err, CDSH_ENOTFOUND, "COMMAND_NOT_FOUND", "cannot stat %s",
+                              resolved ? resolved : "(null)");
+    runtime_arg a = {.id = id, .warm = marker};
+    int rc = doc_update(home, DOC_RUNTIME, edit_runtime, &a, err);
+    json_decref(marker);
+    return rc;
 }
 
 int cdsh_acp_state_runtime_record(const cdsh_home *home, const char *id, const json_t *capabilities,
@@ -355,14 +378,94 @@ int cdsh_acp_state_runtime_record(const cdsh_home *home, const char *id, const j
 {
     if (!id)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "engine id required");
-    runtime_arg a = {id, capabilities, health};
+    runtime_arg a = {id, capabilities, health, NULL};
     return doc_update(home, DOC_RUNTIME, edit_runtime, &a, err);
 }
 
 /* ---- sessions ---------------------------------------------------------------- */
 
-/* Checks one entry's shape and the engine-lock invariant. */
-static int check_entry(const char *sid, const json_t *e, cdsh_error *err)
+/* ---- the lock seal ----------------------------------------------------------
+ * Editing both engineId and lockedEngineId would pass the plain invariant
+ * unnoticed, so a lock also carries lockSeal: SHA-256 over a per-home
+ * random key (multi-acp/lock.key, 0600), the session id, lockedEngineId and
+ * firstMessageAt. A hand edit of those cannot produce a matching seal
+ * without reading the key. Entries locked before seals existed have none
+ * and are accepted as they are. */
+
+#define SEAL_KEY_HEX 64
+
+/* The home's seal key; created (atomically, first writer wins) when create
+ * is set. 0 with key[0] = '\0' when it does not exist and create is unset. */
+static int seal_key(const cdsh_home *home, bool create, char key[SEAL_KEY_HEX + 1],
+                    cdsh_error *err)
+{
+    key[0] = '\0';
+    char *dir = NULL;
+    int rc = cdsh_acp_state_dir_dup(home, &dir, err);
+    if (rc < 0)
+        return rc;
+    char *path = cdsh_fs_path_join_dup(dir, "lock.key");
+    char tmp[4200];
+    for (int attempt = 0; path && attempt < 2; attempt++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            size_t n = fread(key, 1, SEAL_KEY_HEX, f);
+            fclose(f);
+            key[n == SEAL_KEY_HEX ? n : 0] = '\0';
+            if (key[0])
+                break;
+        }
+        if (!create)
+            break;
+        char fresh[SEAL_KEY_HEX + 1];
+        if (cdsh_random_hex(fresh, sizeof fresh, SEAL_KEY_HEX / 2) < 0)
+            break;
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+        if (cdsh_fs_write_atomic(tmp, fresh, SEAL_KEY_HEX, 0600, NULL) == 0) {
+            if (link(tmp, path) == 0)
+                memcpy(key, fresh, sizeof fresh);
+            unlink(tmp);
+        }
+        if (key[0])
+            break; /* else another writer won: read theirs */
+    }
+    if (!path)
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    else if (create && !key[0])
+        rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot create %s", path);
+    free(path);
+    free(dir);
+    return rc;
+}
+
+static void seal_of(const char *key, const char *sid, const json_t *e,
+                    char out[CDSH_SHA256_HEX_LEN + 1])
+{
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    const char *at = json_string_value(json_object_get(e, "firstMessageAt"));
+    cdsh_strbuf_appendf(&sb, "cdsh-acp-lock\n%s\n%s\n%s\n%s", key, sid,
+                        json_string_value(json_object_get(e, "lockedEngineId")), at ? at : "");
+    if (sb.failed || cdsh_hash_sha256_hex(sb.data, sb.len, out) < 0)
+        out[0] = '\0';
+    cdsh_strbuf_deinit(&sb);
+}
+
+/* Sets (or, for an unlocked entry, removes) the entry's lockSeal. */
+static void seal_set(const char *key, const char *sid, json_t *e)
+{
+    if (!json_is_string(json_object_get(e, "lockedEngineId")) || !key || !key[0]) {
+        json_object_del(e, "lockSeal");
+        return;
+    }
+    char seal[CDSH_SHA256_HEX_LEN + 1];
+    seal_of(key, sid, e, seal);
+    json_object_set_new(e, "lockSeal", json_string(seal));
+}
+
+/* Checks one entry's shape and the engine-lock invariant (key: the seal
+ * key, "" when the home has none). */
+static int check_entry(const char *sid, const json_t *e, const char *key, cdsh_error *err)
 {
     const char *engine = json_string_value(json_object_get(e, "engineId"));
     if (!json_is_object(e) || !engine)
@@ -375,6 +478,19 @@ static int check_entry(const char *sid, const json_t *e, cdsh_error *err)
                               "\"%s\"; the file now names \"%s\" — the engine of a session cannot "
                               "change after its first message (restore it or remove the entry)",
                               sid, locked, engine);
+    const char *seal = json_string_value(json_object_get(e, "lockSeal"));
+    if (locked && seal) {
+        char want[CDSH_SHA256_HEX_LEN + 1] = "";
+        if (key && key[0])
+            seal_of(key, sid, e, want);
+        if (!want[0] || strcmp(want, seal) != 0)
+            return cdsh_error_set(err, CDSH_EPERM, "ENGINE_LOCKED",
+                                  "sessions.json: the engine lock of session \"%s\" was edited "
+                                  "(engineId, lockedEngineId or firstMessageAt no longer match "
+                                  "its lockSeal) — the engine of a session cannot change after "
+                                  "its first message (restore it or remove the entry)",
+                                  sid);
+    }
     return 0;
 }
 
@@ -388,10 +504,13 @@ int cdsh_acp_state_session_get(const cdsh_home *home, const char *cdsh_session_i
     if (rc < 0)
         return rc;
     json_t *e = json_object_get(json_object_get(doc, "sessions"), cdsh_session_id);
+    char key[SEAL_KEY_HEX + 1] = "";
+    if (json_is_string(json_object_get(e, "lockSeal")))
+        seal_key(home, false, key, NULL);
     if (!e)
         rc = cdsh_error_set(err, CDSH_ENOTFOUND, "UNBOUND_SESSION",
                             "session \"%s\" is not bound to an engine", cdsh_session_id);
-    else if ((rc = check_entry(cdsh_session_id, e, err)) == 0)
+    else if ((rc = check_entry(cdsh_session_id, e, key, err)) == 0)
         *entry = json_deep_copy(e);
     json_decref(doc);
     return rc;
@@ -410,7 +529,9 @@ int cdsh_acp_state_sessions_dup(const cdsh_home *home, json_t **sessions, cdsh_e
 
 typedef struct session_arg {
     const char *sid, *engine, *cwd, *acp, *parent;
-    enum { OP_BIND, OP_SET_ACP, OP_MESSAGE, OP_REMOVE, OP_FORK } op;
+    bool *locked_now; /* OP_MESSAGE: set when this message locked the engine */
+    const char *key;  /* the seal key */
+    enum { OP_BIND, OP_SET_ACP, OP_MESSAGE, OP_UNLOCK, OP_REMOVE, OP_FORK } op;
 } session_arg;
 
 static int edit_session(json_t *doc, void *arg, cdsh_error *err)
@@ -422,7 +543,7 @@ static int edit_session(json_t *doc, void *arg, cdsh_error *err)
     int rc = 1;
     if (!now)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    if (e && (rc = check_entry(a->sid, e, err)) < 0)
+    if (e && (rc = check_entry(a->sid, e, a->key, err)) < 0)
         goto done;
     rc = 1;
     switch (a->op) {
@@ -461,8 +582,21 @@ static int edit_session(json_t *doc, void *arg, cdsh_error *err)
         if (a->op == OP_MESSAGE && !json_is_string(json_object_get(e, "lockedEngineId"))) {
             json_object_set_new(e, "firstMessageAt", json_string(now));
             json_object_set(e, "lockedEngineId", json_object_get(e, "engineId"));
+            seal_set(a->key, a->sid, e);
+            if (a->locked_now)
+                *a->locked_now = true;
         }
         json_object_set_new(e, "lastUsedAt", json_string(now));
+        break;
+    case OP_UNLOCK:
+        if (!e) {
+            rc = cdsh_error_set(err, CDSH_ENOTFOUND, "UNBOUND_SESSION",
+                                "session \"%s\" is not bound to an engine", a->sid);
+            goto done;
+        }
+        json_object_set_new(e, "firstMessageAt", json_null());
+        json_object_set_new(e, "lockedEngineId", json_null());
+        seal_set(a->key, a->sid, e);
         break;
     case OP_FORK: {
         json_t *p = json_object_get(map, a->parent);
@@ -477,7 +611,7 @@ static int edit_session(json_t *doc, void *arg, cdsh_error *err)
                                 "session \"%s\" is not bound to an engine", a->parent);
             goto done;
         }
-        if ((rc = check_entry(a->parent, p, err)) < 0)
+        if ((rc = check_entry(a->parent, p, a->key, err)) < 0)
             goto done;
         rc = 1;
         /* Same engine and directory; locked exactly when the parent is, since
@@ -489,6 +623,7 @@ static int edit_session(json_t *doc, void *arg, cdsh_error *err)
                                       now, "firstMessageAt", json_object_get(p, "firstMessageAt"),
                                       "lockedEngineId", json_object_get(p, "lockedEngineId"),
                                       "forkedFrom", a->parent));
+        seal_set(a->key, a->sid, json_object_get(map, a->sid));
         break;
     }
     case OP_REMOVE:
@@ -509,6 +644,12 @@ static int session_op(const cdsh_home *home, session_arg *a, cdsh_error *err)
 {
     if (!a->sid || !*a->sid)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "session id required");
+    /* Locks are sealed: the key is made before the first one is needed. */
+    char key[SEAL_KEY_HEX + 1] = "";
+    int rc = seal_key(home, a->op == OP_MESSAGE || a->op == OP_FORK, key, err);
+    if (rc < 0)
+        return rc;
+    a->key = key;
     return doc_update(home, DOC_SESSIONS, edit_session, a, err);
 }
 
@@ -529,9 +670,18 @@ int cdsh_acp_state_session_set_acp(const cdsh_home *home, const char *cdsh_sessi
 }
 
 int cdsh_acp_state_session_mark_message(const cdsh_home *home, const char *cdsh_session_id,
-                                        cdsh_error *err)
+                                        bool *locked_now, cdsh_error *err)
 {
-    session_arg a = {.sid = cdsh_session_id, .op = OP_MESSAGE};
+    if (locked_now)
+        *locked_now = false;
+    session_arg a = {.sid = cdsh_session_id, .locked_now = locked_now, .op = OP_MESSAGE};
+    return session_op(home, &a, err);
+}
+
+int cdsh_acp_state_session_unlock(const cdsh_home *home, const char *cdsh_session_id,
+                                  cdsh_error *err)
+{
+    session_arg a = {.sid = cdsh_session_id, .op = OP_UNLOCK};
     return session_op(home, &a, err);
 }
 
@@ -571,6 +721,13 @@ int cdsh_acp_state_engines_listing(const cdsh_home *home, json_t **engines, json
             json_object_set_new(row, "resolved",
                                 json_pack("{s:b,s:s}", "found", 0, "error", re.message));
         free(resolved);
+        /* A listing is for showing: no env values, no secret arguments. */
+        json_t *pub = cdsh_acp_engine_public_dup(row);
+        if (pub) {
+            json_object_set(row, "env", json_object_get(pub, "env"));
+            json_object_set(row, "args", json_object_get(pub, "args"));
+            json_decref(pub);
+        }
     }
     return 0;
 }

@@ -31,7 +31,8 @@ int cdsh_acp_state_engines_load(const cdsh_home *home, json_t **engines, json_t 
 
 /* As cdsh_acp_state_engines_load, each row with "resolved": {found:true,
  * path, via} or {found:false, error} (PATH resolution of its command) —
- * the listing `cdsh acp engines` and the web picker show. */
+ * the listing `cdsh acp engines` and the web picker show. Env values are
+ * "[REDACTED]" and secret-bearing args masked (cdsh_acp_engine_public_dup). */
 int cdsh_acp_state_engines_listing(const cdsh_home *home, json_t **engines, json_t **diagnostics,
                                    cdsh_error *err);
 
@@ -54,6 +55,12 @@ int cdsh_acp_state_engine_update(const cdsh_home *home, const char *id, const js
 int cdsh_acp_state_runtime_record(const cdsh_home *home, const char *id, const json_t *capabilities,
                                   const json_t *health, cdsh_error *err);
 
+/* Records that an initialize of the engine's resolved executable succeeded
+ * (its warm marker in runtime.json, cdsh_acp_engine_warm_marker_dup): the
+ * next start is not a first start (coldProbe "first-start"). */
+int cdsh_acp_state_runtime_warm(const cdsh_home *home, const char *id, const char *resolved,
+                                cdsh_error *err);
+
 /* The entry of a cdsh session (owned copy). CDSH_ENOTFOUND, code
  * "UNBOUND_SESSION". An entry whose engineId differs from the engine it was
  * locked to at its first message is refused: CDSH_EPERM, code
@@ -73,9 +80,15 @@ int cdsh_acp_state_session_set_acp(const cdsh_home *home, const char *cdsh_sessi
                                    const char *acp_session_id, cdsh_error *err);
 
 /* Marks the first message (sets firstMessageAt and lockedEngineId once) and
- * refreshes lastUsedAt. */
+ * refreshes lastUsedAt. *locked_now (may be NULL) says whether this call
+ * set the lock. */
 int cdsh_acp_state_session_mark_message(const cdsh_home *home, const char *cdsh_session_id,
-                                        cdsh_error *err);
+                                        bool *locked_now, cdsh_error *err);
+
+/* Undoes the lock of a first message that failed (the engine did not take
+ * the session on): clears firstMessageAt and lockedEngineId. */
+int cdsh_acp_state_session_unlock(const cdsh_home *home, const char *cdsh_session_id,
+                                  cdsh_error *err);
 
 /* Binds child_id (a fork of parent_id) like its parent: same engineId and
  * cwd, acpSessionId = acp_session_id (NULL: none yet, a fresh ACP session

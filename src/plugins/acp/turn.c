@@ -25,6 +25,7 @@ typedef struct call {
     char *status;
     json_t *content;    /* the latest ToolCallContent array */
     json_t *raw_output; /* the latest rawOutput */
+    bool ready; /* its arguments are final: a status past "pending", a later call or the end */
     bool logged;        /* advertised and its tool/call logged */
     bool ended;         /* a completed/failed status was seen */
     bool failed;        /* that status was failed */
@@ -213,7 +214,7 @@ static void advertise(writer *w)
             return;
     json_t *list = json_array();
     for (call *c = w->calls; c; c = c->next)
-        if (!c->logged)
+        if (!c->logged && c->ready)
             json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "id", c->id, "name", c->name,
                                                   "arguments", c->args));
     if (!json_array_size(list)) {
@@ -225,7 +226,7 @@ static void advertise(writer *w)
     json_decref(p);
     bool parallel = json_array_size(list) > 1;
     for (call *c = w->calls; c; c = c->next) {
-        if (c->logged)
+        if (c->logged || !c->ready)
             continue;
         c->logged = true;
         json_t *tc = json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "callId", c->id, "name", c->name,
@@ -248,6 +249,10 @@ static void on_tool(writer *w, const json_t *u)
         pp = &(*pp)->next;
     call *c = *pp;
     if (!c) {
+        /* A new call means the agent finished streaming the earlier ones'
+         * input: their arguments are final. */
+        for (call *o = w->calls; o; o = o->next)
+            o->ready = true;
         c = calloc(1, sizeof *c);
         if (!c)
             return;
@@ -268,6 +273,35 @@ static void on_tool(writer *w, const json_t *u)
         c->kind = str(u, "kind") ? strdup(str(u, "kind")) : NULL;
         *pp = c;
     }
+    /* Arguments arrive late: Claude Code sends rawInput {} first and the
+     * real input in a second pending tool_call, OpenCode a partial one until
+     * in_progress. Until the call is advertised the latest rawInput, title
+     * and kind win. */
+    const json_t *raw = json_object_get(u, "rawInput");
+    if (!c->logged && raw && !json_is_null(raw) &&
+        !(json_is_object(raw) && json_object_size(raw) == 0)) {
+        char *args = cdsh_json_dump_compact_dup(raw);
+        if (args) {
+            free(c->args);
+            c->args = args;
+        }
+    }
+    if (!c->logged && str(u, "title")) {
+        char *t = strdup(str(u, "title"));
+        if (t) {
+            free(c->title);
+            c->title = t;
+        }
+    }
+    if (!c->logged && str(u, "kind")) {
+        char *k = strdup(str(u, "kind"));
+        if (k) {
+            free(c->kind);
+            c->kind = k;
+        }
+    }
+    if (str(u, "status") && strcmp(str(u, "status"), "pending") != 0)
+        c->ready = true;
     if (json_is_array(json_object_get(u, "content"))) {
         json_decref(c->content);
         c->content = json_deep_copy(json_object_get(u, "content"));
@@ -375,6 +409,8 @@ static void finish(writer *w, const json_t *res)
              strcmp(reason, "cancelled") == 0 ? "was cancelled"
              : strcmp(reason, "error") == 0   ? "failed"
                                               : "ended");
+    for (call *c = w->calls; c; c = c->next)
+        c->ready = true; /* the turn is over: what is known is final */
     /* Open calls get their error result, so the waiting ones can be advertised. */
     for (call *c = w->calls; c; c = c->next)
         if (c->logged && !c->done)
@@ -406,6 +442,84 @@ static void finish(writer *w, const json_t *res)
                             str(res, "stopReason"), "engineId", str(res, "engineId"));
     record(w, "turn/end", 1, end, NULL);
     json_decref(end);
+}
+
+/* One message's text for the transcript: content as a string, or the text
+ * of its text blocks. */
+static void message_text(cdsh_strbuf *sb, const json_t *m, size_t cap)
+{
+    const json_t *content = json_object_get(m, "content");
+    size_t start = sb->len;
+    if (json_is_string(content)) {
+        cdsh_strbuf_append_str(sb, json_string_value(content));
+    } else {
+        size_t i;
+        json_t *b;
+        json_array_foreach(content, i, b) {
+            if (str(b, "text"))
+                cdsh_strbuf_appendf(sb, "%s%s", sb->len > start ? "\n" : "", str(b, "text"));
+        }
+    }
+    if (sb->len - start > cap) {
+        size_t cut = start + cap;
+        while (cut > start && ((unsigned char)sb->data[cut] & 0xC0) == 0x80)
+            cut--; /* not inside a UTF-8 sequence */
+        cdsh_strbuf_truncate(sb, cut);
+        cdsh_strbuf_append_str(sb, " […]");
+    }
+}
+
+char *cdsh_acp_transcript_text_dup(const json_t *messages)
+{
+    size_t n = json_array_size(messages);
+    if (!n)
+        return NULL;
+    /* The most recent messages that fit the cap, oldest first. */
+    size_t from = n, total = 0;
+    while (from > 0) {
+        const json_t *m = json_array_get(messages, from - 1);
+        const json_t *c = json_object_get(m, "content");
+        size_t len = json_is_string(c) ? json_string_length(c) : 256;
+        if (total + len > CDSH_ACP_TRANSCRIPT_MAX && from < n)
+            break;
+        total += len;
+        from--;
+    }
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    cdsh_strbuf_appendf(&sb, "[The conversation so far, replayed by cdsh because this agent "
+                             "could not restore its session%s. Continue from it; the new "
+                             "message follows.]\n",
+                        from ? "; earlier messages left out" : "");
+    for (size_t i = from; i < n; i++) {
+        const json_t *m = json_array_get(messages, i);
+        const char *role = str(m, "role");
+        if (!role)
+            continue;
+        if (strcmp(role, "user") == 0) {
+            cdsh_strbuf_append_str(&sb, "\nUser: ");
+            message_text(&sb, m, CDSH_ACP_TRANSCRIPT_MAX);
+        } else if (strcmp(role, "assistant") == 0) {
+            size_t j;
+            json_t *tc;
+            if (json_is_string(json_object_get(m, "content")) &&
+                json_string_length(json_object_get(m, "content"))) {
+                cdsh_strbuf_append_str(&sb, "\nAssistant: ");
+                message_text(&sb, m, CDSH_ACP_TRANSCRIPT_MAX);
+            }
+            json_array_foreach(json_object_get(m, "tool_calls"), j, tc) {
+                const json_t *fn = json_object_get(tc, "function");
+                cdsh_strbuf_appendf(&sb, "\nAssistant called tool %s with %s",
+                                    str(fn, "name") ? str(fn, "name") : "?",
+                                    str(fn, "arguments") ? str(fn, "arguments") : "{}");
+            }
+        } else if (strcmp(role, "tool") == 0) {
+            cdsh_strbuf_append_str(&sb, "\nTool result: ");
+            message_text(&sb, m, 2000);
+        }
+    }
+    cdsh_strbuf_append_str(&sb, "\n[End of the earlier conversation.]");
+    return cdsh_strbuf_take(&sb, NULL);
 }
 
 bool cdsh_acp_turn_is_bound(const cdsh_home *home, const char *session_id)
@@ -454,6 +568,7 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
     cdsh_strbuf_init(&w.text);
     cdsh_strbuf_init(&w.reasoning);
     w.turn = json_integer_value(json_object_get(loaded.session, "lastTurn")) + 1;
+    json_t *history = json_incref(loaded.messages); /* before this turn */
     cdsh_session_loaded_deinit(&loaded);
 
     json_t *start = json_object();
@@ -481,8 +596,27 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
     } else {
         emit(&w, "step/start", true, NULL);
         cdsh_acp_turn_sink sink = {on_update, &w};
-        res = cdsh_acp_service_prompt(o->svc, session_id, text, &sink, cancel);
+        json_t *blocks = json_array();
+        /* The agent lost the conversation (a fork it cannot restore, a
+         * session it cannot load): the transcript goes with this message. */
+        char *context = cdsh_acp_service_context_lost(o->svc, session_id)
+                            ? cdsh_acp_transcript_text_dup(history)
+                            : NULL;
+        if (context) {
+            json_array_append_new(blocks, json_pack("{s:s,s:s}", "type", "text", "text", context));
+            pthread_mutex_lock(&w.mu);
+            notice(&w, "info", "ACP_CONTEXT_REPLAYED",
+                   "The engine could not restore this conversation; its transcript was sent "
+                   "with this message.",
+                   json_pack("{s:I}", "messages", (json_int_t)json_array_size(history)));
+            pthread_mutex_unlock(&w.mu);
+        }
+        json_array_append_new(blocks, json_pack("{s:s,s:s}", "type", "text", "text", text));
+        res = cdsh_acp_service_prompt_blocks(o->svc, session_id, blocks, &sink, cancel);
+        json_decref(blocks);
+        free(context);
     }
+    json_decref(history);
     pthread_mutex_lock(&w.mu);
     if (res)
         finish(&w, res);

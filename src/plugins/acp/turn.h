@@ -7,9 +7,12 @@
  *
  * Mapping (digest §4.4/§4.5): agent text and thought chunks stream as
  * text/delta and reasoning/delta and are written once, at the end, as one
- * assistant/message {text, reasoning, finishReason: stopReason}; the first
- * sight of a toolCallId logs tool/call {callId, name, arguments (rawInput
- * as JSON, else "{}"), title?, kind?}, advertised first (the advertisement
+ * assistant/message {text, reasoning, finishReason: stopReason}; once a
+ * toolCallId's status moves past "pending", another call is first seen or
+ * the turn ends, it logs
+ * tool/call {callId, name, arguments (the latest non-empty rawInput as
+ * JSON, else "{}"), title?, kind? (the latest before that)} — agents send
+ * the real input late (Claude Code: {} first) — advertised first (the advertisement
  * rule) by an assistant/message {text:"", toolCalls:[{id, name,
  * arguments}]} — calls first seen while others are still open wait for
  * those results and are then advertised together; its first
@@ -54,6 +57,18 @@ typedef struct cdsh_acp_turn_opts {
  * cancel (may be NULL) cancels the turn (session/cancel). */
 int cdsh_acp_turn_run(const cdsh_acp_turn_opts *opts, const char *session_id, const char *text,
                       cdsh_cancel *cancel, json_t **result, cdsh_error *err);
+
+/* Cap in bytes of the transcript replayed to an agent that lost a session. */
+#define CDSH_ACP_TRANSCRIPT_MAX 100000
+
+/* The conversation so far (cdsh_session_store_messages, borrowed) as one
+ * text block for an agent that lost it: a header saying why, then "User:",
+ * "Assistant:", "Assistant called tool N with ARGS" and "Tool result:"
+ * lines (results cut at 2000 bytes), the most recent messages that fit
+ * CDSH_ACP_TRANSCRIPT_MAX. Owned; NULL when there are no messages.
+ * cdsh_acp_turn_run sends it before the person's text, with a notice
+ * ACP_CONTEXT_REPLAYED, when cdsh_acp_service_context_lost says so. */
+char *cdsh_acp_transcript_text_dup(const json_t *messages);
 
 /* True when the cdsh session is bound to an engine in sessions.json. */
 bool cdsh_acp_turn_is_bound(const cdsh_home *home, const char *session_id);

@@ -400,6 +400,10 @@ static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_erro
         char msg[CDSH_ERROR_MESSAGE_MAX + 64];
         snprintf(msg, sizeof msg, "%.560s; agent stderr: %.440s", err->message, cause);
         cdsh_error_set(err, rc, err->code, "%s", msg);
+    } else if (rc == CDSH_ETIMEDOUT) {
+        char msg[CDSH_ERROR_MESSAGE_MAX + 64];
+        snprintf(msg, sizeof msg, "%.600s; the agent wrote nothing on stderr", err->message);
+        cdsh_error_set(err, rc, err->code, "%s", msg);
     }
     free(cause);
 }
@@ -908,6 +912,74 @@ void cdsh_acp_conn_free(cdsh_acp_conn *conn)
     conn_destroy(conn);
 }
 
+/* ---- handshake progress ---------------------------------------------------------- */
+
+typedef struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    const cdsh_acp_conn_opts *opts;
+    const char *name;
+    const char *step;
+    int64_t t0, budget_ms;
+} waiter;
+
+static void *waiter_main(void *arg)
+{
+    waiter *w = arg;
+    int64_t every = w->opts->wait_notice_ms > 0 ? w->opts->wait_notice_ms : CDSH_ACP_WAIT_NOTICE_MS;
+    pthread_mutex_lock(&w->mu);
+    for (int64_t next = w->t0 + every; !w->done; next += every) {
+        while (!w->done && cdsh_clock_mono_ms() < next) {
+            int64_t left = next - cdsh_clock_mono_ms();
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        }
+        if (w->done)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        w->opts->on_wait(w->opts->wait_ud, w->name, w->step, cdsh_clock_mono_ms() - w->t0,
+                         w->budget_ms);
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* The request of one handshake step, with progress notices while it waits. */
+static int handshake_request(cdsh_acp_conn *c, const cdsh_acp_conn_opts *opts, const char *method,
+                             json_t *params, int64_t budget_ms, json_t **result, cdsh_error *err)
+{
+    waiter w = {.opts = opts, .name = c->name, .step = method, .t0 = cdsh_clock_mono_ms(),
+                .budget_ms = budget_ms};
+    pthread_t th;
+    bool started = false;
+    if (opts->on_wait) {
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        started = pthread_create(&th, NULL, waiter_main, &w) == 0;
+    }
+    int rc = cdsh_acp_conn_request(c, method, params, budget_ms, NULL, result, NULL, err);
+    if (opts->on_wait) {
+        pthread_mutex_lock(&w.mu);
+        w.done = true;
+        pthread_cond_broadcast(&w.cv);
+        pthread_mutex_unlock(&w.mu);
+        if (started)
+            pthread_join(th, NULL);
+        pthread_mutex_destroy(&w.mu);
+        pthread_cond_destroy(&w.cv);
+    }
+    return rc;
+}
+
 int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh_error *err)
 {
     if (!opts || !opts->argv || !opts->argv[0] || !out)
@@ -985,9 +1057,9 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
                   opts->fs_read, "writeTextFile", opts->fs_write, "terminal", opts->terminal,
                   "clientInfo", "name", "cdsh", "title", "cdsh", "version", CDSH_VERSION);
     int64_t t0 = cdsh_clock_mono_ms();
-    rc = cdsh_acp_conn_request(c, "initialize", params,
-                               opts->init_timeout_ms > 0 ? opts->init_timeout_ms : 30000, NULL,
-                               &c->init_result, NULL, err);
+    rc = handshake_request(c, opts, "initialize", params,
+                           opts->init_timeout_ms > 0 ? opts->init_timeout_ms : 30000,
+                           &c->init_result, err);
     json_decref(params);
     c->init_latency_ms = cdsh_clock_mono_ms() - t0;
     if (rc < 0)
@@ -1014,6 +1086,13 @@ fail:
         add_stderr_cause(c, 0, rc, err);
     conn_destroy(c);
     return rc;
+}
+
+int cdsh_acp_conn_signal(cdsh_acp_conn *conn, int sig, cdsh_error *err)
+{
+    if (!conn || !conn->proc)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "no agent process");
+    return cdsh_process_signal(conn->proc, sig, err);
 }
 
 bool cdsh_acp_conn_is_closed(cdsh_acp_conn *conn)

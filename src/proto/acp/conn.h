@@ -61,6 +61,13 @@ typedef void (*cdsh_acp_update_fn)(void *ud, cdsh_acp_update_kind kind, const ch
  * own id, one of params.options[].optionId) or NULL for "cancelled". */
 typedef char *(*cdsh_acp_permission_fn)(void *ud, const json_t *params, cdsh_cancel *cancel);
 
+/* Default interval of handshake progress notices. */
+#define CDSH_ACP_WAIT_NOTICE_MS 5000
+
+/* A handshake progress notice: name is the engine (opts.name). */
+typedef void (*cdsh_acp_wait_fn)(void *ud, const char *name, const char *step,
+                                 int64_t elapsed_ms, int64_t budget_ms);
+
 typedef struct cdsh_acp_conn_opts {
     const char *name;             /* for messages, e.g. the engine id */
     const char *const *argv;      /* argv[0] path or PATH name */
@@ -73,16 +80,30 @@ typedef struct cdsh_acp_conn_opts {
     bool fs_read, fs_write;       /* advertise and serve fs read/write_text_file */
     bool terminal;                /* advertise and serve the terminal calls (terminal.h) */
     bool record;                  /* keep raw incoming lines for evidence */
+    /* Progress while the handshake waits: called on a helper thread every
+     * wait_notice_ms (<= 0: CDSH_ACP_WAIT_NOTICE_MS) until initialize is
+     * answered, with the step ("initialize"), the time waited and the
+     * budget. NULL: no progress. */
+    cdsh_acp_wait_fn on_wait;
+    void *wait_ud;
+    int64_t wait_notice_ms;
 } cdsh_acp_conn_opts;
 
 /* Spawns the agent and sends initialize within init_timeout_ms. On failure
  * nothing is left running; err names the step ("initialize", spawn) and
- * carries the agent's own message for remote errors. */
+ * carries the agent's own message for remote errors; a timeout says how
+ * long was waited and ends with the agent's stderr tail ("agent stderr:
+ * …", or that it wrote nothing). */
 int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh_error *err);
 
 /* Terminates the process (stdin closed, SIGTERM, SIGKILL after the grace)
  * and frees. Pending calls fail with CDSH_ECLOSED. NULL-safe. */
 void cdsh_acp_conn_free(cdsh_acp_conn *conn);
+
+/* Sends sig to the agent's process group (the agent runs in a group of its
+ * own, so a terminal's Ctrl-C reaches only cdsh; a front end forwards it
+ * with this). 0, or the signal error. */
+int cdsh_acp_conn_signal(cdsh_acp_conn *conn, int sig, cdsh_error *err);
 
 /* True once the agent's stdout ended (it exited or crashed). */
 bool cdsh_acp_conn_is_closed(cdsh_acp_conn *conn);
