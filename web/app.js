@@ -5,6 +5,7 @@
 import { api } from './api.js';
 import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
 import { mountPanels, panelsDeliver, panelsSetSession } from './panels.js';
+import { renderStory, tavernNotice } from './story.js';
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
@@ -28,6 +29,8 @@ const state = {
   engines: [],        // the acp plugin's engine rows (/rpc/acp/engines)
   bound: null,        // the current session's engine binding {engineId, cwd, ...}, or null
   approvals: [],      // pending approval requests of the current session, oldest first
+  speakers: null,     // {user:{name, avatar}, assistant:{name, avatar}} of a role-play session
+  avatars: new Map(), // cardId -> data: URL of the card's image
 };
 
 // ---- rendering -------------------------------------------------------------------
@@ -44,9 +47,63 @@ function clearEmpty() {
   if (e) e.remove();
 }
 
-function addUser(text) {
+// The speakers of the open session: a role-play session (a tavern card
+// bound) shows the character's and the persona's names and avatars; any other
+// session "You" and the assistant.
+function speaker(role) {
+  const sp = state.speakers && state.speakers[role];
+  return { name: (sp && sp.name) || t(role === 'user' ? 'you' : 'assistantName'), avatar: sp && sp.avatar };
+}
+
+function avatarEl(role) {
+  const who = speaker(role);
+  const box = el('div', `avatar ${role}`);
+  box.setAttribute('aria-hidden', 'true');
+  if (who.avatar) {
+    const img = el('img');
+    img.alt = '';
+    img.src = who.avatar;
+    box.append(img);
+  } else {
+    box.textContent = [...who.name][0] || '?';
+  }
+  return box;
+}
+
+// One message: avatar, the speaker's name, the text (rendered as a story).
+function messageEl(role, extra) {
   clearEmpty();
-  messages().append(el('div', 'msg user', text));
+  const row = el('div', `msg-row ${role}`);
+  const b = el('div', `msg ${role}${extra ? ` ${extra}` : ''}`);
+  const who = el('div', 'who', speaker(role).name);
+  who.dataset.testid = 'speaker';
+  b.append(who, el('div', 'text'));
+  row.append(avatarEl(role), b);
+  messages().append(row);
+  return b;
+}
+
+function setText(b, text) {
+  const box = b.querySelector('.text');
+  box.dataset.raw = text;
+  box.innerHTML = renderStory(text); // escaped by renderStory: no HTML from the model
+}
+
+function addUser(p) {
+  const note = tavernNotice(p);
+  if (note) return addChip(note);
+  const b = messageEl('user');
+  setText(b, p.text || '');
+}
+
+// The tavern's own messages (a same-turn write, a "continue" request) are
+// small system chips in the page's language, never the person's bubbles.
+function addChip(note) {
+  clearEmpty();
+  const c = el('div', `chip ${note.kind}`, t(note.key));
+  c.dataset.testid = 'tavern-note';
+  if (note.raw) c.title = note.raw;
+  messages().append(c);
 }
 
 // The session's opening (a character's greeting): the first assistant
@@ -55,21 +112,18 @@ function showOpening(p) {
   clearEmpty();
   let b = messages().querySelector('[data-testid="opening"]');
   if (!b) {
-    b = el('div', 'msg assistant opening');
+    b = messageEl('assistant', 'opening');
     b.dataset.testid = 'opening';
-    b.append(el('span', 'text'));
-    messages().prepend(b);
+    messages().prepend(b.parentElement);
   }
-  b.querySelector('.text').textContent = p.text || '';
+  setText(b, p.text || '');
 }
 
 function ensureStream() {
   if (!state.stream) {
-    clearEmpty();
-    state.stream = el('div', 'msg assistant streaming');
+    state.stream = messageEl('assistant', 'streaming');
     state.stream.dataset.testid = 'assistant';
-    state.stream.append(el('span', 'text'));
-    messages().append(state.stream);
+    state.stream.querySelector('.text').dataset.raw = '';
   }
   return state.stream;
 }
@@ -79,13 +133,24 @@ function appendReasoning(text) {
   if (!state.reasoning) {
     state.reasoning = el('details', 'reasoning');
     state.reasoning.append(el('summary', null, t('thinking')), el('span', 'rtext'));
-    b.prepend(state.reasoning);
+    b.querySelector('.text').before(state.reasoning);
   }
   state.reasoning.querySelector('.rtext').textContent += text;
 }
 
+// Streamed text is re-rendered at most once a frame.
+let paintQueued = null;
 function appendText(text) {
-  ensureStream().querySelector('.text').textContent += text;
+  const b = ensureStream();
+  const box = b.querySelector('.text');
+  box.dataset.raw += text;
+  if (paintQueued === box) return;
+  paintQueued = box;
+  requestAnimationFrame(() => {
+    if (paintQueued === box) paintQueued = null;
+    box.innerHTML = renderStory(box.dataset.raw);
+    scrollDown();
+  });
 }
 
 // Replaces the streamed bubble with the final message (or renders a stored one).
@@ -99,29 +164,29 @@ function finishAssistant(p) {
   }
   const b = ensureStream();
   b.classList.remove('streaming');
-  b.querySelector('.text').textContent = p.text || '';
+  paintQueued = null;
+  setText(b, p.text || '');
   if (p.reasoning) {
     if (!state.reasoning) appendReasoning('');
     state.reasoning.querySelector('.rtext').textContent = p.reasoning;
   }
-  if (!p.text && !p.reasoning) b.remove();
+  if (!p.text && !p.reasoning) b.parentElement.remove();
   state.stream = null;
   state.reasoning = null;
   for (const c of p.toolCalls || []) toolCard(c.id, c.name, c.arguments);
 }
 
+// A tool call: one line (name, state) that opens to the arguments and result.
 function toolCard(callId, name, args) {
   let card = state.cards.get(callId);
   if (card) return card;
   clearEmpty();
-  card = el('div', 'tool-card');
+  card = el('details', 'tool-card');
   card.dataset.testid = 'tool-card';
   card.dataset.callId = callId;
-  const head = el('header');
+  const head = el('summary');
   head.append(el('span', 'icon', 'ƒ'), el('span', 'name', name), el('span', 'state', t('running')));
-  const det = el('details');
-  det.append(el('summary', null, t('args')), el('pre', 'args', prettyArgs(args)));
-  card.append(head, det);
+  card.append(head, el('div', 'label', t('args')), el('pre', 'args', prettyArgs(args)));
   messages().append(card);
   state.cards.set(callId, card);
   return card;
@@ -139,6 +204,7 @@ function toolResult(p) {
   const text = (p.content || []).map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
   let pre = card.querySelector('pre.result');
   if (!pre) {
+    card.append(el('div', 'label', t('result')));
     pre = el('pre', 'result');
     card.append(pre);
   }
@@ -169,7 +235,7 @@ function render(type, p, live) {
     state.seen.add(p.seq);
   }
   switch (type) {
-    case 'user/message': addUser(p.text); break;
+    case 'user/message': addUser(p); break;
     case 'reasoning/delta': appendReasoning(p.text || ''); break;
     case 'text/delta': appendText(p.text || ''); break;
     case 'assistant/message': finishAssistant(p); break;
@@ -190,7 +256,7 @@ function render(type, p, live) {
     case 'turn/start': if (live) setRunning(true); break;
     case 'turn/end':
       if (live) { setRunning(false); renderEngine(); }
-      if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').textContent });
+      if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').dataset.raw || '' });
       break;
     case 'turn/error': addNotice({ level: 'error', text: p.message, code: p.code }); setRunning(false); break;
     default: break;
@@ -230,7 +296,7 @@ function renderSessions() {
       refreshSessions();
     };
     li.append(del);
-    li.onclick = () => openSession(s.id);
+    li.onclick = () => { showView('chat'); openSession(s.id); };
     ul.append(li);
   }
 }
@@ -263,7 +329,8 @@ async function openSession(id) {
     renderSessions();
     return;
   }
-  const data = await api.session(id);
+  const [data] = await Promise.all([api.session(id), loadSpeakers(id)]);
+  if (state.current !== id) return;
   $('chat-title').textContent = `${data.session.title || t('untitled')} · ${id}`;
   const runs = new Map();
   for (const ev of data.events) {
@@ -272,7 +339,7 @@ async function openSession(id) {
     if (ev.type === 'command/done') { addCommand(runs.get(p.commandId) || { name: '?' }, p); state.seen.add(ev.seq); continue; }
     render(ev.type, p, false);
   }
-  if (!data.events.length) messages().append(el('div', 'empty', t('empty')));
+  if (!data.events.length) messages().append(el('div', 'empty', t('emptySession')));
   setRunning(!!data.session.running);
   // Events published after the snapshot follow; stored ones are skipped by seq.
   const es = new EventSource(`/api/sessions/${id}/events?after=${data.hubId}`);
@@ -296,6 +363,34 @@ async function openSession(id) {
   try {
     for (const a of (await api.approvals(id)).approvals) showApproval(a);
   } catch { /* no pending requests */ }
+}
+
+// A tavern call's value, or null (plugin off, unbound, any failure).
+async function tavern(method, payload) {
+  try {
+    const r = await api.rpc('tavern', method, payload || {});
+    return r.ok ? r.value : null;
+  } catch { return null; }
+}
+
+// The character and persona of a role-play session (null for any other).
+async function loadSpeakers(id) {
+  state.speakers = null;
+  const b = await tavern('getSessionBinding', { sessionId: id });
+  if (!b || !b.binding) return;
+  const [cards, personas] = await Promise.all([tavern('listCharacters'), tavern('listPersonas')]);
+  const card = (cards || []).find((c) => c.cardId === b.binding.cardId);
+  const persona = (personas || []).find((x) => x.id === b.binding.personaId);
+  let avatar = state.avatars.get(b.binding.cardId);
+  if (avatar === undefined && card && card.hasAvatar) {
+    const x = await tavern('exportCharacter', { cardId: card.cardId });
+    avatar = x && x.pngBase64 ? `data:image/png;base64,${x.pngBase64}` : null;
+    state.avatars.set(b.binding.cardId, avatar);
+  }
+  state.speakers = {
+    assistant: { name: card ? card.name : null, avatar: avatar || null },
+    user: { name: persona ? persona.name : null, avatar: (persona && persona.avatar) || null },
+  };
 }
 
 // Forks the current session (its engine binding goes along) and switches to
@@ -523,6 +618,13 @@ function setupComposer() {
   $('fork').onclick = () => forkCurrent();
   $('fork').title = t('forkTitle');
   $('lang').onclick = () => setLang(getLang() === 'zh' ? 'en' : 'zh');
+  for (const b of document.querySelectorAll('.narrow-tabs button')) b.onclick = () => showView(b.dataset.view);
+}
+
+// Narrow windows show one column at a time (sessions, the story, the panels).
+function showView(view) {
+  $('layout').dataset.view = view;
+  for (const b of document.querySelectorAll('.narrow-tabs button')) b.classList.toggle('active', b.dataset.view === view);
 }
 
 // ---- status -----------------------------------------------------------------------
@@ -548,8 +650,10 @@ function renderStatus() {
     return;
   }
   banner.hidden = s.model.configured;
-  if (!s.model.configured)
-    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + s.model.hint));
+  if (!s.model.configured) {
+    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + t('noModelHint')));
+    banner.title = s.model.hint || '';
+  }
 }
 
 async function main() {
@@ -569,7 +673,9 @@ async function main() {
   await refreshSessions();
   // Panels may switch the page to a session they created (a tavern branch).
   const openFromPanel = async (id) => { await refreshSessions(); await openSession(id); };
-  await mountPanels($('panels'), { send, command, openSession: openFromPanel });
+  // a panel changed what the transcript shows (a card bound, a greeting swapped)
+  const reload = async () => { if (state.current) await openSession(state.current); };
+  await mountPanels($('panels'), { send, command, openSession: openFromPanel, reload });
   const id = location.hash.slice(1);
   if (id && state.sessions.some((s) => s.id === id)) await openSession(id);
   // Global events: plugin state without a session, session list changes.
