@@ -663,6 +663,9 @@ async function main() {
   applyStatic();
   onLang(() => {
     renderStatus(); renderSessions(); renderEngine(); presentApproval();
+    // the transcript's own words (names, chips, tool states) in the new language
+    if (state.current && !state.running) openSession(state.current);
+    else if (!state.current) for (const e of messages().querySelectorAll('.empty')) e.textContent = t('empty');
     $('fork').title = t('forkTitle');
   });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly

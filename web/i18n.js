@@ -64,6 +64,9 @@ export function t(key) {
 
 export function getLang() { return lang; }
 
+// Both dictionaries (the browser test checks that they have the same keys).
+export function dictionaries() { return STRINGS; }
+
 export function setLang(next) {
   lang = next === 'zh' ? 'zh' : 'en';
   localStorage.setItem('cdsh.lang', lang);

@@ -4,7 +4,7 @@ export const dict = {
   en: {
     tabLibrary: 'Characters',
     tabChat: 'Chat',
-    tabLore: 'Lorebook',
+    tabLore: 'Story lore',
     tabMemory: 'Memory',
     tabWorld: 'World state',
     tabJournal: 'Journal',
@@ -157,7 +157,7 @@ export const dict = {
   zh: {
     tabLibrary: '角色',
     tabChat: '对话',
-    tabLore: '世界书',
+    tabLore: '本故事设定',
     tabMemory: '记忆',
     tabWorld: '世界状态',
     tabJournal: '笔记',
