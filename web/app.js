@@ -31,6 +31,7 @@ const state = {
   approvals: [],      // pending approval requests of the current session, oldest first
   speakers: null,     // {user:{name, avatar}, assistant:{name, avatar}} of a role-play session
   avatars: new Map(), // cardId -> data: URL of the card's image
+  expanded: new Set(), // sessions whose branches the person unfolded
 };
 
 // ---- rendering -------------------------------------------------------------------
@@ -211,10 +212,24 @@ function toolResult(p) {
   pre.textContent = text;
 }
 
+// Model failures: the cause as the endpoint said it (the message carries
+// "HTTP <status>: <the endpoint's message>") and what to do, by code.
+const MODEL_CODES = new Set(['MISSING_CREDENTIAL', 'INVALID_CREDENTIAL', 'QUOTA', 'RATE_LIMIT',
+  'CONTEXT_WINDOW_EXCEEDED', 'TIMEOUT', 'LLM_STREAM_IDLE_TIMEOUT', 'TRANSPORT', 'SERVER',
+  'INVALID_REQUEST', 'BAD_RESPONSE', 'EMPTY_RESPONSE', 'REPLY_TOO_LARGE', 'INVALID_CONFIG']);
+
 function addNotice(p) {
   clearEmpty();
-  const n = el('div', `notice ${p.level === 'error' ? 'error' : ''}`, p.text);
+  const n = el('div', `notice ${p.level === 'error' ? 'error' : ''}`);
   n.dataset.testid = 'notice';
+  if (p.code) n.dataset.code = p.code;
+  if (p.level === 'error' && MODEL_CODES.has(p.code)) {
+    n.classList.add('model-error');
+    n.append(el('strong', null, t('modelFailed')), el('div', 'cause', p.text || p.code));
+    n.append(el('div', 'todo', t(`fix.${p.code}`)));
+  } else {
+    n.textContent = p.text;
+  }
   if (p.code) n.title = p.code;
   messages().append(n);
 }
@@ -276,18 +291,52 @@ function setRunning(on) {
 
 // ---- sessions ---------------------------------------------------------------------
 
+// A session's title in the page's language ("New chat" is the server's
+// default for a session made without one).
+function sessionTitle(s) {
+  if (!s.title) return t('untitled');
+  return s.title === 'New chat' ? t('newChat') : s.title;
+}
+
+// The sidebar: sessions as a tree (a fork or a tavern branch under the
+// session it came from). A session's branches are folded behind a
+// "n branches" toggle unless it or one of them is open, so regenerating and
+// editing do not flood the list.
 function renderSessions() {
   const ul = $('sessions');
   ul.textContent = '';
+  const byId = new Map(state.sessions.map((s) => [s.id, s]));
+  const kids = new Map();
   for (const s of state.sessions) {
+    const p = s.parentId && byId.has(s.parentId) ? s.parentId : null;
+    if (!kids.has(p)) kids.set(p, []);
+    kids.get(p).push(s);
+  }
+  const holdsCurrent = (id) => id === state.current || (kids.get(id) || []).some((k) => holdsCurrent(k.id));
+  const add = (s, depth, shown) => {
     const li = el('li', s.id === state.current ? 'active' : '');
     li.dataset.id = s.id;
     li.dataset.testid = 'session';
-    const title = el('span', 'title', s.title || t('untitled'));
-    li.append(title);
+    li.hidden = !shown;
+    if (depth) { li.classList.add('branch'); li.style.paddingLeft = `${0.55 + Math.min(depth, 4) * 0.9}rem`; }
+    li.append(el('span', 'title', sessionTitle(s)));
+    li.title = sessionTitle(s);
     if (s.running || (s.id === state.current && state.running)) li.append(el('span', 'busy'));
+    const children = kids.get(s.id) || [];
+    const open = state.expanded.has(s.id) || holdsCurrent(s.id);
+    if (children.length) {
+      const tog = el('button', 'branches', `${open ? '▾' : '▸'} ${children.length}`);
+      tog.title = t('branches').replace('{n}', children.length);
+      tog.dataset.testid = 'branches';
+      tog.onclick = (e) => {
+        e.stopPropagation();
+        if (state.expanded.has(s.id)) state.expanded.delete(s.id); else state.expanded.add(s.id);
+        renderSessions();
+      };
+      li.append(tog);
+    }
     const del = el('button', 'del', '×');
-    del.title = 'delete';
+    del.title = t('delete');
     del.onclick = async (e) => {
       e.stopPropagation();
       if (!confirm(t('deleteConfirm'))) return;
@@ -298,7 +347,9 @@ function renderSessions() {
     li.append(del);
     li.onclick = () => { showView('chat'); openSession(s.id); };
     ul.append(li);
-  }
+    for (const k of children) add(k, depth + 1, shown && open);
+  };
+  for (const s of kids.get(null) || []) add(s, 0, true);
 }
 
 async function refreshSessions() {
@@ -308,7 +359,9 @@ async function refreshSessions() {
   renderSessions();
 }
 
-async function openSession(id) {
+// `quiet`: the same session drawn again (a panel's reload, a language
+// switch): the panels are not told of a session change.
+async function openSession(id, { quiet = false } = {}) {
   if (state.es) { state.es.close(); state.es = null; }
   state.current = id;
   state.seen.clear();
@@ -318,7 +371,7 @@ async function openSession(id) {
   state.approvals = [];
   if ($('approval').open) $('approval').close();
   messages().textContent = '';
-  panelsSetSession(id);
+  if (!quiet) panelsSetSession(id);
   location.hash = id ? `#${id}` : '';
   $('fork').hidden = !id;
   if (!id) {
@@ -331,7 +384,7 @@ async function openSession(id) {
   }
   const [data] = await Promise.all([api.session(id), loadSpeakers(id)]);
   if (state.current !== id) return;
-  $('chat-title').textContent = `${data.session.title || t('untitled')} · ${id}`;
+  $('chat-title').textContent = `${sessionTitle(data.session)} · ${id}`;
   const runs = new Map();
   for (const ev of data.events) {
     const p = Object.assign({ seq: ev.seq }, ev.payload || {});
@@ -664,7 +717,7 @@ async function main() {
   onLang(() => {
     renderStatus(); renderSessions(); renderEngine(); presentApproval();
     // the transcript's own words (names, chips, tool states) in the new language
-    if (state.current && !state.running) openSession(state.current);
+    if (state.current && !state.running) openSession(state.current, { quiet: true });
     else if (!state.current) for (const e of messages().querySelectorAll('.empty')) e.textContent = t('empty');
     $('fork').title = t('forkTitle');
   });
@@ -677,7 +730,7 @@ async function main() {
   // Panels may switch the page to a session they created (a tavern branch).
   const openFromPanel = async (id) => { await refreshSessions(); await openSession(id); };
   // a panel changed what the transcript shows (a card bound, a greeting swapped)
-  const reload = async () => { if (state.current) await openSession(state.current); };
+  const reload = async () => { if (state.current) await openSession(state.current, { quiet: true }); };
   await mountPanels($('panels'), { send, command, openSession: openFromPanel, reload });
   const id = location.hash.slice(1);
   if (id && state.sessions.some((s) => s.id === id)) await openSession(id);

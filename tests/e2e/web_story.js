@@ -29,6 +29,7 @@ const SCRIPT = [
   say('*Seraphina smiles.* ', '"You are safe here," she says.'),
   say('She points **north**: the path to Eldoria.'),
   say('<img src=x onerror="alert(1)"><b>not bold</b> — `code`'),
+  { status: 400, error: { message: "This model's maximum context length is 8192 tokens, your messages resulted in 9000 tokens." } },
 ];
 
 const SIZES = [{ name: '1400x900', width: 1400, height: 900 }, { name: '1280x720', width: 1280, height: 720 },
@@ -106,6 +107,26 @@ async function main() {
       'the model\'s HTML is shown as text');
     check((await last.locator('code').textContent()) === 'code', '`code` renders');
 
+    // ---- a model failure says what happened and what to do -------------------------------
+    await page.fill('[data-testid=input]', 'Tell me a very long story.');
+    await page.press('[data-testid=input]', 'Enter');
+    const failure = page.locator('.notice.model-error');
+    await failure.waitFor({ timeout: scaled(20000) });
+    await idle();
+    const failText = await failure.textContent();
+    check(failText.includes('The model could not answer') && failText.includes('HTTP 400') &&
+      failText.includes('maximum context length is 8192'), 'the failure names the HTTP status and the endpoint\'s message');
+    check(failText.includes('roll back a few turns'), 'the failure says what to do');
+
+    // ---- the edit dialog opens on the original text ---------------------------------------
+    const tv = page.locator('.panel[data-plugin=tavern]');
+    await tv.locator('nav.tavern-tabs button', { hasText: 'Chat' }).click();
+    await tv.locator('[data-testid=floor][data-turn="2"] button', { hasText: 'Edit my message' }).click();
+    const dlg = page.locator('dialog.tavern-dialog');
+    check((await dlg.locator('textarea').inputValue()) === 'Which way?', 'the edit shows the original message');
+    check((await dlg.locator('h4').textContent()).includes('turn 2'), 'the edit names its turn');
+    await dlg.locator('button', { hasText: 'Cancel' }).click();
+
     // ---- dictionaries ---------------------------------------------------------------------
     const missing = await page.evaluate(async () => {
       const page = (await import('/i18n.js')).dictionaries();
@@ -150,7 +171,8 @@ async function main() {
     // the page's own strings in zh: no Latin words (names, code, the model's text excepted)
     const latin = await page.evaluate(() => {
       const own = ['.narrow-tabs', '[data-testid=new-session]', '[data-testid=send]', '[data-testid=fork]',
-        '.msg.user .who', '[data-testid=tavern-note]', '.panel > h3', '.tool-card .state', '.tool-card .label'];
+        '.msg.user .who', '[data-testid=tavern-note]', '.panel > h3', '.tool-card .state', '.tool-card .label',
+        '.notice.model-error strong', '.notice.model-error .todo', 'nav.tavern-tabs'];
       const bad = [];
       for (const sel of own) for (const e of document.querySelectorAll(sel)) {
         const text = e.textContent.replace('Aldric', '');

@@ -92,6 +92,13 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     /* regenerate turn 2 in a child session, then play it there */
     json_t *br = cdsh_test_tavern_rpc(&w, "regenerate", json_pack("{s:s}", "sessionId", sid));
     char *child = strdup(json_string_value(json_object_get(br, "childSessionId")));
+    /* a readable branch name, stored as the child session's title */
+    assert_string_equal(json_string_value(json_object_get(br, "title")),
+                        "Seraphina — turn 2, variant 2");
+    json_t *info = cdsh_session_store_info_dup(w.store, child, &err);
+    assert_string_equal(json_string_value(json_object_get(info, "title")),
+                        "Seraphina — turn 2, variant 2");
+    json_decref(info);
     assert_string_equal(json_string_value(json_object_get(json_object_get(br, "resend"), "text")),
                         "Thank you.");
     json_decref(br);

@@ -302,13 +302,18 @@ export async function mount(root, host = standaloneHost()) {
       list.append(el('li', { 'data-testid': 'floor', 'data-turn': String(turn) }, el('span', { text: t('turn', { n: turn }) }),
         el('button', { text: t('regenerate'), onclick: async () => openChild(await rpc('regenerate', { sessionId: sid(), turn })) }),
         el('button', { text: t('rollback'), onclick: async () => openChild(await rpc('rollbackToFloor', { sessionId: sid(), turn })) }),
+        // the edit opens on the original text (the turn's stored message)
         el('button', { text: t('editUser'), onclick: async () => {
-          const text = await dialog({ title: t('editTitle'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
-          if (text) openChild(await rpc('editUserMessage', { sessionId: sid(), turn, text }));
+          const orig = await rpc('getFloorUserMessage', { sessionId: sid(), turn });
+          const text = await dialog({ title: t('editUserTitle', { n: turn }), input: orig.text,
+            buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+          if (text && text !== orig.text) openChild(await rpc('editUserMessage', { sessionId: sid(), turn, text }));
         } }),
         el('button', { text: t('editAssistant'), onclick: async () => {
-          const text = await dialog({ title: t('editTitle'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
-          if (text) openChild(await rpc('editAssistantMessage', { sessionId: sid(), turn, text }));
+          const orig = await rpc('getFloorAssistantMessage', { sessionId: sid(), turn });
+          const text = await dialog({ title: t('editReplyTitle', { n: turn }), input: orig.text,
+            buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+          if (text && text !== orig.text) openChild(await rpc('editAssistantMessage', { sessionId: sid(), turn, text }));
         } })));
     }
     view.append(el('h4', { text: t('floors') }), list,
