@@ -32,6 +32,9 @@ const state = {
   speakers: null,     // {user:{name, avatar}, assistant:{name, avatar}} of a role-play session
   avatars: new Map(), // cardId -> data: URL of the card's image
   expanded: new Set(), // sessions whose branches the person unfolded
+  binding: null,      // the tavern binding of the open session, or null
+  swipe: null,        // its variants {turn, index, total, siblings[]} (getFloorSiblings), or null
+  turnNow: null,      // the turn of the event being rendered
 };
 
 // ---- rendering -------------------------------------------------------------------
@@ -79,9 +82,114 @@ function messageEl(role, extra) {
   const who = el('div', 'who', speaker(role).name);
   who.dataset.testid = 'speaker';
   b.append(who, el('div', 'text'));
+  if (state.turnNow) b.dataset.turn = String(state.turnNow);
   row.append(avatarEl(role), b);
   messages().append(row);
+  if (state.binding && !extra?.includes('opening')) addActions(b, role);
   return b;
+}
+
+// ---- role-play: actions on a message, variants, inline edits ----------------------
+
+// A message's tools in a role-play session: regenerate / edit / roll back /
+// delete on a reply, edit on the person's message. Each makes a branch (a
+// child session, the source is never rewritten) that the page then shows.
+function addActions(b, role) {
+  const bar = el('div', 'msg-actions');
+  bar.dataset.testid = 'msg-actions';
+  const act = (icon, key, fn) => {
+    const x = el('button', 'ghost act', icon);
+    x.type = 'button';
+    x.title = t(key);
+    x.setAttribute('aria-label', t(key));
+    x.dataset.act = key;
+    x.onclick = (e) => { e.stopPropagation(); if (!state.running) fn(); };
+    bar.append(x);
+  };
+  const turn = () => Number(b.dataset.turn);
+  if (role === 'assistant') {
+    act('↻', 'actRegenerate', () => branchFrom('regenerate', { turn: turn() }));
+    act('✎', 'actEdit', () => editInline(b, 'editAssistantMessage'));
+    act('⤺', 'actRollback', () => branchFrom('rollbackToFloor', { turn: turn() }));
+    act('🗑', 'actDelete', () => (turn() > 1
+      ? branchFrom('rollbackToFloor', { turn: turn() - 1 })
+      : addNotice({ level: 'error', text: t('cannotDeleteFirst') })));
+  } else {
+    act('✎', 'actEdit', () => editInline(b, 'editUserMessage'));
+  }
+  b.append(bar);
+}
+
+// Shows variant arrows ‹ n/m › on the last reply of the turn where this
+// session's branches part (the parent counts as variant 1).
+function drawSwipe() {
+  for (const x of messages().querySelectorAll('.swipe-nav')) x.remove();
+  const sw = state.swipe;
+  if (!sw || sw.total < 2) return;
+  const replies = [...messages().querySelectorAll(`.msg.assistant[data-turn="${sw.turn}"]`)];
+  const b = replies[replies.length - 1];
+  if (!b) return;
+  const nav = el('div', 'swipe-nav');
+  nav.dataset.testid = 'swipe';
+  const go = (d) => swipeTo(d);
+  const prev = el('button', 'ghost', '‹');
+  prev.type = 'button';
+  prev.setAttribute('aria-label', t('prevVariant'));
+  prev.onclick = () => go(-1);
+  const next = el('button', 'ghost', '›');
+  next.type = 'button';
+  next.setAttribute('aria-label', t('nextVariant'));
+  next.onclick = () => go(1);
+  const at = el('span', 'at', `${sw.index}/${sw.total}`);
+  at.dataset.testid = 'swipe-index';
+  nav.append(prev, at, next);
+  (b.querySelector('.msg-actions') || b).prepend(nav);
+}
+
+async function swipeTo(d) {
+  const sw = state.swipe;
+  if (!sw || sw.total < 2 || state.running) return;
+  const i = (sw.index - 1 + d + sw.total) % sw.total;
+  await openSession(sw.siblings[i]);
+}
+
+async function branchFrom(method, extra) {
+  const r = await api.rpc('tavern', method, { sessionId: state.current, ...extra }).catch((e) => ({ ok: false, error: e }));
+  if (!r.ok) { addNotice({ level: 'error', text: r.error.message, code: r.error.code }); return; }
+  await refreshSessions();
+  await openSession(r.value.childSessionId);
+  if (r.value.resend) await send(r.value.resend.text);
+}
+
+// Edit in place: the message's text becomes a box holding the original.
+function editInline(b, method) {
+  if (b.querySelector('.edit-box')) return;
+  const box = b.querySelector('.text');
+  const area = el('textarea', 'edit-box');
+  area.value = box.dataset.raw || box.textContent;
+  area.rows = Math.min(12, Math.max(3, area.value.split('\n').length + 1));
+  area.dataset.testid = 'edit-box';
+  const save = el('button', 'primary', t('save'));
+  save.type = 'button';
+  save.dataset.testid = 'edit-save';
+  const cancel = el('button', 'ghost', t('cancel'));
+  cancel.type = 'button';
+  const row = el('div', 'edit-row');
+  row.append(save, cancel);
+  box.hidden = true;
+  box.after(area, row);
+  area.focus();
+  const close = () => { area.remove(); row.remove(); box.hidden = false; };
+  cancel.onclick = close;
+  save.onclick = () => {
+    const text = area.value.trim();
+    if (!text || text === (box.dataset.raw || '').trim()) return close();
+    branchFrom(method, { turn: Number(b.dataset.turn), text });
+  };
+  area.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') close();
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) save.click();
+  });
 }
 
 function setText(b, text) {
@@ -249,6 +357,7 @@ function render(type, p, live) {
     if (state.seen.has(p.seq)) return;
     state.seen.add(p.seq);
   }
+  if (p && p.turn) state.turnNow = p.turn;
   switch (type) {
     case 'user/message': addUser(p); break;
     case 'reasoning/delta': appendReasoning(p.text || ''); break;
@@ -371,6 +480,8 @@ async function openSession(id, { quiet = false } = {}) {
   state.approvals = [];
   if ($('approval').open) $('approval').close();
   messages().textContent = '';
+  state.turnNow = null;
+  $('rp-bar').hidden = true;
   if (!quiet) panelsSetSession(id);
   location.hash = id ? `#${id}` : '';
   $('fork').hidden = !id;
@@ -387,12 +498,14 @@ async function openSession(id, { quiet = false } = {}) {
   $('chat-title').textContent = `${sessionTitle(data.session)} · ${id}`;
   const runs = new Map();
   for (const ev of data.events) {
-    const p = Object.assign({ seq: ev.seq }, ev.payload || {});
+    const p = Object.assign({ seq: ev.seq, turn: ev.turn }, ev.payload || {});
     if (ev.type === 'command/run') { runs.set(p.commandId, p); state.seen.add(ev.seq); continue; }
     if (ev.type === 'command/done') { addCommand(runs.get(p.commandId) || { name: '?' }, p); state.seen.add(ev.seq); continue; }
     render(ev.type, p, false);
   }
   if (!data.events.length) messages().append(el('div', 'empty', t('emptySession')));
+  drawSwipe();
+  $('rp-bar').hidden = !state.binding;
   setRunning(!!data.session.running);
   // Events published after the snapshot follow; stored ones are skipped by seq.
   const es = new EventSource(`/api/sessions/${id}/events?after=${data.hubId}`);
@@ -429,8 +542,13 @@ async function tavern(method, payload) {
 // The character and persona of a role-play session (null for any other).
 async function loadSpeakers(id) {
   state.speakers = null;
+  state.binding = null;
+  state.swipe = null;
   const b = await tavern('getSessionBinding', { sessionId: id });
   if (!b || !b.binding) return;
+  state.binding = b.binding;
+  const sib = await tavern('getFloorSiblings', { sessionId: id });
+  state.swipe = (sib && sib.swipe) || null;
   const [cards, personas] = await Promise.all([tavern('listCharacters'), tavern('listPersonas')]);
   const card = (cards || []).find((c) => c.cardId === b.binding.cardId);
   const persona = (personas || []).find((x) => x.id === b.binding.personaId);
@@ -672,6 +790,29 @@ function setupComposer() {
   $('fork').title = t('forkTitle');
   $('lang').onclick = () => setLang(getLang() === 'zh' ? 'en' : 'zh');
   for (const b of document.querySelectorAll('.narrow-tabs button')) b.onclick = () => showView(b.dataset.view);
+  // role-play: continue the last reply, or let the model write the person's line
+  $('rp-continue').onclick = async () => {
+    if (state.running || !state.current) return;
+    const r = await tavern('continueFloor', { sessionId: state.current });
+    if (r && r.resend) send(r.resend.text);
+  };
+  $('rp-impersonate').onclick = async () => {
+    if (state.running || !state.current) return;
+    $('rp-impersonate').disabled = true;
+    const r = await api.rpc('tavern', 'impersonate', { sessionId: state.current }).catch((e) => ({ ok: false, error: e }));
+    $('rp-impersonate').disabled = false;
+    if (!r.ok) { addNotice({ level: 'error', text: r.error.message, code: r.error.code }); return; }
+    input.value = r.value.text || '';
+    input.focus();
+  };
+  // ← / → walk a turn's variants (not while typing)
+  document.addEventListener('keydown', (e) => {
+    const tag = (document.activeElement && document.activeElement.tagName) || '';
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(tag) || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (document.querySelector('dialog[open]')) return;
+    if (e.key === 'ArrowLeft' && state.swipe) { e.preventDefault(); swipeTo(-1); }
+    if (e.key === 'ArrowRight' && state.swipe) { e.preventDefault(); swipeTo(1); }
+  });
 }
 
 // Narrow windows show one column at a time (sessions, the story, the panels).

@@ -30,6 +30,8 @@ const SCRIPT = [
   say('She points **north**: the path to Eldoria.'),
   say('<img src=x onerror="alert(1)"><b>not bold</b> — `code`'),
   { status: 400, error: { message: "This model's maximum context length is 8192 tokens, your messages resulted in 9000 tokens." } },
+  say('A new variant of the third reply.'),   // ↻ on turn 3 (a child session)
+  say('The river lies east.'),                // ✎ of turn 2's message, in place
 ];
 
 const SIZES = [{ name: '1400x900', width: 1400, height: 900 }, { name: '1280x720', width: 1280, height: 720 },
@@ -126,6 +128,47 @@ async function main() {
     check((await dlg.locator('textarea').inputValue()) === 'Which way?', 'the edit shows the original message');
     check((await dlg.locator('h4').textContent()).includes('turn 2'), 'the edit names its turn');
     await dlg.locator('button', { hasText: 'Cancel' }).click();
+
+    // ---- variants, inline edit, roll back: branches shown in place ------------------------
+    const parent = sid;
+    const active = () => page.getAttribute('[data-testid=session].active', 'data-id');
+    const text = () => page.textContent('[data-testid=messages]');
+    await page.locator('.msg.assistant[data-turn="3"] button[data-act=actRegenerate]').click();
+    await page.waitForFunction((p) => document.querySelector('[data-testid=session].active')?.dataset.id !== p, parent);
+    await page.waitForFunction(() => document.querySelector('[data-testid=messages]').textContent.includes('A new variant of the third reply.'),
+      null, { timeout: scaled(20000) });
+    await idle();
+    const child = await active();
+    check(!(await text()).includes('not bold'), 'the regenerated turn replaces the old reply in the view');
+    check((await page.textContent('.msg.assistant[data-turn="3"] [data-testid=swipe-index]')) === '2/2', 'the reply shows ‹ 2/2 ›');
+    const childRow = page.locator(`[data-testid=session][data-id="${child}"]`);
+    check((await childRow.textContent()).includes('Seraphina — turn 3, variant 2') && await childRow.evaluate((e) => e.classList.contains('branch')),
+      'the branch has a readable name and sits under its parent');
+    await page.locator('[data-testid=messages]').click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('ArrowLeft');
+    await page.waitForFunction((p) => document.querySelector('[data-testid=session].active')?.dataset.id === p, parent);
+    await page.waitForSelector('.msg.assistant[data-turn="3"] [data-testid=swipe-index]');
+    check((await page.textContent('.msg.assistant[data-turn="3"] [data-testid=swipe-index]')) === '1/2' &&
+      (await text()).includes('not bold'), '← shows variant 1/2 again');
+    await page.locator('.msg.user[data-turn="2"] button[data-act=actEdit]').click();
+    const box = page.locator('[data-testid=edit-box]');
+    check((await box.inputValue()) === 'Which way?', 'the inline edit holds the original text');
+    await box.fill('Which way to the river?');
+    await page.click('[data-testid=edit-save]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=messages]').textContent.includes('The river lies east.'),
+      null, { timeout: scaled(20000) });
+    await idle();
+    check((await text()).includes('Which way to the river?') && !(await text()).includes('Which way?Seraphina'),
+      'the edited message and its new reply are shown in place');
+    await page.locator(`[data-testid=session][data-id="${parent}"]`).click();
+    await page.waitForSelector('.msg.assistant[data-turn="1"] button[data-act=actRollback]');
+    await page.locator('.msg.assistant[data-turn="1"] button[data-act=actRollback]').click();
+    await page.waitForFunction((p) => document.querySelector('[data-testid=session].active')?.dataset.id !== p, parent);
+    await page.waitForFunction(() => document.querySelectorAll('.msg.user').length === 1);
+    check((await text()).includes('You are safe here') && !(await text()).includes('Which way'),
+      'a branch from turn 1 holds the greeting and turn 1 only');
+    check(await page.isVisible('[data-testid=rp-bar]'), 'continue / write my line sit above the composer');
+    await page.screenshot({ path: path.join(shotDir, 'e2e-story-branches.png') });
 
     // ---- dictionaries ---------------------------------------------------------------------
     const missing = await page.evaluate(async () => {
