@@ -111,7 +111,7 @@ function addActions(b, role) {
     act('↻', 'actRegenerate', () => branchFrom('regenerate', { turn: turn() }));
     act('✎', 'actEdit', () => editInline(b, 'editAssistantMessage'));
     act('⤺', 'actRollback', () => branchFrom('rollbackToFloor', { turn: turn() }));
-    act('🗑', 'actDelete', () => (turn() > 1
+    act('✕', 'actDelete', () => (turn() > 1
       ? branchFrom('rollbackToFloor', { turn: turn() - 1 })
       : addNotice({ level: 'error', text: t('cannotDeleteFirst') })));
   } else {
@@ -381,6 +381,7 @@ function render(type, p, live) {
     case 'turn/end':
       if (live) { setRunning(false); renderEngine(); }
       if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').dataset.raw || '' });
+      if (live) drawSwipe(); // a branch's first reply arrives after the arrows were drawn
       break;
     case 'turn/error': addNotice({ level: 'error', text: p.message, code: p.code }); setRunning(false); break;
     default: break;
