@@ -405,7 +405,11 @@ function setRunning(on) {
 // default for a session made without one).
 function sessionTitle(s) {
   if (!s.title) return t('untitled');
-  return s.title === 'New chat' ? t('newChat') : s.title;
+  if (s.title === 'New chat') return t('newChat');
+  // a tavern branch: "<character> — turn N, variant K"
+  const m = /^(.*) — turn (\d+), variant (\d+)$/.exec(s.title);
+  if (m) return t('branchTitle').replace('{name}', m[1]).replace('{turn}', m[2]).replace('{variant}', m[3]);
+  return s.title;
 }
 
 // The sidebar: sessions as a tree (a fork or a tavern branch under the
@@ -496,7 +500,7 @@ async function openSession(id, { quiet = false } = {}) {
   }
   const [data] = await Promise.all([api.session(id), loadSpeakers(id)]);
   if (state.current !== id) return;
-  $('chat-title').textContent = `${sessionTitle(data.session)} · ${id}`;
+  $('chat-title').replaceChildren(sessionTitle(data.session), el('span', 'sid', ` · ${id}`));
   const runs = new Map();
   for (const ev of data.events) {
     const p = Object.assign({ seq: ev.seq, turn: ev.turn }, ev.payload || {});
