@@ -379,6 +379,7 @@ function render(type, p, live) {
       break;
     case 'turn/start': if (live) setRunning(true); break;
     case 'turn/end':
+      if (live) performance.mark('cdsh:turn-end');
       if (live) { setRunning(false); renderEngine(); }
       if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').dataset.raw || '' });
       if (live) drawSwipe(); // a branch's first reply arrives after the arrows were drawn
@@ -386,7 +387,9 @@ function render(type, p, live) {
     case 'turn/error': addNotice({ level: 'error', text: p.message, code: p.code }); setRunning(false); break;
     default: break;
   }
-  scrollDown();
+  // a stored transcript scrolls once at its end (openSession): scrolling per
+  // message would lay the page out again for each of them
+  if (live) scrollDown();
 }
 
 function setRunning(on) {
@@ -511,6 +514,7 @@ async function openSession(id, { quiet = false } = {}) {
   if (!data.events.length) messages().append(el('div', 'empty', t('emptySession')));
   drawSwipe();
   $('rp-bar').hidden = !state.binding;
+  performance.mark('cdsh:transcript'); // the transcript is drawn (bench/web_story_bench.js)
   setRunning(!!data.session.running);
   // Events published after the snapshot follow; stored ones are skipped by seq.
   const es = new EventSource(`/api/sessions/${id}/events?after=${data.hubId}`);
