@@ -17,7 +17,8 @@ PACKAGES=(
 )
 # Needed by optional differential tests and benches; installed when available.
 # chromium: the web UI's browser test (tests/e2e/web_chat.js), skipped without it.
-OPTIONAL_PACKAGES=(fairy-stockfish chromium)
+# fonts-noto-cjk: Chinese text in the browser tests' screenshots (zh view).
+OPTIONAL_PACKAGES=(fairy-stockfish chromium fonts-noto-cjk)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

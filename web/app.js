@@ -5,6 +5,7 @@
 import { api } from './api.js';
 import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
 import { mountPanels, panelsDeliver, panelsSetSession } from './panels.js';
+import { renderStory, tavernNotice } from './story.js';
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
@@ -28,6 +29,12 @@ const state = {
   engines: [],        // the acp plugin's engine rows (/rpc/acp/engines)
   bound: null,        // the current session's engine binding {engineId, cwd, ...}, or null
   approvals: [],      // pending approval requests of the current session, oldest first
+  speakers: null,     // {user:{name, avatar}, assistant:{name, avatar}} of a role-play session
+  avatars: new Map(), // cardId -> data: URL of the card's image
+  expanded: new Set(), // sessions whose branches the person unfolded
+  binding: null,      // the tavern binding of the open session, or null
+  swipe: null,        // its variants {turn, index, total, siblings[]} (getFloorSiblings), or null
+  turnNow: null,      // the turn of the event being rendered
 };
 
 // ---- rendering -------------------------------------------------------------------
@@ -44,9 +51,168 @@ function clearEmpty() {
   if (e) e.remove();
 }
 
-function addUser(text) {
+// The speakers of the open session: a role-play session (a tavern card
+// bound) shows the character's and the persona's names and avatars; any other
+// session "You" and the assistant.
+function speaker(role) {
+  const sp = state.speakers && state.speakers[role];
+  return { name: (sp && sp.name) || t(role === 'user' ? 'you' : 'assistantName'), avatar: sp && sp.avatar };
+}
+
+function avatarEl(role) {
+  const who = speaker(role);
+  const box = el('div', `avatar ${role}`);
+  box.setAttribute('aria-hidden', 'true');
+  if (who.avatar) {
+    const img = el('img');
+    img.alt = '';
+    img.src = who.avatar;
+    box.append(img);
+  } else {
+    box.textContent = [...who.name][0] || '?';
+  }
+  return box;
+}
+
+// One message: avatar, the speaker's name, the text (rendered as a story).
+function messageEl(role, extra) {
   clearEmpty();
-  messages().append(el('div', 'msg user', text));
+  const row = el('div', `msg-row ${role}`);
+  const b = el('div', `msg ${role}${extra ? ` ${extra}` : ''}`);
+  const who = el('div', 'who', speaker(role).name);
+  who.dataset.testid = 'speaker';
+  b.append(who, el('div', 'text'));
+  if (state.turnNow) b.dataset.turn = String(state.turnNow);
+  row.append(avatarEl(role), b);
+  messages().append(row);
+  if (state.binding && !extra?.includes('opening')) addActions(b, role);
+  return b;
+}
+
+// ---- role-play: actions on a message, variants, inline edits ----------------------
+
+// A message's tools in a role-play session: regenerate / edit / roll back /
+// delete on a reply, edit on the person's message. Each makes a branch (a
+// child session, the source is never rewritten) that the page then shows.
+function addActions(b, role) {
+  const bar = el('div', 'msg-actions');
+  bar.dataset.testid = 'msg-actions';
+  const act = (icon, key, fn) => {
+    const x = el('button', 'ghost act', icon);
+    x.type = 'button';
+    x.title = t(key);
+    x.setAttribute('aria-label', t(key));
+    x.dataset.act = key;
+    x.onclick = (e) => { e.stopPropagation(); if (!state.running) fn(); };
+    bar.append(x);
+  };
+  const turn = () => Number(b.dataset.turn);
+  if (role === 'assistant') {
+    act('↻', 'actRegenerate', () => branchFrom('regenerate', { turn: turn() }));
+    act('✎', 'actEdit', () => editInline(b, 'editAssistantMessage'));
+    act('⤺', 'actRollback', () => branchFrom('rollbackToFloor', { turn: turn() }));
+    act('✕', 'actDelete', () => (turn() > 1
+      ? branchFrom('rollbackToFloor', { turn: turn() - 1 })
+      : addNotice({ level: 'error', text: t('cannotDeleteFirst') })));
+  } else {
+    act('✎', 'actEdit', () => editInline(b, 'editUserMessage'));
+  }
+  b.append(bar);
+}
+
+// Shows variant arrows ‹ n/m › on the last reply of the turn where this
+// session's branches part (the parent counts as variant 1).
+function drawSwipe() {
+  for (const x of messages().querySelectorAll('.swipe-nav')) x.remove();
+  const sw = state.swipe;
+  if (!sw || sw.total < 2) return;
+  const replies = [...messages().querySelectorAll(`.msg.assistant[data-turn="${sw.turn}"]`)];
+  const b = replies[replies.length - 1];
+  if (!b) return;
+  const nav = el('div', 'swipe-nav');
+  nav.dataset.testid = 'swipe';
+  const go = (d) => swipeTo(d);
+  const prev = el('button', 'ghost', '‹');
+  prev.type = 'button';
+  prev.setAttribute('aria-label', t('prevVariant'));
+  prev.onclick = () => go(-1);
+  const next = el('button', 'ghost', '›');
+  next.type = 'button';
+  next.setAttribute('aria-label', t('nextVariant'));
+  next.onclick = () => go(1);
+  const at = el('span', 'at', `${sw.index}/${sw.total}`);
+  at.dataset.testid = 'swipe-index';
+  nav.append(prev, at, next);
+  (b.querySelector('.msg-actions') || b).prepend(nav);
+}
+
+async function swipeTo(d) {
+  const sw = state.swipe;
+  if (!sw || sw.total < 2 || state.running) return;
+  const i = (sw.index - 1 + d + sw.total) % sw.total;
+  await openSession(sw.siblings[i]);
+}
+
+async function branchFrom(method, extra) {
+  const r = await api.rpc('tavern', method, { sessionId: state.current, ...extra }).catch((e) => ({ ok: false, error: e }));
+  if (!r.ok) { addNotice({ level: 'error', text: r.error.message, code: r.error.code }); return; }
+  await refreshSessions();
+  await openSession(r.value.childSessionId);
+  if (r.value.resend) await send(r.value.resend.text);
+}
+
+// Edit in place: the message's text becomes a box holding the original.
+function editInline(b, method) {
+  if (b.querySelector('.edit-box')) return;
+  const box = b.querySelector('.text');
+  const area = el('textarea', 'edit-box');
+  area.value = box.dataset.raw || box.textContent;
+  area.rows = Math.min(12, Math.max(3, area.value.split('\n').length + 1));
+  area.dataset.testid = 'edit-box';
+  const save = el('button', 'primary', t('save'));
+  save.type = 'button';
+  save.dataset.testid = 'edit-save';
+  const cancel = el('button', 'ghost', t('cancel'));
+  cancel.type = 'button';
+  const row = el('div', 'edit-row');
+  row.append(save, cancel);
+  box.hidden = true;
+  box.after(area, row);
+  area.focus();
+  const close = () => { area.remove(); row.remove(); box.hidden = false; };
+  cancel.onclick = close;
+  save.onclick = () => {
+    const text = area.value.trim();
+    if (!text || text === (box.dataset.raw || '').trim()) return close();
+    branchFrom(method, { turn: Number(b.dataset.turn), text });
+  };
+  area.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') close();
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) save.click();
+  });
+}
+
+function setText(b, text) {
+  const box = b.querySelector('.text');
+  box.dataset.raw = text;
+  box.innerHTML = renderStory(text); // escaped by renderStory: no HTML from the model
+}
+
+function addUser(p) {
+  const note = tavernNotice(p);
+  if (note) return addChip(note);
+  const b = messageEl('user');
+  setText(b, p.text || '');
+}
+
+// The tavern's own messages (a same-turn write, a "continue" request) are
+// small system chips in the page's language, never the person's bubbles.
+function addChip(note) {
+  clearEmpty();
+  const c = el('div', `chip ${note.kind}`, t(note.key));
+  c.dataset.testid = 'tavern-note';
+  if (note.raw) c.title = note.raw;
+  messages().append(c);
 }
 
 // The session's opening (a character's greeting): the first assistant
@@ -55,21 +221,18 @@ function showOpening(p) {
   clearEmpty();
   let b = messages().querySelector('[data-testid="opening"]');
   if (!b) {
-    b = el('div', 'msg assistant opening');
+    b = messageEl('assistant', 'opening');
     b.dataset.testid = 'opening';
-    b.append(el('span', 'text'));
-    messages().prepend(b);
+    messages().prepend(b.parentElement);
   }
-  b.querySelector('.text').textContent = p.text || '';
+  setText(b, p.text || '');
 }
 
 function ensureStream() {
   if (!state.stream) {
-    clearEmpty();
-    state.stream = el('div', 'msg assistant streaming');
+    state.stream = messageEl('assistant', 'streaming');
     state.stream.dataset.testid = 'assistant';
-    state.stream.append(el('span', 'text'));
-    messages().append(state.stream);
+    state.stream.querySelector('.text').dataset.raw = '';
   }
   return state.stream;
 }
@@ -79,13 +242,24 @@ function appendReasoning(text) {
   if (!state.reasoning) {
     state.reasoning = el('details', 'reasoning');
     state.reasoning.append(el('summary', null, t('thinking')), el('span', 'rtext'));
-    b.prepend(state.reasoning);
+    b.querySelector('.text').before(state.reasoning);
   }
   state.reasoning.querySelector('.rtext').textContent += text;
 }
 
+// Streamed text is re-rendered at most once a frame.
+let paintQueued = null;
 function appendText(text) {
-  ensureStream().querySelector('.text').textContent += text;
+  const b = ensureStream();
+  const box = b.querySelector('.text');
+  box.dataset.raw += text;
+  if (paintQueued === box) return;
+  paintQueued = box;
+  requestAnimationFrame(() => {
+    if (paintQueued === box) paintQueued = null;
+    box.innerHTML = renderStory(box.dataset.raw);
+    scrollDown();
+  });
 }
 
 // Replaces the streamed bubble with the final message (or renders a stored one).
@@ -99,29 +273,29 @@ function finishAssistant(p) {
   }
   const b = ensureStream();
   b.classList.remove('streaming');
-  b.querySelector('.text').textContent = p.text || '';
+  paintQueued = null;
+  setText(b, p.text || '');
   if (p.reasoning) {
     if (!state.reasoning) appendReasoning('');
     state.reasoning.querySelector('.rtext').textContent = p.reasoning;
   }
-  if (!p.text && !p.reasoning) b.remove();
+  if (!p.text && !p.reasoning) b.parentElement.remove();
   state.stream = null;
   state.reasoning = null;
   for (const c of p.toolCalls || []) toolCard(c.id, c.name, c.arguments);
 }
 
+// A tool call: one line (name, state) that opens to the arguments and result.
 function toolCard(callId, name, args) {
   let card = state.cards.get(callId);
   if (card) return card;
   clearEmpty();
-  card = el('div', 'tool-card');
+  card = el('details', 'tool-card');
   card.dataset.testid = 'tool-card';
   card.dataset.callId = callId;
-  const head = el('header');
+  const head = el('summary');
   head.append(el('span', 'icon', 'ƒ'), el('span', 'name', name), el('span', 'state', t('running')));
-  const det = el('details');
-  det.append(el('summary', null, t('args')), el('pre', 'args', prettyArgs(args)));
-  card.append(head, det);
+  card.append(head, el('div', 'label', t('args')), el('pre', 'args', prettyArgs(args)));
   messages().append(card);
   state.cards.set(callId, card);
   return card;
@@ -139,16 +313,31 @@ function toolResult(p) {
   const text = (p.content || []).map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
   let pre = card.querySelector('pre.result');
   if (!pre) {
+    card.append(el('div', 'label', t('result')));
     pre = el('pre', 'result');
     card.append(pre);
   }
   pre.textContent = text;
 }
 
+// Model failures: the cause as the endpoint said it (the message carries
+// "HTTP <status>: <the endpoint's message>") and what to do, by code.
+const MODEL_CODES = new Set(['MISSING_CREDENTIAL', 'INVALID_CREDENTIAL', 'QUOTA', 'RATE_LIMIT',
+  'CONTEXT_WINDOW_EXCEEDED', 'TIMEOUT', 'LLM_STREAM_IDLE_TIMEOUT', 'TRANSPORT', 'SERVER',
+  'INVALID_REQUEST', 'BAD_RESPONSE', 'EMPTY_RESPONSE', 'REPLY_TOO_LARGE', 'INVALID_CONFIG']);
+
 function addNotice(p) {
   clearEmpty();
-  const n = el('div', `notice ${p.level === 'error' ? 'error' : ''}`, p.text);
+  const n = el('div', `notice ${p.level === 'error' ? 'error' : ''}`);
   n.dataset.testid = 'notice';
+  if (p.code) n.dataset.code = p.code;
+  if (p.level === 'error' && MODEL_CODES.has(p.code)) {
+    n.classList.add('model-error');
+    n.append(el('strong', null, t('modelFailed')), el('div', 'cause', p.text || p.code));
+    n.append(el('div', 'todo', t(`fix.${p.code}`)));
+  } else {
+    n.textContent = p.text;
+  }
   if (p.code) n.title = p.code;
   messages().append(n);
 }
@@ -168,8 +357,9 @@ function render(type, p, live) {
     if (state.seen.has(p.seq)) return;
     state.seen.add(p.seq);
   }
+  if (p && p.turn) state.turnNow = p.turn;
   switch (type) {
-    case 'user/message': addUser(p.text); break;
+    case 'user/message': addUser(p); break;
     case 'reasoning/delta': appendReasoning(p.text || ''); break;
     case 'text/delta': appendText(p.text || ''); break;
     case 'assistant/message': finishAssistant(p); break;
@@ -189,13 +379,17 @@ function render(type, p, live) {
       break;
     case 'turn/start': if (live) setRunning(true); break;
     case 'turn/end':
+      if (live) performance.mark('cdsh:turn-end');
       if (live) { setRunning(false); renderEngine(); }
-      if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').textContent });
+      if (state.stream) finishAssistant({ text: state.stream.querySelector('.text').dataset.raw || '' });
+      if (live) drawSwipe(); // a branch's first reply arrives after the arrows were drawn
       break;
     case 'turn/error': addNotice({ level: 'error', text: p.message, code: p.code }); setRunning(false); break;
     default: break;
   }
-  scrollDown();
+  // a stored transcript scrolls once at its end (openSession): scrolling per
+  // message would lay the page out again for each of them
+  if (live) scrollDown();
 }
 
 function setRunning(on) {
@@ -210,18 +404,56 @@ function setRunning(on) {
 
 // ---- sessions ---------------------------------------------------------------------
 
+// A session's title in the page's language ("New chat" is the server's
+// default for a session made without one).
+function sessionTitle(s) {
+  if (!s.title) return t('untitled');
+  if (s.title === 'New chat') return t('newChat');
+  // a tavern branch: "<character> — turn N, variant K"
+  const m = /^(.*) — turn (\d+), variant (\d+)$/.exec(s.title);
+  if (m) return t('branchTitle').replace('{name}', m[1]).replace('{turn}', m[2]).replace('{variant}', m[3]);
+  return s.title;
+}
+
+// The sidebar: sessions as a tree (a fork or a tavern branch under the
+// session it came from). A session's branches are folded behind a
+// "n branches" toggle unless it or one of them is open, so regenerating and
+// editing do not flood the list.
 function renderSessions() {
   const ul = $('sessions');
   ul.textContent = '';
+  const byId = new Map(state.sessions.map((s) => [s.id, s]));
+  const kids = new Map();
   for (const s of state.sessions) {
+    const p = s.parentId && byId.has(s.parentId) ? s.parentId : null;
+    if (!kids.has(p)) kids.set(p, []);
+    kids.get(p).push(s);
+  }
+  const holdsCurrent = (id) => id === state.current || (kids.get(id) || []).some((k) => holdsCurrent(k.id));
+  const add = (s, depth, shown) => {
     const li = el('li', s.id === state.current ? 'active' : '');
     li.dataset.id = s.id;
     li.dataset.testid = 'session';
-    const title = el('span', 'title', s.title || t('untitled'));
-    li.append(title);
+    li.hidden = !shown;
+    if (depth) { li.classList.add('branch'); li.style.paddingLeft = `${0.55 + Math.min(depth, 4) * 0.9}rem`; }
+    li.append(el('span', 'title', sessionTitle(s)));
+    li.title = sessionTitle(s);
     if (s.running || (s.id === state.current && state.running)) li.append(el('span', 'busy'));
+    const children = kids.get(s.id) || [];
+    const open = state.expanded.has(s.id) || holdsCurrent(s.id);
+    if (children.length) {
+      const tog = el('button', 'branches', `${open ? '▾' : '▸'} ${children.length}`);
+      tog.title = t('branches').replace('{n}', children.length);
+      tog.dataset.testid = 'branches';
+      tog.onclick = (e) => {
+        e.stopPropagation();
+        if (state.expanded.has(s.id)) state.expanded.delete(s.id); else state.expanded.add(s.id);
+        renderSessions();
+      };
+      li.append(tog);
+    }
     const del = el('button', 'del', '×');
-    del.title = 'delete';
+    del.title = t('delete');
     del.onclick = async (e) => {
       e.stopPropagation();
       if (!confirm(t('deleteConfirm'))) return;
@@ -230,9 +462,11 @@ function renderSessions() {
       refreshSessions();
     };
     li.append(del);
-    li.onclick = () => openSession(s.id);
+    li.onclick = () => { showView('chat'); openSession(s.id); };
     ul.append(li);
-  }
+    for (const k of children) add(k, depth + 1, shown && open);
+  };
+  for (const s of kids.get(null) || []) add(s, 0, true);
 }
 
 async function refreshSessions() {
@@ -242,7 +476,9 @@ async function refreshSessions() {
   renderSessions();
 }
 
-async function openSession(id) {
+// `quiet`: the same session drawn again (a panel's reload, a language
+// switch): the panels are not told of a session change.
+async function openSession(id, { quiet = false } = {}) {
   if (state.es) { state.es.close(); state.es = null; }
   state.current = id;
   state.seen.clear();
@@ -252,7 +488,9 @@ async function openSession(id) {
   state.approvals = [];
   if ($('approval').open) $('approval').close();
   messages().textContent = '';
-  panelsSetSession(id);
+  state.turnNow = null;
+  $('rp-bar').hidden = true;
+  if (!quiet) panelsSetSession(id);
   location.hash = id ? `#${id}` : '';
   $('fork').hidden = !id;
   if (!id) {
@@ -263,16 +501,20 @@ async function openSession(id) {
     renderSessions();
     return;
   }
-  const data = await api.session(id);
-  $('chat-title').textContent = `${data.session.title || t('untitled')} · ${id}`;
+  const [data] = await Promise.all([api.session(id), loadSpeakers(id)]);
+  if (state.current !== id) return;
+  $('chat-title').replaceChildren(sessionTitle(data.session), el('span', 'sid', ` · ${id}`));
   const runs = new Map();
   for (const ev of data.events) {
-    const p = Object.assign({ seq: ev.seq }, ev.payload || {});
+    const p = Object.assign({ seq: ev.seq, turn: ev.turn }, ev.payload || {});
     if (ev.type === 'command/run') { runs.set(p.commandId, p); state.seen.add(ev.seq); continue; }
     if (ev.type === 'command/done') { addCommand(runs.get(p.commandId) || { name: '?' }, p); state.seen.add(ev.seq); continue; }
     render(ev.type, p, false);
   }
-  if (!data.events.length) messages().append(el('div', 'empty', t('empty')));
+  if (!data.events.length) messages().append(el('div', 'empty', t('emptySession')));
+  drawSwipe();
+  $('rp-bar').hidden = !state.binding;
+  performance.mark('cdsh:transcript'); // the transcript is drawn (bench/web_story_bench.js)
   setRunning(!!data.session.running);
   // Events published after the snapshot follow; stored ones are skipped by seq.
   const es = new EventSource(`/api/sessions/${id}/events?after=${data.hubId}`);
@@ -296,6 +538,39 @@ async function openSession(id) {
   try {
     for (const a of (await api.approvals(id)).approvals) showApproval(a);
   } catch { /* no pending requests */ }
+}
+
+// A tavern call's value, or null (plugin off, unbound, any failure).
+async function tavern(method, payload) {
+  try {
+    const r = await api.rpc('tavern', method, payload || {});
+    return r.ok ? r.value : null;
+  } catch { return null; }
+}
+
+// The character and persona of a role-play session (null for any other).
+async function loadSpeakers(id) {
+  state.speakers = null;
+  state.binding = null;
+  state.swipe = null;
+  const b = await tavern('getSessionBinding', { sessionId: id });
+  if (!b || !b.binding) return;
+  state.binding = b.binding;
+  const sib = await tavern('getFloorSiblings', { sessionId: id });
+  state.swipe = (sib && sib.swipe) || null;
+  const [cards, personas] = await Promise.all([tavern('listCharacters'), tavern('listPersonas')]);
+  const card = (cards || []).find((c) => c.cardId === b.binding.cardId);
+  const persona = (personas || []).find((x) => x.id === b.binding.personaId);
+  let avatar = state.avatars.get(b.binding.cardId);
+  if (avatar === undefined && card && card.hasAvatar) {
+    const x = await tavern('exportCharacter', { cardId: card.cardId });
+    avatar = x && x.pngBase64 ? `data:image/png;base64,${x.pngBase64}` : null;
+    state.avatars.set(b.binding.cardId, avatar);
+  }
+  state.speakers = {
+    assistant: { name: card ? card.name : null, avatar: avatar || null },
+    user: { name: persona ? persona.name : null, avatar: (persona && persona.avatar) || null },
+  };
 }
 
 // Forks the current session (its engine binding goes along) and switches to
@@ -523,6 +798,36 @@ function setupComposer() {
   $('fork').onclick = () => forkCurrent();
   $('fork').title = t('forkTitle');
   $('lang').onclick = () => setLang(getLang() === 'zh' ? 'en' : 'zh');
+  for (const b of document.querySelectorAll('.narrow-tabs button')) b.onclick = () => showView(b.dataset.view);
+  // role-play: continue the last reply, or let the model write the person's line
+  $('rp-continue').onclick = async () => {
+    if (state.running || !state.current) return;
+    const r = await tavern('continueFloor', { sessionId: state.current });
+    if (r && r.resend) send(r.resend.text);
+  };
+  $('rp-impersonate').onclick = async () => {
+    if (state.running || !state.current) return;
+    $('rp-impersonate').disabled = true;
+    const r = await api.rpc('tavern', 'impersonate', { sessionId: state.current }).catch((e) => ({ ok: false, error: e }));
+    $('rp-impersonate').disabled = false;
+    if (!r.ok) { addNotice({ level: 'error', text: r.error.message, code: r.error.code }); return; }
+    input.value = r.value.text || '';
+    input.focus();
+  };
+  // ← / → walk a turn's variants (not while typing)
+  document.addEventListener('keydown', (e) => {
+    const tag = (document.activeElement && document.activeElement.tagName) || '';
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(tag) || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (document.querySelector('dialog[open]')) return;
+    if (e.key === 'ArrowLeft' && state.swipe) { e.preventDefault(); swipeTo(-1); }
+    if (e.key === 'ArrowRight' && state.swipe) { e.preventDefault(); swipeTo(1); }
+  });
+}
+
+// Narrow windows show one column at a time (sessions, the story, the panels).
+function showView(view) {
+  $('layout').dataset.view = view;
+  for (const b of document.querySelectorAll('.narrow-tabs button')) b.classList.toggle('active', b.dataset.view === view);
 }
 
 // ---- status -----------------------------------------------------------------------
@@ -548,8 +853,10 @@ function renderStatus() {
     return;
   }
   banner.hidden = s.model.configured;
-  if (!s.model.configured)
-    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + s.model.hint));
+  if (!s.model.configured) {
+    banner.append(el('strong', null, t('noModel')), document.createTextNode(' ' + t('noModelHint')));
+    banner.title = s.model.hint || '';
+  }
 }
 
 async function main() {
@@ -559,6 +866,9 @@ async function main() {
   applyStatic();
   onLang(() => {
     renderStatus(); renderSessions(); renderEngine(); presentApproval();
+    // the transcript's own words (names, chips, tool states) in the new language
+    if (state.current && !state.running) openSession(state.current, { quiet: true });
+    else if (!state.current) for (const e of messages().querySelectorAll('.empty')) e.textContent = t('empty');
     $('fork').title = t('forkTitle');
   });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
@@ -569,7 +879,9 @@ async function main() {
   await refreshSessions();
   // Panels may switch the page to a session they created (a tavern branch).
   const openFromPanel = async (id) => { await refreshSessions(); await openSession(id); };
-  await mountPanels($('panels'), { send, command, openSession: openFromPanel });
+  // a panel changed what the transcript shows (a card bound, a greeting swapped)
+  const reload = async () => { if (state.current) await openSession(state.current, { quiet: true }); };
+  await mountPanels($('panels'), { send, command, openSession: openFromPanel, reload });
   const id = location.hash.slice(1);
   if (id && state.sessions.some((s) => s.id === id)) await openSession(id);
   // Global events: plugin state without a session, session list changes.

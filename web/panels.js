@@ -23,6 +23,7 @@ export async function mountPanels(root, app) {
   current.send = app.send;
   current.command = app.command;
   current.openSession = app.openSession;
+  current.reload = app.reload;
   let list = [];
   try { list = (await api.panels()).panels.filter((p) => p.active); } catch { list = []; }
   root.hidden = list.length === 0;
@@ -31,7 +32,10 @@ export async function mountPanels(root, app) {
     box.className = 'panel';
     box.dataset.plugin = p.plugin;
     const h = document.createElement('h3');
-    h.textContent = p.plugin;
+    // the plugin's name in the page's language until the panel sets a title
+    const named = () => { const k = `panel.${p.plugin}`; return t(k) === k ? p.plugin : t(k); };
+    h.textContent = named();
+    onLang(() => { if (!h.dataset.custom) h.textContent = named(); }); // lives as long as the page
     const body = document.createElement('div');
     body.className = 'body';
     box.append(h, body);
@@ -64,9 +68,11 @@ function makeHost(plugin, titleEl) {
     // switches the whole page (transcript, session list, panels) to a session
     openSession: (id) => current.openSession(id),
     command: (line) => current.command(line),
+    // shows the current session's transcript again (after a change it does not stream)
+    reload: () => (current.reload ? current.reload() : Promise.resolve()),
     lang: getLang,
     onLang,
     t,
-    setTitle: (text) => { titleEl.textContent = text; },
+    setTitle: (text) => { titleEl.dataset.custom = '1'; titleEl.textContent = text; },
   };
 }

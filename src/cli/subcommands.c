@@ -108,6 +108,14 @@ void cdsh_cli_print_usage(FILE *out)
     free(k.rows);
     fprintf(out, "  %-12s %s\n", "help", "show this help, or `cdsh help <subcommand>` for one");
     fprintf(out, "\n"
+                 "Role-play (the tavern plugin, on by default):\n"
+                 "  `cdsh web` (or `make run`), open the printed URL, then the tavern panel:\n"
+                 "  import a SillyTavern card (PNG, JSON or CHARX), bind it to a chat and\n"
+                 "  talk; the greeting opens the story. Regenerate, edit, roll back and\n"
+                 "  branch per turn; lorebooks, presets, personas and memories in the panel.\n"
+                 "  In the terminal: `cdsh tavern import CARD`, `cdsh tavern preview`.\n"
+                 "  Sessions with no card bound see none of its tools.\n"
+                 "\n"
                  "Global options:\n"
                  "  -h, --help     show this help\n"
                  "  -V, --version  print the version and exit\n"

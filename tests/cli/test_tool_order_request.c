@@ -72,7 +72,7 @@ static void by_default_the_model_sees_tools_sorted_by_name(void **state)
 {
     (void)state;
     char *home = cdsh_test_home_new();
-    write_profile(home, "plugins:\n  xiangqi:\n    enabled: true\n");
+    write_profile(home, "plugins:\n  xiangqi:\n    enabled: true\n  tavern:\n    enabled: false\n");
     char *sent = request_order();
     assert_string_equal(sent, "skill,xiangqi_board,xiangqi_hint,xiangqi_move,xiangqi_new,"
                               "xiangqi_review,xiangqi_undo");
@@ -86,6 +86,7 @@ static void a_profiles_tool_order_is_what_the_model_sees(void **state)
     char *home = cdsh_test_home_new();
     write_profile(home, "plugins:\n"
                         "  xiangqi:\n    enabled: true\n"
+                        "  tavern:\n    enabled: false\n" /* its tools are masked in unbound turns */
                         "  systemPrompt:\n    config:\n"
                         "      toolOrder: [xiangqi_move, xiangqi_board, \"<unlisted-tools>\", skill]\n");
     char *sent = request_order();
@@ -101,6 +102,7 @@ static void a_bad_tool_order_is_refused_before_any_request(void **state)
     char *home = cdsh_test_home_new();
     write_profile(home, "plugins:\n"
                         "  xiangqi:\n    enabled: true\n"
+                        "  tavern:\n    enabled: false\n" /* its tools are masked in unbound turns */
                         "  systemPrompt:\n    config:\n"
                         "      toolOrder: [xiangqi_move, no_such_tool, \"<unlisted-tools>\"]\n");
     cdsh_test_fake_model f;

@@ -278,7 +278,7 @@ async function main() {
     check(await tv.locator('[data-testid=author-note]').inputValue() === 'ANOTE: keep the replies short.', 'Settings shows the saved note again');
 
     // ---- screenshots of every tab ---------------------------------------------------------------------
-    for (const name of ['Characters', 'Chat', 'Lorebook', 'Lorebooks', 'Presets & rules', 'Memory', 'World state',
+    for (const name of ['Characters', 'Chat', 'Story lore', 'Lorebooks', 'Presets & rules', 'Memory', 'World state',
       'Journal', 'Settings', 'Prompt preview']) {
       await tv.locator('nav.tavern-tabs button', { hasText: new RegExp(`^${name.replace(/[&]/g, '\\$&')}$`) }).click();
       await tv.locator('nav.tavern-tabs button.active', { hasText: new RegExp(`^${name}$`) }).waitFor();

@@ -599,10 +599,13 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
     snprintf(path, sizeof path, "%s/profiles", home);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/profiles/default.yaml", home);
-    /* xiangqi (on by default) is off in both profiles: the surfaces compared
-     * are exactly `skill`, then `skill` plus the declared operation */
+    /* xiangqi and tavern (on by default) are off in both profiles: the
+     * surfaces compared are exactly `skill`, then `skill` plus the declared
+     * operation */
     cdsh_test_write_file(path, "plugins:\n"
                                "  xiangqi:\n"
+                               "    enabled: false\n"
+                               "  tavern:\n"
                                "    enabled: false\n"
                                "  facade:\n"
                                "    config:\n"
@@ -621,7 +624,8 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
     char *out = NULL, *err = NULL;
     /* the surface before: a profile without declarations */
     snprintf(path, sizeof path, "%s/profiles/bare.yaml", home);
-    cdsh_test_write_file(path, "plugins:\n  xiangqi:\n    enabled: false\n");
+    cdsh_test_write_file(path,
+                         "plugins:\n  xiangqi:\n    enabled: false\n  tavern:\n    enabled: false\n");
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", "--json", "--profile", "bare", NULL),
         0);

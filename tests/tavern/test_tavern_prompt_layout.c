@@ -1,7 +1,8 @@
 /* test_tavern_prompt_layout.c — seed 001 §5 layout of a real request (the
  * agent loop and the scripted fake model): the system prompt of a bound
- * session is exactly the unbound one — base prompt, plugin-rule segments,
- * <available_tools> — followed by tavern:standing (order 210); no tavern
+ * session is the unbound one — base prompt, plugin-rule segments — with
+ * <available_tools> (the tavern's tools, masked in unbound turns) and then
+ * tavern:standing (order 210); no tavern
  * segment replaces or precedes the tool prefix; tavern:turn travels as
  * runtime context in the last message. */
 #include "support/testkit.h"
@@ -94,14 +95,22 @@ static void request_segments_follow_the_seed_layout(void **state)
     const char *plain = msg_text(json_array_get(bodies, 1), 0);
 
     /* The exact layout: [base prompt][RULES 150][<available_tools>…] then
-     * the standing — the bound prompt is the unbound one plus the standing. */
-    size_t pl = strlen(plain);
-    assert_true(strlen(bound) > pl);
-    assert_memory_equal(bound, plain, pl);
+     * the standing — the bound prompt is the unbound one plus the tool list
+     * (an unbound session is offered no tavern tools, and here has no other
+     * tool) and the standing. */
+    assert_null(strstr(plain, "available_tools"));
+    const char *block = strstr(bound, "\n\n<available_tools>\n");
+    const char *block_end = strstr(bound, "</available_tools>");
+    assert_non_null(block);
+    assert_non_null(block_end);
+    char *stripped = NULL;
+    assert_true(asprintf(&stripped, "%.*s%s", (int)(block - bound), bound,
+                         block_end + strlen("</available_tools>")) > 0);
     char *want = NULL;
     assert_true(asprintf(&want, "%s\n\n%s", plain, standing) > 0);
-    assert_string_equal(bound, want);
+    assert_string_equal(stripped, want);
     free(want);
+    free(stripped);
     /* The segment order inside it. */
     const char *rules_at = strstr(bound, "RULES 150");
     const char *tools_at = strstr(bound, "<available_tools>\n");

@@ -92,6 +92,13 @@ static void a_played_story_survives_branches_and_a_restart(void **state)
     /* regenerate turn 2 in a child session, then play it there */
     json_t *br = cdsh_test_tavern_rpc(&w, "regenerate", json_pack("{s:s}", "sessionId", sid));
     char *child = strdup(json_string_value(json_object_get(br, "childSessionId")));
+    /* a readable branch name, stored as the child session's title */
+    assert_string_equal(json_string_value(json_object_get(br, "title")),
+                        "Seraphina — turn 2, variant 2");
+    json_t *info = cdsh_session_store_info_dup(w.store, child, &err);
+    assert_string_equal(json_string_value(json_object_get(info, "title")),
+                        "Seraphina — turn 2, variant 2");
+    json_decref(info);
     assert_string_equal(json_string_value(json_object_get(json_object_get(br, "resend"), "text")),
                         "Thank you.");
     json_decref(br);
@@ -236,12 +243,62 @@ static void a_closed_floor_is_announced_to_the_panel_after_its_commit(void **sta
     cdsh_test_home_free(home);
 }
 
+/* Names of the tools offered in one recorded model request. */
+static bool offers_tavern_tool(const json_t *body)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(body, "tools"), i, t) {
+        const char *name =
+            json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (name && strncmp(name, "tavern_", 7) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The plugin is on by default, but a session with no card bound is an
+ * ordinary chat: its turns offer no tavern tools; a bound session's do, and
+ * the plain one's next turn is still unmasked-free (the mask is per turn). */
+static void an_unbound_session_is_offered_no_tavern_tools(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    unsetenv("DEEPSEEK_API_KEY");
+    unsetenv("CDSH_API_KEY");
+    cdsh_test_fake_model f;
+    cdsh_test_model_env_start(&f, "[" SAY("Hello.", "stop") "," SAY("Welcome.", "stop") ","
+                                      SAY("Hi again.", "stop") "]");
+    world w;
+    cdsh_test_tavern_world_open(&w);
+    cdsh_error err = {0};
+    char *plain = NULL;
+    cdsh_session_spec spec = {.title = "plain"};
+    assert_int_equal(cdsh_session_store_create(w.store, &spec, &plain, &err), 0);
+    cdsh_test_tavern_turn(&w, plain, "Hello?");
+    char *sid = cdsh_test_tavern_bound_session(&w, "import", "story", NULL);
+    cdsh_test_tavern_turn(&w, sid, "Where am I?");
+    cdsh_test_tavern_turn(&w, plain, "Hello again?");
+    json_t *bodies = cdsh_test_model_env_bodies(&f);
+    assert_int_equal(json_array_size(bodies), 3);
+    assert_false(offers_tavern_tool(json_array_get(bodies, 0)));
+    assert_true(offers_tavern_tool(json_array_get(bodies, 1)));
+    assert_false(offers_tavern_tool(json_array_get(bodies, 2)));
+    json_decref(bodies);
+    cdsh_test_tavern_world_close(&w);
+    cdsh_test_model_env_stop(&f);
+    free(plain);
+    free(sid);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_played_story_survives_branches_and_a_restart),
         cmocka_unit_test(summaries_at_turn_end_only_from_a_normal_stop),
         cmocka_unit_test(a_closed_floor_is_announced_to_the_panel_after_its_commit),
+        cmocka_unit_test(an_unbound_session_is_offered_no_tavern_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,5 +91,6 @@ export function mountLoreEditor(box, ctx, { book, revision, save, reload, onDele
         if (again) reload();
       }
     } }),
-    onDelete ? el('button', { text: t('delete'), onclick: onDelete }) : null);
+    // DOM append() would print a null as the text "null"
+    ...(onDelete ? [el('button', { text: t('delete'), onclick: onDelete })] : []));
 }

@@ -92,6 +92,8 @@ export async function mount(root, host = standaloneHost()) {
     return r.value;
   }
   const sid = () => host.sessionId();
+  // the page's transcript shows the greeting and the speakers: redraw it
+  const reloadChat = () => (host.reload ? host.reload() : null);
   const needBound = async () => {
     if (!sid()) { view.append(el('p', { text: t('noSession') })); return null; }
     const b = await rpc('getSessionBinding', { sessionId: sid() });
@@ -178,6 +180,7 @@ export async function mount(root, host = standaloneHost()) {
       if (!binding) return;
       await rpc('setSessionBinding', { sessionId: sid(), cardId: binding.cardId, ...choice() });
       status.textContent = t('saved');
+      await reloadChat();
     };
     for (const c of [presetSel, personaSel, ...bookChecks]) c.addEventListener('change', () => rebind().catch(report));
     view.append(el('div', { class: 'tavern-pickers' },
@@ -194,6 +197,7 @@ export async function mount(root, host = standaloneHost()) {
         el('button', { text: playing ? t('bound') : t('bind'), onclick: async () => {
           if (!sid()) { status.textContent = t('noSession'); return; }
           await rpc('setSessionBinding', { sessionId: sid(), cardId: c.cardId, ...choice() });
+          await reloadChat();
           redraw();
         } }),
         el('button', { text: t('archive'), onclick: async () => {
@@ -239,6 +243,7 @@ export async function mount(root, host = standaloneHost()) {
       }
       state.frames.push(mountCardFrame(container, cardFrameUrl(sid()), async (index) => {
         await rpc('swipeGreeting', { sessionId: sid(), index });
+        await reloadChat();
         redraw();
       }));
       return;
@@ -262,11 +267,13 @@ export async function mount(root, host = standaloneHost()) {
       const box = el('div', { class: 'tavern-greeting', 'data-testid': 'greeting' }, el('h4', { text: t('greeting') }));
       const nav = el('div', { class: 'swipe' },
         el('button', { text: '‹', onclick: async () => {
-          await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + g.total - 1) % g.total }); redraw();
+          await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + g.total - 1) % g.total });
+          await reloadChat(); redraw();
         } }),
         el('span', { 'data-testid': 'greeting-index', text: `${g.index + 1}/${g.total}` }),
         el('button', { text: '›', onclick: async () => {
-          await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + 1) % g.total }); redraw();
+          await rpc('swipeGreeting', { sessionId: sid(), index: (g.index + 1) % g.total });
+          await reloadChat(); redraw();
         } }));
       if (b.canSwipeGreeting) box.append(nav);
       await renderGreeting(box, g.text, rules, settings.interactiveCards !== false);
@@ -295,13 +302,18 @@ export async function mount(root, host = standaloneHost()) {
       list.append(el('li', { 'data-testid': 'floor', 'data-turn': String(turn) }, el('span', { text: t('turn', { n: turn }) }),
         el('button', { text: t('regenerate'), onclick: async () => openChild(await rpc('regenerate', { sessionId: sid(), turn })) }),
         el('button', { text: t('rollback'), onclick: async () => openChild(await rpc('rollbackToFloor', { sessionId: sid(), turn })) }),
+        // the edit opens on the original text (the turn's stored message)
         el('button', { text: t('editUser'), onclick: async () => {
-          const text = await dialog({ title: t('editTitle'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
-          if (text) openChild(await rpc('editUserMessage', { sessionId: sid(), turn, text }));
+          const orig = await rpc('getFloorUserMessage', { sessionId: sid(), turn });
+          const text = await dialog({ title: t('editUserTitle', { n: turn }), input: orig.text,
+            buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+          if (text && text !== orig.text) openChild(await rpc('editUserMessage', { sessionId: sid(), turn, text }));
         } }),
         el('button', { text: t('editAssistant'), onclick: async () => {
-          const text = await dialog({ title: t('editTitle'), input: '', buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
-          if (text) openChild(await rpc('editAssistantMessage', { sessionId: sid(), turn, text }));
+          const orig = await rpc('getFloorAssistantMessage', { sessionId: sid(), turn });
+          const text = await dialog({ title: t('editReplyTitle', { n: turn }), input: orig.text,
+            buttons: [{ label: t('ok'), value: true }, { label: t('cancel'), value: null }] });
+          if (text && text !== orig.text) openChild(await rpc('editAssistantMessage', { sessionId: sid(), turn, text }));
         } })));
     }
     view.append(el('h4', { text: t('floors') }), list,

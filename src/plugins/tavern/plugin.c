@@ -1,9 +1,11 @@
 /* plugin.c — the tavern plugin's apply: service, its operations table (tools
- * and RPC channel), the provided service, all owned by the plugin context. Off by default:
- * a profile (or the role-play preset) enables it, so ordinary agents never
- * see the tavern tools. */
+ * and RPC channel), the provided service, all owned by the plugin context. On by
+ * default (role-play works after `make run`); a turn of a session with no card
+ * bound masks the tavern tools in its scope, so an ordinary chat's tool
+ * surface does not grow. */
 #include "plugins/tavern/plugin.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +23,80 @@ typedef struct state {
     cdsh_tavern_service *svc;
     cdsh_session_store *sessions;
     cdsh_host *host; /* borrowed: the bus for the panel's "plugin/state" events */
+    json_t *tool_names; /* owned: the tavern's tool names (masked in unbound turns) */
+    pthread_mutex_t mu; /* guards masks */
+    struct mask {
+        char *session;
+        int64_t turn;
+        cdsh_disposer_t undo;
+    } *masks; /* restrictions of running unbound turns, undone at their end */
+    size_t n_masks;
 } state;
+
+/* True when session `sid` has a card bound (a role-play story). */
+static bool session_bound(cdsh_tavern_service *svc, const char *sid)
+{
+    json_t *payload = json_pack("{s:s}", "sessionId", sid), *value = NULL;
+    bool bound = payload && cdsh_tavern_service_call(svc, "getSessionBinding", payload, &value,
+                                                     NULL) == 0 &&
+                 json_is_object(json_object_get(value, "binding"));
+    json_decref(payload);
+    json_decref(value);
+    return bound;
+}
+
+/* A turn of an unbound session: deny the tavern tools in the turn's scope
+ * (the model's tool list for this turn is computed there), undone at turn
+ * end. A failure only logs: the tools then stay visible and answer "not
+ * bound" as before. */
+static void mask_tools(state *st, const cdsh_scope *scope, const char *sid, int64_t turn)
+{
+    size_t n = json_array_size(st->tool_names);
+    const char **deny = calloc(n + 1, sizeof *deny);
+    char *session = strdup(sid);
+    cdsh_disposer_t undo = {0};
+    cdsh_error err = {0};
+    if (!deny || !session)
+        goto done;
+    for (size_t i = 0; i < n; i++)
+        deny[i] = json_string_value(json_array_get(st->tool_names, i));
+    /* the scope is the turn's own (agent.c), not shared: masking it is the
+     * per-session restriction the host offers (tools.h §5) */
+    if (cdsh_tools_restrict(cdsh_host_tools(st->host), (cdsh_scope *)scope, NULL, deny, &undo,
+                            &err) < 0) {
+        cdsh_log_warn("tavern", "session %s: tools not masked: %s", sid, err.message);
+        goto done;
+    }
+    pthread_mutex_lock(&st->mu);
+    struct mask *m = realloc(st->masks, (st->n_masks + 1) * sizeof *m);
+    if (m) {
+        st->masks = m;
+        st->masks[st->n_masks++] = (struct mask){session, turn, undo};
+        session = NULL;
+        undo = (cdsh_disposer_t){0};
+    }
+    pthread_mutex_unlock(&st->mu);
+done:
+    cdsh_disposer_run(&undo);
+    free(session);
+    free(deny);
+}
+
+static void unmask_tools(state *st, const char *sid, int64_t turn)
+{
+    cdsh_disposer_t undo = {0};
+    pthread_mutex_lock(&st->mu);
+    for (size_t i = 0; i < st->n_masks; i++) {
+        if (st->masks[i].turn != turn || strcmp(st->masks[i].session, sid) != 0)
+            continue;
+        undo = st->masks[i].undo;
+        free(st->masks[i].session);
+        st->masks[i] = st->masks[--st->n_masks];
+        break;
+    }
+    pthread_mutex_unlock(&st->mu);
+    cdsh_disposer_run(&undo);
+}
 
 /* Impersonation through the configured model (environment / defaults, the
  * same resolution as the agent loop): one non-tool completion. */
@@ -88,6 +163,10 @@ static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const 
     if (!sid || !phase)
         return;
     bool end = strcmp(phase, "end") == 0;
+    if (strcmp(phase, "start") == 0 && !session_bound(svc, sid))
+        mask_tools(st, scope, sid, turn);
+    else if (end)
+        unmask_tools(st, sid, turn);
     cdsh_error err = {0};
     int rc = strcmp(phase, "start") == 0
                  ? cdsh_tavern_service_turn_begin(svc, scope, sid, turn, &err)
@@ -106,6 +185,13 @@ static void on_turn(void *arg, const char *name, const cdsh_scope *scope, const 
 static void state_free(void *arg)
 {
     state *st = arg;
+    for (size_t i = 0; i < st->n_masks; i++) {
+        cdsh_disposer_run(&st->masks[i].undo);
+        free(st->masks[i].session);
+    }
+    free(st->masks);
+    json_decref(st->tool_names);
+    pthread_mutex_destroy(&st->mu);
     cdsh_tavern_service_free(st->svc);
     cdsh_session_store_close(st->sessions);
     free(st);
@@ -117,6 +203,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     state *st = calloc(1, sizeof *st);
     if (!st)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    pthread_mutex_init(&st->mu, NULL);
     int rc = 0;
     if (json_is_true(json_object_get(config, "branches")))
         rc = cdsh_session_store_open(cdsh_ctx_home(ctx), NULL, &st->sessions, err);
@@ -128,6 +215,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return rc;
     }
     cdsh_tavern_service_set_helper(st->svc, model_helper, NULL);
+    st->tool_names = cdsh_ops_names(cdsh_tavern_service_ops(st->svc), CDSH_OP_TOOL);
     st->host = cdsh_ctx_host(ctx);
     /* Adopted first so it is freed last, after the tools and channel are gone. */
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){state_free, st}, err)) < 0)
@@ -153,7 +241,7 @@ const cdsh_plugin_def cdsh_tavern_plugin = {
                      "\"default\":\"\",\"description\":\"tavern data directory (empty: "
                      "$CDSH_HOME/tavern)\"},\"branches\":{\"type\":\"boolean\",\"default\":true,"
                      "\"description\":\"open the host session store for branch operations\"}}}",
-    .enabled_by_default = false,
+    .enabled_by_default = true, /* role-play after `make run`, no config edit */
     .apply = apply,
     .subcommands = cdsh_tavern_subcommands,
 };

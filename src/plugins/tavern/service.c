@@ -614,11 +614,11 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
     int rc = closed_turn(svc, p, "branch operations", &sid, &binding, &turn, &ti, err);
     if (rc < 0)
         return rc;
-    char title[256];
+    char title[256], character[160];
     json_t *card = NULL;
     cdsh_tavern_store_card_get(svc->store, s_get(binding, "cardId"), &card, NULL, NULL);
-    snprintf(title, sizeof title, "%s · %s", s_get(card, "name") ? s_get(card, "name") : "tavern",
-             op);
+    snprintf(character, sizeof character, "%s", s_get(card, "name") ? s_get(card, "name") : "tavern");
+    snprintf(title, sizeof title, "%s · %s", character, op);
     json_decref(card);
     fork_ud f = {svc, sid, 0, title, 0, NULL, NULL};
     int64_t undo_from, through;
@@ -651,6 +651,21 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
         cdsh_tavern_branch(svc->bindings, sid, undo_from, through, &host, NULL, NULL, &child, err),
         err);
     if (rc == 0) {
+        /* a readable name: "<character> — turn N, variant K" (K counts the
+         * parent as variant 1 of the turn it branched at); the fork's
+         * provisional title stays if the siblings cannot be read */
+        const char *child_id = json_string_value(json_object_get(child, "sessionId"));
+        json_t *sib = NULL;
+        if (child_id && cdsh_tavern_binding_siblings(svc->bindings, child_id, &sib, NULL) == 0 &&
+            json_is_object(sib)) {
+            char named[256];
+            snprintf(named, sizeof named, "%s — turn %lld, variant %lld", character,
+                     (long long)json_integer_value(json_object_get(sib, "turn")),
+                     (long long)json_integer_value(json_object_get(sib, "index")));
+            if (cdsh_session_store_rename(svc->sessions, child_id, named, NULL) == 0)
+                snprintf(title, sizeof title, "%s", named);
+        }
+        json_decref(sib);
         *value = json_pack("{s:O,s:s,s:I}", "childSessionId", json_object_get(child, "sessionId"),
                            "title", title, "turn", (json_int_t)turn);
         if (resend)

@@ -27,7 +27,8 @@ static const cdsh_subcommand subs[] = {
 
 static const cdsh_cli_group group = {
     .name = "xiangqi",
-    .about = "Xiangqi (Chinese chess) engine tools.\n",
+    .about = "Xiangqi (Chinese chess): play a game in the terminal (against the local engine or\n"
+              "the model), and the engine itself: analysis, benchmarks, UCI/UCCI.\n",
     .subs = subs,
 };
 
