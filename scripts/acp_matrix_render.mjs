@@ -43,7 +43,29 @@ const ids = [...agents.values()];
 lines.push(`| capability | ${ids.map((a) => esc(a.label)).join(" | ")} |`);
 lines.push(`|---|${ids.map(() => "---").join("|")}|`);
 for (const [cap, label] of caps) lines.push(`| ${esc(label)} | ${ids.map((a) => (a.skipped ? "–" : cell(a.results?.[cap]))).join(" | ")} |`);
-lines.push("");
+lines.push("", "How each agent is pointed at the fake model (engine rows in `tests/e2e/acp_matrix.test.mjs`, HOME and XDG",
+  "directories in a temporary sandbox):", "",
+  "- **OpenCode**: `opencode acp` with `OPENCODE_CONFIG_CONTENT` = a custom `@ai-sdk/openai-compatible` provider whose",
+  "  `baseURL` is the endpoint (OpenAI chat completions).",
+  "- **Codex ACP**: `codex-acp -c model_provider=\"local\" -c model_providers.local.base_url=… -c",
+  "  model_providers.local.wire_api=\"responses\"` (OpenAI Responses); `approval_policy=\"untrusted\"` so it asks before",
+  "  commands, and `sandbox_mode=\"danger-full-access\"` because its own Linux sandbox needs bubblewrap.",
+  "- **Claude Code ACP** (0.16 `claude-code-acp` and 0.101 `claude-agent-acp`): `ANTHROPIC_BASE_URL` +",
+  "  `ANTHROPIC_API_KEY` (Anthropic Messages). **As root** (CI runs as root) `IS_SANDBOX` must be exactly `1` (or",
+  "  unset): the ACP adapter offers its bypass mode when `IS_SANDBOX` is merely non-empty and starts Claude Code with",
+  "  `--allow-dangerously-skip-permissions`, which Claude Code refuses as root unless `IS_SANDBOX` is `1`",
+  "  (`--dangerously-skip-permissions cannot be used with root/sudo privileges`, and `session/new` fails with \"Query",
+  "  closed before response received\"; an inherited `IS_SANDBOX=yes` did exactly that). The suite sets `IS_SANDBOX=1`",
+  "  in the engine row; the permission mode stays `default`, so the agent still asks cdsh before each tool.",
+  "  claude-agent-acp 0.101 needs Node >= 22 (`engines`).",
+  "- **Gemini CLI**: `gemini --acp --model gemini-2.5-pro` with `GOOGLE_GEMINI_BASE_URL` + `GEMINI_API_KEY` (Gemini",
+  "  `streamGenerateContent`); an explicit model, as `auto` first asks a router model.",
+  "- **DSH**: `dsh --profile acp` (Node >= 22) with `DSH_HOME` holding a profile `acp`: `package.json` with",
+  "  `dsh.profile.bundles: [\"@deepseek-ai/dsh-base\"]`, `cordis.patch.yml` inserting `@deepseek-ai/dsh-acp` with",
+  "  `{provider: deepseek-official, model: deepseek-v4-flash}`, and the plugin linked into the profile's",
+  "  `node_modules` (where `dsh plugin` installs it); `DEEPSEEK_BASE_URL` + `DEEPSEEK_API_KEY` (OpenAI chat).",
+  "", "\"Auth missing\" runs a second row of the same agent without its key: agents that check the key themselves",
+  "refuse `session/new` (Codex, Gemini); the others meet an endpoint answering 401 as the provider does.", "");
 for (const a of ids) {
   lines.push(`## ${a.label}`, "");
   if (a.skipped) { lines.push(`Not run: ${esc(a.skipped)}.`, ""); continue; }

@@ -123,10 +123,15 @@ const AGENTS = [
 ];
 
 function claudeEnv(d, llm, auth) {
-  // IS_SANDBOX=1 is Claude Code's own switch for running as root inside a
-  // sandbox/container: without it, as root, it refuses its bypass mode
-  // ("--dangerously-skip-permissions cannot be used with root/sudo
-  // privileges"). The agent still asks cdsh before each tool (mode "default").
+  // As root, IS_SANDBOX must be exactly "1" or unset. The ACP adapter offers
+  // its bypass mode when IS_SANDBOX is merely non-empty and then starts
+  // Claude Code with --allow-dangerously-skip-permissions, which Claude Code
+  // refuses as root unless IS_SANDBOX === "1" ("--dangerously-skip-permissions
+  // cannot be used with root/sudo privileges"; session/new fails with "Query
+  // closed before response received") — an inherited IS_SANDBOX=yes did
+  // exactly that. "1" is Claude Code's own switch for a container; the
+  // permission mode stays "default", so the agent still asks cdsh before
+  // each tool.
   return { ...xdg(d), CLAUDE_CONFIG_DIR: join(d, "home", ".claude"), ANTHROPIC_BASE_URL: llm.url,
     ...(auth ? { ANTHROPIC_API_KEY: "dummy" } : {}), IS_SANDBOX: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
@@ -194,6 +199,7 @@ async function agentMatrix(agent) {
   const env = { ...process.env, CDSH_HOME: join(dir, "cdsh"), CDSH_LOG: "debug", CDSH_E2E_RUNNER: "cdsh" };
   const acp = (step, text, extra = [], opts) =>
     run(`${agent.id}: ${step}`, CDSH, ["acp", "prompt", agent.id, text, "--session", "m1", "--cwd", proj, ...extra], env, opts);
+  const lastTool = () => llm.toolCalls.at(-1)?.name ?? "?";
   const log = (cap, r) => process.stderr.write(`--- ${agent.id} ${cap}: exit ${r.code}\n${tail(r.out, 600)}\n${tail(r.err.split("\n").filter((l) => !/DEBUG/.test(l) || /agent called/.test(l)).join("\n"), 1500)}\n`);
   try {
     // probe, with a streamed prompt
@@ -213,7 +219,7 @@ async function agentMatrix(agent) {
     r = await acp("read", `@read ${join(proj, "notes.txt")}`, ["--approve", "allow"]);
     log("read", r);
     if (r.code === 0 && r.out.includes("SECRET-NOTE-7"))
-      set("read", "pass", called(r, "fs/read_text_file") ? "through cdsh (fs/read_text_file)" : "the agent read it itself (no fs callback)");
+      set("read", "pass", called(r, "fs/read_text_file") ? `through cdsh (fs/read_text_file; the agent's tool ${lastTool()})` : `the agent read it itself with its tool ${lastTool()} (no fs callback)`);
     else set("read", "fail", `exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
 
     // write a NEW file (its directory exists), permission allowed
@@ -223,7 +229,7 @@ async function agentMatrix(agent) {
     const asked = [];
     if (called(r, "session/request_permission")) asked.push("write");
     if (existsSync(created) && readFileSync(created, "utf8").includes("WRITTEN-BY-AGENT"))
-      set("write", "pass", called(r, "fs/write_text_file") ? "through cdsh (fs/write_text_file)" : "the agent wrote it itself (no fs callback)");
+      set("write", "pass", called(r, "fs/write_text_file") ? `through cdsh (fs/write_text_file; the agent's tool ${lastTool()})` : `the agent wrote it itself with its tool ${lastTool()} (no fs callback)`);
     else set("write", "fail", `no ${created}: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
 
     // shell: who runs it shows in the environment (cdsh's terminal has
@@ -233,7 +239,8 @@ async function agentMatrix(agent) {
     log("shell", r);
     if (called(r, "session/request_permission")) asked.push("shell");
     const ran = existsSync(shellOut) ? readFileSync(shellOut, "utf8").trim() : "";
-    if (ran) set("shell", "pass", ran === "ran-by-cdsh" ? `through cdsh (terminal/create${called(r, "terminal/create") ? "" : "?"})` : "the agent ran it itself (no terminal callback)");
+    if (ran) set("shell", "pass", ran === "ran-by-cdsh" && called(r, "terminal/create") ? `through cdsh (terminal/create; the agent's tool ${lastTool()})`
+      : `the agent ran it itself with its tool ${lastTool()} (no terminal callback)`);
     else set("shell", "fail", `the command did not run: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
     if (asked.length) set("allow", res.write?.status === "pass" || res.shell?.status === "pass" ? "pass" : "fail", `asked for ${asked.join(" and ")}; allowed, then done`);
     else set("allow", "na", "the agent asked no permission for the write or the command (its default mode allows them)");

@@ -117,8 +117,13 @@ function argsFor(tool, kind, { path, content, command }) {
     const key = first(["command", "cmd"]) ?? "command";
     args[key] = props[key]?.type === "array" ? ["bash", "-lc", command] : command;
   }
-  for (const req of tool.schema?.required ?? [])
-    if (args[req] === undefined && props[req]?.type === "string") args[req] = req === "description" ? "e2e step" : "";
+  for (const req of tool.schema?.required ?? []) {
+    if (args[req] !== undefined) continue;
+    const type = props[req]?.type;
+    if (type === "string") args[req] = req === "description" ? "e2e step" : "";
+    else if (type === "number" || type === "integer") args[req] = /timeout/i.test(req) ? 120000 : 1;
+    else if (type === "boolean") args[req] = false;
+  }
   return args;
 }
 
@@ -272,10 +277,11 @@ function authError(proto, res) {
   res.end(JSON.stringify(bodies[proto] ?? bodies.chat));
 }
 
-// Starts the endpoint; {port, url, requests, mode, close()}. mode may be
+// Starts the endpoint; {port, url, requests, toolCalls (the tool calls it
+// scripted: {proto, name, args}), mode, close()}. mode may be
 // changed at any time ("ok" | "auth").
 export async function startFakeLlm({ mode = "ok" } = {}) {
-  const state = { mode, requests: [] };
+  const state = { mode, requests: [], toolCalls: [] };
   const srv = http.createServer((req, res) => {
     let raw = "";
     req.on("data", (d) => (raw += d));
@@ -306,7 +312,9 @@ export async function startFakeLlm({ mode = "ok" } = {}) {
         else if (/:(stream)?[gG]enerateContent$/.test(path)) { proto = "gemini"; body.__stream = /:streamGenerateContent$/.test(path); }
         if (!proto) { res.writeHead(404, { "content-type": "application/json" }); res.end('{"error":{"message":"not found"}}'); return; }
         if (state.mode === "auth") { authError(proto, res); return; }
-        await answer(proto, res, body, decide(readRequest(proto, body)), model, () => closed);
+        const plan = decide(readRequest(proto, body));
+        if (plan.kind === "tool") state.toolCalls.push({ proto, name: plan.name, args: plan.args });
+        await answer(proto, res, body, plan, model, () => closed);
       } catch (e) {
         if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: String(e?.stack ?? e) } }));
@@ -319,6 +327,7 @@ export async function startFakeLlm({ mode = "ok" } = {}) {
     port,
     url: `http://127.0.0.1:${port}`,
     requests: state.requests,
+    toolCalls: state.toolCalls,
     get mode() { return state.mode; },
     set mode(m) { state.mode = m; },
     close: () => new Promise((resolve) => { srv.closeAllConnections?.(); srv.close(() => resolve()); }),
