@@ -188,13 +188,15 @@ async function agentMatrix(agent) {
   const set = (cap, status, reason = "") => { res[cap] = { status, reason }; };
   const dir = mkdtempSync(join(tmpdir(), `cdsh-acp-matrix-${agent.id}-`));
   const proj = join(dir, "proj");
-  for (const d of ["cdsh/multi-acp", "home/.config", "proj", "codex"]) mkdirSync(join(dir, d), { recursive: true });
+  for (const d of ["cdsh/multi-acp", "home/.config", "proj", "codex", "noauth/home/.config", "noauth/codex"]) mkdirSync(join(dir, d), { recursive: true });
   const llm = await startFakeLlm();
   const noauthLlm = await startFakeLlm({ mode: agent.authVia === "endpoint" ? "auth" : "ok" });
   const noauth = `${agent.id}-noauth`;
   writeFileSync(join(dir, "cdsh/multi-acp/engines.json"), JSON.stringify({ version: 1, engines: [
     { id: agent.id, initBudget, ...agent.row(dir, llm, true) },
-    { id: noauth, initBudget, ...agent.row(dir, noauthLlm, false) },
+    // a user who never logged in: a HOME of its own (Gemini keeps the key it
+    // was started with under ~/.gemini)
+    { id: noauth, initBudget, ...agent.row(join(dir, "noauth"), noauthLlm, false) },
   ] }));
   const env = { ...process.env, CDSH_HOME: join(dir, "cdsh"), CDSH_LOG: "debug", CDSH_E2E_RUNNER: "cdsh" };
   const acp = (step, text, extra = [], opts) =>
