@@ -64,6 +64,9 @@ lines.push("", "How each agent is pointed at the fake model (engine rows in `tes
   "  `dsh.profile.bundles: [\"@deepseek-ai/dsh-base\"]`, `cordis.patch.yml` inserting `@deepseek-ai/dsh-acp` with",
   "  `{provider: deepseek-official, model: deepseek-v4-flash}`, and the plugin linked into the profile's",
   "  `node_modules` (where `dsh plugin` installs it); `DEEPSEEK_BASE_URL` + `DEEPSEEK_API_KEY` (OpenAI chat).",
+  "", "Delegation: with `CDSH_LOG=debug` cdsh logs `acp: <engine>: agent called <method>` for each call the agent",
+  "makes to it (`fs/read_text_file`, `fs/write_text_file`, `terminal/create`, `session/request_permission`); the suite",
+  "reads those lines, and the shell command writes which environment it ran in (cdsh's terminal or the agent's own).",
   "", "\"Auth missing\" runs a second row of the same agent without its key: agents that check the key themselves",
   "refuse `session/new` (Codex, Gemini); the others meet an endpoint answering 401 as the provider does.", "");
 for (const a of ids) {

@@ -259,8 +259,10 @@ async function answer(proto, res, body, plan, model, closed) {
     res.writeHead(200, { "content-type": "text/event-stream" });
     if (plan.kind === "tool") sse(cand([{ functionCall: { name: plan.name, args: plan.args } }], "STOP"));
     else {
-      const all = []; for await (const c of chunks()) all.push(c);
-      all.forEach((c, i) => sse(cand([{ text: c }], i === all.length - 1 ? "STOP" : undefined)));
+      // each chunk as it comes; the last one carries finishReason
+      let held = null;
+      for await (const c of chunks()) { if (held !== null) sse(cand([{ text: held }])); held = c; }
+      sse(cand([{ text: held ?? "" }], "STOP"));
     }
     res.end();
   }
