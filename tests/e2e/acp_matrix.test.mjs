@@ -104,8 +104,10 @@ const AGENTS = [
     missing: "@google/gemini-cli is not installed",
     row: (d, llm, auth) => ({
       command: process.execPath, args: [join(NM, "@google", "gemini-cli", "bundle", "gemini.js"), "--acp", "--model", "gemini-2.5-pro"],
-      env: { ...xdg(d), GOOGLE_GEMINI_BASE_URL: llm.url, GEMINI_CLI_NO_RELAUNCH: "true", GEMINI_TELEMETRY_ENABLED: "false",
-        ...(auth ? { GEMINI_API_KEY: "dummy" } : {}) },
+      // Without a key the base URL goes too: with GOOGLE_GEMINI_BASE_URL set
+      // Gemini takes its "gateway" login and needs no key.
+      env: { ...xdg(d), GEMINI_CLI_NO_RELAUNCH: "true", GEMINI_TELEMETRY_ENABLED: "false",
+        ...(auth ? { GOOGLE_GEMINI_BASE_URL: llm.url, GEMINI_API_KEY: "dummy" } : {}) },
     }),
     authVia: "agent", logins: ["oauth-personal", "gemini-api-key", "vertex-ai"],
   },
@@ -183,9 +185,9 @@ function run(step, cmd, args, env, { timeoutMs = 600000, input, onOut } = {}) {
 const called = (r, method) => r.err.includes(`agent called ${method}`);
 const why = (r) => tail(r.err.split("\n").filter((l) => !/ DEBUG /.test(l) && !/\bdebug\b.*acp:/.test(l)).join("\n"), 300).replace(/\s+/g, " ").trim();
 
-async function agentMatrix(agent) {
-  const res = {};
-  const set = (cap, status, reason = "") => { res[cap] = { status, reason }; };
+async function agentMatrix(agent, res) {
+  // every outcome is written at once: a run cut short keeps what it found
+  const set = (cap, status, reason = "") => { res[cap] = { status, reason }; save(); };
   const dir = mkdtempSync(join(tmpdir(), `cdsh-acp-matrix-${agent.id}-`));
   const proj = join(dir, "proj");
   for (const d of ["cdsh/multi-acp", "home/.config", "proj", "codex", "noauth/home/.config", "noauth/codex"]) mkdirSync(join(dir, d), { recursive: true });
@@ -327,11 +329,11 @@ async function agentMatrix(agent) {
 // ---- the run -------------------------------------------------------------------
 
 const matrix = { generatedAt: new Date().toISOString(), platform: `${process.platform}-${process.arch}`, capabilities: CAPS, agents: [] };
-after(() => {
+function save() {
   mkdirSync(dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify(matrix, null, 2) + "\n");
-  process.stderr.write(`matrix written to ${OUT}\n`);
-});
+}
+after(() => { save(); process.stderr.write(`matrix written to ${OUT}\n`); });
 
 // Agents run CDSH_ACP_MATRIX_JOBS at a time (default 2; each is a chain of
 // cdsh runs, so the wall time is mostly the agents' start-up).
@@ -340,8 +342,10 @@ describe("real ACP agents", { concurrency: JOBS }, () => {
 for (const agent of AGENTS) {
   const skip = !agent.bin || !existsSync(agent.bin) ? agent.missing : false;
   test(`${agent.label} through cdsh`, { skip }, async () => {
-    const results = await agentMatrix(agent);
+    const results = {};
     matrix.agents.push({ id: agent.id, label: agent.label, results });
+    await agentMatrix(agent, results);
+    process.stderr.write(`=== ${agent.id}: ${JSON.stringify(results)}\n`);
     const problems = [];
     for (const [cap] of CAPS) {
       const got = results[cap] ?? { status: "fail", reason: "not run" };
@@ -350,6 +354,7 @@ for (const agent of AGENTS) {
       if (known && got.status !== "fail") problems.push(`${cap}: listed as a known ✗ (${known}) but now ${got.status} — correct EXPECT`);
       if (got.status === "fail" && known) got.reason = `${known} (${got.reason})`;
     }
+    save();
     assert.deepEqual(problems, [], `${agent.label}:\n${problems.join("\n")}`);
   });
 }
