@@ -157,7 +157,11 @@ function dshHome(d) {
 
 // What each agent is known not to do, with the reason (the agent's
 // behaviour). Anything not listed must be ✓ or n/a.
-const EXPECT = {};
+const EXPECT = {
+  dsh: {
+    stream: "dsh-acp sends each committed assistant message as one agent_message_chunk (its README: \"Committed answers only — live progress … stay off the wire\")",
+  },
+};
 
 // ---- running cdsh ------------------------------------------------------------
 
