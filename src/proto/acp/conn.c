@@ -154,6 +154,8 @@ static void count_callback(cdsh_acp_conn *c, const char *prefix, const char *nam
     json_t *n = json_object_get(c->callbacks, key);
     json_object_set_new(c->callbacks, key, json_integer(n ? json_integer_value(n) + 1 : 1));
     pthread_mutex_unlock(&c->mu);
+    if (!*prefix) /* CDSH_LOG=debug shows which calls the agent delegated (the e2e matrix reads it) */
+        cdsh_log_debug("acp", "%s: agent called %s", c->name, key);
 }
 
 /* ---- stdout tee ----------------------------------------------------------- */

