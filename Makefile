@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build run test test-fast test-asan bench fuzz format lint clean
+.PHONY: all setup build run test test-fast test-asan bench fuzz acp-matrix format lint clean
 
 all: build
 
@@ -66,6 +66,14 @@ test-asan:
 
 bench: setup build
 	@scripts/run_benchmarks.sh $(BUILD)
+
+# Every real ACP agent against the fake model endpoints (about 40 minutes on
+# 2 cores; not part of `make test`), then docs/acp-matrix.md from the results.
+acp-matrix: setup build
+	CDSH_BIN=$(abspath $(BUILD))/cdsh CDSH_ACP_MATRIX_OUT=$(abspath $(BUILD))/acp-matrix.json \
+	  node --test tests/e2e/acp_matrix.test.mjs; rc=$$?; \
+	node scripts/acp_matrix_render.mjs $(BUILD)/acp-matrix.json -o docs/acp-matrix.md; \
+	exit $$rc
 
 fuzz: setup
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCDSH_FUZZ=ON -DCDSH_TESTS=OFF $(CMAKE_FLAGS)
