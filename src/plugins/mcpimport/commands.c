@@ -292,14 +292,9 @@ void cdsh__mcpimport_claude_placeholders(const char *body, const json_t *named, 
 
 json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len)
 {
-    cdsh__mcpimport_md md = {text,
-                             len,
-                             json_string_value(json_object_get(cand, "stem")),
-                             json_string_value(json_object_get(cand, "namespace")),
-                             json_string_value(json_object_get(cand, "pluginRoot")),
-                             json_object_get(cand, "provenance"),
-                             json_object_get(cand, "meta"),
-                             json_object_get(cand, "fileRefs")};
+    cdsh__mcpimport_md md = cdsh__mcpimport_md_of(cand);
+    md.text = text;
+    md.len = len;
     return cdsh__mcpimport_command_build(&md);
 }
 

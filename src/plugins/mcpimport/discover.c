@@ -274,6 +274,20 @@ static size_t emitted(const walk *w)
     return json_array_size(w->out) + w->streamed;
 }
 
+cdsh__mcpimport_md cdsh__mcpimport_md_of(const json_t *c)
+{
+    const json_t *text = json_object_get(c, "text");
+    cdsh__mcpimport_md md = {json_string_value(text),
+                             json_string_length(text),
+                             json_string_value(json_object_get(c, "stem")),
+                             json_string_value(json_object_get(c, "namespace")),
+                             json_string_value(json_object_get(c, "pluginRoot")),
+                             json_object_get(c, "provenance"),
+                             json_object_get(c, "meta"),
+                             json_object_get(c, "fileRefs")};
+    return md;
+}
+
 /* True when every given string (NULL: none) is UTF-8, as str_json would
  * leave it. */
 static bool utf8_all(const char *a, const char *b, const char *c)
@@ -294,15 +308,7 @@ static json_t *emit_command(walk *w, json_t *c)
             json_array_append_new(w->out, c);
         return c;
     }
-    const json_t *text = json_object_get(c, "text");
-    cdsh__mcpimport_md md = {json_string_value(text),
-                             json_string_length(text),
-                             json_string_value(json_object_get(c, "stem")),
-                             json_string_value(json_object_get(c, "namespace")),
-                             json_string_value(json_object_get(c, "pluginRoot")),
-                             json_object_get(c, "provenance"),
-                             json_object_get(c, "meta"),
-                             json_object_get(c, "fileRefs")};
+    cdsh__mcpimport_md md = cdsh__mcpimport_md_of(c);
     w->sink(w->sink_arg, &md);
     w->streamed++;
     json_decref(c);

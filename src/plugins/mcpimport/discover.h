@@ -73,6 +73,8 @@ typedef struct cdsh__mcpimport_md {
     const char *stem, *ns, *root;
     const json_t *provenance, *meta, *file_refs;
 } cdsh__mcpimport_md;
+/* The fields of command candidate c (borrowed from it). */
+cdsh__mcpimport_md cdsh__mcpimport_md_of(const json_t *c);
 typedef void (*cdsh__mcpimport_command_sink)(void *arg, const cdsh__mcpimport_md *md);
 int cdsh__mcpimport_discover_streamed(const cdsh_mcpimport_roots *roots,
                                       cdsh__mcpimport_command_sink sink, void *sink_arg,
