@@ -1,8 +1,9 @@
 /* bench_import.c — the importer's scan cost: a project with N command files
  * (10 000 .. 100 000, in folders of 1 000) and a .mcp.json with N servers
  * (2 000 .. 20 000), each scanned (discover + normalise + judge, no machine
- * probe) and timed (wall and CPU); the time per item shows whether the
- * cost is linear. The
+ * probe) and timed (CPU, the figure the targets are about, and wall); the
+ * CPU time per item, and its ratio between the largest and the smallest
+ * size, show whether the cost is linear. The
  * trees are made in a temporary directory and removed afterwards. */
 #include <jansson.h>
 #include <stdbool.h>
@@ -34,7 +35,8 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
-static double scan(const char *home, const char *project, size_t *items)
+/* Wall time of one scan; *cpu its process CPU time (user + system). */
+static double scan(const char *home, const char *project, size_t *items, double *cpu)
 {
     char claude[4096], codex[4096], cj[4096];
     snprintf(claude, sizeof claude, "%s/claude", home);
@@ -50,13 +52,13 @@ static double scan(const char *home, const char *project, size_t *items)
         exit(1);
     }
     double t = now() - t0;
-    printf("  (cpu %.3f s) ", (double)(clock() - c0) / CLOCKS_PER_SEC);
+    *cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
     *items = json_array_size(sc.commands) + json_array_size(sc.servers);
     cdsh_mcpimport_scan_deinit(&sc);
     return t;
 }
 
-static void files(const char *base, size_t n)
+static double files(const char *base, size_t n)
 {
     char tmpl[4096];
     snprintf(tmpl, sizeof tmpl, "%s/files%zu", base, n);
@@ -73,12 +75,14 @@ static void files(const char *base, size_t n)
         write_file(p, "---\ndescription: A command\n---\nDo $ARGUMENTS now.\n");
     }
     size_t items;
-    double t = scan(base, tmpl, &items);
-    printf("scan of %6zu command files: %7.3f s  (%5.2f us per file, %zu commands)\n", n, t,
-           t * 1e6 / (double)n, items);
+    double cpu, t = scan(base, tmpl, &items, &cpu);
+    printf("scan of %6zu command files: cpu %7.3f s (%5.2f us per file), wall %7.3f s; %zu "
+           "commands\n",
+           n, cpu, cpu * 1e6 / (double)n, t, items);
+    return cpu / (double)n;
 }
 
-static void servers(const char *base, size_t n)
+static double servers(const char *base, size_t n)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/servers%zu", base, n);
@@ -98,19 +102,22 @@ static void servers(const char *base, size_t n)
     json_dump_file(doc, p, 0);
     json_decref(doc);
     size_t items;
-    double t = scan(base, dir, &items);
-    printf("scan of %6zu servers:       %7.3f s  (%5.2f us per server)\n", n, t,
-           t * 1e6 / (double)n);
+    double cpu, t = scan(base, dir, &items, &cpu);
+    printf("scan of %6zu servers:       cpu %7.3f s (%5.2f us per server), wall %7.3f s\n", n,
+           cpu, cpu * 1e6 / (double)n, t);
+    return cpu / (double)n;
 }
 
 int main(int argc, char **argv)
 {
-    /* bench_import [FILES SERVERS [--keep DIR]]: one size of each instead of
+    /* bench_import [FILES SERVERS] [--keep DIR]: one size of each instead of
      * the series; --keep makes the trees in DIR once and leaves them there
      * (for profiling the scan alone: making 100 000 files costs minutes). */
-    size_t one_f = argc > 2 ? strtoul(argv[1], NULL, 10) : 0;
-    size_t one_s = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
-    const char *keep = argc > 4 && strcmp(argv[3], "--keep") == 0 ? argv[4] : NULL;
+    bool sized = argc > 2 && strcmp(argv[1], "--keep") != 0;
+    size_t one_f = sized ? strtoul(argv[1], NULL, 10) : 0;
+    size_t one_s = sized ? strtoul(argv[2], NULL, 10) : 0;
+    int k = sized ? 3 : 1;
+    const char *keep = argc > k + 1 && strcmp(argv[k], "--keep") == 0 ? argv[k + 1] : NULL;
     char base[4096] = "/tmp/cdsh-bench-import-XXXXXX";
     if (keep) {
         snprintf(base, sizeof base, "%s", keep);
@@ -120,13 +127,23 @@ int main(int argc, char **argv)
         return 1;
     }
     const size_t nf[] = {10000, 50000, 100000};
+    double per_f[3] = {0}, per_s[3] = {0};
     for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++)
         if (!one_f || i == 0)
-            files(base, one_f ? one_f : nf[i]);
+            per_f[i] = files(base, one_f ? one_f : nf[i]);
     const size_t ns[] = {2000, 4000, 20000};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         if (!one_s || i == 0)
-            servers(base, one_s ? one_s : ns[i]);
+            per_s[i] = servers(base, one_s ? one_s : ns[i]);
+    /* Linear cost: the time per item stays flat as the size grows tenfold. */
+    if (!one_f)
+        printf("per-file cpu time, 100 000 vs 10 000 files: %.2fx (1.00 = linear); target: 100 000 "
+               "files under 5 s\n",
+               per_f[2] / per_f[0]);
+    if (!one_s)
+        printf("per-server cpu time, 20 000 vs 2 000 servers: %.2fx (1.00 = linear); target: 20 000 "
+               "servers under 1 s\n",
+               per_s[2] / per_s[0]);
     if (!keep)
         cdsh_fs_remove_tree(base, NULL);
     return 0;

@@ -429,6 +429,54 @@ static void enable_takes_options_after_names(void **state)
     cdsh_test_import_tree_close(&f.t);
 }
 
+/* The scan builds commands while it walks (streamed, without candidate
+ * objects); the result is the one the candidate list gives, item for item
+ * and in order, on the realistic tree with hostile and unusual files added
+ * (a plugin whose only content is commands keeps its place, not the note
+ * "has nothing cdsh imports"). */
+static void streamed_scan_equals_the_candidate_scan(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    char p[2048];
+    snprintf(p, sizeof p, "%s/.claude/commands/passwd.md", f.app);
+    assert_int_equal(symlink("/etc/passwd", p), 0);
+    snprintf(p, sizeof p, "%s/.claude/commands/alias.md", f.app);
+    assert_int_equal(symlink("fix-issue.md", p), 0);
+    snprintf(p, sizeof p, "%s/.claude/commands/at.md", f.app);
+    cdsh_test_write_file(p, "---\ndescription: refs\n---\nSee @README.md and @angular/core, "
+                            "then $1.\n");
+    snprintf(p, sizeof p, "%s/.claude/commands/latin1-\xe9.md", f.app);
+    cdsh_test_write_file(p, "Do $ARGUMENTS.\n");
+    snprintf(p, sizeof p, "%s/.claude/commands/bad-bytes.md", f.app);
+    cdsh_test_write_file(p, "caf\xe9\n");
+    snprintf(p, sizeof p, "%s/.claude/commands/fifo.md", f.app);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    const char *const from[] = {f.app, f.home};
+    for (size_t k = 0; k < 2; k++) {
+        const char *projects[] = {from[k], NULL};
+        cdsh_mcpimport_roots roots = {f.claude, f.cjson, f.codex, projects};
+        cdsh_mcpimport_scan a, b;
+        json_t *cands = NULL;
+        assert_int_equal(cdsh_mcpimport_scan_run(&roots, NULL, NULL, &a, NULL), 0);
+        assert_int_equal(cdsh_mcpimport_discover(&roots, &cands, NULL), 0);
+        assert_int_equal(cdsh_mcpimport_scan_candidates(cands, NULL, NULL, &b, NULL), 0);
+        assert_true(json_array_size(a.commands) >= (k == 0 ? 8u : 4u));
+        assert_true(json_equal(a.commands, b.commands));
+        assert_true(json_equal(a.servers, b.servers));
+        assert_true(json_equal(a.skills, b.skills));
+        assert_true(json_equal(a.notes, b.notes));
+        char *ja = json_dumps(a.commands, JSON_COMPACT), *jb = json_dumps(b.commands, JSON_COMPACT);
+        assert_string_equal(ja, jb); /* same key order too */
+        free(ja), free(jb);
+        json_decref(cands);
+        cdsh_mcpimport_scan_deinit(&a);
+        cdsh_mcpimport_scan_deinit(&b);
+    }
+    cdsh_test_import_tree_close(&f.t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +488,7 @@ int main(void)
         cmocka_unit_test(command_semantics_follow_claude_code),
         cmocka_unit_test(walking_looks_at_each_entry_once),
         cmocka_unit_test(enable_takes_options_after_names),
+        cmocka_unit_test(streamed_scan_equals_the_candidate_scan),
     };
     (void)sh;
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -292,20 +292,90 @@ void cdsh__mcpimport_claude_placeholders(const char *body, const json_t *named, 
 
 json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len)
 {
-    const json_t *prov = json_object_get(cand, "provenance");
+    cdsh__mcpimport_md md = cdsh__mcpimport_md_of(cand);
+    md.text = text;
+    md.len = len;
+    return cdsh__mcpimport_command_build(&md);
+}
+
+/* Sets key to a new string of s (NULL: JSON null when `nullable`); false
+ * when s is not UTF-8 or memory runs out (json_pack refused those too). */
+static bool set_str(json_t *o, const char *key, const char *s, bool nullable)
+{
+    if (!s)
+        return nullable && json_object_set_new_nocheck(o, key, json_null()) == 0;
+    json_t *v = json_string(s);
+    return v && json_object_set_new_nocheck(o, key, v) == 0;
+}
+
+static bool set_val(json_t *o, const char *key, json_t *v)
+{
+    return v && json_object_set_new_nocheck(o, key, v) == 0;
+}
+
+/* The IR object in its documented key order, without json_pack (a scan of
+ * 100 000 files builds one per file: the format and key checks were a good
+ * part of the cost). Takes the arrays; NULL when a string is not UTF-8 or
+ * on ENOMEM, as json_pack. */
+static json_t *command_ir(const char *name, const char *original, const char *description,
+                          const char *hint, const char *body, json_t *found, const char *style,
+                          json_t *named, json_t *allowed, const char *model, bool dmi,
+                          const char *source, const json_t *prov, json_t *warnings,
+                          json_t *unsupported, json_t *info)
+{
+    json_t *ir = json_object();
+    const json_t *pfile = json_object_get(prov, "file");
+    const json_t *psource = json_object_get(prov, "source");
+    bool ok = ir && set_str(ir, "name", name, false) &&
+              set_str(ir, "originalName", original, false) &&
+              set_str(ir, "description", description, false) &&
+              set_str(ir, "argumentHint", hint, true) && set_str(ir, "prompt", body, false) &&
+              set_val(ir, "arguments", found) &&
+              set_val(ir, "placeholderStyle", json_string_nocheck(style)) &&
+              set_val(ir, "namedArguments", named) && set_val(ir, "allowedTools", allowed) &&
+              set_str(ir, "model", model, true) &&
+              set_val(ir, "disableModelInvocation", json_boolean(dmi));
+    /* source and file repeat the provenance's strings: shared, not copied */
+    ok = ok &&
+         (source && psource && strcmp(json_string_value(psource), source) == 0
+              ? set_val(ir, "source", json_incref((json_t *)psource))
+              : set_str(ir, "source", source ? source : "claude", false)) &&
+         (pfile && json_is_string(pfile) ? set_val(ir, "file", json_incref((json_t *)pfile))
+                                         : set_str(ir, "file", NULL, false)) &&
+         set_val(ir, "provenance", json_incref((json_t *)prov)) &&
+         set_val(ir, "warnings", warnings) && set_val(ir, "unsupported", unsupported) &&
+         set_val(ir, "info", info);
+    if (!ok) {
+        /* the arrays not yet taken by ir */
+        bool taken = ir != NULL;
+        json_t *arrays[] = {found, named, allowed, warnings, unsupported, info};
+        static const char *const keys[] = {"arguments", "namedArguments", "allowedTools",
+                                           "warnings",  "unsupported",    "info"};
+        for (size_t i = 0; i < 6; i++)
+            if (!taken || json_object_get(ir, keys[i]) != arrays[i])
+                json_decref(arrays[i]);
+        json_decref(ir);
+        return NULL;
+    }
+    return ir;
+}
+
+json_t *cdsh__mcpimport_command_build(const cdsh__mcpimport_md *md)
+{
+    const char *text = md->text;
+    size_t len = md->len;
+    const json_t *prov = md->provenance;
     const char *source = json_string_value(json_object_get(prov, "source"));
     bool codex = source && strcmp(source, "codex") == 0;
-    const char *stem = json_string_value(json_object_get(cand, "stem"));
-    const char *ns = json_string_value(json_object_get(cand, "namespace"));
-    const char *root = json_string_value(json_object_get(cand, "pluginRoot"));
+    const char *stem = md->stem, *ns = md->ns, *root = md->root;
     json_t *warnings = json_array(), *info = json_array(), *meta = NULL;
     size_t off = 0;
     if (cdsh_mcpimport_frontmatter_parse(text, len, &meta, &off, warnings) != 0) {
         json_decref(warnings), json_decref(info);
         return NULL;
     }
-    if (json_is_object(json_object_get(cand, "meta"))) /* a manifest's inline command */
-        json_object_update(meta, json_object_get(cand, "meta"));
+    if (json_is_object(md->meta)) /* a manifest's inline command */
+        json_object_update(meta, (json_t *)md->meta);
     char *body = strndup(text + off, len - off);
     if (body && root) {
         char *b2 = cdsh_mcpimport_vars_subst_dup(body, "CLAUDE_PLUGIN_ROOT", root);
@@ -395,16 +465,9 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
         cdsh__mcpimport_warnf(
             warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
                       "written");
-    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings,
-                                     json_object_get(cand, "fileRefs"));
-    json_t *ir = json_pack(
-        "{s:s, s:s, s:s, s:s?, s:s, s:o, s:s, s:o, s:o, s:s?, s:b, s:s, s:s?, "
-        "s:O, s:o, s:o, s:o}",
-        "name", name, "originalName", original, "description", description, "argumentHint", hint,
-        "prompt", body, "arguments", found, "placeholderStyle", style, "namedArguments", named,
-        "allowedTools", allowed, "model", model, "disableModelInvocation", dmi, "source",
-        source ? source : "claude", "file", json_string_value(json_object_get(prov, "file")),
-        "provenance", prov, "warnings", warnings, "unsupported", unsupported, "info", info);
+    cdsh__mcpimport_scan_unsupported(body, unsupported, warnings, md->file_refs);
+    json_t *ir = command_ir(name, original, description, hint, body, found, style, named, allowed,
+                            model, dmi, source, prov, warnings, unsupported, info);
     free(body), free(name), free(description), free(hint), free(model);
     json_decref(meta);
     return ir;

@@ -10,6 +10,7 @@
  * commands.c and skills.c do). */
 #include "plugins/mcpimport/discover.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,6 +39,10 @@ typedef struct walk {
     char **projects;       /* real paths of the projects (NULL-terminated) */
     size_t nfiles;         /* directory entries looked at */
     const json_t *enabled; /* merged enabledPlugins: id -> {value, file} */
+    cdsh__mcpimport_command_sink sink; /* NULL: command candidates go to out */
+    void *sink_arg;
+    json_t *no_refs; /* the fileRefs of a text without '@': [] (never changed) */
+    size_t streamed; /* command candidates handed to the sink */
 } walk;
 
 /* One scanned tree: symlinks may not lead out of it. */
@@ -164,12 +169,14 @@ static char *entry(walk *w, const tree *t, const char *dir_real, const char *nam
 }
 
 /* Reads a regular file without following a final symlink and without
- * blocking on a FIFO or device. */
-static int safe_read(const char *path, size_t max, char **out, size_t *len, cdsh_error *e)
+ * blocking on a FIFO or device; path is relative to the folder dfd
+ * (AT_FDCWD: as given). */
+static int safe_read_at(int dfd, const char *path, size_t max, char **out, size_t *len,
+                        cdsh_error *e)
 {
     *out = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int fd = openat(dfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return cdsh_error_set(e, CDSH_EIO, "OPEN_FAILED", "%s", strerror(errno));
     struct stat st;
@@ -236,7 +243,7 @@ static json_t *read_json(walk *w, const tree *t, const char *path, const char *s
     size_t len = 0;
     cdsh_error e = {0};
     json_t *doc = NULL;
-    if (safe_read(real, MAX_DOC, &text, &len, &e) != 0)
+    if (safe_read_at(AT_FDCWD, real, MAX_DOC, &text, &len, &e) != 0)
         note(w, prov(source, path, scope, plugin), "cannot read %s: %s", path, e.message);
     else if (!(doc = cdsh_json_parse(text, len, MAX_DOC, &e)))
         note(w, prov(source, path, scope, plugin), "%s is not valid JSON: %s", path, e.message);
@@ -259,6 +266,53 @@ static void add_mcp_file(walk *w, const tree *t, const char *path, const char *s
     json_t *doc = read_json(w, t, path, source, scope, plugin);
     if (doc)
         add_servers(w, doc, "json", prov(source, path, scope, plugin), root);
+}
+
+/* How many candidates the walk has produced so far (streamed ones too). */
+static size_t emitted(const walk *w)
+{
+    return json_array_size(w->out) + w->streamed;
+}
+
+cdsh__mcpimport_md cdsh__mcpimport_md_of(const json_t *c)
+{
+    const json_t *text = json_object_get(c, "text");
+    cdsh__mcpimport_md md = {json_string_value(text),
+                             json_string_length(text),
+                             json_string_value(json_object_get(c, "stem")),
+                             json_string_value(json_object_get(c, "namespace")),
+                             json_string_value(json_object_get(c, "pluginRoot")),
+                             json_object_get(c, "provenance"),
+                             json_object_get(c, "meta"),
+                             json_object_get(c, "fileRefs")};
+    return md;
+}
+
+/* True when every given string (NULL: none) is UTF-8, as str_json would
+ * leave it. */
+static bool utf8_all(const char *a, const char *b, const char *c)
+{
+    const char *v[] = {a, b, c};
+    for (size_t i = 0; i < 3; i++)
+        if (v[i] && !cdsh_utf8_valid(v[i], strlen(v[i])))
+            return false;
+    return true;
+}
+
+/* Hands a command candidate (owned) on: to the sink when there is one
+ * (then NULL is returned), else into w->out (borrowed result). */
+static json_t *emit_command(walk *w, json_t *c)
+{
+    if (!c || !w->sink) {
+        if (c)
+            json_array_append_new(w->out, c);
+        return c;
+    }
+    cdsh__mcpimport_md md = cdsh__mcpimport_md_of(c);
+    w->sink(w->sink_arg, &md);
+    w->streamed++;
+    json_decref(c);
+    return NULL;
 }
 
 /* The @path mentions of text that resolve to a file inside the tree (the
@@ -290,19 +344,20 @@ static json_t *file_refs(const tree *t, const char *text)
     return refs;
 }
 
-/* A Markdown candidate read from `real` (shown as `path`). A file that
+/* A Markdown candidate read from `real` (relative to the folder dfd, or
+ * AT_FDCWD; shown as `path`). A file that
  * cannot be read is a note for commands; skills and agents carry the error
  * instead, so that they are judged (blocked, UNREADABLE_FILE) rather than
  * dropped. Returns the candidate (borrowed from w->out) or NULL. */
 static json_t *add_markdown(walk *w, const tree *t, const char *kind, const char *path,
-                            const char *real, const char *stem, const char *ns,
-                            json_t *provenance, const char *root)
+                            int dfd, const char *real, const char *stem, const char *ns,
+                            json_t *provenance, const char *root, const json_t *meta)
 {
     char *text = NULL;
     size_t len = 0;
     cdsh_error e = {0};
     json_t *c = NULL;
-    int rc = safe_read(real, MAX_MD, &text, &len, &e);
+    int rc = safe_read_at(dfd, real, MAX_MD, &text, &len, &e);
     if (rc == 0 && !cdsh_utf8_valid(text, len))
         rc = cdsh_error_set(&e, CDSH_EINVAL, "NOT_UTF8",
                             "the file is not UTF-8 text (save it as UTF-8 to import it)");
@@ -317,11 +372,27 @@ static json_t *add_markdown(walk *w, const tree *t, const char *kind, const char
         c = json_pack("{s:s, s:o, s:o, s:o?, s:o, s:o?}", "kind", kind, "error", str_json(msg),
                       "stem", str_json(stem), "namespace", str_json(ns), "provenance", provenance,
                       "pluginRoot", str_json(root));
+    } else if (w->sink && strcmp(kind, "command") == 0 && utf8_all(stem, ns, root)) {
+        /* Streamed: the command's fields go to the sink without a candidate. */
+        bool at = strchr(text, '@') != NULL;
+        json_t *refs = at ? file_refs(t, text) : NULL;
+        cdsh__mcpimport_md md = {text, len, stem, ns, root, provenance, meta,
+                                 at ? refs : w->no_refs};
+        w->sink(w->sink_arg, &md);
+        w->streamed++;
+        json_decref(refs);
+        json_decref(provenance);
+        free(text);
+        return NULL;
     } else
         c = json_pack("{s:s, s:s%, s:o, s:o?, s:o, s:o?, s:o}", "kind", kind, "text", text, len,
                       "stem", str_json(stem), "namespace", str_json(ns), "provenance", provenance,
                       "pluginRoot", str_json(root), "fileRefs", file_refs(t, text));
     free(text);
+    if (c && json_object_size(meta))
+        json_object_set(c, "meta", (json_t *)meta);
+    if (strcmp(kind, "command") == 0)
+        return emit_command(w, c);
     json_array_append_new(w->out, c);
     return c;
 }
@@ -375,18 +446,125 @@ typedef struct where {
     const char *source, *scope, *plugin, *ns, *root;
 } where;
 
+/* A folder's entries with the type readdir reports, sorted by name (as
+ * cdsh_fs_list_dir sorts), and the folder open for openat: a regular file
+ * of a large commands/ folder then costs an open, an fstat, a read and a
+ * close, not also an lstat and a walk of its absolute path. */
+typedef struct dent {
+    const char *name;
+    unsigned char type; /* DT_*; DT_UNKNOWN when the file system does not say */
+} dent;
+
+typedef struct dlist {
+    int fd;
+    dent *v;
+    size_t n;
+    char *names; /* every name, NUL-separated */
+} dlist;
+
+static int dent_cmp(const void *a, const void *b)
+{
+    return strcmp(((const dent *)a)->name, ((const dent *)b)->name);
+}
+
+static void dlist_close(dlist *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    free(l->v);
+    free(l->names);
+    memset(l, 0, sizeof *l);
+    l->fd = -1;
+}
+
+/* 0, or -1 (not a folder, unreadable, out of memory: listed as empty). */
+static int dlist_open(const char *dir, dlist *l)
+{
+    memset(l, 0, sizeof *l);
+    l->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = l->fd >= 0 ? dup(l->fd) : -1;
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        dlist_close(l);
+        return -1;
+    }
+    size_t used = 0, cap = 0, n = 0, ncap = 0;
+    size_t *offs = NULL;
+    unsigned char *types = NULL;
+    bool ok = true;
+    struct dirent *e;
+    while (ok && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        size_t len = strlen(e->d_name) + 1;
+        if (used + len > cap) {
+            size_t nc = cap ? cap * 2 : 4096;
+            while (nc < used + len)
+                nc *= 2;
+            char *g = realloc(l->names, nc);
+            ok = g != NULL;
+            if (g)
+                l->names = g, cap = nc;
+        }
+        if (ok && n == ncap) {
+            size_t nc = ncap ? ncap * 2 : 64;
+            size_t *go = realloc(offs, nc * sizeof *go);
+            if (go)
+                offs = go;
+            unsigned char *gt = go ? realloc(types, nc) : NULL;
+            if (gt)
+                types = gt, ncap = nc;
+            ok = go && gt;
+        }
+        if (!ok)
+            break;
+        memcpy(l->names + used, e->d_name, len);
+        offs[n] = used;
+        types[n++] = e->d_type;
+        used += len;
+    }
+    closedir(d);
+    l->v = ok ? calloc(n ? n : 1, sizeof *l->v) : NULL;
+    for (size_t i = 0; l->v && i < n; i++)
+        l->v[i] = (dent){l->names + offs[i], types[i]};
+    free(offs);
+    free(types);
+    if (!l->v) {
+        dlist_close(l);
+        return -1;
+    }
+    l->n = n;
+    qsort(l->v, n, sizeof *l->v, dent_cmp);
+    return 0;
+}
+
 /* *.md below dir_real (recursive up to depth; subfolders only label commands). */
 static void md_tree(walk *w, const tree *t, const char *kind, const char *dir_real, int depth,
                     const where *at)
 {
-    char **names = NULL;
-    if (depth < 0 || cdsh_fs_list_dir(dir_real, &names, NULL, NULL) != 0)
+    dlist l;
+    if (depth < 0 || dlist_open(dir_real, &l) != 0)
         return;
-    for (char **n = names; *n; n++) {
+    for (size_t i = 0; i < l.n; i++) {
+        const char *const *n = &l.v[i].name;
         if ((*n)[0] == '.')
             continue;
         struct stat st;
         size_t sl;
+        if (l.v[i].type == DT_REG) {
+            /* Not a symlink: nothing to resolve; read through the folder. */
+            w->nfiles++;
+            if (!ends_md(*n, &sl))
+                continue;
+            char shown[PATH_MAX + 256], stem[256];
+            snprintf(shown, sizeof shown, "%s/%s", dir_real, *n);
+            snprintf(stem, sizeof stem, "%.*s", (int)sl, *n);
+            add_markdown(w, t, kind, shown, l.fd, *n, stem, at->ns,
+                         prov(at->source, shown, at->scope, at->plugin), at->root, NULL);
+            continue;
+        }
         if (strcmp(kind, "command") != 0 && ends_md(*n, &sl)) {
             char *lp = join(dir_real, *n);
             char stem[256];
@@ -420,13 +598,13 @@ static void md_tree(walk *w, const tree *t, const char *kind, const char *dir_re
             else {
                 char stem[256];
                 snprintf(stem, sizeof stem, "%.*s", (int)sl, *n);
-                add_markdown(w, t, kind, shown, p, stem, at->ns,
-                             prov(at->source, shown, at->scope, at->plugin), at->root);
+                add_markdown(w, t, kind, shown, AT_FDCWD, p, stem, at->ns,
+                             prov(at->source, shown, at->scope, at->plugin), at->root, NULL);
             }
         }
         free(p);
     }
-    cdsh_fs_list_free(names);
+    dlist_close(&l);
 }
 
 /* The supporting files of a skill folder (relative paths, sorted, dot names
@@ -490,8 +668,8 @@ static void skills_dir(walk *w, const tree *t, const char *dir_real, const where
                  "%s is not a regular file (a FIFO, device or socket is never opened); skipped",
                  shown);
         else if (f)
-            c = add_markdown(w, t, "skill", shown, f, *n, at->ns,
-                             prov(at->source, shown, at->scope, at->plugin), at->root);
+            c = add_markdown(w, t, "skill", shown, AT_FDCWD, f, *n, at->ns,
+                             prov(at->source, shown, at->scope, at->plugin), at->root, NULL);
         if (c) {
             json_t *files = json_array(), *unreadable = json_array();
             bool truncated = false;
@@ -527,8 +705,8 @@ static void component_dir(walk *w, const tree *t, const char *kind, const char *
         char stem[256];
         snprintf(stem, sizeof stem, "%.*s", ends_md(base, &sl) ? (int)sl : (int)strlen(base),
                  base);
-        add_markdown(w, t, kind, path, real, stem, at->ns,
-                     prov(at->source, path, at->scope, at->plugin), at->root);
+        add_markdown(w, t, kind, path, AT_FDCWD, real, stem, at->ns,
+                     prov(at->source, path, at->scope, at->plugin), at->root, NULL);
     } else if (real && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
         note(w, prov(at->source, path, at->scope, at->plugin),
              "%s is not a regular file or folder; skipped", path);
@@ -562,16 +740,17 @@ static void inline_commands(walk *w, const tree *t, const json_t *v, const where
                           content, "stem", str_json(name), "namespace", str_json(at->ns),
                           "provenance", prov(at->source, manifest, at->scope, at->plugin),
                           "pluginRoot", str_json(at->root), "fileRefs");
-            if (c)
-                json_array_append_new(w->out, c);
+            if (c && json_object_size(meta))
+                json_object_set(c, "meta", meta);
+            emit_command(w, c);
         } else if (src) {
             char *p = join(at->root, src);
             struct stat st;
             char *real = p ? resolve(w, t, p, &st, prov(at->source, p, at->scope, at->plugin))
                            : NULL;
             if (real && S_ISREG(st.st_mode))
-                c = add_markdown(w, t, "command", p, real, name, at->ns,
-                                 prov(at->source, p, at->scope, at->plugin), at->root);
+                add_markdown(w, t, "command", p, AT_FDCWD, real, name, at->ns,
+                             prov(at->source, p, at->scope, at->plugin), at->root, meta);
             else if (real)
                 note(w, prov(at->source, manifest, at->scope, at->plugin),
                      "command \"%s\": %s is not a regular file; skipped", name, p);
@@ -580,8 +759,6 @@ static void inline_commands(walk *w, const tree *t, const json_t *v, const where
         } else
             note(w, prov(at->source, manifest, at->scope, at->plugin),
                  "command \"%s\" has neither source nor content; skipped", name);
-        if (c && json_object_size(meta))
-            json_object_set(c, "meta", meta);
         json_decref(meta);
     }
 }
@@ -1010,9 +1187,9 @@ static void claude_plugins(walk *w)
                          "enabledPlugins setting turns it on; not imported",
                          id);
                 else {
-                    size_t before = json_array_size(w->out);
+                    size_t before = emitted(w);
                     plugin_dir(w, root, id, scope, "claude", manifest, mpath);
-                    if (json_array_size(w->out) == before)
+                    if (emitted(w) == before)
                         note(w, prov("claude", reg, scope, id),
                              "plugin %s has nothing cdsh imports (no commands, skills, "
                              "sub-agents or MCP servers)",
@@ -1154,9 +1331,9 @@ static void codex_plugins(walk *w, const char *home, const json_t *config, const
                             cp = join(root, ".claude-plugin/plugin.json");
                         }
                         json_t *manifest = read_json(w, &t, cp, "codex", "user", id);
-                        size_t before = json_array_size(w->out);
+                        size_t before = emitted(w);
                         plugin_dir(w, root, id, "user", "codex", manifest, cp);
-                        if (json_array_size(w->out) == before)
+                        if (emitted(w) == before)
                             note(w, prov("codex", vd, "user", id),
                                  "Codex plugin %s has nothing cdsh imports (no skills or MCP "
                                  "servers)",
@@ -1232,7 +1409,15 @@ int cdsh_mcpimport_discover(const cdsh_mcpimport_roots *roots, json_t **out, cds
 int cdsh_mcpimport_discover_ex(const cdsh_mcpimport_roots *roots, json_t **out,
                                cdsh_mcpimport_discover_stats *stats, cdsh_error *err)
 {
-    walk w = {json_array(), json_object(), roots, NULL, 0, NULL};
+    return cdsh__mcpimport_discover_streamed(roots, NULL, NULL, out, stats, err);
+}
+
+int cdsh__mcpimport_discover_streamed(const cdsh_mcpimport_roots *roots,
+                                      cdsh__mcpimport_command_sink sink, void *sink_arg,
+                                      json_t **out, cdsh_mcpimport_discover_stats *stats,
+                                      cdsh_error *err)
+{
+    walk w = {json_array(), json_object(), roots, NULL, 0, NULL, sink, sink_arg, json_array(), 0};
     size_t np = 0;
     while (roots->projects && roots->projects[np])
         np++;
@@ -1285,7 +1470,7 @@ int cdsh_mcpimport_discover_ex(const cdsh_mcpimport_roots *roots, json_t **out,
         char *text = NULL;
         size_t len = 0;
         cdsh_error e = {0};
-        if (safe_read(cfg_real, MAX_DOC, &text, &len, &e) != 0 ||
+        if (safe_read_at(AT_FDCWD, cfg_real, MAX_DOC, &text, &len, &e) != 0 ||
             cdsh_toml_parse(text, len, &cx, &e) != 0)
             note(&w, prov("codex", cfg, "user", NULL), "%s: %s", cfg, e.message);
         else
@@ -1345,6 +1530,7 @@ int cdsh_mcpimport_discover_ex(const cdsh_mcpimport_roots *roots, json_t **out,
     free(w.projects);
     free(cd_real), free(cx_real), free(cfg);
     json_decref(w.entered);
+    json_decref(w.no_refs);
     *out = w.out;
     return 0;
 }

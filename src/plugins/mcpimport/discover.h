@@ -59,4 +59,26 @@ typedef struct cdsh_mcpimport_discover_stats {
 int cdsh_mcpimport_discover_ex(const cdsh_mcpimport_roots *roots, json_t **out,
                                cdsh_mcpimport_discover_stats *stats, cdsh_error *err);
 
+/* For the scan (service.c): cdsh_mcpimport_discover_ex, except that each
+ * command candidate is handed to `sink` (borrowed for the call) as soon as
+ * it is found, in discovery order, instead of being put in *out (a large
+ * commands folder then never holds every file's text at once). */
+/* A command file as discovery hands it to the sink: the fields of a
+ * command candidate without the candidate object (every pointer borrowed;
+ * strings UTF-8; ns, root, meta may be NULL; file_refs as the candidate's
+ * fileRefs, NULL when absent). */
+typedef struct cdsh__mcpimport_md {
+    const char *text;
+    size_t len;
+    const char *stem, *ns, *root;
+    const json_t *provenance, *meta, *file_refs;
+} cdsh__mcpimport_md;
+/* The fields of command candidate c (borrowed from it). */
+cdsh__mcpimport_md cdsh__mcpimport_md_of(const json_t *c);
+typedef void (*cdsh__mcpimport_command_sink)(void *arg, const cdsh__mcpimport_md *md);
+int cdsh__mcpimport_discover_streamed(const cdsh_mcpimport_roots *roots,
+                                      cdsh__mcpimport_command_sink sink, void *sink_arg,
+                                      json_t **out, cdsh_mcpimport_discover_stats *stats,
+                                      cdsh_error *err);
+
 #endif

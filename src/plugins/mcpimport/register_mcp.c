@@ -18,6 +18,7 @@
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/prompt.h"
+#include "plugins/mcpimport/plugin.h"
 #include "plugins/mcpimport/vars.h"
 #include "proto/mcp/mcp.h"
 #include "proto/mcp/mcp_bridge.h"
@@ -55,26 +56,12 @@ typedef struct proxy {
     char pub[CDSH_MCP_PUBLIC_NAME_MAX + 1];
 } proxy;
 
-static void strv_free(char **v, bool wipe)
+/* Frees an argv whose arguments may carry a filled-in secret: wiped first. */
+static void argv_wipe_free(char **v)
 {
-    for (char **p = v; p && *p; p++) {
-        if (wipe)
-            memset(*p, 0, strlen(*p)); /* arguments may carry a filled-in secret */
-        free(*p);
-    }
-    free(v);
-}
-
-static char **strv_from(const json_t *arr)
-{
-    if (!json_is_array(arr))
-        return NULL;
-    size_t n = json_array_size(arr);
-    char **v = calloc(n + 1, sizeof *v);
-    for (size_t i = 0, j = 0; v && i < n; i++)
-        if (json_is_string(json_array_get(arr, i)))
-            v[j++] = strdup(json_string_value(json_array_get(arr, i)));
-    return v;
+    for (char **p = v; p && *p; p++)
+        memset(*p, 0, strlen(*p));
+    cdsh_mcpimport_strv_free(v);
 }
 
 static void server_unref(server *s)
@@ -91,8 +78,8 @@ static void server_unref(server *s)
     free(s->name);
     free(s->cache_path);
     free(s->cache_dir);
-    strv_free(s->enabled, false);
-    strv_free(s->disabled, false);
+    cdsh_mcpimport_strv_free(s->enabled);
+    cdsh_mcpimport_strv_free(s->disabled);
     pthread_mutex_destroy(&s->conn_mu);
     pthread_mutex_destroy(&s->reg_mu);
     pthread_mutex_destroy(&s->mu);
@@ -400,7 +387,7 @@ static int open_client(server *s, cdsh_mcp_client **out, cdsh_error *err)
     }
     rc = cdsh_mcp_client_connect(&o, out, err);
 done:
-    strv_free(argv, true);
+    argv_wipe_free(argv);
     free(url_x), free(cwd_x);
     if (env)
         wipe_map(env);
@@ -549,8 +536,8 @@ int cdsh_mcpimport_register_server(cdsh_plugin_ctx *ctx, const json_t *ir,
     s->secrets = secrets;
     s->tools = cdsh_host_tools(cdsh_ctx_host(ctx));
     s->name = strdup(name);
-    s->enabled = strv_from(json_object_get(ir, "enabledTools"));
-    s->disabled = strv_from(json_object_get(ir, "disabledTools"));
+    s->enabled = cdsh_mcpimport_strv_dup(json_object_get(ir, "enabledTools"));
+    s->disabled = cdsh_mcpimport_strv_dup(json_object_get(ir, "disabledTools"));
     char file[64];
     snprintf(file, sizeof file, "%s.json", name); /* server names are [A-Za-z0-9_-]{1,32} */
     s->cache_path = cdsh_home_path_dup(cdsh_ctx_home(ctx), "cache", "import", file, NULL);

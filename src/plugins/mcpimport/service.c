@@ -107,20 +107,33 @@ static void order_skills(json_t *skills)
  * texts of a large tree would otherwise stay in memory beside the IR: on a
  * 100 000-file tree that doubles the pages touched, and page faults are a
  * good part of the scan's cost). */
-static int scan_impl(json_t *candidates, bool consume, const cdsh_mcpimport_probe *probe,
-                     const cdsh_mcpimport_secret_opts *secrets, cdsh_mcpimport_scan *out,
-                     cdsh_error *err)
+static void scan_init(cdsh_mcpimport_scan *out)
 {
     memset(out, 0, sizeof *out);
     out->servers = json_array();
     out->commands = json_array();
     out->skills = json_array();
     out->notes = json_array();
+}
+
+/* A streamed command → its IR, appended to the scan's commands. */
+static void add_command(void *arg, const cdsh__mcpimport_md *md)
+{
+    cdsh_mcpimport_scan *out = arg;
+    json_t *ir = cdsh__mcpimport_command_build(md);
+    if (ir)
+        json_array_append_new(out->commands, ir);
+}
+
+/* out is initialised (scan_init) and may already hold commands. */
+static int scan_impl(json_t *candidates, bool consume, const cdsh_mcpimport_probe *probe,
+                     const cdsh_mcpimport_secret_opts *secrets, cdsh_mcpimport_scan *out,
+                     cdsh_error *err)
+{
     size_t i;
     json_t *c;
     json_array_foreach(candidates, i, c) {
         const char *kind = json_string_value(json_object_get(c, "kind"));
-        const json_t *text = json_object_get(c, "text");
         if (!kind)
             continue;
         if (strcmp(kind, "servers") == 0) {
@@ -135,6 +148,7 @@ static int scan_impl(json_t *candidates, bool consume, const cdsh_mcpimport_prob
             }
             json_decref(file_notes);
         } else if (strcmp(kind, "command") == 0) {
+            const json_t *text = json_object_get(c, "text");
             json_t *ir = cdsh_mcpimport_command_from_markdown(c, json_string_value(text),
                                                               json_string_length(text));
             if (ir)
@@ -163,6 +177,7 @@ int cdsh_mcpimport_scan_candidates(const json_t *candidates, const cdsh_mcpimpor
                                    const cdsh_mcpimport_secret_opts *secrets,
                                    cdsh_mcpimport_scan *out, cdsh_error *err)
 {
+    scan_init(out);
     return scan_impl((json_t *)candidates, false, probe, secrets, out, err); /* not modified */
 }
 
@@ -171,9 +186,16 @@ int cdsh_mcpimport_scan_run(const cdsh_mcpimport_roots *roots, const cdsh_mcpimp
                             cdsh_error *err)
 {
     json_t *cands = NULL;
-    int rc = cdsh_mcpimport_discover(roots, &cands, err);
+    cdsh_mcpimport_discover_stats stats;
+    scan_init(out);
+    /* Commands are built as they are found (in discovery order, which the
+     * other candidates keep too): the texts of a large tree are never all
+     * in memory at once. */
+    int rc = cdsh__mcpimport_discover_streamed(roots, add_command, out, &cands, &stats, err);
     if (rc == 0)
         rc = scan_impl(cands, true, probe, secrets, out, err);
+    else
+        cdsh_mcpimport_scan_deinit(out);
     json_decref(cands);
     return rc;
 }
