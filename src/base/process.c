@@ -4,6 +4,8 @@
  * It never interprets a command line: no shell is ever involved. */
 #include "base/process.h"
 
+#include "base/env_policy.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,18 +62,7 @@ static void close_fd(int *fd)
 
 bool cdsh_process_env_name_is_secret(const char *name)
 {
-    static const char *const words[] = {"KEY",    "TOKEN",      "SECRET", "PASSWORD",
-                                        "PASSWD", "CREDENTIAL", "COOKIE", "AUTH"};
-    if (!name)
-        return false;
-    size_t n = strcspn(name, "=");
-    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
-        size_t wl = strlen(words[w]);
-        for (size_t i = 0; i + wl <= n; i++)
-            if (strncasecmp(name + i, words[w], wl) == 0)
-                return true;
-    }
-    return false;
+    return cdsh_env_policy_name_is_secret(name);
 }
 
 static size_t name_len(const char *entry)
@@ -109,7 +100,8 @@ static const char **build_env(const cdsh_process_opts *o)
         const char *e = src[i];
         if (!strchr(e, '='))
             continue;
-        if (!o->env && cdsh_process_env_name_is_secret(e) && !list_has_name(o->env_allow, e, false))
+        if (!o->env && cdsh_env_policy_judge(e) != CDSH_ENV_PASS &&
+            !list_has_name(o->env_allow, e, false))
             continue;
         if (list_has_name(o->env_set, e, true))
             continue;

@@ -29,8 +29,9 @@ typedef enum cdsh_process_stdio {
  * parent's directory, a new process group. */
 typedef struct cdsh_process_opts {
     cdsh_process_stdio stdin_mode, stdout_mode, stderr_mode;
-    /* NULL: the parent environment minus credential-looking variables (see
-     * cdsh_process_env_name_is_secret) except the names in env_allow.
+    /* NULL: the parent environment minus what base/env_policy.h keeps from
+     * children (credentials, CDSH_ and DSH_ settings) except the names in
+     * env_allow.
      * Non-NULL: exactly these "NAME=value" strings (NULL-terminated). */
     const char *const *env;
     const char *const *env_allow; /* NULL-terminated names, exact match */
@@ -91,9 +92,8 @@ int cdsh_process_terminate(cdsh_process *proc, int64_t grace_ms, cdsh_process_st
 /* Writes "exited with status 3" or "killed by signal 9 (Killed)". */
 void cdsh_process_status_describe(const cdsh_process_status *status, char *buf, size_t size);
 
-/* True if an environment variable name looks like it holds a credential:
- * it contains KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, COOKIE or
- * AUTH, case-insensitively. name may end at '=' (a "NAME=value" string). */
+/* True if an environment variable name looks like it holds a credential
+ * (cdsh_env_policy_name_is_secret). name may end at '=' ("NAME=value"). */
 bool cdsh_process_env_name_is_secret(const char *name);
 
 /* Resolves name like `command -v`: a name containing '/' is checked as is;

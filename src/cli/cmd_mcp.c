@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fs.h"
 #include "base/json.h"
+#include "base/strbuf.h"
 #include "cli/cmd_mcp_fixture.h"
 #include "host/cli.h"
 #include "proto/mcp/mcp.h"
@@ -48,9 +50,13 @@ static void usage(FILE *out)
             "  --server CMD   command line of a stdio server (split like a shell, no expansion)\n"
             "  --url URL      Streamable HTTP endpoint\n"
             "  --name NAME    server name used in messages and public names (default: server)\n"
-            "  --env K=V      extra environment for a stdio server (repeatable); the rest of\n"
-            "                 the environment is scrubbed of KEY/PASSWORD/SECRET/TOKEN names\n"
+            "  --env K=V      extra environment for a stdio server (repeatable); --env K\n"
+            "                 passes cdsh's own K; the rest of the environment is scrubbed of\n"
+            "                 credentials and CDSH_ settings (docs/security.md)\n"
+            "  --env-file F   NAME=VALUE (or NAME) lines from F ('-': stdin)\n"
             "  --header 'K: V' extra HTTP header (repeatable)\n"
+            "  --header-file F 'Name: value' lines from F ('-': stdin); values given as\n"
+            "                 --env or --header are hidden from ps once read, files never show\n"
             "  --bearer-file F HTTP bearer token from the first line of F ('-': stdin), or\n"
             "                 set CDSH_MCP_BEARER (--bearer T works, hidden from ps once read)\n"
             "  --timeout MS   per-call timeout (default 60000)\n"
@@ -296,6 +302,114 @@ out:
 
 /* ---- client commands ---------------------------------------------------------- */
 
+/* Overwrites the value part of a --env/--header argument (from byte `from`)
+ * in argv's own memory, which is the kernel's copy of the command line, so
+ * /proc/PID/cmdline and ps show "NAME=***" (as --token, cli_token.c). */
+static void hide_value(char *arg, size_t from)
+{
+    size_t n = strlen(arg);
+    if (from >= n)
+        return;
+    size_t stars = n - from > 3 ? 3 : n - from;
+    memset(arg + from, '*', stars);
+    memset(arg + from + stars, '\0', n - from - stars);
+}
+
+/* Where the value of "Name: value" starts (after the colon and blanks). */
+static size_t header_value_at(const char *arg)
+{
+    size_t at = strcspn(arg, ":");
+    if (arg[at])
+        at++;
+    while (arg[at] == ' ')
+        at++;
+    return at;
+}
+
+/* NAME=VALUE, or NAME alone: the value of NAME in cdsh's own environment
+ * (named on purpose, so it reaches the server even if it looks like a
+ * credential). */
+static bool add_env(json_t *env, const char *item, const char *what)
+{
+    const char *eq = strchr(item, '=');
+    size_t n = eq ? (size_t)(eq - item) : strlen(item);
+    if (n == 0) {
+        fprintf(stderr, "cdsh mcp: %s wants NAME=VALUE or NAME, got '%s'\n", what,
+                eq ? "=***" : item);
+        return false;
+    }
+    char *k = strndup(item, n);
+    const char *v = eq ? eq + 1 : getenv(k);
+    if (!v) {
+        fprintf(stderr, "cdsh mcp: %s %s: %s is not set in the environment\n", what, k, k);
+        free(k);
+        return false;
+    }
+    json_object_set_new(env, k, json_string(v));
+    free(k);
+    return true;
+}
+
+static bool add_header(json_t *headers, const char *item, const char *what)
+{
+    const char *colon = strchr(item, ':');
+    if (!colon || colon == item) {
+        fprintf(stderr, "cdsh mcp: %s wants 'Name: value', got '%.40s'\n", what, item);
+        return false;
+    }
+    char *k = strndup(item, (size_t)(colon - item));
+    const char *v = colon + 1;
+    while (*v == ' ')
+        v++;
+    json_object_set_new(headers, k, json_string(v));
+    free(k);
+    return true;
+}
+
+/* One item per line of path ('-': stdin) through add; blank lines and lines
+ * starting with '#' are skipped, "\r\n" endings accepted. */
+static bool read_lines_file(const char *path, const char *what, json_t *into,
+                            bool (*add)(json_t *, const char *, const char *))
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (strcmp(path, "-") == 0) {
+        cdsh_strbuf sb;
+        cdsh_strbuf_init(&sb);
+        char buf[4096];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, stdin)) > 0 && sb.len < (1u << 20))
+            cdsh_strbuf_append(&sb, buf, got);
+        text = cdsh_strbuf_take(&sb, &len);
+    } else {
+        cdsh_error err = {0};
+        if (cdsh_fs_read_file(path, 1u << 20, &text, &len, &err) != 0) {
+            fprintf(stderr, "cdsh mcp: %s: %s\n", what, err.message);
+            return false;
+        }
+    }
+    bool ok = text != NULL;
+    if (ok && memchr(text, '\0', len)) {
+        fprintf(stderr, "cdsh mcp: %s %s: a NUL byte in the file\n", what, path);
+        ok = false;
+    }
+    for (char *line = text, *next; ok && line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t n = strlen(line);
+        if (n && line[n - 1] == '\r')
+            line[--n] = '\0';
+        if (n == 0 || line[0] == '#')
+            continue;
+        ok = add(into, line, what);
+    }
+    if (text)
+        memset(text, 0, len);
+    free(text);
+    return ok;
+}
+
 static void print_progress(void *arg, double progress, double total, const char *message)
 {
     (void)arg;
@@ -325,6 +439,8 @@ static int client_cmd(int argc, char **argv, bool is_call)
         {"name", required_argument, NULL, 'n'},
         {"env", required_argument, NULL, 'e'},
         {"header", required_argument, NULL, 'H'},
+        {"env-file", required_argument, NULL, 'E'},
+        {"header-file", required_argument, NULL, 'F'},
         {"bearer", required_argument, NULL, 'b'},
         {"bearer-file", required_argument, NULL, 'B'},
         {"timeout", required_argument, NULL, 'T'},
@@ -334,6 +450,7 @@ static int client_cmd(int argc, char **argv, bool is_call)
         {NULL, 0, NULL, 0},
     };
     const char *server_cmd = NULL, *url = NULL, *name = "server", *bearer_file = NULL;
+    const char *env_file = NULL, *header_file = NULL;
     char *bearer_arg = NULL, *bearer = NULL;
     bool json = false, progress = false;
     long timeout = 0;
@@ -364,31 +481,18 @@ static int client_cmd(int argc, char **argv, bool is_call)
             }
             break;
         }
-        case 'e': {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg) {
-                fprintf(stderr, "cdsh mcp: --env wants NAME=VALUE, got '%s'\n", optarg);
+        case 'e':
+            if (!add_env(env, optarg, "--env"))
                 goto out;
-            }
-            char *k = strndup(optarg, (size_t)(eq - optarg));
-            json_object_set_new(env, k, json_string(eq + 1));
-            free(k);
+            hide_value(optarg, strcspn(optarg, "=") + 1);
             break;
-        }
-        case 'H': {
-            const char *colon = strchr(optarg, ':');
-            if (!colon || colon == optarg) {
-                fprintf(stderr, "cdsh mcp: --header wants 'Name: value', got '%s'\n", optarg);
+        case 'E': env_file = optarg; break;
+        case 'H':
+            if (!add_header(headers, optarg, "--header"))
                 goto out;
-            }
-            char *k = strndup(optarg, (size_t)(colon - optarg));
-            const char *v = colon + 1;
-            while (*v == ' ')
-                v++;
-            json_object_set_new(headers, k, json_string(v));
-            free(k);
+            hide_value(optarg, header_value_at(optarg));
             break;
-        }
+        case 'F': header_file = optarg; break;
         case 'h':
             usage(stdout);
             status = 0;
@@ -396,6 +500,17 @@ static int client_cmd(int argc, char **argv, bool is_call)
         default: usage(stderr); goto out;
         }
     }
+    int from_stdin = (bearer_file && strcmp(bearer_file, "-") == 0) +
+                     (env_file && strcmp(env_file, "-") == 0) +
+                     (header_file && strcmp(header_file, "-") == 0);
+    if (from_stdin > 1) {
+        fprintf(stderr, "cdsh mcp: only one of --bearer-file, --env-file and --header-file "
+                        "can read stdin ('-')\n");
+        goto out;
+    }
+    if ((env_file && !read_lines_file(env_file, "--env-file", env, add_env)) ||
+        (header_file && !read_lines_file(header_file, "--header-file", headers, add_header)))
+        goto out;
     int bearer_failed = 0;
     bearer = cdsh_cli_token_resolve("cdsh mcp", bearer_arg, bearer_file, "CDSH_MCP_BEARER",
                                     &bearer_failed);

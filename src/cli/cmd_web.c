@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/env_policy.h"
 #include "cli/cli_agent.h"
 #include "proto/mcp/mcp_bridge.h"
 #include "server/api.h"
@@ -46,11 +47,17 @@ static void usage(FILE *out)
                  "  -h, --help      show this help\n");
 }
 
-/* Opens url with xdg-open when a graphical session is around; never waits. */
+/* Opens url with xdg-open when a graphical session is around; never waits.
+ * The browser gets the environment every child gets (base/env_policy.h):
+ * the access token and other credentials stay behind. */
 static void open_browser(const char *url)
 {
     if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
         return;
+    char **env = cdsh_env_policy_child_env_new(NULL, NULL, NULL, NULL);
+    if (!env)
+        return;
+    char *const args[] = {"xdg-open", (char *)url, NULL};
     pid_t pid = fork();
     if (pid == 0) {
         if (fork() == 0) { /* grandchild: reparented, so nobody has to reap it */
@@ -58,12 +65,13 @@ static void open_browser(const char *url)
             dup2(fd, 0);
             dup2(fd, 1);
             dup2(fd, 2);
-            execlp("xdg-open", "xdg-open", url, (char *)NULL);
+            execvpe("xdg-open", args, env);
         }
         _exit(0);
     }
     if (pid > 0)
         waitpid(pid, NULL, 0);
+    cdsh_env_policy_env_free(env);
 }
 
 int cdsh_cmd_web(int argc, char **argv)

@@ -369,34 +369,25 @@ static int check_shape(const json_t *doc, const char *path, cdsh_error *err)
     return 0;
 }
 
-int cdsh_profile_load(const char *home, const char *name, cdsh_profile **out, cdsh_error *err)
+/* The loader proper: path is owned by the new profile on success and on
+ * failure alike. */
+static int load_path(char *path, const char *name, bool missing_is_empty, cdsh_profile **out,
+                     cdsh_error *err)
 {
-    *out = NULL;
-    if (!name)
-        name = CDSH_PROFILE_DEFAULT;
-    if (!home || !*home)
-        return cdsh_error_set(err, CDSH_EINVAL, "NO_HOME",
-                              "no state directory: set CDSH_HOME or HOME");
-    if (!cdsh_profile_name_valid(name))
-        return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE_NAME",
-                              "profile name \"%s\" is invalid: use letters, digits, _ . - "
-                              "(at most 64)",
-                              name);
     int rc = 0;
     char *text = NULL;
     json_t *doc = NULL;
     cdsh_profile *p = calloc(1, sizeof *p);
-    if (!p || !(p->name = strdup(name)) ||
-        asprintf(&p->path, "%s/profiles/%s.yaml", home, name) < 0) {
-        if (p)
-            p->path = NULL;
+    if (!p || !(p->name = strdup(name))) {
+        free(path);
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto fail;
     }
+    p->path = path;
     size_t len = 0;
     cdsh_error rerr = {0};
     int r = cdsh_fs_read_file(p->path, PROFILE_MAX_BYTES, &text, &len, &rerr);
-    if (r != 0 && r != CDSH_ENOTFOUND) {
+    if (r != 0 && (r != CDSH_ENOTFOUND || !missing_is_empty)) {
         rc = cdsh_error_set(err, r, rerr.code, "%s", rerr.message);
         goto fail;
     }
@@ -427,6 +418,42 @@ fail:
     json_decref(doc);
     cdsh_profile_free(p);
     return rc;
+}
+
+int cdsh_profile_load(const char *home, const char *name, cdsh_profile **out, cdsh_error *err)
+{
+    *out = NULL;
+    if (!name)
+        name = CDSH_PROFILE_DEFAULT;
+    if (!home || !*home)
+        return cdsh_error_set(err, CDSH_EINVAL, "NO_HOME",
+                              "no state directory: set CDSH_HOME or HOME");
+    if (!cdsh_profile_name_valid(name))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE_NAME",
+                              "profile name \"%s\" is invalid: use letters, digits, _ . - "
+                              "(at most 64)",
+                              name);
+    char *path = NULL;
+    if (asprintf(&path, "%s/profiles/%s.yaml", home, name) < 0)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    return load_path(path, name, true, out, err);
+}
+
+int cdsh_profile_load_file(const char *path, const char *name, cdsh_profile **out,
+                           cdsh_error *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "no profile file given");
+    if (!name || !cdsh_profile_name_valid(name))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_PROFILE_NAME",
+                              "profile name \"%s\" is invalid: use letters, digits, _ . - "
+                              "(at most 64)",
+                              name ? name : "");
+    char *copy = strdup(path);
+    if (!copy)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    return load_path(copy, name, false, out, err);
 }
 
 void cdsh_profile_free(cdsh_profile *profile)

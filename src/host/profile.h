@@ -36,6 +36,13 @@ bool cdsh_profile_name_valid(const char *name);
  * line. A missing file gives an empty profile. */
 int cdsh_profile_load(const char *home, const char *name, cdsh_profile **out, cdsh_error *err);
 
+/* The same loader on a file anywhere (`cdsh profile verify ./p.yaml`), with
+ * every check cdsh_profile_load makes (size cap, YAML, NUL bytes, shape);
+ * the profile is called name (validated as above). Unlike a profile of the
+ * home, a missing file is an error (CDSH_ENOTFOUND). Saving writes to path. */
+int cdsh_profile_load_file(const char *path, const char *name, cdsh_profile **out,
+                           cdsh_error *err);
+
 /* Writes the profile back atomically (creating profiles/ as needed). */
 int cdsh_profile_save(const cdsh_profile *profile, cdsh_error *err);
 

@@ -229,6 +229,13 @@ static void env_is_scrubbed_of_credentials_except_allowed(void **state)
     setenv("GH_Auth_X", "a", 1);
     setenv("ALLOWED_SECRET", "kept", 1);
     setenv("PLAIN_VALUE", "plain", 1);
+    /* The leaks issue 23 measured, and cdsh's own settings. */
+    setenv("GITHUB_PAT", "pat-leak", 1);
+    setenv("DATABASE_URL", "postgres://db/x", 1);
+    setenv("NPM_X_AUTH", "auth-leak", 1);
+    setenv("AWS_CREDENTIALS", "cred-leak", 1);
+    setenv("T23_MIRROR", "https://u:userinfo-leak@mirror.example/", 1);
+    setenv("CDSH_T23_SETTING", "own-leak", 1);
     const char *allow[] = {"ALLOWED_SECRET", NULL};
     const char *argv[] = {"/usr/bin/env", NULL};
     cdsh_process_run_opts o = {.timeout_ms = cdsh_test_scale_ms(10000),
@@ -241,7 +248,15 @@ static void env_is_scrubbed_of_credentials_except_allowed(void **state)
     assert_null(strstr(r.out, "t0ken"));
     assert_null(strstr(r.out, "my_api_key"));
     assert_null(strstr(r.out, "GH_Auth_X"));
+    assert_null(strstr(r.out, "leak"));
+    assert_null(strstr(r.out, "DATABASE_URL"));
     cdsh_process_result_deinit(&r);
+    unsetenv("GITHUB_PAT");
+    unsetenv("DATABASE_URL");
+    unsetenv("NPM_X_AUTH");
+    unsetenv("AWS_CREDENTIALS");
+    unsetenv("T23_MIRROR");
+    unsetenv("CDSH_T23_SETTING");
     unsetenv("FOO_TOKEN");
     unsetenv("my_api_key");
     unsetenv("GH_Auth_X");
@@ -283,11 +298,16 @@ static void env_name_classification(void **state)
                             "MYSQL_PASSWD",
                             "GOOGLE_APPLICATION_CREDENTIALS",
                             "SESSION_COOKIE",
-                            "XAUTHORITY",
+                            "GITHUB_PAT",
+                            "X_AUTH",
+                            "DATABASE_URL",
                             "token=abc",
                             "Key"};
-    const char *plain[] = {"PATH", "HOME",  "LANG",  "TERM",           "PWD",
-                           "USER", "SHELL", "K_E_Y", "PATH=/token/key"};
+    /* XAUTHORITY and SSH_AUTH_SOCK name a file or socket (base/env_policy.h). */
+    const char *plain[] = {"PATH",  "HOME",       "LANG",          "TERM",
+                           "PWD",   "USER",       "SHELL",         "K_E_Y",
+                           "PATH=/token/key",     "XAUTHORITY",    "SSH_AUTH_SOCK",
+                           "GIT_AUTHOR_NAME"};
     for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
         if (!cdsh_process_env_name_is_secret(secret[i]))
             fail_msg("%s should look like a credential", secret[i]);

@@ -5,6 +5,7 @@
 #include "support/testkit.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,12 +195,167 @@ static void mcp_http_token_is_hidden_and_can_come_from_a_file(void **state)
     cdsh_test_home_free(home);
 }
 
+/* ---- the client's --env and --header values (issue 23) ---- */
+
+#define HDR_SECRET "hdr-5e11c0de"
+#define ENV_SECRET "env-7c0d3a11"
+
+static bool proc_alive(pid_t pid)
+{
+    int st;
+    return waitpid(pid, &st, WNOHANG) == 0;
+}
+
+static void mcp_client_env_and_header_values_are_hidden_from_the_command_line(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    proc srv;
+    start(&srv, NULL,
+          (const char *const[]){"mcp", "--fixture", "--http", "0", "--json", "--token", SECRET,
+                                NULL});
+    char url[128], sleep_args[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", srv.port);
+    int sleep_ms = cdsh_test_scale_ms(4000);
+    snprintf(sleep_args, sizeof sleep_args, "{\"ms\":%d}", sleep_ms);
+    setenv("T23_NAMED_TOKEN", "named-" ENV_SECRET, 1);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_RDWR);
+        dup2(fd, 1);
+        execl(CDSH_BINARY, "cdsh", "mcp", "call", "--url", url, "--header",
+              "Authorization: Bearer " SECRET, "--header", "X-Team: " HDR_SECRET, "--env",
+              "API_KEY=" ENV_SECRET, "--env", "T23_NAMED_TOKEN", "sleep", sleep_args, "--json",
+              (char *)NULL);
+        _exit(127);
+    }
+    unsetenv("T23_NAMED_TOKEN");
+    /* cdsh hides the values as it parses its options, long before the call
+     * ends: poll until they are gone while it is still running. */
+    bool hidden = false, alive = true;
+    size_t len = 0;
+    char *cmd = NULL;
+    for (int waited = 0; !hidden && alive && waited < sleep_ms; waited += 10) {
+        free(cmd);
+        cmd = cmdline_dup(pid, &len);
+        /* Right after fork the child still shows this test's command line. */
+        hidden = contains(cmd, len, "--url") && !contains(cmd, len, SECRET) &&
+                 !contains(cmd, len, HDR_SECRET) && !contains(cmd, len, ENV_SECRET);
+        alive = proc_alive(pid);
+        if (!hidden)
+            usleep(10000);
+    }
+    if (!hidden) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        stop(&srv); /* a server left running would hold ctest's pipes */
+        fail_msg("a --header or --env value is still in /proc/%d/cmdline", (int)pid);
+    }
+    assert_true(alive);
+    /* Names stay, so ps still says what was given. */
+    assert_true(contains(cmd, len, "Authorization: ***"));
+    assert_true(contains(cmd, len, "X-Team: ***"));
+    assert_true(contains(cmd, len, "API_KEY=***"));
+    assert_true(contains(cmd, len, "T23_NAMED_TOKEN"));
+    free(cmd);
+    /* ... and the header still carried the real token: the call succeeds. */
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    stop(&srv);
+    cdsh_test_home_free(home);
+}
+
+static void mcp_client_env_and_headers_come_from_files(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *peer = cdsh_test_peer_path_dup("mcp_peer");
+    char envf[512], hdrf[512], dump[512], server[4096];
+    snprintf(envf, sizeof envf, "%s/server.env", home);
+    snprintf(hdrf, sizeof hdrf, "%s/headers", home);
+    snprintf(dump, sizeof dump, "%s/env.txt", home);
+    cdsh_test_write_file(envf, "# the server's credentials\r\nFILE_TOKEN=from-file\r\n\r\n"
+                               "T23_NAMED_TOKEN\nPLAIN=a=b\n");
+    snprintf(server, sizeof server, "/bin/sh -c 'env > %s; exec %s'", dump, peer);
+    setenv("T23_NAMED_TOKEN", "named-in-env", 1);
+    setenv("T23_UNNAMED_TOKEN", "not-named", 1);
+    int rc = cdsh_test_run_cdsh(NULL, NULL, NULL, "mcp", "tools", "--server", server,
+                                "--env-file", envf, NULL);
+    unsetenv("T23_NAMED_TOKEN");
+    unsetenv("T23_UNNAMED_TOKEN");
+    assert_int_equal(rc, 0);
+    char *text = cdsh_test_read_file(dump, NULL);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\nFILE_TOKEN=from-file\n"));
+    assert_non_null(strstr(text, "\nT23_NAMED_TOKEN=named-in-env\n"));
+    assert_non_null(strstr(text, "\nPLAIN=a=b\n"));
+    assert_null(strstr(text, "not-named"));
+    assert_null(strstr(text, "\r"));
+    free(text);
+
+    /* Headers from a file and from stdin reach an HTTP server. */
+    proc srv;
+    start(&srv, NULL,
+          (const char *const[]){"mcp", "--fixture", "--http", "0", "--json", "--token", SECRET,
+                                NULL});
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/mcp", srv.port);
+    cdsh_test_write_file(hdrf, "Authorization: Bearer " SECRET "\n");
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "mcp", "tools", "--url", url,
+                                        "--header-file", hdrf, NULL),
+                     0);
+    assert_non_null(strstr(out, "sleep"));
+    free(out);
+    assert_int_equal(cdsh_test_run_cdsh("Authorization: Bearer " SECRET "\n", NULL, NULL, "mcp",
+                                        "tools", "--url", url, "--header-file", "-", NULL),
+                     0);
+    cdsh_test_write_file(hdrf, "Authorization: Bearer wrong\n");
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, NULL, NULL, "mcp", "tools", "--url", url, "--header-file", hdrf,
+                           NULL),
+        1);
+    stop(&srv);
+
+    /* Mistakes are usage errors that never echo a value. */
+    char *err = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "mcp", "tools", "--server", server,
+                                        "--env", "T23_NOT_SET_ANYWHERE", NULL),
+                     2);
+    assert_string_equal(err, "cdsh mcp: --env T23_NOT_SET_ANYWHERE: T23_NOT_SET_ANYWHERE is not "
+                             "set in the environment\n");
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "mcp", "tools", "--server", server,
+                                        "--env", "=" ENV_SECRET, NULL),
+                     2);
+    assert_null(strstr(err, ENV_SECRET));
+    free(err);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "mcp", "tools", "--server", server,
+                                        "--env-file", "-", "--header-file", "-", NULL),
+                     2);
+    assert_non_null(strstr(err, "can read stdin"));
+    free(err);
+    cdsh_test_write_file(envf, "=nameless\n");
+    assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "mcp", "tools", "--server", server,
+                                        "--env-file", envf, NULL),
+                     2);
+    assert_null(strstr(err, "nameless"));
+    free(err);
+    free(peer);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(web_token_given_with_token_is_hidden_from_the_command_line),
         cmocka_unit_test(web_token_comes_from_a_file_stdin_or_the_environment),
         cmocka_unit_test(mcp_http_token_is_hidden_and_can_come_from_a_file),
+        cmocka_unit_test(mcp_client_env_and_header_values_are_hidden_from_the_command_line),
+        cmocka_unit_test(mcp_client_env_and_headers_come_from_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,6 +120,39 @@ static void import_needs_a_book_choice_then_lists_and_exports(void **state)
     json_t *insp = run_json(0, "inspect", png, "--json", NULL, NULL);
     assert_true(json_is_true(json_object_get(insp, "hasAvatar")));
     assert_int_equal(json_integer_value(json_object_get(insp, "entryCount")), 4);
+    /* "-o -" is stdout: the card's bytes and nothing else (issue 23); no
+     * file named "-" appears. */
+    char *raw = NULL;
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &raw, NULL, "tavern", "export", id, "--json", "-o", "-", NULL), 0);
+    json_t *piped = json_loads(raw, 0, NULL);
+    assert_non_null(piped);
+    assert_true(json_equal(piped, exported));
+    json_decref(piped);
+    free(raw);
+    struct stat dash;
+    assert_int_not_equal(stat("-", &dash), 0);
+    size_t file_len = 0;
+    char *file_png = cdsh_test_read_file(png, &file_len);
+    char *piped_png = NULL;
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &piped_png, NULL, "tavern", "export", id, "--png", "-o", "-", NULL),
+        0);
+    assert_memory_equal(piped_png, "\x89PNG", 4);
+    assert_memory_equal(piped_png, file_png, 8);
+    free(piped_png);
+    free(file_png);
+    char book_id[128];
+    snprintf(book_id, sizeof book_id, "card:%s", id); /* the card's own book */
+    char *book_out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &book_out, NULL, "tavern", "lorebook", "export",
+                                        book_id, "-o", "-", "--json", NULL),
+                     0);
+    json_t *bj = json_loads(book_out, 0, NULL);
+    assert_non_null(bj); /* the book alone, no {"ok":true} after it */
+    assert_non_null(json_object_get(bj, "entries"));
+    json_decref(bj);
+    free(book_out);
     /* usage errors */
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, NULL, "tavern", "export", id, "-o", js, NULL),
                      2);

@@ -51,12 +51,13 @@ static const cdsh_plugin_def *find_def(const cdsh_plugin_def *const *defs, const
 }
 
 /* Where the profile comes from and the name it gets in the temporary home. */
-static int locate(const char *home, const char *profile, char **path, char name[80])
+static int locate(const char *home, const char *profile, char **path, char name[80],
+                  bool *is_file)
 {
     size_t n = strlen(profile);
-    bool is_file = strchr(profile, '/') || (n > 5 && strcmp(profile + n - 5, ".yaml") == 0) ||
-                   (n > 4 && strcmp(profile + n - 4, ".yml") == 0);
-    if (!is_file) {
+    *is_file = strchr(profile, '/') || (n > 5 && strcmp(profile + n - 5, ".yaml") == 0) ||
+               (n > 4 && strcmp(profile + n - 4, ".yml") == 0);
+    if (!*is_file) {
         if (!cdsh_profile_name_valid(profile))
             return -1;
         snprintf(name, 80, "%s", profile);
@@ -263,7 +264,8 @@ int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_
         tmp = NULL;
         goto done;
     }
-    if (!profile || locate(home ? home : "", profile, &src, name) != 0) {
+    bool is_file = false;
+    if (!profile || locate(home ? home : "", profile, &src, name, &is_file) != 0) {
         problem(&r, "profile \"%s\": not a profile name or a YAML file path",
                 profile ? profile : "");
         check(&r, "parse", false, "bad profile argument");
@@ -271,9 +273,19 @@ int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_
     }
     json_object_set_new(rep, "path", json_string(src));
     cdsh_error ferr = {0};
-    if (cdsh_fs_read_file(src, 4u << 20, &text, NULL, &ferr) != 0) {
+    size_t len = 0;
+    if (cdsh_fs_read_file(src, 4u << 20, &text, &len, &ferr) != 0) {
         problem(&r, "profile \"%s\": cannot read %s: %s", name, src, ferr.message);
         check(&r, "parse", false, "unreadable");
+        goto finish;
+    }
+    /* The loader itself judges the file where it is (no second, weaker
+     * validator): what it refuses, `cdsh web` and `cdsh chat` refuse too. */
+    int lrc = is_file ? cdsh_profile_load_file(src, name, &prof, &ferr)
+                      : cdsh_profile_load(home, name, &prof, &ferr);
+    if (lrc != 0) {
+        problem(&r, "profile \"%s\": %s", name, ferr.message);
+        check(&r, "parse", false, "not a profile");
         goto finish;
     }
     /* The copy lives in the temporary home; the user's home is only read. */
@@ -285,14 +297,9 @@ int cdsh_facade_verify(const char *home, const char *profile, const cdsh_plugin_
     free(dst);
     dst = NULL;
     if (asprintf(&dst, "%s/profiles/%s.yaml", tmp, name) < 0 ||
-        cdsh_fs_write_atomic(dst, text, strlen(text), 0600, &ferr) != 0) {
+        cdsh_fs_write_atomic(dst, text, len, 0600, &ferr) != 0) {
         problem(&r, "profile \"%s\": cannot stage it: %s", name, ferr.message);
         check(&r, "parse", false, "cannot stage");
-        goto finish;
-    }
-    if (cdsh_profile_load(tmp, name, &prof, &ferr) != 0) {
-        problem(&r, "profile \"%s\": %s", name, ferr.message);
-        check(&r, "parse", false, "not a profile");
         goto finish;
     }
     check(&r, "parse", true, src);

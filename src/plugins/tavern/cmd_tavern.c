@@ -32,7 +32,7 @@ static void usage(FILE *out)
         "                                              import as a new card (the choice is\n"
         "                                              required when the card embeds a lorebook)\n"
         "  list [--json]                               list imported cards\n"
-        "  export CARD_ID (--png|--json) -o FILE       write the card back out\n"
+        "  export CARD_ID (--png|--json) -o FILE       write the card back out (-o -: stdout)\n"
         "  delete CARD_ID [--json]                     remove an imported card\n"
         "\n"
         "Library (KIND is lorebook, preset or persona):\n"
@@ -167,9 +167,19 @@ static int read_input(const char *path, char **data, size_t *len, cdsh_error *er
     return rc;
 }
 
+static bool to_stdout(const char *path)
+{
+    return path && strcmp(path, "-") == 0;
+}
+
+/* "-o -" writes to stdout (then nothing else is printed there). */
 static int write_output(const char *path, const void *data, size_t len, cdsh_error *err)
 {
-    return cdsh_fs_write_atomic(path, data, len, 0644, err);
+    if (!to_stdout(path))
+        return cdsh_fs_write_atomic(path, data, len, 0644, err);
+    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+        return cdsh_error_set(err, CDSH_EIO, "WRITE_FAILED", "cannot write to stdout");
+    return 0;
 }
 
 static int open_store(cdsh_tavern_store **s, cdsh_error *err)
@@ -318,7 +328,8 @@ static int cmd_export(const opts *o)
     plain.json = false;
     if (rc < 0)
         return fail(&plain, &err);
-    printf("wrote %s (%zu bytes)\n", o->output, len);
+    if (!to_stdout(o->output))
+        printf("wrote %s (%zu bytes)\n", o->output, len);
     return 0;
 }
 
@@ -562,7 +573,7 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
             rc = cdsh_tavern_store_asset_get(s, kind, o->args[0], &v, &err);
         if (rc == 0)
             rc = write_json_file(o->output, v, &err);
-        if (rc == 0 && !o->json)
+        if (rc == 0 && !o->json && !to_stdout(o->output))
             printf("wrote %s\n", o->output);
         if (rc == 0)
             res = json_pack("{s:s}", "file", o->output);
@@ -577,7 +588,10 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
                 kname, action);
         return 2;
     }
-    return finish(o, s, rc, &err, res);
+    opts q = *o;
+    if (to_stdout(o->output))
+        q.json = false; /* the data is the output: no confirmation after it */
+    return finish(&q, s, rc, &err, res);
 }
 
 static int cmd_regex(const char *action, const opts *o)
@@ -616,7 +630,7 @@ static int cmd_regex(const char *action, const opts *o)
         if (rc == 0 && exp) {
             rc = write_json_file(o->output, rules, &err);
             json_decref(rules);
-            if (rc == 0 && !o->json)
+            if (rc == 0 && !o->json && !to_stdout(o->output))
                 printf("wrote %s\n", o->output);
             if (rc == 0)
                 res = json_pack("{s:s}", "file", o->output);
@@ -642,7 +656,10 @@ static int cmd_regex(const char *action, const opts *o)
                 action);
         return 2;
     }
-    return finish(o, s, rc, &err, res);
+    opts q = *o;
+    if (to_stdout(o->output))
+        q.json = false; /* the data is the output: no confirmation after it */
+    return finish(&q, s, rc, &err, res);
 }
 
 int cdsh_cmd_tavern(int argc, char **argv)

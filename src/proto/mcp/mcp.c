@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env_policy.h"
 #include "base/hash.h"
 #include "base/json.h"
 #include "base/strbuf.h"
@@ -363,39 +364,11 @@ int cdsh_mcp_public_tool_name(const char *server, const char *raw,
     return 0;
 }
 
-static bool contains_ci(const char *s, size_t n, const char *needle)
-{
-    size_t m = strlen(needle);
-    for (size_t i = 0; i + m <= n; i++) {
-        size_t j = 0;
-        while (j < m && toupper((unsigned char)s[i + j]) == needle[j])
-            j++;
-        if (j == m)
-            return true;
-    }
-    return false;
-}
-
-static bool starts_ci(const char *s, size_t n, const char *prefix)
-{
-    size_t m = strlen(prefix);
-    if (n < m)
-        return false;
-    for (size_t i = 0; i < m; i++)
-        if (toupper((unsigned char)s[i]) != prefix[i])
-            return false;
-    return true;
-}
-
+/* One policy for every child (base/env_policy.h); an entry "NAME=value" is
+ * judged by its value too. */
 bool cdsh_mcp_env_name_scrubbed(const char *name)
 {
-    if (!name)
-        return false;
-    const char *eq = strchr(name, '=');
-    size_t n = eq ? (size_t)(eq - name) : strlen(name);
-    return contains_ci(name, n, "KEY") || contains_ci(name, n, "PASSWORD") ||
-           contains_ci(name, n, "SECRET") || contains_ci(name, n, "TOKEN") ||
-           starts_ci(name, n, "DSH_") || starts_ci(name, n, "CDSH_");
+    return name && cdsh_env_policy_judge(name) != CDSH_ENV_PASS;
 }
 
 void cdsh_mcp_env_free(char **env)

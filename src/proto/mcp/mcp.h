@@ -131,9 +131,11 @@ char *cdsh_mcp_content_text_dup(const json_t *content, const char *tool);
 int cdsh_mcp_public_tool_name(const char *server, const char *raw,
                               char out[CDSH_MCP_PUBLIC_NAME_MAX + 1]);
 
-/* DSH's scrubbedParentEnv name test: true when the name contains KEY,
- * PASSWORD, SECRET or TOKEN (any case), or its upper-cased form starts with
- * one of the harness prefixes "DSH_" or "CDSH_". name may end at '='. */
+/* DSH's scrubbedParentEnv test, now cdsh's one policy for every child
+ * (base/env_policy.h): true when the entry is not passed to a child — a
+ * credential-looking name (KEY, PASSWORD, SECRET, TOKEN, AUTH, _PAT, …), a
+ * "DSH_" or "CDSH_" prefix, or (for "NAME=value") a value with URL userinfo
+ * or a provider key's shape. */
 bool cdsh_mcp_env_name_scrubbed(const char *name);
 
 /* The environment for a stdio server child: `parent` ("NAME=value" strings,
