@@ -1777,6 +1777,13 @@ int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_e
         goto nomem;
     }
     json_object_set_new(*out, "templateFailures", failures);
+    /* A dry run reports the timed-effect state this turn would leave (the
+     * caller's is untouched): a preview can be chained turn after turn. */
+    if (in->dry_run && json_object_set(*out, "timedAfter", r.timed) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        goto nomem;
+    }
     rc = 0;
     goto cleanup;
 nomem:
