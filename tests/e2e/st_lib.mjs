@@ -171,7 +171,12 @@ async function startServer({ root }) {
   let log = '';
   const child = spawn(process.execPath, [path.join(ST_DIR, 'server.js'), '--configPath', config,
     '--dataRoot', root, '--port', String(port), '--listen', 'false', '--browserLaunchEnabled', 'false'],
-  { cwd: cfgDir, env: { ...process.env, NODE_ENV: 'production', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // GIT_DIR points nowhere: ST asks git for its revision, which would be
+  // the surrounding checkout's (tests/node_modules lives in one), and keys
+  // its compiled-bundle cache on it, so every commit would cost a
+  // recompile and prune the bundle other runs are serving.
+  { cwd: cfgDir, env: { ...process.env, NODE_ENV: 'production', FORCE_COLOR: '0', GIT_DIR: path.join(cfgDir, 'no-git') },
+    stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   const keep = (d) => { log = tail(log + d, 20000); };
   child.stdout.on('data', keep);
@@ -287,10 +292,19 @@ export async function launchST({ seed = 0, time = FIXED_TIME, timezone = 'UTC', 
     await page.goto(`${server.url}/`);
     note('page loaded');
     // APP_READY is an auto-fired event: a late listener still hears it.
+    // When it does not come, the error shows what the page shows (an open
+    // popup's text) and where a screenshot is.
+    const shot = path.join(os.tmpdir(), `cdsh-st-not-ready-${process.pid}.png`);
+    let shown = '';
     await within('SillyTavern page: APP_READY', 180000, page.evaluate(async () => {
       const { eventSource, event_types } = await import('/scripts/events.js');
       await new Promise((resolve) => eventSource.on(event_types.APP_READY, resolve));
-    }), () => `${server.log()}\n--- page errors ---\n${pageErrors.join('\n')}`);
+    }), () => `${server.log()}\n--- page errors ---\n${pageErrors.join('\n')}\n--- on screen ---\n${shown}`).catch(async (e) => {
+      shown = await page.evaluate(() => [...document.querySelectorAll('dialog[open]')].map((d) => d.innerText).join('\n---\n').slice(0, 2000)).catch(() => '?');
+      await page.screenshot({ path: shot }).catch(() => {});
+      e.message += `\n--- open popups ---\n${shown || '(none)'}\n(screenshot: ${shot})`;
+      throw e;
+    });
     await page.evaluate(() => {
       window.__cdshApi = {
         imp: (p) => import(p),
