@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/json.h"
 
@@ -211,8 +212,8 @@ static void preview_takes_world_info_settings_and_a_seed(void **state)
     json_decref(j);
     /* the same seed gives the same plan */
     char *again = NULL;
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &again, NULL, "tavern", "preview", id, "--chat",
-                                        chat, "--seed", "7", "--json", NULL),
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &again, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--seed", "7", "--json", NULL),
                      0);
     assert_string_equal(out, again);
     free(again);
@@ -250,9 +251,8 @@ static void preview_takes_world_info_settings_and_a_seed(void **state)
     assert_non_null(strstr(json_string_value(json_object_get(j, "message")), "scanDepth"));
     json_decref(j);
     free(out);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--seed", "-1",
-                                        NULL),
-                     2);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--seed", "-1", NULL), 2);
     assert_non_null(strstr(err, "--seed"));
     free(out);
     free(err);
@@ -262,11 +262,100 @@ static void preview_takes_world_info_settings_and_a_seed(void **state)
     assert_non_null(strstr(err, "--generation-type"));
     free(out);
     free(err);
-    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--wi",
-                                        "noequals", NULL),
-                     2);
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--wi", "noequals", NULL), 2);
     free(out);
     free(err);
+    free(id);
+    cdsh_test_home_free(home);
+}
+
+/* --book adds a world-info file as a global book (named by its "name" or
+ * the file name); a dry run reports the timed-effect state it would leave
+ * (worldInfo.timedAfter), which a later preview reads from the story state;
+ * a bad book names the file. */
+static void preview_adds_book_files_and_reports_timed_state(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    char *id = import_card(home);
+    char chat[4096], book[4096], named[4096], bad[4096], statef[4096];
+    snprintf(chat, sizeof chat, "%s/chat.json", home);
+    snprintf(book, sizeof book, "%s/moon-lore.json", home);
+    snprintf(named, sizeof named, "%s/other.json", home);
+    snprintf(bad, sizeof bad, "%s/bad.json", home);
+    cdsh_test_write_file(chat, "[{\"role\":\"user\",\"name\":\"Ann\",\"text\":\"the moon\"}]");
+    cdsh_test_write_file(book, "{\"entries\":{\"0\":{\"uid\":0,\"key\":[\"moon\"],"
+                               "\"content\":\"Moon lore.\",\"sticky\":2}}}");
+    cdsh_test_write_file(named,
+                         "{\"name\":\"Sky\",\"entries\":{\"3\":{\"uid\":3,\"key\":[\"moon\"],"
+                         "\"content\":\"Sky lore.\",\"position\":1}}}");
+    cdsh_test_write_file(bad, "{\"entries\":{\"0\":{\"uid\":0,\"key\":\"moon\"}}");
+    char *out = NULL;
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--book", book, "--book", named, "--seed", "1", "--json",
+                                        NULL),
+                     0);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *wi = json_object_get(j, "worldInfo");
+    assert_string_equal(json_string_value(json_object_get(wi, "before")), "Moon lore.");
+    /* the card's own book is there too ("Old glade."); the files' entries
+     * are in their books */
+    assert_non_null(strstr(json_string_value(json_object_get(wi, "after")), "Sky lore."));
+    json_t *a = json_object_get(wi, "activated"), *e;
+    size_t i;
+    int seen = 0;
+    json_array_foreach(a, i, e) {
+        const char *b = json_string_value(json_object_get(e, "book"));
+        const char *c = json_string_value(json_object_get(e, "content"));
+        if (!strcmp(c, "Moon lore."))
+            seen |= !strcmp(b, "moon-lore");
+        if (!strcmp(c, "Sky lore."))
+            seen |= !strcmp(b, "Sky") << 1;
+    }
+    assert_int_equal(seen, 3);
+    /* the sticky entry would start at the chat's length (1) and last 2 */
+    json_t *sticky = json_object_get(json_object_get(json_object_get(wi, "timedAfter"), "sticky"),
+                                     "moon-lore.0");
+    assert_non_null(sticky);
+    assert_int_equal(json_integer_value(json_object_get(sticky, "start")), 1);
+    assert_int_equal(json_integer_value(json_object_get(sticky, "end")), 3);
+    /* nothing was written: the state file does not exist */
+    snprintf(statef, sizeof statef, "%s/tavern/state/%s.json", home, id);
+    FILE *f = fopen(statef, "r");
+    assert_null(f);
+    /* chained: the next turn (chat of 2, no moon) keeps the entry by sticky */
+    char *st = NULL;
+    json_t *timed = json_pack("{s:O}", "timed", json_object_get(wi, "timedAfter"));
+    st = json_dumps(timed, 0);
+    json_decref(timed);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tavern/state", home);
+    mkdir(dir, 0700);
+    cdsh_test_write_file(statef, st);
+    free(st);
+    json_decref(j);
+    free(out);
+    cdsh_test_write_file(chat, "[{\"role\":\"user\",\"name\":\"Ann\",\"text\":\"the moon\"},"
+                               "{\"role\":\"assistant\",\"name\":\"Sera\",\"text\":\"yes\"}]");
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--chat", chat,
+                                        "--book", book, "--scan-depth", "1", "--seed", "1",
+                                        "--json", NULL),
+                     0);
+    j = json_loads(out, 0, NULL);
+    wi = json_object_get(j, "worldInfo");
+    assert_string_equal(json_string_value(json_object_get(wi, "before")), "Moon lore.");
+    json_decref(j);
+    free(out);
+    /* a book that is not one is refused, naming the file */
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--book", bad,
+                                        "--json", NULL),
+                     1);
+    j = json_loads(out, 0, NULL);
+    assert_false(json_is_true(json_object_get(j, "ok")));
+    assert_non_null(strstr(json_string_value(json_object_get(j, "message")), "bad.json"));
+    json_decref(j);
+    free(out);
     free(id);
     cdsh_test_home_free(home);
 }
@@ -279,6 +368,7 @@ int main(void)
         cmocka_unit_test(preview_scans_the_note_when_asked_and_trims_to_the_context),
         cmocka_unit_test(preview_usage_and_unknown_card),
         cmocka_unit_test(preview_takes_world_info_settings_and_a_seed),
+        cmocka_unit_test(preview_adds_book_files_and_reports_timed_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

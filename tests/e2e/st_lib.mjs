@@ -11,8 +11,8 @@
 // Chromium or the sillytavern package is missing.
 //
 // The data root is kept between runs (ST compiles its frontend bundle with
-// webpack into it once; that takes minutes under load) under
-// $CDSH_ST_DATA or <tmp>/cdsh-st-1.19.0-<uid>; the user's data in it is
+// webpack into it once, minutes under load; later starts reuse its cache) under
+// $CDSH_ST_DATA or <tmp>/cdsh-st-1.19.0-own-<uid>; the user's data in it is
 // reset on every start. A second process that finds it in use works on a
 // fresh copy of the compiled bundle.
 import { spawn } from 'node:child_process';
@@ -85,7 +85,7 @@ function pidAlive(pid) {
 // owner's lock is taken over) or, when a live process holds it, makes a
 // private root seeded with the shared compiled bundle. {root, release}.
 function takeDataRoot() {
-  const shared = process.env.CDSH_ST_DATA || path.join(os.tmpdir(), `cdsh-st-${ST_VERSION}-${process.getuid()}`);
+  const shared = process.env.CDSH_ST_DATA || path.join(os.tmpdir(), `cdsh-st-${ST_VERSION}-own-${process.getuid()}`);
   fs.mkdirSync(path.dirname(shared), { recursive: true });
   const lock = `${shared}.lock`;
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -167,11 +167,25 @@ async function startServer({ root }) {
   for (const name of fs.readdirSync(root)) {
     if (name !== '_webpack') fs.rmSync(path.join(root, name), { recursive: true, force: true });
   }
+  // Inside a container ST writes its compiled bundle into its own package
+  // (dist/_webpack, shared by every checkout using tests/node_modules, and
+  // pruned by any run whose cache key differs). A resolve hook answers
+  // is-docker with false, so the bundle goes to our data root.
+  const hooks = 'export async function resolve(spec, ctx, next) {'
+    + ' if (spec === "is-docker") return { url: "data:text/javascript,export default function isDocker() { return false; }", shortCircuit: true };'
+    + ' return next(spec, ctx); }';
+  const preload = path.join(cfgDir, 'no-docker.mjs');
+  fs.writeFileSync(preload, `import { register } from 'node:module';\nregister(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});\n`);
   const port = await freePort();
   let log = '';
-  const child = spawn(process.execPath, [path.join(ST_DIR, 'server.js'), '--configPath', config,
+  const child = spawn(process.execPath, ['--import', preload, path.join(ST_DIR, 'server.js'), '--configPath', config,
     '--dataRoot', root, '--port', String(port), '--listen', 'false', '--browserLaunchEnabled', 'false'],
-  { cwd: cfgDir, env: { ...process.env, NODE_ENV: 'production', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // GIT_DIR points nowhere: ST asks git for its revision, which would be
+  // the surrounding checkout's (tests/node_modules lives in one), and keys
+  // its compiled-bundle cache on it, so every commit would cost a
+  // recompile and prune the bundle other runs are serving.
+  { cwd: cfgDir, env: { ...process.env, NODE_ENV: 'production', FORCE_COLOR: '0', GIT_DIR: path.join(cfgDir, 'no-git') },
+    stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   const keep = (d) => { log = tail(log + d, 20000); };
   child.stdout.on('data', keep);
@@ -287,10 +301,19 @@ export async function launchST({ seed = 0, time = FIXED_TIME, timezone = 'UTC', 
     await page.goto(`${server.url}/`);
     note('page loaded');
     // APP_READY is an auto-fired event: a late listener still hears it.
+    // When it does not come, the error shows what the page shows (an open
+    // popup's text) and where a screenshot is.
+    const shot = path.join(os.tmpdir(), `cdsh-st-not-ready-${process.pid}.png`);
+    let shown = '';
     await within('SillyTavern page: APP_READY', 180000, page.evaluate(async () => {
       const { eventSource, event_types } = await import('/scripts/events.js');
       await new Promise((resolve) => eventSource.on(event_types.APP_READY, resolve));
-    }), () => `${server.log()}\n--- page errors ---\n${pageErrors.join('\n')}`);
+    }), () => `${server.log()}\n--- page errors ---\n${pageErrors.join('\n')}\n--- on screen ---\n${shown}`).catch(async (e) => {
+      shown = await page.evaluate(() => [...document.querySelectorAll('dialog[open]')].map((d) => d.innerText).join('\n---\n').slice(0, 2000)).catch(() => '?');
+      await page.screenshot({ path: shot }).catch(() => {});
+      e.message += `\n--- open popups ---\n${shown || '(none)'}\n(screenshot: ${shot})`;
+      throw e;
+    });
     await page.evaluate(() => {
       window.__cdshApi = {
         imp: (p) => import(p),

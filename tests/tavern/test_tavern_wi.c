@@ -333,6 +333,28 @@ static void group_with_prior_activation_blocks_later_members(void **state)
     fx_free(&f);
 }
 
+/* SillyTavern blocks a group for later loops only when an earlier entry's
+ * whole group field is that name (x.group === key): a winner of "g1, g2"
+ * does not keep a "g2" member from firing on recursion. */
+static void prior_activation_compares_the_whole_group_field(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f, book("b", "[{\"uid\":0,\"key\":[\"moon\"],\"group\":\"g1, g2\","
+                          "\"groupOverride\":true,\"content\":\"A\"},"
+                          "{\"uid\":1,\"key\":[\"moon\"],\"group\":\"g2\",\"content\":\"B\"}]"));
+    say(&f, NULL, "moon");
+    json_t *out = run(&f);
+    /* loop 1: A wins g2 by override; loop 2 (recursion): B alone in g2 */
+    assert_string_equal(fired(out), "0,1");
+    json_decref(out);
+    f.in.settings.recursive = false;
+    out = run(&f);
+    assert_string_equal(fired(out), "0");
+    json_decref(out);
+    fx_free(&f);
+}
+
 static void probability_rolls_are_seeded(void **state)
 {
     (void)state;
@@ -647,6 +669,7 @@ int main(void)
         cmocka_unit_test(recursion_prevent_exclude_and_delay_levels),
         cmocka_unit_test(inclusion_groups_override_scoring_prior_and_weights),
         cmocka_unit_test(group_with_prior_activation_blocks_later_members),
+        cmocka_unit_test(prior_activation_compares_the_whole_group_field),
         cmocka_unit_test(probability_rolls_are_seeded),
         cmocka_unit_test(sticky_cooldown_and_delay_across_turns_and_swipes),
         cmocka_unit_test(budget_overflow_stops_and_ignore_budget_passes),

@@ -229,6 +229,33 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     fx_close(&f);
 }
 
+/* The turn after continueFloor is a `continue` turn (its plan and trigger
+ * record say so), the next one is normal again. */
+static void continue_gives_the_next_turn_its_generation_type(void **state)
+{
+    (void)state;
+    fx f;
+    fx_open(&f, "[" SAY("The woods are old.") "," SAY("And older still.") "," SAY("Rest.") "]");
+    cdsh_test_tavern_world *w = &f.w;
+    char *a = cdsh_test_tavern_bound_session(w, "import", "a", NULL);
+    cdsh_test_tavern_turn(w, a, "Tell me about the forest of Eldoria.");
+    json_t *r = cdsh_test_tavern_rpc(w, "continueFloor", json_pack("{s:s}", "sessionId", a));
+    const char *resend = json_string_value(json_object_get(json_object_get(r, "resend"), "text"));
+    assert_non_null(resend);
+    cdsh_test_tavern_turn(w, a, resend);
+    json_decref(r);
+    cdsh_test_tavern_turn(w, a, "Thank you.");
+    const char *want[] = {"normal", "continue", "normal"};
+    for (long t = 1; t <= 3; t++) {
+        json_t *log = NULL;
+        json_t *rec = trigger_record(w, a, t, &log);
+        assert_string_equal(json_string_value(json_object_get(rec, "generationType")), want[t - 1]);
+        json_decref(log);
+    }
+    free(a);
+    fx_close(&f);
+}
+
 /* true if any message of the request body contains needle. */
 static bool body_mentions(const json_t *body, const char *needle)
 {
@@ -273,6 +300,7 @@ int main(void)
         cmocka_unit_test(bound_session_requests_carry_standing_and_turn_context),
         cmocka_unit_test(live_turns_log_why_entries_fired_per_session),
         cmocka_unit_test(the_authors_note_follows_its_insertion_interval),
+        cmocka_unit_test(continue_gives_the_next_turn_its_generation_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

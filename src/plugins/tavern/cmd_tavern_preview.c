@@ -1,9 +1,10 @@
 /* cmd_tavern_preview.c — `cdsh tavern preview CARD_ID [--chat FILE]
- * [--preset ID] [--persona ID] [--story ID] [--json]`: loads the card and
- * its assets from the store, reads an optional chat, runs the prompt engine
- * as a dry run and prints the plan. It never writes: timed effects, local
- * and global variables are read from the state directory and evaluated on
- * copies. */
+ * [--preset ID] [--persona ID] [--story ID] [--book FILE]... [--json]`:
+ * loads the card and its assets from the store, reads an optional chat and
+ * world-info files, runs the prompt engine as a dry run and prints the plan.
+ * It never writes: timed effects, local and global variables are read from
+ * the state directory and evaluated on copies; a story's world-info
+ * settings layer is read from its database. */
 #include "plugins/tavern/cmd_tavern_preview.h"
 
 #include <getopt.h>
@@ -19,59 +20,68 @@
 #include "host/cli.h"
 #include "plugins/tavern/assemble.h"
 #include "plugins/tavern/card.h"
+#include "plugins/tavern/binding.h"
 #include "plugins/tavern/globals.h"
+#include "plugins/tavern/lorebook.h"
 #include "plugins/tavern/pipeline.h"
 #include "plugins/tavern/regex.h"
 #include "plugins/tavern/store.h"
+#include "plugins/tavern/story.h"
 #include "plugins/tavern/wi_settings.h"
 
 #define CHAT_MAX_BYTES (64u << 20)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
-                 "                           [--story ID] [--note TEXT [--note-...]]\n"
-                 "                           [--context N] [--wi-settings FILE] [--wi KEY=VALUE]...\n"
-                 "                           [--scan-depth N] [--budget PCT] [--budget-cap N]\n"
-                 "                           [--[no-]recursive] [--[no-]whole-words] [--case-sensitive]\n"
-                 "                           [--seed N] [--generation-type TYPE] [--json]\n"
-                 "\n"
-                 "Shows the prompt the card would get for the next turn: the standing segment\n"
-                 "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
-                 "(a simulation), budgets and the world-info trigger log. Writes nothing.\n"
-                 "\n"
-                 "  --chat FILE     chat so far: a JSON array of {role|is_user, name, text|mes,\n"
-                 "                  synthetic} or SillyTavern .jsonl (the header line is skipped)\n"
-                 "  --preset ID     library preset (default: SillyTavern's default order)\n"
-                 "  --persona ID    persona (default: \"User\")\n"
-                 "  --story ID      story whose timed effects and variables to read\n"
-                 "                  ($CDSH_HOME/tavern/state/<ID>.json; default: the card id)\n"
-                 "  --note TEXT     author's note for this turn\n"
-                 "  --note-position N  SillyTavern's: 1 in chat at its depth (default),\n"
-                 "                  0 after the main prompt, 2 before it\n"
-                 "  --note-depth N  in-chat depth of the note (default 4)\n"
-                 "  --note-role R   in-chat role: system (default), user, assistant\n"
-                 "  --note-scan     let world info scan the note (\"allow WI scan\")\n"
-                 "  --context N     context size in tokens (default: the preset's\n"
-                 "                  openai_max_context); the simulated messages are trimmed\n"
-                 "                  to it minus the preset's reply tokens\n"
-                 "  --wi-settings FILE  world-info settings: cdsh's keys (docs/tavern.md) or\n"
-                 "                  SillyTavern's settings.json / world_info_* keys; over\n"
-                 "                  SillyTavern's defaults and the profile's settings\n"
-                 "  --wi KEY=VALUE  one world-info setting (after the file), e.g.\n"
-                 "                  --wi maxRecursionSteps=2 --wi overflowAlert=true\n"
-                 "  --scan-depth N, --budget PCT, --budget-cap N, --[no-]recursive,\n"
-                 "  --[no-]whole-words, --case-sensitive  the same as the --wi keys\n"
-                 "                  scanDepth, budgetPercent, budgetCap, recursive,\n"
-                 "                  matchWholeWords, caseSensitive\n"
-                 "  --seed N        replay a turn's randomness (a floor's recorded seed;\n"
-                 "                  default: a fresh seed, printed in the plan)\n"
-                 "  --generation-type TYPE  normal (default), continue, impersonate, swipe,\n"
-                 "                  regenerate or quiet\n"
-                 "  --json          print one JSON object {ok, plan...}\n"
-                 "\n"
-                 "Global variables are read from $CDSH_HOME/tavern/state/global-variables.json\n"
-                 "(shared by every story) and never written.\n");
+    fprintf(
+        out,
+        "Usage: cdsh tavern preview CARD_ID [--chat FILE] [--preset ID] [--persona ID]\n"
+        "                           [--story ID] [--book FILE]... [--note TEXT [--note-...]]\n"
+        "                           [--context N] [--wi-settings FILE] [--wi KEY=VALUE]...\n"
+        "                           [--scan-depth N] [--budget PCT] [--budget-cap N]\n"
+        "                           [--[no-]recursive] [--[no-]whole-words] [--case-sensitive]\n"
+        "                           [--seed N] [--generation-type TYPE] [--json]\n"
+        "\n"
+        "Shows the prompt the card would get for the next turn: the standing segment\n"
+        "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
+        "(a simulation), budgets and the world-info trigger log. Writes nothing.\n"
+        "\n"
+        "  --chat FILE     chat so far: a JSON array of {role|is_user, name, text|mes,\n"
+        "                  synthetic} or SillyTavern .jsonl (the header line is skipped)\n"
+        "  --preset ID     library preset (default: SillyTavern's default order)\n"
+        "  --persona ID    persona (default: \"User\")\n"
+        "  --story ID      story whose timed effects and variables to read\n"
+        "                  ($CDSH_HOME/tavern/state/<ID>.json; default: the card id)\n"
+        "                  and, for a story of this home, its world-info settings\n"
+        "  --book FILE     a world-info book (SillyTavern's JSON, a character book\n"
+        "                  or a lorebook_v3) used as a global book; repeatable, in\n"
+        "                  order; its name is the file's \"name\" or the file name\n"
+        "  --note TEXT     author's note for this turn\n"
+        "  --note-position N  SillyTavern's: 1 in chat at its depth (default),\n"
+        "                  0 after the main prompt, 2 before it\n"
+        "  --note-depth N  in-chat depth of the note (default 4)\n"
+        "  --note-role R   in-chat role: system (default), user, assistant\n"
+        "  --note-scan     let world info scan the note (\"allow WI scan\")\n"
+        "  --context N     context size in tokens (default: the preset's\n"
+        "                  openai_max_context); the simulated messages are trimmed\n"
+        "                  to it minus the preset's reply tokens\n"
+        "  --wi-settings FILE  world-info settings: cdsh's keys (docs/tavern.md) or\n"
+        "                  SillyTavern's settings.json / world_info_* keys; over\n"
+        "                  SillyTavern's defaults and the profile's settings\n"
+        "  --wi KEY=VALUE  one world-info setting (after the file), e.g.\n"
+        "                  --wi maxRecursionSteps=2 --wi overflowAlert=true\n"
+        "  --scan-depth N, --budget PCT, --budget-cap N, --[no-]recursive,\n"
+        "  --[no-]whole-words, --case-sensitive  the same as the --wi keys\n"
+        "                  scanDepth, budgetPercent, budgetCap, recursive,\n"
+        "                  matchWholeWords, caseSensitive\n"
+        "  --seed N        replay a turn's randomness (a floor's recorded seed;\n"
+        "                  default: a fresh seed, printed in the plan)\n"
+        "  --generation-type TYPE  normal (default), continue, impersonate, swipe,\n"
+        "                  regenerate or quiet\n"
+        "  --json          print one JSON object {ok, plan...}\n"
+        "\n"
+        "Global variables are read from $CDSH_HOME/tavern/state/global-variables.json\n"
+        "(shared by every story) and never written.\n");
 }
 
 typedef struct chat {
@@ -212,6 +222,59 @@ static bool int_arg(const char *s, int lo, int hi, int *out)
     return true;
 }
 
+/* Reads a book file as a global world-info book named by its "name" or,
+ * without one, by the file name without its extension (as SillyTavern names
+ * a world by its file). */
+static int load_book(const char *path, json_t *books, cdsh_error *err)
+{
+    json_error_t jerr;
+    json_t *raw = json_load_file(path, JSON_DECODE_ANY, &jerr);
+    if (!raw)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_BOOK", "cannot read %s: %s (line %d)", path,
+                              jerr.text, jerr.line);
+    json_t *book = cdsh_tavern_lorebook_normalize_dup(raw, err);
+    json_decref(raw);
+    if (!book)
+        return err->rc ? err->rc : CDSH_EINVAL;
+    const char *name = json_string_value(json_object_get(book, "name"));
+    if (!name || !*name) {
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        const char *dot = strrchr(base, '.');
+        json_object_set_new(
+            book, "name",
+            json_stringn(base, dot && dot != base ? (size_t)(dot - base) : strlen(base)));
+    }
+    return json_array_append_new(books, book) < 0
+               ? cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory")
+               : 0;
+}
+
+/* The world-info settings a story of this home sets for itself (the layer
+ * saveStoryWorldInfoSettings writes); an empty object when `story` is not a
+ * story id of this home or sets none. */
+static json_t *story_wi_layer(cdsh_tavern_store *st, const char *story)
+{
+    json_t *layer = NULL;
+    if (!cdsh_tavern_story_id_valid(story))
+        return json_object();
+    char *path = NULL;
+    if (asprintf(&path, "%s/stories/%s.db", cdsh_tavern_store_root_get(st), story) < 0)
+        return json_object();
+    cdsh_tavern_story *s = NULL;
+    if (cdsh_tavern_story_open(path, &s, NULL) == 0 &&
+        cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, "settings/world-info.json", &layer, NULL) <
+            0)
+        layer = NULL;
+    cdsh_tavern_story_free(s);
+    free(path);
+    if (!json_is_object(layer)) {
+        json_decref(layer);
+        layer = json_object();
+    }
+    return layer;
+}
+
 static int fail(bool as_json, const cdsh_error *err)
 {
     if (as_json) {
@@ -253,12 +316,14 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                                              {"case-sensitive", no_argument, NULL, 1008},
                                              {"seed", required_argument, NULL, 1009},
                                              {"generation-type", required_argument, NULL, 1010},
+                                             {"book", required_argument, NULL, 'B'},
                                              {NULL, 0, NULL, 0}};
-    static const char *const FLAG_KEYS[] = {"scanDepth", "budgetPercent", "budgetCap",
-                                            "recursive", "recursive", "matchWholeWords",
+    static const char *const FLAG_KEYS[] = {"scanDepth",       "budgetPercent", "budgetCap",
+                                            "recursive",       "recursive",     "matchWholeWords",
                                             "matchWholeWords", "caseSensitive"};
     const char *wi_file = NULL, *gen_type = "normal";
-    json_t *wi_flags = json_object(); /* --wi and the named flags, in order */
+    json_t *wi_flags = json_object();  /* --wi and the named flags, in order */
+    json_t *book_paths = json_array(); /* --book, in order */
     bool has_seed = false;
     unsigned long seed = 0;
     const char *chat_path = NULL, *preset_id = NULL, *persona_id = NULL, *story = NULL,
@@ -291,6 +356,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                         : c == 'D' ? "--note-depth"
                                    : "--context");
                 json_decref(wi_flags);
+                json_decref(book_paths);
                 return 2;
             }
             break;
@@ -303,19 +369,23 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             if (note_role < 0) {
                 fprintf(stderr, "cdsh tavern preview: --note-role is system, user or assistant\n");
                 json_decref(wi_flags);
+                json_decref(book_paths);
                 return 2;
             }
             break;
         case 'W': wi_file = optarg; break;
+        case 'B': json_array_append_new(book_paths, json_string(optarg)); break;
         case 'w': {
             const char *eq = strchr(optarg, '=');
             json_t *v = eq ? json_loads(eq + 1, JSON_DECODE_ANY, NULL) : NULL;
             if (!eq || eq == optarg || !v) {
-                fprintf(stderr, "cdsh tavern preview: --wi wants KEY=VALUE (a JSON number or "
-                                "true/false), got '%s'\n",
+                fprintf(stderr,
+                        "cdsh tavern preview: --wi wants KEY=VALUE (a JSON number or "
+                        "true/false), got '%s'\n",
                         optarg);
                 json_decref(v);
                 json_decref(wi_flags);
+                json_decref(book_paths);
                 return 2;
             }
             char key[128];
@@ -333,6 +403,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                         : c == 1002 ? "--budget"
                                     : "--budget-cap");
                 json_decref(wi_flags);
+                json_decref(book_paths);
                 return 2;
             }
             json_object_set_new(wi_flags, FLAG_KEYS[c - 1001], json_integer(n));
@@ -353,6 +424,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                 fprintf(stderr, "cdsh tavern preview: --seed wants 0..4294967295, got '%s'\n",
                         optarg);
                 json_decref(wi_flags);
+                json_decref(book_paths);
                 return 2;
             }
             has_seed = true;
@@ -366,27 +438,34 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                         "impersonate, swipe, regenerate or quiet, not '%s'\n",
                         optarg);
                 json_decref(wi_flags);
+                json_decref(book_paths);
                 return 2;
             }
             break;
-        case 'h': json_decref(wi_flags); usage(stdout); return 0;
+        case 'h':
+            json_decref(wi_flags);
+            json_decref(book_paths);
+            usage(stdout);
+            return 0;
         default:
             fprintf(stderr, "cdsh tavern preview: bad option '%s'\n", argv[optind - 1]);
             usage(stderr);
             json_decref(wi_flags);
+            json_decref(book_paths);
             return 2;
         }
     }
     if (argc - optind != 1) {
         usage(stderr);
         json_decref(wi_flags);
+        json_decref(book_paths);
         return 2;
     }
     const char *card_id = argv[optind];
     cdsh_error err = {0};
     cdsh_tavern_store *st = NULL;
     json_t *card = NULL, *preset = NULL, *persona = NULL, *rules = NULL, *card_rules = NULL,
-           *state = NULL, *plan = NULL;
+           *state = NULL, *plan = NULL, *books = json_array();
     char *tag = NULL, *state_dir = NULL;
     chat ch = {0};
     cdsh_tavern_state_store *ss = NULL;
@@ -401,6 +480,8 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         rc = cdsh_tavern_store_regex_get(st, &rules, &err);
     if (rc == 0 && chat_path)
         rc = load_chat(chat_path, &ch, &err);
+    for (size_t i = 0; rc == 0 && i < json_array_size(book_paths); i++)
+        rc = load_book(json_string_value(json_array_get(book_paths, i)), books, &err);
     if (rc == 0) {
         /* Card rules live next to the card; a card without them has none. */
         char rel[512];
@@ -433,6 +514,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             .preset = preset,
             .persona = persona,
             .regex_rules = rules,
+            .global_books = json_array_size(books) ? books : NULL,
             .chat = ch.msgs,
             .n_chat = ch.n,
             .author_note = note,
@@ -451,7 +533,8 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             .revision = tag,
         };
         /* World info: SillyTavern's defaults, the preset's context size,
-         * the profile (settings.json "worldInfo"), --wi-settings, the flags. */
+         * the profile (settings.json "worldInfo"), the story's layer,
+         * --wi-settings, the flags. */
         cdsh_tavern_wi_settings_default(&in.wi);
         if (preset && json_is_integer(json_object_get(preset, "openai_max_context")))
             in.wi.max_context =
@@ -460,8 +543,12 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             in.wi.max_context = context;
         json_t *profile = NULL, *file = NULL;
         if (rc == 0 && cdsh_tavern_store_get(st, "settings.json", &profile, NULL, NULL) == 0)
-            rc = cdsh_tavern_wi_settings_apply(&in.wi, json_object_get(profile, "worldInfo"),
-                                               &err);
+            rc = cdsh_tavern_wi_settings_apply(&in.wi, json_object_get(profile, "worldInfo"), &err);
+        if (rc == 0 && story) {
+            json_t *layer = story_wi_layer(st, story);
+            rc = cdsh_tavern_wi_settings_apply(&in.wi, layer, &err);
+            json_decref(layer);
+        }
         if (rc == 0 && wi_file) {
             json_error_t jerr;
             file = json_load_file(wi_file, 0, &jerr);
@@ -495,7 +582,9 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
     }
     json_decref(plan);
     json_decref(wi_flags);
+    json_decref(book_paths);
     json_decref(state);
+    json_decref(books);
     cdsh_tavern_state_store_free(ss);
     free(state_dir);
     json_decref(card_rules);

@@ -74,6 +74,7 @@ void cdsh_tavern_service_free(cdsh_tavern_service *svc)
     json_decref(svc->current);
     json_decref(svc->log);
     json_decref(svc->maint);
+    json_decref(svc->gen_types);
     pthread_mutex_destroy(&svc->mu);
     free(svc);
 }
@@ -1439,6 +1440,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_continueFloor)
     json_decref(b);
     *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text", CONTINUE_NOTICE,
                        "source", "plugin");
+    cdsh__tavern_gen_type_set(svc, sid, "continue");
     return 0;
 }
 
@@ -1549,7 +1551,11 @@ CDSH__TAVERN_OP(cdsh__tavern_op_getFloorAssistantMessage)
 
 CDSH__TAVERN_OP(cdsh__tavern_op_regenerate)
 {
-    return branch_op(ud, call->op->name, call->args, value, err);
+    int rc = branch_op(ud, call->op->name, call->args, value, err);
+    if (rc == 0)
+        cdsh__tavern_gen_type_set(ud, json_string_value(json_object_get(call->args, "sessionId")),
+                                  "regenerate");
+    return rc;
 }
 
 CDSH__TAVERN_OP(cdsh__tavern_op_rollbackToFloor)

@@ -37,7 +37,15 @@ struct cdsh_tavern_service {
     cdsh_tavern_helper_fn helper; /* impersonation; may be NULL */
     void *helper_ud;
     cdsh_ops *ops; /* the checked operations table (methods.c), ud = this service */
+    json_t *gen_types; /* session → generation type of its next turn (guarded by mu) */
 };
+
+/* The generation type (SillyTavern's: continue, regenerate, swipe, ...) of
+ * the session's next live turn, set by the method that asks for that turn
+ * (continueFloor, regenerate) and taken once by the wire when the turn
+ * starts (service_wi.c). take returns an owned string or NULL ("normal"). */
+void cdsh__tavern_gen_type_set(cdsh_tavern_service *svc, const char *sid, const char *type);
+char *cdsh__tavern_gen_type_take_dup(cdsh_tavern_service *svc, const char *sid);
 
 /* The story session_id is bound to, as cdsh_tavern_binding_open_story
  * (same errors), but the handle of the session's open (or just ended) turn

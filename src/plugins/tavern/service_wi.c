@@ -40,6 +40,30 @@ int cdsh__tavern_wi_settings_effective(const json_t *settings, const json_t *pre
     return rc;
 }
 
+void cdsh__tavern_gen_type_set(cdsh_tavern_service *svc, const char *sid, const char *type)
+{
+    if (!svc || !sid || !cdsh_tavern_generation_type_valid(type))
+        return;
+    pthread_mutex_lock(&svc->mu);
+    if (!svc->gen_types)
+        svc->gen_types = json_object();
+    if (svc->gen_types)
+        json_object_set_new(svc->gen_types, sid, json_string(type));
+    pthread_mutex_unlock(&svc->mu);
+}
+
+char *cdsh__tavern_gen_type_take_dup(cdsh_tavern_service *svc, const char *sid)
+{
+    if (!svc || !sid)
+        return NULL;
+    pthread_mutex_lock(&svc->mu);
+    const char *t = json_string_value(json_object_get(svc->gen_types, sid));
+    char *out = t ? strdup(t) : NULL;
+    json_object_del(svc->gen_types, sid);
+    pthread_mutex_unlock(&svc->mu);
+    return out;
+}
+
 static int bad(cdsh_error *err, const char *what)
 {
     return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "field \"%s\" is missing or malformed",
@@ -109,10 +133,11 @@ CDSH__TAVERN_OP(cdsh__tavern_op_saveStoryWorldInfoSettings)
                                err);
     json_t *settings = rc == 0 ? cdsh__tavern_settings_dup(svc) : NULL;
     cdsh_tavern_wi_settings eff;
-    if (rc == 0 && (rc = cdsh__tavern_wi_settings_effective(settings, NULL, story, &eff, err)) == 0) {
+    if (rc == 0 &&
+        (rc = cdsh__tavern_wi_settings_effective(settings, NULL, story, &eff, err)) == 0) {
         char *canon = json_object_size(layer) ? cdsh_tavern_story_canon_dup(layer) : NULL;
-        *value = json_pack("{s:b,s:s,s:o}", "saved", 1, "revision", canon ? canon : "",
-                           "effective", cdsh_tavern_wi_settings_json(&eff));
+        *value = json_pack("{s:b,s:s,s:o}", "saved", 1, "revision", canon ? canon : "", "effective",
+                           cdsh_tavern_wi_settings_json(&eff));
         free(canon);
     }
     json_decref(settings);

@@ -1244,9 +1244,12 @@ static void inclusion_groups(run *r, wi_entry **cand, bool *alive, size_t n, int
     for (size_t g = 0; g < nn; g++) {
         if (has_sticky[g])
             continue;
+        /* As ST: an earlier activation blocks the group only when its whole
+         * group field is this one name (`x.group === key`), so an entry of
+         * "g1, g2" does not block a later "g2" member. */
         bool already = false;
         for (size_t a = 0; a < r->nactivated; a++)
-            already |= in_group(r->activated[a], names[g]);
+            already |= !strcmp(r->activated[a]->group_raw, names[g]);
         size_t members = 0;
         for (size_t i = 0; i < n; i++)
             members += alive[i] && in_group(cand[i], names[g]);
@@ -1777,6 +1780,13 @@ int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_e
         goto nomem;
     }
     json_object_set_new(*out, "templateFailures", failures);
+    /* A dry run reports the timed-effect state this turn would leave (the
+     * caller's is untouched): a preview can be chained turn after turn. */
+    if (in->dry_run && json_object_set(*out, "timedAfter", r.timed) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        goto nomem;
+    }
     rc = 0;
     goto cleanup;
 nomem:

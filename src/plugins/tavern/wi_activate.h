@@ -122,7 +122,9 @@ typedef struct cdsh_tavern_wi_input {
  *              tokens, turnLocal, standingSafe}],
  *  truncated:[{book, uid, comment}] (matched but cut by the budget),
  *  log:[{book, uid, comment, fired, reason}], budget, tokens, overflow, loops,
- *  templateFailures:[{book, uid, comment, code, message}]}.
+ *  templateFailures:[{book, uid, comment, code, message}],
+ *  timedAfter (dry runs only: the timed-effect state after this turn, a
+ *  copy; the caller's `timed` is unchanged)}.
  * Errors: INVALID_ARGS, OUT_OF_MEMORY. Bad regex keys never fail the call;
  * they are reported in the log. */
 int cdsh_tavern_wi_activate(const cdsh_tavern_wi_input *in, json_t **out, cdsh_error *err);

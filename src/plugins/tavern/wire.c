@@ -22,6 +22,7 @@ typedef struct open_turn {
     long long turn;
     cdsh_tavern_pipeline *pipe;
     json_t *globals_before, *globals_after; /* the turn's globals, committed at its end */
+    char *gen_type; /* the turn's generation type (continue, regenerate, ...); NULL: normal */
 } open_turn;
 
 static const char *str(const json_t *o, const char *k)
@@ -54,6 +55,7 @@ static void open_turn_free(open_turn *t)
 {
     drop_globals(t);
     cdsh_tavern_pipeline_free(t->pipe);
+    free(t->gen_type);
     free(t->sid);
     free(t);
 }
@@ -72,6 +74,7 @@ static json_t *turn_plan(wire *w, const char *sid, long long turn, bool open)
         t = calloc(1, sizeof *t);
         if (t && (t->sid = strdup(sid)) && (t->pipe = cdsh_tavern_pipeline_new())) {
             t->turn = turn;
+            t->gen_type = cdsh__tavern_gen_type_take_dup(w->svc, sid);
             t->next = w->turns;
             w->turns = t;
         } else if (t) {
@@ -87,14 +90,18 @@ static json_t *turn_plan(wire *w, const char *sid, long long turn, bool open)
         t->turn = turn;
         /* That turn never reported its end: its globals are not committed. */
         drop_globals(t);
+        /* A new turn: what asked for it (continue, regenerate) says its type. */
+        free(t->gen_type);
+        t->gen_type = cdsh__tavern_gen_type_take_dup(w->svc, sid);
     }
     char id[160];
     if (t)
         snprintf(id, sizeof id, "%s#t%lld", sid, t->turn);
     /* Held while building: one plan per turn, and the pipeline is per session. */
     json_t *gb = NULL, *ga = NULL;
+    cdsh__tavern_plan_opts opts = {.generation_type = t ? t->gen_type : NULL};
     int rc = cdsh__tavern_plan_build(w->svc, sid, t ? t->pipe : NULL, t ? id : NULL,
-                                     t ? t->turn : 0, NULL, &plan, &gb, &ga, &err);
+                                     t ? t->turn : 0, &opts, &plan, &gb, &ga, &err);
     if (t && gb && ga) {
         drop_globals(t);
         t->globals_before = gb;
