@@ -15,10 +15,14 @@
 static uint32_t u8_next(const unsigned char *p, const unsigned char *end, size_t *len)
 {
     unsigned c = p[0];
-    size_t need = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
-    if (need == 9 || p + need >= end + (need ? 0 : 1)) {
+    if (c < 0x80) {
         *len = 1;
-        return need == 0 ? c : 0xFFFD;
+        return c;
+    }
+    size_t need = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+    if (need == 9 || p + need >= end) {
+        *len = 1;
+        return 0xFFFD;
     }
     uint32_t cp = need == 1 ? (c & 0x1F) : need == 2 ? (c & 0x0F) : (c & 0x07);
     for (size_t i = 1; i <= need; i++) {
