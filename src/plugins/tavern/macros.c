@@ -147,6 +147,14 @@ static bool parse_var(const char *t, size_t n, size_t i, int depth, node *out)
     out->is_var = true;
     out->var_global = t[i] == '$';
     i = skip_ws(t, n, i + 1);
+    if (at(t, n, i, "}}")) {
+        /* {{.}}: ST's parser inserts the missing name and reads variable "" */
+        out->name_s = out->name_e = i;
+        out->op = OP_GET;
+        out->in_e = i;
+        out->end = i + 2;
+        return true;
+    }
     if (i >= n || !is_ident_start(t[i]))
         return false;
     size_t s = i;
@@ -587,7 +595,8 @@ json_t *cdsh__macro_var_add(json_t *store, const char *name, const json_t *value
     if (!inc_ok || !cur_ok || isnan(inc)) {
         cdsh_strbuf sb;
         cdsh_strbuf_init(&sb);
-        cdsh__macro_js_str(&sb, cur);
+        if (!js_falsy(cur)) /* String(currentValue || '') */
+            cdsh__macro_js_str(&sb, cur);
         cdsh__macro_js_str(&sb, value);
         json_t *s = json_stringn(sb.data ? sb.data : "", sb.len);
         cdsh_strbuf_deinit(&sb);
