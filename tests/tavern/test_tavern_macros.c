@@ -27,8 +27,6 @@ static cdsh_tavern_macro_env env_base(void)
     e.chr = "Seraphina";
     e.chat_id = "chat1";
     e.last_message_id = -1;
-    e.first_included_id = -1;
-    e.swipes = e.swipe_id = -1;
     e.now_ms = 1767225600000LL + 13 * 3600000LL + 5 * 60000LL; /* 2026-01-01 13:05 UTC, Thu */
     e.seed = 1234;
     return e;
@@ -247,6 +245,7 @@ static void chat_state_macros_are_turn_local(void **state)
     e.last_char_message = "greetings";
     e.last_message_id = 41;
     e.chat_length = 42;
+    e.has_swipes = e.has_first_included = true;
     e.swipes = 3;
     e.swipe_id = 1;
     e.first_included_id = 7;

@@ -46,8 +46,10 @@ typedef struct cdsh_tavern_macro_env {
     const char *last_message, *last_user_message, *last_char_message, *chat_id;
     long last_message_id;     /* -1: no messages */
     long chat_length;         /* messages in the chat ({{allChatRange}}); 0 = none */
-    long first_included_id;   /* -1: unknown ({{firstIncludedMessageId}} is "") */
-    long swipes, swipe_id;    /* last message's swipe count and 0-based index; -1 = none */
+    bool has_first_included;  /* false: {{firstIncludedMessageId}} is "" */
+    long first_included_id;
+    bool has_swipes;          /* false: {{lastSwipeId}}/{{currentSwipeId}} are "" */
+    long swipes, swipe_id;    /* last message's swipe count and 0-based index */
     int64_t idle_since_ms;    /* send time of the user message {{idleDuration}} measures; 0 = none */
     const char *generation_type; /* {{lastGenerationType}}; NULL = "" */
     long max_context, max_response; /* tokens; max prompt = context - response */

@@ -576,19 +576,19 @@ H(m_last_char_message)
 H(m_first_included)
 {
     (void)c;
-    return put_long(out, ENV->first_included_id, ENV->first_included_id >= 0);
+    return put_long(out, ENV->first_included_id, ENV->has_first_included);
 }
 
 H(m_last_swipe_id)
 {
     (void)c;
-    return put_long(out, ENV->swipes, ENV->swipes >= 0 && ENV->last_message_id >= 0);
+    return put_long(out, ENV->swipes, ENV->has_swipes);
 }
 
 H(m_current_swipe_id)
 {
     (void)c;
-    return put_long(out, ENV->swipe_id + 1, ENV->swipe_id >= 0 && ENV->last_message_id >= 0);
+    return put_long(out, ENV->swipe_id + 1, ENV->has_swipes);
 }
 
 H(m_all_chat_range)
