@@ -2,7 +2,8 @@
  * reads a JSON array of cases {text, env, local, global} on stdin, expands
  * each text with cdsh's macro engine and prints a JSON array of
  * {out, local, global, unknown}. env carries the names, card fields, chat
- * state, clock and seed both engines are given. */
+ * state, clock and seed both engines are given. With --names it prints the
+ * registry instead: [{name, unsupported}]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,20 @@ static long l(const json_t *env, const char *k, long dflt)
     return json_is_number(v) ? (long)json_number_value(v) : dflt;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--names")) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < cdsh_tavern_macros_count(); i++) {
+            const char *n = cdsh_tavern_macros_name(i);
+            json_array_append_new(names, json_pack("{s:s,s:b}", "name", n, "unsupported",
+                                                   cdsh_tavern_macros_unsupported(n, NULL)));
+        }
+        json_dumpf(names, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+        json_decref(names);
+        return 0;
+    }
     json_error_t jerr;
     json_t *cases = json_loadf(stdin, JSON_DECODE_ANY, &jerr);
     if (!json_is_array(cases)) {

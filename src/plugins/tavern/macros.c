@@ -575,7 +575,10 @@ json_t *cdsh__macro_var_add(json_t *store, const char *name, const json_t *value
     if (json_is_string(cur)) {
         json_t *parsed = json_loads(json_string_value(cur), JSON_DECODE_ANY, NULL);
         if (json_is_array(parsed)) {
-            json_array_append(parsed, (json_t *)value);
+            if (json_is_number(value)) /* JSON.stringify prints integral numbers bare */
+                json_array_append_new(parsed, cdsh__tavern_var_number_json(json_number_value(value)));
+            else
+                json_array_append(parsed, (json_t *)value);
             char *s = json_dumps(parsed, JSON_COMPACT | JSON_PRESERVE_ORDER);
             json_object_set_new(store, name, json_string(s ? s : "[]"));
             free(s);
