@@ -181,7 +181,7 @@ static void standing_freezes_clock_and_neutralizes_residual_macros(void **state)
     /* forbid_overrides keeps the preset main; {{time}} is turn-local so the
      * piece goes to the turn with the real clock. */
     assert_null(strstr(st, "CARD MAIN"));
-    assert_non_null(strstr(S(plan, "turn"), "Now: [00:00]"));
+    assert_non_null(strstr(S(plan, "turn"), "Now: [12:00 AM]"));
     assert_non_null(strstr(st, "odd ｛｛unknownmacro｝｝"));
     assert_int_equal(json_array_size(json_object_get(plan, "unknownMacros")), 1);
     json_decref(plan);

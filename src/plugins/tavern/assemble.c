@@ -847,6 +847,18 @@ static void macro_env(asm_ctx *a)
         .char_prompt = dstr(a->data, "system_prompt"),
         .char_jailbreak = dstr(a->data, "post_history_instructions"),
         .char_version = dstr(a->data, "character_version"),
+        .char_depth_prompt = dstr(json_object_get(json_object_get(a->data, "extensions"), "depth_prompt"),
+                                  "prompt"),
+        .creator_notes = dstr(a->data, "creator_notes"),
+        .alternate_greetings = json_object_get(a->data, "alternate_greetings"),
+        .generation_type = in->generation_type ? in->generation_type : "normal",
+        .max_context = (long)in->wi.max_context,
+        .max_response = json_is_integer(json_object_get(in->preset, "openai_max_tokens"))
+                            ? (long)json_integer_value(json_object_get(in->preset, "openai_max_tokens"))
+                            : 0,
+        .chat_length = real,
+        .summary = in->memories,
+        .authors_note = in->author_note,
         .last_message = last,
         .last_user_message = last_user,
         .last_char_message = last_char,
