@@ -505,6 +505,29 @@ static void min_activations_skew_the_scan_depth(void **state)
     fx_free(&f);
 }
 
+/* An entry's scanDepth 0 scans nothing at all in ST (WorldInfoBuffer.get
+ * returns '' for a depth at or below its start): not the chat, not the card
+ * fields its match flags select, not the recursion buffer. Found by the ST
+ * differential (e2e/st_wi). */
+static void entry_scan_depth_zero_scans_nothing(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"seoul\"],\"content\":\"S\",\"scanDepth\":0,"
+                          "\"matchCharacterDescription\":true},"
+                          "{\"uid\":2,\"key\":[\"seoul\"],\"content\":\"T\","
+                          "\"matchCharacterDescription\":true},"
+                          "{\"uid\":3,\"key\":[\"tower\"],\"content\":\"seoul\"}]"));
+    json_t *scan = json_pack("{s:s}", "characterDescription", "born in seoul");
+    f.in.scan_data = scan;
+    say(&f, NULL, "a tower of seoul");
+    json_t *out = run(&f);
+    assert_string_equal(fired(out), "2,3"); /* 1 sees neither chat, card nor recursion */
+    json_decref(out);
+    json_decref(scan);
+    fx_free(&f);
+}
+
 static void strategy_orders_character_and_global_books(void **state)
 {
     (void)state;
@@ -555,8 +578,9 @@ static void decorators_depth_zero_inject_and_macros_in_keys(void **state)
             book("b", "[{\"uid\":1,\"content\":\"@@activate\\nforced on\"},"
                       "{\"uid\":2,\"constant\":true,\"content\":\"@@dont_activate\\nnope\"},"
                       "{\"uid\":3,\"key\":[\"{{char}}\"],\"content\":\"about {{char}}\"},"
-                      "{\"uid\":4,\"key\":[\"note\"],\"scanDepth\":0,\"content\":\"from inject\"},"
-                      "{\"uid\":5,\"key\":[\"hidden\"],\"scanDepth\":0,\"content\":\"no\"}]"));
+                      "{\"uid\":4,\"key\":[\"note\"],\"content\":\"from inject\"},"
+                      "{\"uid\":5,\"key\":[\"hidden\"],\"scanDepth\":0,\"content\":\"no\"},"
+                      "{\"uid\":6,\"key\":[\"note\"],\"scanDepth\":0,\"content\":\"no\"}]"));
     cdsh_tavern_macro_env env = {.chr = "Seraphina", .user = "Ann"};
     f.in.macros = &env;
     f.in.settings.recursive = false;
@@ -565,6 +589,8 @@ static void decorators_depth_zero_inject_and_macros_in_keys(void **state)
     f.in.n_inject = 1;
     say(&f, NULL, "hidden Seraphina");
     json_t *out = run(&f);
+    /* 4 matches the author's note in the scan; at scanDepth 0 (5, 6) ST scans
+     * nothing at all, the note included. */
     assert_string_equal(fired(out), "1,3,4");
     json_t *act = json_object_get(out, "activated");
     size_t i;
@@ -674,6 +700,7 @@ int main(void)
         cmocka_unit_test(sticky_cooldown_and_delay_across_turns_and_swipes),
         cmocka_unit_test(budget_overflow_stops_and_ignore_budget_passes),
         cmocka_unit_test(min_activations_skew_the_scan_depth),
+        cmocka_unit_test(entry_scan_depth_zero_scans_nothing),
         cmocka_unit_test(strategy_orders_character_and_global_books),
         cmocka_unit_test(decorators_depth_zero_inject_and_macros_in_keys),
         cmocka_unit_test(world_info_regex_placement_rewrites_contents),

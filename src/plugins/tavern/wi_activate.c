@@ -652,9 +652,13 @@ static void append_global_scan(const run *r, const wi_entry *e, cdsh_strbuf *sb)
 }
 
 /* WorldInfoBuffer.get: messages up to depth joined with "\n\x01" and
- * prefixed "\x01", then entry-selected scan data, inject, recursion. */
+ * prefixed "\x01", then entry-selected scan data, inject, recursion. A depth
+ * of 0 (an entry's own scanDepth) gives '' as in ST: nothing at all is
+ * scanned, not even the scan data, inject or recursion buffer. */
 static char *build_scan(const run *r, const wi_entry *e, int depth, int state)
 {
+    if (depth <= 0)
+        return strdup("");
     cdsh_strbuf sb;
     cdsh_strbuf_init(&sb);
     cdsh_strbuf_append_char(&sb, '\x01');
