@@ -334,7 +334,7 @@ function addNotice(p) {
   if (p.level === 'error' && MODEL_CODES.has(p.code)) {
     n.classList.add('model-error');
     n.append(el('strong', null, t('modelFailed')), el('div', 'cause', p.text || p.code));
-    n.append(el('div', 'todo', t(`fix.${p.code}`)));
+    n.append(el('div', 'fix', t(`fix.${p.code}`)));
   } else {
     n.textContent = p.text;
   }

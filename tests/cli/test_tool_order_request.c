@@ -68,32 +68,35 @@ static char *request_order(void)
     return sent;
 }
 
+/* Under a fresh home with `profile`, the model and `tools list` see `expected`. */
+static void assert_request_order(const char *profile, const char *expected)
+{
+    char *home = cdsh_test_home_new();
+    write_profile(home, profile);
+    char *sent = request_order();
+    assert_string_equal(sent, expected);
+    free(sent);
+    cdsh_test_home_free(home);
+}
+
 static void by_default_the_model_sees_tools_sorted_by_name(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    write_profile(home, "plugins:\n  xiangqi:\n    enabled: true\n  tavern:\n    enabled: false\n");
-    char *sent = request_order();
-    assert_string_equal(sent, "skill,xiangqi_board,xiangqi_hint,xiangqi_move,xiangqi_new,"
-                              "xiangqi_review,xiangqi_undo");
-    free(sent);
-    cdsh_test_home_free(home);
+    assert_request_order("plugins:\n  xiangqi:\n    enabled: true\n  tavern:\n    enabled: false\n",
+                         "skill,xiangqi_board,xiangqi_hint,xiangqi_move,xiangqi_new,"
+                         "xiangqi_review,xiangqi_undo");
 }
 
 static void a_profiles_tool_order_is_what_the_model_sees(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    write_profile(home, "plugins:\n"
-                        "  xiangqi:\n    enabled: true\n"
-                        "  tavern:\n    enabled: false\n" /* its tools are masked in unbound turns */
-                        "  systemPrompt:\n    config:\n"
-                        "      toolOrder: [xiangqi_move, xiangqi_board, \"<unlisted-tools>\", skill]\n");
-    char *sent = request_order();
-    assert_string_equal(sent, "xiangqi_move,xiangqi_board,xiangqi_hint,xiangqi_new,"
-                              "xiangqi_review,xiangqi_undo,skill");
-    free(sent);
-    cdsh_test_home_free(home);
+    assert_request_order(
+        "plugins:\n"
+        "  xiangqi:\n    enabled: true\n"
+        "  tavern:\n    enabled: false\n" /* its tools are masked in unbound turns */
+        "  systemPrompt:\n    config:\n"
+        "      toolOrder: [xiangqi_move, xiangqi_board, \"<unlisted-tools>\", skill]\n",
+        "xiangqi_move,xiangqi_board,xiangqi_hint,xiangqi_new,xiangqi_review,xiangqi_undo,skill");
 }
 
 static void a_bad_tool_order_is_refused_before_any_request(void **state)

@@ -215,7 +215,7 @@ async function main() {
     const latin = await page.evaluate(() => {
       const own = ['.narrow-tabs', '[data-testid=new-session]', '[data-testid=send]', '[data-testid=fork]',
         '.msg.user .who', '[data-testid=tavern-note]', '.panel > h3', '.tool-card .state', '.tool-card .label',
-        '.notice.model-error strong', '.notice.model-error .todo', 'nav.tavern-tabs'];
+        '.notice.model-error strong', '.notice.model-error .fix', 'nav.tavern-tabs'];
       const bad = [];
       for (const sel of own) for (const e of document.querySelectorAll(sel)) {
         const text = e.textContent.replace('Aldric', '');
