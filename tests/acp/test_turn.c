@@ -53,25 +53,51 @@ static void assert_valid_openai_sequence(const json_t *msgs)
     json_decref(answered);
 }
 
+/* A fixture engine bound to a new session; one turn with `prompt` has run
+ * and ended ok. */
+typedef struct turn_fx {
+    char *home;
+    cdsh_acp_service *svc;
+    cdsh_session_store *st;
+    char *sid;
+} turn_fx;
+
+static void turn_fx_run(turn_fx *f, const char *title, const char *prompt)
+{
+    f->home = cdsh_test_home_new();
+    acp_write_fixture_engine(f->home, "[]", "");
+    cdsh_error err = {0};
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, &err);
+    assert_non_null(f->svc);
+    f->st = NULL;
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &f->st, &err), 0);
+    f->sid = NULL;
+    cdsh_session_spec spec = {.title = title};
+    assert_int_equal(cdsh_session_store_create(f->st, &spec, &f->sid, &err), 0);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, f->sid, "fixture", f->home, &err), 0);
+    cdsh_acp_turn_opts o = {.svc = f->svc, .store = f->st};
+    json_t *res = NULL;
+    assert_int_equal(cdsh_acp_turn_run(&o, f->sid, prompt, NULL, &res, &err), 0);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    json_decref(res);
+}
+
+static void turn_fx_free(turn_fx *f)
+{
+    free(f->sid);
+    cdsh_session_store_close(f->st);
+    cdsh_acp_service_free(f->svc);
+    cdsh_test_home_free(f->home);
+}
+
 static void overlapping_engine_tool_calls_replay_as_a_valid_sequence(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    acp_write_fixture_engine(home, "[]", "");
+    turn_fx f;
+    turn_fx_run(&f, "tools", "overlapping-tools");
+    cdsh_session_store *st = f.st;
+    const char *sid = f.sid;
     cdsh_error err = {0};
-    cdsh_acp_service *svc = cdsh_acp_service_new(cdsh_test_home(), NULL, &err);
-    assert_non_null(svc);
-    cdsh_session_store *st = NULL;
-    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, &err), 0);
-    char *sid = NULL;
-    cdsh_session_spec spec = {.title = "tools"};
-    assert_int_equal(cdsh_session_store_create(st, &spec, &sid, &err), 0);
-    assert_int_equal(cdsh_acp_service_bind(svc, sid, "fixture", home, &err), 0);
-    cdsh_acp_turn_opts o = {.svc = svc, .store = st};
-    json_t *res = NULL;
-    assert_int_equal(cdsh_acp_turn_run(&o, sid, "overlapping-tools", NULL, &res, &err), 0);
-    assert_true(json_is_true(json_object_get(res, "ok")));
-    json_decref(res);
 
     /* The log: each tool/call comes after exactly one advertisement naming it
      * with the same name and arguments. */
@@ -124,10 +150,7 @@ static void overlapping_engine_tool_calls_replay_as_a_valid_sequence(void **stat
                         "{\"path\":\"a.txt\"}");
     json_decref(msgs);
     json_decref(evs);
-    free(sid);
-    cdsh_session_store_close(st);
-    cdsh_acp_service_free(svc);
-    cdsh_test_home_free(home);
+    turn_fx_free(&f);
 }
 
 /* Claude Code ACP sends rawInput {} first and the input in a second pending
@@ -135,22 +158,11 @@ static void overlapping_engine_tool_calls_replay_as_a_valid_sequence(void **stat
 static void late_tool_arguments_are_stored(void **state)
 {
     (void)state;
-    char *home = cdsh_test_home_new();
-    acp_write_fixture_engine(home, "[]", "");
+    turn_fx f;
+    turn_fx_run(&f, "late", "late-args");
+    cdsh_session_store *st = f.st;
+    const char *sid = f.sid;
     cdsh_error err = {0};
-    cdsh_acp_service *svc = cdsh_acp_service_new(cdsh_test_home(), NULL, &err);
-    assert_non_null(svc);
-    cdsh_session_store *st = NULL;
-    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, &err), 0);
-    char *sid = NULL;
-    cdsh_session_spec spec = {.title = "late"};
-    assert_int_equal(cdsh_session_store_create(st, &spec, &sid, &err), 0);
-    assert_int_equal(cdsh_acp_service_bind(svc, sid, "fixture", home, &err), 0);
-    cdsh_acp_turn_opts o = {.svc = svc, .store = st};
-    json_t *res = NULL;
-    assert_int_equal(cdsh_acp_turn_run(&o, sid, "late-args", NULL, &res, &err), 0);
-    assert_true(json_is_true(json_object_get(res, "ok")));
-    json_decref(res);
     json_t *evs = cdsh_session_store_events(st, sid, 0, 1000, NULL, &err);
     int calls = 0;
     size_t i;
@@ -166,10 +178,7 @@ static void late_tool_arguments_are_stored(void **state)
     }
     assert_int_equal(calls, 1);
     json_decref(evs);
-    free(sid);
-    cdsh_session_store_close(st);
-    cdsh_acp_service_free(svc);
-    cdsh_test_home_free(home);
+    turn_fx_free(&f);
 }
 
 int main(void)
