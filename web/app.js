@@ -212,7 +212,8 @@ function addChip(note) {
   clearEmpty();
   const c = el('div', `chip ${note.kind}`, t(note.key));
   c.dataset.testid = 'tavern-note';
-  if (note.raw) c.title = note.raw;
+  // the tavern's own words (English, as the model reads them) as the tooltip, in the en view
+  if (note.raw && getLang() === 'en') c.title = note.raw;
   messages().append(c);
 }
 

@@ -76,11 +76,11 @@ async function latinWords(page, allow) {
   return page.evaluate((allowed) => {
     const skip = 'code, pre, script, style, .msg .text, .rp-prose, .rp-summary, .rp-keys, .rp-comment, ' +
       '.rp-name, .rp-by, [data-testid=rp-detail-name], .rp-tag, .tool-card .name, .model-status, .sid, ' +
-      '.tavern-log, .tavern-inert, .chat-title, .sessions .title, .cause, .xq-cause-text, .brand, ' +
+      '.tavern-log, .tavern-inert, .hits .body, .story-text, .chat-title, .sessions .title, .cause, .xq-cause-text, .brand, ' +
       'option, textarea, input, [data-i18n-skip]';
     const bad = new Set();
     const strip = (text) => {
-      let t = text.replace(/https?:\/\/\S+/g, '').replace(/\b[A-Z][A-Z0-9_]{2,}\b/g, '');
+      let t = text.replace(/https?:\/\/\S+/g, '').replace(/\{"[^}]*\}/g, '').replace(/\b[A-Z][A-Z0-9_]{2,}\b/g, '');
       for (const a of allowed) t = t.split(a).join('');
       return t;
     };
@@ -263,7 +263,8 @@ async function main() {
     await page.screenshot({ path: path.join(shotDir, 'e2e-rp-story-after-restart.png') });
 
     // ---- zh: no Latin text on any page or panel tab but names and code ------------------
-    const ALLOW = ['Seraphina', 'Kael', 'Aldric', 'Eldoria', 'fake-model', 'cdsh', 'Shift'];
+    const ALLOW = ['Seraphina', 'Kael', 'Aldric', 'Eldoria', 'fake-model', 'cdsh', 'Shift', 'SillyTavern',
+      'English']; // names: the cards', the persona's, the book's, the model's, a product's, a language's
     await page.click('[data-testid=lang]');
     const found = [];
     const where = async (name) => { for (const w of await latinWords(page, ALLOW)) found.push(`${name} | ${w}`); };
