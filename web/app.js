@@ -150,6 +150,12 @@ function drawSwipe() {
 async function swipeTo(d) {
   const sw = state.swipe;
   if (!sw || sw.total < 2 || state.running) return;
+  // › on the last variant asks for a new one, as SillyTavern's swipe does:
+  // a branch of the parent at that turn whose turn is a `swipe` generation
+  if (d > 0 && sw.index === sw.total) {
+    await branchFrom('regenerate', { sessionId: sw.siblings[0], turn: sw.turn, generationType: 'swipe' });
+    return;
+  }
   const i = (sw.index - 1 + d + sw.total) % sw.total;
   await openSession(sw.siblings[i]);
 }

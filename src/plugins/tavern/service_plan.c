@@ -288,8 +288,9 @@ int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tave
             (int)json_number_value(json_object_get(an, "position")));
         in.author_note_depth = (int)json_number_value(json_object_get(an, "depth"));
         in.author_note_role = (int)json_number_value(json_object_get(an, "role"));
-        in.author_note_scan = json_is_true(json_object_get(an, "allowWIScan"));
     }
+    /* "Allow WI scan" flags the card's depth prompt too, note or not. */
+    in.author_note_scan = json_is_true(json_object_get(an, "allowWIScan"));
     /* World-info settings: defaults ← preset ← profile ← story ← caller. */
     rc = cdsh__tavern_wi_settings_effective(settings, as.preset, story, &in.wi, err);
     if (rc == 0 && opts && opts->wi_settings)
