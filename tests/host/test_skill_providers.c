@@ -4,12 +4,13 @@
  * order, with the loser's warning; snapshot's `complete`; the bounded,
  * cwd-keyed catalog cache and its invalidation; loading a definition
  * through its provider (checked, name drift invalidates); cancellation;
- * disposal (free_ud once, change events). */
+ * disposal (free_ud once, change events), also with a plugin's unload. */
 #include "support/testkit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "host/host.h"
 #include "host/skills.h"
 
 typedef struct fake {
@@ -510,6 +511,50 @@ static void a_cancelled_lookup_fails_before_any_provider_runs(void **state)
     json_decref(pr.cands);
 }
 
+/* ---- a provider registered by a plugin leaves with it ------------------------ */
+
+static fake PLUGIN_FAKE;
+
+static int provider_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
+{
+    (void)config;
+    cdsh_skill_provider p = provider(&PLUGIN_FAKE);
+    cdsh_disposer_t d;
+    int rc = cdsh_skills_register_provider(cdsh_host_skills(cdsh_ctx_host(ctx)), &p, &d, err);
+    return rc ? rc : cdsh_ctx_adopt(ctx, d, err); /* unregistered when the plugin unloads */
+}
+
+static const cdsh_plugin_def provider_plugin = {.name = "bundle-a", .apply = provider_apply};
+static const cdsh_plugin_def provider_plugin_b = {.name = "bundle-b", .apply = provider_apply};
+
+static void a_plugins_provider_is_disposed_with_the_plugin(void **state)
+{
+    (void)state;
+    cdsh_host *h = cdsh_host_new();
+    PLUGIN_FAKE = (fake){.name = "bundled", .cands = json_pack("[o]", cand("tour", "bundled",
+                                                                            CDSH_SKILLS_BUNDLED_RANK,
+                                                                            "T"))};
+    cdsh_plugin *pl = NULL, *pb = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &provider_plugin, NULL, &pl, NULL), 0);
+    json_t *def = cdsh_skills_info_dup(cdsh_host_skills(h), NULL, "tour");
+    assert_string_equal(json_string_value(json_object_get(def, "content")), "T");
+    json_decref(def);
+    /* a second plugin with a provider of the same name fails to apply */
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_plugin_load(h, &provider_plugin_b, NULL, &pb, &err), CDSH_EINVAL);
+    assert_string_equal(err.message, "plugin \"bundle-b\" failed to apply: a skill provider "
+                                     "named \"bundled\" is already registered");
+    assert_int_equal(PLUGIN_FAKE.freed, 1); /* the refused registration's ud */
+    cdsh_plugin_unload(pl);
+    assert_int_equal(PLUGIN_FAKE.freed, 2);
+    assert_null(cdsh_skills_info_dup(cdsh_host_skills(h), NULL, "tour"));
+    /* and the name is free for the other plugin now */
+    assert_int_equal(cdsh_plugin_load(h, &provider_plugin_b, NULL, &pb, NULL), 0);
+    cdsh_host_free(h);
+    assert_int_equal(PLUGIN_FAKE.freed, 3);
+    json_decref(PLUGIN_FAKE.cands);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -522,6 +567,7 @@ int main(void)
         T(invalidation_and_provider_changes_flush_and_notify),
         T(definitions_load_through_the_provider_and_are_checked),
         T(a_cancelled_lookup_fails_before_any_provider_runs),
+        cmocka_unit_test(a_plugins_provider_is_disposed_with_the_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
