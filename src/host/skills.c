@@ -780,7 +780,8 @@ static int collect(cdsh_skills *s, const cdsh_scope *scope, const cdsh_skill_loo
     }
     free(v);
     cands_clear(&pc);
-    qsort(all.v, all.n, sizeof *all.v, by_order); /* keys are unique: stable */
+    if (all.n) /* keys are unique, so the order is total */
+        qsort(all.v, all.n, sizeof *all.v, by_order);
     for (size_t i = 0; i < all.n; i++) {
         const char *name = str(all.v[i].cand, "name");
         bool seen = false;
@@ -855,7 +856,8 @@ json_t *cdsh_skills_snapshot(cdsh_skills *skills, const cdsh_scope *scope,
     bool complete = true;
     if (collect(skills, scope, opts, &c, &complete, err) != 0)
         return NULL;
-    qsort(c.v, c.n, sizeof *c.v, by_name);
+    if (c.n)
+        qsort(c.v, c.n, sizeof *c.v, by_name);
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < c.n; i++)
         json_array_append_new(arr, view(c.v[i].cand, false));
