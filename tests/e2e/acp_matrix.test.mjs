@@ -342,8 +342,13 @@ after(() => { save(); process.stderr.write(`matrix written to ${OUT}\n`); });
 // Agents run CDSH_ACP_MATRIX_JOBS at a time (default 2; each is a chain of
 // cdsh runs, so the wall time is mostly the agents' start-up).
 const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 2) || 1);
+// CDSH_ACP_MATRIX_AGENTS=id,id runs only those rows (the others are left out
+// of the JSON, so a partial run never renders as the whole matrix).
+const ONLY = (process.env.CDSH_ACP_MATRIX_AGENTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+for (const id of ONLY) if (!AGENTS.some((a) => a.id === id)) throw new Error(`CDSH_ACP_MATRIX_AGENTS: no agent ${id} (${AGENTS.map((a) => a.id).join(", ")})`);
+const SELECTED = ONLY.length ? AGENTS.filter((a) => ONLY.includes(a.id)) : AGENTS;
 describe("real ACP agents", { concurrency: JOBS }, () => {
-for (const agent of AGENTS) {
+for (const agent of SELECTED) {
   const skip = !agent.bin || !existsSync(agent.bin) ? agent.missing : false;
   test(`${agent.label} through cdsh`, { skip }, async () => {
     const results = {};
@@ -363,5 +368,5 @@ for (const agent of AGENTS) {
   });
 }
 });
-for (const agent of AGENTS) if (!agent.bin || !existsSync(agent.bin))
+for (const agent of SELECTED) if (!agent.bin || !existsSync(agent.bin))
   matrix.agents.push({ id: agent.id, label: agent.label, skipped: agent.missing, results: {} });
