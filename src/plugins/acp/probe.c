@@ -282,7 +282,9 @@ static void probe_prompt(probe_run *r)
 {
     json_t *prompt = json_pack("[{s:s,s:s}]", "type", "text", "text", r->opts->prompt);
     cdsh_acp_prompt_opts po = {.idle_timeout_ms = cdsh_acp_engine_idle_timeout_ms(r->row),
-                               .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(r->row)};
+                               .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(r->row),
+                               .cancel_grace_ms = json_integer_value(
+                                   json_object_get(r->row, "cancelGraceMs"))};
     cdsh_acp_prompt_result pr = {0};
     cdsh_error e = {0};
     int rc = cdsh_acp_conn_prompt(r->c, r->sid, prompt, &po, NULL, &pr, &e);

@@ -792,7 +792,7 @@ json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_s
     cdsh_acp_prompt_opts po = {
         .idle_timeout_ms = cdsh_acp_engine_idle_timeout_ms(row),
         .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(row),
-        .cancel_grace_ms = json_integer_value(json_object_get(row, "disposeGraceMs")),
+        .cancel_grace_ms = json_integer_value(json_object_get(row, "cancelGraceMs")),
     };
     cdsh_acp_prompt_result pr = {0};
     /* The turn's own token: a cancel that arrives before the request is on

@@ -400,7 +400,13 @@ static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_erro
     char *cause = stderr_cause_dup(c, since, died, died ? STDERR_GRACE_MS : 300);
     if (cause && *cause) {
         char msg[CDSH_ERROR_MESSAGE_MAX + 64];
-        snprintf(msg, sizeof msg, "%.560s; agent stderr: %.440s", err->message, cause);
+        /* Claude Code as root (its ACP adapter passes a bypass flag when
+         * IS_SANDBOX is merely non-empty; Claude Code accepts it as root only
+         * when IS_SANDBOX is exactly 1): say what to do. */
+        const char *hint = strstr(cause, "cannot be used with root/sudo privileges")
+                               ? "; as root, set IS_SANDBOX=1 (exactly) in the engine's env"
+                               : "";
+        snprintf(msg, sizeof msg, "%.520s; agent stderr: %.420s%s", err->message, cause, hint);
         cdsh_error_set(err, rc, err->code, "%s", msg);
     } else if (rc == CDSH_ETIMEDOUT) {
         char msg[CDSH_ERROR_MESSAGE_MAX + 64];
