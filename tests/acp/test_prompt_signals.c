@@ -2,7 +2,8 @@
  * streams: SIGTERM, SIGHUP or a closed stdout mid-stream cancel the turn,
  * cdsh exits 1 and leaves no agent running, even when the agent keeps
  * streaming and never answers session/cancel (the turn is given up after the
- * engine's cancelGraceMs). The fixture agent's stream-forever[-hard] streams
+ * engine's cancelGraceMs), and SIGTERM while the agent starts ends the
+ * handshake at once. The fixture agent's stream-forever[-hard] streams
  * a chunk every 20 ms until cancelled (or forever). Waits are bounded by
  * budgets scaled with CDSH_TEST_TIMEOUT_SCALE; nothing asserts a duration. */
 #include <errno.h>
@@ -212,7 +213,7 @@ static void sigterm_mid_stream_cancels_the_turn(void **state)
     int st = wait_exit(&r, 30000, "SIGTERM, cooperative agent");
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 1);
-    assert_non_null(strstr(r.err_text, "cancelling the turn (Terminated)"));
+    assert_non_null(strstr(r.err_text, "cancelling (Terminated)"));
     assert_non_null(strstr(r.err_text, "error [CANCELLED]: the turn was interrupted (a signal)"));
     assert_agent_gone(agent_pid(f->pidfile));
     close_run(&r);
@@ -291,6 +292,33 @@ static void a_closed_stdout_cancels_the_turn_and_disposes_the_agent(void **state
     close_run(&r);
 }
 
+/* SIGTERM while a (cold, slow) agent starts: the handshake is given up at
+ * once, nothing is sent and no agent is left running. */
+static void sigterm_while_the_agent_starts_leaves_nothing_running(void **state)
+{
+    fx *f = *state;
+    char args[4400];
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\",\"--init-delay\",\"600000\"]",
+             f->pidfile);
+    acp_write_fixture_engine(f->home, args, "\"initBudget\":{\"steadySecs\":3600}");
+    run r;
+    start(&r, "hello", "t6");
+    /* the agent has started (its pid file) and cdsh waits for initialize */
+    int64_t end = now_ms() + cdsh_test_scale_ms(60000);
+    while (agent_pid(f->pidfile) <= 0 && now_ms() < end) {
+        pump(&r, 50);
+    }
+    int pid = agent_pid(f->pidfile);
+    assert_true(pid > 0);
+    kill(r.pid, SIGTERM);
+    int st = wait_exit(&r, 60000, "SIGTERM during initialize");
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_non_null(strstr(r.err_text, "error [CANCELED]: interrupted while the agent started"));
+    assert_agent_gone(pid);
+    close_run(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +328,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_second_sigterm_gives_up_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(sighup_mid_stream_cancels_the_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(a_closed_stdout_cancels_the_turn_and_disposes_the_agent,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(sigterm_while_the_agent_starts_leaves_nothing_running,
                                         setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,7 +62,7 @@ static void *watch_main(void *arg)
                 fprintf(stderr, "\ncancelling the turn… (Ctrl-C again interrupts the agent's "
                                 "processes)\n");
             else
-                fprintf(stderr, "\ncancelling the turn (%s)…\n",
+                fprintf(stderr, "\ncancelling (%s)…\n",
                         stdout_gone ? "stdout closed" : strsignal(interrupted));
         }
         if (sigints >= 2 && !forwarded) {
@@ -288,16 +288,33 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         .hint = "no terminal to ask: cancelled (use --approve allow|reject)",
     };
     cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals, .on_wait = print_wait};
-    cdsh_acp_service *svc = approver ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
+    /* One token for the agent's start and the turn; it outlives the service. */
+    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
+    cdsh_acp_service_opts so = {
+        .mcp_servers = mcp, .approvals = approvals, .on_wait = print_wait, .cancel = cancel};
+    cdsh_acp_service *svc =
+        approver && cancel ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
     json_decref(mcp);
     if (!svc || !sid) {
         fprintf(stderr, "cdsh acp prompt: %s\n", err.message[0] ? err.message : "out of memory");
         cdsh_cli_approver_free(approver);
         cdsh_approvals_free(approvals);
+        cdsh_cancel_free(cancel);
         free(sid);
         return 1;
     }
+    /* Ctrl-C, SIGTERM and SIGHUP cancel, from here on: while the agent
+     * starts (the handshake fails CANCELED and leaves nothing running) and
+     * during the turn (the agent is then disposed, never orphaned). */
+    struct sigaction sa = {0}, old, old_term, old_hup;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    watch w = {cancel, svc, sid, 0};
+    pthread_t wt;
+    bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
+    bool opened = false;
     int code = 1;
     if (cdsh_acp_service_bind(svc, sid, engine, cwd, &err) < 0) {
         fprintf(stderr, "cdsh acp prompt: error [%s]: %s\n", err.code, err.message);
@@ -312,30 +329,17 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     print_warnings(open_warnings);
     json_decref(open_warnings);
     if (orc < 0) {
-        fprintf(stderr, "error [%s]: %s\n", err.code[0] ? err.code : "UNKNOWN", err.message);
+        if (interrupted) /* the handshake was given up: said plainly */
+            fprintf(stderr, "error [CANCELED]: interrupted while the agent started; nothing was "
+                            "sent, no agent left running (%s)\n",
+                    err.message);
+        else
+            fprintf(stderr, "error [%s]: %s\n", err.code[0] ? err.code : "UNKNOWN", err.message);
         goto done;
     }
-    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
-    /* Ctrl-C, SIGTERM and SIGHUP cancel the turn; the agent is then
-     * disposed, never orphaned. */
-    struct sigaction sa = {0}, old, old_term, old_hup;
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    watch w = {cancel, svc, sid, 0};
-    pthread_t wt;
-    bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
+    opened = true;
     cdsh_acp_turn_sink ts = {sink_update, &sink};
     json_t *res = cdsh_acp_service_prompt(svc, sid, text, &ts, cancel);
-    w.stop = 1;
-    if (watching)
-        pthread_join(wt, NULL);
-    sigaction(SIGINT, &old, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    cdsh_acp_service_release(svc, sid, NULL);
-    cdsh_cancel_free(cancel);
     if (!res) {
         fprintf(stderr, "cdsh acp prompt: out of memory\n");
         goto done;
@@ -373,11 +377,20 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     }
     json_decref(res);
 done:
+    w.stop = 1;
+    if (watching)
+        pthread_join(wt, NULL);
+    sigaction(SIGINT, &old, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    if (opened)
+        cdsh_acp_service_release(svc, sid, NULL);
     /* Without --session the conversation cannot be continued: its binding
      * is not left behind in sessions.json. */
     if (svc && sid && !session)
         cdsh_acp_state_session_remove(cdsh_cli_home(), sid, NULL);
     cdsh_acp_service_free(svc);
+    cdsh_cancel_free(cancel);
     cdsh_cli_approver_free(approver);
     cdsh_approvals_free(approvals);
     free(sid);

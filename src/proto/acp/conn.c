@@ -70,6 +70,7 @@ struct cdsh_acp_conn {
     bool record, fs_read, fs_write, terminal;
     cdsh_acp_terminals *terms; /* the agent's terminal commands, by session */
     int64_t request_timeout_ms, grace_ms;
+    cdsh_cancel *cancel; /* borrowed (opts.cancel): ends a waiting handshake step */
     char stderr_tail[STDERR_TAIL];
     size_t stderr_len;
     bool stderr_done; /* the agent's stderr reached EOF (set by the reader) */
@@ -974,7 +975,7 @@ static int handshake_request(cdsh_acp_conn *c, const cdsh_acp_conn_opts *opts, c
         pthread_cond_init(&w.cv, NULL);
         started = pthread_create(&th, NULL, waiter_main, &w) == 0;
     }
-    int rc = cdsh_acp_conn_request(c, method, params, budget_ms, NULL, result, NULL, err);
+    int rc = cdsh_acp_conn_request(c, method, params, budget_ms, c->cancel, result, NULL, err);
     if (opts->on_wait) {
         pthread_mutex_lock(&w.mu);
         w.done = true;
@@ -1011,6 +1012,7 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     c->terms = cdsh_acp_terminals_new();
     c->request_timeout_ms = opts->request_timeout_ms > 0 ? opts->request_timeout_ms : 300000;
     c->grace_ms = opts->dispose_grace_ms > 0 ? opts->dispose_grace_ms : 6000;
+    c->cancel = opts->cancel;
     if (!c->name || !c->raw_lines || !c->rejects || !c->callbacks || !c->terms) {
         cdsh_error_set(err, rc, "NO_MEMORY", "out of memory");
         goto fail;
@@ -1238,7 +1240,7 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
     pthread_mutex_lock(&conn->mu);
     uint64_t seen = conn->stderr_total;
     pthread_mutex_unlock(&conn->mu);
-    int rc = cdsh_acp_conn_request(conn, method, params, 0, NULL, &res, NULL, err);
+    int rc = cdsh_acp_conn_request(conn, method, params, 0, conn->cancel, &res, NULL, err);
     json_decref(params);
     if (rc < 0)
         add_stderr_cause(conn, seen, rc, err);
