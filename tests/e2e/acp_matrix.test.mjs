@@ -297,7 +297,8 @@ async function agentMatrix(agent, res) {
       : `Ctrl-C ${how}: the agent never answered session/cancel (given up after cancelGraceMs), the next prompt answered`);
 
     // resume after restart: every acp prompt above was a new cdsh process
-    const ac = rec?.initialize?.agentCapabilities ?? {};
+    // the probe record keeps initialize's agentCapabilities under capabilities
+    const ac = rec?.initialize?.capabilities?.agentCapabilities ?? {};
     const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
     if (rec && !restores) {
       // The agent cannot reopen a session: cdsh chat (which keeps the
@@ -323,8 +324,7 @@ async function agentMatrix(agent, res) {
     }
 
     // fork (when advertised)
-    const caps = rec?.initialize?.agentCapabilities ?? {};
-    if (!caps.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
+    if (!ac.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
     else {
       r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", "m1", "--json"], env);
       log("fork", r);
