@@ -201,7 +201,9 @@ static void usage(FILE *out)
         "the same --session later resumes it (session/load or session/resume).\n"
         "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
         "engine as an MCP server in session/new. Ctrl-C cancels the turn; a second\n"
-        "Ctrl-C interrupts the agent's process group. Without\n"
+        "Ctrl-C interrupts the agent's process group. SIGTERM and SIGHUP cancel too\n"
+        "(a second one sends SIGTERM to the agent's group), also while the agent\n"
+        "starts; no agent is left running. Without\n"
         "--session the binding is removed afterwards. Only the new turn's reply is\n"
         "printed, never history a resumed session replays. Exit 0 on a finished turn,\n"
         "1 on a failed, cancelled or refused one.\n");
