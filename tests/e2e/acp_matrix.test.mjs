@@ -297,8 +297,8 @@ async function agentMatrix(agent, res) {
       : `Ctrl-C ${how}: the agent never answered session/cancel (given up after cancelGraceMs), the next prompt answered`);
 
     // resume after restart: every acp prompt above was a new cdsh process
-    // the probe record keeps initialize's agentCapabilities under capabilities
-    const ac = rec?.initialize?.capabilities?.agentCapabilities ?? {};
+    // the probe record keeps initialize.agentCapabilities as initialize.capabilities
+    const ac = rec?.initialize?.capabilities ?? {};
     const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
     if (rec && !restores) {
       // The agent cannot reopen a session: cdsh chat (which keeps the
