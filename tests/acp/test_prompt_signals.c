@@ -42,9 +42,9 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Starts `cdsh acp prompt fixture TEXT --session S` with pipes on stdout
- * and stderr. */
-static void start(run *r, const char *text, const char *session)
+/* Starts cdsh with args (NULL-terminated, after "cdsh") with pipes on
+ * stdout and stderr. */
+static void start_argv(run *r, const char *const *args)
 {
     int o[2], e[2];
     assert_int_equal(pipe(o), 0);
@@ -58,8 +58,10 @@ static void start(run *r, const char *text, const char *session)
         close(o[0]), close(o[1]), close(e[0]), close(e[1]);
         int devnull = open("/dev/null", O_RDONLY);
         dup2(devnull, 0);
-        execl(CDSH_BINARY, CDSH_BINARY, "acp", "prompt", "fixture", text, "--session", session,
-              (char *)NULL);
+        const char *argv[16] = {CDSH_BINARY};
+        for (int i = 0; args[i] && i < 14; i++)
+            argv[i + 1] = args[i];
+        execv(CDSH_BINARY, (char *const *)argv);
         _exit(127);
     }
     close(o[1]);
@@ -71,6 +73,13 @@ static void start(run *r, const char *text, const char *session)
 }
 
 /* Reads what is there (up to ms); false once both pipes are at EOF. */
+/* `cdsh acp prompt fixture TEXT --session S`. */
+static void start(run *r, const char *text, const char *session)
+{
+    const char *args[] = {"acp", "prompt", "fixture", text, "--session", session, NULL};
+    start_argv(r, args);
+}
+
 static bool pump(run *r, int ms)
 {
     struct pollfd p[2] = {{r->out, POLLIN, 0}, {r->err, POLLIN, 0}};
@@ -319,6 +328,43 @@ static void sigterm_while_the_agent_starts_leaves_nothing_running(void **state)
     close_run(&r);
 }
 
+/* `cdsh acp probe` gets the same: SIGTERM while the agent starts closes
+ * it, the record says cancelled, the engine's health is not marked failed. */
+static void sigterm_during_a_probe_leaves_nothing_running(void **state)
+{
+    fx *f = *state;
+    char args[4400];
+    snprintf(args, sizeof args, "[\"--pid-file\",\"%s\",\"--init-delay\",\"600000\"]",
+             f->pidfile);
+    acp_write_fixture_engine(f->home, args, "\"initBudget\":{\"steadySecs\":3600}");
+    run r;
+    const char *argv[] = {"acp", "probe", "fixture", "--json", "--cwd", f->home, NULL};
+    start_argv(&r, argv);
+    int64_t end = now_ms() + cdsh_test_scale_ms(60000);
+    while (agent_pid(f->pidfile) <= 0 && now_ms() < end)
+        pump(&r, 50);
+    int pid = agent_pid(f->pidfile);
+    assert_true(pid > 0);
+    kill(r.pid, SIGTERM);
+    int st = wait_exit(&r, 60000, "SIGTERM during a probe");
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_non_null(strstr(r.err_text, "cdsh acp probe: cut short by Terminated"));
+    json_t *rec = json_loads(r.out_text, 0, NULL);
+    assert_non_null(rec);
+    assert_true(json_is_true(json_object_get(rec, "cancelled")));
+    assert_true(json_is_false(json_object_get(rec, "ok")));
+    json_decref(rec);
+    assert_agent_gone(pid);
+    /* the engine's health was not marked failed by the cut */
+    char out_path[4300];
+    snprintf(out_path, sizeof out_path, "%s/multi-acp/runtime.json", f->home);
+    char *runtime = cdsh_test_read_file(out_path, NULL);
+    assert_true(!runtime || !strstr(runtime, "\"failed\""));
+    free(runtime);
+    close_run(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +377,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(sigterm_while_the_agent_starts_leaves_nothing_running,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(sigterm_during_a_probe_leaves_nothing_running, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
