@@ -355,7 +355,7 @@ static void a_deaf_agent_is_given_up_after_cancel_grace_ms(void **state)
     pthread_join(t, NULL);
     assert_true(a.refused);
     assert_false(json_is_true(json_object_get(res, "ok")));
-    assert_string_equal(str(res, "code"), "CANCELED");
+    assert_string_equal(str(res, "code"), "CANCELLED");
     assert_non_null(strstr(str(res, "message"), "the engine did not confirm within 1s"));
     assert_non_null(strstr(f->r.text, "tick0 "));
     json_decref(res);

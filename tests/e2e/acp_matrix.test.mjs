@@ -296,7 +296,7 @@ async function agentMatrix(agent, res) {
     const again = await acp("after cancel", "@say after the cancel");
     log("after-cancel", again);
     const confirmed = /error \[CANCELLED\]: the turn was interrupted/.test(r.err);
-    const givenUp = /error \[CANCELED\]: the turn was cancelled; the engine did not confirm/.test(r.err);
+    const givenUp = /error \[CANCELL?ED\]: the turn was cancelled; the engine did not confirm/.test(r.err);
     if (!sent) set("cancel", "fail", `the slow reply never streamed: exit ${r.code} ${why(r)}`);
     else if (r.code === 0 || (!confirmed && !givenUp)) set("cancel", "fail", `Ctrl-C did not end the turn cancelled: exit ${r.code} ${why(r)}`);
     else if (again.code !== 0 || !again.out.includes("after the cancel")) set("cancel", "fail", `the next prompt failed: exit ${again.code} ${why(again)}`);
