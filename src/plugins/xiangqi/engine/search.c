@@ -542,6 +542,14 @@ static void update_pv(thread_data *th, int ply, cdsh_xq_move_t m)
 
 static const int lmp_count[2][6] = {{0, 3, 5, 8, 13, 19}, {0, 5, 8, 12, 19, 28}};
 
+/* The principal-variation search of one node. Longer than 120 lines on
+ * purpose, as in every alpha-beta engine: the steps (table probe, mate
+ * distance, repetition, reverse futility, null move, internal iterative
+ * reduction, the move loop with its pruning, extensions and reductions,
+ * the table store) read and narrow the same bounds, eval and table entry
+ * in order; each is commented in place, and splitting them would pass a
+ * dozen locals by pointer on the hottest path (docs/xiangqi-engine.md,
+ * "Algorithm"). */
 static int search(thread_data *th, int alpha, int beta, int depth, int ply, int cut_node,
                   int null_ok)
 {
