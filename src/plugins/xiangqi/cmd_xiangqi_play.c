@@ -181,6 +181,15 @@ static void draw(const json_t *v)
     if (json_is_object(msg))
         printf(" · %s", message_zh(json_string_value(json_object_get(msg, "code"))));
     printf("\n");
+    /* a model failure: what the endpoint said, and what to do */
+    json_t *cause = json_object_get(msg, "cause");
+    if (json_is_object(cause)) {
+        printf("模型出错的原因：%s（%s）\n", json_string_value(json_object_get(cause, "message")),
+               json_string_value(json_object_get(cause, "code")));
+        const char *fix = json_string_value(json_object_get(cause, "fixZh"));
+        if (fix)
+            printf("怎么办：%s\n", fix);
+    }
     if (over(v))
         printf("对局已结束，棋局仍保留：review 复盘，export 导出，new 再来一局，quit 退出\n");
     const char *pending = json_string_value(json_object_get(v, "pending"));
