@@ -53,7 +53,7 @@ static double scan(const char *home, const char *project, size_t *items, double 
     }
     double t = now() - t0;
     *cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    *items = json_array_size(sc.commands) + json_array_size(sc.servers);
+    *items = sc.commands.n + json_array_size(sc.servers);
     cdsh_mcpimport_scan_deinit(&sc);
     return t;
 }
@@ -103,8 +103,8 @@ static double servers(const char *base, size_t n)
     json_decref(doc);
     size_t items;
     double cpu, t = scan(base, dir, &items, &cpu);
-    printf("scan of %6zu servers:       cpu %7.3f s (%5.2f us per server), wall %7.3f s\n", n,
-           cpu, cpu * 1e6 / (double)n, t);
+    printf("scan of %6zu servers:       cpu %7.3f s (%5.2f us per server), wall %7.3f s\n", n, cpu,
+           cpu * 1e6 / (double)n, t);
     return cpu / (double)n;
 }
 
@@ -141,9 +141,10 @@ int main(int argc, char **argv)
                "files under 5 s\n",
                per_f[2] / per_f[0]);
     if (!one_s)
-        printf("per-server cpu time, 20 000 vs 2 000 servers: %.2fx (1.00 = linear); target: 20 000 "
-               "servers under 1 s\n",
-               per_s[2] / per_s[0]);
+        printf(
+            "per-server cpu time, 20 000 vs 2 000 servers: %.2fx (1.00 = linear); target: 20 000 "
+            "servers under 1 s\n",
+            per_s[2] / per_s[0]);
     if (!keep)
         cdsh_fs_remove_tree(base, NULL);
     return 0;

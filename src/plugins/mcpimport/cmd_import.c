@@ -178,8 +178,8 @@ static int do_scan(const opts *o)
     cdsh_profile_free(profile);
     if (rc)
         return rc;
-    json_t *report =
-        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills, scan.notes);
+    json_t *report = cdsh_mcpimport_report_new(
+        scan.servers, cdsh_mcpimport_scan_commands_json(&scan), scan.skills, scan.notes);
     if (o->json)
         cdsh_cli_print_json(stdout, report);
     else {
@@ -295,14 +295,14 @@ typedef struct kind {
     json_t *list;
 } kind;
 
-static void kinds_init(kind k[KIND_COUNT], const cdsh_mcpimport_scan *scan, enabled *en)
+static void kinds_init(kind k[KIND_COUNT], cdsh_mcpimport_scan *scan, enabled *en)
 {
     k[KIND_SERVER] =
         (kind){"server", "", cdsh_mcpimport_scan_server, scan ? scan->servers : NULL, en->servers};
     k[KIND_SKILL] =
         (kind){"skill", "", cdsh_mcpimport_scan_skill, scan ? scan->skills : NULL, en->skills};
     k[KIND_COMMAND] = (kind){"command", "/", cdsh_mcpimport_scan_command,
-                             scan ? scan->commands : NULL, en->commands};
+                             scan ? cdsh_mcpimport_scan_commands_json(scan) : NULL, en->commands};
 }
 
 static void add_name(kind *k, const char *name, json_t *added)
@@ -532,8 +532,7 @@ int cdsh_cmd_import(int argc, char **argv)
 }
 
 const cdsh_subcommand cdsh_mcpimport_subcommands[] = {
-    {"import",
-     "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
+    {"import", "scan Claude Code / Codex MCP servers and commands; enable them in a profile",
      cdsh_cmd_import},
     {NULL, NULL, NULL},
 };
