@@ -1,9 +1,10 @@
 /* ops.h — one operations table per plugin, after Redis's command table: a
  * row names an operation, its argument schema, its handler, its result shape
  * and the surfaces that expose it (model tool, RPC endpoint, slash
- * subcommand, `cdsh <group>` command-line subcommand). The host checks the whole table, then builds every flagged
- * surface through the plugin context, so unloading the plugin removes them
- * all. Adding an operation is adding a row. Not here: what a plugin does in
+ * subcommand, `cdsh <group>` command-line subcommand). The host checks the
+ * whole table, then builds every flagged surface through the plugin context
+ * (the command line runs in-process: cdsh_ops_cli_run), so unloading the
+ * plugin removes them all. Adding an operation is adding a row. Not here: what a plugin does in
  * its handlers (its service) and how a surface runs a call (tools.h,
  * rpc.h, commands.h). Thread-safe: a checked table is immutable. */
 #ifndef CDSH_HOST_OPS_H
