@@ -109,8 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cdsh_mcpimport_scan scan = {0};
     cdsh_error err = {0};
     if (cdsh_mcpimport_scan_run(&roots, NULL, NULL, &scan, &err) == 0) {
-        json_t *rep = cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills,
-                                                scan.notes);
+        json_t *rep = cdsh_mcpimport_report_new(
+            scan.servers, cdsh_mcpimport_scan_commands_json(&scan), scan.skills, scan.notes);
         if (rep) {
             free(cdsh_mcpimport_report_text_dup(rep));
             free(json_dumps(rep, 0));

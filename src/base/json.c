@@ -521,7 +521,7 @@ static json_t *map_value(const json_t *v, const cdsh__json_map_ops *ops, bool fl
 {
     bool container = json_is_array(v) || json_is_object(v);
     if (depth >= ops->max_depth && (container || ops->deep_leaves))
-        return ops->too_deep(flag);
+        return ops->too_deep(ops->ud, flag);
     if (json_is_array(v)) {
         json_t *out = json_array();
         for (size_t i = 0; out && i < json_array_size(v); i++) {
@@ -534,7 +534,7 @@ static json_t *map_value(const json_t *v, const cdsh__json_map_ops *ops, bool fl
         return out;
     }
     if (!json_is_object(v))
-        return ops->leaf(v, flag);
+        return ops->leaf(ops->ud, v, flag);
     json_t *out = json_object();
     for (void *it = json_object_iter((json_t *)v); out && it;
          it = json_object_iter_next((json_t *)v, it)) {
@@ -564,9 +564,9 @@ json_t *cdsh__json_map_dup(const json_t *value, const cdsh__json_map_ops *ops, b
     return value ? map_value(value, ops, flag, 0) : NULL;
 }
 
-static json_t *sanitize_leaf(const json_t *v, bool flag)
+static json_t *sanitize_leaf(void *ud, const json_t *v, bool flag)
 {
-    (void)flag;
+    (void)ud, (void)flag;
     switch (json_typeof(v)) {
     case JSON_REAL:
         return isfinite(json_real_value(v)) ? json_real(json_real_value(v)) : json_null();
@@ -576,9 +576,9 @@ static json_t *sanitize_leaf(const json_t *v, bool flag)
     }
 }
 
-static json_t *sanitize_too_deep(bool flag)
+static json_t *sanitize_too_deep(void *ud, bool flag)
 {
-    (void)flag;
+    (void)ud, (void)flag;
     return json_null();
 }
 
@@ -594,6 +594,55 @@ json_t *cdsh_json_sanitize_dup(const json_t *value)
                                            .leaf = sanitize_leaf,
                                            .too_deep = sanitize_too_deep,
                                            .key = sanitize_key};
+    return cdsh__json_map_dup(value, &ops, false);
+}
+
+typedef struct strings_map {
+    cdsh_json_string_map_fn fn;
+    void *ud;
+    const char *too_deep;
+} strings_map;
+
+static json_t *strings_leaf(void *ud, const json_t *v, bool flag)
+{
+    (void)flag;
+    const strings_map *m = ud;
+    switch (json_typeof(v)) {
+    case JSON_STRING: {
+        size_t n = 0;
+        char *t = m->fn(m->ud, json_string_value(v), json_string_length(v), &n);
+        json_t *out = t ? json_stringn_nocheck(t, n) : NULL;
+        free(t);
+        return out;
+    }
+    case JSON_INTEGER: return json_integer(json_integer_value(v));
+    case JSON_REAL: return json_real(json_real_value(v));
+    default: return json_incref((json_t *)v); /* true/false/null are singletons */
+    }
+}
+
+static json_t *strings_too_deep(void *ud, bool flag)
+{
+    (void)flag;
+    return json_string(((const strings_map *)ud)->too_deep);
+}
+
+static json_t *strings_key(const char *k, size_t n, bool flag, bool *child_flag)
+{
+    (void)flag, (void)child_flag;
+    return json_stringn_nocheck(k, n);
+}
+
+json_t *cdsh_json_map_strings(const json_t *value, cdsh_json_string_map_fn fn, void *ud,
+                              int max_depth, const char *too_deep)
+{
+    strings_map m = {fn, ud, too_deep};
+    const cdsh__json_map_ops ops = {.max_depth = max_depth + 1,
+                                    .deep_leaves = true,
+                                    .leaf = strings_leaf,
+                                    .too_deep = strings_too_deep,
+                                    .key = strings_key,
+                                    .ud = &m};
     return cdsh__json_map_dup(value, &ops, false);
 }
 

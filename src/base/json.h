@@ -104,21 +104,34 @@ int cdsh_json_check_lossless(const json_t *value, const char *root, cdsh_error *
 json_t *cdsh_json_sanitize_dup(const json_t *value);
 
 /* Layer-internal (base): the one recursive copy behind sanitize_dup and
- * redact.c's cdsh_redact_json_dup. Arrays and objects are rebuilt; every other
- * value goes through leaf; object keys through key, which also gives the
- * child's flag (a flag is inherited down the tree: redact's "under a secret
- * key"). A value at depth >= max_depth (containers only, unless
- * deep_leaves) becomes too_deep(flag). All callbacks return owned values or
- * NULL for ENOMEM; the copy is then NULL. */
+ * redact.c's cdsh_redact_json_dup and cdsh_json_map_strings. Arrays and objects are rebuilt; every
+ * other value goes through leaf; object keys through key, which also gives the child's flag (a flag
+ * is inherited down the tree: redact's "under a secret key"). A value at depth >= max_depth
+ * (containers only, unless deep_leaves) becomes too_deep(flag). All callbacks return owned values
+ * or NULL for ENOMEM; the copy is then NULL. */
 typedef struct cdsh__json_map_ops {
     int max_depth;
     bool deep_leaves;
-    json_t *(*leaf)(const json_t *v, bool flag);
-    json_t *(*too_deep)(bool flag);
+    json_t *(*leaf)(void *ud, const json_t *v, bool flag);
+    json_t *(*too_deep)(void *ud, bool flag);
     /* The key to store (owned JSON string) and *child_flag. */
     json_t *(*key)(const char *k, size_t n, bool flag, bool *child_flag);
+    void *ud; /* passed to leaf and too_deep */
 } cdsh__json_map_ops;
 json_t *cdsh__json_map_dup(const json_t *value, const cdsh__json_map_ops *ops, bool flag);
+
+/* Maps one string s[0..n) to an owned malloc'd text (its length in *out_n),
+ * or NULL on ENOMEM. The text must be UTF-8 when s is (it is not checked). */
+typedef char *(*cdsh_json_string_map_fn)(void *ud, const char *s, size_t n, size_t *out_n);
+
+/* Owned deep copy of value with every string value mapped through fn (keys
+ * are kept, numbers copied, true/false/null shared); a value nested deeper
+ * than max_depth (the top level is depth 0) becomes the string too_deep.
+ * The one walk behind the redactors that rewrite each string of a value
+ * (base/redact.c, the importer's reports). NULL on ENOMEM (fn's NULL too)
+ * or NULL value. */
+json_t *cdsh_json_map_strings(const json_t *value, cdsh_json_string_map_fn fn, void *ud,
+                              int max_depth, const char *too_deep);
 
 /* Deep copy that is guaranteed lossless, or NULL with the same error as
  * cdsh_json_check_lossless (for snapshotting tool arguments and results). */

@@ -182,8 +182,9 @@ bool cdsh_redact_key_is_secret(const char *key, size_t len)
     return false;
 }
 
-static json_t *redact_leaf(const json_t *v, bool secret)
+static json_t *redact_leaf(void *ud, const json_t *v, bool secret)
 {
+    (void)ud;
     switch (json_typeof(v)) {
     case JSON_STRING: {
         if (secret)
@@ -200,9 +201,9 @@ static json_t *redact_leaf(const json_t *v, bool secret)
     }
 }
 
-static json_t *redact_too_deep(bool secret)
+static json_t *redact_too_deep(void *ud, bool secret)
 {
-    (void)secret;
+    (void)ud, (void)secret;
     return json_string(CDSH_REDACTED); /* deeper than any lossless value */
 }
 
@@ -263,50 +264,13 @@ char *cdsh_redact_literals_dupn(const char *text, size_t len, const char *const 
     return out;
 }
 
-static json_t *literals_walk(const json_t *v, const char *const *secrets, int depth)
+static char *literals_string(void *secrets, const char *s, size_t n, size_t *out_n)
 {
-    if (depth > LITERAL_MAX_DEPTH)
-        return json_string(CDSH_REDACTED);
-    switch (json_typeof(v)) {
-    case JSON_STRING: {
-        size_t n = 0;
-        char *r = cdsh_redact_literals_dupn(json_string_value(v), json_string_length(v), secrets,
-                                            &n);
-        json_t *out = r ? json_stringn_nocheck(r, n) : NULL;
-        free(r);
-        return out;
-    }
-    case JSON_ARRAY: {
-        json_t *out = json_array();
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e) {
-            json_t *c = literals_walk(e, secrets, depth + 1);
-            if (!out || !c || json_array_append_new(out, c) < 0) {
-                json_decref(out);
-                return NULL;
-            }
-        }
-        return out;
-    }
-    case JSON_OBJECT: {
-        json_t *out = json_object();
-        const char *k;
-        json_t *e;
-        json_object_foreach((json_t *)v, k, e) {
-            json_t *c = literals_walk(e, secrets, depth + 1);
-            if (!out || !c || json_object_set_new_nocheck(out, k, c) < 0) {
-                json_decref(out);
-                return NULL;
-            }
-        }
-        return out;
-    }
-    default: return json_deep_copy(v);
-    }
+    return cdsh_redact_literals_dupn(s, n, secrets, out_n);
 }
 
 json_t *cdsh_redact_json_literals_dup(const json_t *value, const char *const *secrets)
 {
-    return value ? literals_walk(value, secrets, 0) : NULL;
+    return cdsh_json_map_strings(value, literals_string, (void *)secrets, LITERAL_MAX_DEPTH,
+                                 CDSH_REDACTED);
 }

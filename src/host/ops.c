@@ -154,6 +154,8 @@ static int check_table(const cdsh_ops_table *t, cdsh_error *err)
             return row_refusal(t, i, err, "unknown surface");
         if ((op->surfaces & CDSH_OP_TOOL) && (!op->description || !*op->description))
             return row_refusal(t, i, err, "a tool row needs a description");
+        if ((op->surfaces & CDSH_OP_CLI) && !op->cli_print)
+            return row_refusal(t, i, err, "a CLI row needs cli_print");
         if ((op->surfaces & CDSH_OP_TOOL) && prefix + strlen(op->name) > TOOL_NAME_MAX)
             return row_refusal(t, i, err, "the tool name is longer than 64 characters");
     }
@@ -168,6 +170,8 @@ static int check_table(const cdsh_ops_table *t, cdsh_error *err)
         return table_refusal(t, err,
                              "command rows need the table's command, command_description and "
                              "command_usage");
+    if ((all & CDSH_OP_CLI) && (!t->cli_group || !*t->cli_group || !t->cli_usage))
+        return table_refusal(t, err, "CLI rows need the table's cli_group and cli_usage");
     if (t->command_default) {
         bool found = false;
         for (size_t i = 0; i < t->n_ops && !found; i++)
@@ -333,6 +337,38 @@ int cdsh_ops_call(cdsh_ops *ops, const char *name, unsigned surface, const json_
     return rc;
 }
 
+/* ---- CLI surface ------------------------------------------------------------------ */
+
+int cdsh_ops_cli_run(cdsh_ops *ops, int argc, char **argv)
+{
+    const cdsh_ops_table *t = ops->table;
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        t->cli_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const cdsh_op *op = find_on(ops, argv[1], CDSH_OP_CLI);
+    if (!op) {
+        fprintf(stderr, "cdsh %s: unknown action '%s' (try `cdsh %s --help`)\n", t->cli_group,
+                argv[1], t->cli_group);
+        return 2;
+    }
+    json_t *args = NULL;
+    int status = op->cli_parse ? op->cli_parse(ops->ud, argc - 1, argv + 1, &args) : -1;
+    if (status >= 0)
+        return status;
+    if (!args && !(args = json_object())) {
+        fprintf(stderr, "cdsh %s: out of memory\n", t->cli_group);
+        return 1;
+    }
+    json_t *value = NULL;
+    cdsh_error err = {0};
+    cdsh_op_call call = {.op = op, .surface = CDSH_OP_CLI, .args = args};
+    int rc = run_checked(ops, &call, &value, &err);
+    status = op->cli_print(ops->ud, &call, rc, value, &err);
+    json_decref(args);
+    return status;
+}
+
 /* ---- the table as data ---------------------------------------------------------- */
 
 static json_t *surface_names(unsigned s)
@@ -344,6 +380,8 @@ static json_t *surface_names(unsigned s)
         json_array_append_new(a, json_string("rpc"));
     if (s & CDSH_OP_COMMAND)
         json_array_append_new(a, json_string("command"));
+    if (s & CDSH_OP_CLI)
+        json_array_append_new(a, json_string("cli"));
     return a;
 }
 

@@ -1,9 +1,10 @@
 /* ops.h — one operations table per plugin, after Redis's command table: a
  * row names an operation, its argument schema, its handler, its result shape
  * and the surfaces that expose it (model tool, RPC endpoint, slash
- * subcommand). The host checks the whole table, then builds every flagged
- * surface through the plugin context, so unloading the plugin removes them
- * all. Adding an operation is adding a row. Not here: what a plugin does in
+ * subcommand, `cdsh <group>` command-line subcommand). The host checks the
+ * whole table, then builds every flagged surface through the plugin context
+ * (the command line runs in-process: cdsh_ops_cli_run), so unloading the
+ * plugin removes them all. Adding an operation is adding a row. Not here: what a plugin does in
  * its handlers (its service) and how a surface runs a call (tools.h,
  * rpc.h, commands.h). Thread-safe: a checked table is immutable. */
 #ifndef CDSH_HOST_OPS_H
@@ -12,6 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/cancel.h"
 #include "base/err.h"
@@ -24,7 +26,8 @@
 #define CDSH_OP_TOOL 0x1u    /* model tool "<tool_prefix><name>" */
 #define CDSH_OP_RPC 0x2u     /* endpoint "<name>" on the table's RPC channel */
 #define CDSH_OP_COMMAND 0x4u /* "/<command> <name> ..." */
-#define CDSH_OP_SURFACES (CDSH_OP_TOOL | CDSH_OP_RPC | CDSH_OP_COMMAND)
+#define CDSH_OP_CLI 0x8u     /* "cdsh <cli_group> <name> ..." (cdsh_ops_cli_run) */
+#define CDSH_OP_SURFACES (CDSH_OP_TOOL | CDSH_OP_RPC | CDSH_OP_COMMAND | CDSH_OP_CLI)
 
 /* Row flags. */
 #define CDSH_OP_READ 0x1u /* changes nothing: its tool runs in parallel */
@@ -51,6 +54,11 @@ typedef struct cdsh_op_call {
  * of an operation are values, as everywhere (CONVENTIONS). */
 typedef int (*cdsh_op_fn)(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err);
 
+/* CLI surface: argv of `cdsh <group> <name> ...` (argv[0] is the row's
+ * name) → an owned args object and -1; or an exit status (>= 0) when the
+ * command ends here (--help printed, a usage error printed on stderr). */
+typedef int (*cdsh_op_cli_parse_fn)(void *ud, int argc, char **argv, json_t **args);
+
 /* Command surface: the text after the subcommand word (trimmed; NULL when
  * absent) → an owned args object. A negative return makes the command
  * an error result whose text is err->message (the usage). */
@@ -62,9 +70,14 @@ struct cdsh_op {
     const char *args_schema;   /* JSON Schema text of an object (tools.h subset) */
     const char *result_schema; /* JSON Schema text of every successful value */
     cdsh_op_fn handler;
-    unsigned surfaces;      /* CDSH_OP_TOOL | CDSH_OP_RPC | CDSH_OP_COMMAND, at least one */
-    unsigned flags;         /* CDSH_OP_READ */
-    cdsh_op_parse_fn parse; /* command rows: NULL gives {} */
+    unsigned surfaces;              /* CDSH_OP_* (tool, RPC, command, CLI), at least one */
+    unsigned flags;                 /* CDSH_OP_READ */
+    cdsh_op_parse_fn parse;         /* command rows: NULL gives {} */
+    cdsh_op_cli_parse_fn cli_parse; /* CLI rows: NULL gives {} */
+    /* CLI rows (required): rc/value/err of the call → printed output and the
+     * exit status (takes value). */
+    int (*cli_print)(void *ud, const cdsh_op_call *call, int rc, json_t *value,
+                     const cdsh_error *err);
 };
 
 /* A plugin's table and the hooks that shape its surfaces. Only `plugin`,
@@ -109,6 +122,10 @@ typedef struct cdsh_ops_table {
      * compact JSON of value, or an error with err->message. */
     int (*command_result)(void *ud, const cdsh_op_call *call, int rc, json_t *value,
                           const cdsh_error *call_err, cdsh_command_result *out, cdsh_error *err);
+
+    /* ---- CLI surface (`cdsh <cli_group> <row> ...`, run in-process) ---- */
+    const char *cli_group;     /* required with CLI rows */
+    void (*cli_usage)(FILE *); /* required with CLI rows: the group's help */
 } cdsh_ops_table;
 
 /* A checked table bound to its handlers' ud; reference-counted (every
@@ -174,6 +191,14 @@ json_t *cdsh_ops_describe(const cdsh_ops *ops, unsigned surfaces);
  * "<name>" does not match its shape: <violations>`). */
 int cdsh_ops_call(cdsh_ops *ops, const char *name, unsigned surface, const json_t *args,
                   const cdsh_scope *agent, json_t **value, cdsh_error *err);
+
+/* Runs `cdsh <cli_group> ...` from the CLI rows: argv[0] is the group. No
+ * row word, --help or -h: the usage (stderr and 2, stdout and 0); an
+ * unknown word: `cdsh <group>: unknown action '<w>' (try `cdsh <group>
+ * --help`)` and 2 (as cdsh_cli_action); else the row's cli_parse, the
+ * call on the CLI surface (as cdsh_ops_call) and the row's cli_print, whose
+ * status is returned. */
+int cdsh_ops_cli_run(cdsh_ops *ops, int argc, char **argv);
 
 /* The RPC envelope for one call, as the channel answers it (owned). */
 json_t *cdsh_ops_rpc_envelope(cdsh_ops *ops, const char *endpoint, const json_t *payload,

@@ -1,5 +1,6 @@
 /* test_json.c — typed getters, deterministic output, bounded parsing, the
- * lossless check with paths, sanitising, snapshots and equality. */
+ * lossless check with paths, sanitising, snapshots, equality and the
+ * string map. */
 #include "support/testkit.h"
 
 #include <math.h>
@@ -525,6 +526,72 @@ static void str_reads_strings_and_nothing_else(void **state)
     json_decref(o);
 }
 
+/* Upper-cases a string and counts the calls; fails (NULL) on "boom". */
+static char *upper(void *ud, const char *s, size_t n, size_t *out_n)
+{
+    ++*(int *)ud;
+    if (n == 4 && memcmp(s, "boom", 4) == 0)
+        return NULL;
+    char *t = malloc(n + 1);
+    for (size_t i = 0; t && i < n; i++)
+        t[i] = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 32 : s[i]);
+    if (t)
+        t[n] = '\0';
+    *out_n = n;
+    return t;
+}
+
+static void map_strings_maps_every_string_value_and_nothing_else(void **state)
+{
+    (void)state;
+    json_t *v = parse_ok("{\"key\": \"abc\", \"n\": 1, \"r\": 2.5, \"t\": true, \"z\": null,"
+                         " \"list\": [\"x\", {\"deep\": \"y\"}, [], {}]}");
+    json_object_set_new(v, "nul", json_stringn("a\0b", 3)); /* the parser refuses NUL */
+    int calls = 0;
+    json_t *m = cdsh_json_map_strings(v, upper, &calls, 10, "[DEEP]");
+    assert_non_null(m);
+    assert_int_equal(calls, 4); /* abc, x, y, a\0b: keys are not mapped */
+    char *dump = json_dumps(m, JSON_COMPACT);
+    assert_string_equal(dump, "{\"key\":\"ABC\",\"n\":1,\"r\":2.5,\"t\":true,\"z\":null,"
+                              "\"list\":[\"X\",{\"deep\":\"Y\"},[],{}],\"nul\":\"A\\u0000B\"}");
+    free(dump);
+    /* a copy: the input is untouched and nothing is shared but the singletons */
+    assert_string_equal(json_string_value(json_object_get(v, "key")), "abc");
+    assert_ptr_not_equal(json_object_get(m, "n"), json_object_get(v, "n"));
+    assert_ptr_equal(json_object_get(m, "t"), json_true());
+    json_decref(m);
+    /* a failing string fails the whole copy */
+    json_t *bad = parse_ok("[\"ok\", [\"boom\"]]");
+    assert_null(cdsh_json_map_strings(bad, upper, &calls, 10, "[DEEP]"));
+    json_decref(bad);
+    assert_null(cdsh_json_map_strings(NULL, upper, &calls, 10, "[DEEP]"));
+    /* a bare string is mapped too */
+    json_t *s = json_string("top");
+    json_t *ms = cdsh_json_map_strings(s, upper, &calls, 0, "[DEEP]");
+    assert_string_equal(json_string_value(ms), "TOP");
+    json_decref(ms), json_decref(s);
+    json_decref(v);
+}
+
+static void map_strings_cuts_values_deeper_than_the_limit(void **state)
+{
+    (void)state;
+    /* depth: the array 0, "a" and the inner array 1, "b" and [[]] 2, [] 3 */
+    json_t *v = parse_ok("[\"a\", [\"b\", [[]]]]");
+    int calls = 0;
+    json_t *m = cdsh_json_map_strings(v, upper, &calls, 2, "[DEEP]");
+    char *dump = json_dumps(m, JSON_COMPACT);
+    assert_string_equal(dump, "[\"A\",[\"B\",[\"[DEEP]\"]]]");
+    free(dump);
+    json_decref(m);
+    m = cdsh_json_map_strings(v, upper, &calls, 1, "[DEEP]");
+    dump = json_dumps(m, JSON_COMPACT);
+    assert_string_equal(dump, "[\"A\",[\"[DEEP]\",\"[DEEP]\"]]"); /* leaves too */
+    free(dump);
+    json_decref(m);
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +622,8 @@ int main(void)
         cmocka_unit_test(snapshot_copies_lossless_values_only),
         cmocka_unit_test(equal_ignores_key_order_and_int_real_difference),
         cmocka_unit_test(str_reads_strings_and_nothing_else),
+        cmocka_unit_test(map_strings_maps_every_string_value_and_nothing_else),
+        cmocka_unit_test(map_strings_cuts_values_deeper_than_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,7 +168,7 @@ static void fixture_tree_gives_expected_verdicts_in_precedence_order(void **stat
                            "local-srv=ok Slack=warn Google-Drive=warn google-mcp-toolbox=blocked "
                            "kingbase-demo-db=warn oracle-demo-db=warn node_repl=blocked");
     free(v);
-    v = verdicts(scan.commands);
+    v = verdicts(cdsh_mcpimport_scan_commands_json(&scan));
     assert_string_equal(v, "commit-commands_commit=warn hello=ok review=ok");
     free(v);
     json_t *dock = json_array_get(scan.servers, 2);
@@ -211,8 +211,8 @@ static void secrets_resolve_from_env_and_keyring_but_never_reach_the_report(void
                         "keyring");
     assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "KR_VAR"), KEYRING_SECRET);
     assert_string_equal(cdsh_mcpimport_secrets_get(scan.secrets, "SCAN_TEST_TOKEN"), ENV_SECRET);
-    json_t *report =
-        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills, scan.notes);
+    json_t *report = cdsh_mcpimport_report_new(
+        scan.servers, cdsh_mcpimport_scan_commands_json(&scan), scan.skills, scan.notes);
     char *json = json_dumps(report, 0), *text = cdsh_mcpimport_report_text_dup(report);
     assert_null(strstr(json, ENV_SECRET));
     assert_null(strstr(json, KEYRING_SECRET));
@@ -238,8 +238,8 @@ static void notes_name_what_is_not_imported(void **state)
     put(&f, "claude/plugins/cache/official/context7/unknown/.mcp.json", "{not json");
     cdsh_mcpimport_scan scan;
     run_scan(&f, &scan);
-    json_t *report =
-        cdsh_mcpimport_report_new(scan.servers, scan.commands, scan.skills, scan.notes);
+    json_t *report = cdsh_mcpimport_report_new(
+        scan.servers, cdsh_mcpimport_scan_commands_json(&scan), scan.skills, scan.notes);
     char *text = cdsh_mcpimport_report_text_dup(report);
     assert_non_null(strstr(
         text, "    - hooks are not imported (cdsh runs no Claude Code or Codex hooks) (hooks: "
@@ -300,7 +300,6 @@ static void cli_enable_records_choice_and_refuses_blocked(void **state)
     free(out), free(err);
     teardown_fx(&f);
 }
-
 
 static const json_t *reason_code(const json_t *ir, const char *level)
 {

@@ -456,7 +456,8 @@ static void discovery_finds_user_project_and_plugin_skills_and_agents(void **sta
     assert_string_equal(s(json_object_get(planner, "provenance"), "scope"), "project");
     assert_string_equal(s(named(sc.skills, "planner", 1), "description"),
                         "Imported sub-agent: Plans (user)");
-    json_t *report = cdsh_mcpimport_report_new(sc.servers, sc.commands, sc.skills, sc.notes);
+    json_t *report = cdsh_mcpimport_report_new(sc.servers, cdsh_mcpimport_scan_commands_json(&sc),
+                                               sc.skills, sc.notes);
     const json_t *claude = json_array_get(json_object_get(report, "sources"), 0);
     assert_int_equal(json_array_size(json_object_get(claude, "skills")), 4);
     assert_int_equal(json_array_size(json_object_get(claude, "agents")), 4);
@@ -488,9 +489,9 @@ static cdsh_toolresult *call_skill(cdsh_host *h, const char *name)
 }
 
 /* true if any item of list has `name`, or any note's message contains it. */
-static bool mentioned(const cdsh_mcpimport_scan *sc, const char *needle)
+static bool mentioned(cdsh_mcpimport_scan *sc, const char *needle)
 {
-    const json_t *lists[] = {sc->commands, sc->skills, sc->notes};
+    const json_t *lists[] = {cdsh_mcpimport_scan_commands_json(sc), sc->skills, sc->notes};
     for (size_t l = 0; l < 3; l++) {
         char *dump = json_dumps(lists[l], JSON_ENSURE_ASCII);
         bool hit = dump && strstr(dump, needle);

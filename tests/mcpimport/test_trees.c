@@ -28,6 +28,12 @@ typedef struct fx {
     char home[1024], claude[1100], cjson[1100], codex[1100], app[1100];
 } fx;
 
+/* The scan's judged command IR as JSON (made at the first call). */
+static json_t *cmds(cdsh_mcpimport_scan *sc)
+{
+    return cdsh_mcpimport_scan_commands_json(sc);
+}
+
 static void sh(const char *fmt, const char *a)
 {
     char cmd[4096];
@@ -117,28 +123,26 @@ static void discovery_follows_enabled_state_scope_and_marketplaces(void **state)
     cdsh_mcpimport_scan sc;
     scan_from(&f, f.app, &sc);
     /* installed, enabled, strict plugin: its command */
-    assert_int_equal(count_named(sc.commands, "commit-tools_commit"), 1);
+    assert_int_equal(count_named(cmds(&sc), "commit-tools_commit"), 1);
     /* strict:false entry: exactly the listed command and agent */
-    assert_int_equal(count_named(sc.commands, "review-kit_review"), 1);
-    assert_int_equal(count_named(sc.commands, "review-kit_unlisted"), 0);
+    assert_int_equal(count_named(cmds(&sc), "review-kit_review"), 1);
+    assert_int_equal(count_named(cmds(&sc), "review-kit_unlisted"), 0);
     assert_int_equal(count_named(sc.skills, "review-kit-critic"), 1);
     /* disabled in settings.json: one note, nothing offered */
-    assert_int_equal(count_named(sc.commands, "legacy-lint_lint"), 0);
+    assert_int_equal(count_named(cmds(&sc), "legacy-lint_lint"), 0);
     assert_int_equal(notes_with(&sc, "plugin legacy-lint@acme-market is disabled", "settings.json"),
                      1);
     /* installed for another project: one note, nothing here */
-    assert_int_equal(count_named(sc.commands, "other-proj_other"), 0);
-    assert_int_equal(notes_with(&sc, "plugin other-proj@acme-market is installed for project",
-                                "work/other"),
-                     1);
+    assert_int_equal(count_named(cmds(&sc), "other-proj_other"), 0);
+    assert_int_equal(
+        notes_with(&sc, "plugin other-proj@acme-market is installed for project", "work/other"), 1);
     /* installed (local scope) for this project: imported */
     assert_int_equal(count_named(sc.skills, "here-proj-helper"), 1);
     /* strict:false with only an LSP server: a note saying why */
     assert_int_equal(notes_with(&sc, "LSP servers are not imported", "typescript"), 1);
     /* cached but not installed, offered but not installed, enabled but missing */
-    assert_int_equal(notes_with(&sc, "orphan@acme-market is in the plugin cache but not installed",
-                                NULL),
-                     1);
+    assert_int_equal(
+        notes_with(&sc, "orphan@acme-market is in the plugin cache but not installed", NULL), 1);
     assert_int_equal(notes_with(&sc, "marketplace acme-market offers 1 plugin", "(extra)"), 1);
     assert_int_equal(notes_with(&sc, "ghost@acme-market is enabled in", "not installed"), 1);
     /* Codex plugin cache: the latest version of an enabled plugin */
@@ -155,7 +159,7 @@ static void discovery_follows_enabled_state_scope_and_marketplaces(void **state)
                                       "other-proj@acme-market",   "here-proj@acme-market",
                                       "orphan@acme-market",       "notes-kit@openai-curated",
                                       "off-kit@openai-curated",   NULL};
-    json_t *report = cdsh_mcpimport_report_new(sc.servers, sc.commands, sc.skills, sc.notes);
+    json_t *report = cdsh_mcpimport_report_new(sc.servers, cmds(&sc), sc.skills, sc.notes);
     char *json = json_dumps(report, 0);
     for (const char *const *id = ids; *id; id++) {
         char want[256];
@@ -180,14 +184,14 @@ static void scanning_from_home_scans_user_folders_once(void **state)
     build(&f);
     cdsh_mcpimport_scan sc;
     scan_from(&f, f.home, &sc);
-    assert_int_equal(count_named(sc.commands, "hello"), 1);
-    assert_string_equal(s(json_object_get(named(sc.commands, "hello"), "provenance"), "scope"),
+    assert_int_equal(count_named(cmds(&sc), "hello"), 1);
+    assert_string_equal(s(json_object_get(named(cmds(&sc), "hello"), "provenance"), "scope"),
                         "user");
     assert_int_equal(count_named(sc.skills, "user-notes"), 1);
     assert_int_equal(count_named(sc.skills, "planner"), 1);
     size_t i;
     json_t *x;
-    json_array_foreach(sc.commands, i, x) {
+    json_array_foreach(cmds(&sc), i, x) {
         assert_false(has_reason(x, "blocked", "also defined in"));
     }
     json_array_foreach(sc.skills, i, x) {
@@ -225,17 +229,16 @@ static void untrusted_trees_are_walked_safely(void **state)
     assert_int_equal(cdsh_mcpimport_discover_ex(&roots, &cands, &st, NULL), 0);
     assert_int_equal(cdsh_mcpimport_scan_candidates(cands, NULL, NULL, &sc, NULL), 0);
     json_decref(cands);
-    assert_int_equal(count_named(sc.commands, "passwd"), 0);
-    assert_int_equal(notes_with(&sc, "passwd.md leads to /etc/passwd, outside the scanned tree",
-                                NULL),
-                     1);
+    assert_int_equal(count_named(cmds(&sc), "passwd"), 0);
+    assert_int_equal(
+        notes_with(&sc, "passwd.md leads to /etc/passwd, outside the scanned tree", NULL), 1);
     assert_int_equal(notes_with(&sc, "commands/root leads to /, outside the scanned tree", NULL),
                      1);
     assert_int_equal(notes_with(&sc, "commands/self leads to a folder already scanned", NULL), 1);
     assert_int_equal(notes_with(&sc, "agents/x.md is not a regular file", NULL), 1);
     /* one fix-issue, one alias of it */
-    assert_int_equal(count_named(sc.commands, "fix-issue"), 1);
-    assert_int_equal(count_named(sc.commands, "alias"), 1);
+    assert_int_equal(count_named(cmds(&sc), "fix-issue"), 1);
+    assert_int_equal(count_named(cmds(&sc), "alias"), 1);
     /* a sub-agent linked out of the tree is judged blocked, not read */
     json_t *shadow = named(sc.skills, "shadow");
     assert_non_null(shadow);
@@ -243,7 +246,7 @@ static void untrusted_trees_are_walked_safely(void **state)
     assert_true(has_reason(shadow, "blocked", "outside the scanned tree"));
     /* the walk stayed small: a handful of entries, not the filesystem */
     assert_true(st.entries < 40);
-    json_t *report = cdsh_mcpimport_report_new(sc.servers, sc.commands, sc.skills, sc.notes);
+    json_t *report = cdsh_mcpimport_report_new(sc.servers, cmds(&sc), sc.skills, sc.notes);
     char *json = json_dumps(report, 0);
     assert_null(strstr(json, "root:x:0:0"));
     free(json);
@@ -260,7 +263,7 @@ static void verdict_levels_mean_something(void **state)
     cdsh_mcpimport_scan sc;
     scan_from(&f, f.app, &sc);
     /* the plugin name mapping is faithful: info, verdict ok (so --all-ok takes it) */
-    json_t *c = named(sc.commands, "commit-tools_commit");
+    json_t *c = named(cmds(&sc), "commit-tools_commit");
     assert_string_equal(s(c, "verdict"), "ok");
     assert_true(has_reason(c, "info", "mapped to \"commit-tools_commit\""));
     json_t *agent = named(sc.skills, "review-kit-critic");
@@ -268,7 +271,7 @@ static void verdict_levels_mean_something(void **state)
     /* a display colour alone is info */
     assert_string_equal(s(named(sc.skills, "planner"), "verdict"), "ok");
     /* @file only when it is a file of the tree; repeated reasons once */
-    json_t *fix = named(sc.commands, "fix-issue");
+    json_t *fix = named(cmds(&sc), "fix-issue");
     size_t i, files = 0;
     json_t *u;
     json_array_foreach(json_object_get(fix, "unsupported"), i, u) {
@@ -297,7 +300,7 @@ static void references_stay_and_secrets_go(void **state)
     build(&f);
     cdsh_mcpimport_scan sc;
     scan_from(&f, f.app, &sc);
-    json_t *report = cdsh_mcpimport_report_new(sc.servers, sc.commands, sc.skills, sc.notes);
+    json_t *report = cdsh_mcpimport_report_new(sc.servers, cmds(&sc), sc.skills, sc.notes);
     char *json = json_dumps(report, 0), *text = cdsh_mcpimport_report_text_dup(report);
     static const char *const secrets[] = {"lit-9f8e7d6c5b4a", "hunter2-literal-pw",
                                           "hunter2-arg-pw", NULL};
@@ -305,9 +308,12 @@ static void references_stay_and_secrets_go(void **state)
         assert_null(strstr(json, *x));
         assert_null(strstr(text, *x));
     }
-    static const char *const kept[] = {"${CONTEXT7_API_KEY:-}", "TFE_TOKEN=${TFE_TOKEN}",
-                                       "/home/u/.config/gdrive/creds.json", "$TFE_ADDR",
-                                       "team=core", NULL};
+    static const char *const kept[] = {"${CONTEXT7_API_KEY:-}",
+                                       "TFE_TOKEN=${TFE_TOKEN}",
+                                       "/home/u/.config/gdrive/creds.json",
+                                       "$TFE_ADDR",
+                                       "team=core",
+                                       NULL};
     for (const char *const *x = kept; *x; x++) {
         if (!strstr(json, *x))
             fprintf(stderr, "missing in the JSON report: %s\n", *x);
@@ -328,13 +334,13 @@ static void command_semantics_follow_claude_code(void **state)
     cdsh_mcpimport_scan sc;
     scan_from(&f, f.app, &sc);
     /* argument-hint: [message] is a YAML list; Claude Code shows "message" */
-    json_t *hello = named(sc.commands, "hello");
+    json_t *hello = named(cmds(&sc), "hello");
     assert_string_equal(s(hello, "argumentHint"), "message");
     assert_true(has_reason(hello, "info", "argument-hint is a YAML list"));
     /* quoted, it keeps its brackets */
-    assert_string_equal(s(named(sc.commands, "commit-tools_commit"), "argumentHint"), "[message]");
+    assert_string_equal(s(named(cmds(&sc), "commit-tools_commit"), "argumentHint"), "[message]");
     /* arguments declared, $0 never used: $1 is the first argument, with a warning */
-    json_t *fix = named(sc.commands, "fix-issue");
+    json_t *fix = named(cmds(&sc), "fix-issue");
     assert_string_equal(s(fix, "placeholderStyle"), "claude-1based");
     assert_true(has_reason(fix, "warn", "uses $1.. without $0"));
     char *out = NULL;
@@ -347,8 +353,8 @@ static void command_semantics_follow_claude_code(void **state)
     assert_string_equal(s(quiet, "verdict"), "ok");
     cdsh_events *bus = cdsh_events_new();
     cdsh_skills *reg = cdsh_skills_new(bus);
-    cdsh_skill_def d1 = {.name = "quiet", .description = "Release checklist", .content = "x",
-                         .user_only = true};
+    cdsh_skill_def d1 = {
+        .name = "quiet", .description = "Release checklist", .content = "x", .user_only = true};
     cdsh_skill_def d2 = {.name = "notes", .description = "Take notes", .content = "y"};
     cdsh_disposer_t a = {0}, b = {0};
     assert_int_equal(cdsh_skills_register(reg, NULL, &d1, &a, NULL), 0);
@@ -408,8 +414,8 @@ static void enable_takes_options_after_names(void **state)
     fx f;
     build(&f);
     char *out = NULL, *err = NULL;
-    int rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "/fix-issue", "--root",
-                                f.app, "--claude-dir", f.claude, "--codex-home", f.codex, NULL);
+    int rc = cdsh_test_run_cdsh(NULL, &out, &err, "import", "enable", "/fix-issue", "--root", f.app,
+                                "--claude-dir", f.claude, "--codex-home", f.codex, NULL);
     if (rc != 0)
         fprintf(stderr, "%s%s", out ? out : "", err ? err : "");
     assert_int_equal(rc, 0);
@@ -462,12 +468,12 @@ static void streamed_scan_equals_the_candidate_scan(void **state)
         assert_int_equal(cdsh_mcpimport_scan_run(&roots, NULL, NULL, &a, NULL), 0);
         assert_int_equal(cdsh_mcpimport_discover(&roots, &cands, NULL), 0);
         assert_int_equal(cdsh_mcpimport_scan_candidates(cands, NULL, NULL, &b, NULL), 0);
-        assert_true(json_array_size(a.commands) >= (k == 0 ? 8u : 4u));
-        assert_true(json_equal(a.commands, b.commands));
+        assert_true(json_array_size(cmds(&a)) >= (k == 0 ? 8u : 4u));
+        assert_true(json_equal(cmds(&a), cmds(&b)));
         assert_true(json_equal(a.servers, b.servers));
         assert_true(json_equal(a.skills, b.skills));
         assert_true(json_equal(a.notes, b.notes));
-        char *ja = json_dumps(a.commands, JSON_COMPACT), *jb = json_dumps(b.commands, JSON_COMPACT);
+        char *ja = json_dumps(cmds(&a), JSON_COMPACT), *jb = json_dumps(cmds(&b), JSON_COMPACT);
         assert_string_equal(ja, jb); /* same key order too */
         free(ja), free(jb);
         json_decref(cands);

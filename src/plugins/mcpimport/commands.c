@@ -11,6 +11,7 @@
 
 #include "base/strbuf.h"
 #include "base/utf8.h"
+#include "plugins/mcpimport/cmdir.h"
 #include "plugins/mcpimport/frontmatter.h"
 #include "plugins/mcpimport/vars.h"
 
@@ -211,8 +212,7 @@ void cdsh__mcpimport_scan_unsupported(const char *body, json_t *unsupported, jso
             }
             while (e > p + 1 && e[-1] == '.') /* a sentence's full stop */
                 e--;
-            if (pathy && e > p + 1 && file_refs &&
-                !name_in(file_refs, p + 1, (size_t)(e - p - 1)))
+            if (pathy && e > p + 1 && file_refs && !name_in(file_refs, p + 1, (size_t)(e - p - 1)))
                 pathy = false; /* not a file of the tree: an npm scope, a decorator, a mail */
             if (pathy && e > p + 1 &&
                 !has_feature(unsupported, "file-include", p + 1, (size_t)(e - p - 1)))
@@ -295,113 +295,133 @@ json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *tex
     cdsh__mcpimport_md md = cdsh__mcpimport_md_of(cand);
     md.text = text;
     md.len = len;
-    return cdsh__mcpimport_command_build(&md);
-}
-
-/* Sets key to a new string of s (NULL: JSON null when `nullable`); false
- * when s is not UTF-8 or memory runs out (json_pack refused those too). */
-static bool set_str(json_t *o, const char *key, const char *s, bool nullable)
-{
-    if (!s)
-        return nullable && json_object_set_new_nocheck(o, key, json_null()) == 0;
-    json_t *v = json_string(s);
-    return v && json_object_set_new_nocheck(o, key, v) == 0;
-}
-
-static bool set_val(json_t *o, const char *key, json_t *v)
-{
-    return v && json_object_set_new_nocheck(o, key, v) == 0;
-}
-
-/* The IR object in its documented key order, without json_pack (a scan of
- * 100 000 files builds one per file: the format and key checks were a good
- * part of the cost). Takes the arrays; NULL when a string is not UTF-8 or
- * on ENOMEM, as json_pack. */
-static json_t *command_ir(const char *name, const char *original, const char *description,
-                          const char *hint, const char *body, json_t *found, const char *style,
-                          json_t *named, json_t *allowed, const char *model, bool dmi,
-                          const char *source, const json_t *prov, json_t *warnings,
-                          json_t *unsupported, json_t *info)
-{
-    json_t *ir = json_object();
-    const json_t *pfile = json_object_get(prov, "file");
-    const json_t *psource = json_object_get(prov, "source");
-    bool ok = ir && set_str(ir, "name", name, false) &&
-              set_str(ir, "originalName", original, false) &&
-              set_str(ir, "description", description, false) &&
-              set_str(ir, "argumentHint", hint, true) && set_str(ir, "prompt", body, false) &&
-              set_val(ir, "arguments", found) &&
-              set_val(ir, "placeholderStyle", json_string_nocheck(style)) &&
-              set_val(ir, "namedArguments", named) && set_val(ir, "allowedTools", allowed) &&
-              set_str(ir, "model", model, true) &&
-              set_val(ir, "disableModelInvocation", json_boolean(dmi));
-    /* source and file repeat the provenance's strings: shared, not copied */
-    ok = ok &&
-         (source && psource && strcmp(json_string_value(psource), source) == 0
-              ? set_val(ir, "source", json_incref((json_t *)psource))
-              : set_str(ir, "source", source ? source : "claude", false)) &&
-         (pfile && json_is_string(pfile) ? set_val(ir, "file", json_incref((json_t *)pfile))
-                                         : set_str(ir, "file", NULL, false)) &&
-         set_val(ir, "provenance", json_incref((json_t *)prov)) &&
-         set_val(ir, "warnings", warnings) && set_val(ir, "unsupported", unsupported) &&
-         set_val(ir, "info", info);
-    if (!ok) {
-        /* the arrays not yet taken by ir */
-        bool taken = ir != NULL;
-        json_t *arrays[] = {found, named, allowed, warnings, unsupported, info};
-        static const char *const keys[] = {"arguments", "namedArguments", "allowedTools",
-                                           "warnings",  "unsupported",    "info"};
-        for (size_t i = 0; i < 6; i++)
-            if (!taken || json_object_get(ir, keys[i]) != arrays[i])
-                json_decref(arrays[i]);
-        json_decref(ir);
-        return NULL;
-    }
+    cdsh__mcpimport_cmds l;
+    cdsh__mcpimport_cmds_init(&l);
+    cdsh__mcpimport_cmd *c = cdsh__mcpimport_command_add(&l, &md);
+    json_t *ir = c ? json_incref(cdsh__mcpimport_cmd_json(c)) : NULL;
+    cdsh__mcpimport_cmds_deinit(&l);
     return ir;
 }
 
-json_t *cdsh__mcpimport_command_build(const cdsh__mcpimport_md *md)
+/* True when s is UTF-8 (JSON strings must be; a command with a field that
+ * is not is left out, as json_pack left it out). */
+static bool utf8(const char *s)
 {
+    return !s || cdsh_utf8_valid(s, strlen(s));
+}
+
+/* The (feature, text) pairs of the unsupported objects in arr. */
+static bool pairs_from_json(cdsh__mcpimport_arena *a, const json_t *arr, cdsh__mcpimport_strv *out)
+{
+    size_t n = json_array_size(arr);
+    out->n = 0;
+    out->v = n ? cdsh__mcpimport_arena_alloc(a, 2 * n * sizeof *out->v) : NULL;
+    if (n && !out->v)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(arr, i);
+        const char *f =
+            cdsh__mcpimport_arena_strdup(a, json_string_value(json_object_get(o, "feature")));
+        const char *t =
+            cdsh__mcpimport_arena_strdup(a, json_string_value(json_object_get(o, "text")));
+        if (!f || !t)
+            return false;
+        out->v[out->n++] = f;
+        out->v[out->n++] = t;
+    }
+    return true;
+}
+
+/* The struct of one command in l's arena, from the facts build found (the
+ * JSON arrays are copied). NULL on ENOMEM. */
+static cdsh__mcpimport_cmd *command_struct(cdsh__mcpimport_cmds *l, const cdsh__mcpimport_cmd *f,
+                                           const json_t *found, const json_t *named,
+                                           const json_t *allowed, const json_t *warnings,
+                                           const json_t *unsupported, const json_t *info)
+{
+    cdsh__mcpimport_arena *a = &l->arena;
+    cdsh__mcpimport_cmd *c = cdsh__mcpimport_arena_alloc(a, sizeof *c);
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->name = cdsh__mcpimport_arena_strdup(a, f->name);
+    c->original = cdsh__mcpimport_arena_strdup(a, f->original);
+    c->description = cdsh__mcpimport_arena_strdup(a, f->description);
+    c->hint = cdsh__mcpimport_arena_strdup(a, f->hint);
+    c->prompt = cdsh__mcpimport_arena_strdup(a, f->prompt);
+    c->style = f->style; /* a constant */
+    c->model = cdsh__mcpimport_arena_strdup(a, f->model);
+    c->dmi = f->dmi;
+    c->source = cdsh__mcpimport_arena_strdup(a, f->source);
+    c->file = cdsh__mcpimport_arena_strdup(a, f->file);
+    bool ok = c->name && c->original && c->description && (c->hint || !f->hint) && c->prompt &&
+              (c->model || !f->model) && c->source && c->file &&
+              cdsh__mcpimport_strv_from_json(a, found, &c->arguments) &&
+              cdsh__mcpimport_strv_from_json(a, named, &c->named) &&
+              cdsh__mcpimport_strv_from_json(a, allowed, &c->allowed) &&
+              cdsh__mcpimport_strv_from_json(a, warnings, &c->warnings) &&
+              pairs_from_json(a, unsupported, &c->unsupported) &&
+              cdsh__mcpimport_strv_from_json(a, info, &c->info);
+    if (!ok || !cdsh__mcpimport_cmds_push(l, c))
+        return NULL;
+    c->provenance = json_incref(f->provenance);
+    return c;
+}
+
+/* l's scratch arrays, emptied: every command is built in the same ones (a
+ * scan of 100 000 files then makes no JSON array per command). */
+static bool scratch(cdsh__mcpimport_cmds *l)
+{
+    for (size_t i = 0; i < sizeof l->scratch / sizeof l->scratch[0]; i++) {
+        if (!l->scratch[i] && !(l->scratch[i] = json_array()))
+            return false;
+        json_array_clear(l->scratch[i]);
+    }
+    return true;
+}
+
+cdsh__mcpimport_cmd *cdsh__mcpimport_command_add(cdsh__mcpimport_cmds *l,
+                                                 const cdsh__mcpimport_md *md)
+{
+    if (!scratch(l))
+        return NULL;
+    json_t *warnings = l->scratch[0], *info = l->scratch[1], *found = l->scratch[2];
+    json_t *unsupported = l->scratch[3];
     const char *text = md->text;
     size_t len = md->len;
     const json_t *prov = md->provenance;
     const char *source = json_string_value(json_object_get(prov, "source"));
+    const char *file = json_string_value(json_object_get(prov, "file"));
     bool codex = source && strcmp(source, "codex") == 0;
     const char *stem = md->stem, *ns = md->ns, *root = md->root;
-    json_t *warnings = json_array(), *info = json_array(), *meta = NULL;
+    json_t *meta = NULL, *named = NULL, *allowed = NULL;
+    char *body = NULL, *name = NULL, *description = NULL, *hint = NULL, *model = NULL;
+    cdsh__mcpimport_cmd *c = NULL;
     size_t off = 0;
-    if (cdsh_mcpimport_frontmatter_parse(text, len, &meta, &off, warnings) != 0) {
-        json_decref(warnings), json_decref(info);
-        return NULL;
-    }
+    if (!file || cdsh_mcpimport_frontmatter_parse(text, len, &meta, &off, warnings) != 0)
+        goto done;
     if (json_is_object(md->meta)) /* a manifest's inline command */
         json_object_update(meta, (json_t *)md->meta);
-    char *body = strndup(text + off, len - off);
+    body = strndup(text + off, len - off);
     if (body && root) {
         char *b2 = cdsh_mcpimport_vars_subst_dup(body, "CLAUDE_PLUGIN_ROOT", root);
         free(body);
         body = b2;
     }
-    char *name = cdsh_mcpimport_command_name_dup(ns, stem);
+    name = cdsh_mcpimport_command_name_dup(ns, stem);
     char original[512];
     snprintf(original, sizeof original, "%s%s%s", ns && *ns ? ns : "", ns && *ns ? ":" : "",
              stem ? stem : "");
-    char *description = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "description"));
-    char *hint = cdsh__mcpimport_hint_dup(json_object_get(meta, "argument-hint"), info);
-    char *model = codex ? NULL : cdsh__mcpimport_meta_text_dup(json_object_get(meta, "model"));
-    json_t *named = codex || !json_object_get(meta, "arguments")
-                        ? json_array()
-                        : cdsh__mcpimport_meta_list(json_object_get(meta, "arguments"), " ,");
-    json_t *allowed = codex || !json_object_get(meta, "allowed-tools")
-                          ? json_array()
-                          : cdsh__mcpimport_meta_list(json_object_get(meta, "allowed-tools"), ",");
+    description = cdsh__mcpimport_meta_text_dup(json_object_get(meta, "description"));
+    hint = cdsh__mcpimport_hint_dup(json_object_get(meta, "argument-hint"), info);
+    model = codex ? NULL : cdsh__mcpimport_meta_text_dup(json_object_get(meta, "model"));
+    if (!codex && json_object_get(meta, "arguments"))
+        named = cdsh__mcpimport_meta_list(json_object_get(meta, "arguments"), " ,");
+    if (!codex && json_object_get(meta, "allowed-tools"))
+        allowed = cdsh__mcpimport_meta_list(json_object_get(meta, "allowed-tools"), ",");
     bool dmi = json_is_true(json_object_get(meta, "disable-model-invocation"));
-    if (!body || !name) {
-        free(body), free(name), free(description), free(hint), free(model);
-        json_decref(warnings), json_decref(info), json_decref(meta), json_decref(named);
-        json_decref(allowed);
-        return NULL;
-    }
+    if (!body || !name)
+        goto done;
     if (!description || !*description) {
         free(description);
         description = cdsh__mcpimport_first_line_dup(body, original);
@@ -435,14 +455,13 @@ json_t *cdsh__mcpimport_command_build(const cdsh__mcpimport_md *md)
         cdsh__mcpimport_warnf(info, "model \"inherit\": the session's model is used, as in "
                                     "Claude Code");
     else if (model)
-        cdsh__mcpimport_warnf(warnings,
-                              "model \"%s\" is not applied; the session's model is used", model);
+        cdsh__mcpimport_warnf(warnings, "model \"%s\" is not applied; the session's model is used",
+                              model);
     if (!codex && dmi)
         cdsh__mcpimport_warnf(info, "disable-model-invocation: only the person runs it (cdsh's "
                                     "model never runs commands)");
     if (strcmp(name, original) != 0)
         cdsh__mcpimport_warnf(info, "name \"%s\" mapped to \"%s\"", original, name);
-    json_t *found = json_array(), *unsupported = json_array();
     bool has0 = false, has_pos = false;
     scan_placeholders(body, codex, named, found, &has0, &has_pos);
     const char *style = "none";
@@ -466,11 +485,25 @@ json_t *cdsh__mcpimport_command_build(const cdsh__mcpimport_md *md)
             warnings, "the body uses a ${CLAUDE_...} variable that cdsh cannot fill; left as "
                       "written");
     cdsh__mcpimport_scan_unsupported(body, unsupported, warnings, md->file_refs);
-    json_t *ir = command_ir(name, original, description, hint, body, found, style, named, allowed,
-                            model, dmi, source, prov, warnings, unsupported, info);
+    if (description && utf8(original) && utf8(description) && utf8(hint) && utf8(body) &&
+        utf8(model) && utf8(file)) {
+        cdsh__mcpimport_cmd f = {.name = name,
+                                 .original = original,
+                                 .description = description,
+                                 .hint = hint,
+                                 .prompt = body,
+                                 .style = style,
+                                 .model = model,
+                                 .dmi = dmi,
+                                 .source = source ? source : "claude",
+                                 .file = file,
+                                 .provenance = (json_t *)prov};
+        c = command_struct(l, &f, found, named, allowed, warnings, unsupported, info);
+    }
+done:
     free(body), free(name), free(description), free(hint), free(model);
-    json_decref(meta);
-    return ir;
+    json_decref(meta), json_decref(named), json_decref(allowed);
+    return c;
 }
 
 /* ---- expansion --------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "plugins/mcpimport/cmdir.h"
 #include "plugins/mcpimport/discover.h"
 
 /* cdsh command name for a Claude/Codex command: "<namespace>_<stem>" (or the
@@ -30,8 +31,12 @@ char *cdsh_mcpimport_command_name_dup(const char *ns, const char *stem);
  * of the tree; only those are reported) and meta (front matter from a
  * manifest's inline command, overriding the file's). NULL on ENOMEM. */
 json_t *cdsh_mcpimport_command_from_markdown(const json_t *cand, const char *text, size_t len);
-/* The same from the fields of a candidate (the scan's streamed path). */
-json_t *cdsh__mcpimport_command_build(const cdsh__mcpimport_md *md);
+/* The same from the fields of a candidate, as a struct appended to l (the
+ * scan's path: no JSON object per command; cmdir.h makes the JSON IR
+ * above from it). NULL, with nothing appended, where the JSON function
+ * returns NULL. */
+cdsh__mcpimport_cmd *cdsh__mcpimport_command_add(cdsh__mcpimport_cmds *l,
+                                                 const cdsh__mcpimport_md *md);
 
 /* The prompt for one run of command IR `cmd` with the person's raw input:
  * $ARGUMENTS / {{args}} = the input trimmed; positional $N (Claude: from $0,

@@ -4,8 +4,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "plugins/mcpimport/skills.h"
 
 static const char *str(const json_t *o, const char *k);
@@ -51,13 +53,17 @@ static const char *base_name(const char *cmd)
     return s ? s + 1 : cmd;
 }
 
-static void where(const json_t *ir, char *buf, size_t n)
+static void where_prov(const json_t *p, char *buf, size_t n)
 {
-    const json_t *p = json_object_get(ir, "provenance");
     const char *plugin = str(p, "plugin");
     snprintf(buf, n, "%s (%s, %s%s%s)", str(p, "file") ? str(p, "file") : "?",
              str(p, "source") ? str(p, "source") : "?", str(p, "scope") ? str(p, "scope") : "?",
              plugin ? ", " : "", plugin ? plugin : "");
+}
+
+static void where(const json_t *ir, char *buf, size_t n)
+{
+    where_prov(json_object_get(ir, "provenance"), buf, n);
 }
 
 static void check_stdio(json_t *ir, const cdsh_mcpimport_probe *probe)
@@ -211,6 +217,33 @@ static void loss_reasons(json_t *ir)
     }
 }
 
+/* The fields judging reads of JSON command IR ir, as a struct in l. */
+static bool cmd_of_json(cdsh__mcpimport_cmds *l, const json_t *ir)
+{
+    cdsh__mcpimport_arena *a = &l->arena;
+    cdsh__mcpimport_cmd *c = cdsh__mcpimport_arena_alloc(a, sizeof *c);
+    if (!c)
+        return false;
+    memset(c, 0, sizeof *c);
+    c->name = cdsh__mcpimport_arena_strdup(a, str(ir, "name"));
+    c->original = cdsh__mcpimport_arena_strdup(a, str(ir, "originalName"));
+    c->prompt = cdsh__mcpimport_arena_strdup(a, str(ir, "prompt"));
+    const json_t *uns = json_object_get(ir, "unsupported");
+    size_t n = json_array_size(uns);
+    c->unsupported.v = n ? cdsh__mcpimport_arena_alloc(a, 2 * n * sizeof(char *)) : NULL;
+    for (size_t i = 0; c->unsupported.v && i < n; i++) {
+        const json_t *w = json_array_get(uns, i);
+        c->unsupported.v[c->unsupported.n++] = str(w, "feature"); /* borrowed from ir */
+        c->unsupported.v[c->unsupported.n++] = str(w, "text");
+    }
+    if (!cdsh__mcpimport_strv_from_json(a, json_object_get(ir, "warnings"), &c->warnings) ||
+        !cdsh__mcpimport_strv_from_json(a, json_object_get(ir, "info"), &c->info) ||
+        (n && !c->unsupported.v) || !cdsh__mcpimport_cmds_push(l, c))
+        return false;
+    c->provenance = json_incref(json_object_get(ir, "provenance"));
+    return true;
+}
+
 void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe)
 {
     size_t i;
@@ -257,18 +290,121 @@ void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpi
         }
         finish(ir);
     }
+    if (!json_array_size(commands))
+        return;
+    /* Commands are judged as structs (cmdir.h), as the scan holds them. */
+    cdsh__mcpimport_cmds l;
+    cdsh__mcpimport_cmds_init(&l);
+    bool ok = true;
     json_array_foreach(commands, i, ir) {
-        json_object_set_new(ir, "reasons", json_array());
-        const char *p = str(ir, "prompt");
+        ok = ok && cmd_of_json(&l, ir);
+    }
+    if (ok) {
+        cdsh__mcpimport_preflight_cmds(&l);
+        for (i = 0; i < l.n; i++) {
+            ir = json_array_get(commands, i);
+            json_object_set_new(ir, "reasons", cdsh__mcpimport_cmd_reasons_json(l.v[i]));
+            json_object_set_new(ir, "verdict", json_string(l.v[i]->verdict));
+        }
+    }
+    cdsh__mcpimport_cmds_deinit(&l);
+}
+
+/* ---- commands (C structs) ---------------------------------------------------- */
+
+static void cmd_reason(cdsh__mcpimport_cmds *l, cdsh__mcpimport_cmd *c, const char *level,
+                       const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void cmd_reason(cdsh__mcpimport_cmds *l, cdsh__mcpimport_cmd *c, const char *level,
+                       const char *code, const char *fmt, ...)
+{
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!cdsh_utf8_valid(buf, strlen(buf))) /* as the JSON reasons: such a reason is dropped */
+        return;
+    for (size_t i = 0; i < c->n_reasons; i++) /* an identical reason is given once */
+        if (strcmp(c->reasons[i].message, buf) == 0 && strcmp(c->reasons[i].code, code) == 0 &&
+            strcmp(c->reasons[i].level, level) == 0)
+            return;
+    if (c->n_reasons == c->cap_reasons) {
+        size_t nc = c->cap_reasons ? c->cap_reasons * 2 : 4;
+        cdsh__mcpimport_reason *g = realloc(c->reasons, nc * sizeof *g);
+        if (!g)
+            return;
+        c->reasons = g;
+        c->cap_reasons = nc;
+    }
+    const char *m = cdsh__mcpimport_arena_strdup(&l->arena, buf);
+    if (m) /* level and code are this file's constants */
+        c->reasons[c->n_reasons++] = (cdsh__mcpimport_reason){level, code, m};
+}
+
+static const char *cmd_raw_name(const cdsh__mcpimport_cmd *c)
+{
+    const char *o = str(c->provenance, "originalName");
+    return o ? o : c->original ? c->original : c->name;
+}
+
+void cdsh__mcpimport_preflight_cmds(cdsh__mcpimport_cmds *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        cdsh__mcpimport_cmd *c = l->v[i];
+        c->n_reasons = 0;
+        const char *p = c->prompt;
         size_t n = p ? strspn(p, " \t\r\n") : 0;
         if (!p || !p[n])
-            reason(ir, "blocked", "EMPTY_PROMPT", "the command has no prompt text");
+            cmd_reason(l, c, "blocked", "EMPTY_PROMPT", "the command has no prompt text");
     }
-    check_names(commands, "originalName", "DUPLICATE_COMMAND", "command");
-    json_array_foreach(commands, i, ir) {
-        loss_reasons(ir);
-        finish(ir);
+    /* Collisions: the first of a name wins, later ones are blocked. */
+    cdsh__mcpimport_index first = {0};
+    for (size_t i = 0; i < l->n; i++) {
+        cdsh__mcpimport_cmd *a = l->v[i], *b;
+        if (!a->name || !(b = cdsh__mcpimport_index_first(&first, a->name, a)))
+            continue;
+        char wa[512], wb[512];
+        where_prov(a->provenance, wa, sizeof wa);
+        where_prov(b->provenance, wb, sizeof wb);
+        if (strcmp(cmd_raw_name(a), cmd_raw_name(b)) != 0)
+            cmd_reason(l, a, "blocked", "NAME_COLLISION",
+                       "\"%s\" and \"%s\" (%s) both become command \"%s\"", cmd_raw_name(a),
+                       cmd_raw_name(b), wb, a->name);
+        else {
+            cmd_reason(l, a, "blocked", "DUPLICATE_COMMAND",
+                       "command \"%s\" is also defined in %s, which takes precedence", a->name, wb);
+            cmd_reason(l, b, "info", "DUPLICATE_COMMAND",
+                       "command \"%s\" is also defined in %s, which this one shadows (as in "
+                       "Claude Code)",
+                       a->name, wa);
+        }
     }
+    cdsh__mcpimport_index_deinit(&first);
+    for (size_t i = 0; i < l->n; i++) {
+        cdsh__mcpimport_cmd *c = l->v[i];
+        /* as loss_reasons and finish */
+        for (size_t k = 0; k + 1 < c->unsupported.n; k += 2)
+            cmd_reason(l, c, "warn", "UNSUPPORTED_FEATURE", "%s \"%s\" is not supported",
+                       strcmp(c->unsupported.v[k], "shell") == 0 ? "!`cmd`" : "@file",
+                       c->unsupported.v[k + 1]);
+        for (size_t k = 0; k < c->warnings.n; k++)
+            if (!strstr(c->warnings.v[k], "is not supported: "))
+                cmd_reason(l, c, "warn", "SEMANTIC_LOSS", "%s", c->warnings.v[k]);
+        for (size_t k = 0; k < c->info.n; k++)
+            cmd_reason(l, c, "info", "MAPPING", "%s", c->info.v[k]);
+        c->verdict = "ok";
+        for (size_t k = 0; k < c->n_reasons; k++) {
+            if (strcmp(c->reasons[k].level, "blocked") == 0)
+                c->verdict = "blocked";
+            else if (strcmp(c->reasons[k].level, "warn") == 0 && strcmp(c->verdict, "ok") == 0)
+                c->verdict = "warn";
+        }
+        json_decref(c->json); /* made before judging: made again */
+        c->json = NULL;
+    }
+    json_decref(l->json);
+    l->json = NULL;
 }
 
 void cdsh_mcpimport_preflight_skills(json_t *skills)

@@ -8,6 +8,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "plugins/mcpimport/cmdir.h"
+
 typedef struct cdsh_mcpimport_probe {
     /* True when `command` can be started: a name is looked up on PATH, a path
      * must be an executable file. */
@@ -30,6 +32,10 @@ typedef struct cdsh_mcpimport_probe {
  * "keyring" (secrets.c sets it); "default" gives DEFAULT_USED. probe may be
  * NULL (no machine checks). */
 void cdsh_mcpimport_preflight(json_t *servers, json_t *commands, const cdsh_mcpimport_probe *probe);
+
+/* The command half of cdsh_mcpimport_preflight over the scan's structs:
+ * sets reasons and verdict of each (and drops JSON made before). */
+void cdsh__mcpimport_preflight_cmds(cdsh__mcpimport_cmds *l);
 
 /* Adds "verdict" and "reasons" to every skill IR (skills.h; skills and
  * sub-agents in one array, precedence order). Codes: UNREADABLE_FILE (the

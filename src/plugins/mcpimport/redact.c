@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/json.h"
 #include "base/redact.h"
 #include "base/strbuf.h"
 
@@ -63,7 +64,8 @@ static void literal(cdsh_strbuf *b, const char *s, size_t n)
     for (size_t i = 0; i < len;) {
         if ((r[i] == '?' || r[i] == '&') && i + 1 < len) {
             size_t k = i + 1, e = k;
-            while (e < len && r[e] != '=' && r[e] != '&' && r[e] != '#' && !isspace((unsigned char)r[e]))
+            while (e < len && r[e] != '=' && r[e] != '&' && r[e] != '#' &&
+                   !isspace((unsigned char)r[e]))
                 e++;
             if (e < len && r[e] == '=' && e > k && query_key_secret(r + k, e - k)) {
                 size_t v = e + 1, ve = v;
@@ -184,34 +186,21 @@ char *cdsh_mcpimport_redact_value_dup(const char *key, const char *v)
     return cdsh_strbuf_take(&b, NULL);
 }
 
+/* One string through the text redaction ("[REDACTED]" when that fails). */
+static char *redact_string(void *ud, const char *s, size_t n, size_t *out_n)
+{
+    (void)n; /* the importer's strings hold no NUL */
+    (void)ud;
+    char *r = cdsh_mcpimport_redact_text_dup(s);
+    if (!r)
+        r = strdup(CDSH_REDACTED);
+    *out_n = r ? strlen(r) : 0;
+    return r;
+}
+
 /* Every string of a JSON value through the text redaction (keys kept). */
 json_t *cdsh_mcpimport_redact_json_dup(const json_t *v)
 {
-    switch (json_typeof(v)) {
-    case JSON_STRING: {
-        char *r = cdsh_mcpimport_redact_text_dup(json_string_value(v));
-        json_t *o = r ? json_string(r) : json_string(CDSH_REDACTED);
-        free(r);
-        return o;
-    }
-    case JSON_ARRAY: {
-        json_t *a = json_array();
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x) {
-            json_array_append_new(a, cdsh_mcpimport_redact_json_dup(x));
-        }
-        return a;
-    }
-    case JSON_OBJECT: {
-        json_t *o = json_object();
-        const char *k;
-        json_t *x;
-        json_object_foreach((json_t *)v, k, x) {
-            json_object_set_new(o, k, cdsh_mcpimport_redact_json_dup(x));
-        }
-        return o;
-    }
-    default: return json_incref((json_t *)v);
-    }
+    return cdsh_json_map_strings(v, redact_string, NULL, CDSH_MCPIMPORT_REDACT_MAX_DEPTH,
+                                 CDSH_REDACTED);
 }

@@ -27,7 +27,10 @@ void cdsh_mcpimport_redact_into(cdsh_strbuf *b, const char *s, size_t n);
  * that is a path; otherwise as free text. Owned. */
 char *cdsh_mcpimport_redact_value_dup(const char *key, const char *value);
 
-/* Deep copy with every string as free text (keys kept). Owned. */
+/* Deep copy with every string as free text (keys kept; a value nested
+ * deeper than CDSH_MCPIMPORT_REDACT_MAX_DEPTH, which parsed JSON never is,
+ * becomes "[REDACTED]"). Owned; NULL on ENOMEM. */
+#define CDSH_MCPIMPORT_REDACT_MAX_DEPTH 2048
 json_t *cdsh_mcpimport_redact_json_dup(const json_t *value);
 
 #endif

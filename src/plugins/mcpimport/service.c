@@ -111,7 +111,7 @@ static void scan_init(cdsh_mcpimport_scan *out)
 {
     memset(out, 0, sizeof *out);
     out->servers = json_array();
-    out->commands = json_array();
+    cdsh__mcpimport_cmds_init(&out->commands);
     out->skills = json_array();
     out->notes = json_array();
 }
@@ -120,9 +120,7 @@ static void scan_init(cdsh_mcpimport_scan *out)
 static void add_command(void *arg, const cdsh__mcpimport_md *md)
 {
     cdsh_mcpimport_scan *out = arg;
-    json_t *ir = cdsh__mcpimport_command_build(md);
-    if (ir)
-        json_array_append_new(out->commands, ir);
+    cdsh__mcpimport_command_add(&out->commands, md);
 }
 
 /* out is initialised (scan_init) and may already hold commands. */
@@ -148,11 +146,8 @@ static int scan_impl(json_t *candidates, bool consume, const cdsh_mcpimport_prob
             }
             json_decref(file_notes);
         } else if (strcmp(kind, "command") == 0) {
-            const json_t *text = json_object_get(c, "text");
-            json_t *ir = cdsh_mcpimport_command_from_markdown(c, json_string_value(text),
-                                                              json_string_length(text));
-            if (ir)
-                json_array_append_new(out->commands, ir);
+            cdsh__mcpimport_md md = cdsh__mcpimport_md_of(c);
+            cdsh__mcpimport_command_add(&out->commands, &md);
         } else if (strcmp(kind, "agent") == 0 || strcmp(kind, "skill") == 0) {
             json_t *s = cdsh_mcpimport_skill_from_candidate(c);
             if (s)
@@ -167,7 +162,8 @@ static int scan_impl(json_t *candidates, bool consume, const cdsh_mcpimport_prob
         cdsh_mcpimport_scan_deinit(out);
         return rc;
     }
-    cdsh_mcpimport_preflight(out->servers, out->commands, probe);
+    cdsh_mcpimport_preflight(out->servers, NULL, probe);
+    cdsh__mcpimport_preflight_cmds(&out->commands);
     order_skills(out->skills);
     cdsh_mcpimport_preflight_skills(out->skills);
     return 0;
@@ -202,7 +198,8 @@ int cdsh_mcpimport_scan_run(const cdsh_mcpimport_roots *roots, const cdsh_mcpimp
 
 void cdsh_mcpimport_scan_deinit(cdsh_mcpimport_scan *scan)
 {
-    json_decref(scan->servers), json_decref(scan->commands);
+    json_decref(scan->servers);
+    cdsh__mcpimport_cmds_deinit(&scan->commands);
     json_decref(scan->skills), json_decref(scan->notes);
     cdsh_mcpimport_secrets_free(scan->secrets);
     memset(scan, 0, sizeof *scan);
@@ -224,9 +221,15 @@ json_t *cdsh_mcpimport_scan_server(const cdsh_mcpimport_scan *scan, const char *
     return first_named(scan->servers, name);
 }
 
+json_t *cdsh_mcpimport_scan_commands_json(cdsh_mcpimport_scan *scan)
+{
+    return cdsh__mcpimport_cmds_json(&scan->commands);
+}
+
 json_t *cdsh_mcpimport_scan_command(const cdsh_mcpimport_scan *scan, const char *name)
 {
-    return first_named(scan->commands, name);
+    cdsh__mcpimport_cmd *c = cdsh__mcpimport_cmds_find(&scan->commands, name);
+    return c ? cdsh__mcpimport_cmd_json(c) : NULL; /* made once, kept by the scan */
 }
 
 json_t *cdsh_mcpimport_scan_skill(const cdsh_mcpimport_scan *scan, const char *name)

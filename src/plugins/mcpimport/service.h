@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "base/err.h"
+#include "plugins/mcpimport/cmdir.h"
 #include "plugins/mcpimport/discover.h"
 #include "plugins/mcpimport/preflight.h"
 #include "plugins/mcpimport/secrets.h"
@@ -34,7 +35,8 @@ cdsh_mcpimport_roots cdsh_mcpimport_rootset_view(const cdsh_mcpimport_rootset *s
 
 typedef struct cdsh_mcpimport_scan {
     json_t *servers;                 /* judged server IR */
-    json_t *commands;                /* judged command IR */
+    cdsh__mcpimport_cmds commands;   /* judged command IR as structs: JSON through
+                                        cdsh_mcpimport_scan_commands_json */
     json_t *skills;                  /* judged skill IR: skills, then sub-agents */
     json_t *notes;                   /* file-level notes */
     cdsh_mcpimport_secrets *secrets; /* values for register; never serialised */
@@ -56,6 +58,11 @@ int cdsh_mcpimport_scan_run(const cdsh_mcpimport_roots *roots, const cdsh_mcpimp
                             cdsh_error *err);
 
 void cdsh_mcpimport_scan_deinit(cdsh_mcpimport_scan *scan);
+
+/* The judged command IR (commands.h) as a JSON array, borrowed from scan:
+ * made at the first call (a scan holds its commands as C structs, so a
+ * large scan makes no JSON it is not asked for). NULL on ENOMEM. */
+json_t *cdsh_mcpimport_scan_commands_json(cdsh_mcpimport_scan *scan);
 
 /* The winning (first) server / command / skill IR named `name`, borrowed, or NULL. */
 json_t *cdsh_mcpimport_scan_server(const cdsh_mcpimport_scan *scan, const char *name);
