@@ -26,6 +26,7 @@ import sys
 
 DECL = re.compile(r"^[A-Za-z_][\w \*]*?\b(cdsh_\w+)\s*\(", re.M)
 MARK = re.compile(r"keep-public:\s*(\S[^*]*)")
+WORD = re.compile(r"\bcdsh_\w+")
 RULE = re.compile(r"^\s*/\*\s*----")
 
 
@@ -70,6 +71,7 @@ def candidates(root):
                 p = os.path.join(d, n)
                 with open(p, encoding="utf-8", errors="replace") as f:
                     texts[p] = f.read()
+    words = {p: set(WORD.findall(t)) for p, t in texts.items()}
     for header in sorted(p for p in texts if p.endswith(".h")):
         module = header[:-2]
         own = {module + ".c", header}
@@ -81,8 +83,7 @@ def candidates(root):
             if name in seen:
                 continue
             seen.add(name)
-            word = re.compile(r"\b" + re.escape(name) + r"\b")
-            if any(word.search(t) for p, t in texts.items() if p not in own):
+            if any(name in words[p] for p in texts if p not in own):
                 continue
             line = text.count("\n", 0, m.start(1))
             yield os.path.relpath(header, root), name, covered.get(line)
