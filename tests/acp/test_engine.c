@@ -41,6 +41,7 @@ static void normalize_fills_the_seed_defaults(void **state)
     assert_int_equal(json_object_size(json_object_get(r, "permissionTemplates")), 0);
     assert_string_equal(json_string_value(json_object_get(r, "poolKey")), "x");
     assert_int_equal(json_integer_value(json_object_get(r, "disposeGraceMs")), 6000);
+    assert_int_equal(json_integer_value(json_object_get(r, "cancelGraceMs")), 6000);
     assert_int_equal(json_integer_value(json_object_get(r, "idleDisposeMs")), 30000);
     assert_true(json_is_true(json_object_get(r, "enabled")));
     assert_int_equal(json_integer_value(json_object_get(r, "sortOrder")), 100);
@@ -264,7 +265,8 @@ static void patch_merges_env_keeps_timeouts_and_refuses_read_only(void **state)
                        "\"promptTimeoutMs\":5000}",
                        false, &err);
     json_t *patch = json_loads("{\"env\":{\"A\":null,\"C\":\"3\"},\"promptTimeoutMs\":null,"
-                               "\"idleTimeoutMs\":\"\",\"args\":[\"--x\"],\"enabled\":false}",
+                               "\"idleTimeoutMs\":\"\",\"args\":[\"--x\"],\"enabled\":false,"
+                               "\"cancelGraceMs\":\"2500\"}",
                                0, NULL);
     json_t *m = NULL;
     assert_int_equal(cdsh_acp_engine_patch(cur, patch, &m, &err), 0);
@@ -274,6 +276,7 @@ static void patch_merges_env_keeps_timeouts_and_refuses_read_only(void **state)
     assert_int_equal(json_integer_value(json_object_get(m, "promptTimeoutMs")), 5000);
     assert_int_equal(json_integer_value(json_object_get(m, "idleTimeoutMs")), 180000);
     assert_true(json_is_false(json_object_get(m, "enabled")));
+    assert_int_equal(json_integer_value(json_object_get(m, "cancelGraceMs")), 2500);
     json_decref(m);
     json_decref(patch);
     const char *refused[] = {"{\"capabilities\":{\"fs\":true}}", "{\"health\":{}}"};

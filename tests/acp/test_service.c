@@ -339,6 +339,36 @@ static void cancel_from_another_thread_ends_the_turn(void **state)
     json_decref(res);
 }
 
+/* An agent that streams on and never answers session/cancel: the turn is
+ * given up after the engine's cancelGraceMs (the named setting; the
+ * message names it), and the updates that came before the cancel arrived. */
+static void a_deaf_agent_is_given_up_after_cancel_grace_ms(void **state)
+{
+    fx *f = *state;
+    acp_write_fixture_engine(f->home, "[]", "\"cancelGraceMs\":1000");
+    f->svc = cdsh_acp_service_new(cdsh_test_home(), NULL, NULL);
+    assert_int_equal(cdsh_acp_service_bind(f->svc, "c", "fixture", f->home, NULL), 0);
+    cancel_arg a = {f->svc, false};
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_soon, &a);
+    json_t *res = send(f, "c", "stream-forever-hard");
+    pthread_join(t, NULL);
+    assert_true(a.refused);
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "code"), "CANCELLED");
+    assert_non_null(strstr(str(res, "message"), "the engine did not confirm within 1s"));
+    assert_non_null(strstr(f->r.text, "tick0 "));
+    json_decref(res);
+    /* a cooperative stream ends cancelled as soon as the agent answers */
+    cancel_arg b = {f->svc, false};
+    pthread_create(&t, NULL, cancel_soon, &b);
+    res = send(f, "c", "stream-forever");
+    pthread_join(t, NULL);
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(str(res, "stopReason"), "cancelled");
+    json_decref(res);
+}
+
 static void initial_config_options_are_applied_and_shown_verbatim(void **state)
 {
     fx *f = *state;
@@ -564,6 +594,7 @@ int main(void)
         T(cdsh_mcp_servers_are_offered_when_the_agent_supports_them),
         T(processes_of_other_permission_modes_are_not_shared),
         T(an_interrupt_reaches_the_agents_process_group),
+        T(a_deaf_agent_is_given_up_after_cancel_grace_ms),
         T(failures_do_not_echo_what_cdsh_handed_the_engine),
         cmocka_unit_test(permission_option_mapping_follows_the_digest),
     };

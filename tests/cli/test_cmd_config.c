@@ -37,7 +37,9 @@ static void list_prints_every_field_with_default_and_current(void **state)
     assert_non_null(strstr(out, "profile default ("));
     assert_non_null(strstr(out, "skills (enabled) — the model-facing `skill` tool"));
     assert_non_null(strstr(out, "  maxBodyBytes  integer  default 20000  current 20000  "
-                                "longest skill body (bytes) handed to the model\n"));
+                                "longest skill body or resource (bytes) handed to the model\n"));
+    assert_non_null(strstr(out, "  collectCacheMaxEntries  integer  default 128  current 128  "
+                                "completed skill-provider catalogs kept"));
     free(out);
 }
 
@@ -78,7 +80,7 @@ static void set_validates_saves_and_get_reads_back(void **state)
     assert_string_equal(out, "5000\n");
     free(out);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "get", "skills", NULL), 0);
-    assert_string_equal(out, "{\"maxBodyBytes\":5000}\n");
+    assert_string_equal(out, "{\"maxBodyBytes\":5000,\"collectCacheMaxEntries\":128}\n");
     free(out);
 }
 

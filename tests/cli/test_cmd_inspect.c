@@ -18,8 +18,8 @@ static int setup(void **state)
 }
 
 /* A home whose default profile turns off every plugin that is on by default
- * except `skills`, so the surface is exactly the `skill` tool, no commands
- * and no skills — whatever else happens to ship enabled. */
+ * except `skills`, so the surface is exactly the `skill` tool, the `/skills`
+ * command and no skills — whatever else happens to ship enabled. */
 static int setup_minimal(void **state)
 {
     char *home = cdsh_test_home_new(), path[4096];
@@ -128,15 +128,21 @@ static void tools_usage_errors(void **state)
     free(out);
 }
 
-static void commands_list_reports_none_and_json_is_an_array(void **state)
+static void commands_list_shows_only_skills_and_json_is_an_array(void **state)
 {
     (void)state;
     char *out = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "commands", "list", NULL), 0);
-    assert_string_equal(out, "no commands (the enabled plugins register none)\n");
+    /* the skills plugin's /skills is the only command left */
+    assert_string_equal(out, "/skills [skill name]  list the skills you can run, or show one: "
+                             "/skills [NAME]\n");
     free(out);
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "commands", "list", "--json", NULL), 0);
-    assert_string_equal(out, "[]\n");
+    json_t *doc = json_loads(out, 0, NULL);
+    assert_int_equal(json_array_size(doc), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(doc, 0), "name")),
+                        "skills");
+    json_decref(doc);
     free(out);
     char *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, NULL, &err, "commands", NULL), 2);
@@ -217,7 +223,11 @@ static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state
     }
     assert_int_equal(json_integer_value(json_object_get(doc, "totalBytes")), total);
     json_decref(doc);
-    assert_lists_only("commands", "xiangqi");
+    doc = list_json("commands");
+    assert_int_equal(json_array_size(doc), 2);
+    assert_true(has_name(doc, "xiangqi"));
+    assert_true(has_name(doc, "skills"));
+    json_decref(doc);
     assert_lists_only("skills", "xiangqi-mate-playbook");
     doc = list_json("config");
     const json_t *p;
@@ -251,7 +261,7 @@ int main(void)
         M(tools_list_text_shows_rows_and_total),
         M(tools_list_for_an_agent_names_it),
         T(tools_usage_errors),
-        M(commands_list_reports_none_and_json_is_an_array),
+        M(commands_list_shows_only_skills_and_json_is_an_array),
         M(skills_list_and_show),
         T(default_profile_exposes_xiangqi_tools_command_and_skill),
         T(help_lists_the_new_subcommands),

@@ -262,6 +262,22 @@ static void preview_takes_world_info_settings_and_a_seed(void **state)
     assert_non_null(strstr(err, "--generation-type"));
     free(out);
     free(err);
+    /* --type is short for --generation-type (ST's generation types) */
+    const char *types[] = {"impersonate", "swipe", "quiet"};
+    for (size_t k = 0; k < 3; k++) {
+        assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "tavern", "preview", id, "--type",
+                                            types[k], "--json", NULL),
+                         0);
+        j = json_loads(out, 0, NULL);
+        assert_string_equal(json_string_value(json_object_get(j, "generationType")), types[k]);
+        json_decref(j);
+        free(out);
+    }
+    assert_int_equal(
+        cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--type", "dream", NULL), 2);
+    assert_non_null(strstr(err, "'dream'"));
+    free(out);
+    free(err);
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, &err, "tavern", "preview", id, "--wi", "noequals", NULL), 2);
     free(out);

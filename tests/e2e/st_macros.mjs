@@ -96,8 +96,11 @@ async function stRun(st, cases) {
     const script = await api.imp('/script.js');
     const ext = await api.imp('/scripts/extensions.js');
     const { getStringHash } = await api.imp('/scripts/utils.js');
+    const { eventSource, event_types } = await api.imp('/scripts/events.js');
     const out = [];
     for (const c of cs) {
+      // ST's {{lastGenerationType}} tracks GENERATION_STARTED (not dry runs)
+      if (c.gen !== undefined) await eventSource.emit(event_types.GENERATION_STARTED, c.gen, {}, c.dry === true);
       script.chat_metadata.variables = { ...(c.local || {}) };
       ext.extension_settings.variables.global = { ...(c.global || {}) };
       script.chat_metadata.main_chat = window.__cdshScene.chatId;
@@ -136,7 +139,7 @@ function cdshRun(cases, st) {
     outlets: SCENE.outlets, nowMs: FIXED_TIME, tzOffsetMin: 0,
   };
   const input = JSON.stringify(cases.map((c) => ({ text: c.text, local: c.local || {}, global: c.global || {},
-    env: { ...env, seed: c.seed } })));
+    env: { ...env, seed: c.seed, generationType: c.genAfter ?? '' } })));
   const r = spawnSync(EVAL, [], { input, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   if (r.status !== 0) throw new Error(`st_macro_eval failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout);
@@ -231,6 +234,15 @@ run(async () => {
     }
     for (const t of FIXED) cases.push({ kind: 'fixed', text: t });
     for (let i = 0; i < COUNT; i++) cases.push({ kind: 'generated', text: generate(rnd) });
+    // Generation types last (ST's tracker keeps the last type): each
+    // generation ST starts sets {{lastGenerationType}} ('' reads 'normal'),
+    // a dry run does not; cdsh gets the type its plan is built for.
+    let prevGen = '';
+    for (const [gen, dry] of [['normal'], ['impersonate'], ['swipe'], ['quiet'], ['continue', true], ['regenerate'], ['', false]]) {
+      const genAfter = dry ? prevGen : (gen || 'normal');
+      cases.push({ kind: 'fixed', text: `{{lastGenerationType}}|{{if {{lastGenerationType}}}}set{{/if}}`, gen, dry, genAfter });
+      prevGen = genAfter;
+    }
     cases.forEach((c, i) => {
       c.seed = (SEED + i * 2654435761) >>> 0;
       c.local = { hp: '5', list: '["x"]' };

@@ -47,12 +47,7 @@ function runSeed() {
     if (!Number.isInteger(v) || v < 0) throw new Error(`CDSH_TEST_SEED=${raw} is not a whole number`);
     return v >>> 0;
   }
-  // Without CDSH_TEST_SEED the run uses seed 7 (160/160 agree), not a fresh
-  // one: fresh seeds still find rare differences with max recursion steps
-  // and inclusion groups (e.g. CDSH_TEST_SEED=1140536909, cases 10 and 105;
-  // docs/tavern.md), and a test must not fail by chance. CDSH_ST_WI_FRESH=1
-  // draws a fresh seed (printed, so any mismatch replays).
-  if (process.env.CDSH_ST_WI_FRESH !== '1') return 7;
+  // A fresh seed per run, printed so that any mismatch replays.
   return (Math.floor(Math.random() * 4294967296) >>> 0);
 }
 
@@ -70,7 +65,8 @@ const KEYWORDS = WORDS.concat(['dragon sword', 'the moon', 'phở bò', '东京�
 const REGEX_KEYS = ['/drag(on|ón)/i', '/^User:/m', '/\\bmoon\\w*/', '/[猫龍]/', '/σοφ[ιί]α/iu', '/MOSKVA|Москва/', '/(?<!he)art/'];
 const TRIGGERS = ['normal', 'continue', 'impersonate', 'swipe', 'regenerate', 'quiet'];
 const CHAR = { name: 'Alice', description: 'A quiet librarian from Kyiv who keeps a 猫.',
-  personality: 'curious, fond of the moon', scenario: 'A tower library in Đà Lạt.' };
+  personality: 'curious, fond of the moon', scenario: 'A tower library in Đà Lạt.',
+  depthPrompt: 'Remember the 龍 above the tower.', creatorNotes: 'Written for sword and σοφία fans.' };
 const PERSONA = 'User';
 
 function sentence(r, n) {
@@ -121,9 +117,9 @@ function randomCase(seed) {
       matchPersonaDescription: false,
       matchCharacterDescription: r.chance(0.08),
       matchCharacterPersonality: r.chance(0.08),
-      matchCharacterDepthPrompt: false,
+      matchCharacterDepthPrompt: r.chance(0.08),
       matchScenario: r.chance(0.08),
-      matchCreatorNotes: false,
+      matchCreatorNotes: r.chance(0.08),
       triggers: r.chance(0.15) ? [r.pick(TRIGGERS)].concat(r.chance(0.3) ? [r.pick(TRIGGERS)] : []) : [],
       addMemo: true,
       vectorized: false,
@@ -237,12 +233,18 @@ function fixedCases() {
     fixed('inclusion group: weighted random', [entry(0, { key: ['moon'], group: 'g', groupWeight: 10, content: 'A' }), entry(1, { key: ['moon'], group: 'g', groupWeight: 90, content: 'B' })], { chat: ['moon'], seed: 42 }),
     fixed('inclusion group: scoring', [entry(0, { key: ['moon'], group: 'g', content: 'A' }), entry(1, { key: ['moon', 'star'], group: 'g', content: 'B' })], { chat: ['moon star'], settings: { world_info_use_group_scoring: true } }),
     fixed('inclusion groups: several', [entry(0, { key: ['moon'], group: 'g1, g2', content: 'A', groupOverride: true }), entry(1, { key: ['moon'], group: 'g2', content: 'B' })], { chat: ['moon'] }),
+    fixed('inclusion groups: a shared member removed twice', [entry(0, { key: ['moon'], group: 'g1,g2', content: 'A' }), entry(1, { key: ['moon'], group: 'g1', groupOverride: true, content: 'B' }), entry(2, { key: ['moon'], group: 'g2', groupOverride: true, content: 'C' }), entry(3, { key: ['moon'], content: 'D' })], { chat: ['moon'], settings: { world_info_recursive: false } }),
+    fixed('inclusion groups: a removed member still weighs', [entry(0, { key: ['moon'], group: 'g1,g2', content: 'A', groupWeight: 300 }), entry(1, { key: ['moon'], group: 'g1', groupOverride: true, content: 'B' }), entry(2, { key: ['moon'], group: 'g2', content: 'C' }), entry(3, { key: ['moon'], content: 'D' })], { chat: ['moon'], seed: 11 }),
+    fixed('inclusion groups: index names first', [entry(0, { key: ['moon'], group: 'b', content: 'A' }), entry(1, { key: ['moon'], group: 'b', content: 'B' }), entry(2, { key: ['moon'], group: '10', content: 'C' }), entry(3, { key: ['moon'], group: '10', content: 'D' }), entry(4, { key: ['moon'], group: '9', content: 'E' }), entry(5, { key: ['moon'], group: '9', content: 'F' })], { chat: ['moon'], seed: 5 }),
+    fixed('inclusion group: constant loser and max recursion steps', [entry(0, { constant: true, group: 'g', content: 'moon' }), entry(1, { key: ['moon'], group: 'g', groupOverride: true, content: 'star' }), entry(2, { key: ['star'], content: 'S' }), entry(3, { constant: true, group: 'g, h', content: 'H' })], { chat: ['moon'], settings: { world_info_max_recursion_steps: 2 } }),
     fixed('probability', [entry(0, { key: ['moon'], probability: 50, content: 'A' }), entry(1, { key: ['moon'], probability: 50, content: 'B' }), entry(2, { key: ['moon'], probability: 0, useProbability: false, content: 'C' })], { chat: ['moon'], seed: 7 }),
     fixed('budget', [entry(0, { key: ['moon'], content: 'x'.repeat(40), order: 300 }), entry(1, { key: ['moon'], content: 'y'.repeat(40) }), entry(2, { key: ['moon'], content: 'z'.repeat(40), ignoreBudget: true, order: 10 })], { chat: ['moon'], maxContext: 100, settings: { world_info_budget: 25 } }),
     fixed('budget cap', [entry(0, { key: ['moon'], content: 'x'.repeat(40), order: 300 }), entry(1, { key: ['moon'], content: 'y'.repeat(40) })], { chat: ['moon'], settings: { world_info_budget_cap: 20 } }),
     fixed('generation-type triggers', [entry(0, { key: ['moon'], triggers: ['continue'], content: 'C' }), entry(1, { key: ['moon'], triggers: ['normal', 'swipe'], content: 'N' })], { chat: ['moon'], trigger: 'swipe' }),
+    fixed('generation-type triggers: impersonate', [entry(0, { key: ['moon'], triggers: ['impersonate'], content: 'I' }), entry(1, { key: ['moon'], triggers: ['quiet', 'swipe'], content: 'Q' }), entry(2, { key: ['moon'], triggers: ['normal'], content: 'N' })], { chat: ['moon'], trigger: 'impersonate' }),
+    fixed('generation-type triggers: quiet', [entry(0, { key: ['moon'], triggers: ['impersonate'], content: 'I' }), entry(1, { key: ['moon'], triggers: ['quiet', 'swipe'], content: 'Q' }), entry(2, { constant: true, triggers: ['quiet'], content: 'C' })], { chat: ['moon'], trigger: 'quiet' }),
     fixed('decorators', [entry(0, { content: '@@activate\nA' }), entry(1, { key: ['moon'], content: '@@dont_activate\nB' }), entry(2, { content: '@@activate \nC' })], { chat: ['moon'] }),
-    fixed('character fields', [entry(0, { key: ['librarian'], matchCharacterDescription: true, content: 'D' }), entry(1, { key: ['curious'], matchCharacterPersonality: true, content: 'P' }), entry(2, { key: ['Lạt'], matchScenario: true, content: 'S' }), entry(3, { key: ['librarian'], content: 'no' })]),
+    fixed('character fields', [entry(0, { key: ['librarian'], matchCharacterDescription: true, content: 'D' }), entry(1, { key: ['curious'], matchCharacterPersonality: true, content: 'P' }), entry(2, { key: ['Lạt'], matchScenario: true, content: 'S' }), entry(3, { key: ['librarian'], content: 'no' }), entry(4, { key: ['龍'], matchCharacterDepthPrompt: true, content: 'DP' }), entry(5, { key: ['σοφία'], matchCreatorNotes: true, content: 'CN' }), entry(6, { key: ['sword'], content: 'no2' })]),
     fixed('Greek: accents and final sigma', [entry(0, { key: ['άλφα'], content: 'A' }), entry(1, { key: ['ΣΟΦΙΑΣ'], content: 'S' })], { chat: ['ΆΛΦΑ και σοφίας'] }),
     fixed('Cyrillic', [entry(0, { key: ['москва'], content: 'M' }), entry(1, { key: ['ЁЛКА'], content: 'E' })], { chat: ['Москва, ёлка!'] }),
     fixed('CJK whole words', [entry(0, { key: ['猫'], content: 'C' }), entry(1, { key: ['東京'], content: 'T' })], { chat: ['我的猫在東京塔'] }),
@@ -285,7 +287,8 @@ async function stTurn(st, c, turn, first) {
     const chat = a.chat.map((m) => (names ? `${m.name}: ${m.text}` : m.text)).reverse();
     const res = await wi.checkWorldInfo(chat, a.maxContext, false, {
       personaDescription: '', characterDescription: a.char.description, characterPersonality: a.char.personality,
-      characterDepthPrompt: '', scenario: a.char.scenario, creatorNotes: '', trigger: a.trigger,
+      characterDepthPrompt: a.char.depthPrompt, scenario: a.char.scenario, creatorNotes: a.char.creatorNotes,
+      trigger: a.trigger,
     });
     const roles = ['system', 'user', 'assistant'];
     return {
@@ -312,8 +315,9 @@ function cdshSetup(home) {
   const card = path.join(home, 'alice.json');
   fs.writeFileSync(card, JSON.stringify({ spec: 'chara_card_v2', spec_version: '2.0', data: {
     name: CHAR.name, description: CHAR.description, personality: CHAR.personality, scenario: CHAR.scenario,
-    first_mes: 'Hello.', mes_example: '', creator_notes: '', system_prompt: '', post_history_instructions: '',
-    alternate_greetings: [], tags: [], creator: '', character_version: '', extensions: {} } }));
+    first_mes: 'Hello.', mes_example: '', creator_notes: CHAR.creatorNotes, system_prompt: '', post_history_instructions: '',
+    alternate_greetings: [], tags: [], creator: '', character_version: '',
+    extensions: { depth_prompt: { prompt: CHAR.depthPrompt, depth: 4, role: 'system' } } } }));
   const out = execFileSync(CDSH, ['tavern', 'import', card, '--json'], { env: cdshEnv(home), encoding: 'utf8' });
   const id = JSON.parse(out).cardId || JSON.parse(out).id;
   assert.ok(id, `cdsh tavern import: ${out}`);

@@ -690,6 +690,79 @@ static void concurrent_declarations_of_one_id_admit_exactly_one(void **state)
     }
 }
 
+/* ---- what a step's result does not pass on (digest §5) ------------------------ */
+
+/* A step that defers a context, concludes the turn, renders an image next to
+ * its text and has presentation meta. */
+static int rich_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
+{
+    (void)ud;
+    assert_int_equal(cdsh_dispatch_defer_context(exec, "remember the step's note"), 0);
+    cdsh_dispatch_conclude_turn(exec);
+    *value = json_pack("{s:i}", "pages", 2);
+    return 0;
+}
+
+static json_t *rich_render(void *ud, const json_t *args, const json_t *value, cdsh_error *err)
+{
+    (void)ud, (void)args, (void)value, (void)err;
+    return json_pack("[{s:s, s:s}, {s:s, s:{s:s, s:s}}, {s:s, s:s}]", "type", "text", "text",
+                     "page one", "type", "image", "attachment", "id", "img-1", "mimeType",
+                     "image/png", "type", "text", "text", "page two");
+}
+
+static json_t *rich_meta(void *ud, const json_t *args, const json_t *value)
+{
+    (void)ud, (void)args, (void)value;
+    return json_pack("{s:s}", "card", "step-card");
+}
+
+static void a_steps_contexts_turn_end_images_and_meta_are_not_passed_on(void **state)
+{
+    (void)state;
+    json_t *out = js("{}");
+    cdsh_tool_def def = {.name = "pdf_rich",
+                         .description = "rich step",
+                         .output_schema = out,
+                         .execute = rich_body,
+                         .render = rich_render,
+                         .presentation_meta = rich_meta};
+    assert_int_equal(cdsh_ctx_register_tool(CTX, &def, NULL), 0);
+    json_decref(out);
+    /* called directly, the step's result carries all four */
+    cdsh_toolresult *r = call("pdf_rich", "{}");
+    assert_false(r->is_error);
+    assert_true(r->concludes_turn);
+    assert_int_equal(json_array_size(r->additional_contexts), 1);
+    assert_non_null(r->meta);
+    assert_int_equal(json_array_size(r->content), 3);
+    cdsh_toolresult_free(r);
+    assert_int_equal(
+        declare_in(NULL, NULL, CAP("[" OP("[{\"tool\":\"pdf_rich\"}]") "]"), NULL, NULL), 0);
+    r = call("pdf_a", "{}");
+    assert_false(r->is_error);
+    assert_false(r->concludes_turn);
+    assert_int_equal(json_array_size(r->additional_contexts), 0);
+    char *meta = r->meta ? json_dumps(r->meta, JSON_COMPACT) : NULL;
+    assert_true(!meta || !strstr(meta, "step-card"));
+    free(meta);
+    /* text only: the step's text blocks joined, the image dropped */
+    const json_t *step = json_array_get(json_object_get(r->value, "steps"), 0);
+    assert_string_equal(json_string_value(json_object_get(step, "text")), "page one\npage two");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(step, "value"), "pages")),
+                     2);
+    size_t i;
+    json_t *block;
+    json_array_foreach(r->content, i, block) {
+        assert_string_equal(json_string_value(json_object_get(block, "type")), "text");
+    }
+    char *dump = json_dumps(r->value, JSON_COMPACT);
+    assert_null(strstr(dump, "remember the step's note"));
+    assert_null(strstr(dump, "img-1"));
+    free(dump);
+    cdsh_toolresult_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -709,6 +782,7 @@ int main(void)
         T(profile_declarations_register_over_existing_tools_and_report_bad_ones),
         T(profile_file_declarations_show_in_the_cli_surface),
         T(concurrent_declarations_of_one_id_admit_exactly_one),
+        T(a_steps_contexts_turn_end_images_and_meta_are_not_passed_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

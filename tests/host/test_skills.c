@@ -2,9 +2,13 @@
  * with a warning, layers, listing, lookup and the model-facing text. */
 #include "support/testkit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "base/fs.h"
 #include "host/skills.h"
 
 typedef struct fixture {
@@ -148,8 +152,11 @@ static void list_is_sorted_summaries_without_content(void **state)
     json_t *l = cdsh_skills_list(f->skills, NULL);
     char *s = json_dumps(l, JSON_COMPACT);
     assert_string_equal(s, "[{\"name\":\"aa\",\"description\":\"how to do \",\"whenToUse\":"
-                           "\"when asked\",\"source\":\"xiangqi\",\"invocation\":{\"modelInvocable\":true,\"userInvocable\":true}},{\"name\":\"zz-top\","
-                           "\"description\":\"how to do \",\"source\":\"runtime\",\"invocation\":{\"modelInvocable\":true,\"userInvocable\":true}}]");
+                           "\"when asked\",\"invocation\":{\"modelInvocable\":true,"
+                           "\"userInvocable\":true},\"source\":\"xiangqi\",\"provider\":"
+                           "\"runtime\"},{\"name\":\"zz-top\",\"description\":\"how to do \","
+                           "\"invocation\":{\"modelInvocable\":true,\"userInvocable\":true},"
+                           "\"source\":\"runtime\",\"provider\":\"runtime\"}]");
     free(s);
     json_decref(l);
     cdsh_disposer_run(&d1);
@@ -192,7 +199,15 @@ static void render_wraps_content_for_the_model(void **state)
     cdsh_skill_def s = skill("chess", "Play carefully.\nThink first.");
     cdsh_skills_register(f->skills, NULL, &s, &d, NULL);
     char *r = cdsh_skills_render_dup(f->skills, NULL, "chess");
-    assert_string_equal(r, "<skill_content name=\"chess\">\nPlay carefully.\nThink first.\n"
+    assert_string_equal(r, "<skill_content name=\"chess\">\n"
+                           "<skill_resources>\n"
+                           "Resources for this skill are managed by provider \"runtime\".\n"
+                           "Load referenced resources only as needed.\n"
+                           "</skill_resources>\n"
+                           "\n"
+                           "<skill_instructions>\n"
+                           "Play carefully.\nThink first.\n"
+                           "</skill_instructions>\n"
                            "</skill_content>");
     free(r);
     cdsh_disposer_run(&d);
@@ -210,6 +225,214 @@ static void change_events_fire_on_register_and_dispose_not_on_duplicate(void **s
     assert_int_equal(f->changes, 2);
 }
 
+static void register_checks_resource_base_and_metadata(void **state)
+{
+    fixture *f = *state;
+    cdsh_disposer_t d;
+    cdsh_error err = {0};
+    cdsh_skill_def s = skill("ok", "x");
+    json_t *bad = json_pack("{s:s}", "kind", "directory");
+    s.resource_base = bad;
+    assert_int_equal(cdsh_skills_register(f->skills, NULL, &s, &d, &err), CDSH_EINVAL);
+    assert_string_equal(err.code, "INVALID_SKILL");
+    assert_string_equal(err.message, "skill \"ok\" has an invalid resourceBase: a directory base "
+                                     "is {kind, path: string}");
+    json_decref(bad);
+    bad = json_pack("{s:s, s:s}", "kind", "ftp", "url", "x");
+    s.resource_base = bad;
+    assert_int_equal(cdsh_skills_register(f->skills, NULL, &s, &d, &err), CDSH_EINVAL);
+    assert_string_equal(err.message, "skill \"ok\" has an invalid resourceBase: kind must be "
+                                     "\"directory\", \"url\" or \"opaque\"");
+    json_decref(bad);
+    s.resource_base = NULL;
+    json_t *meta = json_array();
+    s.metadata = meta;
+    assert_int_equal(cdsh_skills_register(f->skills, NULL, &s, &d, &err), CDSH_EINVAL);
+    assert_string_equal(err.message, "skill \"ok\" metadata must be an object");
+    json_decref(meta);
+    assert_int_equal(cdsh_skills_count(f->skills), 0);
+    /* a full runtime registration keeps whenToUse, path, metadata and its base */
+    meta = json_pack("{s:s}", "author", "me");
+    json_t *base = json_pack("{s:s, s:s}", "kind", "opaque", "description", "ask <ops> & co");
+    s.metadata = meta, s.resource_base = base, s.path = "/skills/ok.md";
+    s.provider = "xiangqi-pack";
+    assert_int_equal(cdsh_skills_register(f->skills, NULL, &s, &d, NULL), 0);
+    json_t *def = cdsh_skills_info_dup(f->skills, NULL, "ok");
+    assert_string_equal(json_string_value(json_object_get(def, "path")), "/skills/ok.md");
+    assert_true(json_equal(json_object_get(def, "metadata"), meta));
+    assert_true(json_equal(json_object_get(def, "resourceBase"), base));
+    assert_string_equal(json_string_value(json_object_get(def, "provider")), "xiangqi-pack");
+    char *r = cdsh_skills_render_def_dup(def);
+    assert_string_equal(r, "<skill_content name=\"ok\">\n<skill_resources>\n"
+                           "Resources for this skill: ask &lt;ops&gt; &amp; co\n"
+                           "Load referenced resources only as needed.\n"
+                           "</skill_resources>\n\n<skill_instructions>\nx\n"
+                           "</skill_instructions>\n</skill_content>");
+    free(r);
+    json_decref(def);
+    json_decref(meta), json_decref(base);
+    cdsh_disposer_run(&d);
+}
+
+static void a_url_base_is_rendered_for_the_model(void **state)
+{
+    (void)state;
+    json_t *def = json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}", "name", "web", "provider", "remote",
+                            "content", "Fetch.", "resourceBase", "kind", "url", "url",
+                            "https://example.invalid/s/?a=1&b=<2>");
+    char *r = cdsh_skills_render_def_dup(def);
+    assert_string_equal(r, "<skill_content name=\"web\">\n<skill_resources>\n"
+                           "Base URL for this skill: https://example.invalid/s/?a=1&amp;b=&lt;2&gt;\n"
+                           "Resolve relative URLs mentioned by this skill against the base URL "
+                           "before using them. Load referenced resources only as needed.\n"
+                           "</skill_resources>\n\n<skill_instructions>\nFetch.\n"
+                           "</skill_instructions>\n</skill_content>");
+    free(r);
+    json_decref(def);
+}
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    char *parent = cdsh_fs_dirname_dup(path);
+    assert_int_equal(cdsh_fs_mkdir_p(parent, 0700, NULL), 0);
+    free(parent);
+    cdsh_test_write_file(path, text);
+}
+
+/* A directory base: the files are listed in <skill_resources> (sorted, no
+ * dot-files, not the skill's own file, no symlink that leaves the folder)
+ * and read one by one, confined to the folder. */
+static void directory_resources_are_listed_and_read_inside_the_folder(void **state)
+{
+    fixture *f = *state;
+    char *home = cdsh_test_home_new();
+    char dir[900], outside[900], link[1000], path[1000];
+    snprintf(dir, sizeof dir, "%s/skills/notes", home);
+    snprintf(outside, sizeof outside, "%s/secret.txt", home);
+    put(dir, "SKILL.md", "---\nname: notes\n---\nbody\n");
+    put(dir, "template.md", "# Notes\n");
+    put(dir, "scripts/tidy.sh", "#!/bin/sh\n");
+    put(dir, ".hidden", "x");
+    put(dir, "a/b/c/d/too-deep.md", "x");
+    cdsh_test_write_file(outside, "secret");
+    snprintf(link, sizeof link, "%s/leak.txt", dir);
+    assert_int_equal(symlink(outside, link), 0);
+    snprintf(link, sizeof link, "%s/inner.md", dir);
+    assert_int_equal(symlink("template.md", link), 0);
+    static const char bin[] = {'P', 'K', 0, 1};
+    snprintf(path, sizeof path, "%s/blob.bin", dir);
+    FILE *fp = fopen(path, "wb");
+    fwrite(bin, 1, sizeof bin, fp);
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/SKILL.md", dir);
+    json_t *base = json_pack("{s:s, s:s}", "kind", "directory", "path", dir);
+    cdsh_skill_def s = skill("notes", "Write notes.");
+    s.resource_base = base, s.path = path;
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_skills_register(f->skills, NULL, &s, &d, NULL), 0);
+    json_t *def = cdsh_skills_info_dup(f->skills, NULL, "notes");
+
+    bool more = true;
+    json_t *files = cdsh_skills_resources_dup(def, 100, &more);
+    char *list = json_dumps(files, JSON_COMPACT);
+    assert_string_equal(list, "[\"blob.bin\",\"inner.md\",\"scripts/tidy.sh\",\"template.md\"]");
+    assert_false(more);
+    free(list);
+    json_decref(files);
+    files = cdsh_skills_resources_dup(def, 2, &more);
+    assert_int_equal(json_array_size(files), 2);
+    assert_true(more);
+    json_decref(files);
+
+    char *r = cdsh_skills_render_def_dup(def);
+    char want[3000];
+    snprintf(want, sizeof want,
+             "<skill_content name=\"notes\">\n<skill_resources>\n"
+             "Base directory for this skill: %s\n"
+             "Resolve relative paths mentioned by this skill against the base directory before "
+             "using them. Load referenced resources only as needed.\n"
+             "Files (read one with the `skill` tool: {\"name\", \"resource\": \"<relative "
+             "path>\"}):\n- blob.bin\n- inner.md\n- scripts/tidy.sh\n- template.md\n"
+             "</skill_resources>\n\n<skill_instructions>\nWrite notes.\n"
+             "</skill_instructions>\n</skill_content>",
+             dir);
+    assert_string_equal(r, want);
+    free(r);
+
+    char *text = NULL;
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_skills_resource_read_dup(def, "scripts/tidy.sh", 1000, &text, NULL), 0);
+    assert_string_equal(text, "#!/bin/sh\n");
+    free(text);
+    assert_int_equal(cdsh_skills_resource_read_dup(def, "inner.md", 1000, &text, NULL), 0);
+    assert_string_equal(text, "# Notes\n");
+    free(text);
+    struct {
+        const char *rel;
+        int rc;
+        const char *code, *message;
+    } bad[] = {
+        {"../secret.txt", CDSH_EINVAL, "INVALID_RESOURCE",
+         "resource \"../secret.txt\" of skill \"notes\" must be a relative path inside its "
+         "directory"},
+        {"leak.txt", CDSH_EINVAL, "INVALID_RESOURCE",
+         "resource \"leak.txt\" of skill \"notes\" must be a relative path inside its directory"},
+        {"/etc/passwd", CDSH_EINVAL, "INVALID_RESOURCE",
+         "resource \"/etc/passwd\" of skill \"notes\" must be a relative path inside its "
+         "directory"},
+        {"", CDSH_EINVAL, "INVALID_RESOURCE",
+         "resource \"\" of skill \"notes\" must be a relative path inside its directory"},
+        {"nope.md", CDSH_ENOTFOUND, "UNKNOWN_RESOURCE", "skill \"notes\" has no resource \"nope.md\""},
+        {"scripts", CDSH_ENOTFOUND, "UNKNOWN_RESOURCE", "skill \"notes\" has no resource \"scripts\""},
+        {"blob.bin", CDSH_EINVAL, "RESOURCE_NOT_TEXT",
+         "resource \"blob.bin\" of skill \"notes\" is not UTF-8 text (4 bytes)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        text = (char *)"unchanged";
+        assert_int_equal(cdsh_skills_resource_read_dup(def, bad[i].rel, 1000, &text, &err),
+                         bad[i].rc);
+        assert_null(text);
+        assert_string_equal(err.code, bad[i].code);
+        assert_string_equal(err.message, bad[i].message);
+    }
+    assert_int_equal(cdsh_skills_resource_read_dup(def, "template.md", 3, &text, &err),
+                     CDSH_ETOOBIG);
+    assert_string_equal(err.code, "RESOURCE_TOO_LARGE");
+    assert_string_equal(err.message, "resource \"template.md\" of skill \"notes\" has 8 bytes "
+                                     "(at most 3 are read)");
+    json_decref(def);
+    /* no directory base: nothing to list or read */
+    def = json_pack("{s:s, s:s}", "name", "plain", "content", "x");
+    files = cdsh_skills_resources_dup(def, 10, NULL);
+    assert_int_equal(json_array_size(files), 0);
+    json_decref(files);
+    assert_int_equal(cdsh_skills_resource_read_dup(def, "a.md", 10, &text, &err), CDSH_EINVAL);
+    assert_string_equal(err.code, "NO_SKILL_RESOURCES");
+    assert_string_equal(err.message, "skill \"plain\" has no resource directory");
+    json_decref(def);
+    json_decref(base);
+    cdsh_disposer_run(&d);
+    cdsh_test_home_free(home);
+}
+
+/* snapshot() is list() plus complete; runtime skills alone are complete. */
+static void snapshot_of_runtime_skills_is_complete(void **state)
+{
+    fixture *f = *state;
+    cdsh_disposer_t d;
+    cdsh_skill_def s = skill("x", "b");
+    cdsh_skills_register(f->skills, NULL, &s, &d, NULL);
+    json_t *snap = cdsh_skills_snapshot(f->skills, NULL, NULL, NULL);
+    assert_true(json_is_true(json_object_get(snap, "complete")));
+    json_t *list = cdsh_skills_list(f->skills, NULL);
+    assert_true(json_equal(json_object_get(snap, "skills"), list));
+    json_decref(list);
+    json_decref(snap);
+    cdsh_disposer_run(&d);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -224,6 +447,10 @@ int main(void)
         T(index_lists_visible_skills_and_names_the_tool),
         T(render_wraps_content_for_the_model),
         T(change_events_fire_on_register_and_dispose_not_on_duplicate),
+        T(register_checks_resource_base_and_metadata),
+        cmocka_unit_test(a_url_base_is_rendered_for_the_model),
+        T(directory_resources_are_listed_and_read_inside_the_folder),
+        T(snapshot_of_runtime_skills_is_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

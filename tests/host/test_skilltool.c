@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fs.h"
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/skilltool.h"
@@ -61,11 +62,17 @@ static void skill_tool_returns_the_rendered_body(void **state)
     add_skill(h, NULL, "chess", "Think before moving.", &d);
     cdsh_toolresult *r = call_skill(h, NULL, "chess");
     assert_false(r->is_error);
-    assert_string_equal(json_string_value(r->value),
-                        "<skill_content name=\"chess\">\nThink before moving.\n</skill_content>");
+    char *v = json_dumps(r->value, JSON_COMPACT);
+    assert_string_equal(v, "{\"name\":\"chess\",\"provider\":\"runtime\",\"content\":"
+                           "\"Think before moving.\"}");
+    free(v);
     json_t *block = json_array_get(r->content, 0);
     assert_string_equal(json_string_value(json_object_get(block, "text")),
-                        json_string_value(r->value));
+                        "<skill_content name=\"chess\">\n<skill_resources>\n"
+                        "Resources for this skill are managed by provider \"runtime\".\n"
+                        "Load referenced resources only as needed.\n</skill_resources>\n\n"
+                        "<skill_instructions>\nThink before moving.\n</skill_instructions>\n"
+                        "</skill_content>");
     cdsh_toolresult_free(r);
     cdsh_disposer_run(&d);
 }
@@ -173,7 +180,8 @@ static void max_body_bytes_truncates_on_a_character_boundary(void **state)
     add_skill(h, NULL, "long", body, &d);
     cdsh_toolresult *r = call_skill(h, NULL, "long");
     assert_false(r->is_error);
-    const char *v = json_string_value(r->value); /* jansson refuses invalid UTF-8 */
+    /* jansson refuses invalid UTF-8 */
+    const char *v = json_string_value(json_object_get(r->value, "content"));
     assert_non_null(v);
     const char *suffix = "\n…[skill body truncated]";
     assert_string_equal(v + strlen(v) - strlen(suffix), suffix);
@@ -346,6 +354,212 @@ static void hooks_and_approval_belong_to_the_plugin_that_set_them(void **state)
     cdsh_scope_unref(a);
 }
 
+/* ---- resources, /skills, providers, the cache setting ------------------------ */
+
+static cdsh_toolresult *call_resource(cdsh_host *h, const char *name, const char *resource)
+{
+    json_t *args = json_pack("{s:s, s:s}", "name", name, "resource", resource);
+    cdsh_dispatch_input in = {.call_id = "c2", .name = "skill", .args = args};
+    cdsh_toolresult *r = cdsh_dispatch_execute(cdsh_host_tools(h), &in);
+    json_decref(args);
+    return r;
+}
+
+static const char *text_of(const cdsh_toolresult *r)
+{
+    return json_string_value(json_object_get(json_array_get(r->content, 0), "text"));
+}
+
+static void the_tool_reads_a_resource_of_the_skill(void **state)
+{
+    cdsh_host *h = *state;
+    cdsh_plugin_load(h, &cdsh_skilltool_plugin, NULL, NULL, NULL);
+    char *home = cdsh_test_home_new();
+    char dir[900], path[1000];
+    snprintf(dir, sizeof dir, "%s/notes", home);
+    assert_int_equal(cdsh_fs_mkdir_p(dir, 0700, NULL), 0);
+    snprintf(path, sizeof path, "%s/template.md", dir);
+    cdsh_test_write_file(path, "# Notes\n- who\n");
+    json_t *base = json_pack("{s:s, s:s}", "kind", "directory", "path", dir);
+    cdsh_skill_def s = {.name = "notes", .description = "d", .content = "Use template.md.",
+                        .resource_base = base};
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_skills_register(cdsh_host_skills(h), NULL, &s, &d, NULL), 0);
+    cdsh_toolresult *r = call_skill(h, NULL, "notes");
+    assert_false(r->is_error);
+    assert_true(json_equal(json_object_get(r->value, "resourceBase"), base));
+    assert_non_null(strstr(text_of(r), "- template.md\n</skill_resources>"));
+    cdsh_toolresult_free(r);
+    r = call_resource(h, "notes", "template.md");
+    assert_false(r->is_error);
+    char *v = json_dumps(r->value, JSON_COMPACT);
+    assert_string_equal(v, "{\"name\":\"notes\",\"provider\":\"runtime\",\"content\":"
+                           "\"# Notes\\n- who\\n\",\"resource\":\"template.md\"}");
+    free(v);
+    assert_string_equal(text_of(r), "<skill_resource name=\"notes\" path=\"template.md\">\n"
+                                    "# Notes\n- who\n\n</skill_resource>");
+    cdsh_toolresult_free(r);
+    r = call_resource(h, "notes", "../notes/../../x\"y");
+    assert_true(r->is_error);
+    assert_string_equal(r->error_code, "INVALID_RESOURCE");
+    assert_string_equal(r->error_message, "resource \"../notes/../../x\"y\" of skill \"notes\" "
+                                          "must be a relative path inside its directory");
+    cdsh_toolresult_free(r);
+    r = call_resource(h, "notes", "missing.md");
+    assert_string_equal(r->error_code, "UNKNOWN_RESOURCE");
+    assert_string_equal(r->error_message, "skill \"notes\" has no resource \"missing.md\"");
+    cdsh_toolresult_free(r);
+    cdsh_disposer_run(&d);
+    /* a skill without a directory has no resources */
+    cdsh_skill_def plain = {.name = "plain", .description = "d", .content = "x"};
+    assert_int_equal(cdsh_skills_register(cdsh_host_skills(h), NULL, &plain, &d, NULL), 0);
+    r = call_resource(h, "plain", "a.md");
+    assert_string_equal(r->error_code, "NO_SKILL_RESOURCES");
+    cdsh_toolresult_free(r);
+    cdsh_disposer_run(&d);
+    json_decref(base);
+    cdsh_test_home_free(home);
+}
+
+static int run_line(cdsh_host *h, const char *line, cdsh_command_outcome *oc)
+{
+    memset(oc, 0, sizeof *oc);
+    return cdsh_commands_execute(cdsh_host_commands(h), NULL, line, NULL, NULL, oc, NULL);
+}
+
+/* /skills honours userInvocable: model-only skills are neither listed nor
+ * shown; user-only ones are (the person may run what the model may not). */
+static void skills_command_offers_only_user_invocable_skills(void **state)
+{
+    cdsh_host *h = *state;
+    cdsh_plugin *pl = NULL;
+    cdsh_plugin_load(h, &cdsh_skilltool_plugin, NULL, &pl, NULL);
+    cdsh_command_outcome oc;
+    assert_int_equal(run_line(h, "/skills", &oc), 1);
+    assert_int_equal(oc.kind, CDSH_COMMAND_SUCCESS);
+    assert_string_equal(oc.text,
+                        "no skills you can run (the enabled plugins register none for users)");
+    cdsh_commands_outcome_clear(&oc);
+    cdsh_disposer_t d1, d2, d3;
+    cdsh_skill_def u = {.name = "deploy", .description = "Ship a release", .content = "ship it",
+                        .user_only = true};
+    cdsh_skill_def m = {.name = "lint", .description = "Lint", .content = "lint it",
+                        .model_only = true};
+    cdsh_skill_def b = {.name = "notes", .description = "Take notes", .content = "write"};
+    cdsh_skills_register(cdsh_host_skills(h), NULL, &u, &d1, NULL);
+    cdsh_skills_register(cdsh_host_skills(h), NULL, &m, &d2, NULL);
+    cdsh_skills_register(cdsh_host_skills(h), NULL, &b, &d3, NULL);
+    assert_int_equal(run_line(h, "/skills", &oc), 1);
+    assert_string_equal(oc.text, "/skills deploy — Ship a release\n/skills notes — Take notes");
+    cdsh_commands_outcome_clear(&oc);
+    assert_int_equal(run_line(h, "/skills  deploy", &oc), 1);
+    assert_int_equal(oc.kind, CDSH_COMMAND_SUCCESS);
+    assert_non_null(strstr(oc.text, "<skill_instructions>\nship it\n</skill_instructions>"));
+    cdsh_commands_outcome_clear(&oc);
+    assert_int_equal(run_line(h, "/skills lint", &oc), 1);
+    assert_int_equal(oc.kind, CDSH_COMMAND_ERROR);
+    assert_string_equal(oc.text, "skill \"lint\" is for the model only (its invocation policy "
+                                 "keeps it from /skills)");
+    cdsh_commands_outcome_clear(&oc);
+    assert_int_equal(run_line(h, "/skills nope", &oc), 1);
+    assert_int_equal(oc.kind, CDSH_COMMAND_ERROR);
+    assert_string_equal(oc.text, "unknown skill \"nope\"; skills you can run: deploy, notes");
+    cdsh_commands_outcome_clear(&oc);
+    cdsh_disposer_run(&d1), cdsh_disposer_run(&d2), cdsh_disposer_run(&d3);
+    /* the command leaves with the plugin */
+    cdsh_plugin_unload(pl);
+    assert_int_equal(run_line(h, "/skills", &oc), 0);
+}
+
+typedef struct one_provider {
+    int lists;
+} one_provider;
+
+static int op_list(void *ud, const cdsh_skill_lookup *opts, json_t **out, bool *complete,
+                   cdsh_error *err)
+{
+    (void)opts, (void)err;
+    ((one_provider *)ud)->lists++;
+    *out = json_pack("[{s:s, s:s, s:s, s:i, s:{s:b, s:b}}, {s:s, s:s, s:s, s:i}]", "name",
+                     "hidden", "description", "kept from the model", "source", "bundled", "rank",
+                     600, "invocation", "modelInvocable", 0, "userInvocable", 1, "name", "guide",
+                     "description", "Guide", "source", "bundled", "rank", 600);
+    *complete = true;
+    return 0;
+}
+
+static int op_get(void *ud, const json_t *cand, const cdsh_skill_lookup *opts, json_t **def,
+                  cdsh_error *err)
+{
+    (void)ud, (void)opts, (void)err;
+    *def = json_pack("{s:O, s:s, s:s}", "name", json_object_get(cand, "name"), "description", "d",
+                     "content", "from the bundle");
+    return 0;
+}
+
+/* Provider skills reach the tool, the index and /skills with their flags. */
+static void provider_skills_reach_every_surface_with_their_flags(void **state)
+{
+    cdsh_host *h = *state;
+    cdsh_plugin_load(h, &cdsh_skilltool_plugin, NULL, NULL, NULL);
+    one_provider op = {0};
+    cdsh_skill_provider p = {.name = "bundle", .list = op_list, .get = op_get, .ud = &op};
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_skills_register_provider(cdsh_host_skills(h), &p, &d, NULL), 0);
+    cdsh_toolresult *r = call_skill(h, NULL, "guide");
+    assert_false(r->is_error);
+    assert_string_equal(json_string_value(json_object_get(r->value, "content")),
+                        "from the bundle");
+    assert_string_equal(json_string_value(json_object_get(r->value, "provider")), "bundle");
+    assert_non_null(strstr(text_of(r), "managed by provider \"bundle\""));
+    cdsh_toolresult_free(r);
+    r = call_skill(h, NULL, "hidden");
+    assert_string_equal(r->error_code, "SKILL_NOT_MODEL_INVOCABLE");
+    cdsh_toolresult_free(r);
+    char *index = cdsh_skills_index_dup(cdsh_host_skills(h), NULL);
+    assert_string_equal(index, "<available_skills>\n- guide: Guide\n</available_skills>\n"
+                               "To use a skill, call the `skill` tool with its name to load "
+                               "its instructions.\n");
+    free(index);
+    cdsh_command_outcome oc;
+    run_line(h, "/skills", &oc);
+    assert_string_equal(oc.text, "/skills guide — Guide\n/skills hidden — kept from the model");
+    cdsh_commands_outcome_clear(&oc);
+    cdsh_disposer_run(&d);
+}
+
+/* collectCacheMaxEntries is the plugin's setting; unloading restores 128. */
+static void collect_cache_max_entries_is_a_setting(void **state)
+{
+    cdsh_host *h = *state;
+    json_t *cfg = json_pack("{s:i}", "collectCacheMaxEntries", 0);
+    cdsh_error err = {0};
+    assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, cfg, NULL, &err), CDSH_EINVAL);
+    assert_string_equal(err.message, "invalid config:\n  - expected a value >= 1 but got 0 (at "
+                                     "collectCacheMaxEntries)");
+    json_decref(cfg);
+    cfg = json_pack("{s:i}", "collectCacheMaxEntries", 3);
+    cdsh_plugin *pl = NULL;
+    assert_int_equal(cdsh_plugin_load(h, &cdsh_skilltool_plugin, cfg, &pl, NULL), 0);
+    cdsh_skills *sk = cdsh_host_skills(h);
+    assert_int_equal(cdsh_skills_cache_max(sk), 3);
+    one_provider op = {0};
+    cdsh_skill_provider p = {.name = "bundle", .list = op_list, .get = op_get, .ud = &op};
+    cdsh_disposer_t d;
+    cdsh_skills_register_provider(sk, &p, &d, NULL);
+    const char *cwds[] = {"/1", "/2", "/3", "/4", "/1"};
+    for (size_t i = 0; i < 5; i++) {
+        cdsh_skill_lookup o = {.cwd = cwds[i]};
+        json_decref(cdsh_skills_snapshot(sk, NULL, &o, NULL));
+    }
+    assert_int_equal(op.lists, 5); /* /1 was evicted by /4 */
+    assert_int_equal(cdsh_skills_cache_size(sk), 3);
+    cdsh_plugin_unload(pl);
+    assert_int_equal(cdsh_skills_cache_max(sk), 128);
+    cdsh_disposer_run(&d);
+    json_decref(cfg);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -363,6 +577,10 @@ int main(void)
         T(refused_tool_registration_releases_ud),
         T(scoped_tools_and_restrictions_leave_with_the_agent_context),
         T(hooks_and_approval_belong_to_the_plugin_that_set_them),
+        T(the_tool_reads_a_resource_of_the_skill),
+        T(skills_command_offers_only_user_invocable_skills),
+        T(provider_skills_reach_every_surface_with_their_flags),
+        T(collect_cache_max_entries_is_a_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

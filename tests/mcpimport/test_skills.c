@@ -563,11 +563,35 @@ static void enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded(vo
     free(index);
     cdsh_toolresult *r = call_skill(host, "planner");
     assert_false(r->is_error);
-    assert_string_equal(json_string_value(r->value),
-                        "<skill_content name=\"planner\">\nImported Claude Code sub-agent "
-                        "\"planner\". cdsh runs it in this conversation, not as a separate "
-                        "agent: follow its system prompt below.\n\nYou plan the work step by "
-                        "step.\n\n</skill_content>");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(r->content, 0), "text")),
+        "<skill_content name=\"planner\">\n<skill_resources>\nResources for this skill are "
+        "managed by provider \"runtime\".\nLoad referenced resources only as needed.\n"
+        "</skill_resources>\n\n<skill_instructions>\nImported Claude Code sub-agent "
+        "\"planner\". cdsh runs it in this conversation, not as a separate agent: follow its "
+        "system prompt below.\n\nYou plan the work step by step.\n\n</skill_instructions>\n"
+        "</skill_content>");
+    cdsh_toolresult_free(r);
+    /* a Claude skill folder is the skill's resource directory: listed and readable */
+    notes = cdsh_skills_info_dup(skills, NULL, "notes");
+    char dir[1200], file[1300];
+    snprintf(dir, sizeof dir, "%s/skills/notes", f.claude);
+    snprintf(file, sizeof file, "%s/SKILL.md", dir);
+    assert_string_equal(s(json_object_get(notes, "resourceBase"), "kind"), "directory");
+    assert_string_equal(s(json_object_get(notes, "resourceBase"), "path"), dir);
+    assert_string_equal(s(notes, "path"), file);
+    json_t *files = cdsh_skills_resources_dup(notes, 50, NULL);
+    char *fl = json_dumps(files, JSON_COMPACT);
+    assert_string_equal(fl, "[\"scripts/tidy.sh\",\"template.md\"]");
+    free(fl);
+    json_decref(files);
+    json_decref(notes);
+    json_t *args = json_pack("{s:s, s:s}", "name", "notes", "resource", "template.md");
+    cdsh_dispatch_input in = {.call_id = "c2", .name = "skill", .args = args};
+    r = cdsh_dispatch_execute(cdsh_host_tools(host), &in);
+    json_decref(args);
+    assert_false(r->is_error);
+    assert_string_equal(s(r->value, "content"), "# Notes\n");
     cdsh_toolresult_free(r);
     cdsh_plugin_unload(pl);
     assert_int_equal(cdsh_skills_count(skills), before);
@@ -575,6 +599,53 @@ static void enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded(vo
     assert_true(r->is_error);
     assert_string_equal(r->error_code, "UNKNOWN_SKILL");
     cdsh_toolresult_free(r);
+    cdsh_host_free(host);
+    json_decref(cfg);
+    destroy(&f);
+}
+
+/* Claude's disable-model-invocation and user-invocable reach every surface:
+ * the skill tool, the prompt's index and /skills. */
+static void claude_invocation_flags_reach_the_tool_the_index_and_skills_command(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    put(&f, "claude/skills/release/SKILL.md",
+        "---\nname: release\ndescription: Cut a release\ndisable-model-invocation: true\n---\n"
+        "Tag and publish.\n");
+    put(&f, "claude/skills/style/SKILL.md",
+        "---\nname: style\ndescription: House style\nuser-invocable: false\n---\nWrite "
+        "plainly.\n");
+    cdsh_host *host = cdsh_host_new();
+    assert_int_equal(cdsh_plugin_load(host, &cdsh_skilltool_plugin, NULL, NULL, NULL), 0);
+    json_t *cfg = json_pack("{s:[s, s, s], s:[s], s:s, s:s}", "skills", "release", "style",
+                            "notes", "projects", f.proj, "claudeDir", f.claude, "codexHome",
+                            f.codex);
+    assert_int_equal(cdsh_plugin_load(host, &cdsh_mcpimport_plugin, cfg, NULL, NULL), 0);
+    cdsh_toolresult *r = call_skill(host, "release");
+    assert_true(r->is_error);
+    assert_string_equal(r->error_code, "SKILL_NOT_MODEL_INVOCABLE");
+    cdsh_toolresult_free(r);
+    r = call_skill(host, "style");
+    assert_false(r->is_error);
+    cdsh_toolresult_free(r);
+    char *index = cdsh_skills_index_dup(cdsh_host_skills(host), NULL);
+    assert_null(strstr(index, "release"));
+    assert_non_null(strstr(index, "- style: House style\n"));
+    free(index);
+    cdsh_command_outcome oc = {0};
+    assert_int_equal(cdsh_commands_execute(cdsh_host_commands(host), NULL, "/skills", NULL, NULL,
+                                           &oc, NULL),
+                     1);
+    assert_string_equal(oc.text, "/skills notes — Take meeting notes\n/skills release — Cut a "
+                                 "release");
+    cdsh_commands_outcome_clear(&oc);
+    assert_int_equal(cdsh_commands_execute(cdsh_host_commands(host), NULL, "/skills style", NULL,
+                                           NULL, &oc, NULL),
+                     1);
+    assert_int_equal(oc.kind, CDSH_COMMAND_ERROR);
+    cdsh_commands_outcome_clear(&oc);
     cdsh_host_free(host);
     json_decref(cfg);
     destroy(&f);
@@ -611,7 +682,10 @@ static void cli_enables_skills_lists_them_and_disable_removes_them(void **state)
     free(out), free(err);
     rc = cdsh_test_run_cdsh(NULL, &out, &err, "skills", "show", "notes", NULL);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "<skill_content name=\"notes\">\nWrite notes with the template"));
+    assert_non_null(strstr(out, "<skill_content name=\"notes\">\n<skill_resources>\nBase "
+                                "directory for this skill: "));
+    assert_non_null(strstr(out, "- template.md\n</skill_resources>\n\n<skill_instructions>\n"
+                                "Write notes with the template"));
     free(out), free(err);
     rc = cdsh_test_run_cdsh(NULL, &out, &err, "skills", "list", "--json", NULL);
     assert_int_equal(rc, 0);
@@ -650,6 +724,7 @@ int main(void)
         cmocka_unit_test(discovery_finds_user_project_and_plugin_skills_and_agents),
         cmocka_unit_test(files_that_are_not_utf8_are_reported_not_dropped),
         cmocka_unit_test(enabled_skills_are_registered_read_by_the_skill_tool_and_unloaded),
+        cmocka_unit_test(claude_invocation_flags_reach_the_tool_the_index_and_skills_command),
         cmocka_unit_test(cli_enables_skills_lists_them_and_disable_removes_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,8 @@
  * with the rest). Behaviour on start-up comes from flags; each prompt's
  * last text block is a command (earlier blocks are context): hello,
  * all-updates, permission, read P, write P TEXT, stall, stall-hard, slow N,
+ * stream-forever (a chunk every 20 ms until session/cancel), stream-forever-hard
+ * (the same, deaf to session/cancel: it streams until the pipe closes),
  * die, garbage, funds, auth, ratelimit, sessions, mcp, late-args (Claude's
  * late rawInput), abort (Codex: a rejected permission ends the turn
  * cancelled), recall (quotes the context block when one came, else the
@@ -42,6 +44,7 @@ static int session_counter;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static cdsh_jsonrpc_request *held; /* a stalled prompt */
 static int held_soft;
+static volatile int cancel_seen; /* session/cancel arrived (stream-forever stops) */
 static char current_mode[32] = "default";
 static char current_model[64] = "fake/one";
 static char mcp_names[256] = "-"; /* names of the MCP servers of the last session/new */
@@ -413,12 +416,44 @@ static void on_cancel(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
     (void)peer;
     (void)req;
     pthread_mutex_lock(&mu);
+    cancel_seen = 1;
     cdsh_jsonrpc_request *h = held_soft ? held : NULL;
     if (h)
         held = NULL;
     pthread_mutex_unlock(&mu);
     if (h)
         reply_stop(h, "cancelled");
+}
+
+/* stream-forever[-hard]: streams from a thread of its own (handlers run one
+ * at a time, and session/cancel must get through). */
+typedef struct streamer {
+    cdsh_jsonrpc *peer;
+    cdsh_jsonrpc_request *req;
+    char sid[256];
+    int hard;
+} streamer;
+
+static void *stream_main(void *arg)
+{
+    streamer *st = arg;
+    for (long n = 0; !cdsh_jsonrpc_is_closed(st->peer); n++) {
+        pthread_mutex_lock(&mu);
+        int stop = cancel_seen && !st->hard;
+        pthread_mutex_unlock(&mu);
+        if (stop)
+            break;
+        char tick[32];
+        snprintf(tick, sizeof tick, "tick%ld ", n);
+        say(st->peer, st->sid, tick);
+        usleep(20 * 1000);
+    }
+    if (!cdsh_jsonrpc_is_closed(st->peer))
+        reply_stop(st->req, "cancelled");
+    else
+        cdsh_jsonrpc_respond_error(st->req, -32603, "shutting down", NULL, NULL);
+    free(st);
+    return NULL;
 }
 
 static void all_updates(cdsh_jsonrpc *peer, const char *sid)
@@ -593,6 +628,22 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
         held = cdsh_jsonrpc_request_hold(req);
         held_soft = strcmp(cmd, "stall") == 0;
         pthread_mutex_unlock(&mu);
+        return;
+    } else if (strcmp(cmd, "stream-forever") == 0 || strcmp(cmd, "stream-forever-hard") == 0) {
+        streamer *st = calloc(1, sizeof *st);
+        pthread_t t;
+        if (!st)
+            _exit(4);
+        st->peer = peer;
+        snprintf(st->sid, sizeof st->sid, "%s", sid);
+        st->hard = strcmp(cmd, "stream-forever-hard") == 0;
+        pthread_mutex_lock(&mu);
+        cancel_seen = 0;
+        pthread_mutex_unlock(&mu);
+        st->req = cdsh_jsonrpc_request_hold(req);
+        if (pthread_create(&t, NULL, stream_main, st) != 0)
+            _exit(4);
+        pthread_detach(t);
         return;
     } else if (strncmp(cmd, "slow ", 5) == 0) {
         int n = atoi(cmd + 5);

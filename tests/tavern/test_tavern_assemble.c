@@ -758,6 +758,78 @@ static void author_note_feeds_the_scan_only_when_allowed(void **state)
     fx_free(&f);
 }
 
+/* The six fields SillyTavern's match_* flags add to an entry's scan, as its
+ * getCharacterCardFields gives them: trimmed, macros expanded ({{user}} is
+ * the persona), "\r" removed — the card's depth prompt and creator notes
+ * included. A variable write in a field does not happen twice. */
+static void match_flags_scan_the_card_fields_as_sillytavern_gives_them(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    json_t *card = json_loads(CARD, 0, NULL);
+    json_t *data = json_object_get(card, "data");
+    json_object_set_new(data, "creator_notes", json_string("  Made for\r\n{{user}}.  "));
+    json_object_set_new(data, "description",
+                        json_string("{{char}} guards the glade for {{user}}.{{incvar::seen}}"));
+    f.in.card = NULL;
+    json_decref(f.card);
+    char *text = json_dumps(card, 0);
+    f.card = card_record(text);
+    f.in.card = f.card;
+    free(text);
+    json_decref(card);
+    f.in.trigger_log = true;
+    json_t *raw = json_loads(
+        "{\"name\":\"T\",\"entries\":{"
+        "\"1\":{\"uid\":1,\"key\":[\"gentle\"],\"content\":\"DEPTHLORE\","
+        "\"matchCharacterDepthPrompt\":true},"
+        "\"2\":{\"uid\":2,\"key\":[\"for\\nAnn\"],\"content\":\"NOTESLORE\",\"matchCreatorNotes\":true},"
+        "\"3\":{\"uid\":3,\"key\":[\"glade for Ann\"],\"content\":\"DESCLORE\","
+        "\"matchCharacterDescription\":true},"
+        "\"4\":{\"uid\":4,\"key\":[\"gentle\"],\"content\":\"NOFLAG\"},"
+        "\"5\":{\"uid\":5,\"key\":[\"traveller\"],\"content\":\"PERSONALORE\","
+        "\"matchPersonaDescription\":true}}}",
+        0, NULL);
+    assert_non_null(raw);
+    json_t *books = json_array();
+    json_array_append_new(books, cdsh_tavern_lorebook_normalize_dup(raw, NULL));
+    json_decref(raw);
+    f.in.global_books = books;
+    json_t *vars = json_object();
+    f.in.vars_local = vars;
+    msg(&f, "user", "Hello there.", false);
+    json_t *plan = assemble(&f);
+    for (int uid = 1; uid <= 5; uid++)
+        if (json_is_true(json_object_get(log_of(plan, uid), "fired")) != (uid != 4))
+            fail_msg("entry %d should %sfire", uid, uid != 4 ? "" : "not ");
+    json_decref(plan);
+    /* "allow WI scan" (the note's) scans the card's depth prompt for every
+     * entry, as ST flags that extension prompt too — no note needed */
+    f.in.author_note_scan = true;
+    json_object_clear(vars);
+    plan = assemble(&f);
+    assert_true(json_is_true(json_object_get(log_of(plan, 4), "fired")));
+    json_decref(plan);
+    f.in.author_note_scan = false;
+    json_object_clear(vars);
+    plan = assemble(&f);
+    json_decref(plan);
+    /* the description's incvar ran as often as the prompt expands it, not
+     * once more for the scan: the same count without any match_* entry */
+    json_int_t with_scan = json_integer_value(json_object_get(vars, "seen"));
+    json_object_clear(vars);
+    f.in.global_books = NULL;
+    plan = assemble(&f);
+    json_decref(plan);
+    assert_true(with_scan > 0);
+    assert_int_equal(with_scan, json_integer_value(json_object_get(vars, "seen")));
+    json_object_clear(vars);
+    json_decref(vars);
+    json_decref(books);
+    fx_free(&f);
+}
+
 static size_t count_source(const json_t *msgs, const char *source)
 {
     size_t i, n = 0;
@@ -884,6 +956,7 @@ int main(void)
         cmocka_unit_test(world_info_templates_are_frozen_for_the_turn),
         cmocka_unit_test(a_keyless_world_info_entry_template_sees_no_keys),
         cmocka_unit_test(author_note_feeds_the_scan_only_when_allowed),
+        cmocka_unit_test(match_flags_scan_the_card_fields_as_sillytavern_gives_them),
         cmocka_unit_test(simulation_is_trimmed_to_the_context_budget),
         cmocka_unit_test(bad_arguments_are_refused),
     };

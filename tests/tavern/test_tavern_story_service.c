@@ -496,6 +496,7 @@ typedef struct fake_reply {
     const char *finish;
     int calls;
     size_t seen;
+    char *system; /* the system message of the last call (owned) */
 } fake_reply;
 
 static int helper(void *ud, const json_t *messages, char **finish, char **text, cdsh_error *err)
@@ -506,6 +507,9 @@ static int helper(void *ud, const json_t *messages, char **finish, char **text, 
     r->seen = json_array_size(messages);
     assert_string_equal(json_string_value(json_object_get(json_array_get(messages, 0), "role")),
                         "system");
+    free(r->system);
+    r->system =
+        strdup(json_string_value(json_object_get(json_array_get(messages, 0), "content")));
     *finish = r->finish ? strdup(r->finish) : NULL;
     *text = strdup("I draw my sword and step forward.");
     return 0;
@@ -629,7 +633,7 @@ static void impersonation_is_an_explicit_helper_call(void **state)
     json_t *env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
     assert_string_equal(err_code(env), "helper-unavailable");
     json_decref(env);
-    fake_reply r = {"length", 0, 0};
+    fake_reply r = {"length", 0, 0, NULL};
     cdsh_tavern_service_set_helper(f->svc, helper, &r);
     env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
     assert_string_equal(err_code(env), "helper-failed");
@@ -650,6 +654,59 @@ static void impersonation_is_an_explicit_helper_call(void **state)
                      json_integer_value(json_object_get(before, "eventCount")));
     json_decref(before);
     json_decref(after);
+    free(r.system);
+    free(sid);
+}
+
+/* Impersonation is SillyTavern's `impersonate` generation: the helper sees
+ * the story's standing text built for that type, so world-info entries with
+ * triggers ["impersonate"] are in and ["normal"] ones are not, and
+ * {{lastGenerationType}} reads "impersonate". Nothing of the story changes. */
+static void impersonation_plans_an_impersonate_generation(void **state)
+{
+    fx *f = *state;
+    json_t *book = json_pack(
+        "{s:s,s:{s:{s:i,s:b,s:s,s:[s]},s:{s:i,s:b,s:s,s:[s]},s:{s:i,s:b,s:s}}}", "name", "Lore",
+        "entries", "0", "uid", 0, "constant", 1, "content", "IMPERSONATE-LORE", "triggers",
+        "impersonate", "1", "uid", 1, "constant", 1, "content", "NORMAL-LORE", "triggers",
+        "normal", "2", "uid", 2, "constant", 1, "content", "GEN={{lastGenerationType}}");
+    json_t *env =
+        call(f, "saveCharacterLorebook", json_pack("{s:s,s:o}", "cardId", f->card, "book", book));
+    ok_value(env);
+    json_decref(env);
+    char *sid = new_session(f);
+    play_turn(f, sid, 1, "hello", "Elara waits at the gate.");
+    json_t *pv = call(f, "previewPrompt", json_pack("{s:s}", "sessionId", sid));
+    const char *standing = json_string_value(json_object_get(ok_value(pv), "standing"));
+    assert_non_null(strstr(standing, "NORMAL-LORE"));
+    /* a turn-local macro's entry goes to the turn context, not the standing */
+    assert_non_null(
+        strstr(json_string_value(json_object_get(ok_value(pv), "engineTurn")), "GEN=normal"));
+    assert_null(strstr(standing, "IMPERSONATE-LORE"));
+    json_decref(pv);
+    /* a quiet generation (RPC and `cdsh tavern preview --type quiet`) */
+    pv = call(f, "previewPrompt",
+              json_pack("{s:s,s:s}", "sessionId", sid, "generationType", "quiet"));
+    assert_null(strstr(json_string_value(json_object_get(ok_value(pv), "standing")), "LORE"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(ok_value(pv), "engineTurn")), "GEN=quiet"));
+    json_decref(pv);
+    pv = call(f, "previewPrompt",
+              json_pack("{s:s,s:s}", "sessionId", sid, "generationType", "dream"));
+    assert_string_equal(err_code(pv), "bad-request");
+    json_decref(pv);
+    fake_reply r = {"stop", 0, 0, NULL};
+    cdsh_tavern_service_set_helper(f->svc, helper, &r);
+    env = call(f, "impersonate", json_pack("{s:s}", "sessionId", sid));
+    assert_string_equal(json_string_value(json_object_get(ok_value(env), "generationType")),
+                        "impersonate");
+    json_decref(env);
+    assert_non_null(r.system);
+    assert_non_null(strstr(r.system, "IMPERSONATE-LORE"));
+    assert_non_null(strstr(r.system, "GEN=impersonate"));
+    assert_null(strstr(r.system, "NORMAL-LORE"));
+    assert_non_null(strstr(r.system, "Write the person's next line"));
+    free(r.system);
     free(sid);
 }
 
@@ -803,6 +860,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(idle_summarizes_only_after_a_normal_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(impersonation_is_an_explicit_helper_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(impersonation_plans_an_impersonate_generation, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(the_plugin_registers_tools_channel_and_service, setup,
                                         teardown),
     };

@@ -9,6 +9,7 @@
 
 #include "plugins/tavern/lorebook.h"
 #include "plugins/tavern/regex.h"
+#include "plugins/tavern/seed.h"
 #include "plugins/tavern/wi_activate.h"
 
 /* A normalised book named `name` from a JSON array of partial entries. */
@@ -355,6 +356,94 @@ static void prior_activation_compares_the_whole_group_field(void **state)
     fx_free(&f);
 }
 
+/* SillyTavern's groups keep the members they were built with: a later group
+ * still counts an entry an earlier group removed, and removing it again
+ * (`newEntries.splice(indexOf(e), 1)` with indexOf -1) drops the LAST
+ * candidate instead. Found by the ST differential (seed 1140536909, cases
+ * 10 and 105: ST activated fewer entries). */
+static void groups_sharing_a_member_remove_as_sillytavern_does(void **state)
+{
+    (void)state;
+    fx f;
+    /* g1 = [A, B]: B wins by override, A goes. g2 = [A, C]: C wins by
+     * override, A "goes" again: the last candidate (C) is dropped. */
+    fx_init(&f, book("b", "[{\"uid\":0,\"key\":[\"moon\"],\"group\":\"g1,g2\",\"content\":\"A\"},"
+                          "{\"uid\":1,\"key\":[\"moon\"],\"group\":\"g1\",\"groupOverride\":true,"
+                          "\"content\":\"B\"},"
+                          "{\"uid\":2,\"key\":[\"moon\"],\"group\":\"g2\",\"groupOverride\":true,"
+                          "\"content\":\"C\"},"
+                          "{\"uid\":3,\"key\":[\"moon\"],\"content\":\"D\"}]"));
+    f.in.settings.recursive = false;
+    say(&f, NULL, "moon");
+    json_t *out = run(&f);
+    /* newEntries [A, B, C, D] -> g1 removes A -> g2 removes A again: D goes */
+    assert_string_equal(fired(out), "1,2");
+    assert_string_equal(log_reason(out, 0), "lost inclusion group 'g1' to b.1");
+    assert_string_equal(log_reason(out, 3),
+                        "dropped as SillyTavern does when group 'g2' removes b.0 a second time");
+    json_decref(out);
+    /* A constant entry that loses its group comes back on the next loop and
+     * is then blocked by the winner's group ("g" === "g"). */
+    fx_free(&f);
+    fx_init(&f, book("b", "[{\"uid\":0,\"constant\":true,\"group\":\"g\",\"content\":\"moon\"},"
+                          "{\"uid\":1,\"key\":[\"moon\"],\"group\":\"g\",\"groupOverride\":true,"
+                          "\"content\":\"star\"},"
+                          "{\"uid\":2,\"key\":[\"star\"],\"content\":\"S\"}]"));
+    say(&f, NULL, "moon");
+    f.in.settings.max_recursion_steps = 1;
+    out = run(&f);
+    assert_string_equal(fired(out), "1");
+    json_decref(out);
+    f.in.settings.max_recursion_steps = 0;
+    out = run(&f);
+    assert_string_equal(fired(out), "1,2");
+    assert_string_equal(log_reason(out, 0), "inclusion group 'g' already activated");
+    json_decref(out);
+    fx_free(&f);
+}
+
+/* Groups are visited in JavaScript's Object.entries order: names that are
+ * array indices ("9", "10") first, ascending, then the others in the order
+ * they first appear. Each weighted pick draws the next number of the turn's
+ * generator (mulberry32, as the page's Math.random), so the order decides
+ * which group gets which roll. */
+static void group_order_is_javascript_object_key_order(void **state)
+{
+    (void)state;
+    fx f;
+    /* First appearance: "b", "10", "9"; ST visits "9", "10", "b". */
+    fx_init(&f, book("bk", "[{\"uid\":0,\"key\":[\"moon\"],\"group\":\"b\",\"content\":\"A\"},"
+                           "{\"uid\":1,\"key\":[\"moon\"],\"group\":\"b\",\"content\":\"B\"},"
+                           "{\"uid\":2,\"key\":[\"moon\"],\"group\":\"10\",\"content\":\"C\"},"
+                           "{\"uid\":3,\"key\":[\"moon\"],\"group\":\"10\",\"content\":\"D\"},"
+                           "{\"uid\":4,\"key\":[\"moon\"],\"group\":\"9\",\"content\":\"E\"},"
+                           "{\"uid\":5,\"key\":[\"moon\"],\"group\":\"9\",\"content\":\"F\"}]"));
+    say(&f, NULL, "moon");
+    f.in.settings.recursive = false;
+    int differs = 0;
+    for (uint32_t seed = 1; seed <= 40; seed++) {
+        cdsh_tavern_rng g;
+        cdsh_tavern_rng_init(&g, seed);
+        /* Equal weights 100 + 100: the first member wins when roll <= 100. */
+        bool first[3];
+        for (int k = 0; k < 3; k++)
+            first[k] = cdsh_tavern_rng_next(&g) * 200 <= 100;
+        char want[32], insertion[32];
+        /* rolls 0, 1, 2 go to groups 9, 10, b (ST) — not b, 10, 9 */
+        snprintf(want, sizeof want, "%d,%d,%d", first[2] ? 0 : 1, first[1] ? 2 : 3,
+                 first[0] ? 4 : 5);
+        snprintf(insertion, sizeof insertion, "%d,%d,%d", first[0] ? 0 : 1, first[1] ? 2 : 3,
+                 first[2] ? 4 : 5);
+        differs += strcmp(want, insertion) != 0;
+        f.in.seed = seed;
+        json_t *out = run(&f);
+        assert_string_equal(fired(out), want);
+        json_decref(out);
+    }
+    assert_true(differs > 5); /* the seeds do tell the two orders apart */
+    fx_free(&f);
+}
+
 static void probability_rolls_are_seeded(void **state)
 {
     (void)state;
@@ -685,6 +774,39 @@ static void triggers_and_strict_decorators(void **state)
     fx_free(&f);
 }
 
+/* The log names the key text that matched: a key whose macros draw anew on
+ * every use ({{random}}) is named as drawn when it hit, never as an earlier
+ * draw the chat does not hold; over 40 seeds both draws occur. */
+static void log_names_the_key_text_that_matched(void **state)
+{
+    (void)state;
+    int hits = 0, misses = 0;
+    for (uint32_t seed = 1; seed <= 40; seed++) {
+        fx f;
+        fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"{{random::dragon::unicorn}}\"],"
+                              "\"content\":\"U\"},"
+                              "{\"uid\":2,\"key\":[\"griffin\",\"{{random::unicorn::dragon}}\","
+                              "\"unicorn\"],\"content\":\"V\"}]"));
+        cdsh_tavern_macro_env env = {.chr = "Seraphina", .user = "Ann", .seed = seed};
+        f.in.macros = &env;
+        f.in.settings.recursive = false;
+        say(&f, "Ann", "the unicorn sleeps");
+        json_t *out = run(&f);
+        const char *r1 = log_reason(out, 1);
+        if (strstr(fired(out), "1")) {
+            assert_string_equal(r1, "primary key 'unicorn'");
+            hits++;
+        } else {
+            assert_string_equal(r1, "no primary key matched");
+            misses++;
+        }
+        assert_string_equal(log_reason(out, 2), "primary key 'unicorn'");
+        json_decref(out);
+        fx_free(&f);
+    }
+    assert_true(hits > 0 && misses > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +818,8 @@ int main(void)
         cmocka_unit_test(inclusion_groups_override_scoring_prior_and_weights),
         cmocka_unit_test(group_with_prior_activation_blocks_later_members),
         cmocka_unit_test(prior_activation_compares_the_whole_group_field),
+        cmocka_unit_test(groups_sharing_a_member_remove_as_sillytavern_does),
+        cmocka_unit_test(group_order_is_javascript_object_key_order),
         cmocka_unit_test(probability_rolls_are_seeded),
         cmocka_unit_test(sticky_cooldown_and_delay_across_turns_and_swipes),
         cmocka_unit_test(budget_overflow_stops_and_ignore_budget_passes),
@@ -706,6 +830,7 @@ int main(void)
         cmocka_unit_test(world_info_regex_placement_rewrites_contents),
         cmocka_unit_test(bad_arguments_and_bad_regex_keys),
         cmocka_unit_test(triggers_and_strict_decorators),
+        cmocka_unit_test(log_names_the_key_text_that_matched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -229,6 +229,62 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     fx_close(&f);
 }
 
+/* The world-info records are kept with their floors in the story: after a
+ * restart of the host getTriggerLog{sessionId} returns the same records of
+ * every turn, newest last, and nothing of another session. */
+static void the_trigger_log_survives_a_restart(void **state)
+{
+    (void)state;
+    fx f;
+    fx_open(&f, "[" SAY("The woods are old.") "," SAY("Rest here.") "," SAY("Hm.") "]");
+    cdsh_test_tavern_world *w = &f.w;
+    char *a = cdsh_test_tavern_bound_session(w, "import", "a", NULL);
+    char *b = cdsh_test_tavern_bound_session(w, "import", "b", NULL);
+    cdsh_test_tavern_turn(w, a, "Tell me about the forest of Eldoria.");
+    cdsh_test_tavern_turn(w, a, "Thank you.");
+    cdsh_test_tavern_turn(w, b, "Hello there.");
+    json_t *log = NULL;
+    json_t *rec = trigger_record(w, a, 1, &log);
+    char *t1 = json_dumps(rec, JSON_SORT_KEYS);
+    json_decref(log);
+    rec = trigger_record(w, a, 2, &log);
+    char *t2 = json_dumps(rec, JSON_SORT_KEYS);
+    json_decref(log);
+
+    cdsh_test_tavern_world_close(w);
+    cdsh_test_tavern_world_open(w);
+    rec = trigger_record(w, a, 1, &log);
+    char *r1 = json_dumps(rec, JSON_SORT_KEYS);
+    assert_string_equal(r1, t1);
+    /* oldest first, one record per turn, all of this session (trigger_record checks) */
+    size_t n = 0, i;
+    long last = 0;
+    json_t *x;
+    json_array_foreach(log, i, x) {
+        if (strcmp(json_string_value(json_object_get(x, "kind")), "worldInfo"))
+            continue;
+        long t = (long)json_integer_value(json_object_get(x, "turn"));
+        assert_true(t > last);
+        last = t;
+        n++;
+    }
+    assert_int_equal(n, 2);
+    json_decref(log);
+    rec = trigger_record(w, a, 2, &log);
+    char *r2 = json_dumps(rec, JSON_SORT_KEYS);
+    assert_string_equal(r2, t2);
+    json_decref(log);
+    rec = trigger_record(w, b, 1, &log);
+    json_decref(log);
+    free(t1);
+    free(t2);
+    free(r1);
+    free(r2);
+    free(a);
+    free(b);
+    fx_close(&f);
+}
+
 /* The turn after continueFloor is a `continue` turn (its plan and trigger
  * record say so), the next one is normal again. */
 static void continue_gives_the_next_turn_its_generation_type(void **state)
@@ -252,6 +308,71 @@ static void continue_gives_the_next_turn_its_generation_type(void **state)
         assert_string_equal(json_string_value(json_object_get(rec, "generationType")), want[t - 1]);
         json_decref(log);
     }
+    free(a);
+    fx_close(&f);
+}
+
+/* The newest worldInfo record of sid's trigger log (borrowed from *log). */
+static json_t *last_trigger_record(cdsh_test_tavern_world *w, const char *sid, json_t **log)
+{
+    *log = cdsh_test_tavern_rpc(w, "getTriggerLog", json_pack("{s:s}", "sessionId", sid));
+    json_t *last = NULL, *rec;
+    size_t i;
+    json_array_foreach(*log, i, rec) {
+        if (!strcmp(json_string_value(json_object_get(rec, "kind")), "worldInfo"))
+            last = rec;
+    }
+    if (!last)
+        fail_msg("no worldInfo record for %s", sid);
+    return last;
+}
+
+/* regenerate makes a branch whose resent turn is a `regenerate` turn, or a
+ * `swipe` turn when it asks for a new variant (the web's › on the last
+ * variant): the type belongs to the child's turn, never to the parent's
+ * next one. A type other than those two is refused. */
+static void regenerate_and_swipe_type_the_childs_turn(void **state)
+{
+    (void)state;
+    fx f;
+    fx_open(&f, "[" SAY("One.") "," SAY("Two.") "," SAY("Two again.") "," SAY("Two, third.") ","
+                SAY("Three.") "]");
+    cdsh_test_tavern_world *w = &f.w;
+    char *a = cdsh_test_tavern_bound_session(w, "import", "a", NULL);
+    cdsh_test_tavern_turn(w, a, "Hello.");
+    cdsh_test_tavern_turn(w, a, "Tell me about the forest of Eldoria.");
+    const char *types[] = {"swipe", NULL};
+    const char *want[] = {"swipe", "regenerate"};
+    for (int k = 0; k < 2; k++) {
+        json_t *args = json_pack("{s:s,s:i}", "sessionId", a, "turn", 2);
+        if (types[k])
+            json_object_set_new(args, "generationType", json_string(types[k]));
+        json_t *r = cdsh_test_tavern_rpc(w, "regenerate", args);
+        const char *child = json_string_value(json_object_get(r, "childSessionId"));
+        const char *resend =
+            json_string_value(json_object_get(json_object_get(r, "resend"), "text"));
+        assert_non_null(child);
+        assert_non_null(resend);
+        cdsh_test_tavern_turn(w, child, resend);
+        json_t *log = NULL;
+        json_t *rec = last_trigger_record(w, child, &log);
+        assert_string_equal(json_string_value(json_object_get(rec, "generationType")), want[k]);
+        json_decref(log);
+        json_decref(r);
+    }
+    cdsh_test_tavern_turn(w, a, "And then?");
+    json_t *log = NULL;
+    json_t *rec = trigger_record(w, a, 3, &log);
+    assert_string_equal(json_string_value(json_object_get(rec, "generationType")), "normal");
+    json_decref(log);
+    json_t *res = cdsh_rpc_call(cdsh_host_rpc(w->host), "/tavern", "regenerate",
+                                json_pack("{s:s,s:i,s:s}", "sessionId", a, "turn", 2,
+                                          "generationType", "quiet"),
+                                NULL);
+    assert_false(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "error"), "code")), "bad-request");
+    json_decref(res);
     free(a);
     fx_close(&f);
 }
@@ -299,8 +420,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bound_session_requests_carry_standing_and_turn_context),
         cmocka_unit_test(live_turns_log_why_entries_fired_per_session),
+        cmocka_unit_test(the_trigger_log_survives_a_restart),
         cmocka_unit_test(the_authors_note_follows_its_insertion_interval),
         cmocka_unit_test(continue_gives_the_next_turn_its_generation_type),
+        cmocka_unit_test(regenerate_and_swipe_type_the_childs_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include "support/xq_position.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,6 +371,57 @@ static void cancel_token_ends_a_search(void **state)
     cdsh_xq_pos_free(b.pos);
 }
 
+typedef struct idle_wait {
+    cdsh_xq_engine *eng;
+    cdsh_xq_pos *pos;
+    cdsh_xq_limits lim;
+    long switches; /* voluntary context switches of the searching thread */
+    cdsh_xq_search_result r;
+} idle_wait;
+
+static void *idle_main(void *arg)
+{
+    idle_wait *w = arg;
+    struct rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    cdsh_xq_search(w->eng, w->pos, &w->lim, NULL, NULL, &w->r, NULL);
+    getrusage(RUSAGE_THREAD, &after);
+    w->switches = after.ru_nvcsw - before.ru_nvcsw;
+    return NULL;
+}
+
+/* An infinite search with nothing to think about (the side to move is
+ * mated) waits for stop or cancel asleep: the thread wakes a handful of
+ * times in 300 ms, not once a millisecond (the wait used to poll with a
+ * 1 ms nanosleep: ~300 wake-ups, fewer under load). Counted, not timed. */
+static void an_idle_infinite_search_sleeps_until_stopped(void **state)
+{
+    (void)state;
+    for (int by_cancel = 0; by_cancel < 2; by_cancel++) {
+        cdsh_cancel *c = by_cancel ? cdsh_cancel_new(NULL) : NULL;
+        idle_wait w = {.eng = engine(1),
+                       .pos = cdsh_test_xq_pos("3k5/3R5/3R5/9/9/9/9/9/9/4K4 b - - 0 1"),
+                       .lim = {.infinite = 1, .cancel = c}};
+        assert_int_equal(cdsh_xq_count_legal(w.pos), 0);
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, idle_main, &w), 0);
+        struct timespec ts = {0, 300 * 1000000};
+        nanosleep(&ts, NULL);
+        if (by_cancel)
+            cdsh_cancel_fire(c, "test");
+        else
+            cdsh_xq_engine_stop(w.eng);
+        pthread_join(t, NULL);
+        printf("idle infinite search (%s): %ld voluntary context switches\n",
+               by_cancel ? "cancel" : "stop", w.switches);
+        assert_int_equal(w.r.best, CDSH_XQ_MOVE_NONE);
+        assert_true(w.switches <= 10);
+        cdsh_cancel_free(c);
+        cdsh_xq_engine_free(w.eng);
+        cdsh_xq_pos_free(w.pos);
+    }
+}
+
 static void two_engines_search_independently(void **state)
 {
     (void)state;
@@ -636,6 +688,7 @@ int main(void)
         cmocka_unit_test(bad_limits_are_refused),
         cmocka_unit_test(node_limit_is_honoured),
         cmocka_unit_test(stop_from_another_thread_ends_an_infinite_search),
+        cmocka_unit_test(an_idle_infinite_search_sleeps_until_stopped),
         cmocka_unit_test(cancel_token_ends_a_search),
         cmocka_unit_test(two_engines_search_independently),
         cmocka_unit_test(lazy_smp_threads_find_the_mate),

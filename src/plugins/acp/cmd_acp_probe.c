@@ -2,9 +2,12 @@
  * [--json]`: runs plugins/acp/probe.c and prints a summary or the record. */
 #include "plugins/acp/cmd_acp_probe.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/json.h"
 #include "host/cli.h"
@@ -20,6 +23,34 @@ static void print_wait(void *ud, const char *name, const char *step, int64_t ela
             (long long)(elapsed_ms / 1000), (long long)(budget_ms / 1000));
 }
 
+static volatile sig_atomic_t probe_signal;
+
+static void on_signal(int sig)
+{
+    if (!probe_signal)
+        probe_signal = sig;
+}
+
+typedef struct probe_watch {
+    cdsh_cancel *cancel;
+    volatile int stop;
+} probe_watch;
+
+/* Ctrl-C, SIGTERM or SIGHUP cut the probe short (the handler only sets a
+ * flag; the token is fired here, outside the handler). */
+static void *probe_watch_main(void *arg)
+{
+    probe_watch *w = arg;
+    while (!w->stop) {
+        if (probe_signal) {
+            cdsh_cancel_fire(w->cancel, "interrupted");
+            break;
+        }
+        usleep(50 * 1000);
+    }
+    return NULL;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out, "Usage: cdsh acp probe <engine> [--prompt TEXT] [--cwd DIR] [--json]\n"
@@ -27,7 +58,9 @@ static void usage(FILE *out)
                  "Spawns the engine, initializes, opens two sessions, tries the optional methods,\n"
                  "optionally runs one prompt, and writes the evidence record (credentials\n"
                  "redacted) under $CDSH_HOME/multi-acp/evidence/. Exit 0 when every step\n"
-                 "succeeded, 1 when one failed.\n");
+                 "succeeded, 1 when one failed. Ctrl-C, SIGTERM or SIGHUP cut it short (also\n"
+                 "while the agent starts): the agent is closed, the record says \"cancelled\",\n"
+                 "the engine's health is left as it was, exit 1.\n");
 }
 
 int cdsh_cmd_acp_probe(int argc, char **argv)
@@ -64,10 +97,31 @@ int cdsh_cmd_acp_probe(int argc, char **argv)
     json_t *rec = NULL;
     char *path = NULL;
     cdsh_error err = {0};
-    if (cdsh_acp_probe_run(cdsh_cli_home(), engine, &opts, &rec, &path, &err) < 0) {
+    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
+    opts.cancel = cancel;
+    struct sigaction sa = {0}, old_int, old_term, old_hup;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    probe_watch w = {cancel, 0};
+    pthread_t wt;
+    bool watching = cancel && pthread_create(&wt, NULL, probe_watch_main, &w) == 0;
+    int prc = cdsh_acp_probe_run(cdsh_cli_home(), engine, &opts, &rec, &path, &err);
+    w.stop = 1;
+    if (watching)
+        pthread_join(wt, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    cdsh_cancel_free(cancel);
+    if (prc < 0) {
         fprintf(stderr, "cdsh acp probe: %s\n", err.message);
         return err.rc == CDSH_ENOTFOUND ? 2 : 1;
     }
+    if (probe_signal)
+        fprintf(stderr, "cdsh acp probe: cut short by %s; the agent was closed\n",
+                strsignal(probe_signal));
     bool ok = json_is_true(json_object_get(rec, "ok"));
     if (as_json) {
         char *text = cdsh_json_dump_pretty_dup(rec);

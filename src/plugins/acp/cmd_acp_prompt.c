@@ -20,15 +20,20 @@
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the first signal that cancelled the turn */
 
-static volatile sig_atomic_t sigints; /* Ctrl-C presses (SIGTERM sets interrupted only) */
+static volatile sig_atomic_t sigints; /* Ctrl-C presses */
+static volatile sig_atomic_t sigterms; /* SIGTERM / SIGHUP */
+static volatile sig_atomic_t stdout_gone; /* a write to stdout failed (EPIPE) */
 
-static void on_sigint(int sig)
+static void on_signal(int sig)
 {
-    interrupted = 1;
+    if (!interrupted)
+        interrupted = sig;
     if (sig == SIGINT && sigints < 1000)
         sigints++;
+    if ((sig == SIGTERM || sig == SIGHUP) && sigterms < 1000)
+        sigterms++;
 }
 
 typedef struct watch {
@@ -38,25 +43,37 @@ typedef struct watch {
     volatile int stop;
 } watch;
 
-/* The first Ctrl-C cancels the turn (session/cancel); a second one goes to
- * the agent's process group (it runs in a group of its own, so the
- * terminal's signal reaches only cdsh), as if the agent ran in the
- * terminal. */
+/* The first Ctrl-C, SIGTERM or SIGHUP, or a stdout nobody reads any more,
+ * cancels the turn (session/cancel; the turn waits the engine's
+ * cancelGraceMs for the answer, then gives up and the agent is disposed). A
+ * second Ctrl-C goes to the agent's process group (it runs in a group of
+ * its own, so the terminal's signal reaches only cdsh), as if the agent ran
+ * in the terminal; a second SIGTERM / SIGHUP sends SIGTERM there, so a
+ * supervisor that insists does not wait for the grace. */
 static void *watch_main(void *arg)
 {
     watch *w = arg;
-    bool cancelled = false, forwarded = false;
+    bool cancelled = false, forwarded = false, terminated = false;
     while (!w->stop) {
-        if (interrupted && !cancelled) {
+        if ((interrupted || stdout_gone) && !cancelled) {
             cancelled = true;
-            cdsh_cancel_fire(w->cancel, "interrupted");
-            fprintf(stderr, "\ncancelling the turn… (Ctrl-C again interrupts the agent's "
-                            "processes)\n");
+            cdsh_cancel_fire(w->cancel, stdout_gone ? "stdout closed" : "interrupted");
+            if (interrupted == SIGINT)
+                fprintf(stderr, "\ncancelling the turn… (Ctrl-C again interrupts the agent's "
+                                "processes)\n");
+            else
+                fprintf(stderr, "\ncancelling (%s)…\n",
+                        stdout_gone ? "stdout closed" : strsignal(interrupted));
         }
         if (sigints >= 2 && !forwarded) {
             forwarded = true;
             if (cdsh_acp_service_interrupt(w->svc, w->sid, SIGINT, NULL) == 0)
                 fprintf(stderr, "\ninterrupt sent to the agent's process group\n");
+        }
+        if (sigterms >= 2 && !terminated) {
+            terminated = true;
+            if (cdsh_acp_service_interrupt(w->svc, w->sid, SIGTERM, NULL) == 0)
+                fprintf(stderr, "\nSIGTERM sent to the agent's process group\n");
         }
         usleep(50 * 1000);
     }
@@ -88,8 +105,11 @@ static void sink_update(void *ud, const char *sid, cdsh_acp_update_kind kind, co
     json_t *e;
     switch (kind) {
     case CDSH_ACP_UPDATE_AGENT_MESSAGE_CHUNK:
+        if (stdout_gone)
+            return;
         print_content_text(stdout, json_object_get(u, "content"));
-        fflush(stdout);
+        if (fflush(stdout) != 0 || ferror(stdout))
+            stdout_gone = 1; /* nobody reads the reply: the turn is cancelled */
         return;
     default: break;
     }
@@ -181,7 +201,9 @@ static void usage(FILE *out)
         "the same --session later resumes it (session/load or session/resume).\n"
         "--cdsh-tools GLOB offers cdsh's own tools matching GLOB (`cdsh mcp`) to the\n"
         "engine as an MCP server in session/new. Ctrl-C cancels the turn; a second\n"
-        "Ctrl-C interrupts the agent's process group. Without\n"
+        "Ctrl-C interrupts the agent's process group. SIGTERM and SIGHUP cancel too\n"
+        "(a second one sends SIGTERM to the agent's group), also while the agent\n"
+        "starts; no agent is left running. Without\n"
         "--session the binding is removed afterwards. Only the new turn's reply is\n"
         "printed, never history a resumed session replays. Exit 0 on a finished turn,\n"
         "1 on a failed, cancelled or refused one.\n");
@@ -247,6 +269,11 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     int parsed = parse_args(argc, argv, &a, here, sizeof here);
     if (parsed >= 0)
         return parsed;
+    /* A reader of stdout or stderr that went away must not kill cdsh with
+     * the agent left running: writes fail (EPIPE) instead, and a failed
+     * write of the reply cancels the turn. (Children get SIGPIPE back:
+     * base/process.c resets it across exec.) */
+    signal(SIGPIPE, SIG_IGN);
     const char *engine = a.engine, *text = a.text, *session = a.session, *cwd = a.cwd;
     const char *tools_glob = a.tools_glob, *approve = a.approve;
     bool as_json = a.as_json;
@@ -263,16 +290,33 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         .hint = "no terminal to ask: cancelled (use --approve allow|reject)",
     };
     cdsh_cli_approver *approver = approvals ? cdsh_cli_approver_new(approvals, &ao) : NULL;
-    cdsh_acp_service_opts so = {.mcp_servers = mcp, .approvals = approvals, .on_wait = print_wait};
-    cdsh_acp_service *svc = approver ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
+    /* One token for the agent's start and the turn; it outlives the service. */
+    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
+    cdsh_acp_service_opts so = {
+        .mcp_servers = mcp, .approvals = approvals, .on_wait = print_wait, .cancel = cancel};
+    cdsh_acp_service *svc =
+        approver && cancel ? cdsh_acp_service_new(cdsh_cli_home(), &so, &err) : NULL;
     json_decref(mcp);
     if (!svc || !sid) {
         fprintf(stderr, "cdsh acp prompt: %s\n", err.message[0] ? err.message : "out of memory");
         cdsh_cli_approver_free(approver);
         cdsh_approvals_free(approvals);
+        cdsh_cancel_free(cancel);
         free(sid);
         return 1;
     }
+    /* Ctrl-C, SIGTERM and SIGHUP cancel, from here on: while the agent
+     * starts (the handshake fails CANCELED and leaves nothing running) and
+     * during the turn (the agent is then disposed, never orphaned). */
+    struct sigaction sa = {0}, old, old_term, old_hup;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    watch w = {cancel, svc, sid, 0};
+    pthread_t wt;
+    bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
+    bool opened = false;
     int code = 1;
     if (cdsh_acp_service_bind(svc, sid, engine, cwd, &err) < 0) {
         fprintf(stderr, "cdsh acp prompt: error [%s]: %s\n", err.code, err.message);
@@ -287,27 +331,17 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     print_warnings(open_warnings);
     json_decref(open_warnings);
     if (orc < 0) {
-        fprintf(stderr, "error [%s]: %s\n", err.code[0] ? err.code : "UNKNOWN", err.message);
+        if (interrupted) /* the handshake was given up: said plainly */
+            fprintf(stderr, "error [CANCELED]: interrupted while the agent started; nothing was "
+                            "sent, no agent left running (%s)\n",
+                    err.message);
+        else
+            fprintf(stderr, "error [%s]: %s\n", err.code[0] ? err.code : "UNKNOWN", err.message);
         goto done;
     }
-    cdsh_cancel *cancel = cdsh_cancel_new(NULL);
-    /* Ctrl-C and SIGTERM cancel the turn; the agent is then disposed, never orphaned. */
-    struct sigaction sa = {0}, old, old_term;
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, &old);
-    sigaction(SIGTERM, &sa, &old_term);
-    watch w = {cancel, svc, sid, 0};
-    pthread_t wt;
-    bool watching = pthread_create(&wt, NULL, watch_main, &w) == 0;
+    opened = true;
     cdsh_acp_turn_sink ts = {sink_update, &sink};
     json_t *res = cdsh_acp_service_prompt(svc, sid, text, &ts, cancel);
-    w.stop = 1;
-    if (watching)
-        pthread_join(wt, NULL);
-    sigaction(SIGINT, &old, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    cdsh_acp_service_release(svc, sid, NULL);
-    cdsh_cancel_free(cancel);
     if (!res) {
         fprintf(stderr, "cdsh acp prompt: out of memory\n");
         goto done;
@@ -327,7 +361,9 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
         /* The agent ended the turn without doing it (Codex's "abort" on a
          * rejected permission answers cancelled): not a success. */
         fprintf(stderr, "error [%s]: %s\n", strcmp(stop, "cancelled") == 0 ? "CANCELLED" : "REFUSED",
-                interrupted                     ? "the turn was interrupted (Ctrl-C)"
+                interrupted == SIGINT           ? "the turn was interrupted (Ctrl-C)"
+                : interrupted                   ? "the turn was interrupted (a signal)"
+                : stdout_gone                   ? "the turn was cancelled: stdout was closed"
                 : strcmp(stop, "cancelled") == 0 ? "the engine ended the turn as cancelled "
                                                    "(stopReason \"cancelled\"; a rejected "
                                                    "permission aborts the turn in some agents)"
@@ -343,11 +379,20 @@ int cdsh_cmd_acp_prompt(int argc, char **argv)
     }
     json_decref(res);
 done:
+    w.stop = 1;
+    if (watching)
+        pthread_join(wt, NULL);
+    sigaction(SIGINT, &old, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    if (opened)
+        cdsh_acp_service_release(svc, sid, NULL);
     /* Without --session the conversation cannot be continued: its binding
      * is not left behind in sessions.json. */
     if (svc && sid && !session)
         cdsh_acp_state_session_remove(cdsh_cli_home(), sid, NULL);
     cdsh_acp_service_free(svc);
+    cdsh_cancel_free(cancel);
     cdsh_cli_approver_free(approver);
     cdsh_approvals_free(approvals);
     free(sid);

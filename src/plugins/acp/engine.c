@@ -287,6 +287,9 @@ static void lifecycle_fields(const json_t *row, bool from_user, json_t *r)
     json_object_set_new(r, "disposeGraceMs",
                         json_integer(coerce_int(json_object_get(row, "disposeGraceMs"),
                                                 CDSH_ACP_DISPOSE_GRACE_MS)));
+    json_object_set_new(r, "cancelGraceMs",
+                        json_integer(coerce_int(json_object_get(row, "cancelGraceMs"),
+                                                CDSH_ACP_CANCEL_GRACE_MS)));
     json_object_set_new(
         r, "idleDisposeMs",
         json_integer(coerce_int(json_object_get(row, "idleDisposeMs"), CDSH_ACP_IDLE_DISPOSE_MS)));
@@ -454,6 +457,7 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
                                         "initBudget",
                                         "initialConfigOptions",
                                         "disposeGraceMs",
+                                        "cancelGraceMs",
                                         "idleDisposeMs",
                                         "label",
                                         "description",

@@ -18,6 +18,9 @@
 #define CDSH_ACP_INIT_COLD_SECS 300
 #define CDSH_ACP_INIT_COLD_FACTOR 10 /* coldSecs defaults to steadySecs × this */
 #define CDSH_ACP_DISPOSE_GRACE_MS 6000
+/* After session/cancel, how long a turn waits for the agent's answer before
+ * it gives up on it (engine field cancelGraceMs). */
+#define CDSH_ACP_CANCEL_GRACE_MS 6000
 #define CDSH_ACP_IDLE_DISPOSE_MS 30000
 #define CDSH_ACP_SORT_ORDER 100
 #define CDSH_ACP_PROMPT_TIMEOUT_MS 300000
@@ -52,7 +55,7 @@ json_t *cdsh_acp_engine_builtins_dup(void);
  * env merged key by key (null deletes a key); args, resolvedCommand,
  * commandOverrides, fallbackPaths, cwdPolicy, cwd, enabled, sortOrder,
  * initialConfigOptions, initBudget, promptTimeoutMs / idleTimeoutMs (null
- * or "" keep the current value), disposeGraceMs, idleDisposeMs, label,
+ * or "" keep the current value), disposeGraceMs, cancelGraceMs, idleDisposeMs, label,
  * description, icon, command, dialect, mcp, skillsDirs, skillArgsTemplate,
  * permissionMode, permissionTemplates changed only when present. "id"
  * must equal the current id; "capabilities", "health", "warm", "poolKey"

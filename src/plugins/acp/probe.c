@@ -173,7 +173,8 @@ static bool probe_connect(probe_run *r)
                              .fs_write = false,
                              .record = true,
                              .on_wait = r->opts ? r->opts->on_wait : NULL,
-                             .wait_ud = r->opts ? r->opts->wait_ud : NULL};
+                             .wait_ud = r->opts ? r->opts->wait_ud : NULL,
+                             .cancel = r->opts ? r->opts->cancel : NULL};
     int rc = cdsh_acp_conn_open(&co, &r->c, &e);
     cdsh_acp_engine_strv_free(argv);
     cdsh_acp_engine_strv_free(env);
@@ -282,10 +283,13 @@ static void probe_prompt(probe_run *r)
 {
     json_t *prompt = json_pack("[{s:s,s:s}]", "type", "text", "text", r->opts->prompt);
     cdsh_acp_prompt_opts po = {.idle_timeout_ms = cdsh_acp_engine_idle_timeout_ms(r->row),
-                               .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(r->row)};
+                               .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(r->row),
+                               .cancel_grace_ms = json_integer_value(
+                                   json_object_get(r->row, "cancelGraceMs"))};
     cdsh_acp_prompt_result pr = {0};
     cdsh_error e = {0};
-    int rc = cdsh_acp_conn_prompt(r->c, r->sid, prompt, &po, NULL, &pr, &e);
+    int rc = cdsh_acp_conn_prompt(r->c, r->sid, prompt, &po, r->opts ? r->opts->cancel : NULL,
+                                  &pr, &e);
     json_decref(prompt);
     if (rc == 0) {
         json_object_set_new(r->rec, "prompt",
@@ -339,13 +343,16 @@ static void probe_collect(probe_run *r)
 static int probe_store(probe_run *r, const char *dir, const char *iso, json_t **record,
                        char **evidence_path, cdsh_error *err)
 {
+    bool cut_short = r->opts && cdsh_cancel_is_fired(r->opts->cancel);
     json_object_set_new(
         r->rec, "ok",
-        json_boolean(strcmp(json_string_value(json_object_get(r->health, "status")), "ok") == 0));
+        json_boolean(!cut_short &&
+                     strcmp(json_string_value(json_object_get(r->health, "status")), "ok") == 0));
     json_object_set(r->rec, "health", r->health);
     json_t *red = redact_record(r->row, r->rec);
     json_t *red_health = redact_record(r->row, r->health);
-    cdsh_acp_state_runtime_record(r->home, r->engine_id, r->caps, red_health, NULL);
+    if (!cut_short) /* a probe cut short says nothing of the engine's health */
+        cdsh_acp_state_runtime_record(r->home, r->engine_id, r->caps, red_health, NULL);
     char stamp[CDSH_ISO8601_MAX];
     snprintf(stamp, sizeof stamp, "%s", iso);
     for (char *p = stamp; *p; p++)
@@ -406,10 +413,12 @@ int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
     r.health = json_pack("{s:s,s:s,s:n,s:n}", "lastCheckAt", iso, "status", "failed",
                          "latencyMs", "error");
     r.pc = (probe_ctx){json_object(), json_string("")};
+    cdsh_cancel *cancel = opts ? opts->cancel : NULL;
     if (probe_connect(&r)) {
-        if (probe_sessions(&r)) {
-            probe_methods(&r);
-            if (opts && opts->prompt)
+        if (!cdsh_cancel_is_fired(cancel) && probe_sessions(&r)) {
+            if (!cdsh_cancel_is_fired(cancel))
+                probe_methods(&r);
+            if (opts && opts->prompt && !cdsh_cancel_is_fired(cancel))
                 probe_prompt(&r);
             probe_close(&r);
         }
@@ -417,6 +426,10 @@ int cdsh_acp_probe_run(const cdsh_home *home, const char *engine_id,
     }
     cdsh_acp_conn_free(r.c);
     json_object_set_new(r.rec, "totalMs", json_integer(cdsh_clock_mono_ms() - t0));
+    if (cdsh_cancel_is_fired(cancel)) {
+        json_object_set_new(r.rec, "cancelled", json_true());
+        json_object_set_new(r.rec, "notes", json_string("cancelled (a signal) before the end"));
+    }
     rc = probe_store(&r, dir, iso, record, evidence_path, err);
     json_decref(r.rec);
     json_decref(r.health);

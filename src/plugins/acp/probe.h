@@ -17,6 +17,10 @@ typedef struct cdsh_acp_probe_opts {
     const char *cwd;    /* absolute; NULL: the current directory */
     cdsh_acp_wait_fn on_wait; /* handshake progress (conn.h); NULL: none */
     void *wait_ud;
+    /* Borrowed, may be NULL. Once fired (a SIGTERM), a waiting handshake
+     * and the prompt end, the remaining steps are skipped, the agent is
+     * closed and the record says "cancelled" (health is not recorded). */
+    cdsh_cancel *cancel;
 } cdsh_acp_probe_opts;
 
 /* Probes engine_id. A probe that reached the engine but failed is still a

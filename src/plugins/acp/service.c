@@ -67,6 +67,7 @@ struct cdsh_acp_service {
     cdsh_acp_wait_fn on_wait;
     void *wait_ud;
     int64_t wait_notice_ms;
+    cdsh_cancel *cancel;      /* borrowed (opts.cancel): ends waiting handshakes */
     const cdsh_home *home;    /* borrowed: where the engine and session state lives */
 };
 
@@ -265,6 +266,7 @@ cdsh_acp_service *cdsh_acp_service_new(const cdsh_home *home, const cdsh_acp_ser
         svc->on_wait = opts->on_wait;
         svc->wait_ud = opts->wait_ud;
         svc->wait_notice_ms = opts->wait_notice_ms;
+        svc->cancel = opts->cancel;
         svc->mcp_servers =
             json_is_array(opts->mcp_servers) ? json_deep_copy(opts->mcp_servers) : NULL;
     }
@@ -410,9 +412,11 @@ static int engine_get(cdsh_acp_service *svc, const json_t *row, const char *cwd,
         .on_wait = svc->on_wait,
         .wait_ud = svc->wait_ud,
         .wait_notice_ms = svc->wait_notice_ms,
+        .cancel = svc->cancel,
     };
     rc = cdsh_acp_conn_open(&co, &e->conn, err);
-    record_health(svc, row, rc, e->conn, err);
+    if (rc != CDSH_ECANCELED) /* a start we gave up on says nothing of the engine */
+        record_health(svc, row, rc, e->conn, err);
     if (rc < 0)
         goto done;
     cdsh_acp_state_runtime_warm(svc->home, id, resolved, NULL); /* no longer a first start */
@@ -792,7 +796,7 @@ json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_s
     cdsh_acp_prompt_opts po = {
         .idle_timeout_ms = cdsh_acp_engine_idle_timeout_ms(row),
         .total_timeout_ms = cdsh_acp_engine_prompt_timeout_ms(row),
-        .cancel_grace_ms = json_integer_value(json_object_get(row, "disposeGraceMs")),
+        .cancel_grace_ms = json_integer_value(json_object_get(row, "cancelGraceMs")),
     };
     cdsh_acp_prompt_result pr = {0};
     /* The turn's own token: a cancel that arrives before the request is on

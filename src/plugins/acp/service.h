@@ -59,6 +59,11 @@ typedef struct cdsh_acp_service_opts {
     cdsh_acp_wait_fn on_wait;
     void *wait_ud;
     int64_t wait_notice_ms; /* <= 0: CDSH_ACP_WAIT_NOTICE_MS */
+    /* Borrowed, may be NULL; must outlive the service. Once fired, an
+     * engine handshake that waits (a cold start's initialize, session/new,
+     * session/load) fails CANCELED and leaves no process: a front end's
+     * SIGTERM is not held up by an agent's start. */
+    cdsh_cancel *cancel;
 } cdsh_acp_service_opts;
 
 /* home (borrowed, must outlive the service) holds the engine and session

@@ -40,6 +40,9 @@ int cdsh_mcpimport_register_command(cdsh_plugin_ctx *ctx, const json_t *cmd, cds
 
 int cdsh_mcpimport_register_skill(cdsh_plugin_ctx *ctx, const json_t *skill, cdsh_error *err)
 {
+    /* A Claude skill folder is the skill's resource directory (DSH resourceBase). */
+    const char *dir = json_string_value(json_object_get(skill, "skillDir"));
+    json_t *base = dir && *dir ? json_pack("{s:s, s:s}", "kind", "directory", "path", dir) : NULL;
     cdsh_skill_def def = {
         .name = json_string_value(json_object_get(skill, "name")),
         .description = json_string_value(json_object_get(skill, "description")),
@@ -47,6 +50,10 @@ int cdsh_mcpimport_register_skill(cdsh_plugin_ctx *ctx, const json_t *skill, cds
         .when_to_use = json_string_value(json_object_get(skill, "whenToUse")),
         .user_only = json_is_true(json_object_get(skill, "disableModelInvocation")),
         .model_only = json_is_false(json_object_get(skill, "userInvocable")),
+        .path = json_string_value(json_object_get(skill, "file")),
+        .resource_base = base,
     };
-    return cdsh_ctx_register_skill(ctx, &def, err);
+    int rc = cdsh_ctx_register_skill(ctx, &def, err);
+    json_decref(base);
+    return rc;
 }

@@ -3,6 +3,7 @@
  * reimplemented; caching a plan per turn is pipeline.c's job. */
 #include "plugins/tavern/assemble.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,47 @@ int cdsh_tavern_an_position_from_st(int st)
                      : CDSH_TAVERN_AN_IN_CHAT;
 }
 
+/* A card or persona field as ST's getCharacterCardFields hands it to the
+ * world-info scan (baseChatReplace): trimmed, macros expanded, "\r"
+ * removed. Expanded on a copy of the environment with copies of the
+ * variable stores, so the scan's copy reads the story's variables but its
+ * writes and draws never reach the prompt's own expansion. Owned. */
+static char *scan_field(asm_ctx *a, const char *text)
+{
+    if (!text)
+        text = "";
+    size_t n = strlen(text);
+    while (n && isspace((unsigned char)text[n - 1]))
+        n--;
+    while (n && isspace((unsigned char)*text)) {
+        text++;
+        n--;
+    }
+    char *trimmed = strndup(text, n);
+    if (!trimmed)
+        return NULL;
+    if (!n || !strstr(trimmed, "{{"))
+        goto strip;
+    cdsh_tavern_macro_env env = a->env;
+    env.vars_local = a->env.vars_local ? json_deep_copy(a->env.vars_local) : NULL;
+    env.vars_global = a->env.vars_global ? json_deep_copy(a->env.vars_global) : NULL;
+    env.unknown = NULL;
+    env.flags = 0;
+    char *x = cdsh_tavern_macros_expand_dup(trimmed, &env);
+    json_decref(env.vars_local);
+    json_decref(env.vars_global);
+    free(trimmed);
+    if (!(trimmed = x))
+        return NULL;
+strip:;
+    char *w = trimmed;
+    for (const char *r = trimmed; *r; r++)
+        if (*r != '\r')
+            *w++ = *r;
+    *w = 0;
+    return trimmed;
+}
+
 /* an: the expanded author's note (scanned when author_note_scan). */
 static json_t *run_wi(asm_ctx *a, const char *an)
 {
@@ -331,17 +373,43 @@ static json_t *run_wi(asm_ctx *a, const char *an)
         .render = render_entry,
         .render_ud = a,
     };
-    /* The note is an extension prompt flagged for scanning (formats §3). */
-    if (in->author_note_scan && an && *an) {
-        wi.inject = &an;
-        wi.n_inject = 1;
-    }
     a->char_books = books;
-    json_t *scan =
-        json_pack("{s:s, s:s, s:s, s:s}", "personaDescription", dstr(in->persona, "description"),
-                  "characterDescription", dstr(a->data, "description"), "characterPersonality",
-                  dstr(a->data, "personality"), "scenario", dstr(a->data, "scenario"));
+    /* WIGlobalScanData: the six fields an entry's match_* flags add. */
+    static const char *const SCAN_KEYS[] = {"personaDescription",   "characterDescription",
+                                            "characterPersonality", "characterDepthPrompt",
+                                            "scenario",             "creatorNotes"};
+    const char *scan_src[] = {
+        dstr(in->persona, "description"),
+        dstr(a->data, "description"),
+        dstr(a->data, "personality"),
+        dstr(json_object_get(json_object_get(a->data, "extensions"), "depth_prompt"), "prompt"),
+        dstr(a->data, "scenario"),
+        dstr(a->data, "creator_notes")};
+    json_t *scan = json_object();
+    for (size_t k = 0; scan && k < 6; k++) {
+        char *v = scan_field(a, scan_src[k]);
+        if (!v || json_object_set_new(scan, SCAN_KEYS[k], json_string(v)) < 0) {
+            json_decref(scan);
+            scan = NULL;
+        }
+        free(v);
+    }
+    if (!scan) {
+        free(msgs);
+        json_decref(books);
+        a->char_books = NULL;
+        return NULL;
+    }
     wi.scan_data = scan;
+    /* Extension prompts flagged for scanning (formats §3): with the note's
+     * "allow WI scan" ST flags both the card's depth prompt and the note. */
+    const char *inject[2];
+    const char *dp = json_string_value(json_object_get(scan, "characterDepthPrompt"));
+    if (in->author_note_scan && dp && *dp)
+        inject[wi.n_inject++] = dp;
+    if (in->author_note_scan && an && *an)
+        inject[wi.n_inject++] = an;
+    wi.inject = inject;
     json_t *out = NULL;
     cdsh_tavern_wi_activate(&wi, &out, NULL);
     json_decref(scan);

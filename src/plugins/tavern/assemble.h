@@ -66,8 +66,9 @@ typedef struct cdsh_tavern_assemble_input {
     int author_note_depth;    /* in-chat depth; default 4 */
     int author_note_position; /* CDSH_TAVERN_AN_*; default in-chat */
     int author_note_role;     /* in-chat role: 0 system, 1 user, 2 assistant */
-    bool author_note_scan;    /* SillyTavern's "allow WI scan": the expanded note joins the
-                               * world-info inject buffer (scanned whatever the position) */
+    bool author_note_scan;    /* SillyTavern's "allow WI scan": the card's depth prompt and
+                               * the expanded note join the world-info inject buffer
+                               * (scanned whatever the position) */
     const char *memories, *world_state, *journal; /* from the story engine; NULL = empty */
     cdsh_tavern_wi_settings wi;
     const char *generation_type; /* "normal" (default), "continue", "impersonate", ... */

@@ -40,7 +40,7 @@ static void usage(FILE *out)
         "                           [--context N] [--wi-settings FILE] [--wi KEY=VALUE]...\n"
         "                           [--scan-depth N] [--budget PCT] [--budget-cap N]\n"
         "                           [--[no-]recursive] [--[no-]whole-words] [--case-sensitive]\n"
-        "                           [--seed N] [--generation-type TYPE] [--json]\n"
+        "                           [--seed N] [--type TYPE] [--json]\n"
         "\n"
         "Shows the prompt the card would get for the next turn: the standing segment\n"
         "(agent system prompt), the turn context, the full SillyTavern message sequence\n"
@@ -76,8 +76,10 @@ static void usage(FILE *out)
         "                  matchWholeWords, caseSensitive\n"
         "  --seed N        replay a turn's randomness (a floor's recorded seed;\n"
         "                  default: a fresh seed, printed in the plan)\n"
-        "  --generation-type TYPE  normal (default), continue, impersonate, swipe,\n"
-        "                  regenerate or quiet\n"
+        "  --type TYPE, --generation-type TYPE  SillyTavern's generation type:\n"
+        "                  normal (default), continue, impersonate, swipe,\n"
+        "                  regenerate or quiet (world-info triggers and\n"
+        "                  {{lastGenerationType}} follow it)\n"
         "  --json          print one JSON object {ok, plan...}\n"
         "\n"
         "Global variables are read from $CDSH_HOME/tavern/state/global-variables.json\n"
@@ -316,6 +318,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
                                              {"case-sensitive", no_argument, NULL, 1008},
                                              {"seed", required_argument, NULL, 1009},
                                              {"generation-type", required_argument, NULL, 1010},
+                                             {"type", required_argument, NULL, 1010},
                                              {"book", required_argument, NULL, 'B'},
                                              {NULL, 0, NULL, 0}};
     static const char *const FLAG_KEYS[] = {"scanDepth",       "budgetPercent", "budgetCap",
@@ -434,7 +437,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
             gen_type = optarg;
             if (!cdsh_tavern_generation_type_valid(gen_type)) {
                 fprintf(stderr,
-                        "cdsh tavern preview: --generation-type is normal, continue, "
+                        "cdsh tavern preview: --type (--generation-type) is normal, continue, "
                         "impersonate, swipe, regenerate or quiet, not '%s'\n",
                         optarg);
                 json_decref(wi_flags);

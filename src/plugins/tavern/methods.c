@@ -183,7 +183,8 @@ static const cdsh_op ROWS[] = {
            "{\"type\":\"object\",\"properties\":{\"swipe\":{}},\"required\":[\"swipe\"]}"),
     METHOD(regenerate,
            "{\"type\":\"object\",\"properties\":{\"sessionId\":{\"type\":\"string\"},\"turn\":{"
-           "\"type\":\"integer\"}}}",
+           "\"type\":\"integer\"},\"generationType\":{\"type\":\"string\",\"enum\":["
+           "\"regenerate\",\"swipe\"]}}}",
            "{\"type\":\"object\",\"properties\":{\"childSessionId\":{},\"title\":{},\"turn\":{}},"
            "\"required\":[\"childSessionId\",\"title\",\"turn\"]}"),
     METHOD(rollbackToFloor,

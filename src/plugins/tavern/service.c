@@ -166,7 +166,8 @@ void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t
         detail = json_object();
     char ts[40];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), ts, sizeof ts);
-    json_object_set_new(detail, "ts", json_string(ts));
+    if (!json_object_get(detail, "ts"))
+        json_object_set_new(detail, "ts", json_string(ts));
     json_object_set_new(detail, "kind", json_string(kind));
     pthread_mutex_lock(&svc->mu);
     json_array_append_new(svc->log, detail);
@@ -1405,24 +1406,90 @@ CDSH__TAVERN_OP(cdsh__tavern_op_updateSettings)
     return rc;
 }
 
+/* Oldest first: by timestamp, then turn. */
+static int trigger_cmp(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    const char *tx = json_string_value(json_object_get(x, "ts"));
+    const char *ty = json_string_value(json_object_get(y, "ts"));
+    int c = strcmp(tx ? tx : "", ty ? ty : "");
+    if (c)
+        return c;
+    json_int_t nx = json_integer_value(json_object_get(x, "turn"));
+    json_int_t ny = json_integer_value(json_object_get(y, "turn"));
+    return (nx > ny) - (nx < ny);
+}
+
+/* The world-info records kept in the session's story (kind "trigger"),
+ * only this session's, appended to out. 0 when the session has no story. */
+static int stored_triggers(cdsh_tavern_service *svc, const char *sid, json_t *out, cdsh_error *err)
+{
+    cdsh_tavern_story *story = NULL;
+    json_t *list = NULL;
+    int rc = cdsh__tavern_session_story(svc, sid, &story, NULL);
+    if (rc < 0)
+        return 0; /* unbound, or no story yet: nothing stored */
+    rc = cdsh_tavern_story_list(story, CDSH__TAVERN_KIND_TRIGGER, &list, err);
+    size_t i;
+    json_t *row;
+    json_array_foreach(list, i, row) {
+        json_t *v = json_object_get(row, "value");
+        const char *owner = json_string_value(json_object_get(v, "sessionId"));
+        if (json_is_object(v) && owner && !strcmp(owner, sid))
+            json_array_append(out, v);
+    }
+    json_decref(list);
+    cdsh_tavern_story_free(story);
+    return rc;
+}
+
 CDSH__TAVERN_OP(cdsh__tavern_op_getTriggerLog)
 {
     cdsh_tavern_service *svc = ud;
-    /* {sessionId?}: that session's records only (others' are never
-     * shown to it); without it, every record (the library's view). */
+    /* {sessionId?}: that session's records only (others' are never shown
+     * to it): its world-info records as kept with the floors of its story
+     * (they survive a restart), and this process's other records; without
+     * it, every record of this process (the library's view). */
     json_t *only = json_object_get(call->args, "sessionId");
     if (only && !json_is_string(only))
         return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "sessionId must be a string");
     json_t *out = json_array();
+    if (!out)
+        return cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    int rc = only ? stored_triggers(svc, json_string_value(only), out, err) : 0;
+    if (rc < 0) {
+        json_decref(out);
+        return rc;
+    }
+    bool stored = json_array_size(out) > 0;
     pthread_mutex_lock(&svc->mu);
     size_t i;
     json_t *rec;
     json_array_foreach(svc->log, i, rec) {
         const char *owner = json_string_value(json_object_get(rec, "sessionId"));
-        if (!only || (owner && strcmp(owner, json_string_value(only)) == 0))
-            json_array_append_new(out, json_deep_copy(rec));
+        const char *kind = json_string_value(json_object_get(rec, "kind"));
+        if (only && (!owner || strcmp(owner, json_string_value(only)) != 0))
+            continue;
+        if (stored && kind && !strcmp(kind, "worldInfo"))
+            continue; /* the story's copy is the record */
+        json_array_append_new(out, json_deep_copy(rec));
     }
     pthread_mutex_unlock(&svc->mu);
+    size_t n = json_array_size(out);
+    if (stored && n > 1) {
+        json_t **v = malloc(n * sizeof *v);
+        if (!v) {
+            json_decref(out);
+            return cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+        }
+        for (i = 0; i < n; i++)
+            v[i] = json_incref(json_array_get(out, i));
+        qsort(v, n, sizeof *v, trigger_cmp);
+        json_array_clear(out);
+        for (i = 0; i < n; i++)
+            json_array_append_new(out, v[i]);
+        free(v);
+    }
     *value = out;
     return 0;
 }
@@ -1464,6 +1531,11 @@ CDSH__TAVERN_OP(cdsh__tavern_op_previewPrompt)
                                    .seed = (uint32_t)json_integer_value(seed),
                                    .generation_type = s_get(p, "generationType"),
                                    .wi_settings = json_object_get(p, "worldInfoSettings")};
+    if (rc == 0 && json_object_get(p, "generationType") &&
+        !cdsh_tavern_generation_type_valid(opts.generation_type))
+        rc = bad(err,
+                 "field \"%s\" must be normal, continue, impersonate, swipe, regenerate or quiet",
+                 "generationType");
     if (rc == 0 && seed && (!json_is_integer(seed) || json_integer_value(seed) < 0 ||
                             json_integer_value(seed) > 0xFFFFFFFFll))
         rc = bad(err, "field \"%s\" must be an integer 0..4294967295", "seed");
@@ -1490,8 +1562,29 @@ CDSH__TAVERN_OP(cdsh__tavern_op_previewPrompt)
     "Write the person's next line in this role-play, in their voice, as they would type it. "      \
     "Output only that line, without quotes or commentary."
 
-/* Impersonation: an explicit helper call outside the role-play turn; the
- * text is returned to the UI and never logged in the session. */
+/* The helper's system message for an impersonation: the instruction, then
+ * the story as an `impersonate` generation sees it (the standing text and
+ * the turn context of a dry-run plan of that type). Owned; NULL without
+ * memory. */
+static char *impersonate_system_dup(const json_t *plan)
+{
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    cdsh_strbuf_append_str(&sb, IMPERSONATE_PROMPT);
+    const char *parts[] = {s_get(plan, "standing"), s_get(plan, "turn")};
+    for (size_t i = 0; i < 2; i++)
+        if (parts[i] && *parts[i]) {
+            cdsh_strbuf_append_str(&sb, "\n\n");
+            cdsh_strbuf_append_str(&sb, parts[i]);
+        }
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+/* Impersonation: SillyTavern's `impersonate` generation as an explicit
+ * helper call outside the role-play turn. The helper sees the story planned
+ * for that generation type (world-info `triggers`, {{lastGenerationType}});
+ * the plan is a dry run, so timed effects and variables stay as they were,
+ * and the text is returned to the UI, never logged in the session. */
 CDSH__TAVERN_OP(cdsh__tavern_op_impersonate)
 {
     cdsh_tavern_service *svc = ud;
@@ -1510,14 +1603,22 @@ CDSH__TAVERN_OP(cdsh__tavern_op_impersonate)
     if (!fn || !svc->sessions)
         return cdsh_error_set(err, CDSH_EUNSUPPORTED, "helper-unavailable",
                               "impersonation needs a model helper and the session store");
-    json_t *msgs = cdsh_session_store_messages(svc->sessions, sid, err);
-    if (!msgs)
-        return kebab(err ? err->rc : CDSH_EIO, err);
-    json_array_insert_new(msgs, 0,
-                          json_pack("{s:s,s:s}", "role", "system", "content", IMPERSONATE_PROMPT));
+    json_t *plan = NULL, *msgs = NULL;
+    char *finish = NULL, *text = NULL, *system = NULL;
+    cdsh__tavern_plan_opts opts = {.generation_type = "impersonate"};
+    if ((rc = cdsh__tavern_plan_build(svc, sid, NULL, NULL, 0, &opts, &plan, NULL, NULL, err)) < 0)
+        goto cleanup;
+    if (!(system = impersonate_system_dup(plan))) {
+        rc = cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+        goto cleanup;
+    }
+    if (!(msgs = cdsh_session_store_messages(svc->sessions, sid, err))) {
+        rc = kebab(err ? err->rc : CDSH_EIO, err);
+        goto cleanup;
+    }
+    json_array_insert_new(msgs, 0, json_pack("{s:s,s:s}", "role", "system", "content", system));
     json_array_append_new(
         msgs, json_pack("{s:s,s:s}", "role", "user", "content", "(Write my next line now.)"));
-    char *finish = NULL, *text = NULL;
     rc = fn(hud, msgs, &finish, &text, err);
     if (rc == 0 && !cdsh_tavern_memory_reply_acceptable(finish, text, false))
         rc = cdsh_error_set(err, CDSH_EPROTO, "helper-failed",
@@ -1529,10 +1630,14 @@ CDSH__TAVERN_OP(cdsh__tavern_op_impersonate)
         rc = cdsh_error_set(err, rc, "helper-failed", "the helper call failed: %s", why);
     }
     if (rc == 0)
-        *value = json_pack("{s:s}", "text", text);
+        *value = json_pack("{s:s,s:s,s:O?}", "text", text, "generationType", "impersonate",
+                           "seed", json_object_get(plan, "seed"));
+cleanup:
     free(finish);
     free(text);
+    free(system);
     json_decref(msgs);
+    json_decref(plan);
     return rc;
 }
 
@@ -1549,12 +1654,21 @@ CDSH__TAVERN_OP(cdsh__tavern_op_getFloorAssistantMessage)
     return floor_text(ud, call->op->name, call->args, value, err);
 }
 
+/* regenerate {sessionId, turn?, generationType?}: a branch that resends the
+ * turn's message. Its turn runs in the child session with the generation
+ * type "regenerate" (default) or "swipe" (a new variant, the web's › on the
+ * last one), as SillyTavern's regenerate and swipe generations. */
 CDSH__TAVERN_OP(cdsh__tavern_op_regenerate)
 {
+    const char *type = s_get(call->args, "generationType");
+    if (json_object_get(call->args, "generationType") &&
+        (!type || (strcmp(type, "regenerate") && strcmp(type, "swipe"))))
+        return bad(err, "field \"%s\" must be \"regenerate\" or \"swipe\"", "generationType");
     int rc = branch_op(ud, call->op->name, call->args, value, err);
     if (rc == 0)
-        cdsh__tavern_gen_type_set(ud, json_string_value(json_object_get(call->args, "sessionId")),
-                                  "regenerate");
+        cdsh__tavern_gen_type_set(
+            ud, json_string_value(json_object_get(*value, "childSessionId")),
+            type ? type : "regenerate");
     return rc;
 }
 

@@ -782,17 +782,25 @@ static bool match_key(run *r, const wi_entry *e, const hay *h, const pkey *k)
     return cdsh_tavern_wi_key_match(r->keys, k, h, cs, whole);
 }
 
-/* Does key i of list l match? (Macro keys are re-expanded each time.) */
-static bool key_hit(run *r, wi_entry *e, int l, size_t i, const hay *h)
+/* Does key i of list l match? (Macro keys are re-expanded each time.) On a
+ * hit, name (cap bytes, may be NULL) gets the key text that matched: for a
+ * key whose macros draw anew ({{random}}) that is this use's draw. */
+static bool key_hit(run *r, wi_entry *e, int l, size_t i, const hay *h, char *name, size_t cap)
 {
-    if (!e->pk_dynamic)
-        return match_key(r, e, h, &e->pk[l][i]);
+    if (!e->pk_dynamic) {
+        bool hit = match_key(r, e, h, &e->pk[l][i]);
+        if (hit && name)
+            snprintf(name, cap, "%s", e->pk[l][i].key ? e->pk[l][i].key : "");
+        return hit;
+    }
     const json_t *list = l ? e->keys2 : e->keys;
     const char *k = json_string_value(json_array_get(list, i));
     pkey pk;
     if (!k || cdsh_tavern_wi_key_init(k, r->in->macros, &pk) < 0)
         return false;
     bool hit = match_key(r, e, h, &pk);
+    if (hit && name)
+        snprintf(name, cap, "%s", pk.key ? pk.key : "");
     cdsh_tavern_wi_key_deinit(&pk);
     return hit;
 }
@@ -1101,10 +1109,11 @@ static bool consider(run *r, wi_entry *e, int state, int level)
     char *oraw, *olow;
     if (prepare_keys(r, e) < 0 || scan_text(r, e, state, &h, &oraw, &olow) < 0)
         return false;
+    char matched[64];
     const char *primary = NULL;
     for (size_t i = 0; i < e->npk[0]; i++)
-        if (key_hit(r, e, 0, i, &h)) {
-            primary = e->pk[0][i].key;
+        if (key_hit(r, e, 0, i, &h, matched, sizeof matched)) {
+            primary = matched;
             break;
         }
     bool ok = false;
@@ -1117,7 +1126,7 @@ static bool consider(run *r, wi_entry *e, int state, int level)
         int logic = e->logic >= 0 && e->logic <= 3 ? e->logic : 0;
         bool any = false, all = true;
         for (size_t i = 0; i < e->npk[1]; i++) {
-            bool hit = key_hit(r, e, 1, i, &h);
+            bool hit = key_hit(r, e, 1, i, &h, NULL, 0);
             any |= hit;
             all &= hit;
             if (logic == CDSH_TAVERN_LOGIC_AND_ANY && hit)
@@ -1150,10 +1159,10 @@ static int score(run *r, wi_entry *e, int state)
         return 0;
     int p = 0, s2 = 0;
     for (size_t i = 0; i < e->npk[0]; i++)
-        p += key_hit(r, e, 0, i, &h);
+        p += key_hit(r, e, 0, i, &h, NULL, 0);
     size_t n2 = e->npk[1];
     for (size_t i = 0; i < n2; i++)
-        s2 += key_hit(r, e, 1, i, &h);
+        s2 += key_hit(r, e, 1, i, &h, NULL, 0);
     free(oraw);
     free(olow);
     if (n2) {
@@ -1165,139 +1174,270 @@ static int score(run *r, wi_entry *e, int state)
     return p;
 }
 
-static bool in_group(const wi_entry *e, const char *g)
+/* ST's filterByInclusionGroups works on two kinds of arrays, and cdsh keeps
+ * both so that it removes exactly what ST removes:
+ * - newEntries (`ne`): the candidates still in the running, in order;
+ * - grouped[name] (`mem`): the members each group had when it was built
+ *   (an entry once per group it names, twice if it names it twice). Only
+ *   scoring takes losers out of a group's list; every other step leaves
+ *   them in, so a later group still counts, weighs and rolls for an entry
+ *   an earlier group removed.
+ * removeEntry is `newEntries.splice(newEntries.indexOf(e), 1)`: for an entry
+ * no longer there indexOf is -1 and the splice drops the LAST candidate.
+ * That is how ST activates fewer entries when groups share members. */
+typedef struct ig_state {
+    size_t *ne; /* candidate indices still in newEntries */
+    size_t nne;
+} ig_state;
+
+/* Why a group removes an entry (its trigger-log reason). */
+typedef enum { IG_NON_STICKY, IG_COOLDOWN, IG_DELAY, IG_SCORED, IG_ALREADY, IG_LOST } ig_why;
+
+/* removeEntry(cand[ci]); if cand[ci] is gone already, the last candidate. */
+static void ig_remove(ig_state *s, wi_entry **cand, size_t ci, ig_why why, const char *g,
+                      const wi_entry *winner)
 {
-    for (size_t i = 0; i < e->ngroups; i++)
-        if (!strcmp(e->groups[i], g))
-            return true;
-    return false;
+    size_t pos = s->nne;
+    for (size_t k = 0; k < s->nne && pos == s->nne; k++)
+        if (s->ne[k] == ci)
+            pos = k;
+    if (pos == s->nne) {
+        if (!s->nne)
+            return;
+        pos = s->nne - 1; /* splice(-1, 1) */
+        reason(cand[s->ne[pos]], false,
+               "dropped as SillyTavern does when group '%.40s' removes %s a second time", g,
+               cand[ci]->id);
+    } else if (why == IG_NON_STICKY) {
+        reason(cand[ci], false, "non-sticky loser of inclusion group '%.40s'", g);
+    } else if (why == IG_COOLDOWN) {
+        reason(cand[ci], false, "on cooldown in inclusion group '%.40s'", g);
+    } else if (why == IG_DELAY) {
+        reason(cand[ci], false, "delayed in inclusion group '%.40s'", g);
+    } else if (why == IG_ALREADY) {
+        reason(cand[ci], false, "inclusion group '%.40s' already activated", g);
+    } else if (why == IG_LOST) {
+        reason(cand[ci], false, "lost inclusion group '%.40s' to %s", g, winner->id);
+    }
+    memmove(s->ne + pos, s->ne + pos + 1, (s->nne - pos - 1) * sizeof *s->ne);
+    s->nne--;
 }
 
-/* Long by design: ST's filterByInclusionGroups step by step (overrides,
- * scoring, weighted pick), kept in ST's order to be checked against it. */
-/* filterByInclusionGroups over cand[0..*n) (entries with alive = true). */
-static void inclusion_groups(run *r, wi_entry **cand, bool *alive, size_t n, int state)
+/* A canonical array index ("0" … "4294967294"): JavaScript's
+ * Object.entries lists such keys first, ascending, then the others in
+ * insertion order. */
+static bool js_index_key(const char *k, unsigned long long *v)
 {
-    /* Distinct group names in order of first appearance. */
-    const char **names = NULL;
-    size_t nn = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t g = 0; g < cand[i]->ngroups; g++) {
-            bool seen = false;
-            for (size_t j = 0; j < nn; j++)
-                seen |= !strcmp(names[j], cand[i]->groups[g]);
-            if (seen)
-                continue;
-            const char **nm = realloc(names, (nn + 1) * sizeof *nm);
-            if (!nm)
-                goto done;
-            names = nm;
-            names[nn++] = cand[i]->groups[g];
-        }
-    if (!nn)
-        goto done;
-    bool *has_sticky = calloc(nn, sizeof *has_sticky);
-    if (!has_sticky)
-        goto done;
-    /* (a) timed effects: sticky members win; cooldown / delay members go. */
-    for (size_t g = 0; g < nn; g++) {
-        bool any = false;
-        for (size_t i = 0; i < n; i++)
-            any |= alive[i] && in_group(cand[i], names[g]) && cand[i]->is_sticky;
-        has_sticky[g] = any;
-        for (size_t i = 0; i < n; i++) {
-            if (!alive[i] || !in_group(cand[i], names[g]))
-                continue;
-            if ((any && !cand[i]->is_sticky) || cand[i]->is_cooldown || cand[i]->is_delay) {
-                alive[i] = false;
-                reason(cand[i], false, "non-sticky loser of inclusion group '%.40s'", names[g]);
-            }
-        }
+    size_t n = strlen(k);
+    if (!n || n > 10 || (n > 1 && k[0] == '0'))
+        return false;
+    unsigned long long x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k[i] < '0' || k[i] > '9')
+            return false;
+        x = x * 10 + (unsigned)(k[i] - '0');
     }
-    /* (b) group scoring. */
-    for (size_t g = 0; g < nn; g++) {
-        if (has_sticky[g])
-            continue;
+    *v = x;
+    return x < 4294967295ULL;
+}
+
+typedef struct ig_group {
+    const char *name;
+    size_t *mem; /* candidate indices, grouped[name] */
+    size_t nmem;
+    bool sticky;
+} ig_group;
+
+static int cmp_group_keys(const void *a, const void *b)
+{
+    const ig_group *x = a, *y = b;
+    unsigned long long vx, vy;
+    bool ix = js_index_key(x->name, &vx), iy = js_index_key(y->name, &vy);
+    if (ix != iy)
+        return ix ? -1 : 1;
+    if (ix)
+        return (vx > vy) - (vx < vy);
+    return 0;
+}
+
+/* Builds grouped: names in Object.entries order, members in candidate
+ * order. Returns the number of groups, or (size_t)-1 without memory. */
+static size_t ig_build(wi_entry **cand, size_t n, ig_group **out)
+{
+    ig_group *gs = NULL;
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < cand[i]->ngroups; k++) {
+            const char *name = cand[i]->groups[k];
+            size_t g = 0;
+            while (g < ng && strcmp(gs[g].name, name))
+                g++;
+            if (g == ng) {
+                ig_group *ng2 = realloc(gs, (ng + 1) * sizeof *gs);
+                if (!ng2)
+                    goto oom;
+                gs = ng2;
+                gs[ng++] = (ig_group){name, NULL, 0, false};
+            }
+            size_t *m = realloc(gs[g].mem, (gs[g].nmem + 1) * sizeof *m);
+            if (!m)
+                goto oom;
+            gs[g].mem = m;
+            gs[g].mem[gs[g].nmem++] = i;
+        }
+    /* Stable: insertion sort keeps the order of equal (non-index) keys. */
+    for (size_t i = 1; i < ng; i++)
+        for (size_t j = i; j > 0 && cmp_group_keys(&gs[j - 1], &gs[j]) > 0; j--) {
+            ig_group t = gs[j - 1];
+            gs[j - 1] = gs[j];
+            gs[j] = t;
+        }
+    *out = gs;
+    return ng;
+oom:
+    for (size_t g = 0; g < ng; g++)
+        free(gs[g].mem);
+    free(gs);
+    return (size_t)-1;
+}
+
+/* filterGroupsByTimedEffects. */
+static void ig_timed(ig_state *s, wi_entry **cand, ig_group *gs, size_t ng)
+{
+    for (size_t g = 0; g < ng; g++) {
+        bool any = false;
+        for (size_t m = 0; m < gs[g].nmem; m++)
+            any |= cand[gs[g].mem[m]]->is_sticky;
+        if (any)
+            for (size_t m = 0; m < gs[g].nmem; m++)
+                if (!cand[gs[g].mem[m]]->is_sticky)
+                    ig_remove(s, cand, gs[g].mem[m], IG_NON_STICKY, gs[g].name, NULL);
+        gs[g].sticky = any;
+        for (size_t m = 0; m < gs[g].nmem; m++)
+            if (cand[gs[g].mem[m]]->is_cooldown)
+                ig_remove(s, cand, gs[g].mem[m], IG_COOLDOWN, gs[g].name, NULL);
+        for (size_t m = 0; m < gs[g].nmem; m++)
+            if (cand[gs[g].mem[m]]->is_delay)
+                ig_remove(s, cand, gs[g].mem[m], IG_DELAY, gs[g].name, NULL);
+    }
+}
+
+/* filterGroupsByScoring: the losers leave newEntries and their group's list. */
+static void ig_scoring(run *r, ig_state *s, wi_entry **cand, ig_group *gs, size_t ng, int state)
+{
+    for (size_t g = 0; g < ng; g++) {
+        ig_group *G = &gs[g];
         bool enabled = r->s->use_group_scoring;
-        for (size_t i = 0; i < n; i++)
-            enabled |= alive[i] && in_group(cand[i], names[g]) && cand[i]->scoring == 1;
-        if (!enabled)
+        for (size_t m = 0; m < G->nmem; m++)
+            enabled |= cand[G->mem[m]]->scoring == 1;
+        if (!enabled || G->sticky || !G->nmem)
             continue;
-        int *sc = calloc(n, sizeof *sc), max = 0;
+        int *sc = calloc(G->nmem, sizeof *sc), max = 0;
         if (!sc)
             continue;
-        for (size_t i = 0; i < n; i++)
-            if (alive[i] && in_group(cand[i], names[g])) {
-                sc[i] = score(r, cand[i], state);
-                if (sc[i] > max)
-                    max = sc[i];
-            }
-        for (size_t i = 0; i < n; i++) {
-            if (!alive[i] || !in_group(cand[i], names[g]))
-                continue;
-            bool scored = cand[i]->scoring >= 0 ? cand[i]->scoring : r->s->use_group_scoring;
-            if (scored && sc[i] < max) {
-                alive[i] = false;
-                reason(cand[i], false, "scored %d < %d in inclusion group '%.40s'", sc[i], max,
-                       names[g]);
-            }
+        for (size_t m = 0; m < G->nmem; m++) {
+            sc[m] = score(r, cand[G->mem[m]], state);
+            if (!m || sc[m] > max)
+                max = sc[m];
         }
+        size_t keep = 0;
+        for (size_t m = 0; m < G->nmem; m++) {
+            wi_entry *e = cand[G->mem[m]];
+            bool scored = e->scoring >= 0 ? e->scoring : r->s->use_group_scoring;
+            if (scored && sc[m] < max) {
+                bool present = false;
+                for (size_t k = 0; k < s->nne; k++)
+                    present |= s->ne[k] == G->mem[m];
+                ig_remove(s, cand, G->mem[m], IG_SCORED, G->name, NULL);
+                if (present)
+                    reason(e, false, "scored %d < %d in inclusion group '%.40s'", sc[m], max,
+                           G->name);
+                continue;
+            }
+            G->mem[keep] = G->mem[m];
+            sc[keep++] = sc[m];
+        }
+        G->nmem = keep;
         free(sc);
     }
-    /* (c)–(f) per group. */
-    for (size_t g = 0; g < nn; g++) {
-        if (has_sticky[g])
-            continue;
-        /* As ST: an earlier activation blocks the group only when its whole
-         * group field is this one name (`x.group === key`), so an entry of
-         * "g1, g2" does not block a later "g2" member. */
-        bool already = false;
-        for (size_t a = 0; a < r->nactivated; a++)
-            already |= !strcmp(r->activated[a]->group_raw, names[g]);
-        size_t members = 0;
-        for (size_t i = 0; i < n; i++)
-            members += alive[i] && in_group(cand[i], names[g]);
-        if (already) {
-            for (size_t i = 0; i < n; i++)
-                if (alive[i] && in_group(cand[i], names[g])) {
-                    alive[i] = false;
-                    reason(cand[i], false, "inclusion group '%.40s' already activated", names[g]);
-                }
-            continue;
-        }
-        if (members <= 1)
-            continue;
-        wi_entry *winner = NULL;
-        for (size_t i = 0; i < n; i++)
-            if (alive[i] && in_group(cand[i], names[g]) && cand[i]->group_override &&
-                (!winner || cand[i]->order > winner->order))
-                winner = cand[i];
-        bool by_override = winner != NULL;
-        if (!winner) {
-            double total = 0;
-            for (size_t i = 0; i < n; i++)
-                if (alive[i] && in_group(cand[i], names[g]))
-                    total += cand[i]->weight;
-            double roll = cdsh_tavern_rng_next(&r->rng) * total, cur = 0;
-            for (size_t i = 0; i < n && !winner; i++)
-                if (alive[i] && in_group(cand[i], names[g])) {
-                    cur += cand[i]->weight;
-                    if (roll <= cur)
-                        winner = cand[i];
-                }
-        }
-        if (!winner)
-            continue;
-        for (size_t i = 0; i < n; i++)
-            if (alive[i] && in_group(cand[i], names[g]) && cand[i] != winner) {
-                alive[i] = false;
-                reason(cand[i], false, "lost inclusion group '%.40s' to %s", names[g], winner->id);
-            }
-        (void)by_override;
+}
+
+/* removeAllBut(group, winner): every listed member but the winner. */
+static void ig_remove_all_but(ig_state *s, wi_entry **cand, const ig_group *G, size_t winner,
+                              ig_why why)
+{
+    for (size_t m = 0; m < G->nmem; m++)
+        if (G->mem[m] != winner)
+            ig_remove(s, cand, G->mem[m], why, G->name,
+                      winner == (size_t)-1 ? NULL : cand[winner]);
+}
+
+/* Long by design: ST's filterByInclusionGroups step by step (timed effects,
+ * scoring, prior activation, overrides, weighted pick), in ST's order. */
+static int inclusion_groups(run *r, wi_entry **cand, bool *alive, size_t n, int state)
+{
+    ig_group *gs = NULL;
+    size_t ng = ig_build(cand, n, &gs);
+    if (ng == (size_t)-1)
+        return CDSH_ENOMEM;
+    ig_state s = {calloc(n + 1, sizeof *s.ne), 0};
+    if (!s.ne) {
+        for (size_t g = 0; g < ng; g++)
+            free(gs[g].mem);
+        free(gs);
+        return CDSH_ENOMEM;
     }
-    free(has_sticky);
-done:
-    free(names);
+    for (size_t i = 0; i < n; i++)
+        s.ne[s.nne++] = i;
+    if (ng) {
+        ig_timed(&s, cand, gs, ng);
+        ig_scoring(r, &s, cand, gs, ng, state);
+    }
+    for (size_t g = 0; g < ng; g++) {
+        ig_group *G = &gs[g];
+        if (G->sticky)
+            continue;
+        /* An earlier activation blocks the group only when its whole group
+         * field is this one name (`x.group === key`). */
+        bool already = false;
+        for (size_t a = 0; a < r->nactivated && !already; a++)
+            already = r->activated[a]->group_raw && !strcmp(r->activated[a]->group_raw, G->name);
+        if (already) {
+            ig_remove_all_but(&s, cand, G, (size_t)-1, IG_ALREADY);
+            continue;
+        }
+        if (G->nmem <= 1)
+            continue;
+        size_t winner = (size_t)-1;
+        for (size_t m = 0; m < G->nmem; m++) {
+            wi_entry *e = cand[G->mem[m]];
+            if (e->group_override && (winner == (size_t)-1 || e->order > cand[winner]->order))
+                winner = G->mem[m];
+        }
+        if (winner == (size_t)-1) {
+            double total = 0, cur = 0;
+            for (size_t m = 0; m < G->nmem; m++)
+                total += cand[G->mem[m]]->weight;
+            double roll = cdsh_tavern_rng_next(&r->rng) * total;
+            for (size_t m = 0; m < G->nmem && winner == (size_t)-1; m++) {
+                cur += cand[G->mem[m]]->weight;
+                if (roll <= cur)
+                    winner = G->mem[m];
+            }
+        }
+        if (winner == (size_t)-1)
+            continue;
+        ig_remove_all_but(&s, cand, G, winner, IG_LOST);
+    }
+    for (size_t i = 0; i < n; i++)
+        alive[i] = false;
+    for (size_t k = 0; k < s.nne; k++)
+        alive[s.ne[k]] = true;
+    for (size_t g = 0; g < ng; g++)
+        free(gs[g].mem);
+    free(gs);
+    free(s.ne);
+    return 0;
 }
 
 static int cmp_candidates(const void *a, const void *b)
@@ -1379,10 +1519,12 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
         qsort(cand, nc, sizeof *cand, cmp_candidates);
         for (size_t i = 0; i < nc; i++)
             alive[i] = true;
-        inclusion_groups(r, cand, alive, nc, state);
+        if (inclusion_groups(r, cand, alive, nc, state) < 0) {
+            rc = CDSH_ENOMEM;
+            break;
+        }
         size_t base = cdsh_tavern_tokens_count(all_text.data, all_text.len);
         cdsh_tavern_tokens_tally pass = {0};
-        size_t first_new = r->nactivated;
         for (size_t i = 0; i < nc; i++) {
             wi_entry *e = cand[i];
             if (!alive[i])
@@ -1432,13 +1574,16 @@ static int scan(run *r, int budget, bool *overflow_out, int *loops_out, size_t *
             e->activated = true;
             r->activated[r->nactivated++] = e;
         }
-        /* Recursion text: this pass's activations that allow recursion. */
+        /* Recursion text: ST's successfulNewEntriesForRecursion, the group
+         * survivors that did not fail their roll and allow recursion —
+         * including those the budget then left out (they only reach the
+         * buffer when a delayed recursion level still follows). */
         cdsh_strbuf text;
         cdsh_strbuf_init(&text);
         size_t for_rec = 0;
-        for (size_t a = first_new; a < r->nactivated; a++) {
-            wi_entry *e = r->activated[a];
-            if (e->prevent_rec)
+        for (size_t i = 0; i < nc; i++) {
+            wi_entry *e = cand[i];
+            if (!alive[i] || e->failed_prob || e->prevent_rec)
                 continue;
             if (for_rec++)
                 cdsh_strbuf_append_char(&text, '\n');

@@ -70,6 +70,7 @@ struct cdsh_acp_conn {
     bool record, fs_read, fs_write, terminal;
     cdsh_acp_terminals *terms; /* the agent's terminal commands, by session */
     int64_t request_timeout_ms, grace_ms;
+    cdsh_cancel *cancel; /* borrowed (opts.cancel): ends a waiting handshake step */
     char stderr_tail[STDERR_TAIL];
     size_t stderr_len;
     bool stderr_done; /* the agent's stderr reached EOF (set by the reader) */
@@ -400,7 +401,13 @@ static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_erro
     char *cause = stderr_cause_dup(c, since, died, died ? STDERR_GRACE_MS : 300);
     if (cause && *cause) {
         char msg[CDSH_ERROR_MESSAGE_MAX + 64];
-        snprintf(msg, sizeof msg, "%.560s; agent stderr: %.440s", err->message, cause);
+        /* Claude Code as root (its ACP adapter passes a bypass flag when
+         * IS_SANDBOX is merely non-empty; Claude Code accepts it as root only
+         * when IS_SANDBOX is exactly 1): say what to do. */
+        const char *hint = strstr(cause, "cannot be used with root/sudo privileges")
+                               ? "; as root, set IS_SANDBOX=1 (exactly) in the engine's env"
+                               : "";
+        snprintf(msg, sizeof msg, "%.520s; agent stderr: %.420s%s", err->message, cause, hint);
         cdsh_error_set(err, rc, err->code, "%s", msg);
     } else if (rc == CDSH_ETIMEDOUT) {
         char msg[CDSH_ERROR_MESSAGE_MAX + 64];
@@ -968,7 +975,7 @@ static int handshake_request(cdsh_acp_conn *c, const cdsh_acp_conn_opts *opts, c
         pthread_cond_init(&w.cv, NULL);
         started = pthread_create(&th, NULL, waiter_main, &w) == 0;
     }
-    int rc = cdsh_acp_conn_request(c, method, params, budget_ms, NULL, result, NULL, err);
+    int rc = cdsh_acp_conn_request(c, method, params, budget_ms, c->cancel, result, NULL, err);
     if (opts->on_wait) {
         pthread_mutex_lock(&w.mu);
         w.done = true;
@@ -1005,6 +1012,7 @@ int cdsh_acp_conn_open(const cdsh_acp_conn_opts *opts, cdsh_acp_conn **out, cdsh
     c->terms = cdsh_acp_terminals_new();
     c->request_timeout_ms = opts->request_timeout_ms > 0 ? opts->request_timeout_ms : 300000;
     c->grace_ms = opts->dispose_grace_ms > 0 ? opts->dispose_grace_ms : 6000;
+    c->cancel = opts->cancel;
     if (!c->name || !c->raw_lines || !c->rejects || !c->callbacks || !c->terms) {
         cdsh_error_set(err, rc, "NO_MEMORY", "out of memory");
         goto fail;
@@ -1232,7 +1240,7 @@ int cdsh_acp_conn_session_open(cdsh_acp_conn *conn, cdsh_acp_open_mode mode, con
     pthread_mutex_lock(&conn->mu);
     uint64_t seen = conn->stderr_total;
     pthread_mutex_unlock(&conn->mu);
-    int rc = cdsh_acp_conn_request(conn, method, params, 0, NULL, &res, NULL, err);
+    int rc = cdsh_acp_conn_request(conn, method, params, 0, conn->cancel, &res, NULL, err);
     json_decref(params);
     if (rc < 0)
         add_stderr_cause(conn, seen, rc, err);

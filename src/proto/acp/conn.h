@@ -87,6 +87,10 @@ typedef struct cdsh_acp_conn_opts {
     cdsh_acp_wait_fn on_wait;
     void *wait_ud;
     int64_t wait_notice_ms;
+    /* Borrowed, may be NULL; must outlive the connection. Once fired, a
+     * handshake step (initialize, session/new|load|resume) that waits fails
+     * with CDSH_ECANCELED (a SIGTERM while a cold agent starts). */
+    cdsh_cancel *cancel;
 } cdsh_acp_conn_opts;
 
 /* Spawns the agent and sends initialize within init_timeout_ms. On failure

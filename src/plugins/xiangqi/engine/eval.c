@@ -60,6 +60,11 @@ typedef struct side_terms {
 
 static const int orth[4] = {16, -16, 1, -1};
 
+/* The terms of one side, in one walk over its piece lists. Longer than 120
+ * lines on purpose: this is the evaluation's hot loop (every node of the
+ * search), and the terms share the walk's locals (the enemy general's
+ * square, the palace guards, the attack counts) — split per term, each
+ * helper would walk the lists again. */
 static void eval_side(const cdsh_xq_pos *pos, const cdsh_xq_eval_tables *t, int side,
                       side_terms *st)
 {

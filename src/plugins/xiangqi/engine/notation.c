@@ -225,7 +225,11 @@ static void sq_name(cdsh_xq_square_t sq, char out[3])
     out[2] = '\0';
 }
 
-/* Picks the candidate pieces for d; 0 or a failure already reported in e. */
+/* Picks the candidate pieces for d; 0 or a failure already reported in e.
+ * Longer than 120 lines on purpose: one case per way of naming a piece
+ * (file, 前/中/后, numbered soldiers, WXF ++/--, file plus 前/后), each a few
+ * lines of choice and a refusal written in English and Chinese; split per
+ * case, each helper would take the same eight locals. */
 static int select_pieces(const cdsh_xq_pos *pos, const cdsh__xq_ndesc *d, const char *q,
                          cdsh_xq_square_t *cand, int *nc, cdsh_xq_notation_error *e)
 {

@@ -356,15 +356,20 @@ static int parse_uint(const char *s, size_t len, long max, long *out)
     return 0;
 }
 
-int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
-{
-    cdsh__xq_tables_init();
-    if (!pos || !fen)
-        return cdsh_error_set(err, CDSH_EINVAL, "FEN_EMPTY", "no FEN given");
-    /* split into at most 7 whitespace-separated fields */
+/* A FEN being read: its fields, then the board it describes. */
+typedef struct fen_parse {
     const char *fs[7];
     size_t fl[7];
-    int nf = 0;
+    int nf;
+    uint8_t board[256];
+    uint8_t where[48];
+    uint8_t count[2][8];
+} fen_parse;
+
+/* Splits the FEN into at most 6 whitespace-separated fields. */
+static int fen_fields(const char *fen, fen_parse *fp, cdsh_error *err)
+{
+    fp->nf = 0;
     for (const char *p = fen; *p;) {
         while (*p && isspace((unsigned char)*p))
             p++;
@@ -373,29 +378,70 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
         const char *start = p;
         while (*p && !isspace((unsigned char)*p))
             p++;
-        if (nf == 6)
+        if (fp->nf == 6)
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_EXTRA_FIELDS",
                                   "FEN has more than 6 fields; extra text '%.*s'", (int)(p - start),
                                   start);
-        fs[nf] = start;
-        fl[nf] = (size_t)(p - start);
-        nf++;
+        fp->fs[fp->nf] = start;
+        fp->fl[fp->nf] = (size_t)(p - start);
+        fp->nf++;
     }
-    if (nf == 0)
+    if (fp->nf == 0)
         return cdsh_error_set(err, CDSH_EINVAL, "FEN_EMPTY", "the FEN is empty");
+    return 0;
+}
 
-    uint8_t board[256];
-    memset(board, XQ_OFF, sizeof board);
-    uint8_t where[48] = {0};
-    uint8_t count[2][8] = {{0}};
+/* One piece letter on (file, rank 9 - rank_i): counted, checked against
+ * the per-side maxima and the points the piece can reach, and placed. */
+static int fen_piece(fen_parse *fp, char c, int file, int rank_i, cdsh_error *err)
+{
+    int type = letter_type(c);
+    if (!type)
+        return cdsh_error_set(err, CDSH_EINVAL, "FEN_BAD_CHAR",
+                              "unknown character '%c' in FEN rank %d; pieces are K A B N R "
+                              "C P (also E, H), upper case Red, lower case Black",
+                              c, rank_i + 1);
+    if (file >= 9)
+        return cdsh_error_set(err, CDSH_EINVAL, "FEN_RANK_WIDTH",
+                              "FEN rank %d (ICCS rank %d) covers more than 9 points", rank_i + 1,
+                              9 - rank_i);
+    int side = islower((unsigned char)c) ? CDSH_XQ_BLACK : CDSH_XQ_RED;
+    int rank = 9 - rank_i;
+    char sqn[3];
+    int sq = cdsh_xq_square(file, rank);
+    square_name(sq, sqn);
+    if (fp->count[side][type] >= cdsh__xq_slot_count[type]) {
+        if (type == CDSH_XQ_KING)
+            return cdsh_error_set(err, CDSH_EINVAL, "FEN_EXTRA_GENERAL",
+                                  "%s has more than one general", cdsh__xq_side_name(side));
+        return cdsh_error_set(err, CDSH_EINVAL, "FEN_TOO_MANY",
+                              "%s has more than %d %ss (one more on %s)", cdsh__xq_side_name(side),
+                              cdsh__xq_slot_count[type], cdsh__xq_type_name(type), sqn);
+    }
+    if (!point_ok(side, type, file, rank))
+        return cdsh_error_set(err, CDSH_EINVAL, point_code[type],
+                              "%s %s on %s is on a point it can never reach",
+                              cdsh__xq_side_name(side), cdsh__xq_type_name(type), sqn);
+    int id = 16 + 16 * side + cdsh__xq_slot_first[type] + fp->count[side][type]++;
+    fp->board[sq] = (uint8_t)id;
+    fp->where[id] = (uint8_t)sq;
+    return 0;
+}
+
+/* The board field: ten ranks from 9 down to 0, each covering 9 points. */
+static int fen_board(fen_parse *fp, cdsh_error *err)
+{
+    memset(fp->board, XQ_OFF, sizeof fp->board);
+    memset(fp->where, 0, sizeof fp->where);
+    memset(fp->count, 0, sizeof fp->count);
     for (int r = 0; r < 10; r++)
         for (int f = 0; f < 9; f++)
-            board[cdsh_xq_square(f, r)] = 0;
-
-    /* board field */
+            fp->board[cdsh_xq_square(f, r)] = 0;
+    const char *b = fp->fs[0];
+    const size_t n = fp->fl[0];
     int rank_i = 0, file = 0;
-    for (size_t i = 0; i <= fl[0]; i++) {
-        char c = i < fl[0] ? fs[0][i] : '\0';
+    for (size_t i = 0; i <= n; i++) {
+        char c = i < n ? b[i] : '\0';
         if (c == '/' || c == '\0') {
             if (file != 9)
                 return cdsh_error_set(err, CDSH_EINVAL, "FEN_RANK_WIDTH",
@@ -418,36 +464,9 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
                                       rank_i + 1, 9 - rank_i);
             continue;
         }
-        int type = letter_type(c);
-        if (!type)
-            return cdsh_error_set(err, CDSH_EINVAL, "FEN_BAD_CHAR",
-                                  "unknown character '%c' in FEN rank %d; pieces are K A B N R "
-                                  "C P (also E, H), upper case Red, lower case Black",
-                                  c, rank_i + 1);
-        if (file >= 9)
-            return cdsh_error_set(err, CDSH_EINVAL, "FEN_RANK_WIDTH",
-                                  "FEN rank %d (ICCS rank %d) covers more than 9 points",
-                                  rank_i + 1, 9 - rank_i);
-        int side = islower((unsigned char)c) ? CDSH_XQ_BLACK : CDSH_XQ_RED;
-        int rank = 9 - rank_i;
-        char sqn[3];
-        int sq = cdsh_xq_square(file, rank);
-        square_name(sq, sqn);
-        if (count[side][type] >= cdsh__xq_slot_count[type]) {
-            if (type == CDSH_XQ_KING)
-                return cdsh_error_set(err, CDSH_EINVAL, "FEN_EXTRA_GENERAL",
-                                      "%s has more than one general", cdsh__xq_side_name(side));
-            return cdsh_error_set(
-                err, CDSH_EINVAL, "FEN_TOO_MANY", "%s has more than %d %ss (one more on %s)",
-                cdsh__xq_side_name(side), cdsh__xq_slot_count[type], cdsh__xq_type_name(type), sqn);
-        }
-        if (!point_ok(side, type, file, rank))
-            return cdsh_error_set(err, CDSH_EINVAL, point_code[type],
-                                  "%s %s on %s is on a point it can never reach",
-                                  cdsh__xq_side_name(side), cdsh__xq_type_name(type), sqn);
-        int id = 16 + 16 * side + cdsh__xq_slot_first[type] + count[side][type]++;
-        board[sq] = (uint8_t)id;
-        where[id] = (uint8_t)sq;
+        int rc = fen_piece(fp, c, file, rank_i, err);
+        if (rc)
+            return rc;
         file++;
     }
     if (rank_i != 10)
@@ -455,40 +474,52 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
                               "FEN board has %d ranks; it needs exactly 10 separated by '/'",
                               rank_i);
     for (int s = 0; s < 2; s++)
-        if (!count[s][CDSH_XQ_KING])
+        if (!fp->count[s][CDSH_XQ_KING])
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_NO_GENERAL", "%s has no general",
                                   cdsh__xq_side_name(s));
+    return 0;
+}
 
-    /* side to move */
-    int side = CDSH_XQ_RED;
-    if (nf >= 2) {
+/* Fields 2-6: side to move, two '-', halfmove counter, move number. */
+static int fen_counters(const fen_parse *fp, int *side, long *half, long *full, cdsh_error *err)
+{
+    const char *const *fs = fp->fs;
+    const size_t *fl = fp->fl;
+    *side = CDSH_XQ_RED;
+    *half = 0;
+    *full = 1;
+    if (fp->nf >= 2) {
         if (fl[1] != 1 || !strchr("wrb", fs[1][0]))
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_SIDE",
                                   "side to move must be 'w' (or 'r') for Red or 'b' for Black, "
                                   "got '%.*s'",
                                   (int)fl[1], fs[1]);
-        side = fs[1][0] == 'b' ? CDSH_XQ_BLACK : CDSH_XQ_RED;
+        *side = fs[1][0] == 'b' ? CDSH_XQ_BLACK : CDSH_XQ_RED;
     }
-    for (int i = 2; i < nf && i < 4; i++)
+    for (int i = 2; i < fp->nf && i < 4; i++)
         if (fl[i] != 1 || fs[i][0] != '-')
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_FIELD",
                                   "FEN field %d must be '-' in xiangqi, got '%.*s'", i + 1,
                                   (int)fl[i], fs[i]);
-    long half = 0, full = 1;
-    if (nf >= 5 && parse_uint(fs[4], fl[4], CDSH_XQ_MAX_HALFMOVE, &half) != 0)
+    if (fp->nf >= 5 && parse_uint(fs[4], fl[4], CDSH_XQ_MAX_HALFMOVE, half) != 0)
         return cdsh_error_set(err, CDSH_EINVAL, "FEN_HALFMOVE",
                               "halfmove counter must be a number from 0 to %d, got '%.*s'",
                               CDSH_XQ_MAX_HALFMOVE, (int)fl[4], fs[4]);
-    if (nf >= 6 && (parse_uint(fs[5], fl[5], 99999, &full) != 0 || full < 1))
+    if (fp->nf >= 6 && (parse_uint(fs[5], fl[5], 99999, full) != 0 || *full < 1))
         return cdsh_error_set(err, CDSH_EINVAL, "FEN_FULLMOVE",
                               "move number must be a number from 1 to 99999, got '%.*s'",
                               (int)fl[5], fs[5]);
+    return 0;
+}
 
-    /* generals facing: same file, nothing between */
-    int rk = where[16], bk = where[32];
+/* The generals may not face each other on an open file, and the side not
+ * to move may not be in check. */
+static int fen_generals(const fen_parse *fp, int side, cdsh_error *err)
+{
+    int rk = fp->where[16], bk = fp->where[32];
     if ((rk & 15) == (bk & 15)) {
         int x = rk + 16;
-        while (x < bk && !board[x])
+        while (x < bk && !fp->board[x])
             x += 16;
         if (x == bk)
             return cdsh_error_set(err, CDSH_EINVAL, "FEN_GENERALS_FACE",
@@ -496,15 +527,34 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
                                   "between them",
                                   'a' + cdsh_xq_square_file((cdsh_xq_square_t)rk));
     }
-    if (cdsh__xq_king_attacked_at(board, side ^ 1, where[16 + 16 * (side ^ 1)]))
+    if (cdsh__xq_king_attacked_at(fp->board, side ^ 1, fp->where[16 + 16 * (side ^ 1)]))
         return cdsh_error_set(err, CDSH_EINVAL, "FEN_OPPONENT_IN_CHECK",
                               "%s is in check but it is %s's turn; the side not to move "
                               "cannot be in check",
                               cdsh__xq_side_name(side ^ 1), cdsh__xq_side_name(side));
+    return 0;
+}
 
-    memcpy(pos->board, board, sizeof board);
-    memcpy(pos->where, where, sizeof where);
-    memcpy(pos->count, count, sizeof count);
+int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
+{
+    cdsh__xq_tables_init();
+    if (!pos || !fen)
+        return cdsh_error_set(err, CDSH_EINVAL, "FEN_EMPTY", "no FEN given");
+    fen_parse fp;
+    int side;
+    long half, full;
+    int rc = fen_fields(fen, &fp, err);
+    if (!rc)
+        rc = fen_board(&fp, err);
+    if (!rc)
+        rc = fen_counters(&fp, &side, &half, &full, err);
+    if (!rc)
+        rc = fen_generals(&fp, side, err);
+    if (rc)
+        return rc;
+    memcpy(pos->board, fp.board, sizeof fp.board);
+    memcpy(pos->where, fp.where, sizeof fp.where);
+    memcpy(pos->count, fp.count, sizeof fp.count);
     pos->side = side;
     pos->ply = 0;
     pos->fullmove = (int)full;
@@ -512,7 +562,7 @@ int cdsh_xq_pos_set_fen(cdsh_xq_pos *pos, const char *fen, cdsh_error *err)
     memset(s, 0, sizeof *s);
     s->halfmove = (uint16_t)half;
     s->hash = cdsh_xq_hash_compute(pos);
-    s->in_check = (uint8_t)cdsh__xq_king_attacked_at(board, side, where[16 + 16 * side]);
+    s->in_check = (uint8_t)cdsh__xq_king_attacked_at(fp.board, side, fp.where[16 + 16 * side]);
     return 0;
 }
 

@@ -64,6 +64,11 @@ struct cdsh_xq_engine {
     atomic_int stop;
     atomic_int any_done; /* some thread has completed an iteration */
     pthread_mutex_t done_mu;
+    /* an infinite search that has finished thinking sleeps on stop_cv until
+     * cdsh_xq_engine_stop or the limits' cancel token (stop_mu orders the
+     * flag against the sleep) */
+    pthread_mutex_t stop_mu;
+    pthread_cond_t stop_cv;
     int helpers; /* helper threads of the last search not joined yet */
     /* per search (set before the threads start, read-only while they run) */
     cdsh_xq_limits lim;
@@ -176,6 +181,8 @@ int cdsh_xq_engine_new(const cdsh_xq_engine_opts *opts, cdsh_xq_engine **out, cd
     atomic_init(&eng->stop, 0);
     atomic_init(&eng->any_done, 0);
     pthread_mutex_init(&eng->done_mu, NULL);
+    pthread_mutex_init(&eng->stop_mu, NULL);
+    pthread_cond_init(&eng->stop_cv, NULL);
     *out = eng;
     return 0;
 }
@@ -188,6 +195,8 @@ void cdsh_xq_engine_free(cdsh_xq_engine *eng)
     free_threads(eng);
     cdsh_xq_tt_free(eng->tt);
     pthread_mutex_destroy(&eng->done_mu);
+    pthread_mutex_destroy(&eng->stop_mu);
+    pthread_cond_destroy(&eng->stop_cv);
     free(eng);
 }
 
@@ -239,7 +248,30 @@ void cdsh_xq_engine_clear(cdsh_xq_engine *eng)
 
 void cdsh_xq_engine_stop(cdsh_xq_engine *eng)
 {
+    pthread_mutex_lock(&eng->stop_mu);
     atomic_store(&eng->stop, 1);
+    pthread_cond_broadcast(&eng->stop_cv);
+    pthread_mutex_unlock(&eng->stop_mu);
+}
+
+static void stop_on_cancel(void *arg)
+{
+    cdsh_xq_engine_stop(arg);
+}
+
+/* `go infinite` (and ponder) never ends on its own: once the search has
+ * nothing left to do it sleeps until stopped or cancelled — on a condition
+ * variable, not a polling timer. */
+static void wait_for_stop(cdsh_xq_engine *eng)
+{
+    uint64_t sub = eng->lim.cancel ? cdsh_cancel_subscribe(eng->lim.cancel, stop_on_cancel, eng) : 0;
+    pthread_mutex_lock(&eng->stop_mu);
+    while (!atomic_load(&eng->stop) &&
+           !(eng->lim.cancel && cdsh_cancel_is_fired(eng->lim.cancel)))
+        pthread_cond_wait(&eng->stop_cv, &eng->stop_mu);
+    pthread_mutex_unlock(&eng->stop_mu);
+    if (sub)
+        cdsh_cancel_unsubscribe(eng->lim.cancel, sub);
 }
 
 /* ---- limits ---- */
@@ -510,6 +542,14 @@ static void update_pv(thread_data *th, int ply, cdsh_xq_move_t m)
 
 static const int lmp_count[2][6] = {{0, 3, 5, 8, 13, 19}, {0, 5, 8, 12, 19, 28}};
 
+/* The principal-variation search of one node. Longer than 120 lines on
+ * purpose, as in every alpha-beta engine: the steps (table probe, mate
+ * distance, repetition, reverse futility, null move, internal iterative
+ * reduction, the move loop with its pruning, extensions and reductions,
+ * the table store) read and narrow the same bounds, eval and table entry
+ * in order; each is commented in place, and splitting them would pass a
+ * dozen locals by pointer on the hottest path (docs/xiangqi-engine.md,
+ * "Algorithm"). */
 static int search(thread_data *th, int alpha, int beta, int depth, int ply, int cut_node,
                   int null_ok)
 {
@@ -939,11 +979,7 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
         result->score = -CDSH_XQ_MATE;
         result->mate = 0;
         if (eng->lim.infinite)
-            while (!atomic_load(&eng->stop) &&
-                   !(eng->lim.cancel && cdsh_cancel_is_fired(eng->lim.cancel))) {
-                struct timespec ts = {0, 1000000};
-                nanosleep(&ts, NULL);
-            }
+            wait_for_stop(eng);
         return 0;
     }
     /* order the root by a quick static look: captures first, then the rest */
@@ -977,11 +1013,7 @@ int cdsh_xq_search(cdsh_xq_engine *eng, const cdsh_xq_pos *pos, const cdsh_xq_li
     main_ctx mc = {info, user, result};
     iterate(main_th, &mc);
     if (eng->lim.infinite)
-        while (!atomic_load(&eng->stop) &&
-               !(eng->lim.cancel && cdsh_cancel_is_fired(eng->lim.cancel))) {
-            struct timespec ts = {0, 1000000};
-            nanosleep(&ts, NULL);
-        }
+        wait_for_stop(eng);
     atomic_store(&eng->stop, 1);
     eng->helpers = started - 1; /* joined by the next call on this engine */
     if (!result->best) { /* the main thread completed no iteration: a helper's lines */
