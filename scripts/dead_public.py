@@ -10,18 +10,23 @@ comment in its header says why, with the words "keep-public:" and a reason:
 
 Such a comment covers the declarations below it up to the next blank line;
 written in a section rule (a comment opening with "/* ----") it covers the
-whole section, up to the next rule or the end of the header.
+whole section, up to the next rule or the end of the header (the words
+may stand on any line of the rule's comment).
 
-Usage: dead_public.py [--check] [ROOT]   (ROOT defaults to ".")
+Usage: dead_public.py [--check] [--pending FILE] [ROOT]   (ROOT: ".")
 Without --check: lists every candidate, marked or not, with its marker's
 reason after " # ", and exits 0. With --check: lists only the unmarked ones
-and exits 1 when there is any (tests/meta runs it so)."""
+and exits 1 when there is any (tests/meta runs it so). --pending FILE names
+a list of known candidates still to be dealt with ("<header>: <name>" lines,
+"#" comments): those do not fail the check, but an entry that is no longer
+an unmarked candidate does (take it off the list), so the list only shrinks."""
 import os
 import re
 import sys
 
 DECL = re.compile(r"^[A-Za-z_][\w \*]*?\b(cdsh_\w+)\s*\(", re.M)
 MARK = re.compile(r"keep-public:\s*(\S[^*]*)")
+WORD = re.compile(r"\bcdsh_\w+")
 RULE = re.compile(r"^\s*/\*\s*----")
 
 
@@ -36,7 +41,10 @@ def marked_lines(text):
             i += 1
             continue
         reason = m.group(1).strip()
-        section = bool(RULE.match(lines[i]))
+        start = i
+        while "/*" not in lines[start] and start > 0:
+            start -= 1
+        section = bool(RULE.match(lines[start]))
         # The marker's own comment may run on over several lines.
         j = i
         while "*/" not in lines[j] and j + 1 < len(lines):
@@ -63,6 +71,7 @@ def candidates(root):
                 p = os.path.join(d, n)
                 with open(p, encoding="utf-8", errors="replace") as f:
                     texts[p] = f.read()
+    words = {p: set(WORD.findall(t)) for p, t in texts.items()}
     for header in sorted(p for p in texts if p.endswith(".h")):
         module = header[:-2]
         own = {module + ".c", header}
@@ -74,24 +83,47 @@ def candidates(root):
             if name in seen:
                 continue
             seen.add(name)
-            word = re.compile(r"\b" + re.escape(name) + r"\b")
-            if any(word.search(t) for p, t in texts.items() if p not in own):
+            if any(name in words[p] for p in texts if p not in own):
                 continue
             line = text.count("\n", 0, m.start(1))
             yield os.path.relpath(header, root), name, covered.get(line)
 
 
+def read_pending(path):
+    entries = set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                entries.add(line)
+    return entries
+
+
 def main(argv):
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
+    pending = set()
+    if "--pending" in args:
+        i = args.index("--pending")
+        pending = read_pending(args[i + 1])
+        del args[i:i + 2]
     root = args[0] if args else "."
     bad = 0
     for header, name, reason in candidates(root):
-        if reason is None:
+        entry = f"{header}: {name}"
+        if reason is None and entry in pending:
+            pending.discard(entry)
+            if not check:
+                print(f"{entry} # pending")
+        elif reason is None:
             bad += 1
-            print(f"{header}: {name}")
+            print(entry)
         elif not check:
-            print(f"{header}: {name} # {reason}")
+            print(f"{entry} # {reason}")
+    for entry in sorted(pending):
+        bad += 1
+        print(f"{entry} (listed as pending, but no longer an unmarked candidate: "
+              "take it off the list)")
     if check and bad:
         print(f"{bad} public function(s) nobody outside their module calls and no "
               "keep-public: comment explains; remove them, make them static, or "

@@ -271,11 +271,6 @@ void cdsh_model_client_free(cdsh_model_client *c)
     free(c);
 }
 
-const char *cdsh_model_client_model(const cdsh_model_client *c)
-{
-    return c->cfg.model;
-}
-
 void cdsh_model_client_usage(cdsh_model_client *c, cdsh_model_usage *out)
 {
     pthread_mutex_lock(&c->lock);

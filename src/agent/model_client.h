@@ -136,9 +136,6 @@ json_t *cdsh_model_reply_to_message(const cdsh_model_reply *reply);
 cdsh_model_client *cdsh_model_client_new(const cdsh_model_config *resolved, cdsh_error *err);
 void cdsh_model_client_free(cdsh_model_client *c);
 
-/* The model name requests use unless they override it. Borrowed. */
-const char *cdsh_model_client_model(const cdsh_model_client *c);
-
 /* Sums over every call made with this client. Thread-safe. */
 void cdsh_model_client_usage(cdsh_model_client *c, cdsh_model_usage *out);
 

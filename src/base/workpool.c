@@ -106,14 +106,6 @@ size_t cdsh_workpool_threads(cdsh_workpool *p)
     return n;
 }
 
-size_t cdsh_workpool_queued(cdsh_workpool *p)
-{
-    pthread_mutex_lock(&p->mu);
-    size_t n = p->queued;
-    pthread_mutex_unlock(&p->mu);
-    return n;
-}
-
 void cdsh_workpool_free(cdsh_workpool *p)
 {
     if (!p)

@@ -20,9 +20,6 @@ int cdsh_workpool_submit(cdsh_workpool *pool, void (*fn)(void *), void *arg);
 /* Threads started so far (never more than max). */
 size_t cdsh_workpool_threads(cdsh_workpool *pool);
 
-/* Jobs waiting for a thread. */
-size_t cdsh_workpool_queued(cdsh_workpool *pool);
-
 /* Runs every queued job to completion, joins the threads, frees. NULL-safe.
  * Must not be called from one of the pool's own jobs. */
 void cdsh_workpool_free(cdsh_workpool *pool);

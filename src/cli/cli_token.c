@@ -36,7 +36,10 @@ static char *read_stdin_line(void)
     return line;
 }
 
-char *cdsh_cli_token_read_file(const char *who, const char *path)
+/* Reads a token from path ("-": stdin): the first line without its line
+ * ending; 1..4096 bytes, no NUL or control characters. Owned, or NULL with
+ * a message printed to stderr prefixed with `who` ("cdsh web"). */
+static char *cdsh_cli_token_read_file(const char *who, const char *path)
 {
     char *text = NULL;
     if (strcmp(path, "-") == 0) {

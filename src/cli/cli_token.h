@@ -11,11 +11,6 @@
  * of it, or NULL on ENOMEM. */
 char *cdsh_cli_token_take_arg(char *optarg);
 
-/* Reads a token from path ("-": stdin): the first line without its line
- * ending; 1..4096 bytes, no NUL or control characters. Owned, or NULL with
- * a message printed to stderr prefixed with `who` ("cdsh web"). */
-char *cdsh_cli_token_read_file(const char *who, const char *path);
-
 /* The token for a command: from --token (arg_value, already taken with
  * cdsh_cli_token_take_arg), else --token-file, else the environment
  * variable env_name (non-empty); NULL when none is given (the caller then

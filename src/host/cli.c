@@ -18,8 +18,7 @@ static pthread_once_t cli_home_once = PTHREAD_ONCE_INIT;
 
 static void cli_home_resolve(void)
 {
-    if (!cli_home)
-        cli_home = cdsh_home_from_env();
+    cli_home = cdsh_home_from_env();
     if (!cli_home) {
         fprintf(stderr, "cdsh: out of memory\n");
         exit(1);
@@ -32,13 +31,8 @@ const cdsh_home *cdsh_cli_home(void)
     return cli_home;
 }
 
-void cdsh_cli_set_home(cdsh_home *home)
-{
-    cdsh_home_free(cli_home);
-    cli_home = home;
-}
-
-cdsh_host *cdsh_cli_host_new(void)
+/* A host on the CLI's home (cdsh_host_new_at with a copy of it). */
+static cdsh_host *cdsh_cli_host_new(void)
 {
     cdsh_home *copy = cdsh_home_dup(cdsh_cli_home());
     return copy ? cdsh_host_new_at(copy) : NULL;

@@ -14,15 +14,10 @@
 
 #include "host/host.h"
 
-/* The home of this process's subcommands: the one cdsh_cli_set_home gave,
- * else the environment's (cdsh_home_from_env), resolved on first use and
- * kept for the process. Never NULL (out of memory at first use exits 1). */
+/* The home of this process's subcommands: the environment's
+ * (cdsh_home_from_env), resolved on first use and kept for the process. Never NULL (out of memory
+ * at first use exits 1). */
 const cdsh_home *cdsh_cli_home(void);
-/* For a program embedding the subcommands: their home (taken), set once
- * before the first subcommand runs. Not thread-safe. */
-void cdsh_cli_set_home(cdsh_home *home);
-/* A host on the CLI's home (cdsh_host_new_at with a copy of it). */
-cdsh_host *cdsh_cli_host_new(void);
 
 /* Loads the profile (NULL: "default") from the cdsh home. With lock non-NULL
  * the profile lock is taken first (for edits; close it after saving).

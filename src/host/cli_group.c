@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-void cdsh_cli_group_usage(const cdsh_cli_group *group, FILE *out)
+static void cdsh_cli_group_usage(const cdsh_cli_group *group, FILE *out)
 {
     fprintf(out, "Usage: cdsh %s <subcommand> [options]\n\n%s\nSubcommands:\n", group->name,
             group->about);

@@ -15,8 +15,6 @@ typedef struct cdsh_cli_group {
     const cdsh_subcommand *subs; /* NULL-terminated; argv[0] is the sub's name */
 } cdsh_cli_group;
 
-void cdsh_cli_group_usage(const cdsh_cli_group *group, FILE *out);
-
 /* argv[0] is the group's name. No sub: usage on stderr, 2. --help/-h/help:
  * usage on stdout, 0. Unknown sub: a message and usage on stderr, 2. */
 int cdsh_cli_group_run(const cdsh_cli_group *group, int argc, char **argv);

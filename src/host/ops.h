@@ -147,6 +147,7 @@ typedef struct cdsh_ops cdsh_ops;
  * this call fails, release(ud) runs before it returns. */
 int cdsh_ops_new(const cdsh_ops_table *table, void *ud, void (*release)(void *ud), cdsh_ops **out,
                  cdsh_error *err);
+/* keep-public: the handle's reference pair; plugins that keep a table past a call take one. */
 cdsh_ops *cdsh_ops_ref(cdsh_ops *ops);
 void cdsh_ops_free(cdsh_ops *ops); /* drops one reference; NULL-safe */
 

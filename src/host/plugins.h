@@ -75,7 +75,9 @@ typedef struct cdsh_plugin_def {
     const cdsh_subcommand *subcommands;
 } cdsh_plugin_def;
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ * keep-public: the plugin contract (docs/host.md): front ends, tests and
+ * plugins outside this tree drive fibers through these. */
 
 /* Creates a fiber for def (borrowed: it must outlive the host; normally a
  * static const descriptor) with `config` (NULL: nothing given; borrowed) and
@@ -116,7 +118,9 @@ json_t *cdsh_host_plugins_list(cdsh_host *host);
  * Every registration below fails with CDSH_ECLOSED, code "INACTIVE_EFFECT",
  * `plugin "x" is not active: effects cannot be added while it is <state>`
  * when the fiber is unloading, disposed or failed (or the scoped context was
- * freed); nothing stays registered then. Other errors are the registry's. */
+ * freed); nothing stays registered then. Other errors are the registry's.
+ * keep-public: the plugin API (docs/host.md); the built-in plugins use part of
+ * it, plugins outside this tree and the host's tests the rest. */
 
 cdsh_host *cdsh_ctx_host(const cdsh_plugin_ctx *ctx);
 /* The host's home (cdsh_host_home): where a plugin keeps its state. */
@@ -190,7 +194,8 @@ void *cdsh_host_service(cdsh_host *host, const char *name);
  * CDSH_SESSION_FORK_HOOKS in agent/session_store.h: fork participants;
  * CDSH_SESSION_RUNNERS in agent/session_runner.h: plugins that run the
  * turns of the sessions bound to them). Front ends collect the hooks of a
- * kind from the host instead of naming plugins. */
+ * kind from the host instead of naming plugins.
+ * keep-public: the plugin API (docs/host.md), as the section above. */
 
 /* Registers hook under kind until this plugin unloads (or the scoped
  * context is freed). Registered twice: CDSH_EEXIST "HOOK_EXISTS". */

@@ -577,8 +577,11 @@ static void restore_order(void *arg)
     free(u);
 }
 
-int cdsh_prompt_set_tool_order(cdsh_prompt *p, const json_t *order, cdsh_disposer_t *out,
-                               cdsh_error *err)
+/* Sets the order (a copy; NULL = the default sort) after checking it; the
+ * disposer puts back the order that was set before. Emits "prompt/change"
+ * {reason:"tool-order"}. */
+static int cdsh_prompt_set_tool_order(cdsh_prompt *p, const json_t *order, cdsh_disposer_t *out,
+                                      cdsh_error *err)
 {
     if (out)
         *out = (cdsh_disposer_t){0};

@@ -137,12 +137,6 @@ int cdsh_prompt_utf16_cmp(const char *a, const char *b);
  * `toolOrder entries must be strings`. */
 int cdsh_prompt_tool_order_check(const json_t *order, cdsh_error *err);
 
-/* Sets the order (a copy; NULL = the default sort) after checking it; the
- * disposer puts back the order that was set before. Emits "prompt/change"
- * {reason:"tool-order"}. */
-int cdsh_prompt_set_tool_order(cdsh_prompt *p, const json_t *order, cdsh_disposer_t *out,
-                               cdsh_error *err);
-
 /* Owned copy of the current order, or NULL when none is set. */
 json_t *cdsh_prompt_tool_order_dup(cdsh_prompt *p);
 

@@ -21,11 +21,3 @@ const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_facade_plugin, /* its descriptor says it loads after the others */
     NULL,
 };
-
-const cdsh_plugin_def *cdsh_builtin_plugin_find(const char *name)
-{
-    for (const cdsh_plugin_def *const *d = cdsh_builtin_plugins; name && *d; d++)
-        if (strcmp((*d)->name, name) == 0)
-            return *d;
-    return NULL;
-}

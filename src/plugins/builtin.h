@@ -14,7 +14,4 @@
  * `after` says otherwise (the facade loads after the others). */
 extern const cdsh_plugin_def *const cdsh_builtin_plugins[];
 
-/* The built-in descriptor named `name`, or NULL. */
-const cdsh_plugin_def *cdsh_builtin_plugin_find(const char *name);
-
 #endif

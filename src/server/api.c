@@ -47,11 +47,6 @@ struct cdsh_api {
     cdsh_disposer_t tools_approval;
 };
 
-cdsh_hub *cdsh_api_hub(cdsh_api *api)
-{
-    return api->hub;
-}
-
 size_t cdsh_api_turn_threads(cdsh_api *api)
 {
     return cdsh_workpool_threads(api->pool);

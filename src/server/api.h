@@ -52,9 +52,6 @@ void cdsh_api_shutdown(cdsh_api *api);
  * and frees. NULL-safe. */
 void cdsh_api_free(cdsh_api *api);
 
-/* The SSE hub (borrowed), e.g. for other modules' events. */
-cdsh_hub *cdsh_api_hub(cdsh_api *api);
-
 /* Turn threads started so far (never more than the pool's size). */
 size_t cdsh_api_turn_threads(cdsh_api *api);
 

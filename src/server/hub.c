@@ -118,8 +118,13 @@ static bool visible(const entry *e, const char *session)
     return session && strcmp(e->session, session) == 0;
 }
 
-int cdsh_hub_next(cdsh_hub *hub, const char *session, int64_t *cursor, int64_t timeout_ms,
-                  char **frame)
+/* Waits up to timeout_ms for the next event after *cursor that `session`
+ * sees (NULL: global events only; an id: that session's events and global
+ * ones). Returns 1 with an owned SSE frame in *frame and *cursor advanced,
+ * 0 on timeout, -1 once the hub is closed. A cursor older than the buffer
+ * yields an "event: reset" frame first. */
+static int cdsh_hub_next(cdsh_hub *hub, const char *session, int64_t *cursor, int64_t timeout_ms,
+                         char **frame)
 {
     struct timespec deadline;
     cdsh_clock_deadline(CLOCK_MONOTONIC, timeout_ms, &deadline);

@@ -32,14 +32,6 @@ int64_t cdsh_hub_last_id(cdsh_hub *hub);
 /* Wakes every waiting stream and makes them end; later publishes are dropped. */
 void cdsh_hub_close(cdsh_hub *hub);
 
-/* Waits up to timeout_ms for the next event after *cursor that `session`
- * sees (NULL: global events only; an id: that session's events and global
- * ones). Returns 1 with an owned SSE frame in *frame and *cursor advanced,
- * 0 on timeout, -1 once the hub is closed. A cursor older than the buffer
- * yields an "event: reset" frame first. */
-int cdsh_hub_next(cdsh_hub *hub, const char *session, int64_t *cursor, int64_t timeout_ms,
-                  char **frame);
-
 /* A streaming text/event-stream response following `session` from events
  * after `after` (negative: from now on). NULL on ENOMEM. */
 struct MHD_Response *cdsh_hub_stream_new(cdsh_hub *hub, const char *session, int64_t after);

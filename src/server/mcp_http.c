@@ -434,7 +434,12 @@ static bool hex_digit(char c)
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-bool cdsh__server_uri_ok(const char *uri)
+/* Layer-internal: whether a raw request target (path and query, before
+ * decoding) is free of "%00" and of malformed escapes ("%", "%4", "%zz").
+ * libmicrohttpd decodes "%00" into a NUL that cuts the path short
+ * ("/app.js%00.png" would serve /app.js), so both servers answer 400
+ * BAD_URL to such a target (see cdsh__server_uri_log). */
+static bool cdsh__server_uri_ok(const char *uri)
 {
     for (const char *p = uri; p && *p; p++) {
         if (*p != '%')

@@ -70,13 +70,6 @@ bool cdsh__server_token_equal(const char *a, const char *b);
  * ("bearer x", "BEARER x"); NULL for another scheme or none. */
 const char *cdsh__server_bearer(const char *authorization);
 
-/* Layer-internal: whether a raw request target (path and query, before
- * decoding) is free of "%00" and of malformed escapes ("%", "%4", "%zz").
- * libmicrohttpd decodes "%00" into a NUL that cuts the path short
- * ("/app.js%00.png" would serve /app.js), so both servers answer 400
- * BAD_URL to such a target (see cdsh__server_uri_log). */
-bool cdsh__server_uri_ok(const char *uri);
-
 /* Layer-internal: an MHD_OPTION_URI_LOG_CALLBACK that returns
  * CDSH__SERVER_BAD_URI for a target cdsh__server_uri_ok refuses and NULL
  * otherwise; the request handlers answer 400 when their state starts as

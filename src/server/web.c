@@ -540,11 +540,6 @@ const char *cdsh_web_token(const cdsh_web *web)
     return web->token;
 }
 
-size_t cdsh_web_max_body(const cdsh_web *web)
-{
-    return web->max_body;
-}
-
 char *cdsh_web_url_dup(const cdsh_web *web)
 {
     size_t n = strlen(web->token) + 128;

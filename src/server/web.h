@@ -94,7 +94,6 @@ void cdsh_web_unroute(cdsh_web *web, int id);
 
 uint16_t cdsh_web_port(const cdsh_web *web);
 const char *cdsh_web_token(const cdsh_web *web); /* borrowed */
-size_t cdsh_web_max_body(const cdsh_web *web);
 
 /* Owned "http://<host>:<port>/?token=<token>" (127.0.0.1 for loopback). */
 char *cdsh_web_url_dup(const cdsh_web *web);

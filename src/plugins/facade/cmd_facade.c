@@ -116,7 +116,7 @@ static int list(int json, const char *profile_name)
     return rc;
 }
 
-int cdsh_cmd_facade(int argc, char **argv)
+static int cdsh_cmd_facade(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);

@@ -6,8 +6,6 @@
 
 #include "host/subcommand.h"
 
-int cdsh_cmd_facade(int argc, char **argv);
-
 /* The plugin's `cdsh <name>` rows for its descriptor (NULL-terminated). */
 extern const cdsh_subcommand cdsh_facade_subcommands[];
 

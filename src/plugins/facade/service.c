@@ -295,7 +295,10 @@ static json_t *compile_prop(const char *name, const json_t *spec, cdsh_error *er
     return out;
 }
 
-json_t *cdsh_facade_params_compile(const json_t *spec, cdsh_error *err)
+/* Compiles the defineTool parameter DSL ({field: {type, description?, ...,
+ * required?: true}}) into an open object JSON Schema. Owned; NULL with err
+ * (UNSUPPORTED_SCHEMA) when a property spec is not an object. */
+static json_t *cdsh_facade_params_compile(const json_t *spec, cdsh_error *err)
 {
     if (spec && !json_is_object(spec)) {
         cdsh_error_set(err, CDSH_EUNSUPPORTED, "UNSUPPORTED_SCHEMA",
@@ -310,8 +313,11 @@ json_t *cdsh_facade_params_compile(const json_t *spec, cdsh_error *err)
 
 /* ---- description ------------------------------------------------------------ */
 
-char *cdsh_facade_describe_dup(const char *id, const char *cap_description,
-                               const char *op_description, const json_t *steps)
+/* The generated description of an operation tool (owned), as registered:
+ * `<op desc>\n\n[capability <id>] <cap desc>\nSteps (run in this order by the
+ * harness, one call): 1. a → 2. b`. */
+static char *cdsh_facade_describe_dup(const char *id, const char *cap_description,
+                                      const char *op_description, const json_t *steps)
 {
     cdsh_strbuf sb;
     cdsh_strbuf_init(&sb);

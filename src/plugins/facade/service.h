@@ -68,15 +68,4 @@ json_t *cdsh_facade_problems(cdsh_facade *facade);
  * profile declaration at `index`. */
 void cdsh_facade_set_problem(cdsh_facade *facade, size_t index, const json_t *problem);
 
-/* The generated description of an operation tool (owned), as registered:
- * `<op desc>\n\n[capability <id>] <cap desc>\nSteps (run in this order by the
- * harness, one call): 1. a → 2. b`. Exposed for the analyzer and tests. */
-char *cdsh_facade_describe_dup(const char *id, const char *cap_description,
-                               const char *op_description, const json_t *steps);
-
-/* Compiles the defineTool parameter DSL ({field: {type, description?, ...,
- * required?: true}}) into an open object JSON Schema. Owned; NULL with err
- * (UNSUPPORTED_SCHEMA) when a property spec is not an object. */
-json_t *cdsh_facade_params_compile(const json_t *spec, cdsh_error *err);
-
 #endif

@@ -180,6 +180,8 @@ static void route_progress(cdsh_mcp_client *cl, const json_t *params)
     pthread_mutex_unlock(&cl->plock);
 }
 
+static int cdsh_mcp_client_refresh_tools(cdsh_mcp_client *cl, cdsh_cancel *cancel, cdsh_error *err);
+
 static void on_list_changed(cdsh_mcp_client *cl)
 {
     conn *c = conn_get(cl);
@@ -1211,7 +1213,6 @@ bool cdsh_mcp_client_is_connected(cdsh_mcp_client *cl)
     }
 CONN_FIELD_DUP(cdsh_mcp_client_version_dup, char *, c->version ? strdup(c->version) : NULL)
 CONN_FIELD_DUP(cdsh_mcp_client_server_info_dup, json_t *, json_deep_copy(c->server_info))
-CONN_FIELD_DUP(cdsh_mcp_client_capabilities_dup, json_t *, json_deep_copy(c->caps))
 CONN_FIELD_DUP(cdsh_mcp_client_instructions_dup, char *,
                c->instructions ? strdup(c->instructions) : NULL)
 
@@ -1235,7 +1236,11 @@ static conn *live_conn(cdsh_mcp_client *cl, cdsh_error *err)
     return c;
 }
 
-int cdsh_mcp_client_refresh_tools(cdsh_mcp_client *cl, cdsh_cancel *cancel, cdsh_error *err)
+/* Lists every page again and replaces the cache (a failure keeps the old
+ * one). Duplicate names: CDSH_EPROTO code "BAD_TOOLS" `MCP server "<s>"
+ * listed tool "<t>" more than once`. Endless cursors are cut after 1000
+ * pages (CDSH_EPROTO "BAD_TOOLS"). */
+static int cdsh_mcp_client_refresh_tools(cdsh_mcp_client *cl, cdsh_cancel *cancel, cdsh_error *err)
 {
     conn *c = live_conn(cl, err);
     if (!c)

@@ -76,20 +76,13 @@ void cdsh_mcp_client_free(cdsh_mcp_client *client);
 const char *cdsh_mcp_client_name(const cdsh_mcp_client *client);
 
 /* Owned copies of what the current connection negotiated (NULL if down):
- * protocol version, serverInfo, server capabilities, instructions. */
+ * protocol version, serverInfo, instructions. */
 char *cdsh_mcp_client_version_dup(cdsh_mcp_client *client);
 json_t *cdsh_mcp_client_server_info_dup(cdsh_mcp_client *client);
-json_t *cdsh_mcp_client_capabilities_dup(cdsh_mcp_client *client);
 char *cdsh_mcp_client_instructions_dup(cdsh_mcp_client *client);
 
 /* Owned copy of the cached tool list (array of Tool objects as listed). */
 json_t *cdsh_mcp_client_tools_dup(cdsh_mcp_client *client);
-
-/* Lists every page again and replaces the cache (a failure keeps the old
- * one). Duplicate names: CDSH_EPROTO code "BAD_TOOLS" `MCP server "<s>"
- * listed tool "<t>" more than once`. Endless cursors are cut after 1000
- * pages (CDSH_EPROTO "BAD_TOOLS"). */
-int cdsh_mcp_client_refresh_tools(cdsh_mcp_client *client, cdsh_cancel *cancel, cdsh_error *err);
 
 /* Progress callback: runs on the connection's dispatcher thread (stdio) or
  * the request's thread (HTTP), while the call is pending. Over stdio,

@@ -290,19 +290,6 @@ void cdsh_mcp_session_cancel_all(cdsh_mcp_session *ss, const char *reason)
     pthread_mutex_unlock(&ss->lock);
 }
 
-const char *cdsh_mcp_session_version(cdsh_mcp_session *ss)
-{
-    pthread_mutex_lock(&ss->lock);
-    const char *v = ss->version[0] ? ss->version : NULL;
-    pthread_mutex_unlock(&ss->lock);
-    return v;
-}
-
-void *cdsh_mcp_session_ud(cdsh_mcp_session *ss)
-{
-    return ss->ud;
-}
-
 void cdsh_mcp_session_notification(cdsh_mcp_session *ss, const char *method, const json_t *params)
 {
     if (strcmp(method, "notifications/initialized") == 0) {

@@ -117,12 +117,6 @@ void cdsh_mcp_session_cancel_all(cdsh_mcp_session *session, const char *reason);
 void cdsh_mcp_session_notification(cdsh_mcp_session *session, const char *method,
                                    const json_t *params);
 
-/* The negotiated version (NULL before initialize). Borrowed while the session lives. */
-const char *cdsh_mcp_session_version(cdsh_mcp_session *session);
-
-/* The provider's state for this session (may be NULL). */
-void *cdsh_mcp_session_ud(cdsh_mcp_session *session);
-
 /* ---- stdio -------------------------------------------------------------------- */
 
 /* Serves one session over rfd/wfd (newline-delimited JSON-RPC) until the
