@@ -4,6 +4,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
+# The unit tier waits about half its time (children, sockets, deadlines), so
+# test-fast runs two tests per core: 51 s instead of 60 s on 2 idle cores.
+FAST_JOBS  ?= $(shell echo $$(( $$(nproc) * 2 )))
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?=
 # Ninja when installed (bootstrap installs it): a no-op rebuild takes well
@@ -50,7 +53,7 @@ test: setup build
 
 test-fast: build
 	@start=$$(date +%s); rc=0; \
-	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L '^unit$$' \
+	(cd $(BUILD) && ctest --output-on-failure -j $(FAST_JOBS) -L '^unit$$' \
 	  --output-junit $(abspath $(BUILD))/Testing/ctest-unit.xml) || rc=$$?; \
 	tests/support/test_report.sh $(BUILD)/Testing/ctest-unit.xml $$start \
 	  "unit tier ($(BUILD))"; \

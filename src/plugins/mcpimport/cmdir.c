@@ -43,7 +43,7 @@ void *cdsh__mcpimport_arena_alloc(cdsh__mcpimport_arena *a, size_t n)
     return p;
 }
 
-char *cdsh__mcpimport_arena_strndup(cdsh__mcpimport_arena *a, const char *s, size_t n)
+static char *arena_strndup(cdsh__mcpimport_arena *a, const char *s, size_t n)
 {
     char *p = s ? cdsh__mcpimport_arena_alloc(a, n + 1) : NULL;
     if (p) {
@@ -55,10 +55,10 @@ char *cdsh__mcpimport_arena_strndup(cdsh__mcpimport_arena *a, const char *s, siz
 
 char *cdsh__mcpimport_arena_strdup(cdsh__mcpimport_arena *a, const char *s)
 {
-    return s ? cdsh__mcpimport_arena_strndup(a, s, strlen(s)) : NULL;
+    return s ? arena_strndup(a, s, strlen(s)) : NULL;
 }
 
-void cdsh__mcpimport_arena_deinit(cdsh__mcpimport_arena *a)
+static void arena_deinit(cdsh__mcpimport_arena *a)
 {
     for (struct cdsh__mcpimport_block *b = a->head, *next; b; b = next) {
         next = b->next;
@@ -81,7 +81,7 @@ bool cdsh__mcpimport_strv_from_json(cdsh__mcpimport_arena *a, const json_t *arr,
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(arr, i);
         const char *t =
-            cdsh__mcpimport_arena_strndup(a, json_string_value(s), json_string_length(s));
+            arena_strndup(a, json_string_value(s), json_string_length(s));
         if (!t)
             return false;
         out->v[out->n++] = t;
@@ -105,7 +105,7 @@ void cdsh__mcpimport_cmds_deinit(cdsh__mcpimport_cmds *l)
     json_decref(l->json);
     for (size_t i = 0; i < sizeof l->scratch / sizeof l->scratch[0]; i++)
         json_decref(l->scratch[i]);
-    cdsh__mcpimport_arena_deinit(&l->arena);
+    arena_deinit(&l->arena);
     memset(l, 0, sizeof *l);
 }
 

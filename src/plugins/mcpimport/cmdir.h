@@ -17,10 +17,8 @@ typedef struct cdsh__mcpimport_arena {
 
 /* n bytes aligned for any object, NULL on ENOMEM. */
 void *cdsh__mcpimport_arena_alloc(cdsh__mcpimport_arena *a, size_t n);
-/* Copies of s[0..n) / s with a NUL; NULL on ENOMEM (or when s is NULL). */
-char *cdsh__mcpimport_arena_strndup(cdsh__mcpimport_arena *a, const char *s, size_t n);
+/* A copy of s with a NUL; NULL on ENOMEM (or when s is NULL). */
 char *cdsh__mcpimport_arena_strdup(cdsh__mcpimport_arena *a, const char *s);
-void cdsh__mcpimport_arena_deinit(cdsh__mcpimport_arena *a);
 
 /* A list of strings (in the arena). */
 typedef struct cdsh__mcpimport_strv {

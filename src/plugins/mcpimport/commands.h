@@ -19,6 +19,8 @@
  * '-', "cmd-" prefixed when it would not start with a letter. Owned. */
 char *cdsh_mcpimport_command_name_dup(const char *ns, const char *stem);
 
+/* keep-public: the front-matter fuzz target and the command tests parse one
+ * file through it. */
 /* Command IR (owned) for one Markdown file. cand: {provenance: {source:
  * "claude"|"codex", file, scope, plugin?}, stem, namespace?, pluginRoot?}.
  * IR: {name, originalName, description, argumentHint, prompt, arguments

@@ -239,7 +239,9 @@ static void add_name(kind *k, const char *name, json_t *added)
     json_array_append_new(added, json_pack("[s,s]", k->what, name));
 }
 
-int cdsh__mcpimport_name_kind(const char *arg, const char **name)
+/* "/x" a command (KIND 2), "skill:x" a skill (1), a bare name any kind
+ * (-1); *name without the prefix. */
+static int name_kind(const char *arg, const char **name)
 {
     *name = arg;
     if (arg[0] == '/') {
@@ -307,7 +309,7 @@ static json_t *enable_names(const opts *o, cdsh_mcpimport_scan *scan, enabled *e
     }
     for (int a = 0; a < o->nnames && !*refused; a++) {
         const char *n;
-        int want = cdsh__mcpimport_name_kind(o->names[a], &n);
+        int want = name_kind(o->names[a], &n);
         int k = want >= 0 ? want : KIND_SERVER;
         ir = kinds[k].lookup(scan, n);
         while (!ir && want < 0 && ++k < KIND_COUNT)
@@ -399,7 +401,7 @@ static int op_disable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_e
     const char *missing = NULL;
     for (int a = 0; a < o.nnames && !missing; a++) {
         const char *n;
-        int want = cdsh__mcpimport_name_kind(o.names[a], &n);
+        int want = name_kind(o.names[a], &n);
         bool removed = false;
         for (int k = 0; k < KIND_COUNT; k++)
             if (want < 0 || want == k)

@@ -18,8 +18,4 @@
 
 const cdsh_ops_table *cdsh_mcpimport_ops_table(void);
 
-/* Layer-internal: "/x" a command (KIND 2), "skill:x" a skill (1), a bare
- * name any kind (-1); *name without the prefix. */
-int cdsh__mcpimport_name_kind(const char *arg, const char **name);
-
 #endif
