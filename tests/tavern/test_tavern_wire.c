@@ -366,10 +366,9 @@ static void regenerate_and_swipe_type_the_childs_turn(void **state)
     json_t *rec = trigger_record(w, a, 3, &log);
     assert_string_equal(json_string_value(json_object_get(rec, "generationType")), "normal");
     json_decref(log);
-    json_t *res = cdsh_rpc_call(cdsh_host_rpc(w->host), "/tavern", "regenerate",
-                                json_pack("{s:s,s:i,s:s}", "sessionId", a, "turn", 2,
-                                          "generationType", "quiet"),
-                                NULL);
+    json_t *quiet = json_pack("{s:s,s:i,s:s}", "sessionId", a, "turn", 2, "generationType", "quiet");
+    json_t *res = cdsh_rpc_call(cdsh_host_rpc(w->host), "/tavern", "regenerate", quiet, NULL);
+    json_decref(quiet); /* the call borrows its payload */
     assert_false(json_is_true(json_object_get(res, "ok")));
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(res, "error"), "code")), "bad-request");
