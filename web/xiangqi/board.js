@@ -206,11 +206,11 @@ export function mount(root, host = standaloneHost()) {
       why.textContent = `${t('cause')}: ${cause.message} (${cause.code})`;
       cause_.append(why);
       if (fix) {
-        const todo = document.createElement('div');
-        todo.className = 'xq-fix';
-        todo.dataset.testid = 'xq-fix';
-        todo.textContent = `${t('whatToDo')}: ${fix}`;
-        cause_.append(todo);
+        const advice = document.createElement('div');
+        advice.className = 'xq-fix';
+        advice.dataset.testid = 'xq-fix';
+        advice.textContent = `${t('whatToDo')}: ${fix}`;
+        cause_.append(advice);
       }
     }
     status.dataset.tone = v.message ? v.message.tone : v.pending === 'ai-failed' ? 'error' : 'info';
