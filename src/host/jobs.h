@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/cancel.h"
 #include "base/err.h"
@@ -168,6 +169,15 @@ void cdsh_jobs_dispose_owner(cdsh_jobs *jobs, const char *owner);
 
 /* Jobs known (running or kept), for leak checks. */
 size_t cdsh_jobs_count(cdsh_jobs *jobs);
+
+/* For a subcommand (jobs_cli.c): starts spec as a job of ctx, prints
+ * `<sub>: <why>: running as background job <id>` and each progress
+ * (`<id>: [done/total] message`) on `progress`, waits for the end, writes the
+ * job's output to `out` and `<id>: <status>[: detail]` on `progress`.
+ * Returns the exit status: 0 when the job completed, else 1 (a refused
+ * start is printed as `<sub>: <message>`). */
+int cdsh_jobs_cli_run(cdsh_plugin_ctx *ctx, const char *sub, const cdsh_job_spec *spec,
+                      const char *why, FILE *out, FILE *progress);
 
 /* The "jobs" plugin: the tools job_output, job_list, job_kill and the RPC
  * channel `/jobs` (list, output, kill). Enabled by default. Config:

@@ -1,6 +1,12 @@
-/* cmd_acp_probe.h — `cdsh acp probe <engine>`: try-connect with evidence. */
+/* cmd_acp_probe.h — `cdsh acp probe <engine>`: try-connect with evidence;
+ * `cdsh acp probe --all`: every engine, as a background job of the acp
+ * plugin (host/jobs.h). */
 #ifndef CDSH_PLUGINS_ACP_CMD_ACP_PROBE_H
 #define CDSH_PLUGINS_ACP_CMD_ACP_PROBE_H
+
+/* The acp plugin provides its own context under this name, so that the
+ * command can start jobs the plugin owns (unloaded with it). */
+#define CDSH_ACP_JOBS_SERVICE "acp-jobs"
 
 int cdsh_cmd_acp_probe(int argc, char **argv);
 

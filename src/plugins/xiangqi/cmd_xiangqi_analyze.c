@@ -198,7 +198,8 @@ static void on_info(const cdsh_xq_info *info, void *user)
 static void req_free(void *ud)
 {
     analyze_req *q = ud;
-    free(q->fen);
+    if (q)
+        free(q->fen);
     free(q);
 }
 
@@ -221,26 +222,13 @@ static int analyze_job_run(void *ud, cdsh_job *job)
     return rc == 0 ? 0 : CDSH_EIO;
 }
 
-static void on_job_event(void *arg, const char *name, const cdsh_scope *scope,
-                         const json_t *payload)
-{
-    (void)scope;
-    (void)arg;
-    /* this command's host runs one analysis: its job is the only one of its kind */
-    const char *id = json_string_value(json_object_get(payload, "id"));
-    if (strncmp(id, "xiangqi-analyze-", 16) == 0 && strcmp(name, "jobs/progress") == 0)
-        fprintf(stderr, "%s: %s\n", id, json_string_value(json_object_get(payload, "message")));
-}
-
 /* Runs the analysis as a job of the xiangqi plugin and waits for it. */
 static int analyze_as_job(const analyze_req *req)
 {
     cdsh_host *host = NULL;
     cdsh_profile *profile = NULL;
-    char *id = NULL;
     int rc = 1;
     cdsh_error err = {0};
-    cdsh_disposer_t listener = {0};
     cdsh_xq_pos *pos = cdsh_xq_pos_new();
     if (!pos || cdsh_xq_pos_set_fen(pos, req->fen, &err) != 0) { /* before any job */
         if (pos)
@@ -266,45 +254,22 @@ static int analyze_as_job(const analyze_req *req)
         req_free(q);
         goto cleanup;
     }
-    char label[160];
-    snprintf(label, sizeof label, "analyze to depth %ld: %.120s", req->depth, req->fen);
-    cdsh_job_spec spec = {.kind = "xiangqi-analyze",
-                          .label = label,
-                          .run = analyze_job_run,
-                          .ud = q,
-                          .free_ud = req_free};
     if (!q || !q->fen) {
         fprintf(stderr, "cdsh xiangqi analyze: out of memory\n");
         req_free(q);
         goto cleanup;
     }
-    /* listen before the start, so no progress is missed */
-    if (cdsh_events_on(cdsh_host_events(host), "jobs/*", NULL, on_job_event, NULL, &listener,
-                       &err) != 0 ||
-        cdsh_ctx_job_start(ctx, &spec, &id, &err) != 0) {
-        fprintf(stderr, "cdsh xiangqi analyze: %s\n", err.message);
-        goto cleanup;
-    }
-    fprintf(stderr,
-            "cdsh xiangqi analyze: depth %ld is beyond a turn's budget (%d plies): running as "
-            "background job %s\n",
-            req->depth, CDSH_XQ_TURN_DEPTH, id);
-    cdsh_job_status st = CDSH_JOB_FAILED;
-    json_t *res = NULL;
-    if (cdsh_jobs_wait(cdsh_host_jobs(host), id, -1, NULL, &st, &err) != 0 ||
-        cdsh_jobs_read(cdsh_host_jobs(host), NULL, id, 0, NULL, &res, &err) != 0) {
-        fprintf(stderr, "cdsh xiangqi analyze: %s\n", err.message);
-        goto cleanup;
-    }
-    fputs(json_string_value(json_object_get(res, "output")), stdout);
-    const char *detail = json_string_value(json_object_get(res, "detail"));
-    fprintf(stderr, "%s: %s%s%s\n", id, cdsh_job_status_name(st), detail ? ": " : "",
-            detail ? detail : "");
-    json_decref(res);
-    rc = st == CDSH_JOB_COMPLETED ? 0 : 1;
+    char label[160], why[96];
+    snprintf(label, sizeof label, "analyze to depth %ld: %.120s", req->depth, req->fen);
+    snprintf(why, sizeof why, "depth %ld is beyond a turn's budget (%d plies)", req->depth,
+             CDSH_XQ_TURN_DEPTH);
+    cdsh_job_spec spec = {.kind = "xiangqi-analyze",
+                          .label = label,
+                          .run = analyze_job_run,
+                          .ud = q,
+                          .free_ud = req_free};
+    rc = cdsh_jobs_cli_run(ctx, "cdsh xiangqi analyze", &spec, why, stdout, stderr);
 cleanup:
-    cdsh_disposer_run(&listener);
-    free(id);
     cdsh_host_free(host);
     cdsh_profile_free(profile);
     return rc;
