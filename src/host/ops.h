@@ -65,6 +65,9 @@ struct cdsh_op {
     unsigned surfaces;      /* CDSH_OP_TOOL | CDSH_OP_RPC | CDSH_OP_COMMAND, at least one */
     unsigned flags;         /* CDSH_OP_READ */
     cdsh_op_parse_fn parse; /* command rows: NULL gives {} */
+    /* Tool rows: the result's render intent (tools.h, §1 presentResult);
+     * NULL: the table's present_result. Pure; NULL answer = generic card. */
+    json_t *(*present_result)(const json_t *args, const json_t *result);
 };
 
 /* A plugin's table and the hooks that shape its surfaces. Only `plugin`,
@@ -83,6 +86,9 @@ typedef struct cdsh_ops_table {
     const char *tool_prefix;    /* prepended to tool rows' names; NULL: "" */
     const char *tool_error;     /* info.name of a failed tool; NULL: "OperationError" */
     cdsh_tool_render_fn render; /* NULL: the registry's default */
+    /* Render intent of every tool row's result without one of its own
+     * (tools.h, §1 presentResult); NULL: the generic card. */
+    json_t *(*present_result)(const json_t *args, const json_t *result);
 
     /* ---- RPC surface ---- */
     const char *rpc_channel; /* required when a row has CDSH_OP_RPC */
