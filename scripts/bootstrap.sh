@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake pkg-config clang git
+  build-essential cmake ninja-build pkg-config clang git
   libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libsqlite3-dev libpcre2-dev
   libyaml-dev libssl-dev zlib1g-dev libpng-dev libzip-dev libedit-dev
   libjavascriptcoregtk-4.1-dev

@@ -3,6 +3,7 @@
  * errors, session CRUD, turns started over HTTP with their events streamed
  * in order, cancel, busy sessions, plugin state events, the RPC envelope and
  * its HTTP codes, the route table and the remote-bind refusal. */
+#include "support/rounds.h"
 #include "support/testkit.h"
 
 #include "support/model_env.h"
@@ -861,12 +862,12 @@ static void the_bearer_scheme_is_case_insensitive(void **state)
 
 /* ---- turn/end and SESSION_BUSY --------------------------------------------------------- */
 
-#define ON_EVENT_POSTS 500
-
 /* Posts the next message from inside the SSE callback, the moment the
- * turn/end event arrives (what a page does), ON_EVENT_POSTS times. */
+ * turn/end event arrives (what a page does), `posts` times: 100 in the unit
+ * tier, 500 in the slow tier (CDSH_TEST_ROUNDS=5). */
 typedef struct chain {
     const srv *s;
+    int posts;
     char path[160];
     cdsh_strbuf data;
     size_t seen; /* turn/end events read so far */
@@ -881,7 +882,7 @@ static size_t chain_write(char *ptr, size_t size, size_t n, void *ud)
     for (const char *p = c->data.data; (p = strstr(p, "event: turn/end\n")); p++)
         ends++;
     for (; c->seen < ends; c->seen++) {
-        if (c->accepted + c->busy + c->other >= ON_EVENT_POSTS)
+        if (c->accepted + c->busy + c->other >= c->posts)
             return 0; /* done: end the stream */
         json_t *v = NULL;
         long st = http(c->s, "POST", c->path, H(c->s->auth, JSON_CT), "{\"text\":\"next\"}", &v);
@@ -916,7 +917,7 @@ static void a_message_posted_on_turn_end_is_never_busy(void **state)
     srv s;
     srv_open(&s, 0, "[{\"text\":\"ok\",\"finish_reason\":\"stop\",\"repeat\":true}]");
     char *id = create_session(&s);
-    chain c = {.s = &s};
+    chain c = {.s = &s, .posts = cdsh_test_rounds(100)};
     cdsh_strbuf_init(&c.data);
     snprintf(c.path, sizeof c.path, "/api/sessions/%s/messages", id);
     char url[256];
@@ -935,15 +936,15 @@ static void a_message_posted_on_turn_end_is_never_busy(void **state)
     curl_slist_free_all(hd);
     curl_easy_cleanup(h);
     cdsh_strbuf_deinit(&c.data);
-    print_message("posted on turn/end %d times: %d accepted, %d busy, %d other\n", ON_EVENT_POSTS,
+    print_message("posted on turn/end %d times: %d accepted, %d busy, %d other\n", c.posts,
                   c.accepted, c.busy, c.other);
     assert_int_equal(c.busy, 0);
     assert_int_equal(c.other, 0);
-    assert_int_equal(c.accepted, ON_EVENT_POSTS);
+    assert_int_equal(c.accepted, c.posts);
     wait_idle(&s, id);
     cdsh_error err;
     json_t *info = cdsh_session_store_info_dup(s.store, id, &err);
-    assert_int_equal(json_integer_value(json_object_get(info, "lastTurn")), ON_EVENT_POSTS + 1);
+    assert_int_equal(json_integer_value(json_object_get(info, "lastTurn")), c.posts + 1);
     json_decref(info);
     free(id);
     srv_close(&s);

@@ -96,20 +96,20 @@ static void import_writes_the_card_directory_layout(void **state)
     assert_false(exists(f, rel)); /* JSON card: no avatar */
     snprintf(rel, sizeof rel, "characters/%s/assets/regex-scripts.json", id);
     json_t *rules = NULL;
-    assert_int_equal(cdsh_tavern_store_get(f->store, rel, &rules, NULL, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_load(f->store, rel, &rules, NULL, NULL), 0);
     assert_int_equal(json_array_size(rules), 0);
     json_decref(rules);
     json_t *book = NULL;
     char lid[128];
     snprintf(lid, sizeof lid, "card:%s", id);
-    assert_int_equal(cdsh_tavern_store_asset_get(f->store, CDSH_TAVERN_LOREBOOK, lid, &book, NULL),
+    assert_int_equal(cdsh_tavern_store_asset_load(f->store, CDSH_TAVERN_LOREBOOK, lid, &book, NULL),
                      0);
     assert_string_equal(json_string_value(json_object_get(book, "name")), "Eldoria");
     assert_int_equal(json_object_size(json_object_get(book, "entries")), 4);
     json_decref(book);
     json_t *rec = NULL;
     char *tag = NULL;
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, id, &rec, &tag, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, id, &rec, &tag, NULL), 0);
     assert_string_equal(tag, json_string_value(json_object_get(res, "tag")));
     assert_memory_equal(tag, "1-", 2);
     assert_string_equal(json_string_value(json_object_get(rec, "name")), "Seraphina");
@@ -136,14 +136,14 @@ static void same_named_cards_never_overwrite(void **state)
         assert_string_equal(json_string_value(json_object_get(json_array_get(list, i), "name")),
                             "Twin");
     json_t *rec = NULL;
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, ia, &rec, NULL, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, ia, &rec, NULL, NULL), 0);
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(rec, "data"), "description")), "first");
     json_decref(rec);
     /* delete, then re-import gets a new id */
     assert_int_equal(cdsh_tavern_store_delete_card(f->store, ia, NULL), 0);
     cdsh_error err = {0};
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, ia, &rec, NULL, &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, ia, &rec, NULL, &err), CDSH_ENOTFOUND);
     assert_string_equal(err.code, "CARD_NOT_FOUND");
     json_t *rc2 = import_text(f, a, CDSH_TAVERN_BOOK_ASK);
     assert_string_not_equal(json_string_value(json_object_get(rc2, "cardId")), ia);
@@ -174,7 +174,7 @@ static void book_choice_is_required_and_respected(void **state)
     snprintf(rel, sizeof rel, "characters/%s/assets/character-book.json", id);
     assert_false(exists(f, rel));
     json_t *rec = NULL;
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, id, &rec, NULL, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, id, &rec, NULL, NULL), 0);
     assert_null(json_object_get(json_object_get(rec, "data"), "character_book"));
     json_decref(rec);
     json_decref(res);
@@ -226,7 +226,7 @@ static void revision_tags_bump_and_detect_concurrent_edits(void **state)
     assert_memory_equal(t3, "3-", 2);
     json_t *got = NULL;
     char *tag = NULL;
-    assert_int_equal(cdsh_tavern_store_get(f->store, "x/thing.json", &got, &tag, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_load(f->store, "x/thing.json", &got, &tag, NULL), 0);
     assert_string_equal(tag, t3);
     assert_int_equal(json_integer_value(json_object_get(got, "a")), 2);
     json_decref(got);
@@ -258,13 +258,13 @@ static void paths_cannot_leave_the_store(void **state)
     cdsh_test_write_file(planted, "{\"cdsh\":{\"kind\":\"card\",\"revision\":1,\"tag\":\"1-x\"},"
                                   "\"value\":{\"name\":\"Evil\",\"data\":{\"name\":\"Evil\"}}}");
     json_t *rec = NULL;
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, "evil-00000000", &rec, NULL, &err),
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, "evil-00000000", &rec, NULL, &err),
                      CDSH_EPERM);
     assert_string_equal(err.code, "PATH_ESCAPE");
     json_t *list = NULL;
     assert_int_equal(cdsh_tavern_store_list_cards(f->store, &list, NULL), 0);
     assert_int_equal(json_array_size(list), 0);
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, "../outside", &rec, NULL, &err),
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, "../outside", &rec, NULL, &err),
                      CDSH_EINVAL);
     assert_string_equal(err.code, "BAD_CARD_ID");
     json_decref(list);
@@ -293,15 +293,15 @@ static void library_assets_round_trip_and_get_unique_ids(void **state)
     /* export → import gives the same book */
     json_t *v1 = NULL;
     assert_int_equal(
-        cdsh_tavern_store_asset_get(f->store, CDSH_TAVERN_LOREBOOK, "eldoria", &v1, &err), 0);
+        cdsh_tavern_store_asset_load(f->store, CDSH_TAVERN_LOREBOOK, "eldoria", &v1, &err), 0);
     char *text = cdsh_json_dump_pretty_dup(v1);
     assert_int_equal(cdsh_tavern_store_import_asset(f->store, CDSH_TAVERN_LOREBOOK, text,
                                                     strlen(text), "other", &r3, &err),
                      0);
     json_t *v3 = NULL;
-    assert_int_equal(cdsh_tavern_store_asset_get(f->store, CDSH_TAVERN_LOREBOOK,
-                                                 json_string_value(json_object_get(r3, "id")), &v3,
-                                                 &err),
+    assert_int_equal(cdsh_tavern_store_asset_load(f->store, CDSH_TAVERN_LOREBOOK,
+                                                  json_string_value(json_object_get(r3, "id")), &v3,
+                                                  &err),
                      0);
     assert_true(cdsh_json_equal(v1, v3));
     json_t *list = NULL;
@@ -357,7 +357,7 @@ static void global_regex_rules_accumulate(void **state)
     assert_memory_equal(json_string_value(json_object_get(res, "tag")), "2-", 2);
     json_decref(res);
     json_t *rules = NULL;
-    assert_int_equal(cdsh_tavern_store_regex_get(f->store, &rules, &err), 0);
+    assert_int_equal(cdsh_tavern_store_regex_load(f->store, &rules, &err), 0);
     assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 1), "name")),
                         "two");
     json_decref(rules);
@@ -378,7 +378,7 @@ static void exported_png_reimports_with_the_same_fields(void **state)
     char rxrel[256];
     snprintf(rxrel, sizeof rxrel, "characters/%s/assets/regex-scripts.json", id);
     json_t *rules = NULL;
-    assert_int_equal(cdsh_tavern_store_get(f->store, rxrel, &rules, NULL, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_load(f->store, rxrel, &rules, NULL, NULL), 0);
     json_t *r0 = json_array_get(rules, 0);
     assert_string_equal(json_string_value(json_object_get(r0, "source")), "card");
     assert_true(json_is_true(json_object_get(r0, "enabled"))); /* display rule stays on */
@@ -392,8 +392,8 @@ static void exported_png_reimports_with_the_same_fields(void **state)
         cdsh_tavern_store_import_card(f->store, png, n, CDSH_TAVERN_BOOK_ASK, &res2, &err), 0);
     const char *id2 = json_string_value(json_object_get(res2, "cardId"));
     json_t *a = NULL, *b = NULL;
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, id, &a, NULL, NULL), 0);
-    assert_int_equal(cdsh_tavern_store_card_get(f->store, id2, &b, NULL, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, id, &a, NULL, NULL), 0);
+    assert_int_equal(cdsh_tavern_store_card_load(f->store, id2, &b, NULL, NULL), 0);
     assert_true(cdsh_json_equal(json_object_get(a, "data"), json_object_get(b, "data")));
     assert_true(
         cdsh_json_equal(json_object_get(a, "depth_prompt"), json_object_get(b, "depth_prompt")));

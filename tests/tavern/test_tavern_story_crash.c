@@ -136,7 +136,7 @@ static void verify(const char *home, cdsh_tavern_bindings *b)
         assert_int_equal(scalar(db, "SELECT COUNT(*) FROM undo"), 0);
         check_log_matches_bodies(db, e->d_name);
         json_t *binding = NULL;
-        bool bound = cdsh_tavern_binding_get(b, owner, &binding, NULL) == 0 &&
+        bool bound = cdsh_tavern_binding_load(b, owner, &binding, NULL) == 0 &&
                      strcmp(json_string_value(json_object_get(binding, "storyId")), id) == 0;
         if (bound && strcmp(owner, "s-p") == 0)
             assert_int_equal(scalar(db, "SELECT COUNT(*) FROM floors WHERE rolled_back_at IS NOT "

@@ -56,7 +56,7 @@ static void put_str(cdsh_tavern_story *s, const char *floor, const char *key, co
 static char *get_str(cdsh_tavern_story *s, const char *key)
 {
     json_t *v = NULL;
-    if (cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, key, &v, NULL) < 0)
+    if (cdsh_tavern_story_load(s, CDSH_TAVERN_KIND_DOC, key, &v, NULL) < 0)
         return NULL;
     char *out = strdup(json_string_value(v));
     json_decref(v);

@@ -131,8 +131,8 @@ static void each_binding_gets_its_own_story(void **state)
     bind(f, "s-one");
     bind(f, "s-two");
     json_t *b1 = NULL, *b2 = NULL;
-    assert_int_equal(cdsh_tavern_binding_get(f->b, "s-one", &b1, &err), 0);
-    assert_int_equal(cdsh_tavern_binding_get(f->b, "s-two", &b2, &err), 0);
+    assert_int_equal(cdsh_tavern_binding_load(f->b, "s-one", &b1, &err), 0);
+    assert_int_equal(cdsh_tavern_binding_load(f->b, "s-two", &b2, &err), 0);
     assert_string_not_equal(json_string_value(json_object_get(b1, "storyId")),
                             json_string_value(json_object_get(b2, "storyId")));
     cdsh_tavern_story *s = NULL;
@@ -172,7 +172,7 @@ static void unknown_card_is_refused(void **state)
     assert_string_equal(err.code, "CARD_NOT_FOUND");
     json_decref(spec);
     json_t *none = NULL;
-    assert_int_equal(cdsh_tavern_binding_get(f->b, "s-x", &none, &err), CDSH_ENOTFOUND);
+    assert_int_equal(cdsh_tavern_binding_load(f->b, "s-x", &none, &err), CDSH_ENOTFOUND);
     assert_string_equal(err.code, "NOT_BOUND");
 }
 
@@ -216,7 +216,7 @@ static void branch_undoes_only_the_draft(void **state)
     json_decref(sib);
     /* the child's story is not the parent's: the parent cannot open it */
     json_t *cb = NULL;
-    assert_int_equal(cdsh_tavern_binding_get(f->b, "s-child1", &cb, &err), 0);
+    assert_int_equal(cdsh_tavern_binding_load(f->b, "s-child1", &cb, &err), 0);
     char *path =
         cdsh_tavern_story_path_dup(f->b, json_string_value(json_object_get(cb, "storyId")));
     assert_int_equal(cdsh_tavern_story_open(path, &s, &err), 0);

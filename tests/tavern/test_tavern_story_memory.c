@@ -99,7 +99,7 @@ static void decay_prefers_recent_entries(void **state)
     char *b = write(f->s, NULL, "a storm blew the lantern out over the bay", NULL);
     /* age entry a by a year */
     json_t *v = NULL;
-    assert_int_equal(cdsh_tavern_story_get(f->s, "memory", a, &v, &err), 0);
+    assert_int_equal(cdsh_tavern_story_load(f->s, "memory", a, &v, &err), 0);
     json_object_set_new(v, "updated", json_string("2020-01-01T00:00:00.000Z"));
     assert_int_equal(cdsh_tavern_story_put(f->s, NULL, "memory", a, v, NULL, &err), 0);
     json_decref(v);
@@ -241,7 +241,7 @@ static void update_merges_and_missing_is_not_found(void **state)
                      0);
     json_decref(res);
     json_t *v = NULL;
-    assert_int_equal(cdsh_tavern_story_get(f->s, "memory", a, &v, &err), 0);
+    assert_int_equal(cdsh_tavern_story_load(f->s, "memory", a, &v, &err), 0);
     assert_int_equal(json_array_size(json_object_get(v, "keys")), 2);
     json_decref(v);
     assert_int_equal(

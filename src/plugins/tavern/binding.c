@@ -177,11 +177,11 @@ static json_t *get_locked(cdsh_tavern_bindings *b, const char *session, int *rc,
     return v;
 }
 
-int cdsh_tavern_binding_get(cdsh_tavern_bindings *b, const char *session_id, json_t **out,
-                            cdsh_error *err)
+int cdsh_tavern_binding_load(cdsh_tavern_bindings *b, const char *session_id, json_t **out,
+                             cdsh_error *err)
 {
     if (!b || !session_id || !out)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "binding_get: missing argument");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "binding_load: missing argument");
     int rc;
     pthread_mutex_lock(&b->mu);
     *out = get_locked(b, session_id, &rc, err);
@@ -233,7 +233,7 @@ static json_t *initial_docs(cdsh_tavern_bindings *b, const char *card_id)
         json_t *v = NULL;
         if (asprintf(&rel, "characters/%s/%s", card_id, files[i]) < 0)
             continue;
-        if (cdsh_tavern_store_get(b->store, rel, &v, NULL, NULL) == 0)
+        if (cdsh_tavern_store_load(b->store, rel, &v, NULL, NULL) == 0)
             json_object_set_new(docs, files[i], v);
         free(rel);
     }
@@ -263,7 +263,7 @@ int cdsh_tavern_binding_set(cdsh_tavern_bindings *b, const json_t *spec, json_t 
                               "presetId/personaId must be strings or null, lorebookIds an array, "
                               "greetingIndex an integer >= 0");
     json_t *record = NULL;
-    int rc = cdsh_tavern_store_card_get(b->store, card, &record, NULL, err);
+    int rc = cdsh_tavern_store_card_load(b->store, card, &record, NULL, err);
     json_decref(record);
     if (rc < 0)
         return rc;
@@ -375,7 +375,7 @@ int cdsh_tavern_binding_open_story(cdsh_tavern_bindings *b, const char *session_
                                    cdsh_tavern_story **out, cdsh_error *err)
 {
     json_t *binding = NULL;
-    int rc = cdsh_tavern_binding_get(b, session_id, &binding, err);
+    int rc = cdsh_tavern_binding_load(b, session_id, &binding, err);
     if (rc < 0)
         return rc;
     char *path =

@@ -38,8 +38,8 @@ cdsh_tavern_store *cdsh_tavern_bindings_store_get(cdsh_tavern_bindings *b);
 int cdsh_tavern_binding_set(cdsh_tavern_bindings *b, const json_t *spec, json_t **out,
                             cdsh_error *err);
 /* The binding (owned); NOT_BOUND (CDSH_ENOTFOUND) when unbound. */
-int cdsh_tavern_binding_get(cdsh_tavern_bindings *b, const char *session_id, json_t **out,
-                            cdsh_error *err);
+int cdsh_tavern_binding_load(cdsh_tavern_bindings *b, const char *session_id, json_t **out,
+                             cdsh_error *err);
 /* Unbinds; the story file stays until swept as unbound. */
 int cdsh_tavern_binding_clear(cdsh_tavern_bindings *b, const char *session_id, cdsh_error *err);
 /* All bindings of a card, or of every card when card_id is NULL (owned array). */

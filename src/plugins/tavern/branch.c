@@ -51,7 +51,7 @@ int cdsh_tavern_branch(cdsh_tavern_bindings *b, const char *source_session, int6
     char *story_id = NULL, *path = NULL, *tmp = NULL, *child = NULL;
     bool published = false;
     char hex[17];
-    int rc = cdsh_tavern_binding_get(b, source_session, &src_binding, err);
+    int rc = cdsh_tavern_binding_load(b, source_session, &src_binding, err);
     if (rc < 0)
         goto cleanup;
     if ((rc = cdsh_tavern_binding_open_story(b, source_session, &src, err)) < 0)

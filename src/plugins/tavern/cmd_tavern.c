@@ -570,7 +570,7 @@ static int cmd_kind(cdsh_tavern_kind kind, const char *kname, const char *action
         json_t *v = NULL;
         rc = open_store(&s, &err);
         if (rc == 0)
-            rc = cdsh_tavern_store_asset_get(s, kind, o->args[0], &v, &err);
+            rc = cdsh_tavern_store_asset_load(s, kind, o->args[0], &v, &err);
         if (rc == 0)
             rc = write_json_file(o->output, v, &err);
         if (rc == 0 && !o->json && !to_stdout(o->output))
@@ -626,7 +626,7 @@ static int cmd_regex(const char *action, const opts *o)
         json_t *rules = NULL;
         rc = open_store(&s, &err);
         if (rc == 0)
-            rc = cdsh_tavern_store_regex_get(s, &rules, &err);
+            rc = cdsh_tavern_store_regex_load(s, &rules, &err);
         if (rc == 0 && exp) {
             rc = write_json_file(o->output, rules, &err);
             json_decref(rules);

@@ -263,7 +263,7 @@ static json_t *story_wi_layer(cdsh_tavern_store *st, const char *story)
         return json_object();
     cdsh_tavern_story *s = NULL;
     if (cdsh_tavern_story_open(path, &s, NULL) == 0 &&
-        cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, "settings/world-info.json", &layer, NULL) <
+        cdsh_tavern_story_load(s, CDSH_TAVERN_KIND_DOC, "settings/world-info.json", &layer, NULL) <
             0)
         layer = NULL;
     cdsh_tavern_story_free(s);
@@ -471,13 +471,13 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
     cdsh_tavern_state_store *ss = NULL;
     int rc = cdsh_tavern_store_open(cdsh_cli_home(), NULL, &st, &err);
     if (rc == 0)
-        rc = cdsh_tavern_store_card_get(st, card_id, &card, &tag, &err);
+        rc = cdsh_tavern_store_card_load(st, card_id, &card, &tag, &err);
     if (rc == 0 && preset_id)
-        rc = cdsh_tavern_store_asset_get(st, CDSH_TAVERN_PRESET, preset_id, &preset, &err);
+        rc = cdsh_tavern_store_asset_load(st, CDSH_TAVERN_PRESET, preset_id, &preset, &err);
     if (rc == 0 && persona_id)
-        rc = cdsh_tavern_store_asset_get(st, CDSH_TAVERN_PERSONA, persona_id, &persona, &err);
+        rc = cdsh_tavern_store_asset_load(st, CDSH_TAVERN_PERSONA, persona_id, &persona, &err);
     if (rc == 0)
-        rc = cdsh_tavern_store_regex_get(st, &rules, &err);
+        rc = cdsh_tavern_store_regex_load(st, &rules, &err);
     if (rc == 0 && chat_path)
         rc = load_chat(chat_path, &ch, &err);
     for (size_t i = 0; rc == 0 && i < json_array_size(book_paths); i++)
@@ -486,7 +486,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         /* Card rules live next to the card; a card without them has none. */
         char rel[512];
         snprintf(rel, sizeof rel, "characters/%s/assets/regex-scripts.json", card_id);
-        if (cdsh_tavern_store_get(st, rel, &card_rules, NULL, NULL) == 0)
+        if (cdsh_tavern_store_load(st, rel, &card_rules, NULL, NULL) == 0)
             json_array_extend(rules, card_rules);
         if (json_array_size(json_object_get(preset, "regexScripts"))) {
             json_t *pr = cdsh_tavern_regex_rules_from_st_dup(
@@ -542,7 +542,7 @@ int cdsh_cmd_tavern_preview(int argc, char **argv)
         if (context > 0)
             in.wi.max_context = context;
         json_t *profile = NULL, *file = NULL;
-        if (rc == 0 && cdsh_tavern_store_get(st, "settings.json", &profile, NULL, NULL) == 0)
+        if (rc == 0 && cdsh_tavern_store_load(st, "settings.json", &profile, NULL, NULL) == 0)
             rc = cdsh_tavern_wi_settings_apply(&in.wi, json_object_get(profile, "worldInfo"), &err);
         if (rc == 0 && story) {
             json_t *layer = story_wi_layer(st, story);

@@ -558,7 +558,7 @@ static bool js_falsy(const json_t *v)
     return false;
 }
 
-json_t *cdsh__macro_var_get(json_t *store, const char *name)
+json_t *cdsh__macro_var_dup(json_t *store, const char *name)
 {
     return var_read(json_object_get(store, name));
 }
@@ -567,7 +567,7 @@ json_t *cdsh__macro_var_get(json_t *store, const char *name)
  * new value (owned). value is a string or a number. */
 json_t *cdsh__macro_var_add(json_t *store, const char *name, const json_t *value)
 {
-    json_t *cur = cdsh__macro_var_get(store, name);
+    json_t *cur = cdsh__macro_var_dup(store, name);
     if (js_falsy(cur)) {
         json_decref(cur);
         cur = json_real(0);
@@ -722,7 +722,7 @@ void cdsh__macro_var_key_get(json_t *store, const char *name, const char *key, c
                     cdsh_strbuf_deinit(&tmp);
                     json_t *rd = json_object();
                     json_object_set_new(rd, "v", ch);
-                    json_t *g = cdsh__macro_var_get(rd, "v");
+                    json_t *g = cdsh__macro_var_dup(rd, "v");
                     cdsh__macro_js_str(out, g);
                     json_decref(g);
                     json_decref(rd);
@@ -749,7 +749,7 @@ void cdsh__macro_var_key_get(json_t *store, const char *name, const char *key, c
             json_object_set(tmp, "v", v);
         }
     }
-    json_t *g = cdsh__macro_var_get(tmp, "v");
+    json_t *g = cdsh__macro_var_dup(tmp, "v");
     cdsh__macro_js_str(out, g);
     json_decref(g);
     json_decref(tmp);
@@ -815,7 +815,7 @@ static void eval_var(mx *x, const char *t, const node *nd, uint64_t ctx_off, cds
 #define LAZY() lazy(x, t, nd, ctx_off, &val)
     json_t *cur = NULL;
     switch (nd->op) {
-    case OP_GET: cur = cdsh__macro_var_get(store, name); cdsh__macro_js_str(out, cur); break;
+    case OP_GET: cur = cdsh__macro_var_dup(store, name); cdsh__macro_js_str(out, cur); break;
     case OP_SET: var_set(x, store, name, LAZY()); break;
     case OP_INC:
     case OP_DEC: {
@@ -843,7 +843,7 @@ static void eval_var(mx *x, const char *t, const node *nd, uint64_t ctx_off, cds
     }
     case OP_OR:
     case OP_ORA: {
-        cur = cdsh__macro_var_get(store, name);
+        cur = cdsh__macro_var_dup(store, name);
         cdsh_strbuf s;
         cdsh_strbuf_init(&s);
         cdsh__macro_js_str(&s, cur);
@@ -861,7 +861,7 @@ static void eval_var(mx *x, const char *t, const node *nd, uint64_t ctx_off, cds
     case OP_NC:
     case OP_NCA:
         if (json_object_get(store, name)) {
-            cur = cdsh__macro_var_get(store, name);
+            cur = cdsh__macro_var_dup(store, name);
             cdsh__macro_js_str(out, cur);
         } else {
             if (nd->op == OP_NCA)
@@ -871,7 +871,7 @@ static void eval_var(mx *x, const char *t, const node *nd, uint64_t ctx_off, cds
         break;
     case OP_EQ:
     case OP_NE: {
-        cur = cdsh__macro_var_get(store, name);
+        cur = cdsh__macro_var_dup(store, name);
         cdsh_strbuf s;
         cdsh_strbuf_init(&s);
         cdsh__macro_js_str(&s, cur);
@@ -883,7 +883,7 @@ static void eval_var(mx *x, const char *t, const node *nd, uint64_t ctx_off, cds
         break;
     }
     default: { /* numeric comparisons: Number(get()) against Number(value) */
-        cur = cdsh__macro_var_get(store, name);
+        cur = cdsh__macro_var_dup(store, name);
         double a = NAN, b = NAN;
         if (json_is_number(cur))
             a = json_number_value(cur);

@@ -79,7 +79,7 @@ bool cdsh__macro_split_else(const char *s, size_t n, size_t *then_len, size_t *e
  * back owned: a read turns numeric strings into numbers and a missing
  * variable into "". add: array push, numeric sum, else string append;
  * value is a string or a number; returns the new value. */
-json_t *cdsh__macro_var_get(json_t *store, const char *name);
+json_t *cdsh__macro_var_dup(json_t *store, const char *name);
 json_t *cdsh__macro_var_add(json_t *store, const char *name, const json_t *value);
 void cdsh__macro_var_key_get(json_t *store, const char *name, const char *key, cdsh_strbuf *out);
 void cdsh__macro_var_key_set(json_t *store, const char *name, const char *key, const char *value);

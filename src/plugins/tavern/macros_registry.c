@@ -740,7 +740,7 @@ VAR_PAIR(m_decvar, m_decglobalvar, dec)
 VAR_PAIR(m_getvar, m_getglobalvar, get)
 {
     (void)x;
-    json_t *v = cdsh__macro_var_get(st, c->args[0]);
+    json_t *v = cdsh__macro_var_dup(st, c->args[0]);
     cdsh__macro_js_str(out, v);
     json_decref(v);
     return true;

@@ -240,7 +240,7 @@ static char *new_id_dup(void)
 bool cdsh_tavern_memory_pending(cdsh_tavern_story *story)
 {
     json_t *v = NULL;
-    if (cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, &v, NULL) < 0)
+    if (cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_DOC, CDSH_TAVERN_PENDING_DOC, &v, NULL) < 0)
         return false;
     bool p = json_is_true(json_object_get(v, "compress"));
     json_decref(v);
@@ -519,7 +519,7 @@ int cdsh_tavern_memory_write(cdsh_tavern_story *story, const char *floor, const 
 /* The entry (owned) or not-found. */
 static int get_entry(cdsh_tavern_story *story, const char *id, json_t **cur, cdsh_error *err)
 {
-    int rc = cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_MEMORY, id, cur, err);
+    int rc = cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_MEMORY, id, cur, err);
     if (rc == CDSH_ENOTFOUND)
         return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "no memory entry \"%s\"", id);
     return rc;
@@ -860,8 +860,8 @@ int cdsh_tavern_memory_compress_commit(cdsh_tavern_story *story, const json_t *p
     }
     json_t *sources = json_array();
     json_array_foreach(ids, i, v) {
-        char *cur =
-            cdsh__tavern_story_raw_get(db, CDSH_TAVERN_KIND_MEMORY, json_string_value(v), &rc, err);
+        char *cur = cdsh__tavern_story_raw_load(db, CDSH_TAVERN_KIND_MEMORY, json_string_value(v),
+                                                &rc, err);
         const char *want = json_string_value(json_array_get(canon, i));
         if (rc == 0 && (!cur || !want || strcmp(cur, want) != 0))
             rc = cdsh_error_set(err, CDSH_EBUSY, "SUMMARY_STALE",

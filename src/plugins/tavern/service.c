@@ -120,7 +120,7 @@ static json_t *settings_defaults(void)
 json_t *cdsh__tavern_settings_dup(cdsh_tavern_service *svc)
 {
     json_t *def = settings_defaults(), *stored = NULL;
-    if (cdsh_tavern_store_get(svc->store, SETTINGS_REL, &stored, NULL, NULL) == 0 &&
+    if (cdsh_tavern_store_load(svc->store, SETTINGS_REL, &stored, NULL, NULL) == 0 &&
         json_is_object(stored)) {
         const char *k;
         json_t *v;
@@ -233,11 +233,11 @@ int cdsh_tavern_service_turn_begin(cdsh_tavern_service *svc, const cdsh_scope *s
     json_object_set_new(svc->current, session_id, json_integer(turn));
     drop_turns_locked(svc, session_id, superseded, scope);
     pthread_mutex_unlock(&svc->mu);
-    int rc = cdsh_tavern_binding_get(svc->bindings, session_id, &binding, NULL);
+    int rc = cdsh_tavern_binding_load(svc->bindings, session_id, &binding, NULL);
     if (rc == CDSH_ENOTFOUND)
         return 0; /* unbound: a plain session, no floor */
     if (rc < 0)
-        return cdsh_tavern_binding_get(svc->bindings, session_id, &binding, err);
+        return cdsh_tavern_binding_load(svc->bindings, session_id, &binding, err);
     cdsh_tavern_story *story = NULL;
     if ((rc = cdsh_tavern_binding_open_story(svc->bindings, session_id, &story, err)) == 0)
         rc = cdsh_tavern_story_floor_begin(story, session_id, turn, err);
@@ -321,7 +321,7 @@ int cdsh__tavern_session_story(cdsh_tavern_service *svc, const char *session_id,
     pthread_mutex_unlock(&svc->mu);
     json_t *b = NULL;
     bool same = h && story_id &&
-                cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 &&
+                cdsh_tavern_binding_load(svc->bindings, session_id, &b, NULL) == 0 &&
                 strcmp(str_or_empty(b, "storyId"), story_id) == 0;
     json_decref(b);
     free(story_id);
@@ -398,7 +398,7 @@ static bool archived(cdsh_tavern_service *svc, const char *card)
     char *rel = NULL;
     json_t *v = NULL;
     bool a = asprintf(&rel, "characters/%s/archive.json", card) > 0 &&
-             cdsh_tavern_store_get(svc->store, rel, &v, NULL, NULL) == 0 && json_is_true(v);
+             cdsh_tavern_store_load(svc->store, rel, &v, NULL, NULL) == 0 && json_is_true(v);
     json_decref(v);
     free(rel);
     return a;
@@ -407,7 +407,7 @@ static bool archived(cdsh_tavern_service *svc, const char *card)
 static int set_archived(cdsh_tavern_service *svc, const char *card, bool on, cdsh_error *err)
 {
     json_t *rec = NULL;
-    int rc = cdsh_tavern_store_card_get(svc->store, card, &rec, NULL, err);
+    int rc = cdsh_tavern_store_card_load(svc->store, card, &rec, NULL, err);
     json_decref(rec);
     if (rc < 0)
         return rc;
@@ -583,7 +583,7 @@ static int closed_turn(cdsh_tavern_service *svc, const json_t *p, const char *wh
     json_t *jt = json_object_get(p, "turn");
     if (jt && (!json_is_integer(jt) || json_integer_value(jt) < 1))
         return bad(err, "field \"%s\" must be an integer >= 1", "turn");
-    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, *sid, binding, err), err)) < 0)
+    if ((rc = kebab(cdsh_tavern_binding_load(svc->bindings, *sid, binding, err), err)) < 0)
         return rc;
     if ((rc = find_turn(svc, *sid, 0, ti, err)) == 0) {
         *turn = jt ? json_integer_value(jt) : ti->last_turn;
@@ -617,7 +617,7 @@ static int branch_op(cdsh_tavern_service *svc, const char *op, const json_t *p, 
         return rc;
     char title[256], character[160];
     json_t *card = NULL;
-    cdsh_tavern_store_card_get(svc->store, s_get(binding, "cardId"), &card, NULL, NULL);
+    cdsh_tavern_store_card_load(svc->store, s_get(binding, "cardId"), &card, NULL, NULL);
     snprintf(character, sizeof character, "%s", s_get(card, "name") ? s_get(card, "name") : "tavern");
     snprintf(title, sizeof title, "%s · %s", character, op);
     json_decref(card);
@@ -791,7 +791,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_getCharacterDetail)
         return rc;
     json_t *rec = NULL;
     char *tag = NULL;
-    if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
+    if ((rc = kebab(cdsh_tavern_store_card_load(svc->store, card, &rec, &tag, err), err)) < 0)
         return rc;
     *value = json_pack("{s:o,s:s,s:b,s:o}", "record", rec, "revision", tag, "archived",
                        archived(svc, card), "greetings", greetings(rec));
@@ -819,7 +819,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_saveCharacter)
     }
     json_t *rec = NULL;
     char *tag = NULL, *rel = NULL, *new_tag = NULL;
-    if ((rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err), err)) < 0)
+    if ((rc = kebab(cdsh_tavern_store_card_load(svc->store, card, &rec, &tag, err), err)) < 0)
         return rc;
     json_object_foreach(patch, k, v) {
         json_object_set(json_object_get(rec, "data"), k, v);
@@ -900,7 +900,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_exportCharacter)
     if (rc == 0)
         rc = kebab(cdsh_tavern_store_export_card(svc->store, card, false, &js, &js_len, err), err);
     if (rc == 0)
-        rc = kebab(cdsh_tavern_store_card_get(svc->store, card, &rec, NULL, err), err);
+        rc = kebab(cdsh_tavern_store_card_load(svc->store, card, &rec, NULL, err), err);
     if (rc == 0) {
         char *b64 = cdsh_base64_encode_dup(png, png_len);
         *value = json_pack("{s:s#,s:s,s:O}", "json", (const char *)js, (int)js_len, "pngBase64",
@@ -921,14 +921,14 @@ static int asset_list(cdsh_tavern_service *svc, cdsh_tavern_kind kind, json_t **
     return kebab(cdsh_tavern_store_list_assets(svc->store, kind, value, err), err);
 }
 
-static int asset_get(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const json_t *p,
-                     json_t **value, cdsh_error *err)
+static int asset_load(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const json_t *p,
+                      json_t **value, cdsh_error *err)
 {
     int rc = 0;
     const char *id = need_str(p, "id", err, &rc);
     if (rc < 0)
         return rc;
-    return kebab(cdsh_tavern_store_asset_get(svc->store, kind, id, value, err), err);
+    return kebab(cdsh_tavern_store_asset_load(svc->store, kind, id, value, err), err);
 }
 
 static int asset_import(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const json_t *p,
@@ -951,7 +951,7 @@ static int asset_import(cdsh_tavern_service *svc, cdsh_tavern_kind kind, const j
     }                                                                                              \
     CDSH__TAVERN_OP(cdsh__tavern_op_get##Kind)                                                     \
     {                                                                                              \
-        return asset_get(ud, KIND, call->args, value, err);                                        \
+        return asset_load(ud, KIND, call->args, value, err);                                       \
     }                                                                                              \
     CDSH__TAVERN_OP(cdsh__tavern_op_import##Kind)                                                  \
     {                                                                                              \
@@ -1032,7 +1032,7 @@ static void binding_view_deinit(binding_view *v)
     json_decref(v->b);
 }
 
-/* The binding_get failure is returned as is (CDSH_ENOTFOUND: unbound). */
+/* The binding_load failure is returned as is (CDSH_ENOTFOUND: unbound). */
 static int binding_view_open(cdsh_tavern_service *svc, const json_t *p, binding_view *v,
                              cdsh_error *err)
 {
@@ -1041,14 +1041,14 @@ static int binding_view_open(cdsh_tavern_service *svc, const json_t *p, binding_
     v->sid = need_str(p, "sessionId", err, &rc);
     if (rc < 0)
         return rc;
-    if ((rc = cdsh_tavern_binding_get(svc->bindings, v->sid, &v->b, err)) < 0)
+    if ((rc = cdsh_tavern_binding_load(svc->bindings, v->sid, &v->b, err)) < 0)
         return rc;
     if (svc->sessions) {
         json_t *s = cdsh_session_store_info_dup(svc->sessions, v->sid, NULL);
         v->started = s && json_integer_value(json_object_get(s, "lastTurn")) > 0;
         json_decref(s);
     }
-    cdsh_tavern_store_card_get(svc->store, s_get(v->b, "cardId"), &v->rec, NULL, NULL);
+    cdsh_tavern_store_card_load(svc->store, s_get(v->b, "cardId"), &v->rec, NULL, NULL);
     v->greets = greetings(v->rec);
     v->idx = json_integer_value(json_object_get(v->b, "greetingIndex"));
     return 0;
@@ -1262,7 +1262,7 @@ static int revoke_world_delta(cdsh_tavern_service *svc, cdsh_tavern_story *s, co
 static int get_doc(cdsh_tavern_story *s, const char *key, json_t **value, cdsh_error *err)
 {
     json_t *v = NULL;
-    int rc = cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, key, &v, err);
+    int rc = cdsh_tavern_story_load(s, CDSH_TAVERN_KIND_DOC, key, &v, err);
     if (rc == CDSH_ENOTFOUND) {
         rc = 0;
         v = strcmp(key, JOURNAL_DOC) == 0 ? json_string("") : json_pack("{s:{}}", "entries");
@@ -1435,7 +1435,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_continueFloor)
     if (rc < 0)
         return rc;
     json_t *b = NULL;
-    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
+    if ((rc = kebab(cdsh_tavern_binding_load(svc->bindings, sid, &b, err), err)) < 0)
         return rc;
     json_decref(b);
     *value = json_pack("{s:s,s:{s:s,s:s}}", "sessionId", sid, "resend", "text", CONTINUE_NOTICE,
@@ -1500,7 +1500,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_impersonate)
     if (rc < 0)
         return rc;
     json_t *b = NULL;
-    if ((rc = kebab(cdsh_tavern_binding_get(svc->bindings, sid, &b, err), err)) < 0)
+    if ((rc = kebab(cdsh_tavern_binding_load(svc->bindings, sid, &b, err), err)) < 0)
         return rc;
     json_decref(b);
     pthread_mutex_lock(&svc->mu);
@@ -1630,7 +1630,7 @@ int cdsh_tavern_service_turn_context(cdsh_tavern_service *svc, const char *sessi
         cdsh_strbuf_appendf(&b, "%s[World state]\n%s", b.len ? "\n" : "", world);
     free(world);
     json_t *j = NULL;
-    if (cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, "journal.md", &j, NULL) == 0 &&
+    if (cdsh_tavern_story_load(s, CDSH_TAVERN_KIND_DOC, "journal.md", &j, NULL) == 0 &&
         json_string_length(j) > 0)
         cdsh_strbuf_appendf(&b, "%s[Journal]\n%s\n", b.len ? "\n" : "", json_string_value(j));
     json_decref(j);
@@ -1647,9 +1647,9 @@ int cdsh_tavern_service_sampling(cdsh_tavern_service *svc, const char *session_i
     json_t *smp = json_object_get(settings, "sampling");
     json_t *b = NULL, *preset = NULL;
     (void)err;
-    if (cdsh_tavern_binding_get(svc->bindings, session_id, &b, NULL) == 0 && s_get(b, "presetId"))
-        cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, s_get(b, "presetId"), &preset,
-                                    NULL);
+    if (cdsh_tavern_binding_load(svc->bindings, session_id, &b, NULL) == 0 && s_get(b, "presetId"))
+        cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_PRESET, s_get(b, "presetId"), &preset,
+                                     NULL);
     double temp = preset ? json_number_value(json_object_get(preset, "temperature"))
                          : json_number_value(json_object_get(smp, "temperature"));
     json_int_t max_tokens =

@@ -162,7 +162,7 @@ static int delete_unreferenced(cdsh_tavern_service *svc, cdsh_tavern_kind kind, 
     if (rc < 0)
         return rc;
     json_t *cur = NULL;
-    if ((rc = cdsh_tavern_store_asset_get(svc->store, kind, id, &cur, err)) < 0)
+    if ((rc = cdsh_tavern_store_asset_load(svc->store, kind, id, &cur, err)) < 0)
         return as_bad_request(rc, err);
     json_decref(cur);
     cdsh_strbuf refs;
@@ -207,7 +207,7 @@ static int save_lorebook(cdsh_tavern_service *svc, const json_t *p, json_t **val
     if (rc < 0)
         return as_bad_request(rc, err);
     json_t *stored = NULL;
-    cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, str(res, "id"), &stored, NULL);
+    cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_LOREBOOK, str(res, "id"), &stored, NULL);
     *value = saved(
         res, json_pack("{s:I}", "entries", (json_int_t)cdsh_tavern_lorebook_entry_count(stored)));
     json_decref(stored);
@@ -222,7 +222,7 @@ static int get_character_lorebook(cdsh_tavern_service *svc, const json_t *p, jso
     const char *card = need(p, "cardId", err, &rc);
     json_t *rec = NULL, *wi = NULL;
     char *tag = NULL;
-    if (rc < 0 || (rc = cdsh_tavern_store_card_get(svc->store, card, &rec, &tag, err)) < 0)
+    if (rc < 0 || (rc = cdsh_tavern_store_card_load(svc->store, card, &rec, &tag, err)) < 0)
         return as_bad_request(rc, err);
     json_t *cb = json_object_get(json_object_get(rec, "data"), "character_book");
     if (cb && cdsh_tavern_lorebook_entry_count(cb) > 0)
@@ -255,7 +255,7 @@ static int save_character_lorebook(cdsh_tavern_service *svc, const json_t *p, js
     json_t *got = NULL;
     char rel[200];
     snprintf(rel, sizeof rel, "card:%s", card);
-    cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, rel, &got, NULL);
+    cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_LOREBOOK, rel, &got, NULL);
     *value = json_pack("{s:s,s:s,s:I}", "cardId", card, "revision", tag, "entries",
                        (json_int_t)cdsh_tavern_lorebook_entry_count(got));
     json_decref(got);
@@ -367,13 +367,13 @@ static int save_persona(cdsh_tavern_service *svc, const json_t *p, json_t **valu
     const char *lb = json_string_value(book);
     json_t *cur = NULL;
     if (lb && *lb &&
-        (rc = cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, lb, &cur, err)) < 0)
+        (rc = cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_LOREBOOK, lb, &cur, err)) < 0)
         return as_bad_request(rc, err);
     json_decref(cur);
     cur = NULL;
     /* Editing keeps the persona's other keys (from an imported file). */
     if (id && *id &&
-        (rc = cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PERSONA, id, &cur, err)) < 0)
+        (rc = cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_PERSONA, id, &cur, err)) < 0)
         return as_bad_request(rc, err);
     json_t *v = cur ? cur : json_object();
     json_object_set_new(v, "name", json_string(name));
@@ -567,7 +567,7 @@ static int list_stories(cdsh_tavern_service *svc, const json_t *p, json_t **valu
     int rc = 0;
     const char *card = need(p, "cardId", err, &rc);
     json_t *rec = NULL, *all = NULL;
-    if (rc < 0 || (rc = cdsh_tavern_store_card_get(svc->store, card, &rec, NULL, err)) < 0)
+    if (rc < 0 || (rc = cdsh_tavern_store_card_load(svc->store, card, &rec, NULL, err)) < 0)
         return as_bad_request(rc, err);
     json_decref(rec);
     if ((rc = cdsh_tavern_binding_list(svc->bindings, card, &all, err)) < 0)
@@ -606,12 +606,13 @@ static int render_ctx_open(cdsh_tavern_service *svc, const char *sid, render_ctx
                            cdsh_error *err)
 {
     memset(c, 0, sizeof *c);
-    int rc = cdsh_tavern_binding_get(svc->bindings, sid, &c->binding, err);
+    int rc = cdsh_tavern_binding_load(svc->bindings, sid, &c->binding, err);
     if (rc == 0)
-        rc = cdsh_tavern_store_card_get(svc->store, str(c->binding, "cardId"), &c->card, NULL, err);
+        rc =
+            cdsh_tavern_store_card_load(svc->store, str(c->binding, "cardId"), &c->card, NULL, err);
     if (rc == 0 && str(c->binding, "personaId"))
-        cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PERSONA, str(c->binding, "personaId"),
-                                    &c->persona, NULL);
+        cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_PERSONA, str(c->binding, "personaId"),
+                                     &c->persona, NULL);
     json_t *data = json_object_get(c->card, "data");
     c->env.chr = str(c->card, "name");
     c->env.user = str(c->persona, "name") ? str(c->persona, "name") : "User";
@@ -739,7 +740,7 @@ static int ensure_greeting(cdsh_tavern_service *svc, const json_t *p, json_t **v
     want = json_pack("{s:I,s:s}", "index", idx, "text", text ? text : "");
     free(text);
     bool started = conversation_started(svc, sid), written = false;
-    if (cdsh_tavern_story_get(s, CDSH_TAVERN_KIND_DOC, GREETING_DOC, &cur, NULL) < 0)
+    if (cdsh_tavern_story_load(s, CDSH_TAVERN_KIND_DOC, GREETING_DOC, &cur, NULL) < 0)
         cur = NULL;
     if (!started && (!cur || !json_equal(cur, want))) {
         if ((rc = cdsh_tavern_story_put(s, NULL, CDSH_TAVERN_KIND_DOC, GREETING_DOC, want, NULL,
@@ -803,17 +804,17 @@ static int message_depth(cdsh_tavern_service *svc, const char *sid, json_int_t i
 static json_t *effective_rules(cdsh_tavern_service *svc, const render_ctx *c)
 {
     json_t *rules = NULL, *card_rules = NULL, *preset = NULL;
-    if (cdsh_tavern_store_regex_get(svc->store, &rules, NULL) < 0)
+    if (cdsh_tavern_store_regex_load(svc->store, &rules, NULL) < 0)
         rules = json_array();
     char rel[256];
     snprintf(rel, sizeof rel, "characters/%s/assets/regex-scripts.json", str(c->binding, "cardId"));
-    if (cdsh_tavern_store_get(svc->store, rel, &card_rules, NULL, NULL) == 0 &&
+    if (cdsh_tavern_store_load(svc->store, rel, &card_rules, NULL, NULL) == 0 &&
         json_is_array(card_rules))
         json_array_extend(rules, card_rules);
     json_decref(card_rules);
     if (str(c->binding, "presetId") &&
-        cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, str(c->binding, "presetId"),
-                                    &preset, NULL) == 0) {
+        cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_PRESET, str(c->binding, "presetId"),
+                                     &preset, NULL) == 0) {
         json_t *pr = cdsh_tavern_regex_rules_from_st_dup(json_object_get(preset, "regexScripts"),
                                                          CDSH_TAVERN_REGEX_PRESET, NULL);
         if (pr)
@@ -907,7 +908,7 @@ int cdsh__tavern_assets_load(cdsh_tavern_service *svc, const json_t *binding,
     cdsh_strbuf_init(&rev);
     char *tag = NULL;
     const char *pid = str(binding, "presetId"), *uid = str(binding, "personaId");
-    int rc = cdsh_tavern_store_card_get(svc->store, str(binding, "cardId"), &a->card, &tag, err);
+    int rc = cdsh_tavern_store_card_load(svc->store, str(binding, "cardId"), &a->card, &tag, err);
     rev_append(&rev, "card", str(binding, "cardId"), tag);
     free(tag);
     tag = NULL;
@@ -971,7 +972,7 @@ char *cdsh__tavern_greeting_dup(cdsh_tavern_story *story)
 {
     json_t *g = NULL;
     char *text = NULL;
-    if (story && cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DOC, GREETING_DOC, &g, NULL) == 0 &&
+    if (story && cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_DOC, GREETING_DOC, &g, NULL) == 0 &&
         str(g, "text") && *str(g, "text"))
         text = strdup(str(g, "text"));
     json_decref(g);

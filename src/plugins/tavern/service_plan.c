@@ -33,7 +33,7 @@ static json_t *state_load(cdsh_tavern_story *story)
 {
     json_t *st = NULL;
     if (!story ||
-        cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DOC, PROMPT_STATE_DOC, &st, NULL) < 0 ||
+        cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_DOC, PROMPT_STATE_DOC, &st, NULL) < 0 ||
         !json_is_object(st)) {
         json_decref(st);
         st = json_object();
@@ -183,7 +183,7 @@ int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tave
     char *greeting = NULL;
     cdsh_tavern_chat_msg *chat = NULL;
     size_t n_chat = 0;
-    int rc = cdsh_tavern_binding_get(svc->bindings, sid, &b, NULL);
+    int rc = cdsh_tavern_binding_load(svc->bindings, sid, &b, NULL);
     if (rc == CDSH_ENOTFOUND)
         return 0;
     if (rc < 0)

@@ -183,7 +183,7 @@ static int resolve(cdsh_tavern_service *svc, const cdsh_scope *scope, bool write
         *res = fail("floor-stale", "this floor belongs to an earlier turn; nothing was written");
         return 1;
     }
-    int rc = cdsh_tavern_binding_get(svc->bindings, c->session, &c->binding, err);
+    int rc = cdsh_tavern_binding_load(svc->bindings, c->session, &c->binding, err);
     if (rc == CDSH_ENOTFOUND ||
         (rc == 0 && (strcmp(s_get(c->binding, "cardId"), c->card) != 0 ||
                      strcmp(s_get(c->binding, "storyId"), c->story_id) != 0))) {
@@ -428,8 +428,8 @@ static json_t *bound_entries(cdsh_tavern_service *svc, tctx *c, const char *only
         json_array_foreach(books, i, b) {
             json_t *book = NULL;
             if (json_is_string(b) &&
-                cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, json_string_value(b),
-                                            &book, NULL) == 0)
+                cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_LOREBOOK, json_string_value(b),
+                                             &book, NULL) == 0)
                 add_book(all, book, "global", json_string_value(b));
             json_decref(book);
         }
@@ -438,15 +438,15 @@ static json_t *bound_entries(cdsh_tavern_service *svc, tctx *c, const char *only
         char *id = NULL;
         json_t *book = NULL;
         if (asprintf(&id, "card:%s", c->card) > 0 &&
-            cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_LOREBOOK, id, &book, NULL) == 0)
+            cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_LOREBOOK, id, &book, NULL) == 0)
             add_book(all, book, "character", c->card);
         json_decref(book);
         free(id);
     }
     if (!only || strcmp(only, "chat") == 0) {
         json_t *book = NULL;
-        if (cdsh_tavern_story_get(c->story, CDSH_TAVERN_KIND_DOC, "assets/chat-lorebook.json",
-                                  &book, NULL) == 0)
+        if (cdsh_tavern_story_load(c->story, CDSH_TAVERN_KIND_DOC, "assets/chat-lorebook.json",
+                                   &book, NULL) == 0)
             add_book(all, book, "chat", c->story_id);
         json_decref(book);
     }
@@ -764,7 +764,7 @@ static char *read_path_dup(cdsh_tavern_service *svc, tctx *c, const char *norm)
     json_t *v = NULL;
     char *text = NULL;
     if (strcmp(norm, "journal.md") == 0 || strcmp(norm, "assets/chat-lorebook.json") == 0) {
-        if (cdsh_tavern_story_get(c->story, CDSH_TAVERN_KIND_DOC, norm, &v, NULL) == 0)
+        if (cdsh_tavern_story_load(c->story, CDSH_TAVERN_KIND_DOC, norm, &v, NULL) == 0)
             text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_INDENT(2));
         json_decref(v);
         return text;
@@ -788,7 +788,7 @@ static char *read_path_dup(cdsh_tavern_service *svc, tctx *c, const char *norm)
     }
     if (strncmp(norm, "memory/", 7) == 0 && has_suffix(norm, ".md") && !strchr(norm + 7, '/')) {
         char *id = strndup(norm + 7, strlen(norm) - 10);
-        if (cdsh_tavern_story_get(c->story, CDSH_TAVERN_KIND_MEMORY, id, &v, NULL) == 0 &&
+        if (cdsh_tavern_story_load(c->story, CDSH_TAVERN_KIND_MEMORY, id, &v, NULL) == 0 &&
             !json_is_true(json_object_get(v, "archived")))
             text = memory_file_dup(v);
         json_decref(v);
@@ -800,7 +800,7 @@ static char *read_path_dup(cdsh_tavern_service *svc, tctx *c, const char *norm)
     char *rel = NULL;
     if (asprintf(&rel, "characters/%s/%s", c->card, norm) < 0)
         return NULL;
-    if (cdsh_tavern_store_get(svc->store, rel, &v, NULL, NULL) == 0)
+    if (cdsh_tavern_store_load(svc->store, rel, &v, NULL, NULL) == 0)
         text = json_dumps(v, JSON_INDENT(2));
     json_decref(v);
     free(rel);
@@ -832,7 +832,7 @@ static json_t *readable_files(cdsh_tavern_service *svc, tctx *c)
         char *rel = NULL;
         json_t *v = NULL;
         if (asprintf(&rel, "characters/%s/%s", c->card, card_files[i]) > 0 &&
-            cdsh_tavern_store_get(svc->store, rel, &v, NULL, NULL) == 0)
+            cdsh_tavern_store_load(svc->store, rel, &v, NULL, NULL) == 0)
             json_array_append_new(files, json_string(card_files[i]));
         json_decref(v);
         free(rel);
@@ -844,7 +844,8 @@ static json_t *preset_catalog(cdsh_tavern_service *svc, tctx *c)
 {
     json_t *preset = NULL, *cat = json_array();
     const char *pid = s_get(c->binding, "presetId");
-    if (!pid || cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, pid, &preset, NULL) < 0)
+    if (!pid ||
+        cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_PRESET, pid, &preset, NULL) < 0)
         return cat;
     size_t i;
     json_t *p;
@@ -997,8 +998,8 @@ static int tool_asset_read(cdsh_tavern_service *svc, tctx *c, const json_t *args
             json_t *preset_v = NULL;
             const char *pid = s_get(c->binding, "presetId");
             bool found = false;
-            if (pid && cdsh_tavern_store_asset_get(svc->store, CDSH_TAVERN_PRESET, pid, &preset_v,
-                                                   NULL) == 0) {
+            if (pid && cdsh_tavern_store_asset_load(svc->store, CDSH_TAVERN_PRESET, pid, &preset_v,
+                                                    NULL) == 0) {
                 size_t i;
                 json_t *p;
                 json_array_foreach(json_object_get(preset_v, "prompts"), i, p) {

@@ -16,7 +16,7 @@
 static json_t *story_layer(cdsh_tavern_story *story)
 {
     json_t *v = NULL;
-    if (!story || cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DOC, STORY_WI_DOC, &v, NULL) < 0 ||
+    if (!story || cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_DOC, STORY_WI_DOC, &v, NULL) < 0 ||
         !json_is_object(v)) {
         json_decref(v);
         v = json_object();
@@ -89,7 +89,7 @@ CDSH__TAVERN_OP(cdsh__tavern_op_getWorldInfoSettings)
     if (rc == 0) {
         json_t *cur = NULL;
         char *canon = NULL;
-        if (cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DOC, STORY_WI_DOC, &cur, NULL) == 0)
+        if (cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_DOC, STORY_WI_DOC, &cur, NULL) == 0)
             canon = cdsh_tavern_story_canon_dup(cur);
         json_decref(cur);
         *value = json_pack("{s:o,s:O,s:O,s:o,s:s}", "defaults", cdsh_tavern_wi_settings_json(&d),

@@ -186,11 +186,11 @@ static int write_envelope(const char *path, const char *kind, json_int_t revisio
     return rc;
 }
 
-int cdsh_tavern_store_get(cdsh_tavern_store *store, const char *rel, json_t **value, char **tag,
-                          cdsh_error *err)
+int cdsh_tavern_store_load(cdsh_tavern_store *store, const char *rel, json_t **value, char **tag,
+                           cdsh_error *err)
 {
     if (!store)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "store_get: no store");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "store_load: no store");
     if (value)
         *value = NULL;
     if (tag)
@@ -435,8 +435,8 @@ cleanup:
     return rc;
 }
 
-int cdsh_tavern_store_card_get(cdsh_tavern_store *store, const char *card_id, json_t **record,
-                               char **tag, cdsh_error *err)
+int cdsh_tavern_store_card_load(cdsh_tavern_store *store, const char *card_id, json_t **record,
+                                char **tag, cdsh_error *err)
 {
     int rc = check_card_id(card_id, err);
     if (rc < 0)
@@ -444,7 +444,7 @@ int cdsh_tavern_store_card_get(cdsh_tavern_store *store, const char *card_id, js
     char *rel = card_rel(card_id, "card.json");
     if (!rel)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    rc = cdsh_tavern_store_get(store, rel, record, tag, err);
+    rc = cdsh_tavern_store_load(store, rel, record, tag, err);
     free(rel);
     if (rc == CDSH_ENOTFOUND)
         return cdsh_error_set(err, CDSH_ENOTFOUND, "CARD_NOT_FOUND", "no card with id \"%s\"",
@@ -485,7 +485,7 @@ int cdsh_tavern_store_list_cards(cdsh_tavern_store *store, json_t **out, cdsh_er
             continue; /* staging directories and strays */
         json_t *rec = NULL;
         char *tag = NULL;
-        if (cdsh_tavern_store_card_get(store, names[i], &rec, &tag, NULL) < 0)
+        if (cdsh_tavern_store_card_load(store, names[i], &rec, &tag, NULL) < 0)
             continue;
         char *png_rel = card_rel(names[i], "card.png");
         char *png = png_rel ? safe_path(store, png_rel, NULL) : NULL;
@@ -521,7 +521,7 @@ int cdsh_tavern_store_export_card(cdsh_tavern_store *store, const char *card_id,
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "export_card: bad arguments");
     *out = NULL;
     json_t *rec = NULL;
-    int rc = cdsh_tavern_store_card_get(store, card_id, &rec, NULL, err);
+    int rc = cdsh_tavern_store_card_load(store, card_id, &rec, NULL, err);
     if (rc < 0)
         return rc;
     if (!png) {
@@ -559,7 +559,7 @@ cleanup:
 
 int cdsh_tavern_store_delete_card(cdsh_tavern_store *store, const char *card_id, cdsh_error *err)
 {
-    int rc = cdsh_tavern_store_card_get(store, card_id, NULL, NULL, err);
+    int rc = cdsh_tavern_store_card_load(store, card_id, NULL, NULL, err);
     if (rc < 0)
         return rc;
     cdsh_fs_lock *lock = NULL;
@@ -669,7 +669,7 @@ int cdsh_tavern_store_save_asset(cdsh_tavern_store *store, cdsh_tavern_kind kind
     if (kind == CDSH_TAVERN_PERSONA) {
         const char *lb = json_string_value(json_object_get(value, "lorebook"));
         json_t *check = NULL;
-        if (lb && cdsh_tavern_store_asset_get(store, CDSH_TAVERN_LOREBOOK, lb, &check, NULL) < 0) {
+        if (lb && cdsh_tavern_store_asset_load(store, CDSH_TAVERN_LOREBOOK, lb, &check, NULL) < 0) {
             rc = cdsh_error_set(err, CDSH_ENOTFOUND, "PERSONA_UNKNOWN_LOREBOOK",
                                 "persona names lorebook \"%s\", which is not in the library", lb);
             goto cleanup;
@@ -761,7 +761,7 @@ int cdsh_tavern_store_card_book_put(cdsh_tavern_store *store, const char *card_i
     }
     if ((rc = lock_store(store, &lock, err)) < 0)
         goto cleanup;
-    if ((rc = cdsh_tavern_store_card_get(store, card_id, &rec, NULL, err)) < 0)
+    if ((rc = cdsh_tavern_store_card_load(store, card_id, &rec, NULL, err)) < 0)
         goto cleanup;
     json_t *data = json_object_get(rec, "data");
     if (!json_is_object(data)) {
@@ -797,8 +797,8 @@ cleanup:
     return rc;
 }
 
-int cdsh_tavern_store_asset_get(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
-                                json_t **value, cdsh_error *err)
+int cdsh_tavern_store_asset_load(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                 json_t **value, cdsh_error *err)
 {
     return cdsh_tavern_store_asset_read(store, kind, id, value, NULL, err);
 }
@@ -807,7 +807,7 @@ int cdsh_tavern_store_asset_read(cdsh_tavern_store *store, cdsh_tavern_kind kind
                                  json_t **value, char **tag, cdsh_error *err)
 {
     if (!store || !value || !id || kind > CDSH_TAVERN_PERSONA)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "asset_get: bad arguments");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "asset_load: bad arguments");
     *value = NULL;
     char *rel = NULL;
     if (kind == CDSH_TAVERN_LOREBOOK && !strncmp(id, "card:", 5)) {
@@ -823,7 +823,7 @@ int cdsh_tavern_store_asset_read(cdsh_tavern_store *store, cdsh_tavern_kind kind
     }
     if (!rel)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    int rc = cdsh_tavern_store_get(store, rel, value, tag, err);
+    int rc = cdsh_tavern_store_load(store, rel, value, tag, err);
     free(rel);
     if (rc == CDSH_ENOTFOUND)
         return cdsh_error_set(err, CDSH_ENOTFOUND, "NOT_FOUND", "no %s with id \"%s\"",
@@ -858,7 +858,7 @@ int cdsh_tavern_store_list_assets(cdsh_tavern_store *store, cdsh_tavern_kind kin
         char *rel = asset_rel(kind, names[i]);
         json_t *v = NULL;
         char *tag = NULL;
-        if (rel && cdsh_tavern_store_get(store, rel, &v, &tag, NULL) == 0) {
+        if (rel && cdsh_tavern_store_load(store, rel, &v, &tag, NULL) == 0) {
             json_t *item = json_pack("{s:s, s:O, s:s}", "id", names[i], "name",
                                      json_object_get(v, "name"), "tag", tag);
             if (kind == CDSH_TAVERN_LOREBOOK)
@@ -882,7 +882,7 @@ int cdsh_tavern_store_list_assets(cdsh_tavern_store *store, cdsh_tavern_kind kin
 
 /* ---- global regex rules --------------------------------------------------------------- */
 
-int cdsh_tavern_store_regex_get(cdsh_tavern_store *store, json_t **rules, cdsh_error *err)
+int cdsh_tavern_store_regex_load(cdsh_tavern_store *store, json_t **rules, cdsh_error *err)
 {
     return cdsh_tavern_store_regex_read(store, rules, NULL, err);
 }
@@ -891,8 +891,8 @@ int cdsh_tavern_store_regex_read(cdsh_tavern_store *store, json_t **rules, char 
                                  cdsh_error *err)
 {
     if (!rules)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "regex_get: no output");
-    int rc = cdsh_tavern_store_get(store, "regex/rules.json", rules, tag, err);
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "regex_load: no output");
+    int rc = cdsh_tavern_store_load(store, "regex/rules.json", rules, tag, err);
     if (rc == CDSH_ENOTFOUND) {
         *rules = json_array();
         if (tag && !(*tag = strdup("")))
@@ -921,7 +921,7 @@ int cdsh_tavern_store_import_regex(cdsh_tavern_store *store, const char *text, s
     int rc = lock_store(store, &lock, err);
     if (rc < 0)
         goto cleanup;
-    rc = cdsh_tavern_store_get(store, "regex/rules.json", &rules, &tag, err);
+    rc = cdsh_tavern_store_load(store, "regex/rules.json", &rules, &tag, err);
     if (rc == CDSH_ENOTFOUND) {
         rules = json_array();
         tag = strdup("");

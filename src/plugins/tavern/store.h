@@ -46,8 +46,8 @@ const char *cdsh_tavern_store_root_get(const cdsh_tavern_store *store);
  * unconditionally, "" requires the file to be absent, anything else must
  * equal the current tag (else CDSH_EBUSY, REVISION_CONFLICT); *new_tag
  * (may be NULL) gets the written tag. value is borrowed. */
-int cdsh_tavern_store_get(cdsh_tavern_store *store, const char *rel, json_t **value, char **tag,
-                          cdsh_error *err);
+int cdsh_tavern_store_load(cdsh_tavern_store *store, const char *rel, json_t **value, char **tag,
+                           cdsh_error *err);
 int cdsh_tavern_store_put(cdsh_tavern_store *store, const char *rel, const char *kind,
                           const json_t *value, const char *expected_tag, char **new_tag,
                           cdsh_error *err);
@@ -64,8 +64,8 @@ int cdsh_tavern_store_import_card(cdsh_tavern_store *store, const uint8_t *bytes
 int cdsh_tavern_store_list_cards(cdsh_tavern_store *store, json_t **out, cdsh_error *err);
 
 /* The stored card record (see card.h). CARD_NOT_FOUND if unknown. */
-int cdsh_tavern_store_card_get(cdsh_tavern_store *store, const char *card_id, json_t **record,
-                               char **tag, cdsh_error *err);
+int cdsh_tavern_store_card_load(cdsh_tavern_store *store, const char *card_id, json_t **record,
+                                char **tag, cdsh_error *err);
 
 /* The card as PNG (stored avatar or a 1×1 placeholder) or as JSON text. */
 int cdsh_tavern_store_export_card(cdsh_tavern_store *store, const char *card_id, bool png,
@@ -104,19 +104,19 @@ int cdsh_tavern_store_list_assets(cdsh_tavern_store *store, cdsh_tavern_kind kin
                                   cdsh_error *err);
 /* The stored value (owned). "card:<cardId>" as a LOREBOOK id reads that
  * card's character book. NOT_FOUND if unknown. */
-int cdsh_tavern_store_asset_get(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
-                                json_t **value, cdsh_error *err);
-/* asset_get that also returns the item's tag (owned; tag may be NULL). */
+int cdsh_tavern_store_asset_load(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
+                                 json_t **value, cdsh_error *err);
+/* asset_load that also returns the item's tag (owned; tag may be NULL). */
 int cdsh_tavern_store_asset_read(cdsh_tavern_store *store, cdsh_tavern_kind kind, const char *id,
                                  json_t **value, char **tag, cdsh_error *err);
 
 /* Global regex rules (regex/rules.json). import accepts ST scripts or
  * internal rules (array or object) and appends them; *result {added, total,
- * tag}. get returns the array ([] if none). */
+ * tag}. load returns the array ([] if none). */
 int cdsh_tavern_store_import_regex(cdsh_tavern_store *store, const char *text, size_t len,
                                    json_t **result, cdsh_error *err);
-int cdsh_tavern_store_regex_get(cdsh_tavern_store *store, json_t **rules, cdsh_error *err);
-/* regex_get with the file's tag ("" when there is no file yet; owned). */
+int cdsh_tavern_store_regex_load(cdsh_tavern_store *store, json_t **rules, cdsh_error *err);
+/* regex_load with the file's tag ("" when there is no file yet; owned). */
 int cdsh_tavern_store_regex_read(cdsh_tavern_store *store, json_t **rules, char **tag,
                                  cdsh_error *err);
 /* Replaces the global rules (already validated by the caller) with the

@@ -194,8 +194,8 @@ int cdsh__tavern_story_raw_put(sqlite3 *db, const char *kind, const char *key, c
 }
 
 /* Current canonical value (owned) or NULL when absent; *rc < 0 on error. */
-char *cdsh__tavern_story_raw_get(sqlite3 *db, const char *kind, const char *key, int *rc,
-                                 cdsh_error *err)
+char *cdsh__tavern_story_raw_load(sqlite3 *db, const char *kind, const char *key, int *rc,
+                                  cdsh_error *err)
 {
     sqlite3_stmt *st = NULL;
     char *v = NULL;
@@ -433,15 +433,15 @@ cleanup:
 
 /* ---- objects -------------------------------------------------------------- */
 
-int cdsh_tavern_story_get(cdsh_tavern_story *s, const char *kind, const char *key, json_t **value,
-                          cdsh_error *err)
+int cdsh_tavern_story_load(cdsh_tavern_story *s, const char *kind, const char *key, json_t **value,
+                           cdsh_error *err)
 {
     if (!s || !kind || !key || !value)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "story_get: missing argument");
+        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGS", "story_load: missing argument");
     *value = NULL;
     int rc;
     pthread_mutex_lock(&s->mu);
-    char *canon = cdsh__tavern_story_raw_get(s->db, kind, key, &rc, err);
+    char *canon = cdsh__tavern_story_raw_load(s->db, kind, key, &rc, err);
     pthread_mutex_unlock(&s->mu);
     if (rc < 0)
         return rc;
@@ -540,7 +540,7 @@ int cdsh_tavern_story_put(cdsh_tavern_story *s, const char *floor, const char *k
     int rc = cdsh_db_begin(s->db, err);
     if (rc < 0)
         goto cleanup;
-    before = cdsh__tavern_story_raw_get(s->db, kind, key, &rc, err);
+    before = cdsh__tavern_story_raw_load(s->db, kind, key, &rc, err);
     if (rc < 0)
         goto cleanup;
     if (expect_canon && strcmp(expect_canon, before ? before : "") != 0) {
@@ -1036,7 +1036,7 @@ static int undo_step(sqlite3 *db, batch_item *it, cdsh_error *err)
     }
     if (next >= 0) {
         rec *x = &it->r.v[next];
-        cur = cdsh__tavern_story_raw_get(db, x->kind, x->key, &rc, err);
+        cur = cdsh__tavern_story_raw_load(db, x->kind, x->key, &rc, err);
         if (rc < 0)
             goto cleanup;
         bool same = (!cur && !x->after) || (cur && x->after && strcmp(cur, x->after) == 0);

@@ -65,8 +65,8 @@ const char *cdsh_tavern_story_path_get(const cdsh_tavern_story *story);
 /* ---- objects --------------------------------------------------------------- */
 
 /* *value owned; CDSH_ENOTFOUND (NOT_FOUND) when absent. */
-int cdsh_tavern_story_get(cdsh_tavern_story *story, const char *kind, const char *key,
-                          json_t **value, cdsh_error *err);
+int cdsh_tavern_story_load(cdsh_tavern_story *story, const char *kind, const char *key,
+                           json_t **value, cdsh_error *err);
 /* Writes (value borrowed) or deletes (value NULL) an object. floor NULL:
  * unlogged manual write. Otherwise the floor must be open (FLOOR_NOT_OPEN)
  * and the record is logged first. Writing an unchanged value is a no-op and
@@ -152,8 +152,8 @@ void cdsh__tavern_story_lock(cdsh_tavern_story *story);
  * on error). */
 int cdsh__tavern_story_raw_put(struct sqlite3 *db, const char *kind, const char *key,
                                const char *canon, cdsh_error *err);
-char *cdsh__tavern_story_raw_get(struct sqlite3 *db, const char *kind, const char *key, int *rc,
-                                 cdsh_error *err);
+char *cdsh__tavern_story_raw_load(struct sqlite3 *db, const char *kind, const char *key, int *rc,
+                                  cdsh_error *err);
 void cdsh__tavern_story_unlock(cdsh_tavern_story *story);
 
 /* Test hook (fault injection). Process-global, atomic: the next operation

@@ -168,7 +168,7 @@ static json_t *sampling(void *ud, const cdsh_scope *scope, const char *sid, long
     (void)turn;
     wire *w = ud;
     json_t *b = NULL, *out = NULL;
-    if (cdsh_tavern_binding_get(w->svc->bindings, sid, &b, NULL) < 0)
+    if (cdsh_tavern_binding_load(w->svc->bindings, sid, &b, NULL) < 0)
         return NULL;
     json_decref(b);
     if (cdsh_tavern_service_sampling(w->svc, sid, &out, NULL) < 0)

@@ -94,7 +94,7 @@ int cdsh_tavern_world_revoke(cdsh_tavern_story *story, const char *floor, const 
                              cdsh_error *err)
 {
     json_t *cur = NULL;
-    int rc = cdsh_tavern_story_get(story, CDSH_TAVERN_KIND_DELTA, id, &cur, err);
+    int rc = cdsh_tavern_story_load(story, CDSH_TAVERN_KIND_DELTA, id, &cur, err);
     if (rc == CDSH_ENOTFOUND)
         return cdsh_error_set(err, CDSH_ENOTFOUND, "not-found", "no world delta \"%s\"", id);
     if (rc < 0)
