@@ -1,15 +1,20 @@
 /* test_present_users.c — render intents the built-in plugins give the
  * page's tool cards: xiangqi answers that carry a position draw a board
  * (generic card, view "xiangqi-board", the answer's FEN); a refused move
- * does not; the tavern's memory_search hits are a search card. */
+ * does not; the tavern's memory_search hits are a search card; an ACP
+ * engine's shell call ("execute") is a terminal card with its output. */
 #include "support/testkit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "acp/acp_fixture.h"
+#include "agent/session_store.h"
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/ops.h"
+#include "plugins/acp/service.h"
+#include "plugins/acp/turn.h"
 #include "plugins/tavern/service_priv.h"
 #include "plugins/xiangqi/plugin.h"
 
@@ -116,11 +121,49 @@ static void tavern_memory_hits_are_a_search_card(void **state)
     json_decref(args);
 }
 
+static void an_engine_shell_call_is_a_terminal_card(void **state)
+{
+    (void)state;
+    char *home = cdsh_test_home_new();
+    acp_write_fixture_engine(home, "[]", "");
+    cdsh_error err = {0};
+    cdsh_acp_service *svc = cdsh_acp_service_new(cdsh_test_home(), NULL, &err);
+    cdsh_session_store *st = NULL;
+    assert_int_equal(cdsh_session_store_open(cdsh_test_home(), NULL, &st, &err), 0);
+    char *sid = NULL;
+    cdsh_session_spec spec = {.title = "cards"};
+    assert_int_equal(cdsh_session_store_create(st, &spec, &sid, &err), 0);
+    assert_int_equal(cdsh_acp_service_bind(svc, sid, "fixture", home, &err), 0);
+    cdsh_acp_turn_opts o = {.svc = svc, .store = st};
+    json_t *res = NULL;
+    assert_int_equal(cdsh_acp_turn_run(&o, sid, "all-updates", NULL, &res, &err), 0);
+    json_decref(res);
+    json_t *evs = cdsh_session_store_events(st, sid, 0, 1000, NULL, &err);
+    const json_t *present = NULL;
+    size_t i;
+    json_t *ev;
+    json_array_foreach(evs, i, ev) {
+        const json_t *p = json_object_get(ev, "payload");
+        if (strcmp(json_string_value(json_object_get(ev, "type")), "tool/result") == 0)
+            present = json_object_get(p, "present");
+    }
+    char *s = json_dumps(present, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(s, "{\"card\":\"terminal\",\"command\":\"ls\",\"output\":\"a.txt b.txt\"}");
+    assert_true(cdsh_tools_present_valid(present));
+    free(s);
+    json_decref(evs);
+    free(sid);
+    cdsh_session_store_close(st);
+    cdsh_acp_service_free(svc);
+    cdsh_test_home_free(home);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(xiangqi_answers_draw_the_board, setup, teardown),
         cmocka_unit_test(tavern_memory_hits_are_a_search_card),
+        cmocka_unit_test(an_engine_shell_call_is_a_terminal_card),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
