@@ -170,6 +170,18 @@ void cdsh_jobs_dispose_owner(cdsh_jobs *jobs, const char *owner);
 /* Jobs known (running or kept), for leak checks. */
 size_t cdsh_jobs_count(cdsh_jobs *jobs);
 
+/* ---- starters: jobs the person may start from the page ----------------------
+ * A plugin registers a starter under CDSH_JOB_STARTERS with cdsh_ctx_hook
+ * (a static struct); the `/jobs` channel lists them (`starters`) and runs
+ * one (`start` {kind, args}). start() begins the job (unowned) and returns
+ * its owned id in *id. */
+#define CDSH_JOB_STARTERS "jobs/starters"
+typedef struct cdsh_job_starter {
+    const char *kind;  /* the kind of job it starts */
+    const char *label; /* English, for the page's button */
+    int (*start)(cdsh_host *host, const json_t *args, char **id, cdsh_error *err);
+} cdsh_job_starter;
+
 /* For a subcommand (jobs_cli.c): starts spec as a job of ctx, prints
  * `<sub>: <why>: running as background job <id>` and each progress
  * (`<id>: [done/total] message`) on `progress`, waits for the end, writes the

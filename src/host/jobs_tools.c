@@ -12,6 +12,7 @@
 #include "host/jobs.h"
 
 typedef struct jobs_surface {
+    cdsh_host *host;
     cdsh_jobs *jobs;
     int64_t max_wait_ms;
 } jobs_surface;
@@ -216,8 +217,44 @@ static int jobs_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh
                                : cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, e.message, NULL);
         return 0;
     }
+    if (strcmp(endpoint, "starters") == 0 || strcmp(endpoint, "start") == 0) {
+        const void **hooks = cdsh_host_hooks_dup(js->host, CDSH_JOB_STARTERS);
+        json_t *list = json_array();
+        const cdsh_job_starter *pick = NULL;
+        const char *kind = json_string_value(json_object_get(payload, "kind"));
+        for (size_t i = 0; hooks && hooks[i]; i++) {
+            const cdsh_job_starter *st = hooks[i];
+            json_array_append_new(list, json_pack("{s:s, s:s}", "kind", st->kind, "label",
+                                                  st->label));
+            if (kind && strcmp(kind, st->kind) == 0)
+                pick = st;
+        }
+        free(hooks);
+        if (strcmp(endpoint, "starters") == 0) {
+            *result = cdsh_rpc_ok_new(json_pack("{s:o}", "starters", list));
+            return 0;
+        }
+        json_decref(list);
+        if (!pick) {
+            char m[160];
+            snprintf(m, sizeof m, "no job starter of kind \"%.60s\" (see starters)",
+                     kind ? kind : "");
+            *result = cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, m, NULL);
+            return 0;
+        }
+        char *nid = NULL;
+        if (pick->start(js->host, json_object_get(payload, "args"), &nid, &e) < 0) {
+            *result = cdsh_rpc_error_new(e.rc == CDSH_EBUSY ? "busy" : CDSH_RPC_BAD_REQUEST,
+                                         e.message, json_pack("{s:s}", "code", e.code));
+            return 0;
+        }
+        *result = cdsh_rpc_ok_new(json_pack("{s:s}", "id", nid));
+        free(nid);
+        return 0;
+    }
     char msg[160];
-    snprintf(msg, sizeof msg, "unknown endpoint \"%s\" of /jobs (list, output, kill)", endpoint);
+    snprintf(msg, sizeof msg,
+             "unknown endpoint \"%s\" of /jobs (list, output, kill, starters, start)", endpoint);
     *result = cdsh_rpc_error_new(CDSH_RPC_NOT_FOUND, msg, NULL);
     return 0;
 }
@@ -254,6 +291,7 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     if (!js)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     js->jobs = jobs;
+    js->host = cdsh_ctx_host(ctx);
     js->max_wait_ms = json_integer_value(json_object_get(config, "maxWaitMs"));
     int rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){free, js}, err); /* freed last */
     if (rc)

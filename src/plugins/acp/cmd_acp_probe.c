@@ -112,6 +112,22 @@ static int probe_all_run(void *ud, cdsh_job *job)
     return failed ? CDSH_EIO : 0;
 }
 
+static int probe_all_start(cdsh_host *host, const json_t *args, char **id, cdsh_error *err)
+{
+    (void)args;
+    cdsh_plugin_ctx *ctx = cdsh_host_service(host, CDSH_ACP_JOBS_SERVICE);
+    probe_all *pa = ctx ? calloc(1, sizeof *pa) : NULL;
+    if (!pa)
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    pa->home = cdsh_ctx_home(ctx);
+    cdsh_job_spec spec = {.kind = "acp-probe", .label = "probe every engine", .run = probe_all_run,
+                          .ud = pa, .free_ud = probe_all_free};
+    return cdsh_ctx_job_start(ctx, &spec, id, err);
+}
+
+const cdsh_job_starter cdsh_acp_probe_all_starter = {
+    .kind = "acp-probe", .label = "Probe every engine", .start = probe_all_start};
+
 static int probe_all_as_job(const cdsh_acp_probe_opts *opts)
 {
     cdsh_host *host = NULL;

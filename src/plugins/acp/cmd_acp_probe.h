@@ -8,6 +8,10 @@
  * command can start jobs the plugin owns (unloaded with it). */
 #define CDSH_ACP_JOBS_SERVICE "acp-jobs"
 
+/* The page's "Probe every engine" (a job starter, host/jobs.h). */
+struct cdsh_job_starter;
+extern const struct cdsh_job_starter cdsh_acp_probe_all_starter;
+
 int cdsh_cmd_acp_probe(int argc, char **argv);
 
 #endif
