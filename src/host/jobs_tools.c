@@ -224,8 +224,8 @@ static int jobs_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh
         const char *kind = json_string_value(json_object_get(payload, "kind"));
         for (size_t i = 0; hooks && hooks[i]; i++) {
             const cdsh_job_starter *st = hooks[i];
-            json_array_append_new(list, json_pack("{s:s, s:s}", "kind", st->kind, "label",
-                                                  st->label));
+            json_array_append_new(list,
+                                  json_pack("{s:s, s:s}", "kind", st->kind, "label", st->label));
             if (kind && strcmp(kind, st->kind) == 0)
                 pick = st;
         }

@@ -557,6 +557,57 @@ static void the_rpc_channel_lists_reads_and_kills(void **state)
     json_decref(p);
 }
 
+static int starter_start(cdsh_host *host, const json_t *args, char **id, cdsh_error *err)
+{
+    (void)host;
+    const char *text = json_string_value(json_object_get(args, "text"));
+    cdsh_job_spec spec = {.kind = "demo",
+                          .label = "started from the page",
+                          .run = gated_run,
+                          .ud = (void *)(text ? "from args\n" : NULL)};
+    return cdsh_ctx_job_start(producer_ctx, &spec, id, err);
+}
+
+static const cdsh_job_starter demo_starter = {
+    .kind = "demo", .label = "Run the demo", .start = starter_start};
+
+static void the_page_starts_what_plugins_offer(void **state)
+{
+    fx *f = *state;
+    cdsh_rpc *rpc = cdsh_host_rpc(f->host);
+    json_t *r = cdsh_rpc_call(rpc, "/jobs", "starters", NULL, NULL);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(r, "value"), "starters")), 0);
+    json_decref(r);
+    assert_int_equal(cdsh_ctx_hook(producer_ctx, CDSH_JOB_STARTERS, &demo_starter, NULL), 0);
+    r = cdsh_rpc_call(rpc, "/jobs", "starters", NULL, NULL);
+    char *s = json_dumps(json_object_get(r, "value"), JSON_COMPACT);
+    assert_string_equal(s, "{\"starters\":[{\"kind\":\"demo\",\"label\":\"Run the demo\"}]}");
+    free(s);
+    json_decref(r);
+    json_t *p = json_pack("{s:s, s:{s:s}}", "kind", "demo", "args", "text", "x");
+    r = cdsh_rpc_call(rpc, "/jobs", "start", p, NULL);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "value"), "id")),
+                        "demo-1");
+    json_decref(r);
+    json_decref(p);
+    wait_runs(1);
+    json_t *all = cdsh_jobs_list_all(cdsh_host_jobs(f->host));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(all, 0), "label")),
+                        "started from the page");
+    json_decref(all);
+    p = json_pack("{s:s}", "kind", "nope");
+    r = cdsh_rpc_call(rpc, "/jobs", "start", p, NULL);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+                        "no job starter of kind \"nope\" (see starters)");
+    json_decref(r);
+    json_decref(p);
+    /* the starter leaves with its plugin */
+    cdsh_plugin_unload(f->producer);
+    r = cdsh_rpc_call(rpc, "/jobs", "starters", NULL, NULL);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(r, "value"), "starters")), 0);
+    json_decref(r);
+}
+
 static int teardown_maybe_freed(void **state)
 {
     fx *f = *state;
@@ -595,6 +646,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(freeing_the_host_ends_running_jobs, setup,
                                         teardown_maybe_freed),
         cmocka_unit_test_setup_teardown(the_rpc_channel_lists_reads_and_kills, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_page_starts_what_plugins_offer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
