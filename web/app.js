@@ -5,7 +5,8 @@
 import { api } from './api.js';
 import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
 import { mountPanels, panelsDeliver, panelsSetSession } from './panels.js';
-import { renderStory, tavernNotice } from './story.js';
+import { renderStory, tavernNotice, scoredHits } from './story.js';
+import { createCharacters } from './characters.js';
 import { renderIntent } from './tool_cards.js';
 import { mountJobs } from './jobs.js';
 
@@ -213,7 +214,8 @@ function addChip(note) {
   clearEmpty();
   const c = el('div', `chip ${note.kind}`, t(note.key));
   c.dataset.testid = 'tavern-note';
-  if (note.raw) c.title = note.raw;
+  // the tavern's own words (English, as the model reads them) as the tooltip, in the en view
+  if (note.raw && getLang() === 'en') c.title = note.raw;
   messages().append(c);
 }
 
@@ -321,6 +323,21 @@ function toolResult(p) {
     card.append(pre);
   }
   pre.textContent = text;
+  // search hits: their relevance to the best hit instead of raw scores
+  const hits = !p.isError && scoredHits(text);
+  card.querySelector('ol.hits')?.remove();
+  if (hits) {
+    const ol = el('ol', 'hits');
+    ol.dataset.testid = 'hits';
+    for (const h of hits) {
+      const li = el('li');
+      const score = el('span', 'score', t('hitRelevance').replace('{p}', h.pct));
+      score.title = t('hitScore').replace('{s}', h.raw);
+      li.append(score, el('span', 'body', h.body));
+      ol.append(li);
+    }
+    pre.before(ol);
+  }
   if (p.present) drawIntent(card, p.present);
 }
 
@@ -502,7 +519,8 @@ async function openSession(id, { quiet = false } = {}) {
   state.turnNow = null;
   $('rp-bar').hidden = true;
   if (!quiet) panelsSetSession(id);
-  location.hash = id ? `#${id}` : '';
+  if (id) location.hash = `#${id}`;
+  else if (!location.hash.startsWith('#/')) location.hash = '';
   $('fork').hidden = !id;
   if (!id) {
     $('engine-bar').hidden = true;
@@ -894,8 +912,26 @@ async function main() {
   const reload = async () => { if (state.current) await openSession(state.current, { quiet: true }); };
   await mountPanels($('panels'), { send, command, openSession: openFromPanel, reload });
   mountJobs(document.querySelector('.sidebar')); // background jobs (jobs.js)
-  const id = location.hash.slice(1);
-  if (id && state.sessions.some((s) => s.id === id)) await openSession(id);
+  // Routes: #/characters (the gallery), #/characters/<cardId> (a card's
+  // page), #<sessionId> or #/ (the chat).
+  const characters = createCharacters($('rp-view'), {
+    openStory: async (sid) => { await refreshSessions(); showView('chat'); await openSession(sid); },
+  });
+  const route = async () => {
+    const h = location.hash;
+    const rp = /^#\/characters(?:\/(.*))?$/.exec(h);
+    $('layout').hidden = !!rp;
+    $('narrow-tabs').hidden = !!rp;
+    $('rp-view').hidden = !rp;
+    $('route-chat').classList.toggle('active', !rp);
+    $('route-characters').classList.toggle('active', !!rp);
+    if (rp) return characters.show(rp[1] ? [rp[1]] : []);
+    const sid = h.startsWith('#/') ? '' : h.slice(1);
+    if (sid && sid !== state.current && state.sessions.some((s) => s.id === sid)) await openSession(sid);
+  };
+  window.addEventListener('hashchange', () => { route().catch((e) => console.warn(e)); });
+  onLang(() => { if (!$('rp-view').hidden) route(); });
+  await route();
   // Global events: plugin state without a session, session list changes.
   const g = new EventSource('/api/events');
   g.addEventListener('plugin/state', (m) => {

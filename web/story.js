@@ -91,3 +91,21 @@ export function tavernNotice(p) {
   }
   return { kind: 'other', key: 'noteTavern', raw: m[2] };
 }
+
+// Search hits with raw scores (tavern_memory_search's {results:[{score,
+// body, ...}]}): [{body, tags, pct, raw}] where pct is the score relative to
+// the best hit (100), rounded, and raw the score in plain short form for a
+// tooltip; null when the text is no such result. Full-text scores are tiny
+// and unitless (1.57e-6): only their order and ratios mean anything.
+export function scoredHits(text) {
+  let v;
+  try { v = JSON.parse(text); } catch { return null; }
+  const list = v && Array.isArray(v.results) ? v.results : null;
+  if (!list || !list.length || !list.every((h) => h && typeof h.score === 'number')) return null;
+  const best = Math.max(...list.map((h) => h.score));
+  return list.map((h) => ({
+    body: String(h.body || ''), tags: Array.isArray(h.tags) ? h.tags : [],
+    pct: best > 0 ? Math.max(0, Math.round((h.score / best) * 100)) : 0,
+    raw: h.score === 0 ? '0' : Number(h.score.toPrecision(3)).toString(),
+  }));
+}

@@ -15,6 +15,7 @@
 
 #include <editline/readline.h>
 
+#include "agent/model_fix.h"
 #include "host/cli.h"
 
 int cdsh_cli_agent_open(const char *sub, const char *profile, cdsh_cli_agent *out)
@@ -180,6 +181,12 @@ void cdsh_cli_print_event(void *arg, const json_t *ev)
         close_mode(p);
         fprintf(p->info, "%s[%s] %s%s\n", p->color ? "\033[1m" : "", str(ev, "code"),
                 str(ev, "text"), off);
+        /* a model failure: the cause above, what to do below */
+        const char *fix = strcmp(str(ev, "level"), "error") == 0
+                              ? cdsh_model_fix_get(str(ev, "code"), "en")
+                              : NULL;
+        if (fix)
+            fprintf(p->info, "  What to do: %s\n", fix);
     } else if (strcmp(type, "retry") == 0) {
         close_mode(p);
         fprintf(p->info, "%s(retrying: %s)%s\n", dim, str(ev, "message"), off);

@@ -685,6 +685,39 @@ static void triggers_and_strict_decorators(void **state)
     fx_free(&f);
 }
 
+/* The log names the key text that matched: a key whose macros draw anew on
+ * every use ({{random}}) is named as drawn when it hit, never as an earlier
+ * draw the chat does not hold; over 40 seeds both draws occur. */
+static void log_names_the_key_text_that_matched(void **state)
+{
+    (void)state;
+    int hits = 0, misses = 0;
+    for (uint32_t seed = 1; seed <= 40; seed++) {
+        fx f;
+        fx_init(&f, book("b", "[{\"uid\":1,\"key\":[\"{{random::dragon::unicorn}}\"],"
+                              "\"content\":\"U\"},"
+                              "{\"uid\":2,\"key\":[\"griffin\",\"{{random::unicorn::dragon}}\","
+                              "\"unicorn\"],\"content\":\"V\"}]"));
+        cdsh_tavern_macro_env env = {.chr = "Seraphina", .user = "Ann", .seed = seed};
+        f.in.macros = &env;
+        f.in.settings.recursive = false;
+        say(&f, "Ann", "the unicorn sleeps");
+        json_t *out = run(&f);
+        const char *r1 = log_reason(out, 1);
+        if (strstr(fired(out), "1")) {
+            assert_string_equal(r1, "primary key 'unicorn'");
+            hits++;
+        } else {
+            assert_string_equal(r1, "no primary key matched");
+            misses++;
+        }
+        assert_string_equal(log_reason(out, 2), "primary key 'unicorn'");
+        json_decref(out);
+        fx_free(&f);
+    }
+    assert_true(hits > 0 && misses > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -706,6 +739,7 @@ int main(void)
         cmocka_unit_test(world_info_regex_placement_rewrites_contents),
         cmocka_unit_test(bad_arguments_and_bad_regex_keys),
         cmocka_unit_test(triggers_and_strict_decorators),
+        cmocka_unit_test(log_names_the_key_text_that_matched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

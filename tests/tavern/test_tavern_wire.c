@@ -229,6 +229,62 @@ static void live_turns_log_why_entries_fired_per_session(void **state)
     fx_close(&f);
 }
 
+/* The world-info records are kept with their floors in the story: after a
+ * restart of the host getTriggerLog{sessionId} returns the same records of
+ * every turn, newest last, and nothing of another session. */
+static void the_trigger_log_survives_a_restart(void **state)
+{
+    (void)state;
+    fx f;
+    fx_open(&f, "[" SAY("The woods are old.") "," SAY("Rest here.") "," SAY("Hm.") "]");
+    cdsh_test_tavern_world *w = &f.w;
+    char *a = cdsh_test_tavern_bound_session(w, "import", "a", NULL);
+    char *b = cdsh_test_tavern_bound_session(w, "import", "b", NULL);
+    cdsh_test_tavern_turn(w, a, "Tell me about the forest of Eldoria.");
+    cdsh_test_tavern_turn(w, a, "Thank you.");
+    cdsh_test_tavern_turn(w, b, "Hello there.");
+    json_t *log = NULL;
+    json_t *rec = trigger_record(w, a, 1, &log);
+    char *t1 = json_dumps(rec, JSON_SORT_KEYS);
+    json_decref(log);
+    rec = trigger_record(w, a, 2, &log);
+    char *t2 = json_dumps(rec, JSON_SORT_KEYS);
+    json_decref(log);
+
+    cdsh_test_tavern_world_close(w);
+    cdsh_test_tavern_world_open(w);
+    rec = trigger_record(w, a, 1, &log);
+    char *r1 = json_dumps(rec, JSON_SORT_KEYS);
+    assert_string_equal(r1, t1);
+    /* oldest first, one record per turn, all of this session (trigger_record checks) */
+    size_t n = 0, i;
+    long last = 0;
+    json_t *x;
+    json_array_foreach(log, i, x) {
+        if (strcmp(json_string_value(json_object_get(x, "kind")), "worldInfo"))
+            continue;
+        long t = (long)json_integer_value(json_object_get(x, "turn"));
+        assert_true(t > last);
+        last = t;
+        n++;
+    }
+    assert_int_equal(n, 2);
+    json_decref(log);
+    rec = trigger_record(w, a, 2, &log);
+    char *r2 = json_dumps(rec, JSON_SORT_KEYS);
+    assert_string_equal(r2, t2);
+    json_decref(log);
+    rec = trigger_record(w, b, 1, &log);
+    json_decref(log);
+    free(t1);
+    free(t2);
+    free(r1);
+    free(r2);
+    free(a);
+    free(b);
+    fx_close(&f);
+}
+
 /* The turn after continueFloor is a `continue` turn (its plan and trigger
  * record say so), the next one is normal again. */
 static void continue_gives_the_next_turn_its_generation_type(void **state)
@@ -299,6 +355,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bound_session_requests_carry_standing_and_turn_context),
         cmocka_unit_test(live_turns_log_why_entries_fired_per_session),
+        cmocka_unit_test(the_trigger_log_survives_a_restart),
         cmocka_unit_test(the_authors_note_follows_its_insertion_interval),
         cmocka_unit_test(continue_gives_the_next_turn_its_generation_type),
     };

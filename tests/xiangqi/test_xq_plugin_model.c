@@ -231,6 +231,32 @@ static void a_model_error_waits_for_the_person_to_fall_back(void **state)
     stop(&f);
 }
 
+/* The failure says why (the model client's code, the HTTP status and the
+ * endpoint's message) and what to do, in both languages; a fallback clears it. */
+static void a_model_error_carries_its_cause_and_what_to_do(void **state)
+{
+    (void)state;
+    fixture f;
+    start(&f, "[{\"status\":401,\"error\":{\"message\":\"Authentication Fails, Your api key "
+              "is invalid\"}}]",
+          10000, 100000, 3);
+    json_decref(command(&f, "/xiangqi new r model"));
+    json_decref(command(&f, "/xiangqi move h2e2"));
+    json_t *v = settle(&f);
+    json_t *cause = json_object_get(json_object_get(v, "message"), "cause");
+    assert_true(json_is_object(cause));
+    assert_string_equal(json_string_value(json_object_get(cause, "code")), "INVALID_CREDENTIAL");
+    assert_string_equal(json_string_value(json_object_get(cause, "message")),
+                        "HTTP 401: Authentication Fails, Your api key is invalid");
+    assert_non_null(strstr(json_string_value(json_object_get(cause, "fix")), "refused the key"));
+    assert_non_null(strstr(json_string_value(json_object_get(cause, "fixZh")), "服务拒绝了密钥"));
+    json_decref(v);
+    v = command(&f, "/xiangqi fallback");
+    assert_null(json_object_get(json_object_get(v, "message"), "cause"));
+    json_decref(v);
+    stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +266,7 @@ int main(void)
         cmocka_unit_test(a_stalled_model_times_out_to_the_engine),
         cmocka_unit_test(a_spent_budget_falls_back_with_ai_budget),
         cmocka_unit_test(a_model_error_waits_for_the_person_to_fall_back),
+        cmocka_unit_test(a_model_error_carries_its_cause_and_what_to_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,7 +366,7 @@ export async function mount(root, host = standaloneHost()) {
   async function viewMemory() {
     if (!(await needBound())) return;
     const m = await rpc('getMemories', { sessionId: sid() });
-    const row = (e, archived) => el('li', {}, el('span', { text: e.body }),
+    const row = (e, archived) => el('li', {}, el('span', { class: 'story-text', text: e.body }),
       el('small', { text: ` [${(e.tags || []).join(', ')}]` }),
       archived ? null : el('button', { text: t('delete'), onclick: async () => {
         await rpc('deleteMemory', { sessionId: sid(), id: e.id }); redraw();
@@ -448,12 +448,18 @@ export async function mount(root, host = standaloneHost()) {
     const wiInputs = {};
     const wiBox = el('fieldset', { class: 'tavern-wi', 'data-testid': 'wi-settings' }, el('legend', { text: t('worldInfoSettings') }));
     for (const [k, v] of Object.entries(wi)) {
+      // the person's words first, the setting's key (as in docs/tavern.md) as code
+      const name = t(`wi.${k}`) === `wi.${k}` ? k : t(`wi.${k}`);
       const input = typeof v === 'boolean'
-        ? el('input', { type: 'checkbox', 'aria-label': k })
-        : el('input', { type: 'number', step: '1', min: '0', value: String(v), 'aria-label': k });
+        ? el('input', { type: 'checkbox', 'aria-label': name })
+        : el('input', { type: 'number', step: '1', min: '0', value: String(v), 'aria-label': name });
       if (typeof v === 'boolean') input.checked = v;
       wiInputs[k] = input;
-      wiBox.append(el('label', { class: typeof v === 'boolean' ? 'check' : 'row', text: k }, input));
+      const label = el('label', { class: typeof v === 'boolean' ? 'check' : 'row' });
+      const words = el('span', { text: name });
+      words.append(' ', el('code', { class: 'key', text: k }));
+      label.append(words, input);
+      wiBox.append(label);
     }
     if (sid()) {
       const cur = await rpc('getWorldInfoSettings', { sessionId: sid() }).catch(() => null);

@@ -33,6 +33,7 @@ const TEXT = {
     'ai.budget': 'The model budget is spent; the local engine moved.',
     'ai.fallback.local': 'The local engine moved for the opponent.',
     'ai.error': 'The model failed; use the local engine.',
+    cause: 'Cause', whatToDo: 'What to do',
     turning: 'turning points', opponent: 'Opponent', local: 'local engine', model: 'model',
   },
   zh: {
@@ -44,6 +45,7 @@ const TEXT = {
     red: '红方', black: '黑方', you: '你',
     'ai.timeout': '模型超时，已由本地引擎代走。', 'ai.budget': '模型额度已用完，已由本地引擎代走。',
     'ai.fallback.local': '已由本地引擎代走。', 'ai.error': '模型出错，请由本地引擎代走。',
+    cause: '原因', whatToDo: '怎么办',
     turning: '转折点', opponent: '对手', local: '本地引擎', model: '模型',
   },
 };
@@ -109,13 +111,17 @@ export function mount(root, host = standaloneHost()) {
   root.append(css);
   const status = document.createElement('div');
   status.className = 'xq-status';
+  const cause_ = document.createElement('div');
+  cause_.className = 'xq-cause';
+  cause_.dataset.testid = 'xq-cause-box';
+  cause_.hidden = true;
   const svg = el('svg', { viewBox: `0 0 ${PAD * 2 + CELL * 8} ${PAD * 2 + CELL * 9}`, class: 'xq-board' });
   const bar = document.createElement('div');
   bar.className = 'xq-buttons';
   const list = document.createElement('ol');
   list.className = 'xq-moves';
   const chart = el('svg', { viewBox: '0 0 300 100', class: 'xq-chart', hidden: '' });
-  root.append(status, svg, bar, list, chart);
+  root.append(status, cause_, svg, bar, list, chart);
   const buttons = {};
   for (const name of ['new', 'undo', 'hint', 'resign', 'review', 'fallback']) {
     const b = document.createElement('button');
@@ -188,6 +194,25 @@ export function mount(root, host = standaloneHost()) {
     else s = v.turn === v.hero ? t('yourTurn') : t('theirTurn');
     if (v.message) s += ` — ${t(v.message.code)}`;
     status.textContent = s;
+    // a model failure: the endpoint's own words and what to do
+    const cause = v.message && v.message.cause;
+    cause_.hidden = !cause;
+    if (cause) {
+      const fix = host.lang && host.lang() === 'zh' ? cause.fixZh : cause.fix;
+      cause_.replaceChildren();
+      const why = document.createElement('div');
+      why.className = 'xq-cause-text';
+      why.dataset.testid = 'xq-cause';
+      why.textContent = `${t('cause')}: ${cause.message} (${cause.code})`;
+      cause_.append(why);
+      if (fix) {
+        const todo = document.createElement('div');
+        todo.className = 'xq-fix';
+        todo.dataset.testid = 'xq-fix';
+        todo.textContent = `${t('whatToDo')}: ${fix}`;
+        cause_.append(todo);
+      }
+    }
     status.dataset.tone = v.message ? v.message.tone : v.pending === 'ai-failed' ? 'error' : 'info';
     status.dataset.pending = v.pending || '';
     buttons.fallback.disabled = !(v.pending && v.turn !== v.hero && v.phase === 'playing');

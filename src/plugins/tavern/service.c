@@ -166,7 +166,8 @@ void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t
         detail = json_object();
     char ts[40];
     cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), ts, sizeof ts);
-    json_object_set_new(detail, "ts", json_string(ts));
+    if (!json_object_get(detail, "ts"))
+        json_object_set_new(detail, "ts", json_string(ts));
     json_object_set_new(detail, "kind", json_string(kind));
     pthread_mutex_lock(&svc->mu);
     json_array_append_new(svc->log, detail);
@@ -1405,24 +1406,90 @@ CDSH__TAVERN_OP(cdsh__tavern_op_updateSettings)
     return rc;
 }
 
+/* Oldest first: by timestamp, then turn. */
+static int trigger_cmp(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    const char *tx = json_string_value(json_object_get(x, "ts"));
+    const char *ty = json_string_value(json_object_get(y, "ts"));
+    int c = strcmp(tx ? tx : "", ty ? ty : "");
+    if (c)
+        return c;
+    json_int_t nx = json_integer_value(json_object_get(x, "turn"));
+    json_int_t ny = json_integer_value(json_object_get(y, "turn"));
+    return (nx > ny) - (nx < ny);
+}
+
+/* The world-info records kept in the session's story (kind "trigger"),
+ * only this session's, appended to out. 0 when the session has no story. */
+static int stored_triggers(cdsh_tavern_service *svc, const char *sid, json_t *out, cdsh_error *err)
+{
+    cdsh_tavern_story *story = NULL;
+    json_t *list = NULL;
+    int rc = cdsh__tavern_session_story(svc, sid, &story, NULL);
+    if (rc < 0)
+        return 0; /* unbound, or no story yet: nothing stored */
+    rc = cdsh_tavern_story_list(story, CDSH__TAVERN_KIND_TRIGGER, &list, err);
+    size_t i;
+    json_t *row;
+    json_array_foreach(list, i, row) {
+        json_t *v = json_object_get(row, "value");
+        const char *owner = json_string_value(json_object_get(v, "sessionId"));
+        if (json_is_object(v) && owner && !strcmp(owner, sid))
+            json_array_append(out, v);
+    }
+    json_decref(list);
+    cdsh_tavern_story_free(story);
+    return rc;
+}
+
 CDSH__TAVERN_OP(cdsh__tavern_op_getTriggerLog)
 {
     cdsh_tavern_service *svc = ud;
-    /* {sessionId?}: that session's records only (others' are never
-     * shown to it); without it, every record (the library's view). */
+    /* {sessionId?}: that session's records only (others' are never shown
+     * to it): its world-info records as kept with the floors of its story
+     * (they survive a restart), and this process's other records; without
+     * it, every record of this process (the library's view). */
     json_t *only = json_object_get(call->args, "sessionId");
     if (only && !json_is_string(only))
         return cdsh_error_set(err, CDSH_EINVAL, "bad-request", "sessionId must be a string");
     json_t *out = json_array();
+    if (!out)
+        return cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+    int rc = only ? stored_triggers(svc, json_string_value(only), out, err) : 0;
+    if (rc < 0) {
+        json_decref(out);
+        return rc;
+    }
+    bool stored = json_array_size(out) > 0;
     pthread_mutex_lock(&svc->mu);
     size_t i;
     json_t *rec;
     json_array_foreach(svc->log, i, rec) {
         const char *owner = json_string_value(json_object_get(rec, "sessionId"));
-        if (!only || (owner && strcmp(owner, json_string_value(only)) == 0))
-            json_array_append_new(out, json_deep_copy(rec));
+        const char *kind = json_string_value(json_object_get(rec, "kind"));
+        if (only && (!owner || strcmp(owner, json_string_value(only)) != 0))
+            continue;
+        if (stored && kind && !strcmp(kind, "worldInfo"))
+            continue; /* the story's copy is the record */
+        json_array_append_new(out, json_deep_copy(rec));
     }
     pthread_mutex_unlock(&svc->mu);
+    size_t n = json_array_size(out);
+    if (stored && n > 1) {
+        json_t **v = malloc(n * sizeof *v);
+        if (!v) {
+            json_decref(out);
+            return cdsh_error_set(err, CDSH_ENOMEM, "OUT_OF_MEMORY", "out of memory");
+        }
+        for (i = 0; i < n; i++)
+            v[i] = json_incref(json_array_get(out, i));
+        qsort(v, n, sizeof *v, trigger_cmp);
+        json_array_clear(out);
+        for (i = 0; i < n; i++)
+            json_array_append_new(out, v[i]);
+        free(v);
+    }
     *value = out;
     return 0;
 }

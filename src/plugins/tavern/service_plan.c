@@ -127,8 +127,34 @@ static bool trigger_is_routine(const char *reason)
 /* A live turn's world-info decisions go to the trigger log (getTriggerLog):
  * {kind:"worldInfo", sessionId, turn, considered, fired, routine, entries:
  * [{book, uid, comment, fired, reason}], overflow, tokens, budget}. */
-static void record_triggers(cdsh_tavern_service *svc, const char *sid, long long turn,
-                            const json_t *plan, const json_t *settings)
+/* The record is also kept in the story under the floor's name, written in
+ * the turn's floor (undone with it; unlogged when no floor is open), and
+ * the record of turn - triggerLogMax is dropped there. A failed write only
+ * costs the copy that survives a restart: the turn goes on. */
+static void store_triggers(cdsh_tavern_story *story, const char *sid, long long turn,
+                           const json_t *detail, size_t max)
+{
+    char *floor = turn > 0 ? cdsh_tavern_floor_name_dup(sid, turn) : NULL;
+    char *old = turn > (long long)max ? cdsh_tavern_floor_name_dup(sid, turn - (long long)max)
+                                      : NULL;
+    if (!floor)
+        goto cleanup;
+    int rc = cdsh_tavern_story_put(story, floor, CDSH__TAVERN_KIND_TRIGGER, floor, detail, NULL,
+                                   NULL);
+    bool logged = rc != CDSH_EPERM;
+    if (!logged)
+        rc = cdsh_tavern_story_put(story, NULL, CDSH__TAVERN_KIND_TRIGGER, floor, detail, NULL,
+                                   NULL);
+    if (rc == 0 && old)
+        (void)cdsh_tavern_story_put(story, logged ? floor : NULL, CDSH__TAVERN_KIND_TRIGGER, old,
+                                    NULL, NULL, NULL);
+cleanup:
+    free(floor);
+    free(old);
+}
+
+static void record_triggers(cdsh_tavern_service *svc, cdsh_tavern_story *story, const char *sid,
+                            long long turn, const json_t *plan, const json_t *settings)
 {
     const json_t *wi = json_object_get(plan, "worldInfo");
     json_t *entries = json_array();
@@ -154,6 +180,12 @@ static void record_triggers(cdsh_tavern_service *svc, const char *sid, long long
     if (!detail)
         return;
     json_int_t max = json_integer_value(json_object_get(settings, "triggerLogMax"));
+    char ts[40];
+    cdsh_clock_format_iso8601(cdsh_clock_wall_ms(), ts, sizeof ts);
+    json_object_set_new(detail, "ts", json_string(ts));
+    json_object_set_new(detail, "kind", json_string("worldInfo"));
+    if (story)
+        store_triggers(story, sid, turn, detail, max >= 10 ? (size_t)max : 200);
     cdsh__tavern_log_bounded(svc, "worldInfo", detail, max > 0 ? (size_t)max : 0);
 }
 
@@ -269,7 +301,7 @@ int cdsh__tavern_plan_build(cdsh_tavern_service *svc, const char *sid, cdsh_tave
     if (rc == 0 && live && !cached)
         rc = state_save(story, sid, turn, timed, vl, in.seed, err);
     if (rc == 0 && live && !cached)
-        record_triggers(svc, sid, turn, *plan, settings);
+        record_triggers(svc, story, sid, turn, *plan, settings);
     if (rc == 0 && live && !cached && g_before && g_after) {
         *g_before = vg0;
         *g_after = json_incref(vg);

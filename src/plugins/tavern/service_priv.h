@@ -173,6 +173,10 @@ cdsh_tavern_memory_cfg cdsh__tavern_memory_cfg(const json_t *settings);
  * the newest `max` records (0: the settings default, triggerLogMax 200; at
  * least 10, as the setting's minimum). */
 void cdsh__tavern_log(cdsh_tavern_service *svc, const char *kind, json_t *detail);
+/* Story objects of this kind hold a live turn's world-info record under its
+ * floor's name ("<session>#t<turn>"), written in that floor: they survive a
+ * restart and go when the floor is undone. */
+#define CDSH__TAVERN_KIND_TRIGGER "trigger"
 void cdsh__tavern_log_bounded(cdsh_tavern_service *svc, const char *kind, json_t *detail,
                               size_t max);
 

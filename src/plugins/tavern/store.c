@@ -462,6 +462,39 @@ static int cmp_cards(const void *a, const void *b)
                       json_string_value(json_object_get(y, "cardId")));
 }
 
+/* A card's tags for the gallery: its string tags, trimmed, empty ones dropped. */
+static json_t *card_tags(const json_t *data)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(data, "tags"), i, t) {
+        const char *s = json_string_value(t);
+        if (!s)
+            continue;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        size_t len = strlen(s);
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+        if (len)
+            json_array_append_new(out, json_stringn(s, len));
+    }
+    return out;
+}
+
+/* The head of a card's description for the gallery: at most SUMMARY_MAX
+ * bytes, cut at a character boundary (the search reads the whole card). */
+#define SUMMARY_MAX 280
+static json_t *card_summary(const json_t *data)
+{
+    const char *d = json_string_value(json_object_get(data, "description"));
+    size_t len = d ? strlen(d) : 0;
+    if (len <= SUMMARY_MAX)
+        return json_string(d ? d : "");
+    return json_stringn(d, cdsh_utf8_valid_prefix(d, SUMMARY_MAX));
+}
+
 int cdsh_tavern_store_list_cards(cdsh_tavern_store *store, json_t **out, cdsh_error *err)
 {
     if (!store || !out)
@@ -493,12 +526,19 @@ int cdsh_tavern_store_list_cards(cdsh_tavern_store *store, json_t **out, cdsh_er
         bool avatar = png && stat(png, &st) == 0;
         free(png_rel);
         free(png);
-        json_t *book = json_object_get(json_object_get(rec, "data"), "character_book");
+        json_t *data = json_object_get(rec, "data");
+        json_t *book = json_object_get(data, "character_book");
         items[n++] = json_pack(
-            "{s:s, s:O, s:O, s:b, s:I, s:I, s:s}", "cardId", names[i], "name",
+            "{s:s, s:O, s:O, s:b, s:I, s:I, s:s, s:o, s:s, s:o, s:I}", "cardId", names[i], "name",
             json_object_get(rec, "name"), "spec", json_object_get(rec, "spec"), "hasAvatar", avatar,
             "bookEntries", (json_int_t)cdsh_tavern_lorebook_entry_count(book), "regexScripts",
-            (json_int_t)json_array_size(json_object_get(rec, "regex_scripts")), "tag", tag);
+            (json_int_t)json_array_size(json_object_get(rec, "regex_scripts")), "tag", tag, "tags",
+            card_tags(data), "creator",
+            json_string_value(json_object_get(data, "creator"))
+                ? json_string_value(json_object_get(data, "creator"))
+                : "",
+            "summary", card_summary(data), "greetings",
+            (json_int_t)(1 + json_array_size(json_object_get(data, "alternate_greetings"))));
         json_decref(rec);
         free(tag);
     }

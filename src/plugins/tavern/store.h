@@ -59,8 +59,10 @@ int cdsh_tavern_store_put(cdsh_tavern_store *store, const char *rel, const char 
 int cdsh_tavern_store_import_card(cdsh_tavern_store *store, const uint8_t *bytes, size_t len,
                                   cdsh_tavern_book_choice choice, json_t **result, cdsh_error *err);
 
-/* [{cardId, name, spec, hasAvatar, bookEntries, regexRules, tag}], sorted by
- * name then id. Directories that are not valid cards are skipped. */
+/* [{cardId, name, spec, hasAvatar, bookEntries, regexScripts, tag, tags,
+ * creator, summary (the description's first 280 bytes, whole characters),
+ * greetings (first message + alternates)}], sorted by name then id (the
+ * gallery's list). Directories that are not valid cards are skipped. */
 int cdsh_tavern_store_list_cards(cdsh_tavern_store *store, json_t **out, cdsh_error *err);
 
 /* The stored card record (see card.h). CARD_NOT_FOUND if unknown. */

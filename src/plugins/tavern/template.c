@@ -25,6 +25,7 @@
 
 #include "base/clock.h"
 #include "base/strbuf.h"
+#include "plugins/tavern/template_jsc.h"
 #include "plugins/tavern/template_priv.h"
 
 #ifndef CDSH_RUNTIME_JS_SOURCE_DIR
@@ -232,6 +233,13 @@ static int start_locked(size_t mem, cdsh_error *err)
             free(dir);
             return rc;
         }
+    /* Before the fork, so the worker inherits JavaScriptCore relocated
+     * and a process that never renders a template never maps it. */
+    int loaded = cdsh_tavern_jsc_load(err);
+    if (loaded != 0) {
+        free(dir);
+        return loaded;
+    }
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
         free(dir);

@@ -55,7 +55,8 @@ bool cdsh_tavern_template_has_tags(const char *text);
  * TEMPLATE_SYNTAX, TEMPLATE_RUNTIME (a JavaScript exception),
  * TEMPLATE_TIMEOUT, TEMPLATE_MEMORY, TEMPLATE_OUTPUT_TOO_LARGE,
  * TEMPLATE_INPUT_TOO_LARGE, TEMPLATE_TOO_BIG (source), TEMPLATE_CRASHED,
- * TEMPLATE_WORKER_FAILED, TEMPLATE_RUNTIME_MISSING (the runtime's files are
+ * TEMPLATE_WORKER_FAILED, TEMPLATE_ENGINE_MISSING (JavaScriptCore cannot be
+ * loaded), TEMPLATE_RUNTIME_MISSING (the runtime's files are
  * not installed; the message names the missing file). */
 int cdsh_tavern_template_render(const char *src, const json_t *ctx, bool write,
                                 const cdsh_tavern_template_limits *lim, json_t **result,

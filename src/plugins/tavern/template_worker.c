@@ -8,7 +8,6 @@
  * JSC's execution time limit per evaluation, RLIMIT_DATA for memory, no
  * files (RLIMIT_FSIZE 0), descriptors closed but the socket. The globals
  * below are only ever touched inside the single-threaded worker loop. */
-#include <JavaScriptCore/JavaScript.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,16 +21,12 @@
 #include <unistd.h>
 
 #include "base/strbuf.h"
+#include "plugins/tavern/template_jsc.h"
 #include "plugins/tavern/template_priv.h"
 
-/* JSContextGroupSetExecutionTimeLimit is exported by
- * libjavascriptcoregtk-4.1 (and stable since 2013) but declared only in
- * JSC's private header JSContextRefPrivate.h, which Debian's -dev package
- * does not install; its prototype, copied from that header: */
-typedef bool (*cdsh_jsc_should_terminate)(JSContextRef ctx, void *context);
-JS_EXPORT void JSContextGroupSetExecutionTimeLimit(JSContextGroupRef group, double limit,
-                                                   cdsh_jsc_should_terminate callback,
-                                                   void *context);
+/* JavaScriptCore, through the table the host side loaded before the fork
+ * (template_jsc.h); set first thing in cdsh_tavern_template_worker_main. */
+static const cdsh_tavern_jsc *jsc;
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CDSH_UNDER_ASAN 1
@@ -97,7 +92,7 @@ static bool on_watch(JSContextRef ctx, void *ud)
     }
     /* Go on. This JSC does not re-arm the watch by itself when the
      * callback returns false: set it again for the next slice. */
-    JSContextGroupSetExecutionTimeLimit(JSContextGetGroup(ctx), WATCH_SLICE, on_watch, NULL);
+    jsc->JSContextGroupSetExecutionTimeLimit(jsc->JSContextGetGroup(ctx), WATCH_SLICE, on_watch, NULL);
     return false;
 }
 
@@ -227,26 +222,26 @@ static char *slurp(const char *dir, const char *rel, size_t *len)
 /* A JS value as owned UTF-8 (exceptions are Error objects: name: message). */
 static char *js_to_utf8(JSContextRef ctx, JSValueRef v)
 {
-    JSStringRef s = JSValueToStringCopy(ctx, v, NULL);
+    JSStringRef s = jsc->JSValueToStringCopy(ctx, v, NULL);
     if (!s)
         return strdup("(unprintable value)");
-    size_t max = JSStringGetMaximumUTF8CStringSize(s);
+    size_t max = jsc->JSStringGetMaximumUTF8CStringSize(s);
     char *out = malloc(max ? max : 1);
     if (out)
-        JSStringGetUTF8CString(s, out, max ? max : 1);
-    JSStringRelease(s);
+        jsc->JSStringGetUTF8CString(s, out, max ? max : 1);
+    jsc->JSStringRelease(s);
     return out;
 }
 
 /* Evaluates src in ctx; NULL and *msg (owned) on an exception. */
 static JSValueRef eval_in(JSContextRef ctx, const char *src, const char *url, char **msg)
 {
-    JSStringRef s = JSStringCreateWithUTF8CString(src);
-    JSStringRef u = JSStringCreateWithUTF8CString(url);
+    JSStringRef s = jsc->JSStringCreateWithUTF8CString(src);
+    JSStringRef u = jsc->JSStringCreateWithUTF8CString(url);
     JSValueRef exc = NULL;
-    JSValueRef v = JSEvaluateScript(ctx, s, NULL, u, 1, &exc);
-    JSStringRelease(s);
-    JSStringRelease(u);
+    JSValueRef v = jsc->JSEvaluateScript(ctx, s, NULL, u, 1, &exc);
+    jsc->JSStringRelease(s);
+    jsc->JSStringRelease(u);
     if (exc || !v) {
         *msg = exc ? js_to_utf8(ctx, exc) : strdup("evaluation failed");
         return NULL;
@@ -256,17 +251,17 @@ static JSValueRef eval_in(JSContextRef ctx, const char *src, const char *url, ch
 
 static void set_global(JSContextRef ctx, const char *name, JSValueRef v)
 {
-    JSStringRef n = JSStringCreateWithUTF8CString(name);
-    JSObjectSetProperty(ctx, JSContextGetGlobalObject(ctx), n, v, kJSPropertyAttributeDontEnum,
+    JSStringRef n = jsc->JSStringCreateWithUTF8CString(name);
+    jsc->JSObjectSetProperty(ctx, jsc->JSContextGetGlobalObject(ctx), n, v, kJSPropertyAttributeDontEnum,
                         NULL);
-    JSStringRelease(n);
+    jsc->JSStringRelease(n);
 }
 
 static JSValueRef utf8_value(JSContextRef ctx, const char *s)
 {
-    JSStringRef js = JSStringCreateWithUTF8CString(s);
-    JSValueRef v = JSValueMakeString(ctx, js);
-    JSStringRelease(js);
+    JSStringRef js = jsc->JSStringCreateWithUTF8CString(s);
+    JSValueRef v = jsc->JSValueMakeString(ctx, js);
+    jsc->JSStringRelease(js);
     return v;
 }
 
@@ -305,20 +300,20 @@ static int load_library(lib_realm *lr, size_t i, int64_t deadline_ms, char **msg
     if (i > 0 && load_library(lr, 0, deadline_ms, msg) < 0)
         return -1; /* the seal first */
     JSContextRef ctx = lr->ctx;
-    JSStringRef n = JSStringCreateWithUTF8CString(g_lazy[i].name);
+    JSStringRef n = jsc->JSStringCreateWithUTF8CString(g_lazy[i].name);
     char **text = g_lazy[i].file >= 0 ? &lr->src[g_lazy[i].file] : NULL;
     if (text && *text) {
-        JSObjectSetProperty(ctx, lr->sources, n, utf8_value(ctx, *text), 0, NULL);
+        jsc->JSObjectSetProperty(ctx, lr->sources, n, utf8_value(ctx, *text), 0, NULL);
         free(*text);
         *text = NULL;
     }
     g_timed_out = g_out_of_memory = false;
     g_deadline_ms = deadline_ms;
-    JSContextGroupSetExecutionTimeLimit(JSContextGetGroup(ctx), WATCH_SLICE, on_watch, NULL);
-    JSValueRef arg = JSValueMakeString(ctx, n);
-    JSStringRelease(n);
+    jsc->JSContextGroupSetExecutionTimeLimit(jsc->JSContextGetGroup(ctx), WATCH_SLICE, on_watch, NULL);
+    JSValueRef arg = jsc->JSValueMakeString(ctx, n);
+    jsc->JSStringRelease(n);
     JSValueRef exc = NULL;
-    JSObjectCallAsFunction(ctx, lr->get, lr->lib, 1, &arg, &exc);
+    jsc->JSObjectCallAsFunction(ctx, lr->get, lr->lib, 1, &arg, &exc);
     if (exc) {
         *msg = js_to_utf8(ctx, exc);
         return -1;
@@ -359,13 +354,13 @@ static char *error_reply(const char *code, const char *text)
 static char *run_once(JSContextGroupRef group, JSObjectRef lib, JSStringRef tpl_realm,
                       JSStringRef tpl_url, const char *input, uint32_t time_ms)
 {
-    JSGlobalContextRef ctx = JSGlobalContextCreateInGroup(group, NULL);
+    JSGlobalContextRef ctx = jsc->JSGlobalContextCreateInGroup(group, NULL);
     set_global(ctx, "__lib", lib);
     set_global(ctx, "__input", utf8_value(ctx, input));
     char *reply = NULL;
     JSValueRef exc = NULL;
-    JSValueRef v = JSEvaluateScript(ctx, tpl_realm, NULL, tpl_url, 1, &exc);
-    if (!exc && v && JSValueIsString(ctx, v)) {
+    JSValueRef v = jsc->JSEvaluateScript(ctx, tpl_realm, NULL, tpl_url, 1, &exc);
+    if (!exc && v && jsc->JSValueIsString(ctx, v)) {
         reply = js_to_utf8(ctx, v);
     } else {
         char *msg = exc ? js_to_utf8(ctx, exc) : NULL;
@@ -386,7 +381,7 @@ static char *run_once(JSContextGroupRef group, JSObjectRef lib, JSStringRef tpl_
         reply = error_reply(code, text);
         free(msg);
     }
-    JSGlobalContextRelease(ctx);
+    jsc->JSGlobalContextRelease(ctx);
     return reply;
 }
 
@@ -411,12 +406,12 @@ static int needed_library(const char *reply)
 static char *evaluate(lib_realm *lr, JSStringRef tpl_realm, JSStringRef tpl_url, const char *input,
                       uint32_t time_ms)
 {
-    JSContextGroupRef group = JSContextGetGroup(lr->ctx);
+    JSContextGroupRef group = jsc->JSContextGetGroup(lr->ctx);
     int64_t deadline = mono_ms() + time_ms;
     for (size_t attempt = 0;; attempt++) {
         g_timed_out = g_out_of_memory = false;
         g_deadline_ms = deadline;
-        JSContextGroupSetExecutionTimeLimit(group, WATCH_SLICE, on_watch, NULL);
+        jsc->JSContextGroupSetExecutionTimeLimit(group, WATCH_SLICE, on_watch, NULL);
         char *reply = run_once(group, lr->lib, tpl_realm, tpl_url, input, time_ms);
         int want = needed_library(reply);
         if (want < 0)
@@ -449,6 +444,7 @@ static char *evaluate(lib_realm *lr, JSStringRef tpl_realm, JSStringRef tpl_url,
  * returns and owns everything until _exit. */
 void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
 {
+    jsc = cdsh_tavern_jsc_get();
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -469,39 +465,39 @@ void cdsh_tavern_template_worker_main(int fd, const char *dir, size_t mem_bytes)
     }
     limit(RLIMIT_FSIZE, 0);
     limit(RLIMIT_CORE, 0);
-    JSContextGroupRef group = JSContextGroupCreate();
-    JSGlobalContextRef lib_ctx = JSGlobalContextCreateInGroup(group, NULL);
+    JSContextGroupRef group = jsc->JSContextGroupCreate();
+    JSGlobalContextRef lib_ctx = jsc->JSGlobalContextCreateInGroup(group, NULL);
     char *msg = NULL;
     if (!eval_in(lib_ctx, src[CDSH_TPL_EJS], cdsh_tavern_template_files[CDSH_TPL_EJS], &msg))
         goto failed;
     /* The other libraries wait as text in C memory until an evaluation
      * asks for one or the worker is idle (g_lazy): the worker is ready as
      * soon as the compiler is. */
-    JSObjectRef sources = JSObjectMake(lib_ctx, NULL, NULL);
-    JSValueProtect(lib_ctx, sources);
+    JSObjectRef sources = jsc->JSObjectMake(lib_ctx, NULL, NULL);
+    jsc->JSValueProtect(lib_ctx, sources);
     set_global(lib_ctx, "__sources", sources);
     JSValueRef libv = eval_in(lib_ctx, src[CDSH_TPL_LIB_REALM], "cdsh:lib-realm.js", &msg);
     if (!libv)
         goto failed;
-    if (!JSValueIsObject(lib_ctx, libv)) {
+    if (!jsc->JSValueIsObject(lib_ctx, libv)) {
         msg = strdup("lib-realm.js did not return the library object");
         goto failed;
     }
-    lib_realm lr = {.ctx = lib_ctx, .lib = JSValueToObject(lib_ctx, libv, NULL),
+    lib_realm lr = {.ctx = lib_ctx, .lib = jsc->JSValueToObject(lib_ctx, libv, NULL),
                     .sources = sources, .src = src};
-    JSValueProtect(lib_ctx, lr.lib);
-    JSStringRef get_name = JSStringCreateWithUTF8CString("get");
-    JSValueRef getv = JSObjectGetProperty(lib_ctx, lr.lib, get_name, NULL);
-    JSStringRelease(get_name);
-    if (!getv || !JSValueIsObject(lib_ctx, getv)) {
+    jsc->JSValueProtect(lib_ctx, lr.lib);
+    JSStringRef get_name = jsc->JSStringCreateWithUTF8CString("get");
+    JSValueRef getv = jsc->JSObjectGetProperty(lib_ctx, lr.lib, get_name, NULL);
+    jsc->JSStringRelease(get_name);
+    if (!getv || !jsc->JSValueIsObject(lib_ctx, getv)) {
         msg = strdup("lib-realm.js's library object has no get");
         goto failed;
     }
-    lr.get = JSValueToObject(lib_ctx, getv, NULL);
-    JSValueProtect(lib_ctx, lr.get);
+    lr.get = jsc->JSValueToObject(lib_ctx, getv, NULL);
+    jsc->JSValueProtect(lib_ctx, lr.get);
     /* template-realm.js runs for every evaluation: converted once. */
-    JSStringRef tpl_realm = JSStringCreateWithUTF8CString(src[CDSH_TPL_TEMPLATE_REALM]);
-    JSStringRef tpl_url = JSStringCreateWithUTF8CString("cdsh:template-realm.js");
+    JSStringRef tpl_realm = jsc->JSStringCreateWithUTF8CString(src[CDSH_TPL_TEMPLATE_REALM]);
+    JSStringRef tpl_url = jsc->JSStringCreateWithUTF8CString("cdsh:template-realm.js");
     for (int i = 0; i < CDSH_TPL_NFILES; i++)
         if (i == CDSH_TPL_EJS || i == CDSH_TPL_LIB_REALM || i == CDSH_TPL_TEMPLATE_REALM) {
             free(src[i]);

@@ -782,17 +782,25 @@ static bool match_key(run *r, const wi_entry *e, const hay *h, const pkey *k)
     return cdsh_tavern_wi_key_match(r->keys, k, h, cs, whole);
 }
 
-/* Does key i of list l match? (Macro keys are re-expanded each time.) */
-static bool key_hit(run *r, wi_entry *e, int l, size_t i, const hay *h)
+/* Does key i of list l match? (Macro keys are re-expanded each time.) On a
+ * hit, name (cap bytes, may be NULL) gets the key text that matched: for a
+ * key whose macros draw anew ({{random}}) that is this use's draw. */
+static bool key_hit(run *r, wi_entry *e, int l, size_t i, const hay *h, char *name, size_t cap)
 {
-    if (!e->pk_dynamic)
-        return match_key(r, e, h, &e->pk[l][i]);
+    if (!e->pk_dynamic) {
+        bool hit = match_key(r, e, h, &e->pk[l][i]);
+        if (hit && name)
+            snprintf(name, cap, "%s", e->pk[l][i].key ? e->pk[l][i].key : "");
+        return hit;
+    }
     const json_t *list = l ? e->keys2 : e->keys;
     const char *k = json_string_value(json_array_get(list, i));
     pkey pk;
     if (!k || cdsh_tavern_wi_key_init(k, r->in->macros, &pk) < 0)
         return false;
     bool hit = match_key(r, e, h, &pk);
+    if (hit && name)
+        snprintf(name, cap, "%s", pk.key ? pk.key : "");
     cdsh_tavern_wi_key_deinit(&pk);
     return hit;
 }
@@ -1101,10 +1109,11 @@ static bool consider(run *r, wi_entry *e, int state, int level)
     char *oraw, *olow;
     if (prepare_keys(r, e) < 0 || scan_text(r, e, state, &h, &oraw, &olow) < 0)
         return false;
+    char matched[64];
     const char *primary = NULL;
     for (size_t i = 0; i < e->npk[0]; i++)
-        if (key_hit(r, e, 0, i, &h)) {
-            primary = e->pk[0][i].key;
+        if (key_hit(r, e, 0, i, &h, matched, sizeof matched)) {
+            primary = matched;
             break;
         }
     bool ok = false;
@@ -1117,7 +1126,7 @@ static bool consider(run *r, wi_entry *e, int state, int level)
         int logic = e->logic >= 0 && e->logic <= 3 ? e->logic : 0;
         bool any = false, all = true;
         for (size_t i = 0; i < e->npk[1]; i++) {
-            bool hit = key_hit(r, e, 1, i, &h);
+            bool hit = key_hit(r, e, 1, i, &h, NULL, 0);
             any |= hit;
             all &= hit;
             if (logic == CDSH_TAVERN_LOGIC_AND_ANY && hit)
@@ -1150,10 +1159,10 @@ static int score(run *r, wi_entry *e, int state)
         return 0;
     int p = 0, s2 = 0;
     for (size_t i = 0; i < e->npk[0]; i++)
-        p += key_hit(r, e, 0, i, &h);
+        p += key_hit(r, e, 0, i, &h, NULL, 0);
     size_t n2 = e->npk[1];
     for (size_t i = 0; i < n2; i++)
-        s2 += key_hit(r, e, 1, i, &h);
+        s2 += key_hit(r, e, 1, i, &h, NULL, 0);
     free(oraw);
     free(olow);
     if (n2) {

@@ -109,6 +109,15 @@ static void draw(const json_t *v)
     if (json_is_object(msg))
         printf(" · %s", message_zh(json_string_value(json_object_get(msg, "code"))));
     printf("\n");
+    /* a model failure: what the endpoint said, and what to do */
+    json_t *cause = json_object_get(msg, "cause");
+    if (json_is_object(cause)) {
+        printf("模型出错的原因：%s（%s）\n", json_string_value(json_object_get(cause, "message")),
+               json_string_value(json_object_get(cause, "code")));
+        const char *fix = json_string_value(json_object_get(cause, "fixZh"));
+        if (fix)
+            printf("怎么办：%s\n", fix);
+    }
     const char *pending = json_string_value(json_object_get(v, "pending"));
     if (pending && strcmp(pending, "ai-failed") == 0)
         printf("模型未能走子：输入 fallback 由本地引擎代走。\n");

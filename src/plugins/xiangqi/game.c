@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/model_fix.h"
 #include "base/clock.h"
 #include "base/fs.h"
 #include "base/json.h"
@@ -190,6 +191,15 @@ static void judge(cdsh__xq_game *g)
     snprintf(g->state, sizeof g->state, "%s", cdsh_xq_reason_name(r.reason));
 }
 
+/* The model failure behind an "ai.error" message: {code, message ("HTTP
+ * 401: ..."), fix, fixZh (what to do, model_fix.h; absent for other codes)}. */
+static json_t *cause_json(const cdsh__xq_game *g)
+{
+    return json_pack("{s:s,s:s,s:s?,s:s?}", "code", g->cause_code, "message", g->cause_text, "fix",
+                     cdsh_model_fix_get(g->cause_code, "en"), "fixZh",
+                     cdsh_model_fix_get(g->cause_code, "zh"));
+}
+
 static json_t *nullable_str(const char *s)
 {
     return s ? json_string(s) : json_null();
@@ -249,6 +259,8 @@ static json_t *projection(cdsh__xq_game *g)
                                                                   : NULL;
     json_t *msg = g->msg_code[0] ? json_pack("{s:s,s:s}", "code", g->msg_code, "tone", g->msg_tone)
                                  : json_null();
+    if (json_is_object(msg) && !strcmp(g->msg_code, "ai.error") && g->cause_code[0])
+        json_object_set_new(msg, "cause", cause_json(g));
     json_t *opp = json_pack("{s:s,s:o,s:o,s:s}", "kind", g->model ? "model" : "local", "provider",
                             g->model ? nullable_str(g->provider) : json_null(), "model",
                             g->model ? nullable_str(g->model_name) : json_null(), "label",
@@ -295,13 +307,16 @@ int cdsh__xq_game_save(cdsh__xq_game *g, cdsh_error *err)
     for (int i = 0; moves && i < g->nplies; i++)
         json_array_append_new(moves, json_string(g->plies[i].iccs));
     json_t *doc = json_pack(
-        "{s:i,s:s,s:I,s:s,s:o,s:s,s:{s:s,s:o,s:o},s:i,s:i,s:s,s:s,s:{s:I,s:I,s:I,s:I},"
+        "{s:i,s:s,s:I,s:s,s:o,s:s,s:{s:s,s:o,s:o},s:i,s:i,s:s,s:s,s:o,s:{s:I,s:I,s:I,s:I},"
         "s:{s:I,s:I},s:o,s:i}",
         "version", 1, "key", g->key, "revision", (json_int_t)g->revision, "startFen", g->start_fen,
         "moves", moves ? moves : json_array(), "hero", side_code(g->hero), "opponent", "kind",
         g->model ? "model" : "local", "provider", nullable_str(g->provider), "model",
         nullable_str(g->model_name), "maxPlies", g->max_plies, "pending", g->pending, "messageCode",
-        g->msg_code, "messageTone", g->msg_tone, "usage", "inputTokens", (json_int_t)g->in_tok,
+        g->msg_code, "messageTone", g->msg_tone, "messageCause",
+        g->cause_code[0] ? json_pack("{s:s,s:s}", "code", g->cause_code, "message", g->cause_text)
+                         : json_null(),
+        "usage", "inputTokens", (json_int_t)g->in_tok,
         "outputTokens", (json_int_t)g->out_tok, "totalTokens", (json_int_t)g->tot_tok, "calls",
         (json_int_t)g->calls, "clockMs", "red", (json_int_t)g->clock_ms[0], "black",
         (json_int_t)g->clock_ms[1], "resigned",
@@ -377,6 +392,11 @@ int cdsh__xq_game_load(cdsh__xq_game *g, cdsh_error *err)
     snprintf(g->msg_code, sizeof g->msg_code, "%s", s ? s : "");
     s = json_string_value(json_object_get(doc, "messageTone"));
     snprintf(g->msg_tone, sizeof g->msg_tone, "%s", s ? s : "");
+    json_t *cause = json_object_get(doc, "messageCause");
+    s = json_string_value(json_object_get(cause, "code"));
+    snprintf(g->cause_code, sizeof g->cause_code, "%s", s ? s : "");
+    s = json_string_value(json_object_get(cause, "message"));
+    snprintf(g->cause_text, sizeof g->cause_text, "%s", s ? s : "");
     json_t *u = json_object_get(doc, "usage");
     g->in_tok = json_integer_value(json_object_get(u, "inputTokens"));
     g->out_tok = json_integer_value(json_object_get(u, "outputTokens"));

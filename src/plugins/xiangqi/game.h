@@ -40,6 +40,9 @@ typedef struct cdsh__xq_game {
     int max_plies;
     int pending;
     char msg_code[48], msg_tone[8]; /* "" = no message */
+    /* why the model failed (with msg_code "ai.error"): the model client's
+     * error code and message ("HTTP 401: ..."); "" = unknown */
+    char cause_code[64], cause_text[1024];
     int64_t in_tok, out_tok, tot_tok, calls;
     int64_t clock_ms[2];
     int64_t turn_started_ms; /* wall clock; not persisted */

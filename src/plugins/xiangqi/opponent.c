@@ -165,7 +165,9 @@ static json_t *first_messages(const cdsh_xq_turn_info *info)
 
 typedef enum { END_MOVED, END_TIMEOUT, END_BUDGET, END_INVALID, END_ERROR, END_STOPPED } turn_end;
 
-static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *tok)
+/* Plays the model's turn; on END_ERROR *why holds the failure. */
+static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *tok,
+                          cdsh_error *why)
 {
     cdsh__xq_plugin *p = o->p;
     cdsh_xq_turn_info info;
@@ -175,9 +177,9 @@ static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *to
     if (info.calls >= cfg(p, "maxCalls") || info.total_tokens >= cfg(p, "maxTokens"))
         return END_BUDGET;
     cdsh_model_config mc;
-    if (resolve_model(p, key, &mc, &err) != 0)
+    if (resolve_model(p, key, &mc, why) != 0)
         return END_ERROR;
-    cdsh_model_client *client = cdsh_model_client_new(&mc, &err);
+    cdsh_model_client *client = cdsh_model_client_new(&mc, why);
     cdsh_model_config_deinit(&mc);
     if (!client)
         return END_ERROR;
@@ -196,6 +198,8 @@ static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *to
                   : cdsh_cancel_is_fired(tok)   ? END_TIMEOUT
                   : rc == CDSH_ETIMEDOUT        ? END_TIMEOUT
                                                 : END_ERROR;
+            if (end == END_ERROR)
+                *why = err;
             break;
         }
         cdsh_xq_service_add_usage(p->svc, key, reply.usage.input_tokens, reply.usage.output_tokens,
@@ -258,7 +262,8 @@ static void run_turn(turn *t)
     watchdog w = {.done = done, .turn = tok, .ms = cfg(o->p, "timeoutMs")};
     pthread_t wd;
     int have_wd = tok && done && pthread_create(&wd, NULL, watch, &w) == 0;
-    turn_end end = tok && done ? play_turn(o, t->key, tok) : END_ERROR;
+    cdsh_error why = {0};
+    turn_end end = tok && done ? play_turn(o, t->key, tok, &why) : END_ERROR;
     if (have_wd) {
         cdsh_cancel_fire(done, "turn over");
         pthread_join(wd, NULL);
@@ -274,7 +279,7 @@ static void run_turn(turn *t)
     case END_INVALID:
         cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.fallback.local", &err);
         break;
-    case END_ERROR: cdsh_xq_service_mark_failed(o->p->svc, t->key, "ai.error", &err); break;
+    case END_ERROR: cdsh_xq_service_mark_failed(o->p->svc, t->key, "ai.error", why.code[0] ? &why : NULL, &err); break;
     }
 }
 

@@ -116,7 +116,10 @@
                                                                                                             "\"message\":" NULLABLE(                                                            \
                                                                                                                 "{\"type\":\"object\",\"properties\":{\"code\":" STR                            \
                                                                                                                 ",\"tone\":{\"type\":\"string\","                                               \
-                                                                                                                "\"enum\":[\"info\",\"warn\",\"error\"]}},\"required\":[\"code\",\"tone\"],"    \
+                                                                                                                "\"enum\":[\"info\",\"warn\",\"error\"]},\"cause\":{\"type\":\"object\","            \
+                                 "\"properties\":{\"code\":" STR ",\"message\":" STR ",\"fix\":" STR     \
+                                 ",\"fixZh\":" STR "},\"required\":[\"code\",\"message\"],"               \
+                                 "\"additionalProperties\":false}},\"required\":[\"code\",\"tone\"],"    \
                                                                                                                 "\"additionalProperties\":false}")
 
 #define PROJECTION_REQUIRED                                                                        \

@@ -646,7 +646,7 @@ int cdsh_xq_service_fallback_ai(cdsh_xq_service *svc, const char *key, const cha
 }
 
 int cdsh_xq_service_mark_failed(cdsh_xq_service *svc, const char *key, const char *code,
-                                cdsh_error *err)
+                                const cdsh_error *cause, cdsh_error *err)
 {
     cdsh__xq_game *g = get_game(svc, key, err);
     if (!g)
@@ -659,6 +659,8 @@ int cdsh_xq_service_mark_failed(cdsh_xq_service *svc, const char *key, const cha
     g->pending = CDSH__XQ_PENDING_FAILED;
     snprintf(g->msg_code, sizeof g->msg_code, "%s", code);
     snprintf(g->msg_tone, sizeof g->msg_tone, "error");
+    snprintf(g->cause_code, sizeof g->cause_code, "%s", cause ? cause->code : "");
+    snprintf(g->cause_text, sizeof g->cause_text, "%s", cause ? cause->message : "");
     json_t *r = finish(svc, g, AFTER_NONE, NULL, err);
     if (!r)
         return err ? err->rc : CDSH_EIO;

@@ -154,9 +154,10 @@ typedef struct cdsh_xq_turn_info {
 } cdsh_xq_turn_info;
 int cdsh_xq_service_turn_info(cdsh_xq_service *svc, const char *key, cdsh_xq_turn_info *out,
                               cdsh_error *err);
-/* Marks the model's turn failed (pending "ai-failed", message code/tone). */
+/* Marks the model's turn failed (pending "ai-failed", message code/tone);
+ * cause (may be NULL) is the model failure, kept with the message. */
 int cdsh_xq_service_mark_failed(cdsh_xq_service *svc, const char *key, const char *code,
-                                cdsh_error *err);
+                                const cdsh_error *cause, cdsh_error *err);
 
 /* ---- export ---------------------------------------------------------------- */
 
