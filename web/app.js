@@ -7,6 +7,8 @@ import { t, getLang, setLang, onLang, applyStatic } from './i18n.js';
 import { mountPanels, panelsDeliver, panelsSetSession } from './panels.js';
 import { renderStory, tavernNotice, scoredHits } from './story.js';
 import { createCharacters } from './characters.js';
+import { renderIntent } from './tool_cards.js';
+import { mountJobs } from './jobs.js';
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => {
@@ -294,7 +296,7 @@ function finishAssistant(p) {
 }
 
 // A tool call: one line (name, state) that opens to the arguments and result.
-function toolCard(callId, name, args) {
+function toolCard(callId, name, args, present) {
   let card = state.cards.get(callId);
   if (card) return card;
   clearEmpty();
@@ -304,6 +306,7 @@ function toolCard(callId, name, args) {
   const head = el('summary');
   head.append(el('span', 'icon', 'ƒ'), el('span', 'name', name), el('span', 'state', t('running')));
   card.append(head, el('div', 'label', t('args')), el('pre', 'args', prettyArgs(args)));
+  if (present) drawIntent(card, present);
   messages().append(card);
   state.cards.set(callId, card);
   return card;
@@ -341,6 +344,14 @@ function toolResult(p) {
     }
     pre.before(ol);
   }
+  if (p.present) drawIntent(card, p.present);
+}
+
+// The card's render intent (tool_cards.js) above the plain result.
+function drawIntent(card, present) {
+  let body = card.querySelector('.card-body');
+  if (!body) { body = el('div', 'card-body'); card.querySelector('summary').after(body); }
+  if (renderIntent(body, present, t)) card.dataset.card = present.card;
 }
 
 // Model failures: the cause as the endpoint said it (the message carries
@@ -387,7 +398,7 @@ function render(type, p, live) {
     case 'text/delta': appendText(p.text || ''); break;
     case 'assistant/message': finishAssistant(p); break;
     case 'session/opening': showOpening(p); break;
-    case 'tool/call': toolCard(p.callId, p.name, p.arguments); break;
+    case 'tool/call': toolCard(p.callId, p.name, p.arguments, p.present); break;
     case 'tool/result': toolResult(p); break;
     case 'tool/update': {
       const card = toolCard(p.callId, p.name || '?', '');
@@ -906,6 +917,7 @@ async function main() {
   // a panel changed what the transcript shows (a card bound, a greeting swapped)
   const reload = async () => { if (state.current) await openSession(state.current, { quiet: true }); };
   await mountPanels($('panels'), { send, command, openSession: openFromPanel, reload });
+  mountJobs(document.querySelector('.sidebar')); // background jobs (jobs.js)
   // Routes: #/characters (the gallery), #/characters/<cardId> (a card's
   // page), #<sessionId> or #/ (the chat).
   const characters = createCharacters($('rp-view'), {

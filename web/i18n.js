@@ -1,6 +1,10 @@
 // i18n.js — the page's English and Chinese strings and the language switch.
 const STRINGS = {
   en: {
+    'jobs.title': 'Background jobs', 'jobs.none': 'No background jobs.', 'jobs.kill': 'Stop',
+    'jobs.running': 'running', 'jobs.stopping': 'stopping', 'jobs.completed': 'completed',
+    'jobs.killed': 'stopped', 'jobs.failed': 'failed', 'jobs.start.acp-probe': 'Probe every engine',
+    'card.exit': 'exit code', 'card.query': 'query', 'card.noHits': 'nothing found',
     newChat: 'New chat', send: 'Send', stop: 'Stop', empty: 'Pick a session or start a new chat.',
     placeholder: 'Message, or /command — Enter sends, Shift+Enter for a new line',
     thinking: 'Reasoning', running: 'running…', ok: 'done', failed: 'failed', args: 'arguments',
@@ -61,6 +65,10 @@ const STRINGS = {
     'fix.INVALID_CONFIG': 'The model settings are invalid: check CDSH_BASE_URL and CDSH_MODEL.',
   },
   zh: {
+    'jobs.title': '后台任务', 'jobs.none': '没有后台任务。', 'jobs.kill': '停止',
+    'jobs.running': '运行中', 'jobs.stopping': '正在停止', 'jobs.completed': '已完成',
+    'jobs.killed': '已停止', 'jobs.failed': '失败', 'jobs.start.acp-probe': '探测所有引擎',
+    'card.exit': '退出码', 'card.query': '查询', 'card.noHits': '没有结果',
     newChat: '新对话', send: '发送', stop: '停止', empty: '选择一个会话，或开始新对话。',
     placeholder: '输入消息或 /命令 — 回车发送，Shift+回车换行',
     thinking: '推理过程', running: '运行中…', ok: '完成', failed: '失败', args: '参数',

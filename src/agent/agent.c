@@ -300,11 +300,24 @@ static json_t *call_args(const char *text)
     return json_string(text);
 }
 
+/* Sets the tool's render intent (host-contracts §1) on an event payload as
+ * "present", for the page's tool cards; the bare generic card is left out. */
+static void set_present(json_t *p, json_t *intent)
+{
+    if (intent && json_object_size(intent) > 1)
+        json_object_set(p, "present", intent);
+    json_decref(intent);
+}
+
 /* Logs a tool/call (the "started" marker) and reports it. */
 static int log_call(turn *t, const cdsh_model_tool_call *c, bool parallel, cdsh_error *err)
 {
     json_t *p = json_pack("{s:s, s:s, s:s}", "callId", c->id, "name", c->name, "arguments",
                           c->arguments ? c->arguments : "");
+    json_t *args = call_args(c->arguments);
+    set_present(p, cdsh_tools_present_call_dup(cdsh_host_tools(t->agent->host), t->scope, c->name,
+                                               args));
+    json_decref(args);
     int64_t seq = 0;
     int rc = log_event(t, "tool/call", p, &seq, err);
     if (rc == 0) {
@@ -330,6 +343,11 @@ static int log_result(turn *t, const cdsh_model_tool_call *c, const cdsh_toolres
             json_object_set_new(e, "code", json_string(r->error_code));
         json_object_set_new(p, "error", e);
     }
+    json_t *args = call_args(c->arguments), *rj = cdsh_toolresult_to_json(r);
+    set_present(p, cdsh_tools_present_result_dup(cdsh_host_tools(t->agent->host), t->scope,
+                                                 c->name, args, rj));
+    json_decref(args);
+    json_decref(rj);
     int64_t seq = 0;
     int rc = log_event(t, "tool/result", p, &seq, err);
     if (rc == 0 && t->calls && t->answered)

@@ -2,6 +2,8 @@
  * a profile enables. The registries themselves live in their own modules. */
 #include "host/host.h"
 
+#include "host/jobs.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@ struct cdsh_host {
     cdsh_skills *skills;
     cdsh_rpc *rpc;
     cdsh_prompt *prompt;
+    cdsh_jobs *jobs;
     cdsh__plugins *plugins;
     cdsh_home *home; /* owned; where plugins and services keep state */
 };
@@ -39,8 +42,9 @@ cdsh_host *cdsh_host_new_at(cdsh_home *home)
     h->skills = cdsh_skills_new(h->events);
     h->rpc = cdsh_rpc_new();
     h->prompt = cdsh_prompt_new(h->events);
+    h->jobs = cdsh_jobs_new(h->events);
     h->plugins = cdsh__plugins_new(h);
-    if (!h->tools || !h->commands || !h->skills || !h->rpc || !h->prompt || !h->plugins)
+    if (!h->tools || !h->commands || !h->skills || !h->rpc || !h->prompt || !h->jobs || !h->plugins)
         goto fail;
     return h;
 fail:
@@ -55,6 +59,7 @@ void cdsh_host_free(cdsh_host *host)
     /* Plugins first: their disposers touch every registry below. */
     cdsh__plugins_shutdown(host->plugins);
     cdsh__plugins_free(host->plugins);
+    cdsh_jobs_free(host->jobs); /* after the plugins, whose unload ended their jobs */
     cdsh_rpc_free(host->rpc);
     cdsh_prompt_free(host->prompt);
     cdsh_skills_free(host->skills);
@@ -68,6 +73,11 @@ void cdsh_host_free(cdsh_host *host)
 const cdsh_home *cdsh_host_home(const cdsh_host *host)
 {
     return host->home;
+}
+
+cdsh_jobs *cdsh_host_jobs(cdsh_host *host)
+{
+    return host->jobs;
 }
 
 cdsh_events *cdsh_host_events(cdsh_host *host)

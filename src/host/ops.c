@@ -462,6 +462,15 @@ static int tool_body(void *ud, const cdsh_tool_exec *exec, json_t **value)
                               err.message[0] ? err.message : dflt);
 }
 
+/* The row's presenter, else the table's (tools.h §1). */
+static json_t *tool_present_result(void *arg, const json_t *args, const json_t *result)
+{
+    tool_ud *ud = arg;
+    if (ud->op->present_result)
+        return ud->op->present_result(args, result);
+    return ud->ops->table->present_result ? ud->ops->table->present_result(args, result) : NULL;
+}
+
 static int register_tool(cdsh_plugin_ctx *ctx, cdsh_ops *ops, size_t i, cdsh_error *err)
 {
     const cdsh_op *op = &ops->table->ops[i];
@@ -481,6 +490,8 @@ static int register_tool(cdsh_plugin_ctx *ctx, cdsh_ops *ops, size_t i, cdsh_err
         .output_schema = ops->result_json[i],
         .execute = tool_body,
         .render = ops->table->render,
+        .present_result =
+            op->present_result || ops->table->present_result ? tool_present_result : NULL,
         .is_concurrency_safe = (op->flags & CDSH_OP_READ) ? cdsh_tools_always_safe : NULL,
         .ud = ud,
         .free_ud = tool_ud_free,

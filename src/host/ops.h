@@ -78,6 +78,9 @@ struct cdsh_op {
      * exit status (takes value). */
     int (*cli_print)(void *ud, const cdsh_op_call *call, int rc, json_t *value,
                      const cdsh_error *err);
+    /* Tool rows: the result's render intent (tools.h, §1 presentResult);
+     * NULL: the table's present_result. Pure; NULL answer = generic card. */
+    json_t *(*present_result)(const json_t *args, const json_t *result);
 };
 
 /* A plugin's table and the hooks that shape its surfaces. Only `plugin`,
@@ -96,6 +99,9 @@ typedef struct cdsh_ops_table {
     const char *tool_prefix;    /* prepended to tool rows' names; NULL: "" */
     const char *tool_error;     /* info.name of a failed tool; NULL: "OperationError" */
     cdsh_tool_render_fn render; /* NULL: the registry's default */
+    /* Render intent of every tool row's result without one of its own
+     * (tools.h, §1 presentResult); NULL: the generic card. */
+    json_t *(*present_result)(const json_t *args, const json_t *result);
 
     /* ---- RPC surface ---- */
     const char *rpc_channel; /* required when a row has CDSH_OP_RPC */

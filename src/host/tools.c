@@ -687,6 +687,8 @@ int cdsh_tools_register(cdsh_tools *t, cdsh_scope *scope, const cdsh_tool_def *d
     tool->render = def->render;
     tool->presentation_meta = def->presentation_meta;
     tool->is_concurrency_safe = def->is_concurrency_safe;
+    tool->present_call = def->present_call;
+    tool->present_result = def->present_result;
     tool->finalize_content = def->finalize_content;
     tool->timeout_ms = def->timeout_ms;
     tool->ud = def->ud;

@@ -65,6 +65,24 @@ typedef bool (*cdsh_tool_safe_fn)(void *ud, const json_t *args);
 typedef json_t *(*cdsh_tool_finalize_fn)(void *ud, const cdsh_tool_exec *exec,
                                          const cdsh_toolresult *res);
 
+/* Pure UI render intents (host-contracts.md §1, DSH's presentCall /
+ * presentResult): an owned JSON object {card, ...} for the page's tool card,
+ * or NULL for the generic card. Cards and their fields (tools_present.c):
+ *   generic  {title?, text?, view?: "xiangqi-board", fen?}
+ *   terminal {command?, output, exitCode?}
+ *   diff     {path, oldText?, newText}
+ *   search   {query?, results: [{title, snippet?, ref?}]}
+ *   read     {path, text?}
+ *   web      {url, title?}
+ * They run with args that passed validation (invalid args: generic card,
+ * the functions are not called) and must not fail loudly: anything they
+ * return that is not such an object becomes the generic card. */
+typedef json_t *(*cdsh_tool_present_call_fn)(void *ud, const json_t *args);
+/* result: the tool result JSON (cdsh_toolresult_to_json: isError, value?,
+ * content, error?). */
+typedef json_t *(*cdsh_tool_present_result_fn)(void *ud, const json_t *args,
+                                               const json_t *result);
+
 typedef struct cdsh_tool_def {
     const char *name;            /* [A-Za-z0-9_-]{1,64}; "run_code" is reserved */
     const char *description;     /* model-visible; required (may be "") */
@@ -76,6 +94,8 @@ typedef struct cdsh_tool_def {
     cdsh_tool_meta_fn presentation_meta;    /* optional */
     cdsh_tool_safe_fn is_concurrency_safe;  /* optional; absent = exclusive */
     cdsh_tool_finalize_fn finalize_content; /* optional */
+    cdsh_tool_present_call_fn present_call;     /* optional; never sent to the model */
+    cdsh_tool_present_result_fn present_result; /* optional; never sent to the model */
     /* 0 = none; otherwise > 0, enforced by the built-in timeout policy (dispatch.h). */
     int64_t timeout_ms;
     void *ud; /* passed to every callback above */
@@ -286,6 +306,21 @@ json_t *cdsh_tools_info_dup(cdsh_tools *tools, const cdsh_scope *scope, const ch
  * the tool is visible, args validate and is_concurrency_safe says true. */
 bool cdsh_tools_is_parallel(cdsh_tools *tools, const cdsh_scope *scope, const char *name,
                             const json_t *args);
+
+/* ---- presentation (§1) -------------------------------------------------------- */
+
+/* The render intent of a call of `name` as `scope` sees it: an owned
+ * {card, ...} (see cdsh_tool_present_call_fn), {"card":"generic"} when the
+ * tool has no presenter, is not visible, the args do not validate or the
+ * presenter's answer is not a valid intent. Never NULL but on ENOMEM. */
+json_t *cdsh_tools_present_call_dup(cdsh_tools *tools, const cdsh_scope *scope, const char *name,
+                                    const json_t *args);
+/* Same for the result (result as cdsh_tool_present_result_fn takes it). */
+json_t *cdsh_tools_present_result_dup(cdsh_tools *tools, const cdsh_scope *scope,
+                                      const char *name, const json_t *args, const json_t *result);
+/* True if `intent` is a valid render intent (the card's required fields
+ * with their types). */
+bool cdsh_tools_present_valid(const json_t *intent);
 
 /* Number of registrations of every kind (tools, masks, guards, hooks, the
  * approval service), for leak checks after a plugin unloads. */

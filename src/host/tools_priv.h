@@ -24,6 +24,8 @@ typedef struct cdsh__tool {
     cdsh_tool_meta_fn presentation_meta;
     cdsh_tool_safe_fn is_concurrency_safe;
     cdsh_tool_finalize_fn finalize_content;
+    cdsh_tool_present_call_fn present_call;
+    cdsh_tool_present_result_fn present_result;
     int64_t timeout_ms;
     void *ud;
     void (*free_ud)(void *);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "host/jobs.h"
 #include "host/prompt.h"
 #include "host/skilltool.h"
 #include "plugins/acp/plugin.h"
@@ -13,6 +14,7 @@
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
+    &cdsh_jobs_plugin,   /* background jobs: job_output, job_list, job_kill */
     &cdsh_prompt_plugin, /* systemPrompt: the order of the model's tools */
     &cdsh_acp_plugin,
     &cdsh_xq_plugin,

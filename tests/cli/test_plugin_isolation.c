@@ -29,6 +29,7 @@ typedef struct probe {
 
 static const probe PROBES[] = {
     {"skills", "skill", NULL, NULL, NULL, NULL, NULL},
+    {"jobs", "job_list", "/jobs", "list", "{}", NULL, NULL},
     {"systemPrompt", NULL, NULL, NULL, NULL, NULL, NULL}, /* no toolOrder by default */
     {"acp", NULL, "/acp", "engines", NULL, CDSH_SESSION_RUNNERS, NULL},
     /* The plugin itself answers (the router's "not-found" would mean no channel). */

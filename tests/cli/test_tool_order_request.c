@@ -83,8 +83,8 @@ static void by_default_the_model_sees_tools_sorted_by_name(void **state)
 {
     (void)state;
     assert_request_order("plugins:\n  xiangqi:\n    enabled: true\n  tavern:\n    enabled: false\n",
-                         "skill,xiangqi_board,xiangqi_hint,xiangqi_move,xiangqi_new,"
-                         "xiangqi_review,xiangqi_undo");
+                         "job_kill,job_list,job_output,skill,xiangqi_board,xiangqi_hint,"
+                         "xiangqi_move,xiangqi_new,xiangqi_review,xiangqi_undo");
 }
 
 static void a_profiles_tool_order_is_what_the_model_sees(void **state)
@@ -96,7 +96,8 @@ static void a_profiles_tool_order_is_what_the_model_sees(void **state)
         "  tavern:\n    enabled: false\n" /* its tools are masked in unbound turns */
         "  systemPrompt:\n    config:\n"
         "      toolOrder: [xiangqi_move, xiangqi_board, \"<unlisted-tools>\", skill]\n",
-        "xiangqi_move,xiangqi_board,xiangqi_hint,xiangqi_new,xiangqi_review,xiangqi_undo,skill");
+        "xiangqi_move,xiangqi_board,job_kill,job_list,job_output,xiangqi_hint,xiangqi_new,"
+        "xiangqi_review,xiangqi_undo,skill");
 }
 
 static void a_bad_tool_order_is_refused_before_any_request(void **state)

@@ -13,8 +13,10 @@
 
 #include "agent/session_runner.h"
 #include "host/host.h"
+#include "host/jobs.h"
 #include "host/rpc.h"
 #include "plugins/acp/cmd_acp.h"
+#include "plugins/acp/cmd_acp_probe.h"
 #include "plugins/acp/ops.h"
 #include "plugins/acp/probe.h"
 #include "plugins/acp/service.h"
@@ -194,6 +196,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     int rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){plugin_free, p}, err);
     if (rc == 0)
         rc = cdsh_ctx_provide(ctx, CDSH_ACP_SERVICE, p->svc, err);
+    if (rc == 0) /* `cdsh acp probe --all` runs as a job this plugin owns */
+        rc = cdsh_ctx_provide(ctx, CDSH_ACP_JOBS_SERVICE, ctx, err);
+    if (rc == 0)
+        rc = cdsh_ctx_hook(ctx, CDSH_JOB_STARTERS, &cdsh_acp_probe_all_starter, err);
     if (rc == 0)
         rc = cdsh_ops_register_table(ctx, &cdsh__acp_ops_table, &p->ops, NULL, err);
     if (rc == 0)

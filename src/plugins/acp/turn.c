@@ -184,6 +184,34 @@ static json_t *result_content(const call *c, bool failed)
     return out;
 }
 
+/* The page's card for an engine's call (host-contracts §1 render intents):
+ * its first diff block as a diff card, a terminal block (or kind
+ * "execute") as a terminal card with the text the call reported; NULL for
+ * the generic card. `content` is the result content already built. */
+static json_t *present_of(const call *c, const json_t *content)
+{
+    size_t i;
+    json_t *e;
+    bool terminal = c->kind && strcmp(c->kind, "execute") == 0;
+    json_array_foreach(c->content, i, e) {
+        const char *type = str(e, "type");
+        if (type && strcmp(type, "diff") == 0 && str(e, "path") && str(e, "newText"))
+            return json_pack("{s:s, s:s, s:O, s:s}", "card", "diff", "path", str(e, "path"),
+                             "oldText",
+                             json_is_string(json_object_get(e, "oldText"))
+                                 ? json_object_get(e, "oldText")
+                                 : json_null(),
+                             "newText", str(e, "newText"));
+        if (type && strcmp(type, "terminal") == 0)
+            terminal = true;
+    }
+    if (!terminal)
+        return NULL;
+    const char *out = str(json_array_get(content, 0), "text");
+    return json_pack("{s:s, s:s?, s:s}", "card", "terminal", "command", c->title, "output",
+                     out ? out : "");
+}
+
 static void log_result(writer *w, call *c, bool failed, const char *code, const char *why)
 {
     json_t *content =
@@ -196,6 +224,9 @@ static void log_result(writer *w, call *c, bool failed, const char *code, const 
                                       why ? why
                                           : json_string_value(json_object_get(
                                                 json_array_get(content, 0), "text"))));
+    json_t *present = why ? NULL : present_of(c, content);
+    if (present)
+        json_object_set_new(p, "present", present);
     c->done = true;
     record(w, "tool/result", 1, p, json_pack("{s:s}", "name", c->name));
     json_decref(p);

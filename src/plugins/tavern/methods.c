@@ -23,6 +23,30 @@
         .handler = cdsh__tavern_op_##name_, .surfaces = CDSH_OP_RPC                                \
     }
 
+/* The page shows memory_search's hits as a search card (host-contracts §1
+ * presentResult): the memory's file as the title, its body as the snippet. */
+static json_t *present_memory_hits(const json_t *args, const json_t *result)
+{
+    const json_t *v = json_object_get(result, "value");
+    if (!json_is_true(json_object_get(v, "ok")))
+        return NULL;
+    json_t *hits = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(v, "results"), i, r) {
+        const char *id = json_string_value(json_object_get(r, "id"));
+        const char *path = json_string_value(json_object_get(r, "path"));
+        const char *body = json_string_value(json_object_get(r, "body"));
+        json_array_append_new(hits, json_pack("{s:s, s:s, s:s}", "title",
+                                              path ? path
+                                              : id ? id
+                                                   : "",
+                                              "snippet", body ? body : "", "ref", id ? id : ""));
+    }
+    const char *q = json_string_value(json_object_get(args, "query"));
+    return json_pack("{s:s, s:s, s:o}", "card", "search", "query", q ? q : "", "results", hits);
+}
+
 static const cdsh_op ROWS[] = {
     METHOD(listCharacters, "{\"type\":\"object\",\"properties\":{}}", "{\"type\":\"array\"}"),
     METHOD(listArchivedCharacters, "{\"type\":\"object\",\"properties\":{}}",
@@ -294,7 +318,8 @@ static const cdsh_op ROWS[] = {
      .result_schema = TOOL_RESULT,
      .handler = cdsh__tavern_op_memory_search,
      .surfaces = CDSH_OP_TOOL,
-     .flags = CDSH_OP_READ},
+     .flags = CDSH_OP_READ,
+     .present_result = present_memory_hits},
     {.name = "memory_write",
      .description =
          "Save a lasting fact of this story as a memory (checked against similar memories first; "

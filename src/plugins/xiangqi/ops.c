@@ -622,6 +622,18 @@ static int command_result(void *ud, const cdsh_op_call *call, int rc, json_t *va
     return rc;
 }
 
+/* The page's tool card draws the board of any answer that carries one
+ * (host-contracts §1 presentResult). */
+static json_t *present_board(const json_t *args, const json_t *result)
+{
+    (void)args;
+    const json_t *v = json_object_get(result, "value");
+    const char *fen = json_string_value(json_object_get(v, "fen"));
+    if (!json_is_true(json_object_get(v, "ok")) || !fen)
+        return NULL;
+    return json_pack("{s:s, s:s, s:s}", "card", "generic", "view", "xiangqi-board", "fen", fen);
+}
+
 const cdsh_ops_table cdsh__xq_ops_table = {
     .plugin = "xiangqi",
     .ops = ROWS,
@@ -630,6 +642,7 @@ const cdsh_ops_table cdsh__xq_ops_table = {
     .tool_prefix = "xiangqi_",
     .tool_error = "XiangqiError",
     .render = cdsh__xq_tool_render,
+    .present_result = present_board,
     .rpc_channel = CDSH_XQ_RPC_CHANNEL,
     .rpc_admit = rpc_admit,
     .rpc_result = rpc_result,

@@ -10,6 +10,7 @@
 #include "agent/session_store.h"
 #include "host/host.h"
 #include "plugins/xiangqi/cmd_xiangqi.h"
+#include "plugins/xiangqi/cmd_xiangqi_analyze.h"
 #include "plugins/xiangqi/opponent.h"
 #include "plugins/xiangqi/playbook.h"
 
@@ -191,6 +192,9 @@ static int xq_apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     cdsh_xq_service_set_model_runner(p->svc, cdsh__xq_opponent_start, p->opponent);
     /* state first: disposers run newest first, so it outlives every registration */
     if ((rc = cdsh_ctx_adopt(ctx, (cdsh_disposer_t){stop_plugin, p}, err)) != 0)
+        return rc;
+    /* deep analyses run as jobs this plugin owns (cmd_xiangqi_analyze.c) */
+    if ((rc = cdsh_ctx_provide(ctx, CDSH_XQ_JOBS_SERVICE, ctx, err)) != 0)
         return rc;
     /* The table's reference to p is released with its last surface. */
     cdsh_ops *ops = NULL;
