@@ -429,6 +429,63 @@ static int source_for(cdsh_jobs *j, cdsh_plugin_ctx *ctx, source **out, cdsh_err
     return rc;
 }
 
+/* The spec's own fields: kind, label and run function. */
+static int spec_check(const cdsh_job_spec *spec, cdsh_error *err)
+{
+    if (!kind_ok(spec->kind))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_JOB_SPEC",
+                              "job kind \"%s\" is invalid: use 1-32 of a-z 0-9 _ -, starting "
+                              "with a letter",
+                              spec->kind ? spec->kind : "");
+    if (blank(spec->label) || strchr(spec->label, '\n'))
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_JOB_SPEC",
+                              "job \"%s\" needs a label (one non-blank line)", spec->kind);
+    if (!spec->run)
+        return cdsh_error_set(err, CDSH_EINVAL, "BAD_JOB_SPEC", "job \"%s\" needs a run function",
+                              spec->kind);
+    return 0;
+}
+
+/* Whether one more job may start now (j->lock held), and room for it in j->v. */
+static int admit_locked(cdsh_jobs *j, cdsh_plugin_ctx *ctx, const source *src, const char *owner,
+                        cdsh_error *err)
+{
+    int rc = 0;
+    unsigned mine = 0;
+    for (size_t i = 0; i < j->n; i++)
+        mine += !j->v[i]->ended && same_owner(j->v[i]->owner, owner);
+    if (j->closing || src->disposed)
+        rc = cdsh_error_set(err, CDSH_ECLOSED, "INACTIVE_EFFECT",
+                            "plugin \"%s\" is not active: jobs cannot be started while it is "
+                            "unloading",
+                            cdsh_ctx_name(ctx));
+    else if (!j->surfaces)
+        rc = cdsh_error_set(err, CDSH_EPERM, "JOBS_NO_SURFACE",
+                            "background jobs need a control surface: enable the \"jobs\" plugin "
+                            "(job_output, job_list, job_kill)");
+    else if (mine >= j->limits.max_per_owner)
+        rc = cdsh_error_set(err, CDSH_EBUSY, "JOB_LIMIT",
+                            "owner \"%s\" already runs %u background jobs (the limit); collect "
+                            "or kill one (job_list, job_kill) before starting another",
+                            owner ? owner : "(unowned)", j->limits.max_per_owner);
+    else if (j->running >= j->limits.max_running)
+        rc = cdsh_error_set(err, CDSH_EBUSY, "JOBS_BUSY",
+                            "cdsh already runs %u background jobs (the host's limit); try again "
+                            "when one has ended",
+                            j->limits.max_running);
+    else if (j->n == j->cap) {
+        size_t nc = j->cap ? 2 * j->cap : 16;
+        cdsh_job **nv = realloc(j->v, nc * sizeof *nv);
+        if (nv) {
+            j->v = nv;
+            j->cap = nc;
+        } else {
+            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+        }
+    }
+    return rc;
+}
+
 int cdsh_ctx_job_start(cdsh_plugin_ctx *ctx, const cdsh_job_spec *spec, char **id_out,
                        cdsh_error *err)
 {
@@ -442,23 +499,8 @@ int cdsh_ctx_job_start(cdsh_plugin_ctx *ctx, const cdsh_job_spec *spec, char **i
         rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_ARGUMENT", "a job needs a context and a spec");
         goto fail;
     }
-    if (!kind_ok(spec->kind)) {
-        rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_JOB_SPEC",
-                            "job kind \"%s\" is invalid: use 1-32 of a-z 0-9 _ -, starting "
-                            "with a letter",
-                            spec->kind ? spec->kind : "");
+    if ((rc = spec_check(spec, err)) < 0)
         goto fail;
-    }
-    if (blank(spec->label) || strchr(spec->label, '\n')) {
-        rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_JOB_SPEC",
-                            "job \"%s\" needs a label (one non-blank line)", spec->kind);
-        goto fail;
-    }
-    if (!spec->run) {
-        rc = cdsh_error_set(err, CDSH_EINVAL, "BAD_JOB_SPEC", "job \"%s\" needs a run function",
-                            spec->kind);
-        goto fail;
-    }
     if ((rc = source_for(j, ctx, &src, err)) < 0)
         goto fail;
 
@@ -476,38 +518,7 @@ int cdsh_ctx_job_start(cdsh_plugin_ctx *ctx, const cdsh_job_spec *spec, char **i
     job->status = CDSH_JOB_RUNNING;
 
     pthread_mutex_lock(&j->lock);
-    unsigned mine = 0;
-    for (size_t i = 0; i < j->n; i++)
-        mine += !j->v[i]->ended && same_owner(j->v[i]->owner, spec->owner);
-    if (j->closing || src->disposed)
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "INACTIVE_EFFECT",
-                            "plugin \"%s\" is not active: jobs cannot be started while it is "
-                            "unloading",
-                            cdsh_ctx_name(ctx));
-    else if (!j->surfaces)
-        rc = cdsh_error_set(err, CDSH_EPERM, "JOBS_NO_SURFACE",
-                            "background jobs need a control surface: enable the \"jobs\" plugin "
-                            "(job_output, job_list, job_kill)");
-    else if (mine >= j->limits.max_per_owner)
-        rc = cdsh_error_set(err, CDSH_EBUSY, "JOB_LIMIT",
-                            "owner \"%s\" already runs %u background jobs (the limit); collect "
-                            "or kill one (job_list, job_kill) before starting another",
-                            spec->owner ? spec->owner : "(unowned)", j->limits.max_per_owner);
-    else if (j->running >= j->limits.max_running)
-        rc = cdsh_error_set(err, CDSH_EBUSY, "JOBS_BUSY",
-                            "cdsh already runs %u background jobs (the host's limit); try again "
-                            "when one has ended",
-                            j->limits.max_running);
-    else if (j->n == j->cap) {
-        size_t nc = j->cap ? 2 * j->cap : 16;
-        cdsh_job **nv = realloc(j->v, nc * sizeof *nv);
-        if (nv) {
-            j->v = nv;
-            j->cap = nc;
-        } else {
-            rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-        }
-    }
+    rc = admit_locked(j, ctx, src, spec->owner, err);
     if (rc == 0) {
         job->cap = spec->output_limit ? spec->output_limit : j->limits.output_limit;
         if (!(job->buf = malloc(job->cap)) || !(job->id = next_id(j, spec->kind)))

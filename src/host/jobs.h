@@ -83,6 +83,7 @@ cdsh_jobs *cdsh_jobs_new(cdsh_events *bus);
 void cdsh_jobs_free(cdsh_jobs *jobs);
 /* Replaces the limits (zero fields take their defaults). */
 void cdsh_jobs_set_limits(cdsh_jobs *jobs, const cdsh_jobs_limits *limits);
+/* keep-public: the read side of set_limits, for whoever shows the bounds in force. */
 void cdsh_jobs_limits_get(cdsh_jobs *jobs, cdsh_jobs_limits *out);
 
 /* The control surface fence (DSH's attachSurface): a start without any
@@ -113,6 +114,7 @@ cdsh_jobs *cdsh_host_jobs(cdsh_host *host);
 
 /* ---- inside a run function (job is valid until run returns) ---------------- */
 
+/* keep-public: part of the run-function API a plugin's job body uses. */
 const char *cdsh_job_id(const cdsh_job *job);
 /* Fires when the job is killed, its plugin unloads or the host is freed. */
 cdsh_cancel *cdsh_job_cancel(cdsh_job *job);
@@ -164,10 +166,12 @@ int cdsh_jobs_wait(cdsh_jobs *jobs, const char *id, int64_t wait_ms, cdsh_cancel
                    cdsh_job_status *status_out, cdsh_error *err);
 
 /* Cancels the jobs of `owner`, waits for them and removes them (an agent's
- * session ended). */
+ * session ended).
+ * keep-public: the session-end hook; not yet wired to a session's end. */
 void cdsh_jobs_dispose_owner(cdsh_jobs *jobs, const char *owner);
 
-/* Jobs known (running or kept), for leak checks. */
+/* Jobs known (running or kept), for leak checks.
+ * keep-public: the tests' leak check. */
 size_t cdsh_jobs_count(cdsh_jobs *jobs);
 
 /* ---- starters: jobs the person may start from the page ----------------------

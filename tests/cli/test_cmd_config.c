@@ -149,6 +149,9 @@ static void disable_and_enable_are_saved_and_listed(void **state)
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "disable", "tavern", NULL), 0);
     assert_string_equal(out, "tavern disabled (profile default)\n");
     free(out);
+    assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "disable", "jobs", NULL), 0);
+    assert_string_equal(out, "jobs disabled (profile default)\n");
+    free(out);
     cdsh_test_run_cdsh(NULL, &out, NULL, "tools", "list", NULL);
     assert_non_null(strstr(out, "\n1 tool, "));
     free(out);
@@ -158,6 +161,7 @@ static void disable_and_enable_are_saved_and_listed(void **state)
     char *text = profile_text(home, "default");
     assert_string_equal(text, "plugins:\n  xiangqi:\n    enabled: false\n"
                               "  tavern:\n    enabled: false\n"
+                              "  jobs:\n    enabled: false\n"
                               "  skills:\n    enabled: false\n");
     free(text);
     cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", NULL);
@@ -206,6 +210,7 @@ static void broken_profile_is_reported_with_its_path(void **state)
     cdsh_test_run(mk, NULL, NULL, NULL, 5000);
     cdsh_test_write_file(file, "plugins:\n  xiangqi:\n    enabled: false\n"
                                "  tavern:\n    enabled: false\n"
+                               "  jobs:\n    enabled: false\n"
                                "  skills:\n    config:\n      maxBodyBytes: 1\n");
     char *out = NULL, *err = NULL;
     assert_int_equal(cdsh_test_run_cdsh(NULL, &out, NULL, "config", "list", NULL), 0);

@@ -27,7 +27,8 @@ static int setup_minimal(void **state)
     mkdir(path, 0700);
     snprintf(path, sizeof path, "%s/profiles/default.yaml", home);
     cdsh_test_write_file(path,
-                         "plugins:\n  xiangqi:\n    enabled: false\n  tavern:\n    enabled: false\n");
+                         "plugins:\n  xiangqi:\n    enabled: false\n  tavern:\n    enabled: false\n"
+                         "  jobs:\n    enabled: false\n");
     *state = home;
     return 0;
 }
@@ -209,11 +210,12 @@ static void default_profile_exposes_xiangqi_tools_command_and_skill(void **state
         "skill",          "xiangqi_new",         "xiangqi_board",       "xiangqi_move",
         "xiangqi_undo",   "xiangqi_hint",        "xiangqi_review",      "tavern_memory_search",
         "tavern_memory_write", "tavern_memory_update", "tavern_lore_read", "tavern_worldstate_update",
-        "tavern_asset_list",   "tavern_asset_read"};
+        "tavern_asset_list",   "tavern_asset_read",   "job_output",          "job_list",
+        "job_kill"};
     json_t *doc = list_json("tools");
     const json_t *tools = json_object_get(doc, "tools");
-    assert_int_equal(json_integer_value(json_object_get(doc, "count")), 14);
-    assert_int_equal(json_array_size(tools), 14);
+    assert_int_equal(json_integer_value(json_object_get(doc, "count")), 17);
+    assert_int_equal(json_array_size(tools), 17);
     size_t total = 0, i;
     for (i = 0; i < sizeof want / sizeof *want; i++) {
         assert_true(has_name(tools, want[i]));

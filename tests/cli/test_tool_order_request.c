@@ -114,7 +114,8 @@ static void a_bad_tool_order_is_refused_before_any_request(void **state)
     char *out = NULL, *err = NULL;
     assert_int_not_equal(cdsh_test_run_cdsh(NULL, &out, &err, "run", "hi", NULL), 0);
     assert_non_null(strstr(err, "[UNKNOWN_TOOL_ORDER_ENTRY] toolOrder lists unregistered tool "
-                                "\"no_such_tool\"; known tools: skill, xiangqi_board,"));
+                                "\"no_such_tool\"; known tools: job_kill, job_list, "
+                                "job_output, skill, xiangqi_board,"));
     assert_int_equal(cdsh_test_fake_model_count(&f), 0);
     free(out);
     free(err);

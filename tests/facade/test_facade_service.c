@@ -599,13 +599,15 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
     snprintf(path, sizeof path, "%s/profiles", home);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/profiles/default.yaml", home);
-    /* xiangqi and tavern (on by default) are off in both profiles: the
-     * surfaces compared are exactly `skill`, then `skill` plus the declared
-     * operation */
+    /* xiangqi, tavern and jobs (on by default) are off in both profiles:
+     * the surfaces compared are exactly `skill`, then `skill` plus the
+     * declared operation */
     cdsh_test_write_file(path, "plugins:\n"
                                "  xiangqi:\n"
                                "    enabled: false\n"
                                "  tavern:\n"
+                               "    enabled: false\n"
+                               "  jobs:\n"
                                "    enabled: false\n"
                                "  facade:\n"
                                "    config:\n"
@@ -625,7 +627,8 @@ static void profile_file_declarations_show_in_the_cli_surface(void **state)
     /* the surface before: a profile without declarations */
     snprintf(path, sizeof path, "%s/profiles/bare.yaml", home);
     cdsh_test_write_file(path,
-                         "plugins:\n  xiangqi:\n    enabled: false\n  tavern:\n    enabled: false\n");
+                         "plugins:\n  xiangqi:\n    enabled: false\n  tavern:\n    enabled: false\n"
+                         "  jobs:\n    enabled: false\n");
     assert_int_equal(
         cdsh_test_run_cdsh(NULL, &out, &err, "tools", "list", "--json", "--profile", "bare", NULL),
         0);

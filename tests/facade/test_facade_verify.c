@@ -21,12 +21,14 @@
 
 static char *HOME_DIR;
 
-/* xiangqi and tavern (on by default) are turned off so the composed surface
- * is exactly `skill` plus the declared operation. */
+/* xiangqi, tavern and jobs (on by default) are turned off so the composed
+ * surface is exactly `skill` plus the declared operation. */
 static const char *GOOD = "plugins:\n"
                           "  xiangqi:\n"
                           "    enabled: false\n"
                           "  tavern:\n"
+                          "    enabled: false\n"
+                          "  jobs:\n"
                           "    enabled: false\n"
                           "  facade:\n"
                           "    config:\n"
@@ -91,8 +93,8 @@ static void good_profile_verifies_without_touching_the_home(void **state)
     char want[8192];
     snprintf(want, sizeof want,
              "ok   parse: %s/profiles/good.yaml\n"
-             "ok   plugins resolve: 3 row(s)\n" /* xiangqi, tavern, facade */
-             "ok   configs validate: 3 row(s)\n"
+             "ok   plugins resolve: 4 row(s)\n" /* xiangqi, tavern, jobs, facade */
+             "ok   configs validate: 4 row(s)\n"
              /* skills, systemPrompt, acp (on by default, no tools), facade */
              "ok   compose: 4 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
              "VERIFY-OK\n",
