@@ -438,6 +438,34 @@ static int enter_node(thread_data *th, int ply)
     return 0;
 }
 
+static inline int same_line(int a, int b)
+{
+    return (a & 15) == (b & 15) || (a >> 4) == (b >> 4);
+}
+
+/* Can the quiet move m give check to the enemy general on ek? A superset
+ * of the moves that do, cheap enough to run on every quiet move of a
+ * quiescence node: a direct check needs the mover on ek's file or rank
+ * (chariot, cannon, the flying general), a horse's jump from ek or a
+ * soldier's step beside it; a discovered check needs the mover to leave
+ * ek's file or rank (a chariot's blocker, a cannon's screen) or a diagonal
+ * neighbour of ek (the leg of a horse aimed at it); a piece entering ek's
+ * file or rank may become a cannon's screen. */
+static inline int may_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m, int ek)
+{
+    const int f = cdsh_xq_move_from(m), t = cdsh_xq_move_to(m);
+    if (same_line(f, ek) || same_line(t, ek))
+        return 1;
+    const int df = f - ek;
+    if (df == 17 || df == 15 || df == -15 || df == -17)
+        return 1;
+    const int d = t - ek, type = type_at(pos, f);
+    if (type == CDSH_XQ_HORSE)
+        return d == 33 || d == 31 || d == 18 || d == 14 || d == -33 || d == -31 || d == -18 ||
+               d == -14;
+    return 0; /* a soldier beside ek is on its rank or file: caught above */
+}
+
 /* Does a stored bound decide the node? */
 static int tt_cuts(const cdsh_xq_tt_hit *hit, int s, int alpha, int beta)
 {
@@ -481,12 +509,19 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     if (ttm && !in_check && !pos->board[cdsh_xq_move_to(ttm)])
         ttm = CDSH_XQ_MOVE_NONE;
     score_moves(th, mv, sc, n, ttm, ply);
-    /* at the first quiescence ply, quiet moves that give check too (last) */
+    /* at the first quiescence ply, quiet moves that give check too (last);
+     * only those that can check are kept (the rest were made, tested and
+     * undone one by one) */
     if (checks && !in_check) {
         const int nq = cdsh_xq_gen_quiets(pos, mv + n);
+        const int ek = pos->where[16 + 16 * (pos->side ^ 1)];
+        int kept = n;
         for (int i = n; i < n + nq; i++)
-            sc[i] = -(1 << 28);
-        n += nq;
+            if (may_check(pos, mv[i], ek)) {
+                mv[kept] = mv[i];
+                sc[kept++] = -(1 << 28);
+            }
+        n = kept;
     }
     int legal = 0;
     cdsh_xq_move_t best_move = CDSH_XQ_MOVE_NONE;
