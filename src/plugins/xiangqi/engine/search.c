@@ -487,7 +487,7 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     cdsh_xq_tt_hit hit;
     cdsh_xq_move_t ttm = CDSH_XQ_MOVE_NONE;
     int tt_eval = NEG_INF;
-    if (cdsh_xq_tt_probe(eng->tt, key, &hit)) {
+    if ((checks || in_check) && cdsh_xq_tt_probe(eng->tt, key, &hit)) {
         const int s = tt_to_score(hit.score, ply);
         if (!pv_node && tt_cuts(&hit, s, alpha, beta))
             return s;
@@ -559,8 +559,9 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     }
     if (in_check && !legal)
         return -(CDSH_XQ_MATE - ply);
-    cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply), in_check ? 0 : stand, 0,
-                     best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
+    if (checks || in_check)
+        cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply), in_check ? 0 : stand, 0,
+                         best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
     return best;
 }
 
