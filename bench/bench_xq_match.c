@@ -116,6 +116,11 @@ static int opp_move(opp *o, const opts *op, cdsh_xq_pos *pos, const game_rec *g,
 
 typedef enum { R_WIN = 0, R_DRAW, R_LOSS } res_t; /* from cdsh's point of view */
 
+/* cdsh's search speed over the match, all moves and the middlegame (plies
+ * 20-79 of a game), printed beside the score */
+static uint64_t speed_nodes[2];
+static int64_t speed_ms[2];
+
 static const char *reason_text(cdsh_xq_reason r)
 {
     return cdsh_xq_reason_name(r);
@@ -173,6 +178,12 @@ static res_t play_game(const opts *op, cdsh_xq_engine *eng, opp *o, const char *
             cdsh_xq_search_result r;
             cdsh_xq_search(eng, pos, &lim, NULL, NULL, &r, NULL);
             m = r.best;
+            speed_nodes[0] += r.nodes;
+            speed_ms[0] += r.time_ms;
+            if (g.n >= 20 && g.n < 80) {
+                speed_nodes[1] += r.nodes;
+                speed_ms[1] += r.time_ms;
+            }
             score = r.mate ? (r.mate > 0 ? 20000 : -20000) : r.score;
         } else {
             int v = opp_move(o, op, pos, &g, &score);
@@ -384,6 +395,11 @@ int main(int argc, char **argv)
                    hi);
         else
             printf("Elo difference: %.1f (95%% interval unbounded: %.1f .. %.1f)\n", e, lo, hi);
+        for (int k = 0; k < 2; k++)
+            printf("cdsh speed, %s: %llu nodes in %.1f s, %.0f nodes/s\n",
+                   k ? "middlegame (plies 20-79)" : "all its moves",
+                   (unsigned long long)speed_nodes[k], speed_ms[k] / 1000.0,
+                   speed_ms[k] > 0 ? speed_nodes[k] * 1000.0 / (double)speed_ms[k] : 0.0);
         printf("Time: %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
     }
     opp_stop(&o);
