@@ -709,16 +709,34 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
             sc[n] = th->nroot - i; /* keep the root order */
             n++;
         }
+    } else if (ttm) {
+        /* the table move first, before generating: when it cuts off, the
+         * node never generates or scores its moves */
+        mv[0] = ttm;
+        sc[0] = 1 << 30;
+        n = 1;
     } else {
         n = cdsh_xq_gen_pseudo(pos, mv);
         score_moves(th, mv, sc, n, ttm, ply);
     }
+    int generated = root || !ttm;
     cdsh_xq_move_t quiets[64];
     int nquiets = 0, legal = 0, searched = 0;
     int best = NEG_INF;
     cdsh_xq_move_t best_move = CDSH_XQ_MOVE_NONE;
     const int orig_alpha = alpha;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n || !generated; i++) {
+        if (i == n) { /* the table move did not cut off: the other moves */
+            generated = 1;
+            const int k = cdsh_xq_gen_pseudo(pos, mv + 1);
+            n = 1;
+            for (int j = 1; j <= k; j++)
+                if (mv[j] != ttm)
+                    mv[n++] = mv[j];
+            score_moves(th, mv + 1, sc + 1, n - 1, ttm, ply);
+            if (n == 1)
+                break;
+        }
         if (i == PICK_FIRST)
             sort_rest(mv, sc, i, n);
         const cdsh_xq_move_t m = i < PICK_FIRST ? pick(mv, sc, n, i) : mv[i];
