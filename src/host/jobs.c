@@ -43,6 +43,7 @@ struct cdsh_job {
     char *message;
     int64_t started_ms, ended_ms;
     bool ended, thread_done;
+    bool reported; /* the owner has learnt how it ended (a read, its own kill, a notice) */
     cdsh_job_run_fn run;
     void *ud;
     void (*free_ud)(void *);
@@ -75,6 +76,7 @@ struct cdsh_jobs {
     unsigned surfaces;
     unsigned running;
     bool closing;
+    cdsh_disposer_t session_end; /* the "session/end" listener */
 };
 
 const char *cdsh_job_status_name(cdsh_job_status s)
@@ -95,6 +97,9 @@ static void fill_limits(cdsh_jobs_limits *l)
         l->keep_ended = DEF_KEEP;
 }
 
+static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
+                           const json_t *payload);
+
 cdsh_jobs *cdsh_jobs_new(cdsh_events *bus)
 {
     cdsh_jobs *j = calloc(1, sizeof *j);
@@ -108,6 +113,12 @@ cdsh_jobs *cdsh_jobs_new(cdsh_events *bus)
     pthread_mutex_init(&j->lock, NULL);
     j->bus = bus;
     fill_limits(&j->limits);
+    /* An agent's session that ends takes its jobs along (DSH: owned tasks
+     * die with their agent scope). Without memory for the listener the
+     * jobs still end with the host. */
+    if (bus)
+        (void)cdsh_events_on(bus, CDSH_EVENT_SESSION_END, NULL, on_session_end, j,
+                             &j->session_end, NULL);
     return j;
 }
 
@@ -215,6 +226,7 @@ void cdsh_jobs_free(cdsh_jobs *j)
 {
     if (!j)
         return;
+    cdsh_disposer_run(&j->session_end);
     pthread_mutex_lock(&j->lock);
     j->closing = true;
     pthread_mutex_unlock(&j->lock);
@@ -798,6 +810,8 @@ int cdsh_jobs_read(cdsh_jobs *j, const char *caller, const char *id, int64_t wai
         }
         json_t *text = ring_string(job, job->cursor);
         job->cursor = job->written;
+        if (job->ended)
+            job->reported = true; /* the owner has seen the end: no notice */
         json_t *o =
             json_pack("{s:s, s:s, s:o, s:I, s:f, s:f}", "id", job->id, "status",
                       cdsh_job_status_name(job->status), "output", text ? text : json_string(""),
@@ -847,6 +861,8 @@ int cdsh_jobs_kill(cdsh_jobs *j, const char *caller, bool all, const char *id, c
         return CDSH_ENOTFOUND;
     }
     cdsh_cancel *tok = NULL;
+    if (!all)
+        job->reported = true; /* the owner stopped it itself: no notice */
     if (!job->ended) {
         if (job->status == CDSH_JOB_RUNNING)
             job->status = CDSH_JOB_STOPPING;
@@ -885,6 +901,38 @@ void cdsh_jobs_dispose_owner(cdsh_jobs *j, const char *owner)
 {
     if (j && owner)
         kill_and_reap(j, match_owner, owner);
+}
+
+static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
+                           const json_t *payload)
+{
+    (void)name;
+    (void)scope;
+    const char *id = json_string_value(json_object_get(payload, "id"));
+    if (id && *id)
+        cdsh_jobs_dispose_owner(arg, id);
+}
+
+json_t *cdsh_jobs_take_notices(cdsh_jobs *j, const char *owner)
+{
+    json_t *out = json_array();
+    if (!j || !owner || !out)
+        return out;
+    pthread_mutex_lock(&j->lock);
+    for (size_t i = 0; i < j->n; i++) {
+        cdsh_job *job = j->v[i];
+        if (!job->ended || job->reported || !same_owner(job->owner, owner))
+            continue;
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", job->id, "kind", job->kind,
+                              "label", job->label, "status", cdsh_job_status_name(job->status),
+                              "unreadBytes", (json_int_t)(job->written - job->cursor));
+        if (o && job->detail)
+            json_object_set_new(o, "detail", json_string(job->detail));
+        if (o && json_array_append_new(out, o) == 0)
+            job->reported = true; /* exactly once */
+    }
+    pthread_mutex_unlock(&j->lock);
+    return out;
 }
 
 size_t cdsh_jobs_count(cdsh_jobs *j)
