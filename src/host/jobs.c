@@ -897,12 +897,8 @@ static bool match_owner(const cdsh_job *job, const void *arg)
     return job->owner && strcmp(job->owner, arg) == 0;
 }
 
-void cdsh_jobs_dispose_owner(cdsh_jobs *j, const char *owner)
-{
-    if (j && owner)
-        kill_and_reap(j, match_owner, owner);
-}
-
+/* A session is over (host/events.h): its owned jobs are cancelled, awaited
+ * and removed before the emission returns. */
 static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
                            const json_t *payload)
 {
@@ -910,7 +906,7 @@ static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
     (void)scope;
     const char *id = json_string_value(json_object_get(payload, "id"));
     if (id && *id)
-        cdsh_jobs_dispose_owner(arg, id);
+        kill_and_reap(arg, match_owner, id);
 }
 
 json_t *cdsh_jobs_take_notices(cdsh_jobs *j, const char *owner)

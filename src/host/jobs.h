@@ -166,15 +166,10 @@ int cdsh_jobs_kill(cdsh_jobs *jobs, const char *caller, bool all, const char *id
 int cdsh_jobs_wait(cdsh_jobs *jobs, const char *id, int64_t wait_ms, cdsh_cancel *cancel,
                    cdsh_job_status *status_out, cdsh_error *err);
 
-/* Cancels the jobs of `owner`, waits for them and removes them (an agent's
- * session ended). The service calls it itself for every CDSH_EVENT_SESSION_END
- * on its bus. */
-void cdsh_jobs_dispose_owner(cdsh_jobs *jobs, const char *owner);
-
 /* Owned jobs end with their session: the service listens to the host's
- * CDSH_EVENT_SESSION_END (host/events.h) and disposes the jobs of the
- * payload's id — cancelled, awaited and removed on the emitting thread,
- * so the emitter returns once they are gone. */
+ * CDSH_EVENT_SESSION_END (host/events.h) and disposes the jobs whose owner
+ * is the payload's id — cancelled, awaited and removed on the emitting
+ * thread, so the emitter returns once they are gone. */
 
 /* Completion notices (DSH's long-running-tool runtime): the owned jobs of
  * `owner` that have ended and whose end the owner has not learnt yet, each
