@@ -306,6 +306,25 @@ static char *notices_context(void *ud, const cdsh_scope *scope, const char *sess
     return text;
 }
 
+/* DSH's prompt guidance for background work, in the system prompt of a
+ * session only while it has jobs (so it costs nothing otherwise). */
+#define GUIDANCE                                                                                   \
+    "Background jobs: you have work running or finished in the background (job_list shows "   \
+    "it). Keep the job ids. Do not busy-poll or start the same job twice: do other useful "     \
+    "work, or wait explicitly with job_output (wait: true). Collect the results that matter "  \
+    "with job_output before your final answer, and stop with job_kill what no longer matters. " \
+    "When a job ends you are told at the start of your next turn."
+
+static char *guidance(void *ud, const cdsh_scope *scope)
+{
+    jobs_surface *js = ud;
+    const char *owner = scope ? cdsh_scope_id(scope) : NULL;
+    json_t *mine = owner ? cdsh_jobs_list(js->jobs, owner) : NULL;
+    bool any = json_array_size(mine) > 0;
+    json_decref(mine);
+    return any ? strdup(GUIDANCE) : NULL;
+}
+
 /* ---- the plugin -------------------------------------------------------------- */
 
 static int reg(cdsh_plugin_ctx *ctx, jobs_surface *js, const char *name, const char *desc,
@@ -382,7 +401,10 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
                   "object", kill_body, kill_render, false, err)) < 0)
         return rc;
     cdsh_prompt_provider_def notices = {.name = "jobs", .context = notices_context, .ud = js};
-    if ((rc = cdsh_prompt_ctx_provide(ctx, &notices, err)) < 0)
+    cdsh_prompt_segment_def rules = {.id = "jobs:guidance", .order = 150, .render = guidance,
+                                     .ud = js};
+    if ((rc = cdsh_prompt_ctx_provide(ctx, &notices, err)) < 0 ||
+        (rc = cdsh_prompt_ctx_register(ctx, &rules, err)) < 0)
         return rc;
     return cdsh_ctx_rpc_handle(ctx, "/jobs", jobs_rpc, js, err);
 }

@@ -17,15 +17,22 @@
  * userInvocable, drop the skill with a `log/warning`. Every load rereads the
  * file; a skill renamed or removed since the listing is no longer loadable
  * and invalidates the provider. A root that exists but cannot be read makes
- * the observation incomplete (not cached). */
+ * the observation incomplete (not cached). The registry caches complete
+ * catalogs, so every root and bundle a listing read is watched (inotify, one
+ * thread): a skill added, removed or edited there invalidates the provider
+ * and the next lookup lists again. */
 #include "host/skills.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,13 +50,64 @@ typedef struct local {
     char *user_root;   /* $CDSH_HOME/skills or NULL */
     char *agents_root; /* agentsHome/skills or NULL */
     json_t *custom;    /* array of directories */
+    int ino;           /* inotify descriptor, -1 without one */
+    int stop[2];       /* the watcher thread's stop pipe */
+    pthread_t watcher;
+    bool watching;
 } local;
+
+#define WATCH_MASK                                                                                 \
+    (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF |     \
+     IN_MOVE_SELF | IN_ATTRIB)
+
+/* Watches dir (a root or a bundle the listing read); repeated calls for the
+ * same directory are one watch. */
+static void watch(local *l, const char *dir)
+{
+    if (l->ino >= 0)
+        (void)inotify_add_watch(l->ino, dir, WATCH_MASK | IN_ONLYDIR);
+}
+
+/* The watcher thread: any event on a watched directory invalidates the
+ * provider (the registry drops its cached catalogs and lists again). */
+static void *watch_main(void *arg)
+{
+    local *l = arg;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        struct pollfd fds[2] = {{.fd = l->ino, .events = POLLIN}, {.fd = l->stop[0], .events = POLLIN}};
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (fds[1].revents)
+            break;
+        if (fds[0].revents & POLLIN) {
+            ssize_t n = read(l->ino, buf, sizeof buf);
+            if (n > 0)
+                cdsh_skills_invalidate(l->skills, "local");
+        }
+    }
+    return NULL;
+}
 
 static void local_free(void *ud)
 {
     local *l = ud;
     if (!l)
         return;
+    if (l->watching) {
+        ssize_t w = write(l->stop[1], "x", 1);
+        (void)w;
+        pthread_join(l->watcher, NULL);
+    }
+    if (l->ino >= 0)
+        close(l->ino);
+    if (l->stop[0] >= 0)
+        close(l->stop[0]);
+    if (l->stop[1] >= 0)
+        close(l->stop[1]);
     free(l->user_root);
     free(l->agents_root);
     json_decref(l->custom);
@@ -308,6 +366,7 @@ static int list(void *ud, const cdsh_skill_lookup *opts, json_t **candidates, bo
             *complete = false;
             continue;
         }
+        watch(l, rs[r].dir);
         for (char **nm = names; *nm; nm++) {
             if ((*nm)[0] == '.')
                 continue;
@@ -315,6 +374,7 @@ static int list(void *ud, const cdsh_skill_lookup *opts, json_t **candidates, bo
             char *file = NULL, *bundle = NULL;
             size_t len = strlen(*nm);
             if (p && is_dir(p)) {
+                watch(l, p); /* its SKILL.md may appear, change or go */
                 file = cdsh_fs_path_join_dup(p, "SKILL.md");
                 bundle = p;
                 p = NULL;
@@ -391,6 +451,12 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     l->bus = cdsh_host_events(host);
     l->skills = cdsh_host_skills(host);
+    l->stop[0] = l->stop[1] = -1;
+    /* Without inotify (or a thread) skills still load; only changes on disk
+     * wait for the plugin's reload. */
+    l->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (l->ino >= 0 && pipe2(l->stop, O_CLOEXEC) == 0)
+        l->watching = pthread_create(&l->watcher, NULL, watch_main, l) == 0;
     const cdsh_home *home = cdsh_ctx_home(ctx);
     const char *hd = home ? cdsh_home_dir_get(home) : NULL;
     const char *agents = json_string_value(json_object_get(config, "agentsHome"));

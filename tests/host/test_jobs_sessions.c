@@ -297,6 +297,18 @@ static void the_next_turn_carries_the_notice_once(void **state)
         else
             assert_null(c ? strstr(c, "background job") : NULL);
     }
+    /* the system prompt carries the guidance only once the session has a job */
+    for (size_t i = 0; i < 4; i++) {
+        const json_t *m = json_object_get(json_array_get(bodies, i), "messages");
+        const char *sys = json_string_value(json_object_get(json_array_get(m, 0), "content"));
+        assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "role")),
+                            "system");
+        if (i == 0)
+            assert_null(strstr(sys, "Background jobs:"));
+        else
+            assert_non_null(strstr(sys, "Background jobs: you have work running or finished in "
+                                        "the background (job_list shows it). Keep the job ids."));
+    }
     json_decref(bodies);
     cdsh_agent_free(agent);
     cdsh_session_store_close(store);

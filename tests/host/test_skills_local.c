@@ -8,7 +8,11 @@
  * provider gone with the plugin. */
 #include "support/testkit.h"
 
+#include "support/timing.h"
+
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -334,6 +338,82 @@ static void every_load_rereads_the_file(void **state)
     json_decref(snap);
 }
 
+static pthread_mutex_t ch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ch_cond = PTHREAD_COND_INITIALIZER;
+static int changes;
+
+static void on_change(void *arg, const char *name, const cdsh_scope *scope, const json_t *p)
+{
+    (void)arg, (void)name, (void)scope, (void)p;
+    pthread_mutex_lock(&ch_lock);
+    changes++;
+    pthread_cond_broadcast(&ch_cond);
+    pthread_mutex_unlock(&ch_lock);
+}
+
+/* Waits for a skills/change after `seen` (the watcher runs on its own thread). */
+static void wait_change(int seen)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += cdsh_test_scale_ms(10000) / 1000;
+    pthread_mutex_lock(&ch_lock);
+    while (changes <= seen)
+        if (pthread_cond_timedwait(&ch_cond, &ch_lock, &dl) != 0)
+            break;
+    int now = changes;
+    pthread_mutex_unlock(&ch_lock);
+    if (now <= seen)
+        fail_msg("no skills/change after a file changed on disk");
+}
+
+static int changes_now(void)
+{
+    pthread_mutex_lock(&ch_lock);
+    int n = changes;
+    pthread_mutex_unlock(&ch_lock);
+    return n;
+}
+
+/* A snapshot once it lists `name` (with `desc`): every change the watcher
+ * reports makes the next snapshot list again. A write may be seen half
+ * done (created, not yet closed), so this waits for the change that
+ * completes it rather than for the first one. */
+static json_t *snapshot_when(fx *f, const char *name, const char *desc)
+{
+    for (;;) {
+        int seen = changes_now();
+        json_t *snap = snapshot(f);
+        json_t *s = skill_named(snap, name);
+        if (s && strcmp(json_string_value(json_object_get(s, "description")), desc) == 0)
+            return snap;
+        json_decref(snap);
+        wait_change(seen);
+    }
+}
+
+static void a_change_on_disk_invalidates_the_cached_catalog(void **state)
+{
+    fx *f = *state;
+    put(f->custom, "first.md", SKILL("first", "one", "") "1\n");
+    put(f->custom, "kit/SKILL.md", SKILL("kit", "a kit", "") "K\n");
+    cdsh_disposer_t d;
+    assert_int_equal(cdsh_events_on(cdsh_host_events(f->host), "skills/change", NULL, on_change,
+                                    NULL, &d, NULL),
+                     0);
+    load(f);
+    json_t *snap = snapshot(f);
+    assert_int_equal(json_array_size(json_object_get(snap, "skills")), 2);
+    json_decref(snap);
+    /* cached now: a new file shows once the watcher has invalidated it */
+    put(f->custom, "second.md", SKILL("second", "two", "") "2\n");
+    json_decref(snapshot_when(f, "second", "two"));
+    /* an edited bundle's front matter too */
+    put(f->custom, "kit/SKILL.md", SKILL("kit", "a better kit", "") "K\n");
+    json_decref(snapshot_when(f, "kit", "a better kit"));
+    cdsh_disposer_run(&d);
+}
+
 static void unloading_the_plugin_removes_the_provider(void **state)
 {
     fx *f = *state;
@@ -361,6 +441,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(broken_files_are_skipped_with_their_reason, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(every_load_rereads_the_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_change_on_disk_invalidates_the_cached_catalog, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(unloading_the_plugin_removes_the_provider, setup,
                                         teardown),
     };
