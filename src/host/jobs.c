@@ -76,7 +76,6 @@ struct cdsh_jobs {
     unsigned surfaces;
     unsigned running;
     bool closing;
-    cdsh_disposer_t session_end; /* the "session/end" listener */
 };
 
 const char *cdsh_job_status_name(cdsh_job_status s)
@@ -97,9 +96,6 @@ static void fill_limits(cdsh_jobs_limits *l)
         l->keep_ended = DEF_KEEP;
 }
 
-static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
-                           const json_t *payload);
-
 cdsh_jobs *cdsh_jobs_new(cdsh_events *bus)
 {
     cdsh_jobs *j = calloc(1, sizeof *j);
@@ -113,12 +109,6 @@ cdsh_jobs *cdsh_jobs_new(cdsh_events *bus)
     pthread_mutex_init(&j->lock, NULL);
     j->bus = bus;
     fill_limits(&j->limits);
-    /* An agent's session that ends takes its jobs along (DSH: owned tasks
-     * die with their agent scope). Without memory for the listener the
-     * jobs still end with the host. */
-    if (bus)
-        (void)cdsh_events_on(bus, CDSH_EVENT_SESSION_END, NULL, on_session_end, j,
-                             &j->session_end, NULL);
     return j;
 }
 
@@ -226,7 +216,6 @@ void cdsh_jobs_free(cdsh_jobs *j)
 {
     if (!j)
         return;
-    cdsh_disposer_run(&j->session_end);
     pthread_mutex_lock(&j->lock);
     j->closing = true;
     pthread_mutex_unlock(&j->lock);
@@ -897,16 +886,10 @@ static bool match_owner(const cdsh_job *job, const void *arg)
     return job->owner && strcmp(job->owner, arg) == 0;
 }
 
-/* A session is over (host/events.h): its owned jobs are cancelled, awaited
- * and removed before the emission returns. */
-static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
-                           const json_t *payload)
+void cdsh_jobs_dispose_owner(cdsh_jobs *j, const char *owner)
 {
-    (void)name;
-    (void)scope;
-    const char *id = json_string_value(json_object_get(payload, "id"));
-    if (id && *id)
-        kill_and_reap(arg, match_owner, id);
+    if (j && owner && *owner)
+        kill_and_reap(j, match_owner, owner);
 }
 
 json_t *cdsh_jobs_take_notices(cdsh_jobs *j, const char *owner)

@@ -8,7 +8,7 @@
  * Lifetimes: a job belongs to the context that started it; unloading that
  * plugin (or freeing that scoped context) cancels its jobs, waits for them
  * to end and removes them. An owned job also ends with its owner's session
- * (CDSH_EVENT_SESSION_END). cdsh_jobs_free (from cdsh_host_free) does
+ * (CDSH_EVENT_SESSION_END, through the "jobs" plugin). cdsh_jobs_free (from cdsh_host_free) does
  * the same for whatever is left.
  *
  * Bounds: at most `max_per_owner` (default 10) running jobs per owner — the
@@ -166,10 +166,11 @@ int cdsh_jobs_kill(cdsh_jobs *jobs, const char *caller, bool all, const char *id
 int cdsh_jobs_wait(cdsh_jobs *jobs, const char *id, int64_t wait_ms, cdsh_cancel *cancel,
                    cdsh_job_status *status_out, cdsh_error *err);
 
-/* Owned jobs end with their session: the service listens to the host's
- * CDSH_EVENT_SESSION_END (host/events.h) and disposes the jobs whose owner
- * is the payload's id — cancelled, awaited and removed on the emitting
- * thread, so the emitter returns once they are gone. */
+/* Cancels the jobs of `owner`, waits for them and removes them: its
+ * session is over. The "jobs" plugin calls it for every
+ * CDSH_EVENT_SESSION_END (host/events.h) with the payload's id, on the
+ * emitting thread, so the emitter returns once they are gone. */
+void cdsh_jobs_dispose_owner(cdsh_jobs *jobs, const char *owner);
 
 /* Completion notices (DSH's long-running-tool runtime): the owned jobs of
  * `owner` that have ended and whose end the owner has not learnt yet, each
@@ -205,7 +206,9 @@ int cdsh_jobs_cli_run(cdsh_plugin_ctx *ctx, const char *sub, const cdsh_job_spec
                       const char *why, FILE *out, FILE *progress);
 
 /* The "jobs" plugin: the tools job_output, job_list, job_kill, the RPC
- * channel `/jobs` (list, output, kill) and the turn's runtime context
+ * channel `/jobs` (list, output, kill), the session/end listener
+ * (cdsh_jobs_dispose_owner), the prompt segment "jobs:guidance" (while the
+ * session has jobs) and the turn's runtime context
  * "jobs", which carries the completion notices of the session's jobs
  * (cdsh_jobs_take_notices; see cdsh_jobs_notice_text). Enabled by default. Config:
  * maxPerOwner (10), maxRunning (32), outputLimitBytes (65536), maxWaitMs

@@ -325,6 +325,16 @@ static char *guidance(void *ud, const cdsh_scope *scope)
     return any ? strdup(GUIDANCE) : NULL;
 }
 
+/* A session is over (host/events.h): the jobs it owns go with it. */
+static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
+                           const json_t *payload)
+{
+    (void)name;
+    (void)scope;
+    jobs_surface *js = arg;
+    cdsh_jobs_dispose_owner(js->jobs, json_string_value(json_object_get(payload, "id")));
+}
+
 /* ---- the plugin -------------------------------------------------------------- */
 
 static int reg(cdsh_plugin_ctx *ctx, jobs_surface *js, const char *name, const char *desc,
@@ -404,7 +414,8 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
     cdsh_prompt_segment_def rules = {.id = "jobs:guidance", .order = 150, .render = guidance,
                                      .ud = js};
     if ((rc = cdsh_prompt_ctx_provide(ctx, &notices, err)) < 0 ||
-        (rc = cdsh_prompt_ctx_register(ctx, &rules, err)) < 0)
+        (rc = cdsh_prompt_ctx_register(ctx, &rules, err)) < 0 ||
+        (rc = cdsh_ctx_on(ctx, CDSH_EVENT_SESSION_END, on_session_end, js, err)) < 0)
         return rc;
     return cdsh_ctx_rpc_handle(ctx, "/jobs", jobs_rpc, js, err);
 }
