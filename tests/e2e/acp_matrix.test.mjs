@@ -65,7 +65,7 @@ const AGENTS = [
     missing: "opencode-linux-x64 (OpenCode's native binary) is not installed for this platform",
     row: (d, llm, auth) => ({
       command: join(NM, "opencode-linux-x64", "bin", "opencode"), args: ["acp"],
-      env: { ...xdg(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+      env: { ...opencodeHome(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
         OPENCODE_CONFIG_CONTENT: JSON.stringify({
           provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `${llm.url}/v1`, ...(auth ? { apiKey: "dummy" } : {}) }, models: { "fake-model": {} } } },
           model: "local/fake-model" }) },
@@ -148,6 +148,25 @@ function claudeEnv(d, llm, auth) {
     DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
 }
 
+// OpenCode's sandbox HOME. At every start OpenCode installs
+// @opencode-ai/plugin into its config directory (~/.config/opencode) with npm
+// from the registry, in the background, unless node_modules exists there and
+// package-lock.json already lists every dependency (its Npm.install "checkDirty").
+// In a fresh HOME that is a registry download per row (not offline, and
+// minutes of CPU on a busy machine); the config directory is seeded as
+// installed with no plugins instead.
+function opencodeHome(d) {
+  const env = xdg(d);
+  const conf = join(env.XDG_CONFIG_HOME, "opencode");
+  if (!existsSync(join(conf, "package-lock.json"))) {
+    mkdirSync(join(conf, "node_modules"), { recursive: true });
+    writeFileSync(join(conf, "package.json"), JSON.stringify({ dependencies: {} }));
+    writeFileSync(join(conf, "package-lock.json"), JSON.stringify({ name: "opencode", lockfileVersion: 3, requires: true,
+      packages: { "": { dependencies: { "@opencode-ai/plugin": "1.18.33" } } } }));
+  }
+  return env;
+}
+
 // A DSH profile "acp": the dsh-base bundle plus the dsh-acp plugin (the
 // package's README: apply(ctx, {provider, model}) serves ACP on stdio),
 // found in the profile's own node_modules as `dsh plugin` would install it.
@@ -204,7 +223,9 @@ const why = (r) => tail(r.err.split("\n").filter((l) => !/ DEBUG /.test(l) && !/
 
 async function agentMatrix(agent, res) {
   // every outcome is written at once: a run cut short keeps what it found
-  const set = (cap, status, reason = "") => { res[cap] = { status, reason }; save(); };
+  const set = (cap, status, reason = "") => { res[cap] = { status, reason, at: stepAt }; save(); };
+  let stepAt = new Date().toISOString(); // when the step being judged started
+  const stamp = () => { stepAt = new Date().toISOString(); };
   const dir = mkdtempSync(join(tmpdir(), `cdsh-acp-matrix-${agent.id}-`));
   const proj = join(dir, "proj");
   for (const d of ["cdsh/multi-acp", "home/.config", "proj", "codex", "noauth/home/.config", "noauth/codex"]) mkdirSync(join(dir, d), { recursive: true });
@@ -238,6 +259,7 @@ async function agentMatrix(agent, res) {
     const asked = []; // which steps asked for permission (write, shell)
     // read: an existing file's content reaches the model
     if (want("read")) {
+      stamp();
       writeFileSync(join(proj, "notes.txt"), "SECRET-NOTE-7\n");
       r = await acp("read", `@read ${join(proj, "notes.txt")}`, ["--approve", "allow"]);
       log("read", r);
@@ -248,6 +270,7 @@ async function agentMatrix(agent, res) {
 
     // write a NEW file (its directory exists), permission allowed
     if (want("write")) {
+      stamp();
       const created = join(proj, "created.txt");
       r = await acp("write", `@write ${created} WRITTEN-BY-AGENT`, ["--approve", "allow"]);
       log("write", r);
@@ -260,6 +283,7 @@ async function agentMatrix(agent, res) {
     // shell: who runs it shows in the environment (cdsh's terminal has
     // CDSH_E2E_RUNNER=cdsh; the agent's own environment has not)
     if (want("shell")) {
+      stamp();
       const shellOut = join(proj, "shell.txt");
       r = await acp("shell", `@shell echo "ran-by-\${CDSH_E2E_RUNNER:-agent}" > ${shellOut}; echo shell-ok`, ["--approve", "allow"]);
       log("shell", r);
@@ -276,6 +300,7 @@ async function agentMatrix(agent, res) {
 
     // reject: the command must not run
     if (want("reject")) {
+      stamp();
       const rejected = join(proj, "rejected.txt");
       r = await acp("reject", `@shell echo no > ${rejected}`, ["--approve", "reject"]);
       log("reject", r);
@@ -290,6 +315,7 @@ async function agentMatrix(agent, res) {
     // committed messages (DSH) — once the fake model has been streaming the
     // slow reply for a while.
     if (want("cancel")) {
+      stamp();
       let sent = false, how = "", timer = null;
       const before = llm.requests.length;
       let seenAt = 0;
@@ -319,6 +345,7 @@ async function agentMatrix(agent, res) {
     // resume after restart: every acp prompt above was a new cdsh process
     // the probe record keeps initialize.agentCapabilities as initialize.capabilities
     if (want("resume")) {
+      stamp();
       const ac = rec?.initialize?.capabilities ?? {};
       const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
       if (rec && !restores) {
@@ -347,6 +374,7 @@ async function agentMatrix(agent, res) {
 
     // cdsh chat --engine
     if (want("chat")) {
+      stamp();
       r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
       log("chat", r);
       set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
@@ -356,6 +384,7 @@ async function agentMatrix(agent, res) {
     // fork (when advertised)
     // (`cdsh sessions fork` forks a session of cdsh's store: the chat's)
     if (want("fork")) {
+      stamp();
       const chatSid = (r.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
       if (!ac.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
       else if (!chatSid) set("fork", "fail", "cdsh chat printed no session id to fork");
@@ -379,6 +408,7 @@ async function agentMatrix(agent, res) {
 
     // auth missing: the same agent without its key
     if (want("auth")) {
+      stamp();
       r = await run(`${agent.id}: auth`, CDSH, ["acp", "prompt", noauth, "@say should not answer", "--cwd", proj], env);
       log("auth", r);
       // The login methods each agent advertises in initialize (acp-peers.md);
