@@ -256,6 +256,8 @@ async function agentMatrix(agent, res) {
       set("stream", chunks >= 2 ? "pass" : "fail", chunks >= 2 ? `${chunks} agent_message_chunk updates` : `the reply came in ${chunks} chunk(s): the agent does not stream`);
     } else set("stream", "fail", rec?.prompt ? `prompt: ${rec.prompt.class ?? ""} ${rec.prompt.error ?? rec.prompt.text ?? ""}`.trim() : "no prompt result");
 
+    // the probe record keeps initialize.agentCapabilities as initialize.capabilities
+    const ac = rec?.initialize?.capabilities ?? {};
     const asked = []; // which steps asked for permission (write, shell)
     // read: an existing file's content reaches the model
     if (want("read")) {
@@ -343,10 +345,8 @@ async function agentMatrix(agent, res) {
     }
 
     // resume after restart: every acp prompt above was a new cdsh process
-    // the probe record keeps initialize.agentCapabilities as initialize.capabilities
     if (want("resume")) {
       stamp();
-      const ac = rec?.initialize?.capabilities ?? {};
       const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
       if (rec && !restores) {
         // The agent cannot reopen a session: cdsh chat (which keeps the
@@ -438,9 +438,11 @@ function save() {
 }
 after(() => { save(); process.stderr.write(`matrix written to ${OUT}\n`); });
 
-// Agents run CDSH_ACP_MATRIX_JOBS at a time (default 2; each is a chain of
-// cdsh runs, so the wall time is mostly the agents' start-up).
-const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 2) || 1);
+// Agents run CDSH_ACP_MATRIX_JOBS at a time (default 1). Each row is a chain
+// of cdsh runs, each starting the agent afresh, and an agent's start is CPU
+// bound (OpenCode's 185 MB executable took 90-135 s to answer initialize on
+// the 2 shared cores at load ~28): two rows at once only slow both.
+const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 1) || 1);
 // CDSH_ACP_MATRIX_AGENTS=id,id runs only those rows (the others are left out
 // of the JSON, so a partial run never renders as the whole matrix).
 const ONLY = (process.env.CDSH_ACP_MATRIX_AGENTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
