@@ -186,6 +186,9 @@ function dshHome(d) {
 // What each agent is known not to do, with the reason (the agent's
 // behaviour). Anything not listed must be ✓ or n/a.
 const EXPECT = {
+  "claude-code-acp": {
+    fork: "Claude Code ACP 0.16.2 forks by starting Claude Code on the parent with forkSession under a new id, and Claude Code writes the fork's transcript (~/.claude/projects/…/<id>.jsonl) only with its first message: the fork lives only in the agent process that made it. `cdsh sessions fork` ends that process, so the next cdsh's session/load answers \"Session not found\" and session/resume \"Query closed before response received\"; cdsh warns \"engine context not restored\" (claude-agent-acp 0.101 keeps its forks)",
+  },
   dsh: {
     stream: "dsh-acp sends each committed assistant message as one agent_message_chunk (its README: \"Committed answers only — live progress … stay off the wire\")",
   },
