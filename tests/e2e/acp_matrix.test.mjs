@@ -329,7 +329,9 @@ async function agentMatrix(agent, res) {
         onStart: (p) => {
           timer = setInterval(() => {
             if (sent) return;
-            if (!seenAt && llm.requests.slice(before).some((q) => JSON.stringify(q.body).includes("@slow"))) seenAt = Date.now();
+            // the request that streams the slow reply: an agent's side requests
+          // (OpenCode's title, Claude's classifier) carry "@slow" too
+          if (!seenAt && llm.requests.slice(before).some((q) => q.plan === "slow")) seenAt = Date.now();
             if (seenAt && Date.now() - seenAt > scaled(3000)) { sent = true; how = "while the model streamed (the agent shows no partial reply)"; p.kill("SIGINT"); }
           }, 100);
         },

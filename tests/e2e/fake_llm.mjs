@@ -22,7 +22,8 @@
 // blocked, and stops at "</block>" or "</severity>") gets the verdict "do not
 // block". mode "auth" answers every
 // request 401 as the protocol's provider does for a missing/invalid key.
-// Every request is recorded ({path, body}) for the tests' assertions.
+// Every request is recorded ({method, path, body, plan}: plan is what it was
+// answered with, "text" | "tool" | "slow") for the tests' assertions.
 import http from "node:http";
 
 const CANDIDATES = {
@@ -352,6 +353,7 @@ export async function startFakeLlm({ mode = "ok" } = {}) {
         if (!proto) { res.writeHead(404, { "content-type": "application/json" }); res.end('{"error":{"message":"not found"}}'); return; }
         if (state.mode === "auth") { authError(proto, res); return; }
         const plan = decide(readRequest(proto, body));
+        state.requests.at(-1).plan = plan.kind; // "slow": this request streams the reply to cancel
         if (plan.kind === "tool") state.toolCalls.push({ proto, name: plan.name, args: plan.args });
         await answer(proto, res, body, plan, model, () => closed);
       } catch (e) {
