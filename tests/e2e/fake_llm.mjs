@@ -11,13 +11,19 @@
 //   @shell CMD         call its shell tool with the command line CMD
 //   @slow              stream "tick" for a minute (a turn to cancel)
 //   anything else      "PONG"
+// When a prompt holds several script lines (cdsh replays an earlier
+// transcript ahead of the new message), the last one is obeyed.
 // The tool is picked from the tools the request offers (an agent's delegated
 // "mcp__acp__" tools first), its argument names from the tool's schema. Once
 // the conversation holds the tool's result the reply is "DONE <result>", so
 // a test sees what the tool gave back. Requests offering no tool (titles,
-// routers, checks) get a short plain answer. mode "auth" answers every
+// routers, checks) get a short plain answer. Claude Code's safety classifier
+// (its auto permission mode asks a model whether a tool call should be
+// blocked, and stops at "</block>" or "</severity>") gets the verdict "do not
+// block". mode "auth" answers every
 // request 401 as the protocol's provider does for a missing/invalid key.
-// Every request is recorded ({path, body}) for the tests' assertions.
+// Every request is recorded ({method, path, body, plan}: plan is what it was
+// answered with, "text" | "tool" | "slow") for the tests' assertions.
 import http from "node:http";
 
 const CANDIDATES = {
@@ -102,7 +108,27 @@ export function readRequest(proto, body) {
       }
     }
   }
-  return { tools, prompt, toolResult };
+  // Only the last script line counts: a replayed transcript comes first.
+  const lines = prompt.split("\n");
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const at = lines[i].search(SCRIPT);
+    if (at >= 0) { prompt = lines[i].slice(at); break; }
+  }
+  const classifier = classifierKind(proto, body);
+  return { tools, prompt, toolResult, classifier };
+}
+
+// "block" | "severity" | null: whether the request is Claude Code's safety
+// classifier, and which verdict format it wants. Its request stops at
+// "</block>" (or "</severity>"); its fast stage sets no stop sequence but
+// its instructions ask for the <block> tag.
+function classifierKind(proto, body) {
+  if (proto !== "anthropic") return null;
+  const stops = body.stop_sequences ?? [];
+  if (stops.includes("</severity>")) return "severity";
+  if (stops.includes("</block>")) return "block";
+  if (!(body.tools ?? []).length && /<block>/.test(text(body.system))) return "block";
+  return null;
 }
 
 function pickTool(tools, kind) {
@@ -157,7 +183,9 @@ function fallback(tools, kind, spec) {
 }
 
 // What to answer: {kind:"text", chunks} | {kind:"tool", name, args, custom?} | {kind:"slow"}.
-export function decide({ tools, prompt, toolResult }) {
+export function decide({ tools, prompt, toolResult, classifier = null }) {
+  if (classifier === "severity") return { kind: "text", chunks: ["<severity>0"] };
+  if (classifier === "block") return { kind: "text", chunks: ["<block>no"] };
   if (toolResult !== null) return { kind: "text", chunks: ["DONE ", toolResult.replace(/\s+/g, " ").trim().slice(0, 400)] };
   const line = (re) => { const m = prompt.match(re); return m ? m : null; };
   let m;
@@ -325,6 +353,7 @@ export async function startFakeLlm({ mode = "ok" } = {}) {
         if (!proto) { res.writeHead(404, { "content-type": "application/json" }); res.end('{"error":{"message":"not found"}}'); return; }
         if (state.mode === "auth") { authError(proto, res); return; }
         const plan = decide(readRequest(proto, body));
+        state.requests.at(-1).plan = plan.kind; // "slow": this request streams the reply to cancel
         if (plan.kind === "tool") state.toolCalls.push({ proto, name: plan.name, args: plan.args });
         await answer(proto, res, body, plan, model, () => closed);
       } catch (e) {

@@ -668,6 +668,11 @@ static void on_prompt(void *arg, cdsh_jsonrpc *peer, cdsh_jsonrpc_request *req)
     } else if (strcmp(cmd, "auth") == 0) {
         cdsh_jsonrpc_respond_error(req, -32000, "Authentication required", NULL, NULL);
         return;
+    } else if (strcmp(cmd, "badkey") == 0) {
+        /* OpenCode's answer when the provider rejects the key */
+        cdsh_jsonrpc_respond_error(req, -32603, "Internal error: Incorrect API key provided: dummy.",
+                                   NULL, NULL);
+        return;
     } else if (strcmp(cmd, "ratelimit") == 0) {
         cdsh_jsonrpc_respond_error(req, -32603, "Rate limit exceeded, retry later (429)", NULL,
                                    NULL);

@@ -22,6 +22,7 @@
 #include "base/process.h"
 #include "base/redact.h"
 #include "base/strbuf.h"
+#include "proto/acp/classify.h"
 #include "proto/acp/fsconfine.h"
 #include "proto/acp/terminal.h"
 
@@ -417,8 +418,10 @@ static void add_stderr_cause(cdsh_acp_conn *c, uint64_t since, int rc, cdsh_erro
     free(cause);
 }
 
-/* An auth failure (-32000) is UNAUTHORIZED and names the login methods the
- * agent advertised in initialize (its authMethods: id and name). */
+/* An auth failure (-32000, or an error whose words say so: OpenCode answers
+ * a rejected key with -32603 "Incorrect API key provided") is UNAUTHORIZED
+ * and names the login methods the agent advertised in initialize (its
+ * authMethods: id and name). */
 static void unauthorized(cdsh_acp_conn *c, cdsh_error *err)
 {
     cdsh_strbuf b;
@@ -464,7 +467,8 @@ int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *param
     if (rc < 0)
         rc = remote_fail(rc, method, re, err);
     if (rc == CDSH_EPROTO && re->message && err && strcmp(err->code, "RPC_ERROR") == 0 &&
-        (re->code == -32000 || strcasestr(re->message, "authentication required")))
+        (re->code == -32000 || strcasestr(re->message, "authentication required") ||
+         strcmp(cdsh_acp_classify_error(rc, err->code, err->message), "UNAUTHORIZED") == 0))
         unauthorized(conn, err);
     cdsh_jsonrpc_remote_error_clear(&local);
     if (rc == 0 && result)
@@ -1491,7 +1495,8 @@ static void prompt_done(void *arg, int rc, json_t *result, const cdsh_jsonrpc_re
     if (rc < 0 && rerr)
         remote_fail(rc, "session/prompt", rerr, &e);
     if (rc == CDSH_EPROTO && rerr && rerr->message && strcmp(e.code, "RPC_ERROR") == 0 &&
-        (rerr->code == -32000 || strcasestr(rerr->message, "authentication required")))
+        (rerr->code == -32000 || strcasestr(rerr->message, "authentication required") ||
+         strcmp(cdsh_acp_classify_error(CDSH_EPROTO, e.code, e.message), "UNAUTHORIZED") == 0))
         unauthorized(w->c, &e); /* init_result is written once, before any prompt */
     pthread_mutex_lock(&w->c->mu);
     w->rc = rc;
