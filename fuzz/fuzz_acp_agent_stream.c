@@ -19,8 +19,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Reads one request line and prints its id (the agent side of the script). */
-#define ID_OF "id=$(printf '%s' \"$l\" | sed -n 's/.*\"id\":\\([0-9]*\\).*/\\1/p')"
+/* Takes the numeric id of the request line in $l (the agent side of the
+ * script). Parameter expansion, not sed: three fewer processes per run. */
+#define ID_OF "id=${l#*\\\"id\\\":}; id=${id%%[!0-9]*}"
 
 static const char SCRIPT[] =
     "IFS= read -r l; " ID_OF "; "
@@ -48,10 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 1 << 20)
         return 0;
-    char dir[] = "/tmp/cdsh-fuzz-acp-XXXXXX";
+    /* On tmpfs when there is one: the atomic write fsyncs, which on a busy
+     * disk costs more than the run itself. */
+    char dir[64];
+    snprintf(dir, sizeof dir, "%s/cdsh-fuzz-acp-XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(dir))
         return 0;
-    char file[64], cwd[64];
+    char file[96], cwd[96];
     snprintf(file, sizeof file, "%s/agent-out", dir);
     snprintf(cwd, sizeof cwd, "%s/work", dir);
     if (cdsh_fs_write_atomic(file, (const char *)data, size, 0600, NULL) != 0 ||

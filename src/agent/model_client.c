@@ -4,10 +4,11 @@
  * assembly, error classification, retries with backoff, usage totals.
  * Conversation state and tool execution belong to sessions and the loop.
  *
- * Process-wide state: curl_global_init runs once (pthread_once). */
+ * libcurl is loaded on the first request (base/curl_dl.h), never by
+ * cdsh_model_client_new: a client that is built but never asked costs no
+ * library. */
 #include "agent/model_client.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,8 +17,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "base/sse.h"
 #include "base/clock.h"
+#include "base/curl_dl.h"
+#include "base/sse.h"
 #include "base/random.h"
 #include "base/strbuf.h"
 
@@ -39,14 +41,6 @@ struct cdsh_model_client {
     pthread_mutex_t lock; /* guards total */
     cdsh_model_usage total;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -208,12 +202,6 @@ cdsh_model_client *cdsh_model_client_new(const cdsh_model_config *resolved, cdsh
     if (!resolved || !resolved->base_url || !resolved->model) {
         cdsh_error_set(err, CDSH_EINVAL, "INVALID_CONFIG",
                        "model client needs a resolved configuration (base URL and model)");
-        return NULL;
-    }
-    pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK) {
-        cdsh_error_set(err, CDSH_EIO, "TRANSPORT", "libcurl failed to initialise: %s",
-                       curl_easy_strerror(curl_init_rc));
         return NULL;
     }
     cdsh_model_client *c = calloc(1, sizeof *c);
@@ -383,7 +371,7 @@ typedef struct attempt {
     cdsh_strbuf body;       /* error body or non-streamed reply */
     cdsh_sse *sse;
     int64_t last_rx_ms;
-    bool delivered; /* an event reached the caller: no retry from here on */
+    bool delivered;   /* an event reached the caller: no retry from here on */
     int64_t rx_bytes; /* body bytes of this reply so far */
     /* assembly */
     cdsh_strbuf text, reasoning, finish;
@@ -642,7 +630,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
         return len;
     }
     if (len <= 2 && (buf[0] == '\r' || buf[0] == '\n')) {
-        curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
+        cdsh_curl_get()->easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
         if (a->status >= 200)
             a->headers_done = true;
         return len;
@@ -663,7 +651,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *arg)
         if (end != v && secs >= 0) {
             a->retry_after_ms = (int64_t)(secs * 1000.0);
         } else {
-            time_t when = curl_getdate(v, NULL);
+            time_t when = cdsh_curl_get()->getdate(v, NULL);
             if (when != -1)
                 a->retry_after_ms = ((int64_t)when - (int64_t)time(NULL)) * 1000;
             if (a->retry_after_ms < 0 && when != -1)
@@ -681,7 +669,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
     if (a->stopped)
         return 0;
     if (a->status == 0)
-        curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
+        cdsh_curl_get()->easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &a->status);
     a->rx_bytes += (int64_t)len;
     if (a->status >= 200 && a->status < 300 && a->rx_bytes > a->c->cfg.max_reply_bytes) {
         stop(a, CDSH_ETOOBIG, "REPLY_TOO_LARGE",
@@ -717,7 +705,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *arg)
 
 static void wake_multi(void *arg)
 {
-    curl_multi_wakeup(arg);
+    cdsh_curl_get()->multi_wakeup(arg);
 }
 
 /* Classifies an HTTP error status with its body. Sets *retry. */
@@ -803,47 +791,48 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
     int rc = 0;
     *retry = false;
 
-    a.easy = curl_easy_init();
-    a.multi = curl_multi_init();
+    const cdsh_curl *cu = cdsh_curl_get(); /* loaded by cdsh_model_client_complete */
+    a.easy = cu->easy_init();
+    a.multi = cu->multi_init();
     if (!a.easy || !a.multi) {
         rc = fail(c, err, CDSH_ENOMEM, "ENOMEM", "out of memory");
         goto cleanup;
     }
-    headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, req->no_stream ? "Accept: application/json"
-                                                        : "Accept: text/event-stream");
+    headers = cu->slist_append(headers, "Content-Type: application/json");
+    headers = cu->slist_append(headers, req->no_stream ? "Accept: application/json"
+                                                       : "Accept: text/event-stream");
     if (c->cfg.api_key && *c->cfg.api_key) {
         if (asprintf(&auth, "Authorization: Bearer %s", c->cfg.api_key) < 0)
             auth = NULL;
-        headers = auth ? curl_slist_append(headers, auth) : NULL;
+        headers = auth ? cu->slist_append(headers, auth) : NULL;
     }
     if (!headers) {
         rc = fail(c, err, CDSH_ENOMEM, "ENOMEM", "out of memory");
         goto cleanup;
     }
-    curl_easy_setopt(a.easy, CURLOPT_URL, c->url);
-    curl_easy_setopt(a.easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(a.easy, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(a.easy, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(a.easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-    curl_easy_setopt(a.easy, CURLOPT_USERAGENT, "cdsh/" CDSH_VERSION);
-    curl_easy_setopt(a.easy, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.connect_timeout_ms);
-    curl_easy_setopt(a.easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(a.easy, CURLOPT_WRITEDATA, &a);
-    curl_easy_setopt(a.easy, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(a.easy, CURLOPT_HEADERDATA, &a);
-    curl_easy_setopt(a.easy, CURLOPT_ERRORBUFFER, curl_err);
-    curl_easy_setopt(a.easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(a.easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu->easy_setopt(a.easy, CURLOPT_URL, c->url);
+    cu->easy_setopt(a.easy, CURLOPT_NOSIGNAL, 1L);
+    cu->easy_setopt(a.easy, CURLOPT_HTTPHEADER, headers);
+    cu->easy_setopt(a.easy, CURLOPT_POSTFIELDS, body);
+    cu->easy_setopt(a.easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    cu->easy_setopt(a.easy, CURLOPT_USERAGENT, "cdsh/" CDSH_VERSION);
+    cu->easy_setopt(a.easy, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.connect_timeout_ms);
+    cu->easy_setopt(a.easy, CURLOPT_WRITEFUNCTION, on_body);
+    cu->easy_setopt(a.easy, CURLOPT_WRITEDATA, &a);
+    cu->easy_setopt(a.easy, CURLOPT_HEADERFUNCTION, on_header);
+    cu->easy_setopt(a.easy, CURLOPT_HEADERDATA, &a);
+    cu->easy_setopt(a.easy, CURLOPT_ERRORBUFFER, curl_err);
+    cu->easy_setopt(a.easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    cu->easy_setopt(a.easy, CURLOPT_PROTOCOLS_STR, "http,https");
     if (c->local) /* A proxy from the environment must not see loopback traffic. */
-        curl_easy_setopt(a.easy, CURLOPT_NOPROXY, "*");
-    curl_multi_add_handle(a.multi, a.easy);
+        cu->easy_setopt(a.easy, CURLOPT_NOPROXY, "*");
+    cu->multi_add_handle(a.multi, a.easy);
     sub = cdsh_cancel_subscribe(req->cancel, wake_multi, a.multi);
 
     bool idle_clock = false;
     int running = 1;
     while (running) {
-        if (curl_multi_perform(a.multi, &running) != CURLM_OK) {
+        if (cu->multi_perform(a.multi, &running) != CURLM_OK) {
             rc = fail(c, err, CDSH_EIO, "TRANSPORT", "libcurl multi interface failed");
             goto cleanup;
         }
@@ -859,7 +848,7 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
         if (!idle_clock) {
             /* The idle clock starts once the request is on its way. */
             curl_off_t pre = 0;
-            curl_easy_getinfo(a.easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
+            cu->easy_getinfo(a.easy, CURLINFO_PRETRANSFER_TIME_T, &pre);
             if (pre > 0 || a.last_rx_ms) {
                 idle_clock = true;
                 if (!a.last_rx_ms)
@@ -879,16 +868,16 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
         } else if (wait > 20) {
             wait = 20; /* poll for the end of the connect phase */
         }
-        curl_multi_poll(a.multi, NULL, 0, (int)wait, NULL);
+        cu->multi_poll(a.multi, NULL, 0, (int)wait, NULL);
     }
     if (!a.stopped) {
         int left;
         CURLMsg *m;
-        while ((m = curl_multi_info_read(a.multi, &left)) != NULL)
+        while ((m = cu->multi_info_read(a.multi, &left)) != NULL)
             if (m->msg == CURLMSG_DONE)
                 result = m->data.result;
     }
-    curl_easy_getinfo(a.easy, CURLINFO_RESPONSE_CODE, &a.status);
+    cu->easy_getinfo(a.easy, CURLINFO_RESPONSE_CODE, &a.status);
     *retry_after_ms = a.retry_after_ms;
 
     if (a.stopped) {
@@ -899,7 +888,7 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
     }
     if (result != CURLE_OK && a.status == 0) {
         *retry = true;
-        const char *detail = *curl_err ? curl_err : curl_easy_strerror(result);
+        const char *detail = *curl_err ? curl_err : cu->easy_strerror(result);
         if (result == CURLE_OPERATION_TIMEDOUT)
             rc = fail(c, err, CDSH_ETIMEDOUT, "TIMEOUT", "model endpoint timed out: %s", detail);
         else
@@ -913,7 +902,7 @@ static int run_attempt(const cdsh_model_client *c, const cdsh_model_request *req
     if (result != CURLE_OK) {
         *retry = true;
         rc = fail(c, err, CDSH_EIO, "TRANSPORT", "model connection failed mid-reply: %s",
-                  *curl_err ? curl_err : curl_easy_strerror(result));
+                  *curl_err ? curl_err : cu->easy_strerror(result));
         goto cleanup;
     }
     if (a.is_sse) {
@@ -955,12 +944,12 @@ cleanup:
     *delivered = a.delivered;
     cdsh_cancel_unsubscribe(req->cancel, sub);
     if (a.multi && a.easy)
-        curl_multi_remove_handle(a.multi, a.easy);
+        cu->multi_remove_handle(a.multi, a.easy);
     if (a.easy)
-        curl_easy_cleanup(a.easy);
+        cu->easy_cleanup(a.easy);
     if (a.multi)
-        curl_multi_cleanup(a.multi);
-    curl_slist_free_all(headers);
+        cu->multi_cleanup(a.multi);
+    cu->slist_free_all(headers);
     if (auth) {
         explicit_bzero(auth, strlen(auth));
         free(auth);
@@ -985,6 +974,9 @@ int cdsh_model_client_complete(cdsh_model_client *c, const cdsh_model_request *r
     if (!c || !req || !out)
         return cdsh_error_set(err, CDSH_EINVAL, "INVALID_REQUEST",
                               "model request needs a client, a request and a reply");
+    int lrc = cdsh_curl_load(err);
+    if (lrc)
+        return lrc;
     json_t *body_json = cdsh_model_client_request_body(c, req, err);
     if (!body_json)
         return err ? err->rc : CDSH_EINVAL;

@@ -132,7 +132,8 @@ json_t *cdsh_model_reply_to_message(const cdsh_model_reply *reply);
 /* ---- client ------------------------------------------------------------- */
 
 /* New client for a resolved configuration (see cdsh_model_config_resolve;
- * the config is copied). Initialises libcurl once per process. */
+ * the config is copied). Loads nothing: libcurl is loaded (once per
+ * process) by the first cdsh_model_client_complete. */
 cdsh_model_client *cdsh_model_client_new(const cdsh_model_config *resolved, cdsh_error *err);
 void cdsh_model_client_free(cdsh_model_client *c);
 
@@ -153,6 +154,7 @@ void cdsh_model_client_usage(cdsh_model_client *c, cdsh_model_usage *out);
  *   INVALID_REQUEST          CDSH_EINVAL    other 4xx
  *   SERVER                   CDSH_EIO       5xx, or an error object inside a 200 stream
  *   TRANSPORT                CDSH_EIO       connection failures (curl's message)
+ *   HTTP_CLIENT_MISSING      CDSH_ENOTFOUND libcurl could not be loaded (never retried)
  *   TIMEOUT                  CDSH_ETIMEDOUT connect timeout, HTTP 408
  *   LLM_STREAM_IDLE_TIMEOUT  CDSH_ETIMEDOUT no byte for idle_timeout_ms
  *   EMPTY_RESPONSE           CDSH_EPROTO    200 without choices, text or tool calls

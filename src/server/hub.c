@@ -1,7 +1,7 @@
 /* hub.c — the SSE event buffer and the MHD stream that follows it. */
 #include "server/hub.h"
 
-#include <microhttpd.h>
+#include "server/mhd_dl.h" /* <microhttpd.h>, loaded on first use */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -22,6 +22,7 @@
 #include "base/random.h"
 #include "base/strbuf.h"
 #include "proto/mcp/mcp.h"
+#include "server/mhd_dl.h"
 
 #define KEEPALIVE_MS 15000
 #define IDLE_TIMEOUT_S 30    /* default: an idle connection (no bytes either way) closes */
@@ -1118,6 +1119,9 @@ static void completed(void *cls, struct MHD_Connection *conn, void **req_state,
 
 int cdsh_mcp_http_listen(cdsh_mcp_http *h, uint16_t port, cdsh_error *err)
 {
+    int rc = cdsh_mhd_load(err);
+    if (rc)
+        return rc;
     struct sockaddr_in addr = {0};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -4,7 +4,7 @@
 #include "server/web.h"
 
 #include <arpa/inet.h>
-#include <microhttpd.h>
+#include "server/mhd_dl.h" /* <microhttpd.h>, loaded on first use */
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -414,6 +414,9 @@ int cdsh_web_start(const cdsh_web_options *opts, cdsh_web **out, cdsh_error *err
     if (o.token && (strlen(o.token) >= 65 || !*o.token))
         return cdsh_error_set(err, CDSH_EINVAL, "BAD_TOKEN",
                               "the access token must have 1 to 64 characters");
+    int lrc = cdsh_mhd_load(err);
+    if (lrc)
+        return lrc;
     cdsh_web *web = calloc(1, sizeof *web);
     if (!web)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");

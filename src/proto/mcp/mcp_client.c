@@ -1,10 +1,10 @@
 /* mcp_client.c — MCP client: connections (stdio child + JSON-RPC peer, or
- * Streamable HTTP over libcurl), the initialize handshake, paged tools/list,
- * tools/call with progress/cancel/timeout, list_changed and reconnects.
+ * Streamable HTTP over libcurl, loaded by the first HTTP connection), the
+ * initialize handshake, paged tools/list, tools/call with
+ * progress/cancel/timeout, list_changed and reconnects.
  * Tool registration into the kernel is mcp_bridge.c's job, not this file's. */
 #include "proto/mcp/mcp_client.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,8 +14,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "base/sse.h"
 #include "base/clock.h"
+#include "base/curl_dl.h"
+#include "base/sse.h"
 #include "base/json.h"
 #include "proto/jsonrpc.h"
 #include "base/log.h"
@@ -49,7 +50,7 @@ typedef struct conn {
     pthread_mutex_t tail_lock;
     char tail[TAIL_MAX + 1];
     size_t tail_len;
-    char fatal[200]; /* why the connection was cut by us (oversize frame) */
+    char fatal[200];         /* why the connection was cut by us (oversize frame) */
     bool drain_done;         /* the stderr drain saw EOF (under tail_lock) */
     pthread_cond_t drain_cv; /* signalled (under tail_lock) when drain_done is set */
     /* http */
@@ -92,12 +93,6 @@ struct cdsh_mcp_client {
     progress_slot *slots;
     uint64_t next_token;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static void emit(cdsh_mcp_client *cl, cdsh_mcp_client_event ev)
 {
@@ -489,7 +484,7 @@ static struct curl_slist *http_headers(conn *c, bool get)
     struct curl_slist *h = NULL, *t;
 #define ADD(s)                                                                                     \
     do {                                                                                           \
-        if (!(t = curl_slist_append(h, (s))))                                                      \
+        if (!(t = cdsh_curl_get()->slist_append(h, (s))))                                          \
             goto fail;                                                                             \
         h = t;                                                                                     \
     } while (0)
@@ -518,29 +513,29 @@ static struct curl_slist *http_headers(conn *c, bool get)
 #undef ADD
     return h;
 fail:
-    curl_slist_free_all(h);
+    cdsh_curl_get()->slist_free_all(h);
     return NULL;
 }
 
 static CURL *http_easy(conn *c, http_ctx *ctx, struct curl_slist *hdrs, char *errbuf)
 {
-    CURL *e = curl_easy_init();
+    CURL *e = cdsh_curl_get()->easy_init();
     if (!e)
         return NULL;
-    curl_easy_setopt(e, CURLOPT_URL, c->client->url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, ctx);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, ctx);
-    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, http_xfer);
-    curl_easy_setopt(e, CURLOPT_XFERINFODATA, ctx);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(e, CURLOPT_SHARE, c->share);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_URL, c->client->url);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_WRITEFUNCTION, http_write);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_WRITEDATA, ctx);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_HEADERFUNCTION, http_header);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_HEADERDATA, ctx);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_XFERINFOFUNCTION, http_xfer);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_XFERINFODATA, ctx);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_SHARE, c->share);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     return e;
 }
 
@@ -561,10 +556,10 @@ static int http_post_msg(conn *c, json_t *msg, http_ctx *ctx, cdsh_error *err)
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
         goto out;
     }
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, text);
-    CURLcode cc = curl_easy_perform(e);
+    cdsh_curl_get()->easy_setopt(e, CURLOPT_POSTFIELDS, text);
+    CURLcode cc = cdsh_curl_get()->easy_perform(e);
     long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    cdsh_curl_get()->easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     if (ctx->cancelled) {
         rc = cdsh_error_set(err, CDSH_ECANCELED, "CANCELED", "%s",
                             cdsh_cancel_reason(ctx->cancel) ? cdsh_cancel_reason(ctx->cancel)
@@ -581,8 +576,9 @@ static int http_post_msg(conn *c, json_t *msg, http_ctx *ctx, cdsh_error *err)
         goto out;
     }
     if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && ctx->response)) {
-        rc = cdsh_error_set(err, CDSH_ECLOSED, "HTTP_ERROR", "MCP server \"%s\" at %s: %s",
-                            cl->name, cl->url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+        rc =
+            cdsh_error_set(err, CDSH_ECLOSED, "HTTP_ERROR", "MCP server \"%s\" at %s: %s", cl->name,
+                           cl->url, errbuf[0] ? errbuf : cdsh_curl_get()->easy_strerror(cc));
         goto out;
     }
     if (status == 404 && c->session_id) {
@@ -620,8 +616,8 @@ static int http_post_msg(conn *c, json_t *msg, http_ctx *ctx, cdsh_error *err)
                             "MCP server \"%s\" answered without a JSON-RPC response", cl->name);
 out:
     if (e)
-        curl_easy_cleanup(e);
-    curl_slist_free_all(hdrs);
+        cdsh_curl_get()->easy_cleanup(e);
+    cdsh_curl_get()->slist_free_all(hdrs);
     free(text);
     cdsh_sse_free(ctx->sse);
     ctx->sse = NULL;
@@ -708,11 +704,11 @@ static void *http_get_stream(void *arg)
     char errbuf[CURL_ERROR_SIZE] = "";
     CURL *e = hdrs ? http_easy(c, &ctx, hdrs, errbuf) : NULL;
     if (e) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-        curl_easy_perform(e); /* ends on 405, server close or our stop token */
-        curl_easy_cleanup(e);
+        cdsh_curl_get()->easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        cdsh_curl_get()->easy_perform(e); /* ends on 405, server close or our stop token */
+        cdsh_curl_get()->easy_cleanup(e);
     }
-    curl_slist_free_all(hdrs);
+    cdsh_curl_get()->slist_free_all(hdrs);
     cdsh_sse_free(ctx.sse);
     cdsh_strbuf_deinit(&ctx.body);
     free(ctx.session_id);
@@ -721,16 +717,18 @@ static void *http_get_stream(void *arg)
 
 static int http_open(conn *c, cdsh_error *err)
 {
-    pthread_once(&curl_once, curl_init);
+    int rc = cdsh_curl_load(err);
+    if (rc)
+        return rc;
     if (pthread_mutex_init(&c->share_lock, NULL) != 0)
         return cdsh_error_set(err, CDSH_EIO, "MUTEX", "cannot create a mutex");
-    c->share = curl_share_init();
+    c->share = cdsh_curl_get()->share_init();
     if (!c->share)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
-    curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
-    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
-    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    cdsh_curl_get()->share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+    cdsh_curl_get()->share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    cdsh_curl_get()->share_setopt(c->share, CURLSHOPT_USERDATA, c);
+    cdsh_curl_get()->share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
     return 0;
 }
 
@@ -772,11 +770,11 @@ static void conn_destroy(conn *c)
         char eb[CURL_ERROR_SIZE];
         CURL *e = h ? http_easy(c, &ctx, h, eb) : NULL;
         if (e) {
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
-            curl_easy_perform(e);
-            curl_easy_cleanup(e);
+            cdsh_curl_get()->easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+            cdsh_curl_get()->easy_perform(e);
+            cdsh_curl_get()->easy_cleanup(e);
         }
-        curl_slist_free_all(h);
+        cdsh_curl_get()->slist_free_all(h);
         cdsh_sse_free(ctx.sse);
         cdsh_strbuf_deinit(&ctx.body);
         free(ctx.session_id);
@@ -791,7 +789,7 @@ static void conn_destroy(conn *c)
         pthread_join(c->err_thread, NULL);
     cdsh_process_free(c->proc);
     if (c->share)
-        curl_share_cleanup(c->share);
+        cdsh_curl_get()->share_cleanup(c->share);
     if (c->http)
         pthread_mutex_destroy(&c->share_lock);
     cdsh_cancel_free(c->stop);
