@@ -145,6 +145,7 @@ async function latinWords(page, allow) {
     const skip = 'code, pre, script, style, .msg .text, .rp-prose, .rp-summary, .rp-keys, .rp-comment, ' +
       '.rp-name, .rp-by, [data-testid=rp-detail-name], .rp-tag, .tool-card .name, .model-status, .sid, ' +
       '.tavern-log, .tavern-inert, .hits .body, .story-text, .chat-title, .sessions .title, .cause, .xq-cause-text, .brand, ' +
+      '.card-body li, ' + // a tool card's results (paths, snippets: the tool's data)
       'option, textarea, input, [data-i18n-skip]';
     const bad = new Set();
     const strip = (text) => {
@@ -158,7 +159,9 @@ async function latinWords(page, allow) {
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
       const e = n.parentElement;
       if (!e || e.closest(skip) || !visible(e)) continue;
-      const m = strip(n.textContent).match(/[A-Za-z]{2,}/g);
+      // a tool card's "<label>: <the model's query>": only the label is the page's
+      const own = e.classList.contains('card-query') ? n.textContent.replace(/[:：].*$/s, '') : n.textContent;
+      const m = strip(own).match(/[A-Za-z]{2,}/g);
       if (m) bad.add(`${e.tagName.toLowerCase()}${e.className ? '.' + String(e.className).split(' ')[0] : ''}: ${n.textContent.trim().slice(0, 60)}`);
     }
     for (const e of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
