@@ -124,12 +124,8 @@ function addActions(b, role) {
   b.append(bar);
 }
 
-// Variant arrows ‹ n/m ›: on the last reply of every turn that has
-// variants — where this session parts from its parent (the parent counts
-// as variant 1) and where its own branches part from it — and — as in
-// SillyTavern — always on the story's last reply, where › past the last
-// variant asks the model for a new one (‹ 1/1 › before any exists).
-// Returns the arrows of the last reply: the ones ← / → drive.
+// The turn of the story's last reply; 0 when the last turn has none (it
+// failed, or it still streams).
 function lastReplyTurn() {
   const turns = [...messages().querySelectorAll('.msg[data-turn]')].map((b) => Number(b.dataset.turn));
   const last = turns.length ? Math.max(...turns) : 0;
@@ -155,6 +151,12 @@ function swipeNav(b, sw) {
   (b.querySelector('.msg-actions') || b).prepend(nav);
 }
 
+// Variant arrows ‹ n/m ›: on the last reply of every turn that has
+// variants — where this session parts from its parent (the parent counts
+// as variant 1) and where its own branches part from it — and, as in
+// SillyTavern, always on the story's last reply, where › past the last
+// variant asks the model for a new one (‹ 1/1 › before any exists). The
+// last reply's arrows are the ones ← / → drive (state.swipeLast).
 function drawSwipe() {
   for (const x of messages().querySelectorAll('.swipe-nav')) x.remove();
   state.swipeLast = null;
@@ -636,6 +638,7 @@ async function loadSpeakers(id) {
   state.speakers = null;
   state.binding = null;
   state.swipes = [];
+  state.swipeLast = null;
   const b = await tavern('getSessionBinding', { sessionId: id });
   if (!b || !b.binding) return;
   state.binding = b.binding;
