@@ -50,6 +50,15 @@ function scrollDown() {
   m.scrollTop = m.scrollHeight;
 }
 
+// A transcript read at its end stays at its end when its box changes size
+// (a smaller window, a rotated phone, the composer growing).
+function keepPinned() {
+  const m = messages();
+  let pinned = true;
+  m.addEventListener('scroll', () => { pinned = m.scrollHeight - m.scrollTop - m.clientHeight < 48; }, { passive: true });
+  new ResizeObserver(() => { if (pinned) scrollDown(); }).observe(m);
+}
+
 function clearEmpty() {
   const e = messages().querySelector('.empty');
   if (e) e.remove();
@@ -959,6 +968,7 @@ async function main() {
   });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
   setupComposer();
+  keepPinned();
   try { state.status = await api.status(); } catch (e) { state.status = null; }
   renderStatus();
   try { state.engines = (await api.engines()).engines; } catch { state.engines = []; }

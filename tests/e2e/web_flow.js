@@ -216,6 +216,11 @@ async function main() {
       }
       return wide.slice(0, 6);
     });
+    const atEnd = () => page.evaluate(() => {
+      const box = document.querySelector('[data-testid=messages]').getBoundingClientRect();
+      const tools = [...document.querySelectorAll('.msg.assistant [data-testid=msg-actions]')].pop().getBoundingClientRect();
+      return tools.top >= box.top && tools.bottom <= box.bottom + 1;
+    });
     const settle = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     for (const lang of ['en', 'zh']) {
       if (lang === 'zh') {
@@ -236,6 +241,7 @@ async function main() {
         const actions = await page.locator('.msg.assistant[data-turn="2"] [data-testid=msg-actions]').boundingBox();
         check(actions && actions.x >= 0 && actions.x + actions.width <= size.width,
           `${lang} ${size.name}: the reply's arrows and tools fit the window`);
+        check(await atEnd(), `${lang} ${size.name}: the transcript stays at its end (the last reply's tools in view)`);
         await page.screenshot({ path: path.join(shotDir, `e2e-flow-${lang}-${size.name}.png`) });
         if (size.width < 900) {
           check(await page.isVisible('[data-testid=narrow-tabs]'), `${lang} ${size.name}: the narrow window has tabs`);
@@ -250,6 +256,8 @@ async function main() {
           check(over.length === 0, `${lang} ${size.name} panels: nothing wider than the window ${over.join('; ')}`);
           await page.screenshot({ path: path.join(shotDir, `e2e-flow-${lang}-${size.name}-panels.png`) });
           await page.click('.narrow-tabs button[data-view=chat]');
+          await settle();
+          check(await atEnd(), `${lang} ${size.name}: back on the story tab, the transcript is at its end`);
           // a swipe in the narrow window, by its button
           if (lang === 'zh') {
             await nav(2).locator('button').first().click();
