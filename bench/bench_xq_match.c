@@ -1,8 +1,9 @@
 /* bench_xq_match.c — match runner: cdsh (in-process) vs any UCI/UCCI engine
  * (default fairy-stockfish, UCCI) from opening lines, both colours, fixed
  * time or nodes, adjudicated by cdsh's rules; prints W/L/D, score and Elo
- * with a 95% interval. No arguments (`make bench`): 10 games at 50 ms.
- * `--help` lists the flags. */
+ * with a 95% interval, and cdsh's nodes/s beside it. `--sprt E0,E1` runs a
+ * sequential test (stops when H0 or H1 is accepted). No arguments (`make
+ * bench`): 10 games at 50 ms. `--help` lists the flags. */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -32,6 +33,8 @@ typedef struct opts {
     int max_plies;
     int adjudicate;
     int quiet;
+    int sprt; /* sequential test of elo0 against elo1 */
+    double elo0, elo1, alpha, beta;
 } opts;
 
 /* ICCS <-> the engine's coordinates (FSF plain UCI numbers ranks 1-10). */
@@ -116,6 +119,11 @@ static int opp_move(opp *o, const opts *op, cdsh_xq_pos *pos, const game_rec *g,
 
 typedef enum { R_WIN = 0, R_DRAW, R_LOSS } res_t; /* from cdsh's point of view */
 
+/* cdsh's search speed over the match, all moves and the middlegame (plies
+ * 20-79 of a game), printed beside the score */
+static uint64_t speed_nodes[2];
+static int64_t speed_ms[2];
+
 static const char *reason_text(cdsh_xq_reason r)
 {
     return cdsh_xq_reason_name(r);
@@ -173,6 +181,12 @@ static res_t play_game(const opts *op, cdsh_xq_engine *eng, opp *o, const char *
             cdsh_xq_search_result r;
             cdsh_xq_search(eng, pos, &lim, NULL, NULL, &r, NULL);
             m = r.best;
+            speed_nodes[0] += r.nodes;
+            speed_ms[0] += r.time_ms;
+            if (g.n >= 20 && g.n < 80) {
+                speed_nodes[1] += r.nodes;
+                speed_ms[1] += r.time_ms;
+            }
             score = r.mate ? (r.mate > 0 ? 20000 : -20000) : r.score;
         } else {
             int v = opp_move(o, op, pos, &g, &score);
@@ -225,6 +239,23 @@ static void elo(int w, int d, int l, double *e, double *lo, double *hi)
 #undef ELO
 }
 
+/* Log-likelihood ratio of H1 (elo1) against H0 (elo0) after w/d/l, in the
+ * normal approximation of the trinomial score that fishtest and cutechess
+ * use: N (s1 - s0) (2 m - s0 - s1) / (2 v), m the mean score per game and v
+ * its variance. 0 until the games have a variance. */
+static double sprt_llr(int w, int d, int l, double elo0, double elo1)
+{
+    const double n = w + d + l;
+    if (n < 2 || w + l == 0)
+        return 0;
+    const double m = (w + 0.5 * d) / n;
+    const double v = (w * (1 - m) * (1 - m) + d * (0.5 - m) * (0.5 - m) + l * m * m) / n;
+    if (v <= 0)
+        return 0;
+    const double s0 = 1 / (1 + pow(10, -elo0 / 400)), s1 = 1 / (1 + pow(10, -elo1 / 400));
+    return n * (s1 - s0) * (2 * m - s0 - s1) / (2 * v);
+}
+
 static void usage(void)
 {
     printf("Usage: bench_xq_match [options]\n"
@@ -241,7 +272,11 @@ static void usage(void)
            "  --threads N, --hash MB   cdsh's threads and hash\n"
            "  --max-plies N      draw after N plies (default 400)\n"
            "  --no-adjudicate    play every game to the rules' end\n"
-           "  --quiet            no per-game lines\n");
+           "  --quiet            no per-game lines\n"
+           "  --sprt E0,E1       sequential probability ratio test: play (at most --games,\n"
+           "                     default 2000) until H0 (Elo = E0) or H1 (Elo = E1) is\n"
+           "                     accepted; checked after each pair of games\n"
+           "  --alpha A, --beta B  the test's error rates (default 0.05 each)\n");
 }
 
 int main(int argc, char **argv)
@@ -253,7 +288,10 @@ int main(int argc, char **argv)
                .threads = 1,
                .hash = 16,
                .max_plies = 400,
-               .adjudicate = 1};
+               .adjudicate = 1,
+               .alpha = 0.05,
+               .beta = 0.05};
+    int games_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEXT()                                                                                     \
@@ -267,6 +305,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--games")) {
             NEXT();
             op.games = atoi(v);
+            games_set = 1;
         } else if (!strcmp(a, "--movetime")) {
             NEXT();
             op.movetime = atoll(v);
@@ -300,6 +339,19 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--max-plies")) {
             NEXT();
             op.max_plies = atoi(v);
+        } else if (!strcmp(a, "--sprt")) {
+            NEXT();
+            if (sscanf(v, "%lf,%lf", &op.elo0, &op.elo1) != 2 || op.elo0 >= op.elo1) {
+                usage();
+                return 2;
+            }
+            op.sprt = 1;
+        } else if (!strcmp(a, "--alpha")) {
+            NEXT();
+            op.alpha = atof(v);
+        } else if (!strcmp(a, "--beta")) {
+            NEXT();
+            op.beta = atof(v);
         } else if (!strcmp(a, "--no-adjudicate"))
             op.adjudicate = 0;
         else if (!strcmp(a, "--quiet"))
@@ -310,7 +362,10 @@ int main(int argc, char **argv)
         }
 #undef NEXT
     }
-    if (op.games < 1 || op.movetime < 1) {
+    if (op.sprt && !games_set)
+        op.games = 2000;
+    if (op.games < 1 || op.movetime < 1 || op.alpha <= 0 || op.alpha >= 0.5 || op.beta <= 0 ||
+        op.beta >= 0.5) {
         usage();
         return 2;
     }
@@ -366,6 +421,17 @@ int main(int argc, char **argv)
                    : r == R_DRAW ? "draw"
                                  : "loss",
                    why, plies, w, d, l);
+        if (op.sprt && gi % 2 == 1) {
+            const double llr = sprt_llr(w, d, l, op.elo0, op.elo1);
+            const double lo = log(op.beta / (1 - op.alpha)), hi = log((1 - op.beta) / op.alpha);
+            printf("SPRT [%.1f, %.1f]: LLR %.3f (bounds %.3f, %.3f) after %d games\n", op.elo0,
+                   op.elo1, llr, lo, hi, gi + 1);
+            if (llr <= lo || llr >= hi) {
+                printf("SPRT: %s accepted (H%d: Elo %s %.1f)\n", llr >= hi ? "H1" : "H0",
+                       llr >= hi, llr >= hi ? ">=" : "<=", llr >= hi ? op.elo1 : op.elo0);
+                break;
+            }
+        }
         if (!o.proc || cdsh_process_wait(o.proc, 0, NULL, NULL, NULL) == 0) {
             opp_stop(&o);
             if (opp_start(&o, op.engine, op.ucci, op.ranks1) != 0)
@@ -384,6 +450,17 @@ int main(int argc, char **argv)
                    hi);
         else
             printf("Elo difference: %.1f (95%% interval unbounded: %.1f .. %.1f)\n", e, lo, hi);
+        if (op.sprt) {
+            const double llr = sprt_llr(w, d, l, op.elo0, op.elo1);
+            if (llr > log(op.beta / (1 - op.alpha)) && llr < log((1 - op.beta) / op.alpha))
+                printf("SPRT [%.1f, %.1f]: no decision after %d games (LLR %.3f)\n", op.elo0,
+                       op.elo1, n, llr);
+        }
+        for (int k = 0; k < 2; k++)
+            printf("cdsh speed, %s: %llu nodes in %.1f s, %.0f nodes/s\n",
+                   k ? "middlegame (plies 20-79)" : "all its moves",
+                   (unsigned long long)speed_nodes[k], speed_ms[k] / 1000.0,
+                   speed_ms[k] > 0 ? speed_nodes[k] * 1000.0 / (double)speed_ms[k] : 0.0);
         printf("Time: %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
     }
     opp_stop(&o);

@@ -128,6 +128,9 @@ static inline int opp_start(opp *o, const char *engine, int ucci, int ranks1)
         if (opp_expect(o, "uciok", 10000))
             return -1;
         opp_send(o, "setoption name UCI_Variant value xiangqi");
+        /* the in-process cdsh searches with 1 ms of overhead; the runner
+         * never flags a slow move, so the opponent gets the same */
+        opp_send(o, "setoption name Move Overhead value 1");
     }
     o->ranks1 = ranks1 >= 0 ? ranks1 : (!ucci && strstr(o->name, "Fairy-Stockfish") != NULL);
     opp_send(o, "isready");

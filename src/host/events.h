@@ -21,6 +21,12 @@
 
 typedef struct cdsh_events cdsh_events;
 
+/* A front end's session is over for good (an MCP session closed, a web
+ * session deleted): emitted unfiltered with {id: the session's scope id,
+ * reason}. Services that keep something per session (background jobs)
+ * listen and let go before the emission returns. */
+#define CDSH_EVENT_SESSION_END "session/end"
+
 /* payload is borrowed for the duration of the call. A listener must not
  * throw away events it does not understand loudly: just ignore them. */
 typedef void (*cdsh_event_fn)(void *arg, const char *name, const cdsh_scope *scope,

@@ -43,6 +43,7 @@ struct cdsh_job {
     char *message;
     int64_t started_ms, ended_ms;
     bool ended, thread_done;
+    bool reported; /* the owner has learnt how it ended (a read, its own kill, a notice) */
     cdsh_job_run_fn run;
     void *ud;
     void (*free_ud)(void *);
@@ -798,6 +799,8 @@ int cdsh_jobs_read(cdsh_jobs *j, const char *caller, const char *id, int64_t wai
         }
         json_t *text = ring_string(job, job->cursor);
         job->cursor = job->written;
+        if (job->ended)
+            job->reported = true; /* the owner has seen the end: no notice */
         json_t *o =
             json_pack("{s:s, s:s, s:o, s:I, s:f, s:f}", "id", job->id, "status",
                       cdsh_job_status_name(job->status), "output", text ? text : json_string(""),
@@ -847,6 +850,8 @@ int cdsh_jobs_kill(cdsh_jobs *j, const char *caller, bool all, const char *id, c
         return CDSH_ENOTFOUND;
     }
     cdsh_cancel *tok = NULL;
+    if (!all)
+        job->reported = true; /* the owner stopped it itself: no notice */
     if (!job->ended) {
         if (job->status == CDSH_JOB_RUNNING)
             job->status = CDSH_JOB_STOPPING;
@@ -883,8 +888,30 @@ static bool match_owner(const cdsh_job *job, const void *arg)
 
 void cdsh_jobs_dispose_owner(cdsh_jobs *j, const char *owner)
 {
-    if (j && owner)
+    if (j && owner && *owner)
         kill_and_reap(j, match_owner, owner);
+}
+
+json_t *cdsh_jobs_take_notices(cdsh_jobs *j, const char *owner)
+{
+    json_t *out = json_array();
+    if (!j || !owner || !out)
+        return out;
+    pthread_mutex_lock(&j->lock);
+    for (size_t i = 0; i < j->n; i++) {
+        cdsh_job *job = j->v[i];
+        if (!job->ended || job->reported || !same_owner(job->owner, owner))
+            continue;
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", job->id, "kind", job->kind,
+                              "label", job->label, "status", cdsh_job_status_name(job->status),
+                              "unreadBytes", (json_int_t)(job->written - job->cursor));
+        if (o && job->detail)
+            json_object_set_new(o, "detail", json_string(job->detail));
+        if (o && json_array_append_new(out, o) == 0)
+            job->reported = true; /* exactly once */
+    }
+    pthread_mutex_unlock(&j->lock);
+    return out;
 }
 
 size_t cdsh_jobs_count(cdsh_jobs *j)

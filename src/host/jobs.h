@@ -7,8 +7,9 @@
  *
  * Lifetimes: a job belongs to the context that started it; unloading that
  * plugin (or freeing that scoped context) cancels its jobs, waits for them
- * to end and removes them. cdsh_jobs_free (from cdsh_host_free) does the
- * same for whatever is left.
+ * to end and removes them. An owned job also ends with its owner's session
+ * (CDSH_EVENT_SESSION_END, through the "jobs" plugin). cdsh_jobs_free (from cdsh_host_free) does
+ * the same for whatever is left.
  *
  * Bounds: at most `max_per_owner` (default 10) running jobs per owner — the
  * next start fails with JOB_LIMIT — and at most `max_running` (default 32)
@@ -165,10 +166,19 @@ int cdsh_jobs_kill(cdsh_jobs *jobs, const char *caller, bool all, const char *id
 int cdsh_jobs_wait(cdsh_jobs *jobs, const char *id, int64_t wait_ms, cdsh_cancel *cancel,
                    cdsh_job_status *status_out, cdsh_error *err);
 
-/* Cancels the jobs of `owner`, waits for them and removes them (an agent's
- * session ended).
- * keep-public: the session-end hook; not yet wired to a session's end. */
+/* Cancels the jobs of `owner`, waits for them and removes them: its
+ * session is over. The "jobs" plugin calls it for every
+ * CDSH_EVENT_SESSION_END (host/events.h) with the payload's id, on the
+ * emitting thread, so the emitter returns once they are gone. */
 void cdsh_jobs_dispose_owner(cdsh_jobs *jobs, const char *owner);
+
+/* Completion notices (DSH's long-running-tool runtime): the owned jobs of
+ * `owner` that have ended and whose end the owner has not learnt yet, each
+ * returned exactly once: [{id, kind, label, status, detail?, unreadBytes}],
+ * oldest first. The owner learns an end also by a job_output read made
+ * after the end or by killing the job itself (caller == owner); such jobs
+ * never come back here. Owned; [] when none. */
+json_t *cdsh_jobs_take_notices(cdsh_jobs *jobs, const char *owner);
 
 /* Jobs known (running or kept), for leak checks.
  * keep-public: the tests' leak check. */
@@ -195,10 +205,21 @@ typedef struct cdsh_job_starter {
 int cdsh_jobs_cli_run(cdsh_plugin_ctx *ctx, const char *sub, const cdsh_job_spec *spec,
                       const char *why, FILE *out, FILE *progress);
 
-/* The "jobs" plugin: the tools job_output, job_list, job_kill and the RPC
- * channel `/jobs` (list, output, kill). Enabled by default. Config:
+/* The "jobs" plugin: the tools job_output, job_list, job_kill, the RPC
+ * channel `/jobs` (list, output, kill), the session/end listener
+ * (cdsh_jobs_dispose_owner), the prompt segment "jobs:guidance" (while the
+ * session has jobs) and the turn's runtime context
+ * "jobs", which carries the completion notices of the session's jobs
+ * (cdsh_jobs_take_notices; see cdsh_jobs_notice_text). Enabled by default. Config:
  * maxPerOwner (10), maxRunning (32), outputLimitBytes (65536), maxWaitMs
  * (30000: the longest job_output wait). */
 extern const cdsh_plugin_def cdsh_jobs_plugin;
+
+/* The notice text for take_notices' array, one line per job (owned; NULL
+ * for an empty array):
+ *   background job <id> <status>[ (<detail>)] — <label>; <N> bytes of output
+ *   not read yet: call job_output with job_id "<id>" to collect it.
+ * (`no output` instead of the byte count when there is nothing to read.) */
+char *cdsh_jobs_notice_text(const json_t *notices);
 
 #endif

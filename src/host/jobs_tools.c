@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "host/dispatch.h"
 #include "host/host.h"
 #include "host/jobs.h"
+#include "host/prompt.h"
 
 typedef struct jobs_surface {
     cdsh_host *host;
@@ -259,6 +261,80 @@ static int jobs_rpc(void *arg, const char *endpoint, const json_t *payload, cdsh
     return 0;
 }
 
+/* ---- completion notices ------------------------------------------------------- */
+
+char *cdsh_jobs_notice_text(const json_t *notices)
+{
+    if (!json_array_size(notices))
+        return NULL;
+    cdsh_strbuf sb;
+    cdsh_strbuf_init(&sb);
+    size_t i;
+    const json_t *n;
+    json_array_foreach(notices, i, n) {
+        const char *id = json_string_value(json_object_get(n, "id"));
+        const char *detail = json_string_value(json_object_get(n, "detail"));
+        json_int_t unread = json_integer_value(json_object_get(n, "unreadBytes"));
+        cdsh_strbuf_appendf(&sb, "%sbackground job %s %s%s%s%s — %s; ", i ? "\n" : "", id,
+                            json_string_value(json_object_get(n, "status")),
+                            detail ? " (" : "", detail ? detail : "", detail ? ")" : "",
+                            json_string_value(json_object_get(n, "label")));
+        if (unread > 0)
+            cdsh_strbuf_appendf(&sb, "%lld bytes of output not read yet: ", (long long)unread);
+        else
+            cdsh_strbuf_append_str(&sb, "no output left to read: ");
+        cdsh_strbuf_appendf(&sb, "call job_output with job_id \"%s\" to collect it.", id);
+    }
+    return cdsh_strbuf_take(&sb, NULL);
+}
+
+/* The turn's runtime context "jobs": the session's jobs that ended since it
+ * last heard of them (each exactly once). The agent loop asks once per turn. */
+static char *notices_context(void *ud, const cdsh_scope *scope, const char *session_id,
+                             long long turn)
+{
+    (void)turn;
+    jobs_surface *js = ud;
+    const char *owner = session_id && *session_id ? session_id
+                        : scope                   ? cdsh_scope_id(scope)
+                                                  : NULL;
+    if (!owner)
+        return NULL;
+    json_t *n = cdsh_jobs_take_notices(js->jobs, owner);
+    char *text = cdsh_jobs_notice_text(n);
+    json_decref(n);
+    return text;
+}
+
+/* DSH's prompt guidance for background work, in the system prompt of a
+ * session only while it has jobs (so it costs nothing otherwise). */
+#define GUIDANCE                                                                                   \
+    "Background jobs: you have work running or finished in the background (job_list shows "   \
+    "it). Keep the job ids. Do not busy-poll or start the same job twice: do other useful "     \
+    "work, or wait explicitly with job_output (wait: true). Collect the results that matter "  \
+    "with job_output before your final answer, and stop with job_kill what no longer matters. " \
+    "When a job ends you are told at the start of your next turn."
+
+static char *guidance(void *ud, const cdsh_scope *scope)
+{
+    jobs_surface *js = ud;
+    const char *owner = scope ? cdsh_scope_id(scope) : NULL;
+    json_t *mine = owner ? cdsh_jobs_list(js->jobs, owner) : NULL;
+    bool any = json_array_size(mine) > 0;
+    json_decref(mine);
+    return any ? strdup(GUIDANCE) : NULL;
+}
+
+/* A session is over (host/events.h): the jobs it owns go with it. */
+static void on_session_end(void *arg, const char *name, const cdsh_scope *scope,
+                           const json_t *payload)
+{
+    (void)name;
+    (void)scope;
+    jobs_surface *js = arg;
+    cdsh_jobs_dispose_owner(js->jobs, json_string_value(json_object_get(payload, "id")));
+}
+
 /* ---- the plugin -------------------------------------------------------------- */
 
 static int reg(cdsh_plugin_ctx *ctx, jobs_surface *js, const char *name, const char *desc,
@@ -333,6 +409,13 @@ static int apply(cdsh_plugin_ctx *ctx, const json_t *config, cdsh_error *err)
                   "the job)\"}},"
                   "\"required\":[\"job_id\"],\"additionalProperties\":false}",
                   "object", kill_body, kill_render, false, err)) < 0)
+        return rc;
+    cdsh_prompt_provider_def notices = {.name = "jobs", .context = notices_context, .ud = js};
+    cdsh_prompt_segment_def rules = {.id = "jobs:guidance", .order = 150, .render = guidance,
+                                     .ud = js};
+    if ((rc = cdsh_prompt_ctx_provide(ctx, &notices, err)) < 0 ||
+        (rc = cdsh_prompt_ctx_register(ctx, &rules, err)) < 0 ||
+        (rc = cdsh_ctx_on(ctx, CDSH_EVENT_SESSION_END, on_session_end, js, err)) < 0)
         return rc;
     return cdsh_ctx_rpc_handle(ctx, "/jobs", jobs_rpc, js, err);
 }

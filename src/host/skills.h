@@ -190,4 +190,12 @@ int cdsh_skills_resource_read_dup(const json_t *def, const char *rel, size_t max
 /* Runtime registrations (all layers). */
 size_t cdsh_skills_count(cdsh_skills *skills);
 
+/* The "skills-local" plugin (skills_local.c, enabled by default): the
+ * on-disk provider "local" — SKILL.md bundles and flat .md skills in
+ * <project>/.cdsh/skills (rank 100), <project>/.agents/skills (200), the
+ * config's customSkillDirs (300), $CDSH_HOME/skills (400) and agentsHome's
+ * skills/ (500, only when configured); see docs/host.md "Skills". */
+typedef struct cdsh_plugin_def cdsh_plugin_def;
+extern const cdsh_plugin_def cdsh_skills_local_plugin;
+
 #endif

@@ -14,6 +14,7 @@
 
 const cdsh_plugin_def *const cdsh_builtin_plugins[] = {
     &cdsh_skilltool_plugin,
+    &cdsh_skills_local_plugin, /* skills on disk: .cdsh/skills, $CDSH_HOME/skills */
     &cdsh_jobs_plugin,   /* background jobs: job_output, job_list, job_kill */
     &cdsh_prompt_plugin, /* systemPrompt: the order of the model's tools */
     &cdsh_acp_plugin,

@@ -317,6 +317,9 @@ static void delete_session(cdsh_api *api, const char *sid, cdsh_web_response *re
     /* What runners keep about it (an engine binding) goes with it. */
     cdsh_session_runners_forget(cdsh_agent_host(api->agent), sid);
     json_t *ch = json_pack("{s:s, s:s}", "reason", "deleted", "id", sid);
+    /* and so does what the host keeps for it (background jobs it owns) */
+    cdsh_events_emit(cdsh_host_events(cdsh_agent_host(api->agent)), CDSH_EVENT_SESSION_END, NULL,
+                     false, ch);
     cdsh_hub_publish(api->hub, NULL, "sessions/change", ch);
     json_decref(ch);
     cdsh_web_reply_json(res, 200, json_pack("{s:s}", "deleted", sid));

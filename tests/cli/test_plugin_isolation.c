@@ -29,6 +29,7 @@ typedef struct probe {
 
 static const probe PROBES[] = {
     {"skills", "skill", NULL, NULL, NULL, NULL, NULL},
+    {"skills-local", NULL, NULL, NULL, NULL, NULL, NULL}, /* a skill provider, no tool */
     {"jobs", "job_list", "/jobs", "list", "{}", NULL, NULL},
     {"systemPrompt", NULL, NULL, NULL, NULL, NULL, NULL}, /* no toolOrder by default */
     {"acp", NULL, "/acp", "engines", NULL, CDSH_SESSION_RUNNERS, NULL},

@@ -95,8 +95,8 @@ static void good_profile_verifies_without_touching_the_home(void **state)
              "ok   parse: %s/profiles/good.yaml\n"
              "ok   plugins resolve: 4 row(s)\n" /* xiangqi, tavern, jobs, facade */
              "ok   configs validate: 4 row(s)\n"
-             /* skills, systemPrompt, acp (on by default, no tools), facade */
-             "ok   compose: 4 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
+             /* skills, skills-local, systemPrompt, acp (on by default, no tools), facade */
+             "ok   compose: 5 plugin(s) loaded, 2 tool(s), 1 capability(ies)\n"
              "VERIFY-OK\n",
              HOME_DIR);
     assert_string_equal(out, want);

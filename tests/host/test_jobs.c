@@ -450,7 +450,9 @@ static void owned_jobs_are_visible_only_to_their_owner(void **state)
     assert_int_equal(json_array_size(all), 1);
     json_decref(all);
     /* the owner's session ends: its jobs go */
-    cdsh_jobs_dispose_owner(cdsh_host_jobs(f->host), "agent-a");
+    json_t *end = json_pack("{s:s, s:s}", "id", "agent-a", "reason", "deleted");
+    cdsh_events_emit(cdsh_host_events(f->host), CDSH_EVENT_SESSION_END, NULL, false, end);
+    json_decref(end);
     assert_int_equal(cdsh_jobs_count(cdsh_host_jobs(f->host)), 0);
     cdsh_scope_unref(a);
     cdsh_scope_unref(b);

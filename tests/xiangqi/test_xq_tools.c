@@ -40,6 +40,14 @@ static void bench_node_total_is_the_sum_and_reproducible(void **state)
     assert_int_equal(json_integer_value(json_object_get(a, "nodes")), sum);
     assert_int_equal(json_integer_value(json_object_get(b, "nodes")), sum);
     assert_int_equal(json_integer_value(json_object_get(a, "depth")), 4);
+    /* CPU time beside the wall time: both present, nodes per CPU second
+     * consistent with them (a search spends CPU) */
+    const json_int_t cpu = json_integer_value(json_object_get(a, "cpu_ms"));
+    const json_int_t cpu_nps = json_integer_value(json_object_get(a, "cpu_nps"));
+    assert_true(json_is_integer(json_object_get(a, "cpu_ms")) && cpu >= 0);
+    assert_true(cpu_nps > 0);
+    if (cpu > 0) /* cpu_nps uses microseconds; the ms figure is rounded down */
+        assert_true(cpu_nps <= sum * 1000 / cpu);
     json_decref(a);
     json_decref(b);
 }
@@ -53,6 +61,8 @@ static void bench_prints_the_signature_lines(void **state)
     assert_non_null(strstr(out, "Position  1/"));
     assert_non_null(strstr(out, "Nodes searched  : "));
     assert_non_null(strstr(out, "Nodes/second    : "));
+    assert_non_null(strstr(out, "CPU time (ms)   : "));
+    assert_non_null(strstr(out, "Nodes/CPU-second: "));
     free(out);
 }
 

@@ -222,6 +222,28 @@ static int analyze_job_run(void *ud, cdsh_job *job)
     return rc == 0 ? 0 : CDSH_EIO;
 }
 
+int cdsh__xq_analysis_job_start(cdsh_plugin_ctx *ctx, const char *fen, int depth, int multipv,
+                                const char *owner, const char *label, char **id_out,
+                                cdsh_error *err)
+{
+    analyze_req *q = calloc(1, sizeof *q);
+    if (!q || !(q->fen = strdup(fen))) {
+        req_free(q);
+        return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
+    }
+    q->depth = depth;
+    q->multipv = multipv < 1 ? 1 : multipv > CDSH_XQ_MULTIPV_MAX ? CDSH_XQ_MULTIPV_MAX : multipv;
+    q->threads = 1;
+    q->hash = 16;
+    cdsh_job_spec spec = {.kind = "xiangqi-analyze",
+                          .label = label,
+                          .owner = owner,
+                          .run = analyze_job_run,
+                          .ud = q,
+                          .free_ud = req_free};
+    return cdsh_ctx_job_start(ctx, &spec, id_out, err);
+}
+
 /* Runs the analysis as a job of the xiangqi plugin and waits for it. */
 static int analyze_as_job(const analyze_req *req)
 {

@@ -12,6 +12,7 @@
 
 #include "base/json.h"
 #include "host/rpc.h"
+#include "plugins/xiangqi/cmd_xiangqi_analyze.h"
 #include "plugins/xiangqi/plugin.h"
 
 /* ---- schemas ------------------------------------------------------------------ */
@@ -161,6 +162,12 @@
     "\"additionalProperties\":false}"
 
 
+/* A hint deeper than a turn's budget: the background job running it. */
+#define HINT_JOB                                                                                   \
+    "{\"type\":\"object\",\"properties\":{\"id\":" STR ",\"depth\":" INT ",\"turnDepth\":" INT  \
+    ",\"collectWith\":" STR "},\"required\":[\"id\",\"depth\",\"turnDepth\",\"collectWith\"],"     \
+    "\"additionalProperties\":false}"
+
 /* RPC-only rows: the session the panel shows is the game. */
 #define SESSION_ARGS                                                                               \
     "{\"type\":\"object\",\"properties\":{\"sessionId\":" STR "},\"required\":[\"sessionId\"]}"
@@ -299,6 +306,37 @@ OP(undo)
     return done(cdsh_xq_service_undo(p->svc, key, actor_of(call), n, err), value, err);
 }
 
+/* The model asked for more depth than a turn may spend: the candidates at
+ * the default depth now, and the deep search as a background job owned by
+ * the calling session (value.job: its id and how to collect it). */
+static int hint_as_job(cdsh__xq_plugin *p, const cdsh_op_call *call, const char *key, int n,
+                       int m, json_t **value, cdsh_error *err)
+{
+    json_t *v = cdsh_xq_service_hint(p->svc, key, n, 0, err);
+    const char *fen = json_string_value(json_object_get(v, "fen"));
+    const char *phase = json_string_value(json_object_get(v, "phase"));
+    if (!v || !json_is_true(json_object_get(v, "ok")) || !phase || strcmp(phase, "playing") ||
+        !fen)
+        return done(v, value, err); /* a refusal or a finished game: nothing to search */
+    cdsh_plugin_ctx *ctx = cdsh_host_service(p->host, CDSH_XQ_JOBS_SERVICE);
+    char label[200], *id = NULL;
+    snprintf(label, sizeof label, "xiangqi_hint to depth %d: %.150s", m, fen);
+    int rc = ctx ? cdsh__xq_analysis_job_start(ctx, fen, m, n > 0 ? n : 3,
+                                               call->agent ? cdsh_scope_id(call->agent) : NULL,
+                                               label, &id, err)
+                 : cdsh_error_set(err, CDSH_ENOTFOUND, "NO_JOBS", "the xiangqi plugin is unloading");
+    if (rc < 0) {
+        json_decref(v);
+        return rc;
+    }
+    json_object_set_new(v, "job",
+                        json_pack("{s:s, s:i, s:i, s:s}", "id", id, "depth", m, "turnDepth",
+                                  CDSH_XQ_TURN_DEPTH, "collectWith", "job_output"));
+    free(id);
+    *value = v;
+    return 0;
+}
+
 OP(hint)
 {
     SETUP;
@@ -306,6 +344,8 @@ OP(hint)
     if (opt_int(call->args, "count", 0, &n) != 0 || opt_int(call->args, "depth", 0, &m) != 0 ||
         (call->surface == CDSH_OP_RPC && (n < 0 || n > 16 || m < 0 || m > 30)))
         return bad_request(err, "count must be 1..16 and depth 1..30");
+    if (call->surface == CDSH_OP_TOOL && m > CDSH_XQ_TURN_DEPTH)
+        return hint_as_job(p, call, key, n, m, value, err);
     return done(cdsh_xq_service_hint(p->svc, key, n, m, err), value, err);
 }
 
@@ -477,7 +517,7 @@ static const cdsh_op ROWS[] = {
                                  "{\"type\":\"object\",\"properties\":{\"score\":" INT
                                  ",\"mate\":" INT ",\"depth\":" INT ",\"bestIccs\":" STR
                                  "},\"required\":[\"score\",\"mate\",\"depth\",\"bestIccs\"],"
-                                 "\"additionalProperties\":false}"),
+                                 "\"additionalProperties\":false}") ",\"job\":" HINT_JOB,
                              ",\"candidates\",\"evaluation\""),
      .handler = op_hint,
      .surfaces = ALL,

@@ -104,6 +104,20 @@ static void render_projection(cdsh_strbuf *sb, const json_t *v)
             cdsh_strbuf_append_char(sb, '\n');
         }
     }
+    json_t *job = json_object_get(v, "job");
+    if (job) {
+        const char *id = json_string_value(json_object_get(job, "id"));
+        cdsh_strbuf_appendf(sb,
+                            "深度 %lld 超出一回合的预算（%lld 层）：已作为后台任务 %s 运行"
+                            "（以上候选为默认深度）。完成时会通知你；用 job_output（job_id "
+                            "\"%s\"）取结果，job_kill 可停止。\n"
+                            "Depth %lld is beyond a turn's budget: background job %s is "
+                            "searching it; collect it with job_output (job_id \"%s\").\n",
+                            (long long)json_integer_value(json_object_get(job, "depth")),
+                            (long long)json_integer_value(json_object_get(job, "turnDepth")), id,
+                            id, (long long)json_integer_value(json_object_get(job, "depth")), id,
+                            id);
+    }
     json_t *tp = json_object_get(v, "turningPoints");
     if (tp) {
         const char *hl = json_string_value(json_object_get(v, "highlight"));

@@ -238,9 +238,16 @@ static void *ex_session_open(void *ud, const char *transport)
     return s;
 }
 
+/* The session is over: say so on the host bus (whoever keeps something for
+ * it — background jobs it owns — lets go), then drop its scope. */
 static void ex_session_close(void *ud, void *session_ud)
 {
-    (void)ud;
+    cdsh_mcp_export *ex = ud;
+    const char *id = session_ud ? cdsh_scope_id(session_ud) : NULL;
+    json_t *p = id ? json_pack("{s:s, s:s}", "id", id, "reason", "mcp-session-closed") : NULL;
+    if (ex->bus && p)
+        cdsh_events_emit(ex->bus, CDSH_EVENT_SESSION_END, NULL, false, p);
+    json_decref(p);
     cdsh_scope_unref(session_ud);
 }
 

@@ -3,6 +3,7 @@
 #include "plugins/xiangqi/engine/bench.h"
 
 #include <stdio.h>
+#include <time.h>
 
 #include "plugins/xiangqi/engine/search.h"
 
@@ -58,6 +59,13 @@ const char *const cdsh_xq_openings[] = {
 };
 const int cdsh_xq_openings_count = (int)(sizeof cdsh_xq_openings / sizeof cdsh_xq_openings[0]);
 
+static int64_t cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
 int cdsh_xq_bench_run(int depth, int hash_mb, int threads, cdsh_xq_bench_fn fn, void *user,
                       cdsh_xq_bench_totals *totals, cdsh_error *err)
 {
@@ -74,6 +82,7 @@ int cdsh_xq_bench_run(int depth, int hash_mb, int threads, cdsh_xq_bench_fn fn, 
     }
     totals->nodes = 0;
     totals->time_ms = 0;
+    int64_t cpu = 0;
     for (int i = 0; i < cdsh_xq_bench_count; i++) {
         rc = cdsh_xq_pos_set_fen(pos, cdsh_xq_bench_fens[i], err);
         if (rc)
@@ -81,7 +90,9 @@ int cdsh_xq_bench_run(int depth, int hash_mb, int threads, cdsh_xq_bench_fn fn, 
         cdsh_xq_engine_clear(eng);
         cdsh_xq_limits lim = {.depth = depth > 0 ? depth : CDSH_XQ_BENCH_DEPTH};
         cdsh_xq_search_result r;
+        const int64_t c0 = cpu_us();
         rc = cdsh_xq_search(eng, pos, &lim, NULL, NULL, &r, err);
+        cpu += cpu_us() - c0;
         if (rc)
             break;
         totals->nodes += r.nodes;
@@ -99,6 +110,8 @@ int cdsh_xq_bench_run(int depth, int hash_mb, int threads, cdsh_xq_bench_fn fn, 
     }
     totals->nps = totals->time_ms > 0 ? totals->nodes * 1000 / (uint64_t)totals->time_ms
                                       : totals->nodes * 1000;
+    totals->cpu_ms = cpu / 1000;
+    totals->cpu_nps = cpu > 0 ? totals->nodes * 1000000 / (uint64_t)cpu : 0;
     cdsh_xq_pos_free(pos);
     cdsh_xq_engine_free(eng);
     return rc;

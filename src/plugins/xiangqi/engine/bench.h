@@ -32,10 +32,15 @@ typedef struct cdsh_xq_bench_entry {
 
 typedef void (*cdsh_xq_bench_fn)(const cdsh_xq_bench_entry *e, void *user);
 
+/* time_ms is wall time; cpu_ms the CPU time the process used meanwhile
+ * (all threads), which a loaded machine disturbs far less: cpu_nps =
+ * nodes per CPU second. */
 typedef struct cdsh_xq_bench_totals {
     uint64_t nodes;
     int64_t time_ms;
     uint64_t nps;
+    int64_t cpu_ms;
+    uint64_t cpu_nps;
 } cdsh_xq_bench_totals;
 
 /* Searches every bench position to `depth` (<= 0: CDSH_XQ_BENCH_DEPTH)

@@ -405,6 +405,28 @@ static inline cdsh_xq_move_t pick(cdsh_xq_move_t *mv, int *sc, int n, int i)
     return mv[i];
 }
 
+/* Sorts mv[from..n) by score, best first (insertion sort, stable): after
+ * the first few picks a node that has not cut off usually walks all its
+ * moves, and picking the best of the rest for each one cost n^2/2 compares
+ * (perf: most of search()'s own time). */
+static void sort_rest(cdsh_xq_move_t *mv, int *sc, int from, int n)
+{
+    for (int i = from + 1; i < n; i++) {
+        const cdsh_xq_move_t m = mv[i];
+        const int s = sc[i];
+        int j = i - 1;
+        while (j >= from && sc[j] < s) {
+            mv[j + 1] = mv[j];
+            sc[j + 1] = sc[j];
+            j--;
+        }
+        mv[j + 1] = m;
+        sc[j + 1] = s;
+    }
+}
+
+#define PICK_FIRST 3 /* moves picked one by one before the rest is sorted */
+
 static void history_update(int16_t *h, int bonus)
 {
     int v = *h + bonus - *h * (bonus < 0 ? -bonus : bonus) / HIST_MAX;
@@ -438,6 +460,34 @@ static int enter_node(thread_data *th, int ply)
     return 0;
 }
 
+static inline int same_line(int a, int b)
+{
+    return (a & 15) == (b & 15) || (a >> 4) == (b >> 4);
+}
+
+/* Can the quiet move m give check to the enemy general on ek? A superset
+ * of the moves that do, cheap enough to run on every quiet move of a
+ * quiescence node: a direct check needs the mover on ek's file or rank
+ * (chariot, cannon, the flying general), a horse's jump from ek or a
+ * soldier's step beside it; a discovered check needs the mover to leave
+ * ek's file or rank (a chariot's blocker, a cannon's screen) or a diagonal
+ * neighbour of ek (the leg of a horse aimed at it); a piece entering ek's
+ * file or rank may become a cannon's screen. */
+static inline int may_check(const cdsh_xq_pos *pos, cdsh_xq_move_t m, int ek)
+{
+    const int f = cdsh_xq_move_from(m), t = cdsh_xq_move_to(m);
+    if (same_line(f, ek) || same_line(t, ek))
+        return 1;
+    const int df = f - ek;
+    if (df == 17 || df == 15 || df == -15 || df == -17)
+        return 1;
+    const int d = t - ek, type = type_at(pos, f);
+    if (type == CDSH_XQ_HORSE)
+        return d == 33 || d == 31 || d == 18 || d == 14 || d == -33 || d == -31 || d == -18 ||
+               d == -14;
+    return 0; /* a soldier beside ek is on its rank or file: caught above */
+}
+
 /* Does a stored bound decide the node? */
 static int tt_cuts(const cdsh_xq_tt_hit *hit, int s, int alpha, int beta)
 {
@@ -459,7 +509,7 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     cdsh_xq_tt_hit hit;
     cdsh_xq_move_t ttm = CDSH_XQ_MOVE_NONE;
     int tt_eval = NEG_INF;
-    if (cdsh_xq_tt_probe(eng->tt, key, &hit)) {
+    if ((checks || in_check) && cdsh_xq_tt_probe(eng->tt, key, &hit)) {
         const int s = tt_to_score(hit.score, ply);
         if (!pv_node && tt_cuts(&hit, s, alpha, beta))
             return s;
@@ -481,12 +531,19 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     if (ttm && !in_check && !pos->board[cdsh_xq_move_to(ttm)])
         ttm = CDSH_XQ_MOVE_NONE;
     score_moves(th, mv, sc, n, ttm, ply);
-    /* at the first quiescence ply, quiet moves that give check too (last) */
+    /* at the first quiescence ply, quiet moves that give check too (last);
+     * only those that can check are kept (the rest were made, tested and
+     * undone one by one) */
     if (checks && !in_check) {
         const int nq = cdsh_xq_gen_quiets(pos, mv + n);
+        const int ek = pos->where[16 + 16 * (pos->side ^ 1)];
+        int kept = n;
         for (int i = n; i < n + nq; i++)
-            sc[i] = -(1 << 28);
-        n += nq;
+            if (may_check(pos, mv[i], ek)) {
+                mv[kept] = mv[i];
+                sc[kept++] = -(1 << 28);
+            }
+        n = kept;
     }
     int legal = 0;
     cdsh_xq_move_t best_move = CDSH_XQ_MOVE_NONE;
@@ -524,8 +581,9 @@ static int qsearch(thread_data *th, int alpha, int beta, int ply, int checks)
     }
     if (in_check && !legal)
         return -(CDSH_XQ_MATE - ply);
-    cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply), in_check ? 0 : stand, 0,
-                     best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
+    if (checks || in_check)
+        cdsh_xq_tt_store(eng->tt, key, best_move, score_to_tt(best, ply), in_check ? 0 : stand, 0,
+                         best >= beta ? CDSH_XQ_BOUND_LOWER : CDSH_XQ_BOUND_UPPER);
     return best;
 }
 
@@ -651,17 +709,37 @@ static int search(thread_data *th, int alpha, int beta, int depth, int ply, int 
             sc[n] = th->nroot - i; /* keep the root order */
             n++;
         }
+    } else if (ttm) {
+        /* the table move first, before generating: when it cuts off, the
+         * node never generates or scores its moves */
+        mv[0] = ttm;
+        sc[0] = 1 << 30;
+        n = 1;
     } else {
         n = cdsh_xq_gen_pseudo(pos, mv);
         score_moves(th, mv, sc, n, ttm, ply);
     }
+    int generated = root || !ttm;
     cdsh_xq_move_t quiets[64];
     int nquiets = 0, legal = 0, searched = 0;
     int best = NEG_INF;
     cdsh_xq_move_t best_move = CDSH_XQ_MOVE_NONE;
     const int orig_alpha = alpha;
-    for (int i = 0; i < n; i++) {
-        const cdsh_xq_move_t m = pick(mv, sc, n, i);
+    for (int i = 0; i < n || !generated; i++) {
+        if (i == n) { /* the table move did not cut off: the other moves */
+            generated = 1;
+            const int k = cdsh_xq_gen_pseudo(pos, mv + 1);
+            n = 1;
+            for (int j = 1; j <= k; j++)
+                if (mv[j] != ttm)
+                    mv[n++] = mv[j];
+            score_moves(th, mv + 1, sc + 1, n - 1, ttm, ply);
+            if (n == 1)
+                break;
+        }
+        if (i == PICK_FIRST)
+            sort_rest(mv, sc, i, n);
+        const cdsh_xq_move_t m = i < PICK_FIRST ? pick(mv, sc, n, i) : mv[i];
         if (!root && !cdsh_xq_is_legal(pos, m))
             continue;
         legal++;

@@ -1,11 +1,15 @@
 /* tt.c — lock-free transposition table (xor-keyed entries in 64-byte
  * clusters of four; replace the entry with the lowest depth, counting older
- * generations as shallower). */
+ * generations as shallower). The table is an anonymous mapping on 2 MB
+ * transparent huge pages where the kernel allows them: a probe is one cache
+ * miss, and with 4 KB pages it was a TLB miss too (perf: the probe's load
+ * was a quarter of the search's time). */
 #include "plugins/xiangqi/engine/tt.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* data layout: move 16 | score 16 | eval 16 | depth 8 | bound 2 + gen 6 */
 typedef struct tt_entry {
@@ -15,8 +19,11 @@ typedef struct tt_entry {
 
 #define TT_WAYS 4
 
+#define TT_HUGE ((size_t)2 << 20)
+
 struct cdsh_xq_tt {
-    void *raw;       /* what calloc returned */
+    void *raw;       /* what mmap returned */
+    size_t raw_bytes;
     tt_entry *table; /* raw, aligned to a cache line */
     size_t clusters; /* power of two */
     size_t mb;
@@ -42,15 +49,26 @@ static int alloc_table(cdsh_xq_tt *tt, size_t mb, cdsh_error *err)
     size_t want = mb * 1024 * 1024 / (sizeof(tt_entry) * TT_WAYS), n = 1;
     while (n * 2 <= want)
         n *= 2;
-    /* calloc: fresh pages come zeroed from the kernel and only count as
-     * resident once the search touches them */
+    /* an anonymous mapping: fresh pages come zeroed from the kernel and only
+     * count as resident once the search touches them; aligned to 2 MB and
+     * marked for huge pages, so the probes do not miss the TLB too */
     const size_t bytes = n * TT_WAYS * sizeof(tt_entry);
-    void *raw = calloc(1, bytes + 63);
-    if (!raw)
+    const size_t raw_bytes = bytes >= TT_HUGE ? bytes + TT_HUGE : bytes;
+    void *raw = mmap(NULL, raw_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
         return cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "cannot allocate %zu MB of hash", mb);
-    free(tt->raw);
+    uintptr_t start = (uintptr_t)raw;
+    if (bytes >= TT_HUGE) {
+        start = (start + TT_HUGE - 1) & ~(uintptr_t)(TT_HUGE - 1);
+#ifdef MADV_HUGEPAGE
+        madvise((void *)start, bytes, MADV_HUGEPAGE); /* a hint: failure is harmless */
+#endif
+    }
+    if (tt->raw)
+        munmap(tt->raw, tt->raw_bytes);
     tt->raw = raw;
-    tt->table = (tt_entry *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    tt->raw_bytes = raw_bytes;
+    tt->table = (tt_entry *)start;
     tt->clusters = n;
     tt->mb = mb;
     return 0;
@@ -75,7 +93,8 @@ void cdsh_xq_tt_free(cdsh_xq_tt *tt)
 {
     if (!tt)
         return;
-    free(tt->raw);
+    if (tt->raw)
+        munmap(tt->raw, tt->raw_bytes);
     free(tt);
 }
 
