@@ -36,7 +36,8 @@ const state = {
   avatars: new Map(), // cardId -> data: URL of the card's image
   expanded: new Set(), // sessions whose branches the person unfolded
   binding: null,      // the tavern binding of the open session, or null
-  swipe: null,        // its variants {turn, index, total, siblings[]} (getFloorSiblings), or null
+  swipes: [],         // its turns' variants [{turn, index, total, siblings[]}] (getFloorSiblings)
+  swipeLast: null,    // the variants of the story's last reply (what ← / → walk), or null
   turnNow: null,      // the turn of the event being rendered
 };
 
@@ -47,6 +48,15 @@ function messages() { return $('messages'); }
 function scrollDown() {
   const m = messages();
   m.scrollTop = m.scrollHeight;
+}
+
+// A transcript read at its end stays at its end when its box changes size
+// (a smaller window, a rotated phone, the composer growing).
+function keepPinned() {
+  const m = messages();
+  let pinned = true;
+  m.addEventListener('scroll', () => { pinned = m.scrollHeight - m.scrollTop - m.clientHeight < 48; }, { passive: true });
+  new ResizeObserver(() => { if (pinned) scrollDown(); }).observe(m);
 }
 
 function clearEmpty() {
@@ -123,41 +133,62 @@ function addActions(b, role) {
   b.append(bar);
 }
 
-// Shows variant arrows ‹ n/m › on the last reply of the turn where this
-// session's branches part (the parent counts as variant 1).
-function drawSwipe() {
-  for (const x of messages().querySelectorAll('.swipe-nav')) x.remove();
-  const sw = state.swipe;
-  if (!sw || sw.total < 2) return;
-  const replies = [...messages().querySelectorAll(`.msg.assistant[data-turn="${sw.turn}"]`)];
-  const b = replies[replies.length - 1];
-  if (!b) return;
+// The turn of the story's last reply; 0 when the last turn has none (it
+// failed, or it still streams).
+function lastReplyTurn() {
+  const turns = [...messages().querySelectorAll('.msg[data-turn]')].map((b) => Number(b.dataset.turn));
+  const last = turns.length ? Math.max(...turns) : 0;
+  const reply = [...messages().querySelectorAll(`.msg.assistant[data-turn="${last}"]:not(.opening):not(.streaming)`)].pop();
+  return reply ? last : 0;
+}
+
+function swipeNav(b, sw) {
   const nav = el('div', 'swipe-nav');
   nav.dataset.testid = 'swipe';
-  const go = (d) => swipeTo(d);
-  const prev = el('button', 'ghost', '‹');
-  prev.type = 'button';
-  prev.setAttribute('aria-label', t('prevVariant'));
-  prev.onclick = () => go(-1);
-  const next = el('button', 'ghost', '›');
-  next.type = 'button';
-  next.setAttribute('aria-label', t('nextVariant'));
-  next.onclick = () => go(1);
+  const arrow = (text, key, d) => {
+    const x = el('button', 'ghost', text);
+    x.type = 'button';
+    x.title = t(key);
+    x.setAttribute('aria-label', t(key));
+    x.disabled = d < 0 && sw.total < 2;
+    x.onclick = (e) => { e.stopPropagation(); swipeTo(sw, d); };
+    return x;
+  };
   const at = el('span', 'at', `${sw.index}/${sw.total}`);
   at.dataset.testid = 'swipe-index';
-  nav.append(prev, at, next);
+  nav.append(arrow('‹', 'prevVariant', -1), at, arrow('›', sw.index === sw.total ? 'newVariant' : 'nextVariant', 1));
   (b.querySelector('.msg-actions') || b).prepend(nav);
 }
 
-async function swipeTo(d) {
-  const sw = state.swipe;
-  if (!sw || sw.total < 2 || state.running) return;
+// Variant arrows ‹ n/m ›: on the last reply of every turn that has
+// variants — where this session parts from its parent (the parent counts
+// as variant 1) and where its own branches part from it — and, as in
+// SillyTavern, always on the story's last reply, where › past the last
+// variant asks the model for a new one (‹ 1/1 › before any exists). The
+// last reply's arrows are the ones ← / → drive (state.swipeLast).
+function drawSwipe() {
+  for (const x of messages().querySelectorAll('.swipe-nav')) x.remove();
+  state.swipeLast = null;
+  if (!state.binding) return;
+  const groups = state.swipes.filter((g) => g.total >= 2);
+  const at = (turn) => [...messages().querySelectorAll(`.msg.assistant[data-turn="${turn}"]:not(.opening)`)].pop();
+  for (const g of groups) if (at(g.turn)) swipeNav(at(g.turn), g);
+  const last = lastReplyTurn();
+  if (!last) return;
+  const sw = groups.find((g) => g.turn === last);
+  state.swipeLast = sw || { turn: last, index: 1, total: 1, siblings: [state.current] };
+  if (!sw) swipeNav(at(last), state.swipeLast);
+}
+
+async function swipeTo(sw, d) {
+  if (!sw || state.running) return;
   // › on the last variant asks for a new one, as SillyTavern's swipe does:
   // a branch of the parent at that turn whose turn is a `swipe` generation
   if (d > 0 && sw.index === sw.total) {
     await branchFrom('regenerate', { sessionId: sw.siblings[0], turn: sw.turn, generationType: 'swipe' });
     return;
   }
+  if (sw.total < 2) return;
   const i = (sw.index - 1 + d + sw.total) % sw.total;
   await openSession(sw.siblings[i]);
 }
@@ -463,14 +494,23 @@ function renderSessions() {
     if (!kids.has(p)) kids.set(p, []);
     kids.get(p).push(s);
   }
+  // a session's branches by turn, then variant ("<name> — turn N, variant K")
+  const place = (s) => {
+    const m = / — turn (\d+), variant (\d+)$/.exec(s.title || '');
+    return m ? Number(m[1]) * 1e4 + Number(m[2]) : 1e12;
+  };
+  for (const [p, list] of kids) if (p) list.sort((a, b) => place(a) - place(b));
   const holdsCurrent = (id) => id === state.current || (kids.get(id) || []).some((k) => holdsCurrent(k.id));
   const add = (s, depth, shown) => {
     const li = el('li', s.id === state.current ? 'active' : '');
     li.dataset.id = s.id;
     li.dataset.testid = 'session';
+    li.dataset.parent = s.parentId || '';
     li.hidden = !shown;
     if (depth) { li.classList.add('branch'); li.style.paddingLeft = `${0.55 + Math.min(depth, 4) * 0.9}rem`; }
-    li.append(el('span', 'title', sessionTitle(s)));
+    // a branch under its story needs no character name: "turn 3 · variant 2"
+    const m = depth ? / — turn (\d+), variant (\d+)$/.exec(s.title || '') : null;
+    li.append(el('span', 'title', m ? t('branchShort').replace('{turn}', m[1]).replace('{variant}', m[2]) : sessionTitle(s)));
     li.title = sessionTitle(s);
     if (s.running || (s.id === state.current && state.running)) li.append(el('span', 'busy'));
     const children = kids.get(s.id) || [];
@@ -583,16 +623,36 @@ async function tavern(method, payload) {
   } catch { return null; }
 }
 
+// The variants of a session's turns: its own place among its parent's
+// branches (getFloorSiblings), then, for each other turn where branches of
+// its own part from it, that turn's variants with this session as variant 1
+// (one getFloorSiblings of a branch per such turn). So a story's every
+// branched turn carries arrows, not only the first one.
+async function variantGroups(id, own) {
+  const groups = own ? [own] : [];
+  const seen = new Set(own ? own.siblings : [id]);
+  for (const k of state.sessions.filter((s) => s.parentId === id)) {
+    if (seen.has(k.id)) continue;
+    const x = await tavern('getFloorSiblings', { sessionId: k.id });
+    const g = x && x.swipe;
+    if (!g || g.siblings[0] !== id) continue;
+    for (const s of g.siblings) seen.add(s);
+    if (!groups.some((o) => o.turn === g.turn)) groups.push({ ...g, index: 1 });
+  }
+  return groups;
+}
+
 // The character and persona of a role-play session (null for any other).
 async function loadSpeakers(id) {
   state.speakers = null;
   state.binding = null;
-  state.swipe = null;
+  state.swipes = [];
+  state.swipeLast = null;
   const b = await tavern('getSessionBinding', { sessionId: id });
   if (!b || !b.binding) return;
   state.binding = b.binding;
   const sib = await tavern('getFloorSiblings', { sessionId: id });
-  state.swipe = (sib && sib.swipe) || null;
+  state.swipes = await variantGroups(id, (sib && sib.swipe) || null);
   const [cards, personas] = await Promise.all([tavern('listCharacters'), tavern('listPersonas')]);
   const card = (cards || []).find((c) => c.cardId === b.binding.cardId);
   const persona = (personas || []).find((x) => x.id === b.binding.personaId);
@@ -849,13 +909,13 @@ function setupComposer() {
     input.value = r.value.text || '';
     input.focus();
   };
-  // ← / → walk a turn's variants (not while typing)
+  // ← / → walk the last reply's variants, → past the last makes a new one (not while typing)
   document.addEventListener('keydown', (e) => {
     const tag = (document.activeElement && document.activeElement.tagName) || '';
     if (['INPUT', 'TEXTAREA', 'SELECT'].includes(tag) || e.altKey || e.ctrlKey || e.metaKey) return;
     if (document.querySelector('dialog[open]')) return;
-    if (e.key === 'ArrowLeft' && state.swipe) { e.preventDefault(); swipeTo(-1); }
-    if (e.key === 'ArrowRight' && state.swipe) { e.preventDefault(); swipeTo(1); }
+    if (e.key === 'ArrowLeft' && state.swipeLast) { e.preventDefault(); swipeTo(state.swipeLast, -1); }
+    if (e.key === 'ArrowRight' && state.swipeLast) { e.preventDefault(); swipeTo(state.swipeLast, 1); }
   });
 }
 
@@ -908,6 +968,7 @@ async function main() {
   });
   $('approval').addEventListener('cancel', (e) => e.preventDefault()); // Esc: answer explicitly
   setupComposer();
+  keepPinned();
   try { state.status = await api.status(); } catch (e) { state.status = null; }
   renderStatus();
   try { state.engines = (await api.engines()).engines; } catch { state.engines = []; }

@@ -11,8 +11,7 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const zlib = require('node:zlib');
-const { playwright, start, startWeb, stopWeb, launch, run, scaled } = require('./web_lib.js');
+const { playwright, start, startWeb, stopWeb, launch, run, scaled, pngCard, latinWords } = require('./web_lib.js');
 
 const [cdsh, fakeModel, sampleCard, shotDir] = process.argv.slice(2);
 const chromium = playwright();
@@ -20,38 +19,6 @@ const chromium = playwright();
 function check(cond, msg) {
   if (!cond) throw new Error(`check failed: ${msg}`);
   console.log(`ok   ${msg}`);
-}
-
-// A PNG character card: a w×h picture (a vertical two-colour gradient) with
-// the card JSON in a tEXt "chara" chunk, as SillyTavern writes it.
-function pngCard(card, w = 60, h = 80) {
-  const chunk = (type, data) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(td) >>> 0);
-    return Buffer.concat([len, td, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr[8] = 8; ihdr[9] = 2; // 8-bit RGB
-  const rows = [];
-  for (let y = 0; y < h; y++) {
-    const row = Buffer.alloc(1 + w * 3);
-    for (let x = 0; x < w; x++) {
-      row[1 + x * 3] = 60 + Math.round((y / h) * 120);
-      row[2 + x * 3] = 110 + Math.round((x / w) * 60);
-      row[3 + x * 3] = 170;
-    }
-    rows.push(row);
-  }
-  const text = Buffer.concat([Buffer.from('chara\0', 'latin1'),
-    Buffer.from(Buffer.from(JSON.stringify(card), 'utf8').toString('base64'), 'latin1')]);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr), chunk('tEXt', text), chunk('IDAT', zlib.deflateSync(Buffer.concat(rows))),
-    chunk('IEND', Buffer.alloc(0))]);
 }
 
 const say = (...chunks) => ({ delay_ms: 20, chunks: chunks.map((text) => ({ text })), finish_reason: 'stop' });
@@ -67,42 +34,6 @@ const SCRIPT = [
 ];
 const SIZES = [{ name: '1400x900', width: 1400, height: 900 }, { name: '1280x720', width: 1280, height: 720 },
   { name: '414', width: 414, height: 860 }];
-
-// Latin words in the page's own text (zh view): every visible text node and
-// the placeholder / title / aria-label of visible elements, except names
-// (the cards', the persona's), code (code, pre, keys, tool names, ids), the
-// story's own text (messages, card fields) and the model's id and URLs.
-async function latinWords(page, allow) {
-  return page.evaluate((allowed) => {
-    const skip = 'code, pre, script, style, .msg .text, .rp-prose, .rp-summary, .rp-keys, .rp-comment, ' +
-      '.rp-name, .rp-by, [data-testid=rp-detail-name], .rp-tag, .tool-card .name, .model-status, .sid, ' +
-      '.tavern-log, .tavern-inert, .hits .body, .story-text, .chat-title, .sessions .title, .cause, .xq-cause-text, .brand, ' +
-      'option, textarea, input, [data-i18n-skip]';
-    const bad = new Set();
-    const strip = (text) => {
-      let t = text.replace(/https?:\/\/\S+/g, '').replace(/\{"[^}]*\}/g, '').replace(/\b[A-Z][A-Z0-9_]{2,}\b/g, '');
-      for (const a of allowed) t = t.split(a).join('');
-      return t;
-    };
-    const visible = (e) => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length) &&
-      getComputedStyle(e).visibility !== 'hidden';
-    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-      const e = n.parentElement;
-      if (!e || e.closest(skip) || !visible(e)) continue;
-      const m = strip(n.textContent).match(/[A-Za-z]{2,}/g);
-      if (m) bad.add(`${e.tagName.toLowerCase()}${e.className ? '.' + String(e.className).split(' ')[0] : ''}: ${n.textContent.trim().slice(0, 60)}`);
-    }
-    for (const e of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
-      if (e.closest(skip.replace(', input', '').replace(', textarea', '')) || !visible(e)) continue;
-      for (const a of ['placeholder', 'title', 'aria-label']) {
-        const v = e.getAttribute(a);
-        if (v && strip(v.replace('Shift', '')).match(/[A-Za-z]{2,}/)) bad.add(`${e.tagName.toLowerCase()}[${a}]: ${v.slice(0, 60)}`);
-      }
-    }
-    return [...bad];
-  }, allow);
-}
 
 async function main() {
   const sera = JSON.parse(fs.readFileSync(sampleCard, 'utf8'));

@@ -142,7 +142,8 @@ async function main() {
     check(!(await text()).includes('not bold'), 'the regenerated turn replaces the old reply in the view');
     check((await page.textContent('.msg.assistant[data-turn="3"] [data-testid=swipe-index]')) === '2/2', 'the reply shows ‹ 2/2 ›');
     const childRow = page.locator(`[data-testid=session][data-id="${child}"]`);
-    check((await childRow.textContent()).includes('Seraphina — turn 3, variant 2') && await childRow.evaluate((e) => e.classList.contains('branch')),
+    check((await childRow.getAttribute('title')) === 'Seraphina — turn 3, variant 2' &&
+      (await childRow.locator('.title').textContent()) === 'turn 3 · variant 2' && await childRow.evaluate((e) => e.classList.contains('branch')),
       'the branch has a readable name and sits under its parent');
     await page.locator('[data-testid=messages]').click({ position: { x: 5, y: 5 } });
     await page.keyboard.press('ArrowLeft');

@@ -448,7 +448,7 @@ static void fallback_plays_the_local_engine_move_now(void **state)
     json_decref(v);
     /* the runner's own give-up codes */
     json_decref(move(f, CDSH_XQ_ACTOR_HERO, "h0g2"));
-    assert_int_equal(cdsh_xq_service_fallback_ai(f->svc, "s-test", "ai.timeout", &err), 0);
+    assert_int_equal(cdsh_xq_service_fallback_ai(f->svc, "s-test", "ai.timeout", NULL, &err), 0);
     v = cdsh_xq_service_state(f->svc, "s-test", &err);
     assert_string_equal(str(json_object_get(v, "message"), "code"), "ai.timeout");
     assert_string_equal(str(v, "turn"), "r");

@@ -181,10 +181,13 @@ static void draw(const json_t *v)
     if (json_is_object(msg))
         printf(" · %s", message_zh(json_string_value(json_object_get(msg, "code"))));
     printf("\n");
-    /* a model failure: what the endpoint said, and what to do */
+    /* a model failure or timeout: what the endpoint (or the move clock) said,
+     * and what to do */
     json_t *cause = json_object_get(msg, "cause");
     if (json_is_object(cause)) {
-        printf("模型出错的原因：%s（%s）\n", json_string_value(json_object_get(cause, "message")),
+        const char *code = json_string_value(json_object_get(msg, "code"));
+        printf("%s：%s（%s）\n", code && !strcmp(code, "ai.timeout") ? "模型超时的原因" : "模型出错的原因",
+               json_string_value(json_object_get(cause, "message")),
                json_string_value(json_object_get(cause, "code")));
         const char *fix = json_string_value(json_object_get(cause, "fixZh"));
         if (fix)

@@ -191,13 +191,21 @@ static void judge(cdsh__xq_game *g)
     snprintf(g->state, sizeof g->state, "%s", cdsh_xq_reason_name(r.reason));
 }
 
-/* The model failure behind an "ai.error" message: {code, message ("HTTP
- * 401: ..."), fix, fixZh (what to do, model_fix.h; absent for other codes)}. */
+/* The model failure behind an "ai.error" or "ai.timeout" message: {code,
+ * message ("HTTP 401: ...", "no move within 30000 ms ..."), fix, fixZh (what
+ * to do: model_fix.h, or the move clock's own advice; absent for other
+ * codes)}. */
 static json_t *cause_json(const cdsh__xq_game *g)
 {
+    bool clock = strcmp(g->cause_code, "MOVE_TIMEOUT") == 0;
+    const char *fix = clock ? "give the model more time (cdsh config set xiangqi.model.timeoutMs "
+                              "120000) or use a faster model; the local engine moved this time."
+                            : cdsh_model_fix_get(g->cause_code, "en");
+    const char *fix_zh = clock ? "给模型更多时间（cdsh config set xiangqi.model.timeoutMs 120000）"
+                                 "或换用更快的模型；这一步已由本地引擎代走。"
+                               : cdsh_model_fix_get(g->cause_code, "zh");
     return json_pack("{s:s,s:s,s:s?,s:s?}", "code", g->cause_code, "message", g->cause_text, "fix",
-                     cdsh_model_fix_get(g->cause_code, "en"), "fixZh",
-                     cdsh_model_fix_get(g->cause_code, "zh"));
+                     fix, "fixZh", fix_zh);
 }
 
 static json_t *nullable_str(const char *s)
@@ -259,7 +267,8 @@ static json_t *projection(cdsh__xq_game *g)
                                                                   : NULL;
     json_t *msg = g->msg_code[0] ? json_pack("{s:s,s:s}", "code", g->msg_code, "tone", g->msg_tone)
                                  : json_null();
-    if (json_is_object(msg) && !strcmp(g->msg_code, "ai.error") && g->cause_code[0])
+    if (json_is_object(msg) && g->cause_code[0] &&
+        (!strcmp(g->msg_code, "ai.error") || !strcmp(g->msg_code, "ai.timeout")))
         json_object_set_new(msg, "cause", cause_json(g));
     json_t *opp = json_pack("{s:s,s:o,s:o,s:s}", "kind", g->model ? "model" : "local", "provider",
                             g->model ? nullable_str(g->provider) : json_null(), "model",

@@ -165,7 +165,8 @@ static json_t *first_messages(const cdsh_xq_turn_info *info)
 
 typedef enum { END_MOVED, END_TIMEOUT, END_BUDGET, END_INVALID, END_ERROR, END_STOPPED } turn_end;
 
-/* Plays the model's turn; on END_ERROR *why holds the failure. */
+/* Plays the model's turn; on END_ERROR and END_TIMEOUT *why holds the
+ * failure (a timeout: the endpoint's, or the move clock's MOVE_TIMEOUT). */
 static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *tok,
                           cdsh_error *why)
 {
@@ -198,7 +199,7 @@ static turn_end play_turn(cdsh__xq_opponent *o, const char *key, cdsh_cancel *to
                   : cdsh_cancel_is_fired(tok)   ? END_TIMEOUT
                   : rc == CDSH_ETIMEDOUT        ? END_TIMEOUT
                                                 : END_ERROR;
-            if (end == END_ERROR)
+            if (end == END_ERROR || (end == END_TIMEOUT && !cdsh_cancel_is_fired(tok)))
                 *why = err;
             break;
         }
@@ -264,6 +265,9 @@ static void run_turn(turn *t)
     int have_wd = tok && done && pthread_create(&wd, NULL, watch, &w) == 0;
     cdsh_error why = {0};
     turn_end end = tok && done ? play_turn(o, t->key, tok, &why) : END_ERROR;
+    if (end == END_TIMEOUT && !why.code[0]) /* the move clock ran out, not the endpoint's */
+        cdsh_error_set(&why, CDSH_ETIMEDOUT, "MOVE_TIMEOUT",
+                       "no move within %lld ms (xiangqi.model.timeoutMs)", (long long)w.ms);
     if (have_wd) {
         cdsh_cancel_fire(done, "turn over");
         pthread_join(wd, NULL);
@@ -274,10 +278,10 @@ static void run_turn(turn *t)
     switch (end) {
     case END_MOVED:
     case END_STOPPED: break;
-    case END_TIMEOUT: cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.timeout", &err); break;
-    case END_BUDGET: cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.budget", &err); break;
+    case END_TIMEOUT: cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.timeout", &why, &err); break;
+    case END_BUDGET: cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.budget", NULL, &err); break;
     case END_INVALID:
-        cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.fallback.local", &err);
+        cdsh_xq_service_fallback_ai(o->p->svc, t->key, "ai.fallback.local", NULL, &err);
         break;
     case END_ERROR: cdsh_xq_service_mark_failed(o->p->svc, t->key, "ai.error", why.code[0] ? &why : NULL, &err); break;
     }

@@ -301,7 +301,7 @@ static void start_runner(cdsh_xq_service *svc, const char *key)
     void *ud = svc->runner_ud;
     pthread_mutex_unlock(&svc->mu);
     if (!fn || fn(ud, key) != 0)
-        cdsh_xq_service_fallback_ai(svc, key, "ai.fallback.local", NULL);
+        cdsh_xq_service_fallback_ai(svc, key, "ai.fallback.local", NULL, NULL);
 }
 
 /* Finishes a change: returns the projection (plus nothing else), notifies,
@@ -597,7 +597,7 @@ json_t *cdsh_xq_service_resign(cdsh_xq_service *svc, const char *key, cdsh_error
 }
 
 static json_t *fallback_locked(cdsh_xq_service *svc, cdsh__xq_game *g, const char *code,
-                               const char *tone, cdsh_error *err)
+                               const char *tone, const cdsh_error *cause, cdsh_error *err)
 {
     cdsh_xq_move_t m = engine_move(svc, g);
     if (m != CDSH_XQ_MOVE_NONE && cdsh__xq_game_play(g, m, err) != 0) {
@@ -608,6 +608,8 @@ static json_t *fallback_locked(cdsh_xq_service *svc, cdsh__xq_game *g, const cha
     g->invalid = 0;
     snprintf(g->msg_code, sizeof g->msg_code, "%s", code);
     snprintf(g->msg_tone, sizeof g->msg_tone, "%s", tone);
+    snprintf(g->cause_code, sizeof g->cause_code, "%s", cause ? cause->code : "");
+    snprintf(g->cause_text, sizeof g->cause_text, "%s", cause ? cause->message : "");
     return finish(svc, g, AFTER_NONE, NULL, err);
 }
 
@@ -624,11 +626,11 @@ json_t *cdsh_xq_service_fallback(cdsh_xq_service *svc, const char *key, cdsh_err
         pthread_rwlock_unlock(&g->lock);
         return r;
     }
-    return fallback_locked(svc, g, "ai.fallback.local", "warn", err);
+    return fallback_locked(svc, g, "ai.fallback.local", "warn", NULL, err);
 }
 
 int cdsh_xq_service_fallback_ai(cdsh_xq_service *svc, const char *key, const char *code,
-                                cdsh_error *err)
+                                const cdsh_error *cause, cdsh_error *err)
 {
     cdsh__xq_game *g = get_game(svc, key, err);
     if (!g)
@@ -638,7 +640,7 @@ int cdsh_xq_service_fallback_ai(cdsh_xq_service *svc, const char *key, const cha
         pthread_rwlock_unlock(&g->lock);
         return 0;
     }
-    json_t *r = fallback_locked(svc, g, code, "warn", err);
+    json_t *r = fallback_locked(svc, g, code, "warn", cause, err);
     if (!r)
         return err ? err->rc : CDSH_EIO;
     json_decref(r);

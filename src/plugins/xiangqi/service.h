@@ -138,9 +138,11 @@ json_t *cdsh_xq_service_fallback(cdsh_xq_service *svc, const char *key, cdsh_err
 
 /* The runner gave up with `code` (ai.timeout, ai.budget, ai.fallback.local):
  * if the opponent is still to move at `revision_seen` or later, the local
- * engine moves and message.code becomes `code` (tone warn). 0 or error. */
+ * engine moves and message.code becomes `code` (tone warn); cause (may be
+ * NULL) is why, kept with the message (a timeout's: the endpoint's or the
+ * move clock's). 0 or error. */
 int cdsh_xq_service_fallback_ai(cdsh_xq_service *svc, const char *key, const char *code,
-                                cdsh_error *err);
+                                const cdsh_error *cause, cdsh_error *err);
 /* Adds one model call's tokens to the game's usage (no revision change). */
 int cdsh_xq_service_add_usage(cdsh_xq_service *svc, const char *key, int64_t input_tokens,
                               int64_t output_tokens, int64_t total_tokens, cdsh_error *err);
