@@ -139,9 +139,12 @@ static const char *s_of(const json_t *o, const char *k)
 
 static int print_scan(const json_t *args, const json_t *report)
 {
-    if (json_is_true(json_object_get(args, "json")))
-        cdsh_cli_print_json(stdout, report);
-    else {
+    if (json_is_true(json_object_get(args, "json"))) {
+        /* as cdsh_cli_print_json prints it, streamed: a large report is
+         * not first made into one string */
+        json_dumpf(report, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+    } else {
         char *text = cdsh_mcpimport_report_text_dup(report);
         fputs(text ? text : "", stdout);
         free(text);

@@ -131,8 +131,7 @@ static int op_scan(void *ud, const cdsh_op_call *call, json_t **value, cdsh_erro
     cdsh_profile_free(profile);
     if (rc)
         return rc;
-    *value = cdsh_mcpimport_report_new(scan.servers, cdsh_mcpimport_scan_commands_json(&scan),
-                                       scan.skills, scan.notes);
+    *value = cdsh_mcpimport_report_of_scan(&scan);
     cdsh_mcpimport_scan_deinit(&scan);
     return *value ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
@@ -239,6 +238,32 @@ static void add_name(kind *k, const char *name, json_t *added)
     json_array_append_new(added, json_pack("[s,s]", k->what, name));
 }
 
+/* --all-ok for one kind: every ok item that wins its name (the first of
+ * that name, as lookup finds it) and is not listed yet, in scan order.
+ * Linear: name indexes instead of a lookup per item. */
+static void add_all_ok(kind *k, json_t *added)
+{
+    cdsh__mcpimport_index first = {0}, listed = {0};
+    size_t i;
+    json_t *v;
+    json_array_foreach(k->list, i, v) {
+        if (json_is_string(v))
+            cdsh__mcpimport_index_first(&listed, json_string_value(v), v);
+    }
+    json_array_foreach(k->irs, i, v) {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (!n || cdsh__mcpimport_index_first(&first, n, v) != NULL)
+            continue; /* a later item of a name */
+        if (strcmp(cdsh_mcpimport_verdict(v), "ok") != 0 ||
+            cdsh__mcpimport_index_first(&listed, n, v) != NULL)
+            continue;
+        json_array_append_new(k->list, json_string(n));
+        json_array_append_new(added, json_pack("[s,s]", k->what, n));
+    }
+    cdsh__mcpimport_index_deinit(&first);
+    cdsh__mcpimport_index_deinit(&listed);
+}
+
 /* "/x" a command (KIND 2), "skill:x" a skill (1), a bare name any kind
  * (-1); *name without the prefix. */
 static int name_kind(const char *arg, const char **name)
@@ -298,15 +323,9 @@ static json_t *enable_names(const opts *o, cdsh_mcpimport_scan *scan, enabled *e
     kind kinds[KIND_COUNT];
     kinds_init(kinds, scan, en);
     json_t *added = json_array();
-    size_t i;
     json_t *ir;
-    for (int k = 0; o->all && k < KIND_COUNT; k++) {
-        json_array_foreach(kinds[k].irs, i, ir) {
-            const char *n = json_string_value(json_object_get(ir, "name"));
-            if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 && kinds[k].lookup(scan, n) == ir)
-                add_name(&kinds[k], n, added);
-        }
-    }
+    for (int k = 0; o->all && k < KIND_COUNT; k++)
+        add_all_ok(&kinds[k], added);
     for (int a = 0; a < o->nnames && !*refused; a++) {
         const char *n;
         int want = name_kind(o->names[a], &n);
