@@ -77,7 +77,7 @@ int cdsh__mcpimport_cli_parse(void *ud, int argc, char **argv, json_t **args)
     int c, status = -1;
     /* GNU getopt permutes: options may follow names, as the usage lines show;
      * "--" ends the options (a name may then start with '-'). */
-    while (status < 0 && (c = getopt_long(argc, argv, "-h", longopts, NULL)) != -1) {
+    while (status < 0 && (c = getopt_long(argc, argv, "-:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'r': add_str(a, "roots", optarg); break;
         case 'k': add_str(a, "keyringAllow", optarg); break;
@@ -99,6 +99,11 @@ int cdsh__mcpimport_cli_parse(void *ud, int argc, char **argv, json_t **args)
         case 'h':
             cdsh__mcpimport_cli_usage(stdout);
             status = 0;
+            break;
+        case ':':
+            fprintf(stderr, "cdsh import %s: option \"%s\" needs a value\n", action,
+                    argv[optind - 1]);
+            status = 2;
             break;
         default:
         bad:

@@ -345,39 +345,58 @@ static json_t *enable_names(const opts *o, cdsh_mcpimport_scan *scan, enabled *e
     return added;
 }
 
+/* What enable and disable start from: the call's options, the profile
+ * locked for the change, and its import config (borrowed from it). */
+typedef struct change {
+    opts o;
+    cdsh_fs_lock *lock;
+    cdsh_profile *profile;
+    const json_t *cfg;
+} change;
+
+static int change_open(const cdsh_op_call *call, change *ch, cdsh_error *err)
+{
+    opts_of(call->args, &ch->o);
+    ch->lock = NULL;
+    ch->profile = NULL;
+    int rc = profile_open(&ch->o, &ch->lock, &ch->profile, err);
+    ch->cfg = rc ? NULL : cdsh_profile_config(ch->profile, CDSH_MCPIMPORT_PLUGIN_NAME);
+    return rc;
+}
+
+static void change_close(change *ch)
+{
+    cdsh_profile_free(ch->profile);
+    cdsh_fs_lock_close(ch->lock);
+}
+
 static int op_enable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
 {
     (void)ud;
-    opts o;
-    opts_of(call->args, &o);
-    cdsh_fs_lock *lock = NULL;
-    cdsh_profile *profile = NULL;
-    int rc = profile_open(&o, &lock, &profile, err);
+    change ch;
+    int rc = change_open(call, &ch, err);
     if (rc)
         return rc;
-    const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
     cdsh_mcpimport_scan scan;
-    rc = run_scan(&o, cfg, &scan, err);
+    rc = run_scan(&ch.o, ch.cfg, &scan, err);
     if (rc) {
-        cdsh_profile_free(profile);
-        cdsh_fs_lock_close(lock);
+        change_close(&ch);
         return rc;
     }
     enabled en;
-    enabled_load(&en, cfg, false);
+    enabled_load(&en, ch.cfg, false);
     json_t *refused = NULL;
-    json_t *added = enable_names(&o, &scan, &en, &refused);
+    json_t *added = enable_names(&ch.o, &scan, &en, &refused);
     if (!refused)
-        rc = save(profile, &en, projects_with(cfg, &o), &o, err);
+        rc = save(ch.profile, &en, projects_with(ch.cfg, &ch.o), &ch.o, err);
     if (rc == 0)
-        *value = json_pack("{s:s, s:o, s:o*}", "profile", cdsh_profile_name(profile), "added",
+        *value = json_pack("{s:s, s:o, s:o*}", "profile", cdsh_profile_name(ch.profile), "added",
                            added, "refused", refused);
     else
         json_decref(added);
     enabled_deinit(&en);
     cdsh_mcpimport_scan_deinit(&scan);
-    cdsh_profile_free(profile);
-    cdsh_fs_lock_close(lock);
+    change_close(&ch);
     if (rc == 0 && !*value)
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     return rc;
@@ -404,16 +423,13 @@ static bool remove_name(json_t **list, const char *name)
 static int op_disable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
 {
     (void)ud;
-    opts o;
-    opts_of(call->args, &o);
-    cdsh_fs_lock *lock = NULL;
-    cdsh_profile *profile = NULL;
-    int rc = profile_open(&o, &lock, &profile, err);
+    change ch;
+    int rc = change_open(call, &ch, err);
     if (rc)
         return rc;
-    const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
+    const opts o = ch.o;
     enabled en;
-    enabled_load(&en, cfg, o.all);
+    enabled_load(&en, ch.cfg, o.all);
     json_t **lists[KIND_COUNT] = {
         [KIND_SERVER] = &en.servers, [KIND_SKILL] = &en.skills, [KIND_COMMAND] = &en.commands};
     json_t *disabled = json_array();
@@ -431,14 +447,13 @@ static int op_disable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_e
             json_array_append_new(disabled, json_string(o.names[a]));
     }
     cdsh_error save_err = {0};
-    bool saved = !missing && save(profile, &en, NULL, &o, &save_err) == 0;
+    bool saved = !missing && save(ch.profile, &en, NULL, &o, &save_err) == 0;
     /* a failed save is part of the value: the names before it are reported */
     *value =
         json_pack("{s:o, s:b, s:s*, s:s*}", "disabled", disabled, "all", o.all && saved,
                   "notEnabled", missing, "saveError", !missing && !saved ? save_err.message : NULL);
     enabled_deinit(&en);
-    cdsh_profile_free(profile);
-    cdsh_fs_lock_close(lock);
+    change_close(&ch);
     return *value ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
 
