@@ -6,6 +6,7 @@
  * tool listing connects a server without a cached list, a cached list
  * registers tools without a spawn and the first call re-validates it. */
 #include "support/testkit.h"
+#include "support/timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,6 +424,67 @@ static void a_changed_server_config_ignores_the_cache(void **state)
     destroy(&z.f);
 }
 
+/* A connected server that changes its tools (notifications/tools/list_changed)
+ * is re-registered from the new list: the client's TOOLS_CHANGED event is
+ * what keeps the registry in step with the server after the first listing
+ * (the job cdsh_mcp_import_sync had before the connections became lazy). */
+static void a_server_that_changes_its_tools_is_re_registered(void **state)
+{
+    (void)state;
+    fx f;
+    build(&f);
+    char path[1200], text[2048];
+    snprintf(path, sizeof path, "%s/config.toml", f.codex);
+    snprintf(text, sizeof text,
+             "[mcp_servers.live]\ncommand = \"%s\"\nenabled_tools = [\"echo\", \"change\", "
+             "\"added\"]\n",
+             f.peer);
+    cdsh_test_write_file(path, text);
+    cdsh_host *host = cdsh_host_new();
+    cdsh_tools *tools = cdsh_host_tools(host);
+    json_t *cfg = json_pack("{s:[s], s:s, s:s}", "servers", "live", "claudeDir", f.claude,
+                            "codexHome", f.codex);
+    cdsh_plugin *pl = NULL;
+    assert_int_equal(cdsh_plugin_load(host, &cdsh_mcpimport_plugin, cfg, &pl, NULL), 0);
+    cdsh_prompt_tools_materialize(cdsh_host_prompt(host), NULL);
+    assert_true(has(host, "mcp__live__echo"));
+    assert_true(has(host, "mcp__live__change"));
+    assert_false(has(host, "mcp__live__added"));
+    size_t before = cdsh_tools_count(tools);
+    cdsh_dispatch_input in = {.call_id = "c1", .name = "mcp__live__change"};
+    cdsh_toolresult *res = cdsh_dispatch_execute(tools, &in);
+    assert_false(res->is_error);
+    cdsh_toolresult_free(res);
+    /* the event arrives on the client's thread: wait for it (bounded) */
+    int budget = cdsh_test_scale_ms(15000) / 10;
+    for (int i = 0; i < budget && !has(host, "mcp__live__added"); i++)
+        usleep(10000);
+    assert_true(has(host, "mcp__live__added"));
+    assert_int_equal(cdsh_tools_count(tools), before + 1);
+    /* the old tools still work */
+    json_t *args = json_pack("{s:s}", "text", "still here");
+    in = (cdsh_dispatch_input){.call_id = "c2", .name = "mcp__live__echo", .args = args};
+    res = cdsh_dispatch_execute(tools, &in);
+    assert_false(res->is_error);
+    cdsh_toolresult_free(res);
+    json_decref(args);
+    /* the new tool is offered, so the call reaches the server (the peer
+     * lists "added" but has no handler for it: its own error comes back) */
+    in = (cdsh_dispatch_input){.call_id = "c3", .name = "mcp__live__added"};
+    res = cdsh_dispatch_execute(tools, &in);
+    char *t = cdsh_toolresult_text_dup(res);
+    assert_true(res->is_error);
+    assert_null(strstr(t, "no longer offers"));
+    assert_non_null(strstr(t, "Unknown tool"));
+    free(t);
+    cdsh_toolresult_free(res);
+    cdsh_plugin_unload(pl);
+    assert_false(has(host, "mcp__live__added"));
+    cdsh_host_free(host);
+    json_decref(cfg);
+    destroy(&f);
+}
+
 static void commands_list_with_ten_enabled_servers_spawns_none(void **state)
 {
     (void)state;
@@ -481,6 +543,7 @@ int main(void)
         cmocka_unit_test(the_first_call_revalidates_a_stale_cache),
         cmocka_unit_test(a_changed_server_config_ignores_the_cache),
         cmocka_unit_test(commands_list_with_ten_enabled_servers_spawns_none),
+        cmocka_unit_test(a_server_that_changes_its_tools_is_re_registered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

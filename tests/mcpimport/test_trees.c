@@ -18,6 +18,7 @@
 #include "host/events.h"
 #include "host/skills.h"
 #include "plugins/mcpimport/commands.h"
+#include "plugins/mcpimport/redact.h"
 #include "plugins/mcpimport/report.h"
 #include "plugins/mcpimport/service.h"
 
@@ -32,6 +33,71 @@ typedef struct fx {
 static json_t *cmds(cdsh_mcpimport_scan *sc)
 {
     return cdsh_mcpimport_scan_commands_json(sc);
+}
+
+/* The report `cdsh import scan` makes (from the command structs, each
+ * distinct string redacted once, equal parts shared) is the report of the
+ * JSON IR, and each of its commands and skills is exactly the redacted copy
+ * of the item's IR (cdsh_mcpimport_redact_json_dup), in order and in key
+ * order. */
+static void report_is_the_redacted_ir(cdsh_mcpimport_scan *sc)
+{
+    json_t *fast = cdsh_mcpimport_report_of_scan(sc);
+    json_t *ir_report = cdsh_mcpimport_report_new(sc->servers, cmds(sc), sc->skills, sc->notes);
+    char *a = json_dumps(fast, JSON_PRESERVE_ORDER), *b = json_dumps(ir_report, JSON_PRESERVE_ORDER);
+    assert_string_equal(a, b);
+    free(a), free(b);
+    size_t n_cmds = 0, n_skills = 0;
+    static const char *const order[] = {"claude", "codex"};
+    for (size_t o = 0; o < 2; o++) {
+        const json_t *src = NULL, *x;
+        size_t i;
+        json_array_foreach(json_object_get(fast, "sources"), i, x) {
+            if (strcmp(json_string_value(json_object_get(x, "source")), order[o]) == 0)
+                src = x;
+        }
+        assert_non_null(src);
+        size_t k = 0;
+        const json_t *ir;
+        json_array_foreach(cmds(sc), i, ir) {
+            const char *from =
+                json_string_value(json_object_get(json_object_get(ir, "provenance"), "source"));
+            if (strcmp(from ? from : "claude", order[o]) != 0)
+                continue;
+            json_t *want = cdsh_mcpimport_redact_json_dup(ir);
+            char *w = json_dumps(want, JSON_PRESERVE_ORDER);
+            char *g = json_dumps(json_array_get(json_object_get(src, "commands"), k++),
+                                 JSON_PRESERVE_ORDER);
+            assert_string_equal(g, w);
+            free(w), free(g);
+            json_decref(want);
+        }
+        assert_int_equal(k, json_array_size(json_object_get(src, "commands")));
+        n_cmds += k;
+        size_t ks[2] = {0, 0};
+        json_array_foreach(sc->skills, i, ir) {
+            const char *from =
+                json_string_value(json_object_get(json_object_get(ir, "provenance"), "source"));
+            if (strcmp(from ? from : "claude", order[o]) != 0)
+                continue;
+            int agent = strcmp(json_string_value(json_object_get(ir, "kind")), "agent") == 0;
+            json_t *want = cdsh_mcpimport_redact_json_dup(ir);
+            char *w = json_dumps(want, JSON_PRESERVE_ORDER);
+            char *g = json_dumps(
+                json_array_get(json_object_get(src, agent ? "agents" : "skills"), ks[agent]++),
+                JSON_PRESERVE_ORDER);
+            assert_string_equal(g, w);
+            free(w), free(g);
+            json_decref(want);
+        }
+        assert_int_equal(ks[0], json_array_size(json_object_get(src, "skills")));
+        assert_int_equal(ks[1], json_array_size(json_object_get(src, "agents")));
+        n_skills += ks[0] + ks[1];
+    }
+    assert_int_equal(n_cmds, json_array_size(cmds(sc)));
+    assert_int_equal(n_skills, json_array_size(sc->skills));
+    json_decref(fast);
+    json_decref(ir_report);
 }
 
 static void sh(const char *fmt, const char *a)
@@ -159,6 +225,7 @@ static void discovery_follows_enabled_state_scope_and_marketplaces(void **state)
                                       "other-proj@acme-market",   "here-proj@acme-market",
                                       "orphan@acme-market",       "notes-kit@openai-curated",
                                       "off-kit@openai-curated",   NULL};
+    report_is_the_redacted_ir(&sc);
     json_t *report = cdsh_mcpimport_report_new(sc.servers, cmds(&sc), sc.skills, sc.notes);
     char *json = json_dumps(report, 0);
     for (const char *const *id = ids; *id; id++) {
@@ -246,6 +313,7 @@ static void untrusted_trees_are_walked_safely(void **state)
     assert_true(has_reason(shadow, "blocked", "outside the scanned tree"));
     /* the walk stayed small: a handful of entries, not the filesystem */
     assert_true(st.entries < 40);
+    report_is_the_redacted_ir(&sc);
     json_t *report = cdsh_mcpimport_report_new(sc.servers, cmds(&sc), sc.skills, sc.notes);
     char *json = json_dumps(report, 0);
     assert_null(strstr(json, "root:x:0:0"));
@@ -300,6 +368,7 @@ static void references_stay_and_secrets_go(void **state)
     build(&f);
     cdsh_mcpimport_scan sc;
     scan_from(&f, f.app, &sc);
+    report_is_the_redacted_ir(&sc);
     json_t *report = cdsh_mcpimport_report_new(sc.servers, cmds(&sc), sc.skills, sc.notes);
     char *json = json_dumps(report, 0), *text = cdsh_mcpimport_report_text_dup(report);
     static const char *const secrets[] = {"lit-9f8e7d6c5b4a", "hunter2-literal-pw",

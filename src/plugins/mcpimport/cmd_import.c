@@ -77,7 +77,7 @@ int cdsh__mcpimport_cli_parse(void *ud, int argc, char **argv, json_t **args)
     int c, status = -1;
     /* GNU getopt permutes: options may follow names, as the usage lines show;
      * "--" ends the options (a name may then start with '-'). */
-    while (status < 0 && (c = getopt_long(argc, argv, "-h", longopts, NULL)) != -1) {
+    while (status < 0 && (c = getopt_long(argc, argv, "-:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'r': add_str(a, "roots", optarg); break;
         case 'k': add_str(a, "keyringAllow", optarg); break;
@@ -99,6 +99,11 @@ int cdsh__mcpimport_cli_parse(void *ud, int argc, char **argv, json_t **args)
         case 'h':
             cdsh__mcpimport_cli_usage(stdout);
             status = 0;
+            break;
+        case ':':
+            fprintf(stderr, "cdsh import %s: option \"%s\" needs a value\n", action,
+                    argv[optind - 1]);
+            status = 2;
             break;
         default:
         bad:
@@ -139,9 +144,12 @@ static const char *s_of(const json_t *o, const char *k)
 
 static int print_scan(const json_t *args, const json_t *report)
 {
-    if (json_is_true(json_object_get(args, "json")))
-        cdsh_cli_print_json(stdout, report);
-    else {
+    if (json_is_true(json_object_get(args, "json"))) {
+        /* as cdsh_cli_print_json prints it, streamed: a large report is
+         * not first made into one string */
+        json_dumpf(report, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+    } else {
         char *text = cdsh_mcpimport_report_text_dup(report);
         fputs(text ? text : "", stdout);
         free(text);

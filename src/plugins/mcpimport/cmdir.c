@@ -58,7 +58,7 @@ char *cdsh__mcpimport_arena_strdup(cdsh__mcpimport_arena *a, const char *s)
     return s ? arena_strndup(a, s, strlen(s)) : NULL;
 }
 
-static void arena_deinit(cdsh__mcpimport_arena *a)
+void cdsh__mcpimport_arena_deinit(cdsh__mcpimport_arena *a)
 {
     for (struct cdsh__mcpimport_block *b = a->head, *next; b; b = next) {
         next = b->next;
@@ -105,7 +105,7 @@ void cdsh__mcpimport_cmds_deinit(cdsh__mcpimport_cmds *l)
     json_decref(l->json);
     for (size_t i = 0; i < sizeof l->scratch / sizeof l->scratch[0]; i++)
         json_decref(l->scratch[i]);
-    arena_deinit(&l->arena);
+    cdsh__mcpimport_arena_deinit(&l->arena);
     memset(l, 0, sizeof *l);
 }
 
@@ -126,32 +126,23 @@ bool cdsh__mcpimport_cmds_push(cdsh__mcpimport_cmds *l, cdsh__mcpimport_cmd *c)
 /* ---- JSON ------------------------------------------------------------------ */
 
 /* Strings were checked for UTF-8 when the struct was built (commands.c). */
-static json_t *str_or_null(const char *s)
+static json_t *plain_str(void *ud, const char *s)
 {
-    return s ? json_string_nocheck(s) : json_null();
+    (void)ud;
+    return json_string_nocheck(s);
 }
 
-static json_t *strv_json(const cdsh__mcpimport_strv *v)
+static json_t *plain_value(void *ud, const json_t *v)
 {
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < v->n; i++)
-        if (json_array_append_new(a, json_string_nocheck(v->v[i])) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
+    (void)ud;
+    return json_incref((json_t *)v);
 }
 
-static json_t *pair(const char *k1, const char *v1, const char *k2, const char *v2, const char *k3,
-                    const char *v3)
+static const cdsh__mcpimport_jmap PLAIN = {plain_str, plain_value, NULL, NULL, NULL};
+
+static json_t *str_or_null(const cdsh__mcpimport_jmap *m, const char *s)
 {
-    json_t *o = json_object();
-    if (o && json_object_set_new_nocheck(o, k1, json_string_nocheck(v1)) == 0 &&
-        json_object_set_new_nocheck(o, k2, json_string_nocheck(v2)) == 0 &&
-        (!k3 || json_object_set_new_nocheck(o, k3, json_string_nocheck(v3)) == 0))
-        return o;
-    json_decref(o);
-    return NULL;
+    return s ? m->str(m->ud, s) : json_null();
 }
 
 static bool set(json_t *o, const char *k, json_t *v)
@@ -159,54 +150,143 @@ static bool set(json_t *o, const char *k, json_t *v)
     return v && json_object_set_new_nocheck(o, k, v) == 0;
 }
 
-json_t *cdsh__mcpimport_cmd_reasons_json(const cdsh__mcpimport_cmd *c)
+/* {k1: v1, k2: v2[, k3: v3]} with the strings through m. */
+static json_t *pair(const cdsh__mcpimport_jmap *m, const char *k1, const char *v1, const char *k2,
+                    const char *v2, const char *k3, const char *v3)
 {
-    json_t *reasons = json_array();
-    for (size_t i = 0; reasons && i < c->n_reasons; i++)
-        if (json_array_append_new(reasons,
-                                  pair("level", c->reasons[i].level, "code", c->reasons[i].code,
-                                       "message", c->reasons[i].message)) != 0) {
-            json_decref(reasons);
-            return NULL;
-        }
-    return reasons;
+    json_t *o = json_object();
+    if (o && set(o, k1, m->str(m->ud, v1)) && set(o, k2, m->str(m->ud, v2)) &&
+        (!k3 || set(o, k3, m->str(m->ud, v3))))
+        return o;
+    json_decref(o);
+    return NULL;
 }
 
-json_t *cdsh__mcpimport_cmd_json(cdsh__mcpimport_cmd *c)
+/* What one array of a command is made of: a list of strings, the reasons,
+ * or the unsupported (feature, text) pairs. */
+typedef struct arr_src {
+    char kind; /* 's' strings, 'r' reasons, 'u' unsupported */
+    const cdsh__mcpimport_strv *strv;
+    const cdsh__mcpimport_cmd *c;
+} arr_src;
+
+static json_t *arr_build(const cdsh__mcpimport_jmap *m, const arr_src *src)
 {
-    if (c->json)
-        return c->json;
-    json_t *o = json_object(), *uns = json_array();
-    json_t *reasons = c->verdict ? cdsh__mcpimport_cmd_reasons_json(c) : NULL;
+    json_t *a = json_array();
+    const cdsh__mcpimport_cmd *c = src->c;
+    size_t n = src->kind == 's' ? src->strv->n
+               : src->kind == 'r' ? c->n_reasons
+                                  : c->unsupported.n / 2;
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *x = src->kind == 's' ? m->str(m->ud, src->strv->v[i])
+                    : src->kind == 'r'
+                        ? pair(m, "level", c->reasons[i].level, "code", c->reasons[i].code,
+                               "message", c->reasons[i].message)
+                        : pair(m, "feature", c->unsupported.v[2 * i], "text",
+                               c->unsupported.v[2 * i + 1], NULL, NULL);
+        if (json_array_append_new(a, x) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* Appends "<len>:<s>" to key[*at..size); false when it does not fit. */
+static bool key_add(char *key, size_t size, size_t *at, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    int w = snprintf(key + *at, size - *at, "%zu:", n);
+    if (w < 0 || (size_t)w + n >= size - *at)
+        return false;
+    memcpy(key + *at + w, s ? s : "", n);
+    *at += (size_t)w + n;
+    key[*at] = '\0';
+    return true;
+}
+
+/* The array src describes; one array shared by every equal one when m
+ * shares (the content, length-prefixed, is the key; a long one is not
+ * shared). */
+static json_t *arr_json(const cdsh__mcpimport_jmap *m, const arr_src *src)
+{
+    char key[512];
+    size_t at = 0;
+    bool fits = m->shared != NULL;
+    key[0] = src->kind, key[1] = '\0', at = 1;
+    const cdsh__mcpimport_cmd *c = src->c;
+    if (src->kind == 's')
+        for (size_t i = 0; fits && i < src->strv->n; i++)
+            fits = key_add(key, sizeof key, &at, src->strv->v[i]);
+    else if (src->kind == 'r')
+        for (size_t i = 0; fits && i < c->n_reasons; i++)
+            fits = key_add(key, sizeof key, &at, c->reasons[i].level) &&
+                   key_add(key, sizeof key, &at, c->reasons[i].code) &&
+                   key_add(key, sizeof key, &at, c->reasons[i].message);
+    else
+        for (size_t i = 0; fits && i < c->unsupported.n; i++)
+            fits = key_add(key, sizeof key, &at, c->unsupported.v[i]);
+    json_t *a = fits ? m->shared(m->ud, key) : NULL;
+    if (a)
+        return a;
+    a = arr_build(m, src);
+    if (a && fits)
+        m->share(m->ud, key, a);
+    return a;
+}
+
+static json_t *strv_json(const cdsh__mcpimport_jmap *m, const cdsh__mcpimport_strv *v)
+{
+    return arr_json(m, &(arr_src){'s', v, NULL});
+}
+
+static json_t *reasons_json(const cdsh__mcpimport_jmap *m, const cdsh__mcpimport_cmd *c)
+{
+    return arr_json(m, &(arr_src){'r', NULL, c});
+}
+
+json_t *cdsh__mcpimport_cmd_reasons_json(const cdsh__mcpimport_cmd *c)
+{
+    return reasons_json(&PLAIN, c);
+}
+
+json_t *cdsh__mcpimport_cmd_json_mapped(const cdsh__mcpimport_cmd *c,
+                                        const cdsh__mcpimport_jmap *m)
+{
+    json_t *o = json_object(), *uns = arr_json(m, &(arr_src){'u', NULL, c});
+    json_t *reasons = c->verdict ? reasons_json(m, c) : NULL;
     bool ok = o && uns && (!c->verdict || reasons);
-    for (size_t i = 0; ok && i + 1 < c->unsupported.n; i += 2)
-        ok = json_array_append_new(uns, pair("feature", c->unsupported.v[i], "text",
-                                             c->unsupported.v[i + 1], NULL, NULL)) == 0;
-    ok = ok && set(o, "name", json_string_nocheck(c->name)) &&
-         set(o, "originalName", json_string_nocheck(c->original)) &&
-         set(o, "description", json_string_nocheck(c->description)) &&
-         set(o, "argumentHint", str_or_null(c->hint)) &&
-         set(o, "prompt", json_string_nocheck(c->prompt)) &&
-         set(o, "arguments", strv_json(&c->arguments)) &&
-         set(o, "placeholderStyle", json_string_nocheck(c->style)) &&
-         set(o, "namedArguments", strv_json(&c->named)) &&
-         set(o, "allowedTools", strv_json(&c->allowed)) && set(o, "model", str_or_null(c->model)) &&
+    ok = ok && set(o, "name", m->str(m->ud, c->name)) &&
+         set(o, "originalName", m->str(m->ud, c->original)) &&
+         set(o, "description", m->str(m->ud, c->description)) &&
+         set(o, "argumentHint", str_or_null(m, c->hint)) &&
+         set(o, "prompt", m->str(m->ud, c->prompt)) &&
+         set(o, "arguments", strv_json(m, &c->arguments)) &&
+         set(o, "placeholderStyle", m->str(m->ud, c->style)) &&
+         set(o, "namedArguments", strv_json(m, &c->named)) &&
+         set(o, "allowedTools", strv_json(m, &c->allowed)) &&
+         set(o, "model", str_or_null(m, c->model)) &&
          set(o, "disableModelInvocation", json_boolean(c->dmi)) &&
-         set(o, "source", json_string_nocheck(c->source)) &&
-         set(o, "file", json_string_nocheck(c->file)) &&
-         set(o, "provenance", json_incref(c->provenance)) &&
-         set(o, "warnings", strv_json(&c->warnings)) && set(o, "unsupported", json_incref(uns)) &&
-         set(o, "info", strv_json(&c->info)) &&
+         set(o, "source", m->str(m->ud, c->source)) && set(o, "file", m->str(m->ud, c->file)) &&
+         set(o, "provenance", m->value(m->ud, c->provenance)) &&
+         set(o, "warnings", strv_json(m, &c->warnings)) &&
+         set(o, "unsupported", json_incref(uns)) && set(o, "info", strv_json(m, &c->info)) &&
          (!c->verdict || (set(o, "reasons", json_incref(reasons)) &&
-                          set(o, "verdict", json_string_nocheck(c->verdict))));
+                          set(o, "verdict", m->str(m->ud, c->verdict))));
     json_decref(uns);
     json_decref(reasons);
     if (!ok) {
         json_decref(o);
         return NULL;
     }
-    c->json = o;
     return o;
+}
+
+json_t *cdsh__mcpimport_cmd_json(cdsh__mcpimport_cmd *c)
+{
+    if (!c->json)
+        c->json = cdsh__mcpimport_cmd_json_mapped(c, &PLAIN);
+    return c->json;
 }
 
 json_t *cdsh__mcpimport_cmds_json(cdsh__mcpimport_cmds *l)
@@ -279,6 +359,16 @@ void *cdsh__mcpimport_index_first(cdsh__mcpimport_index *ix, const char *key, vo
     ix->keys[j] = key;
     ix->vals[j] = val;
     ix->n++;
+    return NULL;
+}
+
+void *cdsh__mcpimport_index_get(const cdsh__mcpimport_index *ix, const char *key)
+{
+    if (!ix->cap)
+        return NULL;
+    for (size_t j = fnv1a(key) & (ix->cap - 1); ix->keys[j]; j = (j + 1) & (ix->cap - 1))
+        if (strcmp(ix->keys[j], key) == 0)
+            return ix->vals[j];
     return NULL;
 }
 

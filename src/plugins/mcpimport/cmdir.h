@@ -20,6 +20,9 @@ void *cdsh__mcpimport_arena_alloc(cdsh__mcpimport_arena *a, size_t n);
 /* A copy of s with a NUL; NULL on ENOMEM (or when s is NULL). */
 char *cdsh__mcpimport_arena_strdup(cdsh__mcpimport_arena *a, const char *s);
 
+/* Frees every block (the arena is empty again). */
+void cdsh__mcpimport_arena_deinit(cdsh__mcpimport_arena *a);
+
 /* A list of strings (in the arena). */
 typedef struct cdsh__mcpimport_strv {
     const char **v;
@@ -68,6 +71,25 @@ bool cdsh__mcpimport_cmds_push(cdsh__mcpimport_cmds *l, cdsh__mcpimport_cmd *c);
 bool cdsh__mcpimport_strv_from_json(cdsh__mcpimport_arena *a, const json_t *arr,
                                     cdsh__mcpimport_strv *out);
 
+/* How cdsh__mcpimport_cmd_json_mapped makes the JSON of a command: str(ud,
+ * s) a new JSON string for each string s of the IR (NULL on ENOMEM), value(ud,
+ * v) a new reference standing for the provenance object v. With shared and
+ * share (both or neither), equal arrays are one array: shared(ud, key) the
+ * array remembered under key (a new reference) or NULL, share(ud, key, a)
+ * remembers a (key is the array's content; copy it). */
+typedef struct cdsh__mcpimport_jmap {
+    json_t *(*str)(void *ud, const char *s);
+    json_t *(*value)(void *ud, const json_t *v);
+    json_t *(*shared)(void *ud, const char *key);
+    void (*share)(void *ud, const char *key, json_t *array);
+    void *ud;
+} cdsh__mcpimport_jmap;
+
+/* The JSON IR of c with every string made by m (the report makes its
+ * redacted copy this way, without the plain IR). Owned, not kept in c;
+ * NULL on ENOMEM. */
+json_t *cdsh__mcpimport_cmd_json_mapped(const cdsh__mcpimport_cmd *c,
+                                        const cdsh__mcpimport_jmap *m);
 /* The JSON IR of c (borrowed from c; made once). NULL on ENOMEM. */
 json_t *cdsh__mcpimport_cmd_json(cdsh__mcpimport_cmd *c);
 /* c's reasons as JSON [{level, code, message}] (owned), NULL on ENOMEM. */
@@ -87,6 +109,8 @@ typedef struct cdsh__mcpimport_index {
 /* The value stored under key, or NULL after storing val there (the first
  * wins); also NULL on ENOMEM (then nothing is stored). */
 void *cdsh__mcpimport_index_first(cdsh__mcpimport_index *ix, const char *key, void *val);
+/* The value stored under key, or NULL. */
+void *cdsh__mcpimport_index_get(const cdsh__mcpimport_index *ix, const char *key);
 void cdsh__mcpimport_index_deinit(cdsh__mcpimport_index *ix);
 
 #endif

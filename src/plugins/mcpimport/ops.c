@@ -131,8 +131,7 @@ static int op_scan(void *ud, const cdsh_op_call *call, json_t **value, cdsh_erro
     cdsh_profile_free(profile);
     if (rc)
         return rc;
-    *value = cdsh_mcpimport_report_new(scan.servers, cdsh_mcpimport_scan_commands_json(&scan),
-                                       scan.skills, scan.notes);
+    *value = cdsh_mcpimport_report_of_scan(&scan);
     cdsh_mcpimport_scan_deinit(&scan);
     return *value ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
@@ -239,6 +238,32 @@ static void add_name(kind *k, const char *name, json_t *added)
     json_array_append_new(added, json_pack("[s,s]", k->what, name));
 }
 
+/* --all-ok for one kind: every ok item that wins its name (the first of
+ * that name, as lookup finds it) and is not listed yet, in scan order.
+ * Linear: name indexes instead of a lookup per item. */
+static void add_all_ok(kind *k, json_t *added)
+{
+    cdsh__mcpimport_index first = {0}, listed = {0};
+    size_t i;
+    json_t *v;
+    json_array_foreach(k->list, i, v) {
+        if (json_is_string(v))
+            cdsh__mcpimport_index_first(&listed, json_string_value(v), v);
+    }
+    json_array_foreach(k->irs, i, v) {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (!n || cdsh__mcpimport_index_first(&first, n, v) != NULL)
+            continue; /* a later item of a name */
+        if (strcmp(cdsh_mcpimport_verdict(v), "ok") != 0 ||
+            cdsh__mcpimport_index_first(&listed, n, v) != NULL)
+            continue;
+        json_array_append_new(k->list, json_string(n));
+        json_array_append_new(added, json_pack("[s,s]", k->what, n));
+    }
+    cdsh__mcpimport_index_deinit(&first);
+    cdsh__mcpimport_index_deinit(&listed);
+}
+
 /* "/x" a command (KIND 2), "skill:x" a skill (1), a bare name any kind
  * (-1); *name without the prefix. */
 static int name_kind(const char *arg, const char **name)
@@ -298,15 +323,9 @@ static json_t *enable_names(const opts *o, cdsh_mcpimport_scan *scan, enabled *e
     kind kinds[KIND_COUNT];
     kinds_init(kinds, scan, en);
     json_t *added = json_array();
-    size_t i;
     json_t *ir;
-    for (int k = 0; o->all && k < KIND_COUNT; k++) {
-        json_array_foreach(kinds[k].irs, i, ir) {
-            const char *n = json_string_value(json_object_get(ir, "name"));
-            if (strcmp(cdsh_mcpimport_verdict(ir), "ok") == 0 && kinds[k].lookup(scan, n) == ir)
-                add_name(&kinds[k], n, added);
-        }
-    }
+    for (int k = 0; o->all && k < KIND_COUNT; k++)
+        add_all_ok(&kinds[k], added);
     for (int a = 0; a < o->nnames && !*refused; a++) {
         const char *n;
         int want = name_kind(o->names[a], &n);
@@ -326,39 +345,58 @@ static json_t *enable_names(const opts *o, cdsh_mcpimport_scan *scan, enabled *e
     return added;
 }
 
+/* What enable and disable start from: the call's options, the profile
+ * locked for the change, and its import config (borrowed from it). */
+typedef struct change {
+    opts o;
+    cdsh_fs_lock *lock;
+    cdsh_profile *profile;
+    const json_t *cfg;
+} change;
+
+static int change_open(const cdsh_op_call *call, change *ch, cdsh_error *err)
+{
+    opts_of(call->args, &ch->o);
+    ch->lock = NULL;
+    ch->profile = NULL;
+    int rc = profile_open(&ch->o, &ch->lock, &ch->profile, err);
+    ch->cfg = rc ? NULL : cdsh_profile_config(ch->profile, CDSH_MCPIMPORT_PLUGIN_NAME);
+    return rc;
+}
+
+static void change_close(change *ch)
+{
+    cdsh_profile_free(ch->profile);
+    cdsh_fs_lock_close(ch->lock);
+}
+
 static int op_enable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
 {
     (void)ud;
-    opts o;
-    opts_of(call->args, &o);
-    cdsh_fs_lock *lock = NULL;
-    cdsh_profile *profile = NULL;
-    int rc = profile_open(&o, &lock, &profile, err);
+    change ch;
+    int rc = change_open(call, &ch, err);
     if (rc)
         return rc;
-    const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
     cdsh_mcpimport_scan scan;
-    rc = run_scan(&o, cfg, &scan, err);
+    rc = run_scan(&ch.o, ch.cfg, &scan, err);
     if (rc) {
-        cdsh_profile_free(profile);
-        cdsh_fs_lock_close(lock);
+        change_close(&ch);
         return rc;
     }
     enabled en;
-    enabled_load(&en, cfg, false);
+    enabled_load(&en, ch.cfg, false);
     json_t *refused = NULL;
-    json_t *added = enable_names(&o, &scan, &en, &refused);
+    json_t *added = enable_names(&ch.o, &scan, &en, &refused);
     if (!refused)
-        rc = save(profile, &en, projects_with(cfg, &o), &o, err);
+        rc = save(ch.profile, &en, projects_with(ch.cfg, &ch.o), &ch.o, err);
     if (rc == 0)
-        *value = json_pack("{s:s, s:o, s:o*}", "profile", cdsh_profile_name(profile), "added",
+        *value = json_pack("{s:s, s:o, s:o*}", "profile", cdsh_profile_name(ch.profile), "added",
                            added, "refused", refused);
     else
         json_decref(added);
     enabled_deinit(&en);
     cdsh_mcpimport_scan_deinit(&scan);
-    cdsh_profile_free(profile);
-    cdsh_fs_lock_close(lock);
+    change_close(&ch);
     if (rc == 0 && !*value)
         rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
     return rc;
@@ -385,16 +423,13 @@ static bool remove_name(json_t **list, const char *name)
 static int op_disable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_error *err)
 {
     (void)ud;
-    opts o;
-    opts_of(call->args, &o);
-    cdsh_fs_lock *lock = NULL;
-    cdsh_profile *profile = NULL;
-    int rc = profile_open(&o, &lock, &profile, err);
+    change ch;
+    int rc = change_open(call, &ch, err);
     if (rc)
         return rc;
-    const json_t *cfg = cdsh_profile_config(profile, CDSH_MCPIMPORT_PLUGIN_NAME);
+    const opts o = ch.o;
     enabled en;
-    enabled_load(&en, cfg, o.all);
+    enabled_load(&en, ch.cfg, o.all);
     json_t **lists[KIND_COUNT] = {
         [KIND_SERVER] = &en.servers, [KIND_SKILL] = &en.skills, [KIND_COMMAND] = &en.commands};
     json_t *disabled = json_array();
@@ -412,14 +447,13 @@ static int op_disable(void *ud, const cdsh_op_call *call, json_t **value, cdsh_e
             json_array_append_new(disabled, json_string(o.names[a]));
     }
     cdsh_error save_err = {0};
-    bool saved = !missing && save(profile, &en, NULL, &o, &save_err) == 0;
+    bool saved = !missing && save(ch.profile, &en, NULL, &o, &save_err) == 0;
     /* a failed save is part of the value: the names before it are reported */
     *value =
         json_pack("{s:o, s:b, s:s*, s:s*}", "disabled", disabled, "all", o.all && saved,
                   "notEnabled", missing, "saveError", !missing && !saved ? save_err.message : NULL);
     enabled_deinit(&en);
-    cdsh_profile_free(profile);
-    cdsh_fs_lock_close(lock);
+    change_close(&ch);
     return *value ? 0 : cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory");
 }
 

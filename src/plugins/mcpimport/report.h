@@ -17,6 +17,13 @@
 json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
                                   const json_t *skills, const json_t *notes);
 
+/* The same report for a scan, made from its command structs: the commands'
+ * JSON IR is not made (and the scan is left as it was). Every distinct
+ * string is redacted once, and equal strings share one JSON string in the
+ * result. Owned. */
+typedef struct cdsh_mcpimport_scan cdsh_mcpimport_scan;
+json_t *cdsh_mcpimport_report_of_scan(const cdsh_mcpimport_scan *scan);
+
 /* The text form (owned). */
 char *cdsh_mcpimport_report_text_dup(const json_t *report);
 
