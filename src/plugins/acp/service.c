@@ -951,24 +951,6 @@ int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id,
     return rc;
 }
 
-int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
-                                  const char *method_id, cdsh_error *err)
-{
-    json_t *row = NULL;
-    int rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
-    if (rc < 0)
-        return rc;
-    char here[4096];
-    pool_engine *e = NULL;
-    rc = engine_get(svc, row, getcwd(here, sizeof here) ? here : "/", &e, err);
-    json_decref(row);
-    if (rc < 0)
-        return rc;
-    rc = cdsh_acp_conn_authenticate(e->conn, method_id, err);
-    engine_put(svc, e);
-    return rc;
-}
-
 /* ---- the agent's own sessions, forks ------------------------------------------- */
 
 /* The engine's running process for an operation outside a turn: the one the
