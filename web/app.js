@@ -714,7 +714,7 @@ async function renderEngine() {
   sel.disabled = info.locked || state.running;
   const lock = $('engine-lock');
   lock.hidden = !info.locked;
-  lock.textContent = info.locked ? `🔒 ${t('engineLocked')}` : '';
+  lock.textContent = info.locked ? t('engineLocked') : '';
   renderConfig(id, info.config);
   sel.onchange = async () => {
     try {

@@ -34,6 +34,14 @@ function diffLines(a, b) {
   return out;
 }
 
+// Content a tool produced (queries, paths, titles, snippets, commands): shown
+// as is in either language, so the language checks skip it.
+const data = (tag, cls, text) => {
+  const e = el(tag, cls, text);
+  e.dataset.i18nSkip = '';
+  return e;
+};
+
 // FEN board → 10 rows of 9 points, Chinese piece names (red upper case).
 const PIECES = { K: '帥', A: '仕', B: '相', N: '傌', R: '俥', C: '炮', P: '兵',
   k: '將', a: '士', b: '象', n: '馬', r: '車', c: '砲', p: '卒' };
@@ -60,7 +68,7 @@ export function renderIntent(body, intent, t) {
   body.dataset.card = intent.card;
   switch (intent.card) {
     case 'terminal': {
-      if (intent.command) body.append(el('div', 'term-cmd', `$ ${intent.command}`));
+      if (intent.command) body.append(data('div', 'term-cmd', `$ ${intent.command}`));
       const pre = el('pre', 'term-out', intent.output || '');
       pre.dataset.testid = 'card-terminal';
       body.append(pre);
@@ -69,7 +77,7 @@ export function renderIntent(body, intent, t) {
       return true;
     }
     case 'diff': {
-      body.append(el('div', 'card-path', intent.path));
+      body.append(data('div', 'card-path', intent.path));
       const pre = el('pre', 'diff');
       pre.dataset.testid = 'card-diff';
       for (const [op, line] of diffLines(intent.oldText || '', intent.newText || '')) {
@@ -79,12 +87,14 @@ export function renderIntent(body, intent, t) {
       return true;
     }
     case 'search': {
-      body.append(el('div', 'card-query', `${t('card.query')}: ${intent.query || ''}`));
+      const q = el('div', 'card-query', `${t('card.query')}: `);
+      q.append(data('span', 'q', intent.query || ''));
+      body.append(q);
       const ol = el('ol', 'search-hits');
       ol.dataset.testid = 'card-search';
       for (const r of intent.results || []) {
         const li = el('li');
-        li.append(el('strong', null, r.title), el('div', 'snippet', r.snippet || ''));
+        li.append(data('strong', null, r.title), data('div', 'snippet', r.snippet || ''));
         ol.append(li);
       }
       if (!(intent.results || []).length) ol.append(el('li', 'none', t('card.noHits')));
@@ -92,10 +102,10 @@ export function renderIntent(body, intent, t) {
       return true;
     }
     case 'read':
-      body.append(el('div', 'card-path', intent.path), el('pre', 'read', intent.text || ''));
+      body.append(data('div', 'card-path', intent.path), el('pre', 'read', intent.text || ''));
       return true;
     case 'web': {
-      const a = el('a', 'card-web', intent.title || intent.url);
+      const a = data('a', 'card-web', intent.title || intent.url);
       a.href = /^https?:/.test(intent.url) ? intent.url : '#';
       a.target = '_blank';
       a.rel = 'noopener noreferrer';
