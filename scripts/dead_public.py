@@ -24,6 +24,8 @@ import os
 import re
 import sys
 
+from pending_list import read_pending, sort_out
+
 DECL = re.compile(r"^[A-Za-z_][\w \*]*?\b(cdsh_\w+)\s*\(", re.M)
 MARK = re.compile(r"keep-public:\s*(\S[^*]*)")
 WORD = re.compile(r"\bcdsh_\w+")
@@ -89,16 +91,6 @@ def candidates(root):
             yield os.path.relpath(header, root), name, covered.get(line)
 
 
-def read_pending(path):
-    entries = set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                entries.add(line)
-    return entries
-
-
 def main(argv):
     check = "--check" in argv
     args = [a for a in argv if a != "--check"]
@@ -108,22 +100,8 @@ def main(argv):
         pending = read_pending(args[i + 1])
         del args[i:i + 2]
     root = args[0] if args else "."
-    bad = 0
-    for header, name, reason in candidates(root):
-        entry = f"{header}: {name}"
-        if reason is None and entry in pending:
-            pending.discard(entry)
-            if not check:
-                print(f"{entry} # pending")
-        elif reason is None:
-            bad += 1
-            print(entry)
-        elif not check:
-            print(f"{entry} # {reason}")
-    for entry in sorted(pending):
-        bad += 1
-        print(f"{entry} (listed as pending, but no longer an unmarked candidate: "
-              "take it off the list)")
+    findings = ((f"{h}: {n}", f"{h}: {n}", r) for h, n, r in candidates(root))
+    bad = sort_out(findings, pending, check, "an unmarked candidate")
     if check and bad:
         print(f"{bad} public function(s) nobody outside their module calls and no "
               "keep-public: comment explains; remove them, make them static, or "

@@ -18,6 +18,8 @@ import os
 import re
 import sys
 
+from pending_list import read_pending, sort_out
+
 NAME = re.compile(r"\b(\w+)\s*\(")
 MARK = re.compile(r"long-function:\s*\S")
 
@@ -59,16 +61,6 @@ def functions(path):
         i = end + 1
 
 
-def read_pending(path):
-    entries = set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                entries.add(line)
-    return entries
-
-
 def main(argv):
     check, limit, skips, pending, root = False, 120, [], set(), "."
     args = list(argv)
@@ -96,22 +88,10 @@ def main(argv):
                 for length, line, name, reason in functions(p):
                     if length > limit:
                         found.append((length, os.path.relpath(p, root), line, name, reason))
-    bad = 0
-    for length, path, line, name, reason in sorted(found, reverse=True):
-        entry = f"{path}: {name}"
-        if reason is None and entry in pending:
-            pending.discard(entry)
-            if not check:
-                print(f"{length} {path}:{line} {name} # pending")
-        elif reason is None:
-            bad += 1
-            print(f"{length} {path}:{line} {name}")
-        elif not check:
-            print(f"{length} {path}:{line} {name} # {reason}")
-    for entry in sorted(pending):
-        bad += 1
-        print(f"{entry} (listed as pending, but no longer an unjustified function over "
-              f"{limit} lines: take it off the list)")
+    findings = ((f"{path}: {name}", f"{length} {path}:{line} {name}", reason)
+                for length, path, line, name, reason in sorted(found, reverse=True))
+    bad = sort_out(findings, pending, check,
+                   f"an unjustified function over {limit} lines")
     if check and bad:
         print(f"{bad} function(s) over {limit} lines without a long-function: reason "
               "(see scripts/long_functions.py)", file=sys.stderr)

@@ -72,7 +72,8 @@ void cdsh_agent_free(cdsh_agent *agent);
 cdsh_host *cdsh_agent_host(const cdsh_agent *agent);
 cdsh_session_store *cdsh_agent_store(const cdsh_agent *agent);
 
-/* The system prompt the next request would carry (owned). */
+/* The system prompt the next request would carry (owned).
+ * keep-public: tests/agent/test_agent.c reads the assembled prompt with it. */
 char *cdsh_agent_system_prompt_dup(cdsh_agent *agent);
 
 /* Model tools for the request: [{"type":"function","function":{name,

@@ -137,7 +137,8 @@ json_t *cdsh_model_reply_to_message(const cdsh_model_reply *reply);
 cdsh_model_client *cdsh_model_client_new(const cdsh_model_config *resolved, cdsh_error *err);
 void cdsh_model_client_free(cdsh_model_client *c);
 
-/* Sums over every call made with this client. Thread-safe. */
+/* Sums over every call made with this client. Thread-safe.
+ * keep-public: the per-client totals; tests/agent/test_model_client.c checks the sums. */
 void cdsh_model_client_usage(cdsh_model_client *c, cdsh_model_usage *out);
 
 /* Sends one chat completion and waits for the whole reply, delivering events
@@ -171,7 +172,8 @@ int cdsh_model_client_complete(cdsh_model_client *c, const cdsh_model_request *r
                                cdsh_model_reply *out, cdsh_error *err);
 
 /* The JSON body that complete() would send for req (owned; for logging,
- * tests and debugging — it holds no secret). */
+ * tests and debugging — it holds no secret).
+ * keep-public: tests compare the exact body sent. */
 json_t *cdsh_model_client_request_body(const cdsh_model_client *c, const cdsh_model_request *req,
                                        cdsh_error *err);
 

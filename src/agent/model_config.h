@@ -37,6 +37,7 @@ int cdsh_model_config_copy(cdsh_model_config *dst, const cdsh_model_config *src)
 
 /* Replace one string field with a copy of value (NULL clears it). */
 int cdsh_model_config_set_base_url(cdsh_model_config *cfg, const char *value);
+/* keep-public: the pair of set_base_url; the model-client tests layer keys with it. */
 int cdsh_model_config_set_api_key(cdsh_model_config *cfg, const char *value);
 int cdsh_model_config_set_model(cdsh_model_config *cfg, const char *value);
 

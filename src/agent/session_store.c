@@ -193,11 +193,6 @@ void cdsh_session_store_close(cdsh_session_store *s)
     free(s);
 }
 
-const char *cdsh_session_store_path(const cdsh_session_store *s)
-{
-    return s ? s->path : NULL;
-}
-
 /* ---- sessions ------------------------------------------------------------ */
 
 #define SESSION_COLUMNS                                                                            \
@@ -457,16 +452,6 @@ int cdsh_session_store_rename(cdsh_session_store *s, const char *id, const char 
     now_iso(now);
     return change_session(s, id, "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
                           title, now, NULL, err);
-}
-
-int cdsh_session_store_set_model(cdsh_session_store *s, const char *id, const char *provider,
-                                 const char *model, const char *base_url, cdsh_error *err)
-{
-    return change_session(s, id,
-                          "UPDATE sessions SET provider = coalesce(?, provider),"
-                          " model = coalesce(?, model), base_url = coalesce(?, base_url)"
-                          " WHERE id = ?",
-                          provider, model, base_url, err);
 }
 
 /* ---- event validation ------------------------------------------------------ */

@@ -57,9 +57,6 @@ int cdsh_session_store_open(const cdsh_home *home, const char *path, cdsh_sessio
  * must be released first. */
 void cdsh_session_store_close(cdsh_session_store *s);
 
-/* Borrowed path of the database file. */
-const char *cdsh_session_store_path(const cdsh_session_store *s);
-
 /* ---- sessions ------------------------------------------------------------
  * A session is returned as an owned JSON object:
  *   {"id","title","createdAt","updatedAt","provider","model","baseUrl",
@@ -99,11 +96,6 @@ int cdsh_session_store_delete(cdsh_session_store *s, const char *id, cdsh_error 
 /* Sets the title. */
 int cdsh_session_store_rename(cdsh_session_store *s, const char *id, const char *title,
                               cdsh_error *err);
-
-/* Sets provider, model and base URL for later turns; a NULL argument keeps
- * the current value. */
-int cdsh_session_store_set_model(cdsh_session_store *s, const char *id, const char *provider,
-                                 const char *model, const char *base_url, cdsh_error *err);
 
 /* Copies the events with seq <= upto_seq (upto_seq <= 0: all of them, keeping
  * their seq numbers) into a new session with the same provider/model/agent,
@@ -262,7 +254,8 @@ void cdsh_session_lease_release(cdsh_session_lease *lease);
  * Refuses with SESSION_LIVE (CDSH_EBUSY) while anyone holds the lease; the
  * caller may pass its own lease as `held` to repair while holding it. The
  * check and the appends are one transaction. *appended (may be NULL) gets
- * the number of events added. */
+ * the number of events added.
+ * keep-public: fuzz/fuzz_session_repair.c drives it; _repair_report wraps it. */
 int cdsh_session_store_repair(cdsh_session_store *s, const char *id, const cdsh_session_lease *held,
                               int *appended, cdsh_error *err);
 

@@ -57,7 +57,8 @@ int cdsh_curl_load(cdsh_error *err);
 /* The table; only valid after cdsh_curl_load succeeded. */
 const cdsh_curl *cdsh_curl_get(void);
 
-/* True once the library is mapped in this process (tests pin the lazy load). */
+/* True once the library is mapped in this process.
+ * keep-public: the tests pin the lazy load with it. */
 bool cdsh_curl_loaded(void);
 
 #endif

@@ -53,7 +53,8 @@ int cdsh_db_open(const char *path, const cdsh_db_opts *opts, sqlite3 **out, cdsh
 /* Closes a connection (finalizing nothing: statements must be finalized). NULL-safe. */
 void cdsh_db_close(sqlite3 *db);
 /* Connections opened by cdsh_db_open since the process started (tests count
- * opens per operation with it). */
+ * opens per operation with it).
+ * keep-public: tests count opens per operation (test_db, the tavern story service test). */
 uint64_t cdsh_db_open_count(void);
 
 /* Fills err from the connection's last error: code DB_ERROR, CDSH_EBUSY for
@@ -69,7 +70,8 @@ int cdsh_db_fail(sqlite3 *db, cdsh_error *err, const char *what);
  * SCHEMA_TOO_NEW, naming the file, both versions and "upgrade cdsh". A file
  * already at n_steps costs one read and no write lock. */
 int cdsh_db_migrate(sqlite3 *db, const char *const *steps, int n_steps, cdsh_error *err);
-/* PRAGMA user_version. */
+/* PRAGMA user_version.
+ * keep-public: migrate uses it; tests/base/test_db.c reads the version with it. */
 int cdsh_db_user_version(sqlite3 *db, int *out, cdsh_error *err);
 
 /* Runs one or more statements without results. */

@@ -41,7 +41,8 @@ cdsh_env_verdict cdsh_env_policy_judge(const char *entry);
  * is SECRET_NAME. For redacting reports, where only a name is known. */
 bool cdsh_env_policy_name_is_secret(const char *name);
 
-/* "pass", "secret name", "secret value", "cdsh setting". */
+/* "pass", "secret name", "secret value", "cdsh setting".
+ * keep-public: the verdict's printable name; test_env_policy reports with it. */
 const char *cdsh_env_policy_verdict_name(cdsh_env_verdict v);
 
 /* A child's environment as owned "NAME=value" strings (NULL-terminated;

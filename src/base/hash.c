@@ -3,13 +3,10 @@
  * The one-shot SHA-512 exists only to reproduce keys other tools compute. */
 #include "base/hash.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void hex_encode(const unsigned char *md, unsigned int n, char *out)
 {
@@ -99,48 +96,4 @@ int cdsh_hash_sha512_hex(const void *data, size_t n, char hex_out[CDSH_SHA512_HE
         return CDSH_EIO;
     hex_encode(md, mdlen, hex_out);
     return 0;
-}
-
-int cdsh_hash_file_sha256_hex(const char *path, char hex_out[CDSH_SHA256_HEX_LEN + 1],
-                              cdsh_error *err)
-{
-    if (!path || !hex_out)
-        return cdsh_error_set(err, CDSH_EINVAL, "INVALID_ARGUMENT", "no path given to hash");
-    int rc = 0;
-    cdsh_hash *h = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return cdsh_error_set(err, e == ENOENT ? CDSH_ENOTFOUND : CDSH_EIO,
-                              e == ENOENT ? "NOT_FOUND" : "IO_ERROR", "cannot open %s: %s", path,
-                              strerror(e));
-    }
-    h = cdsh_hash_new();
-    if (!h) {
-        rc = cdsh_error_set(err, CDSH_ENOMEM, "NO_MEMORY", "out of memory hashing %s", path);
-        goto cleanup;
-    }
-    char buf[65536];
-    for (;;) {
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            rc = cdsh_error_set(err, CDSH_EIO, "IO_ERROR", "cannot read %s: %s", path,
-                                strerror(errno));
-            goto cleanup;
-        }
-        if (got == 0)
-            break;
-        if ((rc = cdsh_hash_update(h, buf, (size_t)got)) != 0) {
-            cdsh_error_set(err, rc, "IO_ERROR", "hashing %s failed", path);
-            goto cleanup;
-        }
-    }
-    if ((rc = cdsh_hash_final(h, hex_out)) != 0)
-        cdsh_error_set(err, rc, "IO_ERROR", "hashing %s failed", path);
-cleanup:
-    cdsh_hash_free(h);
-    close(fd);
-    return rc;
 }

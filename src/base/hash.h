@@ -1,4 +1,4 @@
-/* hash.h — SHA-256 over buffers, files and streams (OpenSSL libcrypto EVP),
+/* hash.h — SHA-256 over buffers and streams (OpenSSL libcrypto EVP),
  * as lowercase hex, and a one-shot SHA-512 for formats that prescribe it. A cdsh_hash is used by
  * one thread at a time; the one-shot functions are thread-safe. */
 #ifndef CDSH_BASE_HASH_H
@@ -30,11 +30,5 @@ int cdsh_hash_sha256_hex(const void *data, size_t n, char hex_out[CDSH_SHA256_HE
  * programs derive with it (npx's cache directories). 0, or CDSH_ENOMEM /
  * CDSH_EIO. */
 int cdsh_hash_sha512_hex(const void *data, size_t n, char hex_out[CDSH_SHA512_HEX_LEN + 1]);
-
-/* Hash of a whole file's contents. CDSH_ENOTFOUND (code "NOT_FOUND") if it does
- * not exist, CDSH_EIO (code "IO_ERROR") if it cannot be opened or read, both
- * with a message naming the path and the system error. */
-int cdsh_hash_file_sha256_hex(const char *path, char hex_out[CDSH_SHA256_HEX_LEN + 1],
-                              cdsh_error *err);
 
 #endif

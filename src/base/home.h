@@ -27,7 +27,8 @@ cdsh_home *cdsh_home_dup(const cdsh_home *home);
 void cdsh_home_free(cdsh_home *home); /* NULL-safe */
 
 /* The absolute home path (borrowed, valid while the handle lives), or NULL
- * when the home is unknown or home is NULL. */
+ * when the home is unknown or home is NULL.
+ * keep-public: the home handle's path; the tests' homes and embedders read it. */
 const char *cdsh_home_dir_get(const cdsh_home *home);
 
 /* Owned copy of the home path (not created). CDSH_ENOTFOUND "NO_HOME" when

@@ -24,7 +24,10 @@
  * live as long as obj. get_int also accepts a real with an integral value in
  * int64 range (3.0); get_number accepts integers and reals; get_string
  * refuses strings with embedded NUL (`must be a string without NUL
- * characters`). JSON null counts as the wrong type for the get_ variants. */
+ * characters`). JSON null counts as the wrong type for the get_ variants.
+ * keep-public: the checked getters with exact field errors, for plugins that
+ * validate arguments by hand (in-tree code reads through schemas and
+ * cdsh_json_str); tests/base/test_json.c pins their messages. */
 int cdsh_json_get_string(const json_t *obj, const char *key, const char **out, cdsh_error *err);
 int cdsh_json_get_int(const json_t *obj, const char *key, int64_t *out, cdsh_error *err);
 int cdsh_json_get_number(const json_t *obj, const char *key, double *out, cdsh_error *err);
@@ -139,7 +142,8 @@ json_t *cdsh_json_snapshot_dup(const json_t *value, const char *root, cdsh_error
 
 /* Structural equality (object key order ignored; 1 and 1.0 are equal; strings
  * compare byte for byte). Two NULLs are equal; values nested deeper than 2048
- * compare unequal. */
+ * compare unequal.
+ * keep-public: tests and fuzz targets compare JSON with it. */
 bool cdsh_json_equal(const json_t *a, const json_t *b);
 
 #endif

@@ -145,7 +145,7 @@ static void append_escaped(cdsh_strbuf *sb, const char *s, size_t n)
     }
 }
 
-void cdsh_log_vwrite(cdsh_log_level lv, const char *module, const char *fmt, va_list ap)
+static void log_vwrite(cdsh_log_level lv, const char *module, const char *fmt, va_list ap)
 {
     if (!cdsh_log_enabled(lv) || !fmt)
         return;
@@ -182,6 +182,6 @@ void cdsh_log_write(cdsh_log_level lv, const char *module, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    cdsh_log_vwrite(lv, module, fmt, ap);
+    log_vwrite(lv, module, fmt, ap);
     va_end(ap);
 }

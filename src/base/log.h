@@ -24,6 +24,10 @@ typedef enum cdsh_log_level {
 
 #define CDSH_LOG_DEFAULT_LEVEL CDSH_LOG_WARN
 
+/* ---- control ----------------------------------------------------------------
+ * keep-public: the log's control API (level, sink); the level follows CDSH_LOG
+ * by default and tests/base/test_log.c drives these directly. */
+
 /* Parses "error", "warn" (or "warning"), "info", "debug", "trace",
  * case-insensitively. 0, or CDSH_EINVAL with code "BAD_LOG_LEVEL". */
 int cdsh_log_level_parse(const char *text, cdsh_log_level *out, cdsh_error *err);
@@ -57,8 +61,6 @@ void cdsh_log_use_stderr(void);
  * "rpc"; NULL prints "-"). Records are flushed before returning. */
 void cdsh_log_write(cdsh_log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void cdsh_log_vwrite(cdsh_log_level level, const char *module, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
 
 #define cdsh_log_error(module, ...) cdsh_log_write(CDSH_LOG_ERROR, module, __VA_ARGS__)
 #define cdsh_log_warn(module, ...) cdsh_log_write(CDSH_LOG_WARN, module, __VA_ARGS__)

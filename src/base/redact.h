@@ -57,7 +57,8 @@ json_t *cdsh_redact_json_dup(const json_t *value);
  * ignored as too likely to be ordinary text) replaced by "[REDACTED]"; at
  * each position the longest secret wins. For values the caller itself
  * handed out (an engine's env and secret arguments) and may see echoed
- * back. No patterns are applied. NULL on ENOMEM or NULL text. */
+ * back. No patterns are applied. NULL on ENOMEM or NULL text.
+ * keep-public: the byte-length form; test_redact calls it with embedded NULs. */
 char *cdsh_redact_literals_dupn(const char *text, size_t len, const char *const *secrets,
                                 size_t *out_len);
 

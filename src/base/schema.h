@@ -92,7 +92,8 @@ int cdsh_schema_compile_at(const json_t *schema, const char *root, cdsh_schema *
 /* NULL-safe. */
 void cdsh_schema_free(cdsh_schema *schema);
 
-/* The schema JSON it was compiled from (borrowed; the compiled copy). */
+/* The schema JSON it was compiled from (borrowed; the compiled copy).
+ * keep-public: test_schema reads the compiled copy back. */
 const json_t *cdsh_schema_json(const cdsh_schema *schema);
 
 /* Validates `value`. `root` names the root in paths ("arguments" for tool

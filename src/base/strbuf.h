@@ -19,7 +19,8 @@ typedef struct cdsh_strbuf {
 void cdsh_strbuf_init(cdsh_strbuf *sb);
 void cdsh_strbuf_deinit(cdsh_strbuf *sb);
 
-/* Heap use: NULL on ENOMEM. free is NULL-safe. */
+/* Heap use: NULL on ENOMEM. free is NULL-safe.
+ * keep-public: the heap form of the buffer; tests use it. */
 cdsh_strbuf *cdsh_strbuf_new(void);
 void cdsh_strbuf_free(cdsh_strbuf *sb);
 
@@ -41,7 +42,8 @@ int cdsh_strbuf_vappendf(cdsh_strbuf *sb, const char *fmt, va_list ap)
  * need valid UTF-8 check it first). */
 int cdsh_strbuf_append_json_string(cdsh_strbuf *sb, const char *s, size_t n);
 
-/* Ensures room for `extra` more bytes without reallocating. 0 or ENOMEM. */
+/* Ensures room for `extra` more bytes without reallocating. 0 or ENOMEM.
+ * keep-public: for callers that know the size ahead; test_strbuf checks it. */
 int cdsh_strbuf_reserve(cdsh_strbuf *sb, size_t extra);
 
 /* Shortens to len bytes (no-op if already shorter); keeps the allocation. */

@@ -41,10 +41,12 @@ int cdsh_toml_parse(const char *text, size_t len, json_t **out, cdsh_error *err)
  * "datetime", "datetime-local", "date-local", "time-local" and S a string:
  * integers in decimal, floats as the shortest text that reads back to the
  * same double ("inf", "-inf", "nan" for the special values, "-0" kept),
- * booleans "true"/"false", date-times canonical as above. */
+ * booleans "true"/"false", date-times canonical as above.
+ * keep-public: the typed form the TOML conformance tests compare with (docs/toml.md). */
 int cdsh_toml_parse_typed(const char *text, size_t len, json_t **out, cdsh_error *err);
 
-/* Either form with explicit limits (opts may be NULL for the defaults). */
+/* Either form with explicit limits (opts may be NULL for the defaults).
+ * keep-public: the fuzz target and bench/bench_toml.c set limits with it. */
 int cdsh_toml_parse_with(const char *text, size_t len, const cdsh_toml_options *opts, json_t **out,
                          cdsh_error *err);
 

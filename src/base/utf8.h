@@ -36,17 +36,20 @@ size_t cdsh_utf8_count(const char *s, size_t n);
 /* Display columns of one code point: 0, 1 or 2. Controls (C0, DEL, C1),
  * combining marks, zero-width characters, variation selectors and emoji
  * skin-tone modifiers are 0; East Asian Wide/Fullwidth (CJK, Hangul
- * syllables, kana, fullwidth forms) and emoji are 2; everything else 1. */
+ * syllables, kana, fullwidth forms) and emoji are 2; everything else 1.
+ * keep-public: display widths for terminals; test_utf8 and fuzz_utf8 check them. */
 int cdsh_utf8_cp_width(uint32_t cp);
 
-/* Sum of cdsh_utf8_cp_width over s[0..n); invalid subparts count 1 each. */
+/* Sum of cdsh_utf8_cp_width over s[0..n); invalid subparts count 1 each.
+ * keep-public: display widths for terminals; test_utf8 and fuzz_utf8 check them. */
 size_t cdsh_utf8_width(const char *s, size_t n);
 
 /* Byte length of the longest prefix of s[0..n) whose display width is at
  * most max_width, never cutting a code point (or an invalid subpart).
  * Zero-width code points right after the last one that fits are kept with
  * it (so a combining accent stays on its letter). *width_out (if non-NULL)
- * receives the prefix's width. A valid input gives a valid prefix. */
+ * receives the prefix's width. A valid input gives a valid prefix.
+ * keep-public: display widths for terminals; test_utf8 and fuzz_utf8 check them. */
 size_t cdsh_utf8_truncate_width(const char *s, size_t n, size_t max_width, size_t *width_out);
 
 /* Owned copy of s[0..n) with each invalid subpart replaced by U+FFFD;

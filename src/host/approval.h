@@ -107,7 +107,8 @@ cdsh_approvals *cdsh_approvals_installed(cdsh_tools *tools);
 
 /* Maps a tool request's answer to the registry's outcome: NULL with
  * `outcome` "unavailable" → UNAVAILABLE, other NULLs → CANCELLED,
- * CDSH_APPROVAL_TOOL_ALLOW → ALLOWED_ONCE, anything else → REJECTED. */
+ * CDSH_APPROVAL_TOOL_ALLOW → ALLOWED_ONCE, anything else → REJECTED.
+ * keep-public: the mapping is pinned by tests/host/test_approval.c. */
 cdsh_approval_outcome cdsh_approvals_tool_outcome(const char *option_id, const char *outcome);
 
 /* The option of params.options (an approval request, or an ACP

@@ -44,7 +44,8 @@ const cdsh_plugin_def *cdsh_cli_host_plugin_find(const char *name);
 /* Plugins that every host cdsh_cli_host_open opens loads after the built-in
  * ones (NULL-terminated, borrowed for the process; the profile enables them
  * like built-ins). For a program that embeds cdsh's subcommands with tools of
- * its own; set it once, before the first subcommand runs. Not thread-safe. */
+ * its own; set it once, before the first subcommand runs. Not thread-safe.
+ * keep-public: for programs that embed cdsh's subcommands (tests/peers/cdsh_asking.c). */
 void cdsh_cli_host_set_extra_plugins(const cdsh_plugin_def *const *defs);
 
 /* Options shared by the inspection subcommands, parsed after the action word

@@ -89,7 +89,8 @@ int cdsh_commands_register(cdsh_commands *cmds, cdsh_scope *scope, const cdsh_co
  * Owned; NULL on ENOMEM. */
 json_t *cdsh_commands_list(cdsh_commands *cmds, const cdsh_scope *agent);
 
-/* The descriptor of `name` as `agent` sees it, or NULL. Owned. */
+/* The descriptor of `name` as `agent` sees it, or NULL. Owned.
+ * keep-public: registry lookup; plugin tests find their commands with it. */
 json_t *cdsh_commands_find(cdsh_commands *cmds, const cdsh_scope *agent, const char *name);
 
 /* Parses `/name` followed by end of text or whitespace. On success copies
@@ -123,7 +124,8 @@ void cdsh_commands_outcome_clear(cdsh_command_outcome *out);
 char *cdsh_commands_unknown_message_dup(cdsh_commands *cmds, const cdsh_scope *agent,
                                         const char *line);
 
-/* Total registrations across layers (for reload leak checks). */
+/* Total registrations across layers (for reload leak checks).
+ * keep-public: registry introspection; tests count registrations. */
 size_t cdsh_commands_count(cdsh_commands *cmds);
 
 /* Sets a result: kind plus a copy of text (NULL allowed). 0 or CDSH_ENOMEM. */

@@ -189,131 +189,170 @@ static char *show(const json_t *v)
     return s ? s : strdup("?");
 }
 
+static json_t *walk(const json_t *node, const json_t *value, const char *path, json_t *issues);
+
+/* An absent or null value: the node's default, an object's filled-in
+ * defaults, or NULL (the field stays absent). */
+static json_t *walk_absent(const json_t *node, const char *type, const char *path, json_t *issues)
+{
+    json_t *dflt = json_object_get(node, "default");
+    if (dflt)
+        return walk(node, dflt, path, issues);
+    if (type && strcmp(type, "object") == 0 && json_object_get(node, "properties")) {
+        json_t *empty = json_object();
+        json_t *filled = walk(node, empty, path, issues);
+        json_decref(empty);
+        return filled;
+    }
+    return NULL;
+}
+
+/* False (with an issue) when the node has an enum that does not hold value. */
+static bool enum_holds(const json_t *node, const json_t *value, const char *path, json_t *issues)
+{
+    json_t *en = json_object_get(node, "enum");
+    if (!en)
+        return true;
+    bool found = false;
+    size_t i;
+    json_t *opt;
+    json_array_foreach(en, i, opt)
+        found = found || json_equal(opt, (json_t *)value);
+    if (!found) {
+        char *want = show(en), *got = show(value);
+        issue(issues, path, "expected one of %s but got %s", want, got);
+        free(want);
+        free(got);
+    }
+    return found;
+}
+
+/* False (with an issue) when a number lies outside minimum/maximum. */
+static bool number_in_range(const json_t *node, const json_t *value, const char *path,
+                            json_t *issues)
+{
+    double x = json_number_value(value);
+    json_t *mn = json_object_get(node, "minimum"), *mx = json_object_get(node, "maximum");
+    char *got = show(value);
+    bool bad = false;
+    if (mn && x < json_number_value(mn)) {
+        char *b = show(mn);
+        issue(issues, path, "expected a value >= %s but got %s", b, got);
+        free(b);
+        bad = true;
+    } else if (mx && x > json_number_value(mx)) {
+        char *b = show(mx);
+        issue(issues, path, "expected a value <= %s but got %s", b, got);
+        free(b);
+        bad = true;
+    }
+    free(got);
+    return !bad;
+}
+
+/* False (with an issue) when a string's length lies outside minLength/maxLength. */
+static bool string_in_range(const json_t *node, const json_t *value, const char *path,
+                            json_t *issues)
+{
+    size_t len = json_string_length(value);
+    json_t *mn = json_object_get(node, "minLength"), *mx = json_object_get(node, "maxLength");
+    if (mn && (json_int_t)len < json_integer_value(mn)) {
+        issue(issues, path, "expected at least %lld characters", (long long)json_integer_value(mn));
+        return false;
+    }
+    if (mx && (json_int_t)len > json_integer_value(mx)) {
+        issue(issues, path, "expected at most %lld characters", (long long)json_integer_value(mx));
+        return false;
+    }
+    return true;
+}
+
+/* Every item through the node's items schema (an invalid item becomes null). */
+static json_t *walk_array(const json_t *node, const json_t *value, const char *path, json_t *issues)
+{
+    json_t *items = json_object_get(node, "items");
+    json_t *out = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(value, i, v) {
+        char *sub = join_path(path, NULL, (long)i);
+        json_t *r = items ? walk(items, v, sub ? sub : path, issues) : json_deep_copy(v);
+        free(sub);
+        json_array_append_new(out, r ? r : json_null());
+    }
+    return out;
+}
+
+/* The declared properties (missing required ones are issues), then the
+ * undeclared keys: kept when the object is open, issues otherwise. */
+static json_t *walk_object(const json_t *node, const json_t *value, const char *path,
+                           json_t *issues)
+{
+    json_t *props = json_object_get(node, "properties");
+    json_t *req = json_object_get(node, "required");
+    bool open = json_is_true(json_object_get(node, "additionalProperties")) || !props;
+    json_t *out = json_object();
+    const char *k;
+    json_t *sub_node;
+    json_object_foreach(props, k, sub_node) {
+        char *sub = join_path(path, k, 0);
+        const char *p = sub ? sub : path;
+        json_t *given = json_object_get(value, k);
+        json_t *r = walk(sub_node, given, p, issues);
+        if (r) {
+            json_object_set_new(out, k, r);
+        } else if ((!given || json_is_null(given)) && req) {
+            size_t i;
+            json_t *name;
+            json_array_foreach(req, i, name) {
+                if (strcmp(json_string_value(name), k) == 0)
+                    issue(issues, p, "missing required property");
+            }
+        }
+        free(sub);
+    }
+    json_t *v;
+    json_object_foreach((json_t *)value, k, v) {
+        if (json_object_get(props, k))
+            continue;
+        if (open) {
+            json_object_set_new(out, k, json_deep_copy(v));
+        } else {
+            char *sub = join_path(path, k, 0);
+            issue(issues, sub ? sub : path, "unknown key");
+            free(sub);
+        }
+    }
+    return out;
+}
+
 /* Resolves one node. Returns the completed value (owned) or NULL when the
  * field stays absent (no value, no default) or is invalid. */
 static json_t *walk(const json_t *node, const json_t *value, const char *path, json_t *issues)
 {
     const char *type = json_string_value(json_object_get(node, "type"));
-    if (!value || json_is_null(value)) {
-        json_t *dflt = json_object_get(node, "default");
-        if (dflt)
-            return walk(node, dflt, path, issues);
-        if (type && strcmp(type, "object") == 0 && json_object_get(node, "properties")) {
-            json_t *empty = json_object();
-            json_t *filled = walk(node, empty, path, issues);
-            json_decref(empty);
-            return filled;
-        }
-        return NULL;
-    }
+    if (!value || json_is_null(value))
+        return walk_absent(node, type, path, issues);
     if (!type)
         return json_deep_copy(value);
     if (!type_matches(type, value)) {
         issue(issues, path, "expected %s but got %s", type, type_of(value));
         return NULL;
     }
-    json_t *en = json_object_get(node, "enum");
-    if (en) {
-        bool found = false;
-        size_t i;
-        json_t *opt;
-        json_array_foreach(en, i, opt)
-            found = found || json_equal(opt, (json_t *)value);
-        if (!found) {
-            char *want = show(en), *got = show(value);
-            issue(issues, path, "expected one of %s but got %s", want, got);
-            free(want);
-            free(got);
-            return NULL;
-        }
-    }
+    if (!enum_holds(node, value, path, issues))
+        return NULL;
     if (json_is_number(value)) {
-        double x = json_number_value(value);
-        json_t *mn = json_object_get(node, "minimum"), *mx = json_object_get(node, "maximum");
-        char *got = show(value);
-        bool bad = false;
-        if (mn && x < json_number_value(mn)) {
-            char *b = show(mn);
-            issue(issues, path, "expected a value >= %s but got %s", b, got);
-            free(b);
-            bad = true;
-        } else if (mx && x > json_number_value(mx)) {
-            char *b = show(mx);
-            issue(issues, path, "expected a value <= %s but got %s", b, got);
-            free(b);
-            bad = true;
-        }
-        free(got);
-        if (bad)
+        if (!number_in_range(node, value, path, issues))
             return NULL;
         if (strcmp(type, "integer") == 0 && json_is_real(value))
             return json_integer((json_int_t)json_real_value(value));
     }
-    if (json_is_string(value)) {
-        size_t len = json_string_length(value);
-        json_t *mn = json_object_get(node, "minLength"), *mx = json_object_get(node, "maxLength");
-        if (mn && (json_int_t)len < json_integer_value(mn)) {
-            issue(issues, path, "expected at least %lld characters",
-                  (long long)json_integer_value(mn));
-            return NULL;
-        }
-        if (mx && (json_int_t)len > json_integer_value(mx)) {
-            issue(issues, path, "expected at most %lld characters",
-                  (long long)json_integer_value(mx));
-            return NULL;
-        }
-    }
-    if (json_is_array(value)) {
-        json_t *items = json_object_get(node, "items");
-        json_t *out = json_array();
-        size_t i;
-        json_t *v;
-        json_array_foreach(value, i, v) {
-            char *sub = join_path(path, NULL, (long)i);
-            json_t *r = items ? walk(items, v, sub ? sub : path, issues) : json_deep_copy(v);
-            free(sub);
-            json_array_append_new(out, r ? r : json_null());
-        }
-        return out;
-    }
-    if (json_is_object(value)) {
-        json_t *props = json_object_get(node, "properties");
-        json_t *req = json_object_get(node, "required");
-        bool open = json_is_true(json_object_get(node, "additionalProperties")) || !props;
-        json_t *out = json_object();
-        const char *k;
-        json_t *sub_node;
-        json_object_foreach(props, k, sub_node) {
-            char *sub = join_path(path, k, 0);
-            const char *p = sub ? sub : path;
-            json_t *given = json_object_get(value, k);
-            json_t *r = walk(sub_node, given, p, issues);
-            if (r) {
-                json_object_set_new(out, k, r);
-            } else if ((!given || json_is_null(given)) && req) {
-                size_t i;
-                json_t *name;
-                json_array_foreach(req, i, name) {
-                    if (strcmp(json_string_value(name), k) == 0)
-                        issue(issues, p, "missing required property");
-                }
-            }
-            free(sub);
-        }
-        json_t *v;
-        json_object_foreach((json_t *)value, k, v) {
-            if (json_object_get(props, k))
-                continue;
-            if (open) {
-                json_object_set_new(out, k, json_deep_copy(v));
-            } else {
-                char *sub = join_path(path, k, 0);
-                issue(issues, sub ? sub : path, "unknown key");
-                free(sub);
-            }
-        }
-        return out;
-    }
+    if (json_is_string(value) && !string_in_range(node, value, path, issues))
+        return NULL;
+    if (json_is_array(value))
+        return walk_array(node, value, path, issues);
+    if (json_is_object(value))
+        return walk_object(node, value, path, issues);
     return json_deep_copy(value);
 }
 

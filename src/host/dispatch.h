@@ -110,7 +110,8 @@ int cdsh_dispatch_fail(const cdsh_tool_exec *exec, const char *name, const char 
  * defers after its caller moved on is lost. Thread-safe. */
 int cdsh_dispatch_defer_context(const cdsh_tool_exec *exec, const char *user_message);
 
-/* Marks a successful result as concluding the agent's turn. */
+/* Marks a successful result as concluding the agent's turn.
+ * keep-public: for tool handlers that end the turn (docs/host-tools.md); tests drive it. */
 void cdsh_dispatch_conclude_turn(const cdsh_tool_exec *exec);
 
 /* For around-dispatch wrappers: runs the rest of the dispatch (inner

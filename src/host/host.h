@@ -18,7 +18,8 @@
 #include "host/tools.h"
 
 /* A host whose home is the environment's (cdsh_home_from_env, resolved
- * once, now). NULL on ENOMEM. */
+ * once, now). NULL on ENOMEM.
+ * keep-public: the host on the environment's home, for tests and embedders. */
 cdsh_host *cdsh_host_new(void);
 /* A host with its own home (taken: freed with the host, also when this
  * fails). NULL on ENOMEM or a NULL home. */

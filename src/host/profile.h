@@ -78,6 +78,8 @@ const json_t *cdsh_profile_json(const cdsh_profile *profile);
  * message. Emit: owned text; strings that would read back as another type
  * are double-quoted. */
 json_t *cdsh_profile_yaml_parse(const char *text, size_t len, cdsh_error *err);
+/* keep-public: the writer pair of the reader; test_profile and fuzz_profile_yaml round-trip with
+ * it. */
 char *cdsh_profile_yaml_emit_dup(const json_t *value);
 
 #endif

@@ -46,7 +46,8 @@ void cdsh_prompt_free(cdsh_prompt *p);
 /* Registers a segment in scope's layer (NULL: global). Errors (CDSH_EINVAL,
  * code "INVALID_SEGMENT"): bad id, neither or both of text/render. Duplicate
  * id in the same layer: CDSH_EEXIST, "DUPLICATE_SEGMENT" `prompt segment "x"
- * is already registered`. On failure free_ud is NOT called. */
+ * is already registered`. On failure free_ud is NOT called.
+ * keep-public: the registry under the ctx wrapper; tests register segments directly. */
 int cdsh_prompt_register(cdsh_prompt *p, cdsh_scope *scope, const cdsh_prompt_segment_def *def,
                          cdsh_disposer_t *out, cdsh_error *err);
 
@@ -61,9 +62,11 @@ int cdsh_prompt_ctx_register(cdsh_plugin_ctx *ctx, const cdsh_prompt_segment_def
  * {id, order, scope, text}; segments rendering NULL or "" are left out. */
 json_t *cdsh_prompt_segments(cdsh_prompt *p, const cdsh_scope *scope);
 
-/* The segments' texts joined by a blank line (owned; "" when none). */
+/* The segments' texts joined by a blank line (owned; "" when none).
+ * keep-public: tests read the rendered prompt. */
 char *cdsh_prompt_render_dup(cdsh_prompt *p, const cdsh_scope *scope);
 
+/* keep-public: registry introspection; tests count registrations. */
 size_t cdsh_prompt_count(cdsh_prompt *p);
 
 /* ---- per-turn runtime context and sampling --------------------------------
@@ -99,7 +102,8 @@ typedef struct cdsh_prompt_provider_def {
 
 /* Registers a provider. Errors: CDSH_EINVAL "INVALID_PROVIDER" (bad name, no
  * function); CDSH_EEXIST "DUPLICATE_PROVIDER" `prompt provider "x" is already
- * registered`. On failure free_ud is NOT called. */
+ * registered`. On failure free_ud is NOT called.
+ * keep-public: the registry under the ctx wrapper; tests register providers directly. */
 int cdsh_prompt_provider_register(cdsh_prompt *p, const cdsh_prompt_provider_def *def,
                                   cdsh_disposer_t *out, cdsh_error *err);
 /* Same through a plugin context (disposer recorded; free_ud runs on failure). */
@@ -113,6 +117,7 @@ int cdsh_prompt_ctx_provide(cdsh_plugin_ctx *ctx, const cdsh_prompt_provider_def
 json_t *cdsh_prompt_turn_context(cdsh_prompt *p, const cdsh_scope *scope, const char *session_id,
                                  long long turn, json_t **sampling);
 
+/* keep-public: registry introspection; tests count registrations. */
 size_t cdsh_prompt_provider_count(cdsh_prompt *p);
 
 /* ---- the tool list the model sees (DSH systemPrompt §2) ---------------------
@@ -122,7 +127,9 @@ size_t cdsh_prompt_provider_count(cdsh_prompt *p);
  * listed names come first in that order and the reserved entry
  * "<unlisted-tools>" (exactly once) stands for every other tool, sorted by
  * name. A listed name the scope knows but cannot see (restricted away) is
- * simply absent. */
+ * simply absent.
+ * keep-public: the steps of cdsh_prompt_tools_dup, each pinned by
+ * tests/host/test_prompt_tool_order.c. */
 #define CDSH_PROMPT_TOOL_ORDER_REST "<unlisted-tools>"
 
 /* -1, 0, 1 comparing two UTF-8 strings by their UTF-16 code units

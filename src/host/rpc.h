@@ -83,13 +83,16 @@ json_t *cdsh_rpc_ok_new(json_t *value);
 /* {ok:false, error:{code, message, details}} — takes details (NULL means null). */
 json_t *cdsh_rpc_error_new(const char *code, const char *message, json_t *details);
 
-/* True if result has the RpcResult shape. */
+/* True if result has the RpcResult shape.
+ * keep-public: tests check result shapes with it. */
 bool cdsh_rpc_result_valid(const json_t *result);
 
-/* Number of claimed channels (for reload leak checks). */
+/* Number of claimed channels (for reload leak checks).
+ * keep-public: reload leak checks in tests. */
 size_t cdsh_rpc_count(cdsh_rpc *rpc);
 
-/* Owned sorted array of claimed channel names. */
+/* Owned sorted array of claimed channel names.
+ * keep-public: tests list claimed channels. */
 json_t *cdsh_rpc_channels(cdsh_rpc *rpc);
 
 #endif

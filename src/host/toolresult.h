@@ -43,7 +43,8 @@ typedef struct cdsh_toolresult {
 
 /* New success result owning `value` (stolen; NULL means JSON null) with no
  * content yet: the pipeline validates and renders it. For around-dispatch
- * wrappers that author a success themselves. NULL on ENOMEM. */
+ * wrappers that author a success themselves. NULL on ENOMEM.
+ * keep-public: the tool result API (docs/host-tools.md); tests build results with it. */
 cdsh_toolresult *cdsh_toolresult_new_value_steal(json_t *value);
 
 /* New failure result with content [{type:"text",text:"Error: <message>"}].
@@ -55,13 +56,15 @@ cdsh_toolresult *cdsh_toolresult_new_error(const char *name, const char *code, c
 cdsh_toolresult *cdsh_toolresult_new_errorf(const char *name, const char *code, const char *fmt,
                                             ...) __attribute__((format(printf, 3, 4)));
 
+/* keep-public: the reference pair of _free; tests hold results past a call. */
 cdsh_toolresult *cdsh_toolresult_ref(cdsh_toolresult *res); /* NULL-safe; returns res */
 
 /* Drops one reference; frees on the last. NULL-safe. */
 void cdsh_toolresult_free(cdsh_toolresult *res);
 
 /* True once the pipeline has frozen the result (every result returned by
- * cdsh_dispatch_execute is frozen). */
+ * cdsh_dispatch_execute is frozen).
+ * keep-public: tests and fuzz_dispatch check the pipeline froze a result. */
 bool cdsh_toolresult_is_frozen(const cdsh_toolresult *res);
 
 /* The §9 JSON shape, owned:

@@ -323,7 +323,8 @@ json_t *cdsh_tools_present_result_dup(cdsh_tools *tools, const cdsh_scope *scope
 bool cdsh_tools_present_valid(const json_t *intent);
 
 /* Number of registrations of every kind (tools, masks, guards, hooks, the
- * approval service), for leak checks after a plugin unloads. */
+ * approval service), for leak checks after a plugin unloads.
+ * keep-public: registry introspection; tests count registrations. */
 size_t cdsh_tools_count(cdsh_tools *tools);
 
 #endif

@@ -177,7 +177,9 @@ int cdsh_jsonrpc_call_async(cdsh_jsonrpc *peer, const char *method, json_t *para
 int cdsh_jsonrpc_cancel_call(cdsh_jsonrpc *peer, uint64_t call_id, const char *reason);
 
 /* Restarts a pending call's timeout from now (e.g. on a progress
- * notification). CDSH_ENOTFOUND if not pending. */
+ * notification). CDSH_ENOTFOUND if not pending.
+ * keep-public: extends a pending call's timeout (test_jsonrpc); no caller extends on progress yet.
+ */
 int cdsh_jsonrpc_touch(cdsh_jsonrpc *peer, uint64_t call_id);
 
 /* Sends a notification. params as for cdsh_jsonrpc_call. */

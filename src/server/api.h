@@ -41,7 +41,8 @@ typedef struct cdsh_api_options {
 int cdsh_api_start_ex(cdsh_web *web, cdsh_agent *agent, const cdsh_api_options *opts,
                       cdsh_api **out, cdsh_error *err);
 
-/* cdsh_api_start_ex with its own broker. */
+/* cdsh_api_start_ex with its own broker.
+ * keep-public: fuzz_web_request starts the api with it. */
 int cdsh_api_start(cdsh_web *web, cdsh_agent *agent, cdsh_api **out, cdsh_error *err);
 
 /* Cancels running turns, ends pending approval requests ("cancelled") and
@@ -52,7 +53,8 @@ void cdsh_api_shutdown(cdsh_api *api);
  * and frees. NULL-safe. */
 void cdsh_api_free(cdsh_api *api);
 
-/* Turn threads started so far (never more than the pool's size). */
+/* Turn threads started so far (never more than the pool's size).
+ * keep-public: test_web counts the turn threads. */
 size_t cdsh_api_turn_threads(cdsh_api *api);
 
 #endif

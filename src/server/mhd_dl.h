@@ -45,14 +45,17 @@ typedef struct cdsh_mhd {
  * naming the library and the package to install. */
 int cdsh_mhd_load(cdsh_error *err);
 
-/* The table; only valid after cdsh_mhd_load succeeded. */
+/* The table; only valid after cdsh_mhd_load succeeded.
+ * keep-public: the MHD_* macros below call it in every server file. */
 const cdsh_mhd *cdsh_mhd_get(void);
 
-/* True once the library is mapped in this process (tests pin the lazy load). */
+/* True once the library is mapped in this process.
+ * keep-public: the tests pin the lazy load with it. */
 bool cdsh_mhd_loaded(void);
 
 /* MHD_start_daemon, loading the library first: NULL (errno ELIBACC) if it
- * cannot be loaded. Callers call cdsh_mhd_load first for a clear error. */
+ * cannot be loaded. Callers call cdsh_mhd_load first for a clear error.
+ * keep-public: MHD_start_daemon below names it. */
 struct MHD_Daemon *cdsh_mhd_start_daemon(unsigned int flags, uint16_t port,
                                          MHD_AcceptPolicyCallback apc, void *apc_cls,
                                          MHD_AccessHandlerCallback dh, void *dh_cls, ...);

@@ -19,12 +19,15 @@
 #include "plugins/acp/service.h"
 #include "plugins/acp/state.h"
 
+static int cmd_engines(int argc, char **argv);
+static int cmd_sessions(int argc, char **argv);
+
 static const cdsh_subcommand subs[] = {
-    {"engines", "list engines: resolved command, enabled, health", cdsh_cmd_acp_engines},
+    {"engines", "list engines: resolved command, enabled, health", cmd_engines},
     {"probe", "try-connect an engine and write an evidence record", cdsh_cmd_acp_probe},
     {"prompt", "send one message to an engine and show its streamed reply", cdsh_cmd_acp_prompt},
     {"sessions", "list cdsh sessions bound to engines, or an engine's own (--remote)",
-     cdsh_cmd_acp_sessions},
+     cmd_sessions},
     {NULL, NULL, NULL},
 };
 
@@ -35,7 +38,7 @@ static const cdsh_cli_group group = {
     .subs = subs,
 };
 
-int cdsh_cmd_acp(int argc, char **argv)
+static int cmd_acp(int argc, char **argv)
 {
     return cdsh_cli_group_run(&group, argc, argv);
 }
@@ -123,7 +126,8 @@ static void print_table(const json_t *engines)
         for (int c = 0; c < NCOLS - 1; c++)
             print_cell(cells[c], width[c]);
         printf("%s\n", cells[NCOLS - 1]);
-        const char *herr = json_string_value(json_object_get(json_object_get(row, "health"), "error"));
+        const char *herr =
+            json_string_value(json_object_get(json_object_get(row, "health"), "error"));
         if (herr) {
             print_cell("", width[COL_ID]);
             printf("last error: %s\n", herr);
@@ -131,7 +135,7 @@ static void print_table(const json_t *engines)
     }
 }
 
-int cdsh_cmd_acp_engines(int argc, char **argv)
+static int cmd_engines(int argc, char **argv)
 {
     bool as_json = false;
     for (int i = 1; i < argc; i++) {
@@ -221,7 +225,8 @@ static int list_remote(const char *engine, const char *cwd, bool as_json)
     return 0;
 }
 
-int cdsh_cmd_acp_sessions(int argc, char **argv)
+/* Sub-commands (argv[0] is the sub-command name). */
+static int cmd_sessions(int argc, char **argv)
 {
     bool as_json = false;
     const char *remote = NULL, *cwd = NULL;
@@ -276,8 +281,6 @@ int cdsh_cmd_acp_sessions(int argc, char **argv)
 }
 
 const cdsh_subcommand cdsh_acp_subcommands[] = {
-    {"acp",
-     "external coding agents over ACP: engines, probe, prompt, sessions",
-     cdsh_cmd_acp},
+    {"acp", "external coding agents over ACP: engines, probe, prompt, sessions", cmd_acp},
     {NULL, NULL, NULL},
 };

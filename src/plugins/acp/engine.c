@@ -951,6 +951,8 @@ char **cdsh_acp_engine_env_dup(const json_t *row)
     return v;
 }
 
+static json_t *engine_extra_args_dup(const json_t *row);
+
 char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
 {
     json_t *args = json_object_get(row, "args");
@@ -964,7 +966,7 @@ char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
         if (json_is_string(a))
             v[n++] = strdup(json_string_value(a));
     }
-    json_t *extra = cdsh_acp_engine_extra_args_dup(row);
+    json_t *extra = engine_extra_args_dup(row);
     char **grown = realloc(v, (n + json_array_size(extra) + 1) * sizeof *v);
     if (grown) {
         v = grown;
@@ -976,7 +978,12 @@ char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved)
     return v;
 }
 
-json_t *cdsh_acp_engine_extra_args_dup(const json_t *row)
+/* The arguments cdsh adds after the row's args (owned array), as the
+ * original builds argv (digest §1.3): with skillDelivery "args", the
+ * skillArgsTemplate once per skillsDirs entry that is an existing
+ * directory ({dir} replaced by its expanded path); then, for a
+ * permissionMode other than default, permissionTemplates[mode]. */
+static json_t *engine_extra_args_dup(const json_t *row)
 {
     json_t *out = json_array();
     size_t i, j;

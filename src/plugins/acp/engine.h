@@ -74,7 +74,8 @@ int cdsh_acp_engine_patch(const json_t *current, const json_t *patch, json_t **m
  * naming every candidate tried. */
 int cdsh_acp_engine_resolve(const json_t *row, char **resolved, const char **via, cdsh_error *err);
 
-/* Expands ${VAR}, %VAR% and a leading "~/" in a path template (owned). */
+/* Expands ${VAR}, %VAR% and a leading "~/" in a path template (owned).
+ * keep-public: test_engine pins the path expansion. */
 char *cdsh_acp_engine_expand_path_dup(const char *tmpl);
 
 /* Whether the engine's next start is a cold one (initBudget.coldProbe).
@@ -104,7 +105,8 @@ json_t *cdsh_acp_engine_warm_marker_dup(const char *resolved);
  * command line (libnpmexec): the specs sorted as JavaScript's
  * localeCompare(…, "en") orders them, joined with "\n", SHA-512, first 16
  * hex digits. Writes 16 hex digits + NUL into key. 0, CDSH_ENOMEM or
- * CDSH_EIO. */
+ * CDSH_EIO.
+ * keep-public: test_engine and test_probe compute the cache key with it. */
 int cdsh_acp_npx_cache_key(const char *const *specs, size_t n, char key[17]);
 
 /* The initialize budget in ms: coldSecs when the cold check says cold,
@@ -119,16 +121,9 @@ int64_t cdsh_acp_engine_init_budget_ms(const json_t *row, cdsh_acp_cold_check *c
 int64_t cdsh_acp_engine_prompt_timeout_ms(const json_t *row);
 int64_t cdsh_acp_engine_idle_timeout_ms(const json_t *row);
 
-/* The arguments cdsh adds after the row's args (owned array), as the
- * original builds argv (digest §1.3): with skillDelivery "args", the
- * skillArgsTemplate once per skillsDirs entry that is an existing
- * directory ({dir} replaced by its expanded path); then, for a
- * permissionMode other than default, permissionTemplates[mode]. */
-json_t *cdsh_acp_engine_extra_args_dup(const json_t *row);
-
 /* Owned NULL-terminated "NAME=value" array from the row's env (free with
  * cdsh_acp_engine_strv_free) and owned argv {resolved, args...,
- * cdsh_acp_engine_extra_args_dup...}. */
+ * the extra arguments (skill dirs, permission template)...}. */
 char **cdsh_acp_engine_env_dup(const json_t *row);
 char **cdsh_acp_engine_argv_dup(const json_t *row, const char *resolved);
 void cdsh_acp_engine_strv_free(char **v);

@@ -516,6 +516,67 @@ static json_t *mcp_for(cdsh_acp_service *svc, const json_t *row, cdsh_acp_conn *
     return out;
 }
 
+/* Opens the ACP session of a binding entry: session/load, then
+ * session/resume of its previous id where the agent offers them, else a
+ * new session (then *context_lost when there was a context to carry:
+ * a previous id or a fork). *opened names the way that was tried last. */
+static int acp_session_open(cdsh_acp_conn *conn, const json_t *entry, const char *cwd,
+                            json_t *mcp, const cdsh_acp_session_handlers *h, char **sid,
+                            const char **opened, bool *context_lost, json_t *warnings,
+                            cdsh_error *err)
+{
+    const char *prev = json_string_value(json_object_get(entry, "acpSessionId"));
+    int rc = -1;
+    if (prev && cdsh_acp_conn_supports(conn, "session/load")) {
+        cdsh_error le = {0};
+        rc = cdsh_acp_conn_session_open(conn, CDSH_ACP_OPEN_LOAD, prev, cwd, mcp, h, sid, &le);
+        *opened = "load";
+        if (rc < 0)
+            json_array_append_new(warnings, json_sprintf("session/load failed: %s", le.message));
+    }
+    if (rc < 0 && prev && cdsh_acp_conn_supports(conn, "session/resume")) {
+        cdsh_error le = {0};
+        rc = cdsh_acp_conn_session_open(conn, CDSH_ACP_OPEN_RESUME, prev, cwd, mcp, h, sid, &le);
+        *opened = "resume";
+        if (rc < 0)
+            json_array_append_new(warnings, json_sprintf("session/resume failed: %s", le.message));
+    }
+    const char *forked = json_string_value(json_object_get(entry, "forkedFrom"));
+    if (rc < 0) {
+        if (prev)
+            json_array_append_new(warnings,
+                                  json_string("engine context not restored: a fresh ACP session "
+                                              "was opened"));
+        else if (forked)
+            json_array_append_new(warnings,
+                                  json_sprintf("engine context not carried over from %s: a fresh "
+                                               "ACP session was opened for this fork",
+                                               forked));
+        rc = cdsh_acp_conn_session_open(conn, CDSH_ACP_OPEN_NEW, NULL, cwd, mcp, h, sid, err);
+        *opened = "new";
+        *context_lost = prev || forked;
+    }
+    return rc;
+}
+
+/* The row's initialConfigOptions on a freshly opened session; a refused
+ * option is a warning. */
+static void initial_config_apply(cdsh_acp_conn *conn, const char *sid, const json_t *row,
+                                 json_t *warnings)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, o) {
+        cdsh_error ce = {0};
+        const char *cid = json_string_value(json_object_get(o, "configId"));
+        const char *val = json_string_value(json_object_get(o, "value"));
+        if (cdsh_acp_conn_set_config(conn, sid, cid, val, NULL, &ce) < 0)
+            json_array_append_new(
+                warnings,
+                json_sprintf("initial config option %s=%s not applied: %s", cid, val, ce.message));
+    }
+}
+
 /* Opens (or finds) the live ACP session of a bound cdsh session. Caller
  * gets the engine busy-marked; *opened says how. */
 static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
@@ -576,39 +637,9 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
     ls->sink = sink;
     cdsh_acp_session_handlers h = {tramp_update, tramp_permission, ls};
     json_t *mcp = mcp_for(svc, row, e->conn);
-    const char *prev = json_string_value(json_object_get(entry, "acpSessionId"));
     char *sid = NULL;
-    rc = -1;
-    if (prev && cdsh_acp_conn_supports(e->conn, "session/load")) {
-        cdsh_error le = {0};
-        rc = cdsh_acp_conn_session_open(e->conn, CDSH_ACP_OPEN_LOAD, prev, cwd, mcp, &h, &sid, &le);
-        *opened = "load";
-        if (rc < 0)
-            json_array_append_new(warnings, json_sprintf("session/load failed: %s", le.message));
-    }
-    if (rc < 0 && prev && cdsh_acp_conn_supports(e->conn, "session/resume")) {
-        cdsh_error le = {0};
-        rc = cdsh_acp_conn_session_open(e->conn, CDSH_ACP_OPEN_RESUME, prev, cwd, mcp, &h, &sid,
-                                        &le);
-        *opened = "resume";
-        if (rc < 0)
-            json_array_append_new(warnings, json_sprintf("session/resume failed: %s", le.message));
-    }
-    const char *forked = json_string_value(json_object_get(entry, "forkedFrom"));
-    if (rc < 0) {
-        if (prev)
-            json_array_append_new(warnings,
-                                  json_string("engine context not restored: a fresh ACP session "
-                                              "was opened"));
-        else if (forked)
-            json_array_append_new(warnings,
-                                  json_sprintf("engine context not carried over from %s: a fresh "
-                                               "ACP session was opened for this fork",
-                                               forked));
-        rc = cdsh_acp_conn_session_open(e->conn, CDSH_ACP_OPEN_NEW, NULL, cwd, mcp, &h, &sid, err);
-        *opened = "new";
-        ls->context_lost = prev || forked;
-    }
+    rc = acp_session_open(e->conn, entry, cwd, mcp, &h, &sid, opened, &ls->context_lost, warnings,
+                          err);
     json_decref(mcp);
     if (rc < 0) {
         free(ls->cdsh_id);
@@ -624,17 +655,7 @@ static int session_ensure_claimed(cdsh_acp_service *svc, const char *cdsh_id,
     cdsh_error se = {0};
     if (cdsh_acp_state_session_set_acp(svc->home, cdsh_id, sid, &se) < 0)
         json_array_append_new(warnings, json_sprintf("sessions.json not updated: %s", se.message));
-    size_t i;
-    json_t *o;
-    json_array_foreach(json_object_get(row, "initialConfigOptions"), i, o) {
-        cdsh_error ce = {0};
-        const char *cid = json_string_value(json_object_get(o, "configId"));
-        const char *val = json_string_value(json_object_get(o, "value"));
-        if (cdsh_acp_conn_set_config(e->conn, sid, cid, val, NULL, &ce) < 0)
-            json_array_append_new(
-                warnings,
-                json_sprintf("initial config option %s=%s not applied: %s", cid, val, ce.message));
-    }
+    initial_config_apply(e->conn, sid, row, warnings);
     *out = ls;
 done:
     if (rc == 0 && row_out)
@@ -947,24 +968,6 @@ int cdsh_acp_service_release(cdsh_acp_service *svc, const char *cdsh_session_id,
     pthread_mutex_unlock(&svc->mu);
     int rc = cdsh_acp_conn_session_release(e->conn, acp, true, err);
     free(acp);
-    engine_put(svc, e);
-    return rc;
-}
-
-int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
-                                  const char *method_id, cdsh_error *err)
-{
-    json_t *row = NULL;
-    int rc = cdsh_acp_state_engine_find(svc->home, engine_id, &row, err);
-    if (rc < 0)
-        return rc;
-    char here[4096];
-    pool_engine *e = NULL;
-    rc = engine_get(svc, row, getcwd(here, sizeof here) ? here : "/", &e, err);
-    json_decref(row);
-    if (rc < 0)
-        return rc;
-    rc = cdsh_acp_conn_authenticate(e->conn, method_id, err);
     engine_put(svc, e);
     return rc;
 }

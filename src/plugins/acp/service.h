@@ -112,7 +112,8 @@ json_t *cdsh_acp_service_prompt_blocks(cdsh_acp_service *svc, const char *cdsh_s
 bool cdsh_acp_service_context_lost(cdsh_acp_service *svc, const char *cdsh_session_id);
 
 /* Cancels the running turn of a session (session/cancel; pending
- * permission requests answered "cancelled"). CDSH_ENOTFOUND if none. */
+ * permission requests answered "cancelled"). CDSH_ENOTFOUND if none.
+ * keep-public: cancels an ACP turn (test_service); no front end's stop calls it yet. */
 int cdsh_acp_service_cancel(cdsh_acp_service *svc, const char *cdsh_session_id);
 
 /* Sends sig (SIGINT for a terminal's second Ctrl-C) to the process group of
@@ -165,11 +166,8 @@ int cdsh_acp_service_list_remote(cdsh_acp_service *svc, const char *engine_id, c
 int cdsh_acp_service_fork(cdsh_acp_service *svc, const char *parent_id, const char *child_id,
                           bool whole, json_t *warnings, cdsh_error *err);
 
-/* authenticate {methodId} on the engine's process (spawning it if needed). */
-int cdsh_acp_service_authenticate(cdsh_acp_service *svc, const char *engine_id,
-                                  const char *method_id, cdsh_error *err);
-
-/* Number of live engine processes (for tests and `status`). */
+/* Number of live engine processes (for tests and `status`).
+ * keep-public: tests count live engine processes. */
 size_t cdsh_acp_service_process_count(cdsh_acp_service *svc);
 
 /* The ACP McpServer (stdio) that offers cdsh's own model-facing tools to an
@@ -182,7 +180,8 @@ json_t *cdsh_acp_cdsh_mcp_server_dup(const char *cdsh_path, const char *tools_gl
  * carries out an approval outcome (digest §4.7): ALLOWED_ONCE → allow_once,
  * else allow_always, else a kind starting "allow"; REJECTED / UNAVAILABLE →
  * reject_once, reject_always, "reject*"; CANCELLED or no match → NULL.
- * Owned optionId. The rule is the broker's (cdsh_approvals_option_for_dup). */
+ * Owned optionId. The rule is the broker's (cdsh_approvals_option_for_dup).
+ * keep-public: test_service pins the option mapping. */
 char *cdsh_acp_permission_option_dup(const json_t *params, cdsh_approval_outcome outcome);
 
 #endif

@@ -25,7 +25,8 @@ int cdsh_acp_state_dir_dup(const cdsh_home *home, char **out, cdsh_error *err);
  * sortOrder then id. A corrupt engines.json, a row that fails validation or
  * a row that sets a read-only field becomes a diagnostic
  * {level:"error", source, message} and is ignored. Both outputs owned;
- * diagnostics may be NULL. */
+ * diagnostics may be NULL.
+ * keep-public: test_state reads the user rows with it. */
 int cdsh_acp_state_engines_load(const cdsh_home *home, json_t **engines, json_t **diagnostics,
                                 cdsh_error *err);
 
@@ -42,11 +43,13 @@ int cdsh_acp_state_engine_find(const cdsh_home *home, const char *id, json_t **r
                                cdsh_error *err);
 
 /* Saves a full user row (validated as a user row: capabilities/health are
- * refused) into engines.json, replacing the row with the same id. */
+ * refused) into engines.json, replacing the row with the same id.
+ * keep-public: test_state writes rows with it. */
 int cdsh_acp_state_engine_save(const cdsh_home *home, const json_t *row, cdsh_error *err);
 
 /* Patches the effective row of id (engine.h patch semantics) and saves the
- * merged full row. *merged (may be NULL) receives it, owned. */
+ * merged full row. *merged (may be NULL) receives it, owned.
+ * keep-public: test_state patches rows with it. */
 int cdsh_acp_state_engine_update(const cdsh_home *home, const char *id, const json_t *patch,
                                  json_t **merged, cdsh_error *err);
 

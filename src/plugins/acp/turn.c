@@ -500,7 +500,14 @@ static void message_text(cdsh_strbuf *sb, const json_t *m, size_t cap)
     }
 }
 
-char *cdsh_acp_transcript_text_dup(const json_t *messages)
+/* The conversation so far (cdsh_session_store_messages, borrowed) as one
+ * text block for an agent that lost it: a header saying why, then "User:",
+ * "Assistant:", "Assistant called tool N with ARGS" and "Tool result:"
+ * lines (results cut at 2000 bytes), the most recent messages that fit
+ * CDSH_ACP_TRANSCRIPT_MAX. Owned; NULL when there are no messages.
+ * cdsh_acp_turn_run sends it before the person's text, with a notice
+ * ACP_CONTEXT_REPLAYED, when cdsh_acp_service_context_lost says so. */
+static char *transcript_text_dup(const json_t *messages)
 {
     size_t n = json_array_size(messages);
     if (!n)
@@ -630,9 +637,8 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *o, const char *session_id, const
         json_t *blocks = json_array();
         /* The agent lost the conversation (a fork it cannot restore, a
          * session it cannot load): the transcript goes with this message. */
-        char *context = cdsh_acp_service_context_lost(o->svc, session_id)
-                            ? cdsh_acp_transcript_text_dup(history)
-                            : NULL;
+        char *context =
+            cdsh_acp_service_context_lost(o->svc, session_id) ? transcript_text_dup(history) : NULL;
         if (context) {
             json_array_append_new(blocks, json_pack("{s:s,s:s}", "type", "text", "text", context));
             pthread_mutex_lock(&w.mu);

@@ -61,15 +61,6 @@ int cdsh_acp_turn_run(const cdsh_acp_turn_opts *opts, const char *session_id, co
 /* Cap in bytes of the transcript replayed to an agent that lost a session. */
 #define CDSH_ACP_TRANSCRIPT_MAX 100000
 
-/* The conversation so far (cdsh_session_store_messages, borrowed) as one
- * text block for an agent that lost it: a header saying why, then "User:",
- * "Assistant:", "Assistant called tool N with ARGS" and "Tool result:"
- * lines (results cut at 2000 bytes), the most recent messages that fit
- * CDSH_ACP_TRANSCRIPT_MAX. Owned; NULL when there are no messages.
- * cdsh_acp_turn_run sends it before the person's text, with a notice
- * ACP_CONTEXT_REPLAYED, when cdsh_acp_service_context_lost says so. */
-char *cdsh_acp_transcript_text_dup(const json_t *messages);
-
 /* True when the cdsh session is bound to an engine in sessions.json. */
 bool cdsh_acp_turn_is_bound(const cdsh_home *home, const char *session_id);
 

@@ -19,7 +19,8 @@
 /* Analyses one source text. Returns owned {tools:[{name, dynamic,
  * description, parameters?, file, line}], capabilities:[{id, operations,
  * file, line}]}; `parameters` is absent when the spec is missing or not a
- * literal. Never fails on any input (NULL only on ENOMEM). */
+ * literal. Never fails on any input (NULL only on ENOMEM).
+ * keep-public: fuzz_facade_analyzer feeds sources through it. */
 json_t *cdsh_facade_analyze_source(const char *text, size_t len, const char *file);
 
 /* Walks `root` (extensions .js .mjs .cjs .ts .mts .cts; skips dot entries,
@@ -33,7 +34,8 @@ int cdsh_facade_analyze_dir(const char *root, json_t **report, cdsh_error *err);
  * borrowed): {root, scannedFiles, tools, capabilities, groups:[{group,
  * tools}], candidates:[{group, tools:[{name, kind, parameters}],
  * primitiveLike, operationLike, question}], counts:{files, tools,
- * capabilities, candidates}}. Owned. */
+ * capabilities, candidates}}. Owned.
+ * keep-public: fuzz_facade_analyzer builds the grouping with it. */
 json_t *cdsh_facade_analyze_build(const char *root, const json_t *scanned, const json_t *tools,
                                   const json_t *capabilities);
 
@@ -45,7 +47,8 @@ json_t *cdsh_facade_analyze_build(const char *root, const json_t *scanned, const
 json_t *cdsh_facade_analyze_registry(cdsh_tools *tools, cdsh_facade *facade, const char *root);
 
 /* The group of a tool name: its first part split on . _ - when it has at
- * least two parts, else "". Owned. */
+ * least two parts, else "". Owned.
+ * keep-public: test_facade_analyze checks the grouping. */
 char *cdsh_facade_group_dup(const char *name);
 
 /* "operation-like", "primitive-like" or "unclassified" by the name's last part. */

@@ -7,13 +7,16 @@
 
 #include <jansson.h>
 
-/* `# Tool-surface analysis: <root>` ... `## Boundary`. Owned, no trailing newline. */
+/* `# Tool-surface analysis: <root>` ... `## Boundary`. Owned, no trailing newline.
+ * keep-public: test_facade_analyze checks each rendering. */
 char *cdsh_facade_report_markdown_dup(const json_t *report);
 
-/* `// PROPOSAL — review before adopting...` + ctx.capabilities.register({...}). Owned. */
+/* `// PROPOSAL — review before adopting...` + ctx.capabilities.register({...}). Owned.
+ * keep-public: test_facade_analyze checks each rendering. */
 char *cdsh_facade_proposal_js_dup(const json_t *candidate);
 
-/* The same proposal as a cdsh profile fragment (plugins.facade.config.capabilities). Owned. */
+/* The same proposal as a cdsh profile fragment (plugins.facade.config.capabilities). Owned.
+ * keep-public: test_facade_analyze checks each rendering. */
 char *cdsh_facade_proposal_yaml_dup(const json_t *candidate);
 
 /* Markdown plus, when `propose`, per candidate `---`, `## Starter declaration

@@ -13,7 +13,8 @@
 /* {sources: [{source: "claude"|"codex", servers, commands, skills, agents,
  * notes}], summary: {servers, commands, skills, agents: {ok, warn, blocked},
  * notes}, registered: false}. `skills` holds both kinds ("kind": "skill" |
- * "agent"); the report files them under skills and agents. Owned. */
+ * "agent"); the report files them under skills and agents. Owned.
+ * keep-public: the JSON-built reference the tests hold the streamed report to. */
 json_t *cdsh_mcpimport_report_new(const json_t *servers, const json_t *commands,
                                   const json_t *skills, const json_t *notes);
 

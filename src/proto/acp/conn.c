@@ -100,7 +100,8 @@ static const char *const update_names[] = {
     [CDSH_ACP_UPDATE_COMPACTION_SUMMARY_CHUNK] = "compaction_summary_chunk",
 };
 
-cdsh_acp_update_kind cdsh_acp_update_kind_parse(const char *name)
+/* Maps the wire name ("agent_message_chunk") to the enum; NULL → UNKNOWN. */
+static cdsh_acp_update_kind update_kind_parse(const char *name)
 {
     if (!name)
         return CDSH_ACP_UPDATE_UNKNOWN;
@@ -511,7 +512,7 @@ static void handle_update(cdsh_acp_conn *c, cdsh_jsonrpc_request *req)
             session_put(c, s);
         return;
     }
-    cdsh_acp_update_kind kind = cdsh_acp_update_kind_parse(kind_name);
+    cdsh_acp_update_kind kind = update_kind_parse(kind_name);
     pthread_mutex_lock(&c->mu);
     s->last_update_ms = cdsh_clock_mono_ms();
     s->updates++;
@@ -1649,23 +1650,6 @@ int cdsh_acp_conn_prompt(cdsh_acp_conn *conn, const char *session_id, json_t *pr
     json_decref(w.result);
     session_put(conn, s);
     return rc;
-}
-
-int cdsh_acp_conn_cancel(cdsh_acp_conn *conn, const char *session_id)
-{
-    acp_session *s = conn ? session_get(conn, session_id) : NULL;
-    if (!s)
-        return CDSH_ENOTFOUND;
-    pthread_mutex_lock(&conn->mu);
-    bool running = s->prompting;
-    if (running)
-        s->cancel_requested = true;
-    pthread_cond_broadcast(&conn->cv);
-    pthread_mutex_unlock(&conn->mu);
-    if (running)
-        turn_cancel(conn, s);
-    session_put(conn, s);
-    return 0;
 }
 
 /* ---- evidence ---------------------------------------------------------------------------------

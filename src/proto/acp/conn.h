@@ -9,7 +9,7 @@
  * notifications and agent requests run on the JSON-RPC dispatcher thread,
  * one at a time and in order; update and permission callbacks run there and
  * must not call back into a blocking conn function for the same session
- * (cdsh_acp_conn_cancel is fine). Lock order: conn lock, then nothing. */
+ * (firing a prompt's cancel token is fine). Lock order: conn lock, then nothing. */
 #ifndef CDSH_PROTO_ACP_CONN_H
 #define CDSH_PROTO_ACP_CONN_H
 
@@ -46,9 +46,6 @@ typedef enum cdsh_acp_update_kind {
     CDSH_ACP_UPDATE_COMPACTION,
     CDSH_ACP_UPDATE_COMPACTION_SUMMARY_CHUNK,
 } cdsh_acp_update_kind;
-
-/* Maps the wire name ("agent_message_chunk") to the enum; NULL → UNKNOWN. */
-cdsh_acp_update_kind cdsh_acp_update_kind_parse(const char *name);
 
 /* A streamed update for one session: kind as sent (borrowed string) and the
  * whole `update` object (borrowed, valid during the call). */
@@ -129,7 +126,9 @@ int cdsh_acp_conn_request(cdsh_acp_conn *conn, const char *method, json_t *param
                           int64_t timeout_ms, cdsh_cancel *cancel, json_t **result,
                           cdsh_jsonrpc_remote_error *rerr, cdsh_error *err);
 
-/* authenticate {methodId}. */
+/* authenticate {methodId}.
+ * keep-public: the protocol's authenticate method, for agents that ask for a login; no engine flow
+ * calls it yet. */
 int cdsh_acp_conn_authenticate(cdsh_acp_conn *conn, const char *method_id, cdsh_error *err);
 
 typedef enum cdsh_acp_open_mode {
@@ -186,12 +185,14 @@ int cdsh_acp_conn_list_sessions(cdsh_acp_conn *conn, const char *cwd, int max_pa
 int cdsh_acp_conn_session_release(cdsh_acp_conn *conn, const char *session_id, bool send_close,
                                   cdsh_error *err);
 
-/* Number of sessions currently registered on this connection. */
+/* Number of sessions currently registered on this connection.
+ * keep-public: tests count a connection's sessions. */
 size_t cdsh_acp_conn_session_count(cdsh_acp_conn *conn);
 
 /* Number of terminals the agent holds (created, not released). Releasing a
  * session (cdsh_acp_conn_session_release) kills and releases its terminals;
- * freeing the connection kills them all. */
+ * freeing the connection kills them all.
+ * keep-public: tests count a connection's terminals. */
 size_t cdsh_acp_conn_terminal_count(cdsh_acp_conn *conn);
 
 /* Owned {"configOptions": [...]|null, "modes": {...}|null} exactly as the
@@ -222,7 +223,7 @@ typedef struct cdsh_acp_prompt_result {
 void cdsh_acp_prompt_result_deinit(cdsh_acp_prompt_result *res);
 
 /* session/prompt with `prompt` (borrowed ContentBlock array). Blocks until
- * the agent answers. Cancel (token fires, or cdsh_acp_conn_cancel): sends
+ * the agent answers. Cancel (the token fires): sends
  * session/cancel, pending permission requests are answered "cancelled",
  * then waits cancel_grace_ms for the agent's answer; an agent that never
  * answers yields CDSH_ECANCELED. The idle gate and the overall cap end the
@@ -234,9 +235,6 @@ void cdsh_acp_prompt_result_deinit(cdsh_acp_prompt_result *res);
 int cdsh_acp_conn_prompt(cdsh_acp_conn *conn, const char *session_id, json_t *prompt,
                          const cdsh_acp_prompt_opts *opts, cdsh_cancel *cancel,
                          cdsh_acp_prompt_result *res, cdsh_error *err);
-
-/* Cancels the running prompt of a session (no-op if none). */
-int cdsh_acp_conn_cancel(cdsh_acp_conn *conn, const char *session_id);
 
 /* Evidence: owned arrays of raw incoming lines (verbatim, in order; only
  * with opts.record) and of lines the parser rejected (always; at most 200,

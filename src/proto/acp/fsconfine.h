@@ -28,7 +28,8 @@ int cdsh_acp_fs_read_beneath(const char *root, const char *rel, size_t max_bytes
 int cdsh_acp_fs_write_beneath(const char *root, const char *rel, const char *data, size_t len,
                               cdsh_error *err);
 
-/* Test hook: when set, the O_NOFOLLOW walk is used even where openat2 exists. */
+/* Test hook: when set, the O_NOFOLLOW walk is used even where openat2 exists.
+ * keep-public: the test hook for the O_NOFOLLOW walk. */
 void cdsh_acp_fs_force_walk(int on);
 
 #endif

@@ -135,7 +135,8 @@ int cdsh_mcp_public_tool_name(const char *server, const char *raw,
  * (base/env_policy.h): true when the entry is not passed to a child — a
  * credential-looking name (KEY, PASSWORD, SECRET, TOKEN, AUTH, _PAT, …), a
  * "DSH_" or "CDSH_" prefix, or (for "NAME=value") a value with URL userinfo
- * or a provider key's shape. */
+ * or a provider key's shape.
+ * keep-public: test_mcp and fuzz_mcp_message check the scrub rule. */
 bool cdsh_mcp_env_name_scrubbed(const char *name);
 
 /* The environment for a stdio server child: `parent` ("NAME=value" strings,

@@ -487,7 +487,8 @@ fail:
     return rc;
 }
 
-int cdsh_mcp_import_sync(cdsh_mcp_import *imp, cdsh_error *err)
+/* Re-registers from the client's current list (old generation kept on failure). */
+static int import_sync(cdsh_mcp_import *imp, cdsh_error *err)
 {
     json_t *list = cdsh_mcp_client_tools_dup(imp->client);
     if (!list)
@@ -554,7 +555,7 @@ int cdsh_mcp_import_new(cdsh_mcp_client *client, cdsh_tools *tools,
     imp->disabled = dup_list(opts ? opts->disabled_tools : NULL);
     imp->names = json_array();
     pthread_mutex_init(&imp->lock, NULL);
-    int rc = cdsh_mcp_import_sync(imp, err);
+    int rc = import_sync(imp, err);
     if (rc != 0) {
         cdsh_mcp_import_free(imp);
         return rc;

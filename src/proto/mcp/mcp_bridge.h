@@ -44,7 +44,8 @@ void cdsh_mcp_export_free(cdsh_mcp_export *ex);
 /* The MCP Tool object for one kernel tool description (as from
  * cdsh_tools_info_dup: {name, description, parameters, outputSchema}); owned.
  * outputSchema is kept only when it describes an object (type "object", or a
- * oneOf/anyOf of objects, which gains type "object" at its root as MCP asks). */
+ * oneOf/anyOf of objects, which gains type "object" at its root as MCP asks).
+ * keep-public: test_mcp_server checks the exported shape. */
 json_t *cdsh_mcp_export_tool_json(const json_t *kernel_tool);
 
 /* ---- import ------------------------------------------------------------------ */
@@ -57,21 +58,20 @@ typedef struct cdsh_mcp_import_opts {
     cdsh_scope *scope;                 /* registration layer; NULL = global */
 } cdsh_mcp_import_opts;
 
-/* Registers every (filtered) tool of client into tools and keeps them in
- * sync with the client's list (call cdsh_mcp_import_sync from the client's
- * TOOLS_CHANGED event). Registration is all-or-nothing: a conflict rolls
+/* Registers every (filtered) tool of client into tools, as the client lists
+ * them at this call. Registration is all-or-nothing: a conflict rolls
  * back every tool of this server (CDSH_EEXIST, code "TOOL_EXISTS"). The
- * client must outlive the import. */
+ * client must outlive the import.
+ * keep-public: test_mcp_client imports a server's tools with it. */
 int cdsh_mcp_import_new(cdsh_mcp_client *client, cdsh_tools *tools,
                         const cdsh_mcp_import_opts *opts, cdsh_mcp_import **out, cdsh_error *err);
 
-/* Re-registers from the client's current list (old generation kept on failure). */
-int cdsh_mcp_import_sync(cdsh_mcp_import *imp, cdsh_error *err);
-
-/* Owned array of {publicName, rawName} currently registered. */
+/* Owned array of {publicName, rawName} currently registered.
+ * keep-public: test_mcp_client imports a server's tools with it. */
 json_t *cdsh_mcp_import_names(cdsh_mcp_import *imp);
 
-/* Unregisters everything and frees. NULL-safe. */
+/* Unregisters everything and frees. NULL-safe.
+ * keep-public: test_mcp_client imports a server's tools with it. */
 void cdsh_mcp_import_free(cdsh_mcp_import *imp);
 
 /* True when raw passes the enabled/disabled filter (Codex semantics:

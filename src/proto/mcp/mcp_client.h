@@ -76,7 +76,8 @@ void cdsh_mcp_client_free(cdsh_mcp_client *client);
 const char *cdsh_mcp_client_name(const cdsh_mcp_client *client);
 
 /* Owned copies of what the current connection negotiated (NULL if down):
- * protocol version, serverInfo, instructions. */
+ * protocol version, serverInfo, instructions.
+ * keep-public: what the connection negotiated; test_mcp_client reads it. */
 char *cdsh_mcp_client_version_dup(cdsh_mcp_client *client);
 json_t *cdsh_mcp_client_server_info_dup(cdsh_mcp_client *client);
 char *cdsh_mcp_client_instructions_dup(cdsh_mcp_client *client);
@@ -110,10 +111,12 @@ typedef struct cdsh_mcp_call_opts {
 int cdsh_mcp_client_call(cdsh_mcp_client *client, const char *tool, const json_t *args,
                          const cdsh_mcp_call_opts *opts, json_t **result, cdsh_error *err);
 
-/* Sends ping and waits for {} (liveness). */
+/* Sends ping and waits for {} (liveness).
+ * keep-public: test_mcp_client pings with it. */
 int cdsh_mcp_client_ping(cdsh_mcp_client *client, int64_t timeout_ms, cdsh_error *err);
 
-/* True while a connection is up. */
+/* True while a connection is up.
+ * keep-public: test_mcp_client checks the connection state. */
 bool cdsh_mcp_client_is_connected(cdsh_mcp_client *client);
 
 #endif
